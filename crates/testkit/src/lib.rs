@@ -1,1 +1,84 @@
-//! placeholder
+//! Test support for the zklock workspace: real ZooKeeper 3.8 servers, on-demand session expiry and a
+//! fault-injecting TCP proxy.
+//!
+//! * [`ZooKeeper`] — a standalone server or an ensemble of real ZooKeeper JVMs on 127.0.0.1 (Debian package
+//!   `zookeeper`), with kill/restart of members; [`shared_standalone`] / [`shared_ensemble`] for one instance per
+//!   test binary, and [`unique_path`] so tests sharing one never collide.
+//! * [`expire_session`] — expire a client's session now, as ZooKeeper's own tests do.
+//! * [`Proxy`] — cut connections, lose a reply, play dead, count requests and notifications.
+//!
+//! Every server process is tied to the test process with `PR_SET_PDEATHSIG`, so none outlives it.
+#![deny(unsafe_code)]
+
+pub mod install;
+pub mod ports;
+mod config;
+mod fourlw;
+mod frame;
+mod proxy;
+mod session;
+mod shared;
+mod spawn;
+mod tempdirs;
+mod zookeeper;
+
+pub use fourlw::four_letter_word;
+pub use proxy::Proxy;
+pub use session::expire_session;
+pub use shared::{shared_ensemble, shared_standalone};
+pub use zookeeper::{Builder, ZooKeeper, DEFAULT_START_TIMEOUT, DEFAULT_TICK_TIME_MS};
+
+use rand::Rng;
+
+/// `"/<prefix>-<16 random hex digits>"`: a fresh top-level path, so tests sharing a server never collide.
+pub fn unique_path(prefix: &str) -> String {
+    format!("/{prefix}-{:016x}", rand::thread_rng().gen::<u64>())
+}
+
+/// Request opcodes of the ZooKeeper protocol, for [`Proxy::requests`] and [`Proxy::drop_reply_and_cut`].
+pub mod opcode {
+    /// `create`.
+    pub const CREATE: i32 = 1;
+    /// `delete`.
+    pub const DELETE: i32 = 2;
+    /// `exists`.
+    pub const EXISTS: i32 = 3;
+    /// `getData`.
+    pub const GET_DATA: i32 = 4;
+    /// `setData`.
+    pub const SET_DATA: i32 = 5;
+    /// `getChildren`.
+    pub const GET_CHILDREN: i32 = 8;
+    /// `sync`.
+    pub const SYNC: i32 = 9;
+    /// `ping`.
+    pub const PING: i32 = 11;
+    /// `getChildren2`.
+    pub const GET_CHILDREN2: i32 = 12;
+    /// `multi`.
+    pub const MULTI: i32 = 14;
+    /// `create2` (create returning a stat; what `zookeeper-client` sends).
+    pub const CREATE2: i32 = 15;
+    /// `createContainer`.
+    pub const CREATE_CONTAINER: i32 = 19;
+    /// `createTTL`.
+    pub const CREATE_TTL: i32 = 21;
+    /// `setWatches`.
+    pub const SET_WATCHES: i32 = 101;
+    /// `addWatch`.
+    pub const ADD_WATCH: i32 = 106;
+    /// Every create variant: `create`, `create2`, `createContainer`, `createTTL`.
+    pub const ALL_CREATES: &[i32] = &[CREATE, CREATE2, CREATE_CONTAINER, CREATE_TTL];
+}
+
+/// Installs a `tracing` subscriber for tests, once per process: filtered by `RUST_LOG` (default `warn`), written
+/// through the test harness's capture so output shows only for failing tests.
+pub fn init_tracing() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        // Another subscriber may already be installed by the test itself; keep that one.
+        let _ = tracing_subscriber::fmt().with_env_filter(filter).with_test_writer().try_init();
+    });
+}

@@ -1,1 +1,58 @@
-//! placeholder
+//! Distributed locks and coordination recipes on ZooKeeper, correct under faults first.
+//!
+//! Built on the [`zookeeper_client`] crate (tokio). Every recipe takes a place in a queue directory of
+//! ephemeral-sequential nodes and waits for its turn watching only the node it depends on, so a release wakes
+//! exactly one waiter (no herd effect). That mechanism lives in one place (`contention.rs`); each recipe is a small
+//! set of rules on top of it.
+//!
+//! What every recipe handles:
+//! * **Connection loss during create** — our node name carries a uuid (Curator's `_c_<uuid>-` format), so after a
+//!   lost reply we find our node instead of creating a second one.
+//! * **The node we watch vanishing between listing and watching** — the watch is set with `getData`, which reports
+//!   `NoNode` and we look again; nothing stalls.
+//! * **Session expiry** — every [`Guard`] has a [`lost`](Guard::lost) signal that fires on expiry, on deletion of
+//!   our node by anybody else, and (by [`LostPolicy`], on by default) when disconnected for long enough that the
+//!   session may be gone.
+//! * **Cancellation at every await point** — dropping an acquire future removes our node.
+//! * **Missing parents** are created as persistent nodes; **ordering** is by the sequence suffix only.
+//! * **Fencing** — [`Guard::fencing_token`] is our node's czxid, strictly increasing across holders.
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! let client = zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+//! let mutex = zklock::Mutex::new(&client, "/locks/orders")?;
+//! let guard = mutex.lock().await?;
+//! println!("holding {} with fencing token {}", guard.path(), guard.fencing_token());
+//! guard.release().await?;
+//! # Ok(()) }
+//! ```
+#![forbid(unsafe_code)]
+
+mod barrier;
+mod contention;
+mod double_barrier;
+mod election;
+mod error;
+mod events;
+mod guard;
+mod lost;
+mod mutex;
+pub mod node;
+mod own_node;
+mod path;
+mod queue;
+mod retry;
+mod rwlock;
+mod semaphore;
+
+pub use contention::Options;
+pub use error::{Error, Result};
+pub use events::{Listener, QueueEvent};
+pub use guard::Guard;
+pub use lost::{LostPolicy, LostReason};
+pub use mutex::Mutex;
+pub use retry::RetryPolicy;
+pub use zookeeper_client;
+
+/// The guard of a [`Mutex`].
+pub type MutexGuard = Guard;

@@ -1,0 +1,82 @@
+//! Running the user's command so that it can never outlive our hold on the lock.
+//!
+//! The child gets its own process group (so the whole group can be signalled, and a terminal's Ctrl-C reaches it
+//! only through us) and a parent-death signal: if `zklock` dies — even by `kill -9` — the kernel sends the child
+//! SIGKILL. Linux fires that signal when the *thread* that forked the child exits, so the child must be spawned
+//! from a thread that lives as long as the process: `zklock run` uses a current-thread runtime on the main thread
+//! and spawns from it.
+
+use std::io;
+use std::process::ExitStatus;
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+
+/// A running command in its own process group.
+pub struct Child {
+    inner: tokio::process::Child,
+    pgid: Pid,
+}
+
+impl Child {
+    /// Spawns `argv` with extra environment variables.
+    pub fn spawn(argv: &[String], env: &[(&str, String)]) -> io::Result<Child> {
+        let (program, args) = argv
+            .split_first()
+            .ok_or_else(|| io::Error::other("no command given"))?;
+        let mut command = tokio::process::Command::new(program);
+        command
+            .args(args)
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .process_group(0);
+        let parent = nix::unistd::getpid();
+        // SAFETY: the closure runs in the forked child before exec and only makes async-signal-safe system calls
+        // (prctl, getppid); it allocates nothing.
+        #[allow(unsafe_code)]
+        unsafe {
+            command.pre_exec(move || {
+                nix::sys::prctl::set_pdeathsig(Some(Signal::SIGKILL)).map_err(io::Error::from)?;
+                // We may have died between fork and prctl: then nobody would ever signal this child.
+                if nix::unistd::getppid() != parent {
+                    return Err(io::Error::other("zklock exited before the command started"));
+                }
+                Ok(())
+            });
+        }
+        let inner = command.spawn()?;
+        let pid = inner
+            .id()
+            .ok_or_else(|| io::Error::other("child exited before it had a pid"))?;
+        Ok(Child {
+            inner,
+            pgid: Pid::from_raw(pid as i32),
+        })
+    }
+
+    /// The child's pid (also its process group id).
+    pub fn pid(&self) -> i32 {
+        self.pgid.as_raw()
+    }
+
+    /// Sends `signal` to the child's whole process group.
+    pub fn signal(&self, signal: Signal) {
+        if let Err(err) = killpg(self.pgid, signal) {
+            tracing::debug!(%err, ?signal, "signalling the command's process group");
+        }
+    }
+
+    /// Waits for the child to exit.
+    pub async fn wait(&mut self) -> io::Result<ExitStatus> {
+        self.inner.wait().await
+    }
+}
+
+/// The shell convention for an exit status: the code, or 128 + the signal number.
+pub fn exit_code(status: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => code,
+        (None, Some(signal)) => 128 + signal,
+        (None, None) => 1,
+    }
+}

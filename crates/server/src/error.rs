@@ -1,0 +1,15 @@
+//! Errors of the server's public API.
+
+/// Why the server could not start or shut down cleanly.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The listening socket could not be bound.
+    #[error("cannot bind the client port: {0}")]
+    Bind(#[source] std::io::Error),
+    /// The data directory could not be created or used.
+    #[error("data directory: {0}")]
+    DataDir(#[source] std::io::Error),
+    /// The durable store failed (open, recovery, or write).
+    #[error("storage: {0}")]
+    Storage(String),
+}

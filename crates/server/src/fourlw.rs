@@ -1,0 +1,195 @@
+//! Four-letter words: a new connection whose first four bytes spell a command gets a plain-text answer
+//! and is closed. Formats follow ZooKeeper 3.8 closely enough for its usual parsers (kazoo reads
+//! `zookeeper.version=` from `envi`; monitoring tools read `mntr`'s tab-separated pairs).
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use tokio::io::AsyncWriteExt;
+use tokio::net::tcp::OwnedWriteHalf;
+
+use crate::shared::Shared;
+
+/// Version we report: the ZooKeeper release whose behaviour we match, tagged as ours.
+pub const VERSION: &str = concat!(
+    "3.8.0-zklock-",
+    env!("CARGO_PKG_VERSION"),
+    ", built on 1970-01-01 00:00 UTC"
+);
+
+/// Every command ZooKeeper knows (so an unlisted one gets the whitelist message, not a protocol error).
+const KNOWN: &[&str] = &[
+    "ruok", "srvr", "stat", "mntr", "cons", "envi", "wchs", "dump", "conf", "crst", "srst", "wchc", "wchp",
+    "dirs", "gtmk", "stmk", "isro", "hash",
+];
+
+/// Recognises a four-letter word in the first four bytes of a connection.
+pub fn detect(first: &[u8]) -> Option<&'static str> {
+    KNOWN.iter().copied().find(|w| w.as_bytes() == first)
+}
+
+/// Writes the answer and closes.
+pub async fn answer(shared: &Arc<Shared>, cmd: &'static str, mut wr: OwnedWriteHalf) {
+    let allowed = shared
+        .config
+        .four_letter_words
+        .iter()
+        .any(|w| w == cmd || w == "*");
+    let text = if allowed {
+        render(shared, cmd)
+    } else {
+        format!("{cmd} is not executed because it is not in the whitelist.\n")
+    };
+    let _ = wr.write_all(text.as_bytes()).await;
+    let _ = wr.shutdown().await;
+}
+
+fn render(shared: &Arc<Shared>, cmd: &str) -> String {
+    let st = shared.lock();
+    let (watched_paths, watches) = st.watches.counts();
+    let conns = st.conns.len();
+    let mut s = String::new();
+    let clients = |s: &mut String| {
+        let mut conns: Vec<_> = st.conns.values().collect();
+        conns.sort_by_key(|c| c.peer);
+        for c in conns {
+            let _ = writeln!(
+                s,
+                " /{}[1](queued={},recved={},sent={},sid=0x{:x},lop={})",
+                c.peer,
+                c.shared.outstanding.load(Ordering::Relaxed),
+                c.shared.received.load(Ordering::Relaxed),
+                c.shared.sent.load(Ordering::Relaxed),
+                c.session,
+                c.last_op
+            );
+        }
+    };
+    match cmd {
+        "ruok" => s.push_str("imok"),
+        "isro" => s.push_str("rw"),
+        "srvr" | "stat" => {
+            let _ = writeln!(s, "Zookeeper version: {VERSION}");
+            if cmd == "stat" {
+                s.push_str("Clients:\n");
+                clients(&mut s);
+                s.push('\n');
+            }
+            let _ = writeln!(s, "Latency min/avg/max: 0/0.0/0");
+            let _ = writeln!(s, "Received: {}", st.counters.received);
+            let _ = writeln!(s, "Sent: {}", st.counters.sent);
+            let _ = writeln!(s, "Connections: {conns}");
+            let _ = writeln!(s, "Outstanding: 0");
+            let _ = writeln!(s, "Zxid: 0x{:x}", st.last_zxid);
+            let _ = writeln!(s, "Mode: standalone");
+            // ZooKeeper's node map holds the root twice ("" and "/"), so its count is one higher.
+            let _ = writeln!(s, "Node count: {}", st.tree.node_count() + 1);
+        }
+        "cons" => {
+            clients(&mut s);
+            s.push('\n');
+        }
+        "mntr" => {
+            let ephemerals: usize = st.tree.ephemerals().values().map(|v| v.len()).sum();
+            let data_size: usize = st
+                .tree
+                .nodes()
+                .map(|(p, n)| p.len() + n.data.as_ref().map_or(0, Vec::len))
+                .sum();
+            let pairs: Vec<(&str, String)> = vec![
+                ("zk_version", VERSION.to_string()),
+                ("zk_server_state", "standalone".into()),
+                ("zk_avg_latency", "0.0".into()),
+                ("zk_max_latency", "0".into()),
+                ("zk_min_latency", "0".into()),
+                ("zk_packets_received", st.counters.received.to_string()),
+                ("zk_packets_sent", st.counters.sent.to_string()),
+                ("zk_num_alive_connections", conns.to_string()),
+                ("zk_outstanding_requests", "0".into()),
+                ("zk_znode_count", (st.tree.node_count() + 1).to_string()),
+                ("zk_watch_count", watches.to_string()),
+                ("zk_ephemerals_count", ephemerals.to_string()),
+                ("zk_approximate_data_size", data_size.to_string()),
+                ("zk_open_file_descriptor_count", "0".into()),
+                ("zk_max_file_descriptor_count", "0".into()),
+                ("zk_uptime", shared.started.elapsed().as_millis().to_string()),
+                ("zk_global_sessions", st.sessions.len().to_string()),
+                ("zk_last_zxid", format!("0x{:x}", st.last_zxid)),
+            ];
+            for (k, v) in pairs {
+                let _ = writeln!(s, "{k}\t{v}");
+            }
+        }
+        "envi" => {
+            s.push_str("Environment:\n");
+            let _ = writeln!(s, "zookeeper.version={VERSION}");
+            let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "localhost".into());
+            let _ = writeln!(s, "host.name={host}");
+            let _ = writeln!(s, "os.name={}", std::env::consts::OS);
+            let _ = writeln!(s, "os.arch={}", std::env::consts::ARCH);
+            let _ = writeln!(
+                s,
+                "user.dir={}",
+                std::env::current_dir()
+                    .map(|d| d.display().to_string())
+                    .unwrap_or_default()
+            );
+        }
+        "wchs" => {
+            let _ = writeln!(
+                s,
+                "{} connections watching {watched_paths} paths",
+                st.watches.by_conn().len()
+            );
+            let _ = writeln!(s, "Total watches:{watches}");
+        }
+        "dump" => {
+            s.push_str("SessionTracker dump:\n");
+            let mut sessions: Vec<_> = st.sessions.iter().map(|x| (x.id, x.timeout_ms)).collect();
+            sessions.sort_unstable();
+            let _ = writeln!(s, "Global Sessions({}):", sessions.len());
+            for (id, timeout) in sessions {
+                let _ = writeln!(s, "0x{id:x}\t{timeout}ms");
+            }
+            s.push_str("ephemeral nodes dump:\n");
+            let mut by_session: Vec<_> = st.tree.ephemerals().iter().collect();
+            by_session.sort_by_key(|(id, _)| **id);
+            let _ = writeln!(s, "Sessions with Ephemerals ({}):", by_session.len());
+            for (id, paths) in by_session {
+                let _ = writeln!(s, "0x{id:x}:");
+                for p in paths {
+                    let _ = writeln!(s, "\t{p}");
+                }
+            }
+            s.push_str("Connections dump:\n");
+            clients(&mut s);
+        }
+        "conf" => {
+            let c = &shared.config;
+            let _ = writeln!(s, "clientPort={}", c.listen.port());
+            let _ = writeln!(s, "tickTime={}", c.tick_time.as_millis());
+            let _ = writeln!(s, "maxClientCnxns={}", c.max_client_cnxns);
+            let (min, max) = c.session_timeout_bounds();
+            let _ = writeln!(s, "minSessionTimeout={}", min.as_millis());
+            let _ = writeln!(s, "maxSessionTimeout={}", max.as_millis());
+            let _ = writeln!(s, "serverId=0");
+        }
+        // Commands we recognise but have nothing meaningful for (stats resets, watch-by-path dumps...).
+        _ => {
+            let by_conn = st.watches.by_conn();
+            if cmd == "wchc" || cmd == "wchp" {
+                let mut lines: Vec<String> = by_conn
+                    .iter()
+                    .flat_map(|(c, ps)| ps.iter().map(move |p| format!("{c}\t{p}")))
+                    .collect();
+                lines.sort();
+                for l in lines {
+                    let _ = writeln!(s, "{l}");
+                }
+            } else {
+                let _ = writeln!(s, "{cmd} is not supported by this server.");
+            }
+        }
+    }
+    s
+}

@@ -1,0 +1,170 @@
+//! multi (atomic writes) and multiRead.
+//!
+//! multi validates every op against a [`View`] that accumulates the effects of the earlier ops; if all
+//! pass, one `Txn::Multi` is committed under one zxid. If one fails, ZooKeeper's encoding applies: header
+//! err 0, and per op an error result — 0 before the failing op, its code for it, −2 after it — and the
+//! failed multi still consumes a zxid.
+//!
+//! Like ZooKeeper (whose `MultiOperationRecord` rebuilds each create with `Op.create(flags)`), a create's
+//! opcode inside a multi is derived from its flags: container flags make a container (result type 15 with
+//! a stat), anything else is a plain create (result type 1, path only), whatever opcode the client sent.
+
+use zklock_codec::{
+    Create2Response, CreateMode, CreateResponse, Decode, Encode, ErrorCode, GetChildrenResponse,
+    GetDataResponse, MultiOp, MultiRequest, MultiResponse, MultiResult, OpCode, Reader, StatResponse,
+};
+
+use super::prep::{self, CreateArgs, View};
+use super::{auth_of, Malformed, Reply};
+use crate::acl;
+use crate::state::State;
+use crate::txn::Txn;
+use crate::watch::ConnId;
+
+/// The opcode ZooKeeper uses for a create inside a multi.
+fn create_op(flags: i32) -> OpCode {
+    match CreateMode::try_from(flags) {
+        Ok(CreateMode::Container) => OpCode::CreateContainer,
+        Ok(m) if m.is_ttl() => OpCode::CreateTtl,
+        _ => OpCode::Create,
+    }
+}
+
+pub fn multi(st: &mut State, conn: ConnId, session: i64, r: &mut Reader<'_>) -> Result<Reply, Malformed> {
+    let req = MultiRequest::decode(r)?;
+    if req
+        .ops
+        .iter()
+        .any(|op| matches!(op, MultiOp::GetData(_) | MultiOp::GetChildren(_)))
+    {
+        // ZooKeeper rejects reads in a write multi as a marshalling error, after assigning a zxid.
+        st.commit(Txn::Error {
+            err: ErrorCode::MarshallingError.into(),
+        });
+        return Ok(Reply::err(ErrorCode::MarshallingError));
+    }
+    let auth = auth_of(st, conn);
+    let mut view = View::new(&st.tree);
+    let mut txns = Vec::with_capacity(req.ops.len());
+    let mut failure = None;
+    for (i, op) in req.ops.iter().enumerate() {
+        let prepared = match op {
+            MultiOp::Create { req, .. } => {
+                let args = CreateArgs {
+                    op: create_op(req.flags),
+                    path: &req.path,
+                    data: &req.data,
+                    acl: &req.acl,
+                    flags: req.flags,
+                };
+                prep::create(&view, &auth, session, &args)
+            }
+            MultiOp::CreateTtl(req) => {
+                let args = CreateArgs {
+                    op: create_op(req.flags),
+                    path: &req.path,
+                    data: &req.data,
+                    acl: &req.acl,
+                    flags: req.flags,
+                };
+                prep::create(&view, &auth, session, &args)
+            }
+            MultiOp::Delete(d) => prep::delete(&view, &auth, &d.path, d.version),
+            MultiOp::SetData(s) => prep::set_data(&view, &auth, &s.path, &s.data, s.version),
+            MultiOp::Check(c) => prep::check(&view, &auth, &c.path, c.version),
+            MultiOp::GetData(_) | MultiOp::GetChildren(_) => unreachable!("rejected above"),
+        };
+        match prepared {
+            Ok(txn) => {
+                view.record(&txn);
+                txns.push(txn);
+            }
+            Err(err) => {
+                failure = Some((i, err));
+                break;
+            }
+        }
+    }
+    if let Some((failed, err)) = failure {
+        st.commit(Txn::Error { err: err.into() });
+        let results = (0..req.ops.len())
+            .map(|i| {
+                MultiResult::Error(match i.cmp(&failed) {
+                    std::cmp::Ordering::Less => 0,
+                    std::cmp::Ordering::Equal => err.into(),
+                    std::cmp::Ordering::Greater => ErrorCode::RuntimeInconsistency.into(),
+                })
+            })
+            .collect();
+        return Ok(Reply::ok(&MultiResponse { results }));
+    }
+    let (_, stats) = st.commit(Txn::Multi(txns.clone()));
+    let results = req
+        .ops
+        .iter()
+        .zip(txns)
+        .zip(stats)
+        .map(|((op, txn), stat)| match (op, txn) {
+            (MultiOp::Create { req, .. }, Txn::Create { path, .. })
+                if create_op(req.flags) == OpCode::Create =>
+            {
+                MultiResult::Create(CreateResponse { path })
+            }
+            (_, Txn::Create { path, .. }) => MultiResult::Create2 {
+                op: OpCode::Create2,
+                resp: Create2Response {
+                    path,
+                    stat: stat.unwrap_or_default(),
+                },
+            },
+            (_, Txn::Delete { .. }) => MultiResult::Delete,
+            (_, Txn::SetData { .. }) => MultiResult::SetData(StatResponse {
+                stat: stat.unwrap_or_default(),
+            }),
+            _ => MultiResult::Check,
+        })
+        .collect();
+    Ok(Reply::ok(&MultiResponse { results }))
+}
+
+pub fn multi_read(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply, Malformed> {
+    let req = MultiRequest::decode(r)?;
+    if req
+        .ops
+        .iter()
+        .any(|op| !matches!(op, MultiOp::GetData(_) | MultiOp::GetChildren(_)))
+    {
+        // ZooKeeper answers a write inside multiRead with MarshallingError *and* an empty result list.
+        return Ok(Reply {
+            body_on_error: true,
+            body: MultiResponse::default().to_bytes(),
+            ..Reply::err(ErrorCode::MarshallingError)
+        });
+    }
+    let auth = auth_of(st, conn);
+    let results = req
+        .ops
+        .iter()
+        .map(|op| {
+            let res = match op {
+                // Watch flags are ignored: multiRead sets no watches.
+                MultiOp::GetData(g) => st.tree.get(&g.path).ok_or(ErrorCode::NoNode).and_then(|n| {
+                    acl::check(&n.acl, zklock_codec::perms::READ, &auth)?;
+                    Ok(MultiResult::GetData(GetDataResponse {
+                        data: n.data.clone(),
+                        stat: n.stat(),
+                    }))
+                }),
+                MultiOp::GetChildren(g) => st.tree.get(&g.path).ok_or(ErrorCode::NoNode).and_then(|n| {
+                    acl::check(&n.acl, zklock_codec::perms::READ, &auth)?;
+                    Ok(MultiResult::GetChildren(GetChildrenResponse {
+                        children: n.children.iter().cloned().collect(),
+                    }))
+                }),
+                _ => unreachable!("rejected above"),
+            };
+            res.unwrap_or_else(|e| MultiResult::Error(e.into()))
+        })
+        .collect();
+    Ok(Reply::ok(&MultiResponse { results }))
+}

@@ -1,0 +1,330 @@
+//! Validation of writes against the tree (plus the pending effects of earlier ops of the same multi),
+//! producing [`Txn`]s. The checks and their order follow ZooKeeper's `PrepRequestProcessor`, because the
+//! first failing check decides the error code a client sees.
+
+use std::collections::HashMap;
+use zklock_codec::{perms, Acl, CreateMode, ErrorCode, OpCode};
+
+use crate::acl::{self, AuthIds};
+use crate::path;
+use crate::tree::{is_session_owner, DataTree, CONTAINER_OWNER};
+use crate::txn::Txn;
+
+/// The parts of a node that validation needs.
+#[derive(Debug, Clone)]
+pub struct Pending {
+    version: i32,
+    cversion: i32,
+    aversion: i32,
+    owner: i64,
+    num_children: usize,
+    acl: Vec<Acl>,
+}
+
+/// The tree as earlier ops of the same multi have left it (ZooKeeper's outstanding `ChangeRecord`s).
+pub struct View<'a> {
+    tree: &'a DataTree,
+    overlay: HashMap<String, Option<Pending>>,
+}
+
+/// A create request in any of its wire forms.
+pub struct CreateArgs<'r> {
+    /// create / create2 / createContainer / createTTL.
+    pub op: OpCode,
+    /// Requested path.
+    pub path: &'r str,
+    /// Data.
+    pub data: &'r Option<Vec<u8>>,
+    /// Requested ACL.
+    pub acl: &'r [Acl],
+    /// Raw mode flags.
+    pub flags: i32,
+}
+
+impl<'a> View<'a> {
+    /// A view of `tree` with nothing pending.
+    pub fn new(tree: &'a DataTree) -> Self {
+        View {
+            tree,
+            overlay: HashMap::new(),
+        }
+    }
+
+    fn get(&self, path: &str) -> Option<Pending> {
+        match self.overlay.get(path) {
+            Some(p) => p.clone(),
+            None => self.tree.get(path).map(|n| Pending {
+                version: n.version,
+                cversion: n.cversion,
+                aversion: n.aversion,
+                owner: n.ephemeral_owner,
+                num_children: n.children.len(),
+                acl: n.acl.clone(),
+            }),
+        }
+    }
+
+    /// Records the effect of a validated txn so later ops of the multi see it.
+    pub fn record(&mut self, txn: &Txn) {
+        match txn {
+            Txn::Create {
+                path,
+                acl,
+                owner,
+                parent_cversion,
+                ..
+            } => {
+                let parent = path::parent(path).to_string();
+                if let Some(mut p) = self.get(&parent) {
+                    p.cversion = *parent_cversion;
+                    p.num_children += 1;
+                    self.overlay.insert(parent, Some(p));
+                }
+                let node = Pending {
+                    version: 0,
+                    cversion: 0,
+                    aversion: 0,
+                    owner: *owner,
+                    num_children: 0,
+                    acl: acl.clone(),
+                };
+                self.overlay.insert(path.clone(), Some(node));
+            }
+            Txn::Delete { path } => {
+                let parent = path::parent(path).to_string();
+                if let Some(mut p) = self.get(&parent) {
+                    p.num_children = p.num_children.saturating_sub(1);
+                    self.overlay.insert(parent, Some(p));
+                }
+                self.overlay.insert(path.clone(), None);
+            }
+            Txn::SetData { path, version, .. } => {
+                if let Some(mut p) = self.get(path) {
+                    p.version = *version;
+                    self.overlay.insert(path.clone(), Some(p));
+                }
+            }
+            Txn::SetAcl { path, acl, aversion } => {
+                if let Some(mut p) = self.get(path) {
+                    p.aversion = *aversion;
+                    p.acl = acl.clone();
+                    self.overlay.insert(path.clone(), Some(p));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn check_version(current: i32, expected: i32) -> Result<i32, ErrorCode> {
+    if expected != -1 && expected != current {
+        return Err(ErrorCode::BadVersion);
+    }
+    Ok(current.wrapping_add(1))
+}
+
+fn valid(path: &str) -> Result<(), ErrorCode> {
+    path::validate(path).map_err(|_| ErrorCode::BadArguments)
+}
+
+/// ZooKeeper's `validatePathForCreate` / `getParentPathAndValidate`: only a slash and no NUL are required
+/// here; the full syntax check comes after the sequence suffix is added.
+fn parent_for_create(p: &str) -> Result<&str, ErrorCode> {
+    let slash = p.rfind('/').ok_or(ErrorCode::BadArguments)?;
+    if p.contains('\0') {
+        return Err(ErrorCode::BadArguments);
+    }
+    Ok(if slash == 0 { "/" } else { &p[..slash] })
+}
+
+/// create / create2 / createContainer / createTTL.
+pub fn create(view: &View, auth: &AuthIds, session: i64, args: &CreateArgs) -> Result<Txn, ErrorCode> {
+    let mode = CreateMode::try_from(args.flags).map_err(|_| ErrorCode::BadArguments)?;
+    // TTL nodes need ZooKeeper's `zookeeper.extendedTypesEnabled`, off by default: Unimplemented there too.
+    // A createTTL with a non-TTL mode fails ZooKeeper's TTL validation first.
+    if mode.is_ttl() {
+        return Err(ErrorCode::Unimplemented);
+    }
+    if args.op == OpCode::CreateTtl {
+        return Err(ErrorCode::BadArguments);
+    }
+    let parent_path = parent_for_create(args.path)?;
+    let acl = acl::fixup(args.acl, auth)?;
+    let parent = view.get(parent_path).ok_or(ErrorCode::NoNode)?;
+    acl::check(&parent.acl, perms::CREATE, auth)?;
+    let path = if mode.is_sequential() {
+        format!("{}{:010}", args.path, parent.cversion)
+    } else {
+        args.path.to_string()
+    };
+    valid(&path)?;
+    if view.get(&path).is_some() || path == "/" {
+        return Err(ErrorCode::NodeExists);
+    }
+    if is_session_owner(parent.owner) {
+        return Err(ErrorCode::NoChildrenForEphemerals);
+    }
+    // The opcode, not the flags, makes a container (a create2 with container flags is a plain node in
+    // ZooKeeper); multi maps flags to opcodes before calling this, as ZooKeeper's `Op.create` does.
+    let owner = if args.op == OpCode::CreateContainer {
+        CONTAINER_OWNER
+    } else if mode.is_ephemeral() {
+        session
+    } else {
+        0
+    };
+    Ok(Txn::Create {
+        path,
+        data: args.data.clone(),
+        acl,
+        owner,
+        parent_cversion: parent.cversion.wrapping_add(1),
+    })
+}
+
+/// delete.
+pub fn delete(view: &View, auth: &AuthIds, path: &str, version: i32) -> Result<Txn, ErrorCode> {
+    valid(path)?;
+    if DataTree::is_special(path) {
+        return Err(ErrorCode::BadArguments);
+    }
+    let parent = view.get(path::parent(path)).ok_or(ErrorCode::NoNode)?;
+    acl::check(&parent.acl, perms::DELETE, auth)?;
+    let node = view.get(path).ok_or(ErrorCode::NoNode)?;
+    check_version(node.version, version)?;
+    if node.num_children > 0 {
+        return Err(ErrorCode::NotEmpty);
+    }
+    Ok(Txn::Delete {
+        path: path.to_string(),
+    })
+}
+
+/// setData.
+pub fn set_data(
+    view: &View,
+    auth: &AuthIds,
+    path: &str,
+    data: &Option<Vec<u8>>,
+    version: i32,
+) -> Result<Txn, ErrorCode> {
+    valid(path)?;
+    let node = view.get(path).ok_or(ErrorCode::NoNode)?;
+    acl::check(&node.acl, perms::WRITE, auth)?;
+    let version = check_version(node.version, version)?;
+    Ok(Txn::SetData {
+        path: path.to_string(),
+        data: data.clone(),
+        version,
+    })
+}
+
+/// setACL.
+pub fn set_acl(view: &View, auth: &AuthIds, path: &str, acl: &[Acl], version: i32) -> Result<Txn, ErrorCode> {
+    valid(path)?;
+    let acl = acl::fixup(acl, auth)?;
+    let node = view.get(path).ok_or(ErrorCode::NoNode)?;
+    acl::check(&node.acl, perms::ADMIN, auth)?;
+    let aversion = check_version(node.aversion, version)?;
+    Ok(Txn::SetAcl {
+        path: path.to_string(),
+        acl,
+        aversion,
+    })
+}
+
+/// check (version), inside multi.
+pub fn check(view: &View, auth: &AuthIds, path: &str, version: i32) -> Result<Txn, ErrorCode> {
+    valid(path)?;
+    let node = view.get(path).ok_or(ErrorCode::NoNode)?;
+    acl::check(&node.acl, perms::READ, auth)?;
+    check_version(node.version, version)?;
+    Ok(Txn::Check {
+        path: path.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zklock_codec::Id;
+
+    fn auth() -> AuthIds {
+        vec![Id {
+            scheme: "ip".into(),
+            id: "127.0.0.1".into(),
+        }]
+    }
+
+    fn create_args<'a>(
+        path: &'a str,
+        flags: i32,
+        data: &'a Option<Vec<u8>>,
+        acl: &'a [Acl],
+    ) -> CreateArgs<'a> {
+        CreateArgs {
+            op: OpCode::Create,
+            path,
+            data,
+            acl,
+            flags,
+        }
+    }
+
+    #[test]
+    fn create_error_order() {
+        let tree = DataTree::new();
+        let view = View::new(&tree);
+        let open = Acl::open_unsafe();
+        let none = None;
+        assert_eq!(
+            create(&view, &auth(), 1, &create_args("/a", 9, &none, &open)).unwrap_err(),
+            ErrorCode::BadArguments
+        );
+        assert_eq!(
+            create(&view, &auth(), 1, &create_args("a", 0, &none, &open)).unwrap_err(),
+            ErrorCode::BadArguments
+        );
+        assert_eq!(
+            create(&view, &auth(), 1, &create_args("/a", 0, &none, &[])).unwrap_err(),
+            ErrorCode::InvalidAcl
+        );
+        assert_eq!(
+            create(&view, &auth(), 1, &create_args("/x/y", 0, &none, &open)).unwrap_err(),
+            ErrorCode::NoNode
+        );
+        assert_eq!(
+            create(&view, &auth(), 1, &create_args("/a/", 0, &none, &open)).unwrap_err(),
+            ErrorCode::NoNode
+        );
+        assert_eq!(
+            create(&view, &auth(), 1, &create_args("/zookeeper/", 0, &none, &open)).unwrap_err(),
+            ErrorCode::BadArguments
+        );
+        assert_eq!(
+            create(&view, &auth(), 1, &create_args("/zookeeper", 0, &none, &open)).unwrap_err(),
+            ErrorCode::NodeExists
+        );
+        // The trailing-slash trick: a sequential create under "/zookeeper/" is a valid child name.
+        let txn = create(&view, &auth(), 1, &create_args("/zookeeper/", 2, &none, &open)).unwrap();
+        assert!(matches!(txn, Txn::Create { ref path, .. } if path == "/zookeeper/0000000000"));
+    }
+
+    #[test]
+    fn multi_view_sees_earlier_ops() {
+        let tree = DataTree::new();
+        let mut view = View::new(&tree);
+        let open = Acl::open_unsafe();
+        let none = None;
+        let t = create(&view, &auth(), 1, &create_args("/a", 0, &none, &open)).unwrap();
+        view.record(&t);
+        let t = create(&view, &auth(), 1, &create_args("/a/b", 2, &none, &open)).unwrap();
+        assert!(matches!(t, Txn::Create { ref path, parent_cversion: 1, .. } if path == "/a/b0000000000"));
+        view.record(&t);
+        assert_eq!(delete(&view, &auth(), "/a", -1).unwrap_err(), ErrorCode::NotEmpty);
+        assert_eq!(
+            set_data(&view, &auth(), "/a", &none, 1).unwrap_err(),
+            ErrorCode::BadVersion
+        );
+    }
+}

@@ -1,0 +1,107 @@
+//! Single writes: create (all four forms), delete, setData, setACL. Each validates through [`prep`],
+//! then commits either the txn or an error txn: a failed write consumes a zxid too, as in ZooKeeper.
+
+use zklock_codec::{
+    Create2Response, CreateRequest, CreateResponse, CreateTtlRequest, Decode, DeleteRequest, ErrorCode,
+    OpCode, Reader, SetAclRequest, SetAclResponse, SetDataRequest, StatResponse,
+};
+
+use super::prep::{self, CreateArgs, View};
+use super::{auth_of, Malformed, Reply};
+use crate::state::State;
+use crate::txn::Txn;
+use crate::watch::ConnId;
+
+/// Commits `prepared` (or an error txn) and returns the first leaf stat on success.
+fn commit(
+    st: &mut State,
+    prepared: Result<Txn, ErrorCode>,
+) -> Result<(Txn, Option<zklock_codec::Stat>), ErrorCode> {
+    match prepared {
+        Ok(txn) => {
+            let (_, stats) = st.commit(txn.clone());
+            Ok((txn, stats.into_iter().next().flatten()))
+        }
+        Err(err) => {
+            st.commit(Txn::Error { err: err.into() });
+            Err(err)
+        }
+    }
+}
+
+pub fn create(
+    st: &mut State,
+    conn: ConnId,
+    session: i64,
+    op: OpCode,
+    r: &mut Reader<'_>,
+) -> Result<Reply, Malformed> {
+    let req = if op == OpCode::CreateTtl {
+        let t = CreateTtlRequest::decode(r)?;
+        CreateRequest {
+            path: t.path,
+            data: t.data,
+            acl: t.acl,
+            flags: t.flags,
+        }
+    } else {
+        CreateRequest::decode(r)?
+    };
+    let auth = auth_of(st, conn);
+    let args = CreateArgs {
+        op,
+        path: &req.path,
+        data: &req.data,
+        acl: &req.acl,
+        flags: req.flags,
+    };
+    let prepared = prep::create(&View::new(&st.tree), &auth, session, &args);
+    Ok(commit(st, prepared)
+        .map(|(txn, stat)| {
+            let Txn::Create { path, .. } = txn else {
+                unreachable!("prep::create returns Txn::Create")
+            };
+            if op == OpCode::Create {
+                Reply::ok(&CreateResponse { path })
+            } else {
+                Reply::ok(&Create2Response {
+                    path,
+                    stat: stat.unwrap_or_default(),
+                })
+            }
+        })
+        .into())
+}
+
+pub fn delete(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply, Malformed> {
+    let req = DeleteRequest::decode(r)?;
+    let auth = auth_of(st, conn);
+    let prepared = prep::delete(&View::new(&st.tree), &auth, &req.path, req.version);
+    Ok(commit(st, prepared).map(|_| Reply::empty()).into())
+}
+
+pub fn set_data(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply, Malformed> {
+    let req = SetDataRequest::decode(r)?;
+    let auth = auth_of(st, conn);
+    let prepared = prep::set_data(&View::new(&st.tree), &auth, &req.path, &req.data, req.version);
+    Ok(commit(st, prepared)
+        .map(|(_, stat)| {
+            Reply::ok(&StatResponse {
+                stat: stat.unwrap_or_default(),
+            })
+        })
+        .into())
+}
+
+pub fn set_acl(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply, Malformed> {
+    let req = SetAclRequest::decode(r)?;
+    let auth = auth_of(st, conn);
+    let prepared = prep::set_acl(&View::new(&st.tree), &auth, &req.path, &req.acl, req.version);
+    Ok(commit(st, prepared)
+        .map(|(_, stat)| {
+            Reply::ok(&SetAclResponse {
+                stat: stat.unwrap_or_default(),
+            })
+        })
+        .into())
+}

@@ -1,0 +1,133 @@
+//! The running server: accept loop, background ticks (session expiry, container sweep), shutdown.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ServerConfig;
+use crate::connection;
+use crate::ops::session::SessionLimits;
+use crate::session::Sessions;
+use crate::shared::{IpSlot, Shared};
+use crate::state::{Durability, Durable, State};
+use crate::tree::DataTree;
+use crate::txn::Txn;
+
+/// How often empty containers are looked for (ZooKeeper's `znode.container.checkIntervalMs` default).
+const CONTAINER_SWEEP: Duration = Duration::from_secs(60);
+
+/// Builds the shared state from recovered (or fresh) parts.
+pub fn make_shared(
+    config: ServerConfig,
+    tree: DataTree,
+    sessions: Sessions,
+    last_zxid: i64,
+    log: Durability,
+) -> Arc<Shared> {
+    let (tx, rx) = watch::channel(last_zxid);
+    let durable = Arc::new(Durable {
+        zxid: tx,
+        failed: Default::default(),
+    });
+    let mut state = State::new(tree, sessions, last_zxid, log, durable.clone());
+    state.super_digest = config.super_digest.clone();
+    let (min, max) = config.session_timeout_bounds();
+    let ms = |d: Duration| i32::try_from(d.as_millis()).unwrap_or(i32::MAX);
+    let limits = SessionLimits {
+        min_ms: ms(min),
+        max_ms: ms(max),
+    };
+    Arc::new(Shared {
+        state: Mutex::new(state),
+        config,
+        limits,
+        durable,
+        durable_rx: rx,
+        per_ip: Mutex::new(HashMap::new()),
+        shutdown: CancellationToken::new(),
+        started: std::time::Instant::now(),
+    })
+}
+
+/// Accepts connections until shutdown, then waits (bounded) for them to finish.
+pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((socket, peer)) => {
+                    let Some(slot) = IpSlot::acquire(&shared, peer.ip()) else {
+                        tracing::warn!(%peer, limit = shared.config.max_client_cnxns, "too many connections from this IP; closing");
+                        drop(socket);
+                        continue;
+                    };
+                    conns.spawn(connection::serve(shared.clone(), socket, peer, slot));
+                }
+                Err(e) => {
+                    // E.g. EMFILE: back off briefly instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+                        _ = shared.shutdown.cancelled() => break,
+                    }
+                }
+            },
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            _ = shared.shutdown.cancelled() => break,
+        }
+    }
+    drop(listener);
+    // Connections see the cancelled token, flush and close. A client that stops reading could hold its
+    // writer forever, so the wait is bounded.
+    let drained = tokio::time::timeout(Duration::from_secs(5), async {
+        while conns.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        conns.abort_all();
+    }
+}
+
+/// Every tick: expire sessions whose deadline passed; every minute: delete empty containers.
+pub async fn ticker(shared: Arc<Shared>) {
+    let tick = shared.config.tick_time.max(Duration::from_millis(1));
+    let mut interval = tokio::time::interval(tick);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut next_sweep = Instant::now() + CONTAINER_SWEEP;
+    loop {
+        tokio::select! {
+            _ = interval.tick() => {}
+            _ = shared.shutdown.cancelled() => return,
+        }
+        let mut st = shared.lock();
+        for id in st.sessions.expired(Instant::now()) {
+            let conn = st.sessions.get(id).and_then(|s| s.conn);
+            tracing::info!(session = format!("0x{id:x}"), "session expired");
+            st.commit(Txn::CloseSession { id });
+            if let Some(conn) = conn {
+                st.close_conn(conn);
+            }
+        }
+        if Instant::now() >= next_sweep {
+            next_sweep = Instant::now() + CONTAINER_SWEEP;
+            let empty: Vec<String> = st
+                .tree
+                .containers()
+                .filter(|p| {
+                    st.tree
+                        .get(p)
+                        .is_some_and(|n| n.children.is_empty() && n.cversion > 0)
+                })
+                .cloned()
+                .collect();
+            for path in empty {
+                st.commit(Txn::Delete { path });
+            }
+        }
+    }
+}

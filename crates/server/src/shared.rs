@@ -1,0 +1,77 @@
+//! What every task of a running server shares.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ServerConfig;
+use crate::ops::session::SessionLimits;
+use crate::state::{Durable, State};
+
+/// Shared by the accept loop, the connections and the background tasks.
+pub struct Shared {
+    /// The state (see [`crate::state`] for why a std mutex).
+    pub state: Mutex<State>,
+    /// Configuration.
+    pub config: ServerConfig,
+    /// Handshake limits derived from the configuration.
+    pub limits: SessionLimits,
+    /// Durable zxid (written by storage callbacks).
+    pub durable: Arc<Durable>,
+    /// A receiver to clone for each connection's writer.
+    pub durable_rx: watch::Receiver<i64>,
+    /// Open connections per client IP (maxClientCnxns).
+    pub per_ip: Mutex<HashMap<IpAddr, usize>>,
+    /// Cancelled at shutdown; every connection's token is a child of it.
+    pub shutdown: CancellationToken,
+    /// Server start time (for `srvr`/`mntr` uptime).
+    pub started: std::time::Instant,
+}
+
+impl Shared {
+    /// Locks the state. A poisoned lock means a handler panicked mid-update; the state may be torn, but
+    /// refusing all further service would be worse for a dev server, so we log and continue.
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|poisoned| {
+            tracing::error!("state lock poisoned by a panic; continuing");
+            poisoned.into_inner()
+        })
+    }
+}
+
+/// Decrements the per-IP connection count when a connection ends.
+pub struct IpSlot {
+    shared: Arc<Shared>,
+    ip: IpAddr,
+}
+
+impl IpSlot {
+    /// Takes a slot for `ip`, or `None` when the IP is at its limit.
+    pub fn acquire(shared: &Arc<Shared>, ip: IpAddr) -> Option<IpSlot> {
+        let max = shared.config.max_client_cnxns;
+        let mut map = shared.per_ip.lock().unwrap_or_else(|p| p.into_inner());
+        let count = map.entry(ip).or_default();
+        if max > 0 && *count >= max {
+            return None;
+        }
+        *count += 1;
+        Some(IpSlot {
+            shared: shared.clone(),
+            ip,
+        })
+    }
+}
+
+impl Drop for IpSlot {
+    fn drop(&mut self) {
+        let mut map = self.shared.per_ip.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(count) = map.get_mut(&self.ip) {
+            *count -= 1;
+            if *count == 0 {
+                map.remove(&self.ip);
+            }
+        }
+    }
+}

@@ -1,0 +1,371 @@
+//! The server state behind one `std::sync::Mutex`: tree, sessions, watches, connections and the zxid.
+//!
+//! A std mutex, not a tokio one, because nothing awaits while it is held: every request is validated,
+//! applied, logged (queued to the storage writer thread, which does not block) and its notifications and
+//! reply queued to the connections' channels, all in one critical section. That single lock is what orders
+//! everything: zxids are assigned in lock order, log appends happen in zxid order, and a notification
+//! queued by a write always precedes that write's reply in every connection's channel.
+//!
+//! Durability: every queued message carries the zxid it depends on (`after`); a connection's writer task
+//! sends it only once the log is durable up to that zxid (see [`Durability`]). Reads depend on the last
+//! zxid assigned when they ran, so they can never reveal state that a crash could still lose.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::SystemTime;
+use tokio::sync::{mpsc, watch, Notify};
+use tokio_util::sync::CancellationToken;
+use zklock_codec::frame::{begin_frame, end_frame};
+use zklock_codec::{xid, Encode, EventType, KeeperState, ReplyHeader, Stat, WatcherEvent};
+
+use crate::acl::AuthIds;
+use crate::session::Sessions;
+use crate::tree::{DataTree, Event};
+use crate::txn::{LoggedTxn, Txn};
+use crate::watch::{ConnId, WatchManager};
+
+/// What a connection's writer task sends.
+#[derive(Debug)]
+pub enum Outgoing {
+    /// A complete frame, to be written once the log is durable up to `after`.
+    Frame {
+        /// zxid the frame depends on.
+        after: i64,
+        /// Length-prefixed bytes.
+        bytes: Vec<u8>,
+        /// Whether it is a reply (counted against the outstanding-request bound) or a notification.
+        reply: bool,
+    },
+    /// Flush what came before (once durable up to `after`), then close the connection.
+    Close {
+        /// zxid the close depends on.
+        after: i64,
+    },
+}
+
+/// Per-connection bookkeeping shared by its reader, its writer and the state.
+#[derive(Debug)]
+pub struct ConnShared {
+    /// Replies queued but not yet written.
+    pub outstanding: AtomicUsize,
+    /// Signalled when `outstanding` drops, to resume a throttled reader.
+    pub drained: Notify,
+    /// Cancelled when the connection must close (server shutdown, session moved or expired).
+    pub cancel: CancellationToken,
+    /// Packets received (for `cons`).
+    pub received: AtomicUsize,
+    /// Packets sent (for `cons`).
+    pub sent: AtomicUsize,
+}
+
+/// A connection as the state sees it.
+#[derive(Debug)]
+pub struct Conn {
+    /// Outgoing queue.
+    pub tx: mpsc::UnboundedSender<Outgoing>,
+    /// Shared counters and the close signal.
+    pub shared: Arc<ConnShared>,
+    /// Attached session, 0 before the handshake completes.
+    pub session: i64,
+    /// Remote address.
+    pub peer: SocketAddr,
+    /// Proven identities (`ip:<peer>` first).
+    pub auth: AuthIds,
+    /// Last operation's name (for `cons`).
+    pub last_op: &'static str,
+}
+
+/// Where txns go to become durable.
+pub enum Durability {
+    /// In-memory only: a txn counts as durable as soon as it is applied.
+    Memory,
+    /// The durable log; replies wait for its fsync callbacks.
+    Storage(zklock_storage::Storage),
+}
+
+/// Durable-zxid tracking shared with the writer tasks and the storage callbacks.
+#[derive(Debug)]
+pub struct Durable {
+    /// Highest zxid known durable.
+    pub zxid: watch::Sender<i64>,
+    /// Set when the log failed: nothing more may be acknowledged.
+    pub failed: AtomicBool,
+}
+
+impl Durable {
+    /// Records that everything up to `zxid` is durable.
+    pub fn advance(&self, zxid: i64) {
+        self.zxid.send_if_modified(|d| {
+            let more = zxid > *d;
+            if more {
+                *d = zxid;
+            }
+            more
+        });
+    }
+
+    /// Marks the log as failed and wakes every waiter so connections close instead of hanging.
+    pub fn fail(&self) {
+        self.failed.store(true, Ordering::SeqCst);
+        self.zxid.send_modify(|_| {});
+    }
+}
+
+/// Counters for the four-letter words.
+#[derive(Debug, Default, Clone)]
+pub struct Counters {
+    /// Requests received.
+    pub received: u64,
+    /// Replies and notifications sent (queued).
+    pub sent: u64,
+}
+
+/// Everything behind the lock.
+pub struct State {
+    /// The data tree.
+    pub tree: DataTree,
+    /// Sessions.
+    pub sessions: Sessions,
+    /// Watches.
+    pub watches: WatchManager,
+    /// Open connections.
+    pub conns: HashMap<ConnId, Conn>,
+    /// Last applied (and queued-to-log) zxid.
+    pub last_zxid: i64,
+    /// Counters.
+    pub counters: Counters,
+    next_conn: ConnId,
+    log: Durability,
+    durable: Arc<Durable>,
+    /// Txns applied since the last snapshot.
+    pub since_snapshot: u64,
+    /// `super:hash` digest that bypasses ACLs, if configured.
+    pub super_digest: Option<String>,
+}
+
+/// Milliseconds since the Unix epoch (txn time).
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Encodes `header` + optional body as one frame.
+pub fn frame(header: &ReplyHeader, body: Option<&dyn Fn(&mut Vec<u8>)>) -> Vec<u8> {
+    let mut w = Vec::with_capacity(64);
+    let start = begin_frame(&mut w);
+    header.encode(&mut w);
+    if let Some(body) = body {
+        body(&mut w);
+    }
+    end_frame(&mut w, start);
+    w
+}
+
+impl State {
+    /// A state with the given tree, sessions and zxid (fresh or recovered).
+    pub fn new(
+        tree: DataTree,
+        sessions: Sessions,
+        last_zxid: i64,
+        log: Durability,
+        durable: Arc<Durable>,
+    ) -> Self {
+        State {
+            tree,
+            sessions,
+            watches: WatchManager::default(),
+            conns: HashMap::new(),
+            last_zxid,
+            counters: Counters::default(),
+            next_conn: 1,
+            log,
+            durable,
+            since_snapshot: 0,
+            super_digest: None,
+        }
+    }
+
+    /// The durable log handle, if any.
+    pub fn storage(&self) -> Option<&zklock_storage::Storage> {
+        match &self.log {
+            Durability::Storage(s) => Some(s),
+            Durability::Memory => None,
+        }
+    }
+
+    /// Takes the storage out (at shutdown).
+    pub fn take_storage(&mut self) -> Option<zklock_storage::Storage> {
+        match std::mem::replace(&mut self.log, Durability::Memory) {
+            Durability::Storage(s) => Some(s),
+            Durability::Memory => None,
+        }
+    }
+
+    /// Registers a new connection and returns its id.
+    pub fn add_conn(&mut self, conn: Conn) -> ConnId {
+        let id = self.next_conn;
+        self.next_conn += 1;
+        self.conns.insert(id, conn);
+        id
+    }
+
+    /// Forgets a closed connection: its watches go, its session stays (until timeout).
+    pub fn remove_conn(&mut self, id: ConnId) {
+        if let Some(conn) = self.conns.remove(&id) {
+            self.watches.remove_conn(id);
+            if let Some(s) = self.sessions.get_mut(conn.session) {
+                if s.conn == Some(id) {
+                    s.conn = None;
+                }
+            }
+        }
+    }
+
+    /// Queues a frame to a connection. Replies count against its outstanding bound.
+    pub fn send(&mut self, conn: ConnId, bytes: Vec<u8>, reply: bool) {
+        let after = self.last_zxid;
+        if let Some(c) = self.conns.get(&conn) {
+            if reply {
+                c.shared.outstanding.fetch_add(1, Ordering::SeqCst);
+            }
+            self.counters.sent += 1;
+            let _ = c.tx.send(Outgoing::Frame { after, bytes, reply });
+        }
+    }
+
+    /// Asks a connection to close after everything queued so far.
+    pub fn close_conn(&mut self, conn: ConnId) {
+        let after = self.last_zxid;
+        if let Some(c) = self.conns.get(&conn) {
+            let _ = c.tx.send(Outgoing::Close { after });
+        }
+    }
+
+    /// Assigns the next zxid to `txn`, applies it, queues it to the log and sends its notifications.
+    /// Returns the zxid and, per leaf txn, the affected node's stat after it (for replies).
+    pub fn commit(&mut self, txn: Txn) -> (i64, Vec<Option<Stat>>) {
+        let zxid = self.last_zxid + 1;
+        let time = now_ms();
+        let mut events = Vec::new();
+        let mut stats = Vec::new();
+        self.apply(zxid, time, &txn, &mut events, &mut stats);
+        self.last_zxid = zxid;
+        self.since_snapshot += 1;
+        match &self.log {
+            Durability::Memory => self.durable.advance(zxid),
+            Durability::Storage(storage) => {
+                let durable = self.durable.clone();
+                let payload = LoggedTxn { time, txn }.to_bytes();
+                storage.append(
+                    zxid,
+                    payload,
+                    Box::new(move |res| match res {
+                        Ok(()) => durable.advance(zxid),
+                        Err(e) => {
+                            tracing::error!(zxid, error = %e, "transaction log write failed; no more replies");
+                            durable.fail();
+                        }
+                    }),
+                );
+            }
+        }
+        self.notify(&events);
+        (zxid, stats)
+    }
+
+    /// Applies a txn to tree and sessions (also used for log replay).
+    pub fn apply(
+        &mut self,
+        zxid: i64,
+        time: i64,
+        txn: &Txn,
+        events: &mut Vec<Event>,
+        stats: &mut Vec<Option<Stat>>,
+    ) {
+        match txn {
+            Txn::CreateSession {
+                id,
+                timeout_ms,
+                passwd,
+            } => {
+                self.sessions.insert(*id, *timeout_ms, passwd.clone());
+                stats.push(None);
+            }
+            Txn::CloseSession { id } => {
+                for path in self.tree.ephemerals_of(*id) {
+                    self.tree.delete(&path, zxid, events);
+                }
+                self.sessions.remove(*id);
+                stats.push(None);
+            }
+            Txn::Create {
+                path,
+                data,
+                acl,
+                owner,
+                parent_cversion,
+            } => {
+                self.tree.create(
+                    path,
+                    data.clone(),
+                    acl.clone(),
+                    *owner,
+                    *parent_cversion,
+                    zxid,
+                    time,
+                    events,
+                );
+                stats.push(self.tree.get(path).map(|n| n.stat()));
+            }
+            Txn::Delete { path } => {
+                self.tree.delete(path, zxid, events);
+                stats.push(None);
+            }
+            Txn::SetData { path, data, version } => {
+                self.tree
+                    .set_data(path, data.clone(), *version, zxid, time, events);
+                stats.push(self.tree.get(path).map(|n| n.stat()));
+            }
+            Txn::SetAcl { path, acl, aversion } => {
+                self.tree.set_acl(path, acl.clone(), *aversion);
+                stats.push(self.tree.get(path).map(|n| n.stat()));
+            }
+            Txn::Check { .. } | Txn::Error { .. } => stats.push(None),
+            Txn::Multi(txns) => {
+                for t in txns {
+                    self.apply(zxid, time, t, events, stats);
+                }
+            }
+        }
+    }
+
+    /// Sends watch notifications for `events` (header zxid −1, as ZooKeeper 3.8 does).
+    fn notify(&mut self, events: &[Event]) {
+        let mut out = Vec::new();
+        self.watches.trigger(events, &mut out);
+        for (conn, ty, path) in out {
+            let bytes = notification(ty, &path);
+            self.send(conn, bytes, false);
+        }
+    }
+}
+
+/// One watch notification frame.
+pub fn notification(ty: EventType, path: &str) -> Vec<u8> {
+    let event = WatcherEvent {
+        event_type: ty.into(),
+        state: KeeperState::SyncConnected.into(),
+        path: path.to_string(),
+    };
+    frame(
+        &ReplyHeader {
+            xid: xid::NOTIFICATION,
+            zxid: -1,
+            err: 0,
+        },
+        Some(&|w: &mut Vec<u8>| event.encode(w)),
+    )
+}

@@ -1,0 +1,6 @@
+//! Integration tests of the embedded server (one test binary): the Rust `zookeeper-client` for client-level
+//! behaviour, and a raw jute socket (our codec) for wire details a client library hides.
+
+mod client;
+mod common;
+mod raw;

@@ -1,0 +1,198 @@
+//! The public handle: open (recovery), append (group commit), snapshots, close.
+
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use crate::error::{Result, StorageError};
+use crate::files::{self, LOG_PREFIX, SNAPSHOT_PREFIX};
+use crate::options::StorageOptions;
+use crate::writer::{Pending, Shared, Writer};
+use crate::{recovery, snapshot};
+
+/// Called once an appended record is durable (`Ok`) or cannot be (`Err`).
+pub type Completion = Box<dyn FnOnce(Result<(), StorageError>) + Send + 'static>;
+
+/// What [`Storage::open`] found on disk.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recovered {
+    /// The newest valid snapshot: `(zxid it covers, blob)`.
+    pub snapshot: Option<(i64, Vec<u8>)>,
+    /// Every logged transaction with a zxid greater than the snapshot's, in zxid order.
+    pub txns: Vec<(i64, Vec<u8>)>,
+    /// `max(snapshot zxid, last logged zxid, 0)`; the next append must be greater.
+    pub last_zxid: i64,
+}
+
+/// Handle to the transaction log and snapshots. Cheap to clone; all clones share one writer
+/// thread. See the crate docs for the contract and the on-disk format.
+#[derive(Clone)]
+pub struct Storage {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    options: StorageOptions,
+    shared: Arc<Shared>,
+    writer: Mutex<Option<JoinHandle<Option<Arc<StorageError>>>>>,
+    /// Serializes `save_snapshot` calls (write + prune) with each other; appends never wait.
+    snapshot_lock: Mutex<()>,
+}
+
+impl std::fmt::Debug for Storage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Storage")
+            .field("options", &self.inner.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Storage {
+    /// Recovers the directories (creating them if missing), repairs a torn log tail, and
+    /// starts the writer thread. Fails on corruption (see the crate docs for the policy).
+    pub fn open(options: StorageOptions) -> Result<(Storage, Recovered)> {
+        options.validate()?;
+        let outcome = recovery::recover(&options)?;
+        let shared = Arc::new(Shared::default());
+        let writer = Writer::new(options.clone(), outcome.active, outcome.recovered.last_zxid);
+        let thread_shared = shared.clone();
+        let handle = std::thread::Builder::new()
+            .name("zklock-storage-writer".into())
+            .spawn(move || writer.run(thread_shared))
+            .map_err(|e| StorageError::io(options.log_dir(), e))?;
+        let storage = Storage {
+            inner: Arc::new(Inner {
+                options,
+                shared,
+                writer: Mutex::new(Some(handle)),
+                snapshot_lock: Mutex::new(()),
+            }),
+        };
+        Ok((storage, outcome.recovered))
+    }
+
+    /// Queues a record. `done` runs on the writer thread once the record is durable (after
+    /// the batch's fdatasync), or with the error. Records queued while a write/sync is in
+    /// flight are written and synced together (group commit). Callbacks run in append order.
+    ///
+    /// `zxid` must be greater than every zxid appended or recovered before it, otherwise
+    /// only this record fails with [`StorageError::ZxidNotIncreasing`]. After
+    /// [`Storage::close`], `done` gets [`StorageError::Closed`] at once on this thread.
+    pub fn append(&self, zxid: i64, payload: Vec<u8>, done: Completion) {
+        let mut queue = self.inner.shared.lock();
+        if queue.closing {
+            drop(queue);
+            done(Err(StorageError::Closed));
+            return;
+        }
+        queue.items.push_back(Pending { zxid, payload, done });
+        drop(queue);
+        self.inner.shared.notify();
+    }
+
+    /// Appends and blocks until the record is durable. Never call this from inside a
+    /// completion callback (it would wait for the writer thread it runs on).
+    pub fn append_sync(&self, zxid: i64, payload: Vec<u8>) -> Result<()> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.append(
+            zxid,
+            payload,
+            Box::new(move |result| {
+                let _ = tx.send(result);
+            }),
+        );
+        // The writer always runs the callback (or drops it while shutting down).
+        rx.recv().unwrap_or(Err(StorageError::Closed))
+    }
+
+    /// Durably stores a snapshot covering every transaction up to and including `zxid`
+    /// (temp file, fsync, rename, directory fsync), then deletes snapshots beyond
+    /// [`StorageOptions::snapshots_to_keep`] and log files that only hold transactions older
+    /// than the oldest kept snapshot. Runs on the calling thread; appends continue meanwhile.
+    ///
+    /// `zxid` must not be older than the newest existing snapshot
+    /// ([`StorageError::SnapshotTooOld`]); an equal zxid replaces that snapshot.
+    pub fn save_snapshot(&self, zxid: i64, blob: &[u8]) -> Result<()> {
+        let options = &self.inner.options;
+        let _guard = self.inner.snapshot_lock.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((newest, _)) = files::list(&options.dir, SNAPSHOT_PREFIX)?.last() {
+            if zxid < *newest {
+                return Err(StorageError::SnapshotTooOld {
+                    zxid,
+                    newest: *newest,
+                });
+            }
+        }
+        let path = snapshot::write(&options.dir, zxid, blob, options.fsync)?;
+        tracing::info!(file = %path.display(), zxid, bytes = blob.len(), "snapshot saved");
+        let Some(oldest_kept) = snapshot::prune(&options.dir, options.snapshots_to_keep, options.fsync)?
+        else {
+            return Ok(());
+        };
+        self.prune_logs(oldest_kept)
+    }
+
+    /// Deletes log files whose successor starts at or below `oldest_kept + 1`. The newest
+    /// file (the writer's) has no successor, so it is never touched.
+    fn prune_logs(&self, oldest_kept: i64) -> Result<()> {
+        let log_dir = self.inner.options.log_dir();
+        let logs = files::list(log_dir, LOG_PREFIX)?;
+        let mut removed = 0;
+        for pair in logs.windows(2) {
+            if pair[1].0 > oldest_kept.saturating_add(1) {
+                break;
+            }
+            tracing::debug!(file = %pair[0].1.display(), "removing log file covered by snapshots");
+            files::remove(&pair[0].1)?;
+            removed += 1;
+        }
+        if removed > 0 {
+            files::sync_dir(log_dir, self.inner.options.fsync)?;
+        }
+        Ok(())
+    }
+
+    /// The options this storage was opened with.
+    pub fn options(&self) -> &StorageOptions {
+        &self.inner.options
+    }
+
+    /// Writes and syncs everything queued, then stops the writer thread. Other clones of
+    /// this handle see [`StorageError::Closed`] afterwards. Returns the error that poisoned
+    /// the log, if any.
+    pub fn close(self) -> Result<()> {
+        self.inner.shutdown()
+    }
+}
+
+impl Inner {
+    /// Idempotent: the first call stops and joins the writer, later calls return `Ok`.
+    fn shutdown(&self) -> Result<()> {
+        self.shared.lock().closing = true;
+        self.shared.notify();
+        let mut slot = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        if slot
+            .as_ref()
+            .is_some_and(|h| h.thread().id() == std::thread::current().id())
+        {
+            // The last handle was dropped inside a completion callback: the writer cannot
+            // join itself; it exits on its own once the queue is drained.
+            return Ok(());
+        }
+        let handle = slot.take();
+        drop(slot);
+        match handle.map(JoinHandle::join) {
+            None | Some(Ok(None)) => Ok(()),
+            Some(Ok(Some(poison))) => Err(StorageError::Poisoned(poison)),
+            Some(Err(_)) => Err(StorageError::Closed),
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Err(err) = self.shutdown() {
+            tracing::warn!(error = %err, "storage writer stopped with an error");
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! The files one ZooKeeper member runs from: `zoo.cfg`, `log4j.properties`, `data/myid`.
+
+use std::fmt::Write as _;
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+/// The three ports of one member (`peer` and `election` are unused by a standalone server).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MemberPorts {
+    pub client: u16,
+    pub peer: u16,
+    pub election: u16,
+}
+
+impl MemberPorts {
+    pub(crate) fn client_addr(&self) -> SocketAddr {
+        SocketAddr::from((Ipv4Addr::LOCALHOST, self.client))
+    }
+}
+
+/// Where one member keeps its files, all under the instance's temp dir.
+#[derive(Clone, Debug)]
+pub(crate) struct MemberDir {
+    pub root: PathBuf,
+}
+
+impl MemberDir {
+    pub(crate) fn zoo_cfg(&self) -> PathBuf {
+        self.root.join("zoo.cfg")
+    }
+    pub(crate) fn log4j_properties(&self) -> PathBuf {
+        self.root.join("log4j.properties")
+    }
+    pub(crate) fn data(&self) -> PathBuf {
+        self.root.join("data")
+    }
+    /// The server log written by log4j.
+    pub(crate) fn log(&self) -> PathBuf {
+        self.root.join("zookeeper.log")
+    }
+    /// The JVM's stdout and stderr (crashes before logging starts end up here).
+    pub(crate) fn console(&self) -> PathBuf {
+        self.root.join("console.out")
+    }
+}
+
+/// Settings shared by every member of an instance.
+#[derive(Clone, Debug)]
+pub(crate) struct Settings {
+    pub tick_time_ms: u32,
+    /// `key=value` lines that replace the defaults with the same key or are appended.
+    pub overrides: Vec<(String, String)>,
+}
+
+/// Writes the files of member `index` (0-based; its `myid` is `index + 1`).
+pub(crate) fn write_member(dir: &MemberDir, index: usize, all: &[MemberPorts], settings: &Settings) -> io::Result<()> {
+    std::fs::create_dir_all(dir.data())?;
+    if all.len() > 1 {
+        std::fs::write(dir.data().join("myid"), format!("{}\n", index + 1))?;
+    }
+    std::fs::write(dir.zoo_cfg(), zoo_cfg(&dir.data(), index, all, settings))?;
+    std::fs::write(dir.log4j_properties(), log4j_properties(&dir.log()))?;
+    Ok(())
+}
+
+fn zoo_cfg(data_dir: &Path, index: usize, all: &[MemberPorts], settings: &Settings) -> String {
+    let mine = all[index];
+    let mut entries: Vec<(String, String)> = [
+        ("tickTime", settings.tick_time_ms.to_string()),
+        ("initLimit", "10".into()),
+        ("syncLimit", "5".into()),
+        ("dataDir", data_dir.display().to_string()),
+        ("clientPort", mine.client.to_string()),
+        ("clientPortAddress", Ipv4Addr::LOCALHOST.to_string()),
+        // Tests open many clients from 127.0.0.1; the default cap of 60 per address would refuse them.
+        ("maxClientCnxns", "0".into()),
+        ("admin.enableServer", "false".into()),
+        ("4lw.commands.whitelist", "*".into()),
+        // Tests kill the JVM, never the machine: the page cache survives, so fsync buys nothing but slowness.
+        ("forceSync", "no".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    if all.len() > 1 {
+        for (i, ports) in all.iter().enumerate() {
+            let value = format!("{}:{}:{}", Ipv4Addr::LOCALHOST, ports.peer, ports.election);
+            entries.push((format!("server.{}", i + 1), value));
+        }
+    }
+    for (key, value) in &settings.overrides {
+        match entries.iter_mut().find(|(k, _)| k == key) {
+            Some(entry) => entry.1 = value.clone(),
+            None => entries.push((key.clone(), value.clone())),
+        }
+    }
+    entries.iter().fold(String::new(), |mut text, (k, v)| {
+        let _ = writeln!(text, "{k}={v}");
+        text
+    })
+}
+
+/// A file appender in the member's directory; the console stays quiet.
+fn log4j_properties(log_file: &Path) -> String {
+    format!(
+        "log4j.rootLogger=INFO, FILE\n\
+         log4j.appender.FILE=org.apache.log4j.FileAppender\n\
+         log4j.appender.FILE.File={}\n\
+         log4j.appender.FILE.Append=true\n\
+         log4j.appender.FILE.layout=org.apache.log4j.PatternLayout\n\
+         log4j.appender.FILE.layout.ConversionPattern=%d{{ISO8601}} - %-5p [%t:%C{{1}}@%L] - %m%n\n",
+        log_file.display()
+    )
+}

@@ -1,0 +1,62 @@
+//! The error vocabulary shared by every recipe.
+
+use zookeeper_client as zk;
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in a recipe, small and comparable so callers and tests can `assert_eq!` on it.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// The deadline given to a timed acquire passed first. Our queue node has been removed.
+    #[error("timed out before the recipe could be acquired")]
+    Timeout,
+    /// The ZooKeeper session expired: every ephemeral node of ours is gone, every guard is lost.
+    #[error("the ZooKeeper session expired")]
+    SessionExpired,
+    /// The ZooKeeper client was closed (or its authentication failed), so nothing more can be sent.
+    #[error("the ZooKeeper client is closed")]
+    Closed,
+    /// The connection stayed down for longer than the retry policy allows.
+    #[error("lost the connection to ZooKeeper and gave up retrying after {attempts} attempts")]
+    ConnectionLoss {
+        /// How many times the operation was tried.
+        attempts: u32,
+    },
+    /// Our own queue node disappeared while we were waiting (deleted by somebody else).
+    #[error("our queue node {path} was deleted by somebody else")]
+    NodeDeleted {
+        /// The full path of the node.
+        path: String,
+    },
+    /// The path given to a recipe is not a valid ZooKeeper path.
+    #[error("invalid path {path:?}: {reason}")]
+    InvalidPath {
+        /// The path as given.
+        path: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// Any other error reported by ZooKeeper or the client library.
+    #[error("ZooKeeper: {0}")]
+    ZooKeeper(zk::Error),
+}
+
+impl From<zk::Error> for Error {
+    fn from(err: zk::Error) -> Self {
+        match err {
+            zk::Error::SessionExpired | zk::Error::SessionMoved => Error::SessionExpired,
+            zk::Error::ClientClosed | zk::Error::AuthFailed => Error::Closed,
+            zk::Error::ConnectionLoss => Error::ConnectionLoss { attempts: 1 },
+            other => Error::ZooKeeper(other),
+        }
+    }
+}
+
+impl Error {
+    /// True when the session is over: nothing can be retried on it.
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, Error::SessionExpired | Error::Closed)
+    }
+}

@@ -1,0 +1,136 @@
+//! Our node in a queue directory, and the promise that it never outlives our interest in it.
+//!
+//! An `OwnNode` exists from the moment our create request is sent. Until it is handed over to a guard and
+//! released, dropping it — because an acquire future was cancelled or timed out at any await point, or failed —
+//! deletes the node in the background. When the create reply was never seen, the node is found by our unique
+//! prefix: requests of one session are processed in order, so a listing sent after the create sees it.
+
+use zookeeper_client::{self as zk, Client};
+
+use crate::error::Result;
+use crate::retry::RetryPolicy;
+
+/// Our (possibly not yet confirmed) node in a queue directory.
+#[derive(Debug)]
+pub(crate) struct OwnNode {
+    pub(crate) client: Client,
+    /// The queue directory, e.g. `/locks/orders`.
+    pub(crate) dir: String,
+    /// `_c_<uuid>-`: identifies our node among all children.
+    pub(crate) unique: String,
+    /// The child name, once the create has been confirmed.
+    pub(crate) name: Option<String>,
+    pub(crate) sequence: i64,
+    pub(crate) czxid: i64,
+    pub(crate) retry: RetryPolicy,
+    /// While armed, dropping deletes the node.
+    armed: bool,
+}
+
+impl OwnNode {
+    pub(crate) fn new(client: &Client, dir: &str, unique: String, retry: &RetryPolicy) -> OwnNode {
+        OwnNode {
+            client: client.clone(),
+            dir: dir.to_owned(),
+            unique,
+            name: None,
+            sequence: -1,
+            czxid: -1,
+            retry: retry.clone(),
+            armed: true,
+        }
+    }
+
+    /// The full path of the node (only meaningful once confirmed).
+    pub(crate) fn path(&self) -> String {
+        child_path(&self.dir, self.name.as_deref().unwrap_or_default())
+    }
+
+    /// Deletes the node now and waits for it (idempotent: a node already gone is fine).
+    pub(crate) async fn delete(mut self) -> Result<()> {
+        self.armed = false;
+        delete_own(
+            &self.client,
+            &self.dir,
+            &self.unique,
+            self.name.as_deref(),
+            &self.retry,
+        )
+        .await
+    }
+}
+
+impl Drop for OwnNode {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        // Without a runtime there is nobody to send the delete; the node then lives until the session ends.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(dir = %self.dir, "no tokio runtime to remove our node; it goes when the session ends");
+            return;
+        };
+        let (client, dir, unique, name, retry) = (
+            self.client.clone(),
+            self.dir.clone(),
+            self.unique.clone(),
+            self.name.clone(),
+            self.retry.clone(),
+        );
+        // `zookeeper-client` sends a request when the method is called, not when its future is polled: sending
+        // the delete right here orders it before anything this session sends later (such as the next acquire of
+        // the same lock), and only the wait for the reply happens in the background.
+        let first = name
+            .as_deref()
+            .map(|name| client.delete(&child_path(&dir, name), None));
+        runtime.spawn(async move {
+            if let Some(first) = first {
+                match first.await {
+                    Ok(()) | Err(zk::Error::NoNode) => return,
+                    Err(err) if !matches!(err, zk::Error::ConnectionLoss) => {
+                        tracing::debug!(%dir, %err, "background removal of our node failed");
+                        return;
+                    }
+                    Err(_) => {} // the delete may or may not have happened: go the careful way
+                }
+            }
+            if let Err(err) = delete_own(&client, &dir, &unique, name.as_deref(), &retry).await {
+                tracing::debug!(%dir, %err, "background removal of our node failed");
+            }
+        });
+    }
+}
+
+pub(crate) fn child_path(dir: &str, name: &str) -> String {
+    if dir == "/" {
+        format!("/{name}")
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+/// Deletes our node by name or, if the name is unknown, every child carrying our unique prefix.
+async fn delete_own(
+    client: &Client,
+    dir: &str,
+    unique: &str,
+    name: Option<&str>,
+    retry: &RetryPolicy,
+) -> Result<()> {
+    let names = match name {
+        Some(name) => vec![name.to_owned()],
+        None => match retry.run(|| client.list_children(dir)).await {
+            Ok(children) => children.into_iter().filter(|c| c.starts_with(unique)).collect(),
+            Err(crate::Error::ZooKeeper(zk::Error::NoNode)) => Vec::new(),
+            Err(err) => return Err(err),
+        },
+    };
+    for name in names {
+        let path = child_path(dir, &name);
+        match retry.run(|| client.delete(&path, None)).await {
+            Ok(()) | Err(crate::Error::ZooKeeper(zk::Error::NoNode)) => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,232 @@
+//! The fair exclusive lock: exclusion, FIFO order, no herd, try/timeout/cancel, fencing.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use zklock::{Error, Listener, Mutex, QueueEvent};
+use zklock_testkit::{unique_path, Proxy};
+
+use crate::on_every_server;
+use crate::support::*;
+
+/// A listener that forwards every event to a channel.
+fn events() -> (Listener, mpsc::UnboundedReceiver<QueueEvent>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    (Listener::new(move |event| drop(tx.send(event.clone()))), rx)
+}
+
+/// Waits for the first event `pick` accepts.
+async fn until(rx: &mut mpsc::UnboundedReceiver<QueueEvent>, what: &str, pick: impl Fn(&QueueEvent) -> bool) {
+    eventually(what, async {
+        loop {
+            let event = rx.recv().await.expect("listener channel closed");
+            if pick(&event) {
+                return;
+            }
+        }
+    })
+    .await
+}
+
+on_every_server! {
+    async fn mutual_exclusion(hosts: &str) {
+        // 8 sessions × 5 rounds increment a counter with a read, a yield and a write: any overlap loses an update.
+        const CONTENDERS: usize = 8;
+        const ROUNDS: usize = 5;
+        let dir = unique_path("mutex-exclusion");
+        let counter = Arc::new(AtomicU64::new(0));
+        let inside = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::new(StdMutex::new(Vec::new()));
+        let mut tasks = Vec::new();
+        for _ in 0..CONTENDERS {
+            let client = client(hosts).await;
+            let (dir, counter, inside, seen) = (dir.clone(), counter.clone(), inside.clone(), seen.clone());
+            tasks.push(tokio::spawn(async move {
+                let mutex = Mutex::new(&client, &dir).unwrap();
+                for _ in 0..ROUNDS {
+                    let guard = mutex.lock().await.unwrap();
+                    assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders at once");
+                    let value = counter.load(Ordering::SeqCst);
+                    tokio::task::yield_now().await;
+                    counter.store(value + 1, Ordering::SeqCst);
+                    seen.lock().unwrap().push(value);
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    guard.release().await.unwrap();
+                }
+            }));
+        }
+        for task in tasks {
+            eventually("contenders to finish", task).await.unwrap();
+        }
+        let total = (CONTENDERS * ROUNDS) as u64;
+        assert_eq!(counter.load(Ordering::SeqCst), total);
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen, (0..total).collect::<Vec<_>>(), "every step must be exactly +1");
+        let observer = client(hosts).await;
+        assert_eq!(children(&observer, &dir).await, Vec::<String>::new(), "no node left behind");
+    }
+
+    async fn fifo_order_and_increasing_fencing_tokens(hosts: &str) {
+        let dir = unique_path("mutex-fifo");
+        let first = client(hosts).await;
+        let head = Mutex::new(&first, &dir).unwrap().lock().await.unwrap();
+        let order = Arc::new(StdMutex::new(Vec::new()));
+        let mut tasks = Vec::new();
+        // Queue five waiters one after the other: each is queued (waiting) before the next one starts.
+        for i in 1..=5 {
+            let client = client(hosts).await;
+            let (listener, mut rx) = events();
+            let (dir, order) = (dir.clone(), order.clone());
+            tasks.push(tokio::spawn(async move {
+                let guard = Mutex::new(&client, &dir).unwrap().with_listener(listener).lock().await.unwrap();
+                order.lock().unwrap().push((i, guard.fencing_token(), guard.sequence()));
+                guard.release().await.unwrap();
+            }));
+            until(&mut rx, "the waiter to queue", |e| matches!(e, QueueEvent::Waiting { .. })).await;
+        }
+        let head_token = head.fencing_token();
+        head.release().await.unwrap();
+        for task in tasks {
+            eventually("waiters to finish", task).await.unwrap();
+        }
+        let order = order.lock().unwrap().clone();
+        let who: Vec<usize> = order.iter().map(|(i, _, _)| *i).collect();
+        assert_eq!(who, vec![1, 2, 3, 4, 5], "FIFO order");
+        let tokens: Vec<i64> = std::iter::once(head_token).chain(order.iter().map(|(_, t, _)| *t)).collect();
+        assert!(tokens.windows(2).all(|w| w[0] < w[1]), "fencing tokens strictly increase: {tokens:?}");
+    }
+
+    async fn fencing_token_survives_directory_recreation(hosts: &str) {
+        // The sequence suffix restarts when the directory is recreated; the czxid-based token must not.
+        let dir = unique_path("mutex-fence");
+        let client = client(hosts).await;
+        let mutex = Mutex::new(&client, &dir).unwrap();
+        let before = mutex.lock().await.unwrap();
+        let (token_before, seq_before) = (before.fencing_token(), before.sequence());
+        before.release().await.unwrap();
+        client.delete(&dir, None).await.unwrap();
+        let after = mutex.lock().await.unwrap();
+        assert_eq!(after.sequence(), seq_before, "the sequence restarted with the directory");
+        assert!(after.fencing_token() > token_before, "the fencing token still increases");
+        after.release().await.unwrap();
+    }
+
+    async fn one_notification_per_release(hosts: &str) {
+        // Every waiter talks through its own proxy, so we can count the watch notifications each one receives.
+        const WAITERS: usize = 5;
+        let dir = unique_path("mutex-herd");
+        let holder_client = client(hosts).await;
+        let holder = Mutex::new(&holder_client, &dir).unwrap().lock().await.unwrap();
+        let mut proxies = Vec::new();
+        let mut release_txs = Vec::new();
+        let mut acquired_rxs = Vec::new();
+        let mut tasks = Vec::new();
+        for _ in 0..WAITERS {
+            let proxy = Proxy::start(first_server(hosts)).await.unwrap();
+            let client = client(&proxy.connect_string()).await;
+            let (listener, mut rx) = events();
+            let (release_tx, release_rx) = tokio::sync::oneshot::channel::<()>();
+            let (acquired_tx, acquired_rx) = tokio::sync::oneshot::channel::<()>();
+            let dir = dir.clone();
+            tasks.push(tokio::spawn(async move {
+                let guard = Mutex::new(&client, &dir).unwrap().with_listener(listener).lock().await.unwrap();
+                acquired_tx.send(()).unwrap();
+                release_rx.await.unwrap();
+                guard.release().await.unwrap();
+            }));
+            until(&mut rx, "the waiter to queue", |e| matches!(e, QueueEvent::Waiting { .. })).await;
+            proxies.push(proxy);
+            release_txs.push(release_tx);
+            acquired_rxs.push(acquired_rx);
+        }
+        let counts = |proxies: &[Proxy]| proxies.iter().map(|p| p.notifications()).collect::<Vec<_>>();
+        assert_eq!(counts(&proxies), vec![0; WAITERS], "nobody is notified before the first release");
+        holder.release().await.unwrap();
+        for (k, (acquired, release)) in acquired_rxs.into_iter().zip(release_txs).enumerate() {
+            eventually("the next waiter to acquire", acquired).await.unwrap();
+            let now = counts(&proxies);
+            for (j, count) in now.iter().enumerate() {
+                // Earlier holders: one wake-up plus the watch on their own node firing at their release.
+                let expected = if j < k { 2 } else if j == k { 1 } else { 0 };
+                assert_eq!(*count, expected, "after hand-off {k}: notifications per waiter {now:?}");
+            }
+            release.send(()).unwrap();
+        }
+        for task in tasks {
+            eventually("waiters to finish", task).await.unwrap();
+        }
+        assert_eq!(counts(&proxies), vec![2; WAITERS]);
+    }
+
+    async fn try_lock_never_queues(hosts: &str) {
+        let dir = unique_path("mutex-try");
+        let (a, b) = (client(hosts).await, client(hosts).await);
+        let guard = Mutex::new(&a, &dir).unwrap().try_lock().await.unwrap().expect("a free lock is taken");
+        let busy = Mutex::new(&b, &dir).unwrap().try_lock().await.unwrap();
+        assert!(busy.is_none(), "a held lock is not taken");
+        assert_eq!(children(&b, &dir).await.len(), 1, "the failed try_lock removed its node before returning");
+        guard.release().await.unwrap();
+        let again = Mutex::new(&b, &dir).unwrap().try_lock().await.unwrap();
+        assert!(again.is_some(), "free again after release");
+    }
+
+    async fn timeout_and_cancellation_leave_no_node(hosts: &str) {
+        let dir = unique_path("mutex-cancel");
+        let (holder_client, waiter) = (client(hosts).await, client(hosts).await);
+        let holder = Mutex::new(&holder_client, &dir).unwrap().lock().await.unwrap();
+        let holder_node = holder.path().rsplit('/').next().unwrap().to_string();
+        let only_holder = |c: &[String]| c.len() == 1 && c[0] == holder_node;
+
+        // A timed-out acquire has removed its node by the time it returns.
+        let err = Mutex::new(&waiter, &dir).unwrap().lock_timeout(Duration::from_millis(200)).await.unwrap_err();
+        assert_eq!(err, Error::Timeout);
+        assert_eq!(children(&waiter, &dir).await, vec![holder_node.clone()]);
+
+        // Dropped before the first poll: nothing was ever sent.
+        drop(Mutex::new(&waiter, &dir).unwrap().lock());
+        assert_eq!(children(&waiter, &dir).await, vec![holder_node.clone()]);
+
+        // Dropped after one poll: the create is in flight and its reply unseen; the node is found by its uuid.
+        {
+            let mutex = Mutex::new(&waiter, &dir).unwrap();
+            let mut acquire = Box::pin(mutex.lock());
+            assert!(futures::poll!(&mut acquire).is_pending());
+        }
+        await_children(&waiter, &dir, "the cancelled create to be undone", only_holder).await;
+
+        // Dropped at each later await point the listener can name.
+        for stage in ["created", "waiting"] {
+            let (listener, mut rx) = events();
+            let mutex = Mutex::new(&waiter, &dir).unwrap().with_listener(listener);
+            // Boxed, so that `drop` below really drops the future (a stack pin would only drop a reference).
+            let mut acquire = Box::pin(mutex.lock());
+            let reached = async {
+                loop {
+                    match rx.recv().await.unwrap() {
+                        QueueEvent::Created { .. } if stage == "created" => return,
+                        QueueEvent::Waiting { .. } if stage == "waiting" => return,
+                        _ => {}
+                    }
+                }
+            };
+            tokio::select! {
+                _ = &mut acquire => panic!("acquired a held lock"),
+                _ = eventually(stage, reached) => {}
+            }
+            drop(acquire);
+            await_children(&waiter, &dir, &format!("cancel at {stage} to be undone"), only_holder).await;
+        }
+
+        // And at arbitrary moments.
+        for micros in [0u64, 50, 200, 500, 1_000, 2_000, 5_000] {
+            let mutex = Mutex::new(&waiter, &dir).unwrap();
+            let result = tokio::time::timeout(Duration::from_micros(micros), mutex.lock()).await;
+            assert!(result.is_err(), "acquired a held lock");
+            await_children(&waiter, &dir, "the cancelled acquire to be undone", only_holder).await;
+        }
+        holder.release().await.unwrap();
+        await_children(&waiter, &dir, "an empty directory", |c| c.is_empty()).await;
+    }
+}

@@ -1,0 +1,170 @@
+//! The lock under faults: session expiry, deleted nodes, lost create replies, vanishing predecessors,
+//! disconnection, and (on a dedicated ensemble) the leader dying.
+
+use std::time::Duration;
+
+use zklock::{Error, LostPolicy, LostReason, Mutex};
+use zklock_testkit::{expire_session, opcode, unique_path, Proxy, ZooKeeper};
+
+use crate::on_every_server;
+use crate::support::*;
+
+on_every_server! {
+    async fn session_expiry_fires_lost_and_hands_over(hosts: &str) {
+        let dir = unique_path("mutex-expiry");
+        let (holder_client, waiter_client) = (client(hosts).await, client(hosts).await);
+        let holder = Mutex::new(&holder_client, &dir).unwrap().lock().await.unwrap();
+        let lost = holder.lost();
+        let waiter = {
+            let dir = dir.clone();
+            tokio::spawn(async move { Mutex::new(&waiter_client, &dir).unwrap().lock().await.map(|g| g.fencing_token()) })
+        };
+        expire_session(hosts, &holder_client).await;
+        assert_eq!(eventually("the lost signal", lost).await, LostReason::SessionExpired);
+        assert!(holder.is_lost());
+        let token = eventually("the waiter to take over", waiter).await.unwrap().unwrap();
+        assert!(token > holder.fencing_token());
+        // Acquiring on an expired session fails clearly.
+        let err = Mutex::new(&holder_client, &dir).unwrap().lock().await.unwrap_err();
+        assert_eq!(err, Error::SessionExpired);
+    }
+
+    async fn node_deleted_by_somebody_else(hosts: &str) {
+        let dir = unique_path("mutex-deleted");
+        let (a, b, admin) = (client(hosts).await, client(hosts).await, client(hosts).await);
+        let holder = Mutex::new(&a, &dir).unwrap().lock().await.unwrap();
+        // A waiter whose node is deleted fails with NodeDeleted instead of waiting forever.
+        let waiting = {
+            let dir = dir.clone();
+            tokio::spawn(async move { Mutex::new(&b, &dir).unwrap().lock().await.map(|_| ()) })
+        };
+        let queued = await_children(&admin, &dir, "the waiter to queue", |c| c.len() == 2).await;
+        let holder_name = holder.path().rsplit('/').next().unwrap().to_string();
+        let waiter_node = queued.iter().find(|c| **c != holder_name).unwrap().clone();
+        admin.delete(&format!("{dir}/{waiter_node}"), None).await.unwrap();
+        let err = eventually("the waiter to fail", waiting).await.unwrap().unwrap_err();
+        assert!(matches!(err, Error::NodeDeleted { .. }), "{err:?}");
+        // A holder whose node is deleted is told so.
+        admin.delete(&holder.path(), None).await.unwrap();
+        assert_eq!(eventually("the lost signal", holder.lost()).await, LostReason::NodeDeleted);
+        holder.release().await.expect("releasing a lost guard is fine");
+    }
+
+    async fn lost_create_reply_leaves_exactly_one_node(hosts: &str) {
+        let dir = unique_path("mutex-lost-reply");
+        let proxy = Proxy::start(first_server(hosts)).await.unwrap();
+        let client = client(&proxy.connect_string()).await;
+        proxy.drop_reply_and_cut(opcode::ALL_CREATES);
+        let guard = eventually("the lock despite the lost reply", Mutex::new(&client, &dir).unwrap().lock())
+            .await
+            .unwrap();
+        assert_eq!(proxy.lost_replies(), 1, "the fault was injected");
+        let observer = crate::support::client(hosts).await;
+        let nodes = children(&observer, &dir).await;
+        assert_eq!(nodes.len(), 1, "exactly one node: {nodes:?}");
+        assert_eq!(guard.path(), format!("{dir}/{}", nodes[0]));
+        guard.release().await.unwrap();
+        assert!(children(&observer, &dir).await.is_empty());
+    }
+
+    async fn predecessor_vanishing_never_stalls(hosts: &str) {
+        // A contender between the holder and us leaves while we list and set our watch. Whatever the interleaving
+        // (the deletion lands before our listing, between listing and watch, or after the watch), we must acquire
+        // once the holder leaves.
+        let dir = unique_path("mutex-vanish");
+        let (holder_client, middle_client, ours) = (client(hosts).await, client(hosts).await, client(hosts).await);
+        for round in 0..12u64 {
+            let holder = Mutex::new(&holder_client, &dir).unwrap().lock().await.unwrap();
+            let middle_mutex = Mutex::new(&middle_client, &dir).unwrap();
+            let middle = tokio::spawn(async move { middle_mutex.lock_timeout(Duration::from_secs(60)).await });
+            await_children(&ours, &dir, "the middle contender", |c| c.len() == 2).await;
+            let mine = {
+                let (ours, dir) = (ours.clone(), dir.clone());
+                tokio::spawn(async move { Mutex::new(&ours, &dir).unwrap().lock().await })
+            };
+            // Cancel the middle contender after a varying head start of ours.
+            tokio::time::sleep(Duration::from_micros(round * 150)).await;
+            middle.abort();
+            await_children(&ours, &dir, "the middle contender to leave", |c| c.len() <= 2).await;
+            holder.release().await.unwrap();
+            let guard = eventually("our acquire after the holder left", mine).await.unwrap().unwrap();
+            guard.release().await.unwrap();
+            await_children(&ours, &dir, "an empty queue", |c| c.is_empty()).await;
+        }
+    }
+
+    async fn disconnection_beyond_the_grace_counts_as_lost(hosts: &str) {
+        let dir = unique_path("mutex-disconnect");
+        let proxy = Proxy::start(first_server(hosts)).await.unwrap();
+        let client = client_with_timeout(&proxy.connect_string(), Duration::from_secs(4)).await;
+        let guard = Mutex::new(&client, &dir)
+            .unwrap()
+            .with_lost_policy(LostPolicy::DisconnectedFor(Duration::from_millis(300)))
+            .lock()
+            .await
+            .unwrap();
+        assert!(!guard.is_lost());
+        proxy.set_blackhole(true);
+        proxy.cut_all();
+        let reason = eventually("the lost signal", guard.lost()).await;
+        assert!(matches!(reason, LostReason::Disconnected | LostReason::SessionExpired), "{reason:?}");
+        proxy.set_blackhole(false);
+    }
+}
+
+/// The ensemble loses its leader while one client holds the lock and another waits: the session survives the
+/// election, the holder keeps its node, and the waiter gets the lock when the holder releases.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ensemble_leader_killed_while_holding_and_waiting() {
+    let mut zk = tokio::task::spawn_blocking(|| ZooKeeper::ensemble(3).unwrap())
+        .await
+        .unwrap();
+    let hosts = zk.connect_string();
+    let dir = unique_path("mutex-failover");
+    let timeout = Duration::from_secs(30);
+    let holder_client = client_with_timeout(&hosts, timeout).await;
+    let waiter_client = client_with_timeout(&hosts, timeout).await;
+    let holder = Mutex::new(&holder_client, &dir)
+        .unwrap()
+        .with_lost_policy(LostPolicy::SessionOnly)
+        .lock()
+        .await
+        .unwrap();
+    let waiter = {
+        let dir = dir.clone();
+        tokio::spawn(async move {
+            Mutex::new(&waiter_client, &dir)
+                .unwrap()
+                .lock()
+                .await
+                .map(|g| g.fencing_token())
+        })
+    };
+    let observer = client_with_timeout(&hosts, timeout).await;
+    await_children(&observer, &dir, "the waiter to queue", |c| c.len() == 2).await;
+    let leader = zk.leader().expect("a leader");
+    zk = tokio::task::spawn_blocking(move || {
+        zk.kill(leader);
+        zk.wait_for_leader(Duration::from_secs(60)).expect("a new leader");
+        zk
+    })
+    .await
+    .unwrap();
+    // The holder's node is still there after the election, and the waiter still waits.
+    let nodes = await_children(&observer, &dir, "the queue after failover", |c| c.len() == 2).await;
+    assert!(holder.path().ends_with(&nodes[0]));
+    assert!(!holder.is_lost(), "{:?}", holder.lost_reason());
+    assert!(!waiter.is_finished());
+    let holder_token = holder.fencing_token();
+    eventually("release after failover", holder.release())
+        .await
+        .unwrap();
+    let token = eventually("the waiter to acquire after failover", waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(token > holder_token);
+    tokio::task::spawn_blocking(move || zk.restart(leader).unwrap())
+        .await
+        .unwrap();
+}

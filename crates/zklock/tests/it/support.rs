@@ -1,0 +1,125 @@
+//! What every recipe test needs: servers to run against, clients, and ways to wait for the tree to settle.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use zklock::zookeeper_client::{self as zk, Client};
+
+/// Generous bound for "this must happen": the machine may be a loaded 2-core CI box.
+pub const EVENTUALLY: Duration = Duration::from_secs(30);
+
+/// Runs an async test body once per server kind: the shared real ZooKeeper standalone server and the shared
+/// 3-node ensemble. Each becomes its own `#[tokio::test]`, named `<test>::standalone` / `<test>::ensemble`.
+#[macro_export]
+macro_rules! on_every_server {
+    ($(async fn $name:ident($hosts:ident : &str) $body:block)*) => {$(
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            async fn body($hosts: &str) $body
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn standalone() {
+                body(&$crate::support::standalone().await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn ensemble() {
+                body(&$crate::support::ensemble().await).await
+            }
+        }
+    )*};
+}
+
+/// The connect string of this test binary's shared standalone ZooKeeper.
+pub async fn standalone() -> String {
+    tokio::task::spawn_blocking(|| zklock_testkit::shared_standalone().connect_string())
+        .await
+        .unwrap()
+}
+
+/// The connect string of this test binary's shared 3-node ensemble.
+pub async fn ensemble() -> String {
+    tokio::task::spawn_blocking(|| zklock_testkit::shared_ensemble().connect_string())
+        .await
+        .unwrap()
+}
+
+/// The first server of a connect string (proxies sit in front of one server).
+pub fn first_server(hosts: &str) -> SocketAddr {
+    hosts
+        .split(',')
+        .next()
+        .unwrap()
+        .parse()
+        .expect("connect string of 127.0.0.1:port servers")
+}
+
+/// A new session with a 10 s timeout.
+pub async fn client(hosts: &str) -> Client {
+    client_with_timeout(hosts, Duration::from_secs(10)).await
+}
+
+/// A new session with the given timeout.
+pub async fn client_with_timeout(hosts: &str, timeout: Duration) -> Client {
+    tokio::time::timeout(
+        EVENTUALLY,
+        Client::connector().with_session_timeout(timeout).connect(hosts),
+    )
+    .await
+    .expect("connecting took too long")
+    .expect("connect")
+}
+
+/// The children of `dir`, sorted; empty if it does not exist.
+pub async fn children(client: &Client, dir: &str) -> Vec<String> {
+    match client.list_children(dir).await {
+        Ok(mut children) => {
+            children.sort();
+            children
+        }
+        Err(zk::Error::NoNode) => Vec::new(),
+        Err(err) => panic!("listing {dir}: {err}"),
+    }
+}
+
+/// Waits (with a child watch, no polling) until `dir`'s children satisfy `done`; panics after [`EVENTUALLY`].
+pub async fn await_children(
+    client: &Client,
+    dir: &str,
+    what: &str,
+    done: impl Fn(&[String]) -> bool,
+) -> Vec<String> {
+    let deadline = tokio::time::Instant::now() + EVENTUALLY;
+    loop {
+        let (children, watcher) = match client.list_and_watch_children(dir).await {
+            Ok(listed) => listed,
+            Err(zk::Error::NoNode) => {
+                if done(&[]) {
+                    return Vec::new();
+                }
+                // Wait for the directory to appear.
+                let (_, watcher) = client.check_and_watch_stat(dir).await.expect("exists watch");
+                tokio::time::timeout_at(deadline, watcher.changed())
+                    .await
+                    .unwrap_or_else(|_| panic!("{dir}: timed out waiting for {what} (no directory)"));
+                continue;
+            }
+            Err(err) => panic!("listing {dir}: {err}"),
+        };
+        if done(&children) {
+            return children;
+        }
+        if tokio::time::timeout_at(deadline, watcher.changed())
+            .await
+            .is_err()
+        {
+            panic!("{dir}: timed out waiting for {what}; children now {children:?}");
+        }
+    }
+}
+
+/// Awaits `future` for at most [`EVENTUALLY`], naming what did not happen.
+pub async fn eventually<F: std::future::Future>(what: &str, future: F) -> F::Output {
+    tokio::time::timeout(EVENTUALLY, future)
+        .await
+        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
+}
