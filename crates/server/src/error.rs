@@ -9,7 +9,13 @@ pub enum Error {
     /// The data directory could not be created or used.
     #[error("data directory: {0}")]
     DataDir(#[source] std::io::Error),
-    /// The durable store failed (open, recovery, or write).
+    /// The durable store failed (open, recovery, write or close).
     #[error("storage: {0}")]
-    Storage(String),
+    Storage(#[from] zklock_storage::StorageError),
+    /// Stored data could not be turned back into a tree.
+    #[error("recovery: {0}")]
+    Recovery(#[from] crate::persist::RecoveryError),
+    /// A blocking storage task died (panicked or was cancelled).
+    #[error("storage task failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
 }

@@ -21,6 +21,9 @@ use crate::txn::Txn;
 /// How often empty containers are looked for (ZooKeeper's `znode.container.checkIntervalMs` default).
 const CONTAINER_SWEEP: Duration = Duration::from_secs(60);
 
+/// Txns between snapshots (ZooKeeper's `snapCount` default). Recovery replays at most about this many.
+pub const SNAPSHOT_EVERY: u64 = 100_000;
+
 /// Builds the shared state from recovered (or fresh) parts.
 pub fn make_shared(
     config: ServerConfig,
@@ -93,7 +96,8 @@ pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
     }
 }
 
-/// Every tick: expire sessions whose deadline passed; every minute: delete empty containers.
+/// Every tick: expire sessions whose deadline passed and take a snapshot when due; every minute: delete
+/// empty containers.
 pub async fn ticker(shared: Arc<Shared>) {
     let tick = shared.config.tick_time.max(Duration::from_millis(1));
     let mut interval = tokio::time::interval(tick);
@@ -104,30 +108,50 @@ pub async fn ticker(shared: Arc<Shared>) {
             _ = interval.tick() => {}
             _ = shared.shutdown.cancelled() => return,
         }
-        let mut st = shared.lock();
-        for id in st.sessions.expired(Instant::now()) {
-            let conn = st.sessions.get(id).and_then(|s| s.conn);
-            tracing::info!(session = format!("0x{id:x}"), "session expired");
-            st.commit(Txn::CloseSession { id });
-            if let Some(conn) = conn {
-                st.close_conn(conn);
-            }
-        }
-        if Instant::now() >= next_sweep {
-            next_sweep = Instant::now() + CONTAINER_SWEEP;
-            let empty: Vec<String> = st
-                .tree
-                .containers()
-                .filter(|p| {
-                    st.tree
-                        .get(p)
-                        .is_some_and(|n| n.children.is_empty() && n.cversion > 0)
-                })
-                .cloned()
-                .collect();
-            for path in empty {
-                st.commit(Txn::Delete { path });
+        let snapshot = on_tick(&shared, &mut next_sweep);
+        if let Some((storage, zxid, blob)) = snapshot {
+            let saved = tokio::task::spawn_blocking(move || storage.save_snapshot(zxid, &blob)).await;
+            match saved {
+                Ok(Ok(())) => tracing::info!(zxid = format!("{zxid:#x}"), "snapshot saved"),
+                Ok(Err(e)) => tracing::warn!(error = %e, "snapshot failed; the log still has everything"),
+                Err(e) => tracing::warn!(error = %e, "snapshot task failed"),
             }
         }
     }
+}
+
+/// One tick's work under the lock; returns a snapshot to write (outside the lock) when one is due.
+fn on_tick(shared: &Shared, next_sweep: &mut Instant) -> Option<(zklock_storage::Storage, i64, Vec<u8>)> {
+    let mut st = shared.lock();
+    for id in st.sessions.expired(Instant::now()) {
+        let conn = st.sessions.get(id).and_then(|s| s.conn);
+        tracing::info!(session = format!("0x{id:x}"), "session expired");
+        st.commit(Txn::CloseSession { id });
+        if let Some(conn) = conn {
+            st.close_conn(conn);
+        }
+    }
+    if Instant::now() >= *next_sweep {
+        *next_sweep = Instant::now() + CONTAINER_SWEEP;
+        let empty: Vec<String> = st
+            .tree
+            .containers()
+            .filter(|p| {
+                st.tree
+                    .get(p)
+                    .is_some_and(|n| n.children.is_empty() && n.cversion > 0)
+            })
+            .cloned()
+            .collect();
+        for path in empty {
+            st.commit(Txn::Delete { path });
+        }
+    }
+    if st.since_snapshot < SNAPSHOT_EVERY {
+        return None;
+    }
+    let storage = st.storage().cloned()?;
+    // Serialized under the lock so the blob is exactly the state at `last_zxid`; written outside it.
+    st.since_snapshot = 0;
+    Some((storage, st.last_zxid, crate::persist::snapshot_blob(&st)))
 }

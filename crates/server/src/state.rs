@@ -196,6 +196,16 @@ impl State {
         }
     }
 
+    /// Marks everything applied so far as durable (after recovery: it came from disk).
+    pub fn mark_durable(&self) {
+        self.durable.advance(self.last_zxid);
+    }
+
+    /// Switches durability (after recovery, from replay mode to the live log).
+    pub fn set_log(&mut self, log: Durability) {
+        self.log = log;
+    }
+
     /// Takes the storage out (at shutdown).
     pub fn take_storage(&mut self) -> Option<zklock_storage::Storage> {
         match std::mem::replace(&mut self.log, Durability::Memory) {

@@ -210,19 +210,33 @@ impl DataTree {
         count
     }
 
-    /// Inserts a node restored from a snapshot (parents first is not required; links are rebuilt by
-    /// [`DataTree::relink`]).
-    pub fn restore_node(&mut self, path: String, node: Node) {
-        if node.is_ephemeral() {
-            self.ephemerals
-                .entry(node.ephemeral_owner)
-                .or_default()
-                .insert(path.clone());
+    /// A tree from snapshot nodes; children lists and the ephemeral / container indexes are rebuilt.
+    pub fn from_nodes(nodes: Vec<(String, Node)>) -> Self {
+        let mut t = DataTree {
+            nodes: HashMap::new(),
+            ephemerals: HashMap::new(),
+            containers: BTreeSet::new(),
+        };
+        let paths: Vec<String> = nodes.iter().map(|(p, _)| p.clone()).collect();
+        for (path, mut node) in nodes {
+            node.children.clear();
+            if node.is_ephemeral() {
+                t.ephemerals
+                    .entry(node.ephemeral_owner)
+                    .or_default()
+                    .insert(path.clone());
+            }
+            if node.ephemeral_owner == CONTAINER_OWNER {
+                t.containers.insert(path.clone());
+            }
+            t.nodes.insert(path, node);
         }
-        if node.ephemeral_owner == CONTAINER_OWNER {
-            self.containers.insert(path.clone());
+        for path in paths.iter().filter(|p| p.as_str() != "/") {
+            if let Some(parent) = t.nodes.get_mut(path::parent(path)) {
+                parent.children.insert(path::basename(path).to_string());
+            }
         }
-        self.nodes.insert(path, node);
+        t
     }
 
     /// Applies a create. `parent_cversion` is the parent's cversion after the create.

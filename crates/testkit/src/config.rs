@@ -54,7 +54,12 @@ pub(crate) struct Settings {
 }
 
 /// Writes the files of member `index` (0-based; its `myid` is `index + 1`).
-pub(crate) fn write_member(dir: &MemberDir, index: usize, all: &[MemberPorts], settings: &Settings) -> io::Result<()> {
+pub(crate) fn write_member(
+    dir: &MemberDir,
+    index: usize,
+    all: &[MemberPorts],
+    settings: &Settings,
+) -> io::Result<()> {
     std::fs::create_dir_all(dir.data())?;
     if all.len() > 1 {
         std::fs::write(dir.data().join("myid"), format!("{}\n", index + 1))?;

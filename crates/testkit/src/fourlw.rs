@@ -10,7 +10,10 @@ use std::time::Duration;
 /// "not currently serving requests" text rather than an error; callers parse the text.
 pub fn four_letter_word(addr: SocketAddr, word: &str, timeout: Duration) -> io::Result<String> {
     if word.len() != 4 || !word.bytes().all(|b| b.is_ascii_lowercase()) {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("not a four-letter word: {word:?}")));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("not a four-letter word: {word:?}"),
+        ));
     }
     let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
     stream.set_read_timeout(Some(timeout))?;
@@ -24,5 +27,8 @@ pub fn four_letter_word(addr: SocketAddr, word: &str, timeout: Duration) -> io::
 /// The server's role as `srvr` reports it: the value of its `Mode:` line (`leader`, `follower`, `standalone`),
 /// or `None` when it is not serving.
 pub(crate) fn mode_of(srvr_answer: &str) -> Option<&str> {
-    srvr_answer.lines().find_map(|line| line.strip_prefix("Mode:")).map(str::trim)
+    srvr_answer
+        .lines()
+        .find_map(|line| line.strip_prefix("Mode:"))
+        .map(str::trim)
 }

@@ -1,4 +1,4 @@
-//! Just enough of the ZooKeeper framing for the proxy: length-prefixed frames and the first fields of the headers.
+//! Just enough of the ZooKeeper framing for the proxy and the session killer: length-prefixed frames and header fields.
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
@@ -21,7 +21,10 @@ pub(crate) enum Read {
 }
 
 /// Reads the next frame, the 4-byte prefix already consumed being `prefix` when given.
-pub(crate) async fn read_frame<R: AsyncRead + Unpin>(reader: &mut R, prefix: Option<[u8; 4]>) -> std::io::Result<Read> {
+pub(crate) async fn read_frame<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    prefix: Option<[u8; 4]>,
+) -> std::io::Result<Read> {
     let length = match prefix {
         Some(prefix) => prefix,
         None => {

@@ -12,7 +12,8 @@ pub const JAVA_ENV: &str = "ZKLOCK_TEST_JAVA";
 pub const JAR_DIR_ENV: &str = "ZKLOCK_TEST_ZK_JARS";
 
 const DEFAULT_JAR_DIR: &str = "/usr/share/java";
-const NOT_FOUND: &str = "real ZooKeeper 3.8 not found: run scripts/test which installs the Debian package `zookeeper`";
+const NOT_FOUND: &str =
+    "real ZooKeeper 3.8 not found: run scripts/test which installs the Debian package `zookeeper`";
 
 /// Where the JVM and the ZooKeeper classes are.
 #[derive(Debug)]
@@ -36,7 +37,9 @@ pub(crate) fn installation() -> &'static Installation {
 
 fn locate() -> Result<Installation, String> {
     let java = find_java()?;
-    let jar_dir = std::env::var_os(JAR_DIR_ENV).map(PathBuf::from).unwrap_or_else(|| DEFAULT_JAR_DIR.into());
+    let jar_dir = std::env::var_os(JAR_DIR_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| DEFAULT_JAR_DIR.into());
     // zookeeper.jar's manifest lists its dependencies (jute, netty, slf4j-api, ...) in `Class-Path`, so the JVM
     // loads them without us spelling them out; we only check that the two ZooKeeper jars are really there.
     let server_jar = require(&jar_dir, "zookeeper.jar")?;
@@ -50,15 +53,26 @@ fn locate() -> Result<Installation, String> {
     if has_log4j {
         classpath = format!("{classpath}:{}:{}", binding.display(), log4j.display());
     } else {
-        tracing::warn!("no slf4j-log4j12/log4j-1.2 jars in {}: ZooKeeper will log nothing", jar_dir.display());
+        tracing::warn!(
+            "no slf4j-log4j12/log4j-1.2 jars in {}: ZooKeeper will log nothing",
+            jar_dir.display()
+        );
     }
-    Ok(Installation { java, classpath, log4j: has_log4j })
+    Ok(Installation {
+        java,
+        classpath,
+        log4j: has_log4j,
+    })
 }
 
 fn find_java() -> Result<PathBuf, String> {
     if let Some(java) = std::env::var_os(JAVA_ENV) {
         let java = PathBuf::from(java);
-        return if java.is_file() { Ok(java) } else { Err(format!("{JAVA_ENV}={} is not a file", java.display())) };
+        return if java.is_file() {
+            Ok(java)
+        } else {
+            Err(format!("{JAVA_ENV}={} is not a file", java.display()))
+        };
     }
     let default = Path::new("/usr/bin/java");
     if default.is_file() {

@@ -10,11 +10,11 @@
 //! Every server process is tied to the test process with `PR_SET_PDEATHSIG`, so none outlives it.
 #![deny(unsafe_code)]
 
-pub mod install;
-pub mod ports;
 mod config;
 mod fourlw;
 mod frame;
+pub mod install;
+pub mod ports;
 mod proxy;
 mod session;
 mod shared;
@@ -79,6 +79,9 @@ pub fn init_tracing() {
         let filter = tracing_subscriber::EnvFilter::try_from_default_env()
             .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
         // Another subscriber may already be installed by the test itself; keep that one.
-        let _ = tracing_subscriber::fmt().with_env_filter(filter).with_test_writer().try_init();
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_test_writer()
+            .try_init();
     });
 }

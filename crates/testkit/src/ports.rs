@@ -26,7 +26,11 @@ pub fn free_port() -> io::Result<u16> {
     let mut rng = rand::thread_rng();
     for _ in 0..ATTEMPTS {
         let port = rng.gen_range(LOWEST..=highest);
-        if handed_out.lock().unwrap_or_else(|e| e.into_inner()).contains(&port) {
+        if handed_out
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&port)
+        {
             continue;
         }
         if TcpListener::bind((Ipv4Addr::LOCALHOST, port)).is_ok() {

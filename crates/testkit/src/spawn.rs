@@ -22,7 +22,9 @@ pub(crate) fn spawn_tied_to_process(command: Command) -> io::Result<Child> {
     spawner()
         .send(SpawnRequest { command, reply })
         .map_err(|_| io::Error::other("the testkit spawner thread is gone"))?;
-    result.recv().map_err(|_| io::Error::other("the testkit spawner thread dropped a request"))?
+    result
+        .recv()
+        .map_err(|_| io::Error::other("the testkit spawner thread dropped a request"))?
 }
 
 fn spawner() -> &'static mpsc::Sender<SpawnRequest> {

@@ -13,14 +13,20 @@ pub(crate) fn instance_dir() -> io::Result<TempDir> {
     let root = std::env::temp_dir().join("zklock-testkit");
     std::fs::create_dir_all(&root)?;
     sweep_stale(&root);
-    tempfile::Builder::new().prefix(&format!("zk-{}-", std::process::id())).tempdir_in(&root)
+    tempfile::Builder::new()
+        .prefix(&format!("zk-{}-", std::process::id()))
+        .tempdir_in(&root)
 }
 
 fn sweep_stale(root: &Path) {
-    let Ok(entries) = std::fs::read_dir(root) else { return };
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(owner) = name.to_str().and_then(|n| n.strip_prefix("zk-")?.split('-').next()?.parse::<u32>().ok())
+        let Some(owner) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("zk-")?.split('-').next()?.parse::<u32>().ok())
         else {
             continue;
         };

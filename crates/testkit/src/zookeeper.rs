@@ -78,14 +78,20 @@ impl Builder {
     /// Java or the ZooKeeper jars are not installed (see [`crate::install`] for the overrides).
     pub fn start(self) -> io::Result<ZooKeeper> {
         if self.members == 0 {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "a ZooKeeper needs at least one member"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a ZooKeeper needs at least one member",
+            ));
         }
         installation();
         let mut attempt = 1;
         loop {
             match self.try_start() {
                 Ok(zookeeper) => return Ok(zookeeper),
-                Err(StartFailure { error, port_taken: true }) if attempt < START_ATTEMPTS => {
+                Err(StartFailure {
+                    error,
+                    port_taken: true,
+                }) if attempt < START_ATTEMPTS => {
                     tracing::warn!(attempt, %error, "a ZooKeeper port was taken meanwhile; retrying with new ports");
                     attempt += 1;
                 }
@@ -100,19 +106,37 @@ impl Builder {
         let ports = (0..self.members)
             .map(|_| {
                 let client = free_port()?;
-                let (peer, election) = if standalone { (0, 0) } else { (free_port()?, free_port()?) };
-                Ok(MemberPorts { client, peer, election })
+                let (peer, election) = if standalone {
+                    (0, 0)
+                } else {
+                    (free_port()?, free_port()?)
+                };
+                Ok(MemberPorts {
+                    client,
+                    peer,
+                    election,
+                })
             })
             .collect::<io::Result<Vec<_>>>()
             .map_err(StartFailure::other)?;
         let mut members = Vec::with_capacity(self.members);
         for index in 0..self.members {
-            let member_dir = MemberDir { root: dir.path().join(format!("member-{index}")) };
+            let member_dir = MemberDir {
+                root: dir.path().join(format!("member-{index}")),
+            };
             config::write_member(&member_dir, index, &ports, &self.settings).map_err(StartFailure::other)?;
-            members.push(Member { ports: ports[index], dir: member_dir, child: None });
+            members.push(Member {
+                ports: ports[index],
+                dir: member_dir,
+                child: None,
+            });
         }
-        let mut zookeeper =
-            ZooKeeper { members, settings: self.settings.clone(), start_timeout: self.start_timeout, _dir: dir };
+        let mut zookeeper = ZooKeeper {
+            members,
+            settings: self.settings.clone(),
+            start_timeout: self.start_timeout,
+            _dir: dir,
+        };
         for index in 0..self.members {
             zookeeper.launch(index).map_err(StartFailure::other)?;
         }
@@ -133,7 +157,10 @@ struct StartFailure {
 
 impl StartFailure {
     fn other(error: io::Error) -> Self {
-        StartFailure { error, port_taken: false }
+        StartFailure {
+            error,
+            port_taken: false,
+        }
     }
 }
 
@@ -162,7 +189,10 @@ impl ZooKeeper {
     pub fn builder() -> Builder {
         Builder {
             members: 1,
-            settings: Settings { tick_time_ms: DEFAULT_TICK_TIME_MS, overrides: Vec::new() },
+            settings: Settings {
+                tick_time_ms: DEFAULT_TICK_TIME_MS,
+                overrides: Vec::new(),
+            },
             start_timeout: DEFAULT_START_TIMEOUT,
         }
     }
@@ -185,7 +215,11 @@ impl ZooKeeper {
 
     /// `"127.0.0.1:p1,127.0.0.1:p2,..."`, every member including killed ones.
     pub fn connect_string(&self) -> String {
-        self.members.iter().map(|m| m.ports.client_addr().to_string()).collect::<Vec<_>>().join(",")
+        self.members
+            .iter()
+            .map(|m| m.ports.client_addr().to_string())
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     /// The client address of member `i`.
@@ -248,7 +282,10 @@ impl ZooKeeper {
                 return Ok(leader);
             }
             if Instant::now() >= deadline {
-                return Err(io::Error::new(io::ErrorKind::TimedOut, format!("no ZooKeeper leader after {timeout:?}")));
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("no ZooKeeper leader after {timeout:?}"),
+                ));
             }
             std::thread::sleep(POLL_INTERVAL);
         }
@@ -291,10 +328,19 @@ impl ZooKeeper {
     fn launch(&mut self, i: usize) -> io::Result<()> {
         let install = installation();
         let member = &self.members[i];
-        let console = File::options().create(true).append(true).open(member.dir.console())?;
+        let console = File::options()
+            .create(true)
+            .append(true)
+            .open(member.dir.console())?;
         let mut command = Command::new(&install.java);
         // Fast JVM start-up and a small footprint: tests start many servers on a small machine.
-        command.args(["-Xshare:auto", "-XX:TieredStopAtLevel=1", "-Xmx256m", "-XX:+UseSerialGC", "-XX:-UsePerfData"]);
+        command.args([
+            "-Xshare:auto",
+            "-XX:TieredStopAtLevel=1",
+            "-Xmx256m",
+            "-XX:+UseSerialGC",
+            "-XX:-UsePerfData",
+        ]);
         command.args([
             "-Djava.net.preferIPv4Stack=true",
             "-Dzookeeper.admin.enableServer=false",
@@ -303,7 +349,10 @@ impl ZooKeeper {
         ]);
         command.arg(format!("-Dzookeeper.log.dir={}", member.dir.root.display()));
         if install.log4j {
-            command.arg(format!("-Dlog4j.configuration=file:{}", member.dir.log4j_properties().display()));
+            command.arg(format!(
+                "-Dlog4j.configuration=file:{}",
+                member.dir.log4j_properties().display()
+            ));
         }
         command
             .arg("-cp")
@@ -344,7 +393,11 @@ impl ZooKeeper {
             if Instant::now() >= deadline {
                 let mut message = format!("ZooKeeper members not serving after {:?}:", self.start_timeout);
                 for (i, mode) in &waiting {
-                    let _ = write!(message, "\nmember {i} at {} reports mode {mode:?}", self.member_addr(*i));
+                    let _ = write!(
+                        message,
+                        "\nmember {i} at {} reports mode {mode:?}",
+                        self.member_addr(*i)
+                    );
                 }
                 for (i, _) in &waiting {
                     let _ = write!(message, "\n{}", self.log_tail(*i, LOG_TAIL_LINES));

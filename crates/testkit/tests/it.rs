@@ -133,25 +133,40 @@ async fn killed_leader_is_replaced_and_rejoins_after_restart() {
     assert_eq!(rejoined.get_data(&path).await.unwrap().0, b"kept");
 }
 
-#[tokio::test]
-async fn expire_session_expires_the_original_client() {
+/// Expires a session holding an ephemeral node; checks the holder sees Expired and a watcher sees the deletion.
+async fn check_expire_session(connect_string: &str) {
     init_tracing();
-    let zk = shared_standalone();
-    let client = connect(&zk.connect_string()).await;
+    let client = connect(connect_string).await;
+    let observer = connect(connect_string).await;
     let path = unique_path("ephemeral");
     client.create(&path, b"", &EPHEMERAL).await.unwrap();
+    let (stat, deleted) = observer.check_and_watch_stat(&path).await.unwrap();
+    assert!(stat.is_some());
     let mut states = client.state_watcher();
 
-    expire_session(&zk.connect_string(), &client).await;
+    expire_session(connect_string, &client).await;
 
     reach_state(&mut states, SessionState::Expired).await;
     assert!(matches!(client.get_data(&path).await, Err(Error::SessionExpired)));
-    let observer = connect(&zk.connect_string()).await;
+    assert_eq!(
+        within("the deletion event", deleted.changed()).await.event_type,
+        EventType::NodeDeleted
+    );
     assert_eq!(
         observer.check_stat(&path).await.unwrap(),
         None,
         "the expired session's ephemeral node remains"
     );
+}
+
+#[tokio::test]
+async fn expire_session_expires_the_original_client() {
+    check_expire_session(&shared_standalone().connect_string()).await;
+}
+
+#[tokio::test]
+async fn expire_session_works_on_an_ensemble() {
+    check_expire_session(&shared_ensemble().connect_string()).await;
 }
 
 #[tokio::test]

@@ -101,10 +101,10 @@ impl Raw {
                     self.buf.drain(..used);
                     return Some(body);
                 }
-                let mut chunk = [0u8; 65536];
-                match self.stream.read(&mut chunk).await {
+                self.buf.reserve(64 * 1024);
+                match self.stream.read_buf(&mut self.buf).await {
                     Ok(0) | Err(_) => return None,
-                    Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                    Ok(_) => {}
                 }
             }
         })
@@ -135,7 +135,7 @@ impl Raw {
     /// Whether the server closes the connection (reads until EOF, bounded in time).
     pub async fn closed(&mut self) -> bool {
         tokio::time::timeout(WAIT, async {
-            let mut chunk = [0u8; 4096];
+            let mut chunk = vec![0u8; 4096];
             loop {
                 match self.stream.read(&mut chunk).await {
                     Ok(0) | Err(_) => return true,

@@ -89,7 +89,11 @@ impl Proxy {
         });
         let acceptor = tokio::spawn(accept_loop(listener, shared.clone())).abort_handle();
         tracing::debug!(%addr, %upstream, "proxy started");
-        Ok(Proxy { addr, shared, acceptor })
+        Ok(Proxy {
+            addr,
+            shared,
+            acceptor,
+        })
     }
 
     /// The address clients connect to.
@@ -170,7 +174,10 @@ impl Drop for Proxy {
 
 impl std::fmt::Debug for Proxy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Proxy").field("addr", &self.addr).field("upstream", &self.shared.upstream).finish()
+        f.debug_struct("Proxy")
+            .field("addr", &self.addr)
+            .field("upstream", &self.shared.upstream)
+            .finish()
     }
 }
 

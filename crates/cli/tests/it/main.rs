@@ -1,0 +1,7 @@
+//! End-to-end tests of the `zklock` binary against real servers. One binary for the crate.
+
+mod support;
+
+mod demo;
+mod run;
+mod status;

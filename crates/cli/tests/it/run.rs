@@ -1,0 +1,142 @@
+//! `zklock run`: environment, exit codes, exclusion, and the child never outliving the lock.
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use zklock::Mutex;
+use zklock_testkit::unique_path;
+
+use crate::support::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn passes_environment_and_exit_code() {
+    let hosts = zookeeper().await;
+    let path = unique_path("cli-run-env");
+    let out = output(&[
+        "run",
+        "--connect",
+        &hosts,
+        &path,
+        "--",
+        "sh",
+        "-c",
+        "echo \"$ZKLOCK_PATH|$ZKLOCK_NODE|$ZKLOCK_FENCING_TOKEN\"; exit 7",
+    ])
+    .await;
+    assert_eq!(out.status.code(), Some(7), "stderr: {}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let fields: Vec<&str> = stdout.trim().split('|').collect();
+    assert_eq!(fields[0], path);
+    assert!(fields[1].starts_with(&format!("{path}/_c_")) && fields[1].contains("-lock-"), "{stdout}");
+    assert!(fields[2].parse::<i64>().unwrap() > 0, "{stdout}");
+    // The lock node is gone afterwards.
+    let client = client(&hosts).await;
+    assert_eq!(client.list_children(&path).await.unwrap(), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn busy_lock_exits_1_with_nonblock_and_timeout() {
+    let hosts = zookeeper().await;
+    let path = unique_path("cli-run-busy");
+    let holder = client(&hosts).await;
+    let guard = Mutex::new(&holder, &path).unwrap().lock().await.unwrap();
+    let out = output(&["run", "--connect", &hosts, "--nonblock", &path, "--", "true"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(stderr.contains("is locked"), "{stderr}");
+    let out = output(&["run", "--connect", &hosts, "--timeout", "0.3", &path, "--", "true"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("timed out"), "{}", text(&out.stderr));
+    assert_eq!(holder.list_children(&path).await.unwrap().len(), 1, "no node left by the failed attempts");
+    guard.release().await.unwrap();
+    let out = output(&["run", "--connect", &hosts, "--nonblock", &path, "--", "true"]).await;
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_command_exits_127_and_releases() {
+    let hosts = zookeeper().await;
+    let path = unique_path("cli-run-missing");
+    let out = output(&["run", "--connect", &hosts, &path, "--", "/nonexistent/zklock-test-command"]).await;
+    assert_eq!(out.status.code(), Some(127));
+    let client = client(&hosts).await;
+    assert!(client.list_children(&path).await.unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_concurrent_runs_keep_a_counter_exact() {
+    let hosts = zookeeper().await;
+    let path = unique_path("cli-run-counter");
+    let dir = tempfile::tempdir().unwrap();
+    let counter = dir.path().join("counter");
+    std::fs::write(&counter, "0\n").unwrap();
+    let script = format!("v=$(cat '{0}'); sleep 0.05; echo $((v + 1)) > '{0}'", counter.display());
+    let mut runs = Vec::new();
+    for _ in 0..8 {
+        runs.push(zklock(&["run", "--connect", &hosts, &path, "--", "sh", "-c", &script]).output());
+    }
+    for out in futures::future::join_all(runs).await {
+        let out = out.unwrap();
+        assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    }
+    assert_eq!(std::fs::read_to_string(&counter).unwrap().trim(), "8");
+}
+
+/// Starts `zklock run` with a child that prints its pid and then sleeps; returns the process and the child's pid.
+async fn run_sleeper(hosts: &str, path: &str) -> (tokio::process::Child, i32) {
+    let mut zklock = zklock(&["run", "--connect", hosts, "--kill-after", "2", path, "--", "sh", "-c", "echo $$; exec sleep 120"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(zklock.stdout.take().unwrap()).lines();
+    let line = tokio::time::timeout(EVENTUALLY, lines.next_line()).await.expect("the child started").unwrap().unwrap();
+    (zklock, line.trim().parse().unwrap())
+}
+
+fn alive(pid: i32) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn child_is_stopped_when_the_lock_is_lost() {
+    let hosts = zookeeper().await;
+    let path = unique_path("cli-run-lost");
+    let (zklock, child) = run_sleeper(&hosts, &path).await;
+    assert!(alive(child));
+    // Somebody deletes our lock node: the lock is lost, the child must be stopped.
+    let admin = client(&hosts).await;
+    let nodes = admin.list_children(&path).await.unwrap();
+    assert_eq!(nodes.len(), 1);
+    admin.delete(&format!("{path}/{}", nodes[0]), None).await.unwrap();
+    let out = tokio::time::timeout(EVENTUALLY, zklock.wait_with_output()).await.expect("zklock exits").unwrap();
+    assert_eq!(out.status.code(), Some(4), "stderr: {}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("lost the lock"), "{}", text(&out.stderr));
+    assert!(!alive(child), "the command was stopped");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn child_dies_with_zklock_even_on_kill_9() {
+    // Become the subreaper of our descendants, so the orphaned child is reparented to us and its death is an
+    // event we can wait for (waitpid) rather than poll.
+    nix::sys::prctl::set_child_subreaper(true).unwrap();
+    let hosts = zookeeper().await;
+    let path = unique_path("cli-run-kill9");
+    let (mut zklock, child) = run_sleeper(&hosts, &path).await;
+    zklock.start_kill().unwrap(); // SIGKILL
+    zklock.wait().await.unwrap();
+    let status = tokio::time::timeout(
+        EVENTUALLY,
+        tokio::task::spawn_blocking(move || nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(child), None)),
+    )
+    .await
+    .expect("the child died")
+    .unwrap()
+    .unwrap();
+    assert!(
+        matches!(status, nix::sys::wait::WaitStatus::Signaled(_, nix::sys::signal::Signal::SIGKILL, _)),
+        "{status:?}"
+    );
+    // Its lock goes with the session: another run gets it (within the session timeout).
+    let out = output(&["run", "--connect", &hosts, "--timeout", "30", &path, "--", "true"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}

@@ -1,0 +1,125 @@
+//! Restarts on the same data directory: tree, zxid and sessions survive.
+
+use zklock_codec::*;
+use zklock_server::{Server, ServerConfig};
+
+use crate::common::Raw;
+
+fn config(dir: &std::path::Path) -> ServerConfig {
+    ServerConfig {
+        data_dir: Some(dir.to_path_buf()),
+        ..Default::default()
+    }
+}
+
+fn create(path: &str, data: &[u8], flags: i32) -> CreateRequest {
+    CreateRequest {
+        path: path.into(),
+        data: Some(data.to_vec()),
+        acl: Acl::open_unsafe(),
+        flags,
+    }
+}
+
+/// Runs a first server, then restarts per `between` and checks everything acknowledged is back.
+async fn survives_restart(between: impl FnOnce(&std::path::Path)) {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(config(dir.path())).await.unwrap();
+    let (mut raw, session) = Raw::session(server.local_addr()).await;
+    raw.call(OpCode::Create, &create("/keep", b"v1", 0)).await;
+    raw.call(OpCode::Create, &create("/keep/seq-", b"", 2)).await;
+    raw.call(
+        OpCode::SetData,
+        &SetDataRequest {
+            path: "/keep".into(),
+            data: Some(b"v2".to_vec()),
+            version: 0,
+        },
+    )
+    .await;
+    raw.call(OpCode::Create, &create("/eph", b"", 1)).await;
+    let (last, _) = raw
+        .call(
+            OpCode::Delete,
+            &DeleteRequest {
+                path: "/keep/seq-0000000000".into(),
+                version: -1,
+            },
+        )
+        .await;
+    drop(raw);
+    server.shutdown().await.unwrap();
+    between(dir.path());
+
+    let server = Server::start(config(dir.path())).await.unwrap();
+    // The session is still there: reconnecting with its id and password works and the ephemeral stayed.
+    let mut raw = Raw::connect(server.local_addr()).await;
+    let req = ConnectRequest {
+        last_zxid_seen: last.zxid,
+        time_out: 30_000,
+        session_id: session.session_id,
+        passwd: session.passwd.clone(),
+        ..Default::default()
+    };
+    assert_eq!(raw.handshake(&req).await.session_id, session.session_id);
+    let (h, body) = raw
+        .call(
+            OpCode::GetData,
+            &GetDataRequest {
+                path: "/keep".into(),
+                watch: false,
+            },
+        )
+        .await;
+    assert_eq!(h.zxid, last.zxid, "the zxid continues");
+    let got = GetDataResponse::from_bytes(&body).unwrap();
+    assert_eq!(got.data.as_deref(), Some(&b"v2"[..]));
+    assert_eq!((got.stat.version, got.stat.num_children), (1, 0));
+    // The create counter survived too: the next sequential name is not reused.
+    let (_, body) = raw.call(OpCode::Create, &create("/keep/seq-", b"", 2)).await;
+    assert_eq!(
+        CreateResponse::from_bytes(&body).unwrap().path,
+        "/keep/seq-0000000001"
+    );
+    let (h, body) = raw
+        .call(
+            OpCode::Exists,
+            &ExistsRequest {
+                path: "/eph".into(),
+                watch: false,
+            },
+        )
+        .await;
+    assert_eq!(h.err, 0);
+    assert_eq!(
+        StatResponse::from_bytes(&body).unwrap().stat.ephemeral_owner,
+        session.session_id
+    );
+    // New sessions get new ids.
+    let (_, other) = Raw::session(server.local_addr()).await;
+    assert_ne!(other.session_id, session.session_id);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn restart_recovers_from_the_snapshot() {
+    survives_restart(|_| {}).await;
+}
+
+#[tokio::test]
+async fn restart_recovers_from_the_log_alone() {
+    survives_restart(|dir| {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("snapshot.")
+            {
+                std::fs::remove_file(path).unwrap();
+            }
+        }
+    })
+    .await;
+}
