@@ -5,8 +5,14 @@
 //! SIGKILL. Linux fires that signal when the *thread* that forked the child exits, so the child must be spawned
 //! from a thread that lives as long as the process: `zklock run` uses a current-thread runtime on the main thread
 //! and spawns from it.
+//!
+//! The parent-death signal reaches only the direct child, not processes it forked into its group (`sh -c 'a; b'`).
+//! So a small watchdog — `zklock` itself, re-executed as the hidden `__watchdog` command, in a process group of
+//! its own — holds a pipe from us: when that pipe closes without a goodbye byte, because we died, it kills the whole
+//! process group of the command.
 
 use std::io;
+use std::os::unix::process::CommandExt as _;
 use std::process::ExitStatus;
 
 use nix::sys::signal::{killpg, Signal};
@@ -16,6 +22,7 @@ use nix::unistd::Pid;
 pub struct Child {
     inner: tokio::process::Child,
     pgid: Pid,
+    watchdog: Option<std::process::Child>,
 }
 
 impl Child {
@@ -47,10 +54,14 @@ impl Child {
         let pid = inner
             .id()
             .ok_or_else(|| io::Error::other("child exited before it had a pid"))?;
-        Ok(Child {
-            inner,
-            pgid: Pid::from_raw(pid as i32),
-        })
+        let watchdog = match spawn_watchdog(pid as i32) {
+            Ok(watchdog) => Some(watchdog),
+            Err(err) => {
+                tracing::warn!(%err, "no watchdog: processes forked by the command may outlive a killed zklock");
+                None
+            }
+        };
+        Ok(Child { inner, pgid: Pid::from_raw(pid as i32), watchdog })
     }
 
     /// The child's pid (also its process group id).
@@ -67,8 +78,55 @@ impl Child {
 
     /// Waits for the child to exit.
     pub async fn wait(&mut self) -> io::Result<ExitStatus> {
-        self.inner.wait().await
+        let status = self.inner.wait().await?;
+        self.dismiss_watchdog();
+        Ok(status)
     }
+
+    /// The command is over and reaped: tell the watchdog to leave without killing anything.
+    fn dismiss_watchdog(&mut self) {
+        use std::io::Write;
+        if let Some(mut watchdog) = self.watchdog.take() {
+            if let Some(mut pipe) = watchdog.stdin.take() {
+                let _ = pipe.write_all(GOODBYE);
+            }
+            let _ = watchdog.wait();
+        }
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        // Leaving while the command may still run (we only get here without a successful wait on error paths):
+        // closing the pipe without a goodbye makes the watchdog kill the group.
+        if let Some(mut watchdog) = self.watchdog.take() {
+            drop(watchdog.stdin.take());
+            let _ = watchdog.wait();
+        }
+    }
+}
+
+/// The byte that tells the watchdog the command ended normally.
+const GOODBYE: &[u8] = b"x";
+
+fn spawn_watchdog(pgid: i32) -> io::Result<std::process::Child> {
+    std::process::Command::new(std::env::current_exe()?)
+        .args(["__watchdog", &pgid.to_string()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+}
+
+/// The `__watchdog PGID` command: waits for its stdin to close; kills the process group unless it was told goodbye.
+pub fn watchdog(pgid: i32) -> i32 {
+    use std::io::Read;
+    let mut byte = [0u8; 1];
+    let told_goodbye = matches!(std::io::stdin().read(&mut byte), Ok(1) if byte == GOODBYE[..]);
+    if !told_goodbye {
+        let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+    }
+    0
 }
 
 /// The shell convention for an exit status: the code, or 128 + the signal number.

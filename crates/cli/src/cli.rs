@@ -55,6 +55,12 @@ pub enum Command {
     Bench(BenchArgs),
     /// Run the embedded ZooKeeper-compatible server.
     Serve(ServeArgs),
+    /// Internal: kills a command's process group if `zklock run` dies (see child.rs).
+    #[command(name = "__watchdog", hide = true)]
+    Watchdog {
+        /// The process group to kill.
+        pgid: i32,
+    },
 }
 
 #[derive(Debug, Args)]

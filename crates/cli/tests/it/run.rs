@@ -82,8 +82,8 @@ async fn eight_concurrent_runs_keep_a_counter_exact() {
 }
 
 /// Starts `zklock run` with a child that prints its pid and then sleeps; returns the process and the child's pid.
-async fn run_sleeper(hosts: &str, path: &str) -> (tokio::process::Child, i32) {
-    let mut zklock = zklock(&["run", "--connect", hosts, "--kill-after", "2", path, "--", "sh", "-c", "echo $$; exec sleep 120"])
+async fn run_sleeper(hosts: &str, path: &str, script: &str) -> (tokio::process::Child, i32) {
+    let mut zklock = zklock(&["run", "--connect", hosts, "--kill-after", "2", path, "--", "sh", "-c", script])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -101,7 +101,7 @@ fn alive(pid: i32) -> bool {
 async fn child_is_stopped_when_the_lock_is_lost() {
     let hosts = zookeeper().await;
     let path = unique_path("cli-run-lost");
-    let (zklock, child) = run_sleeper(&hosts, &path).await;
+    let (zklock, child) = run_sleeper(&hosts, &path, "echo $$; exec sleep 120").await;
     assert!(alive(child));
     // Somebody deletes our lock node: the lock is lost, the child must be stopped.
     let admin = client(&hosts).await;
@@ -121,15 +121,18 @@ async fn child_dies_with_zklock_even_on_kill_9() {
     nix::sys::prctl::set_child_subreaper(true).unwrap();
     let hosts = zookeeper().await;
     let path = unique_path("cli-run-kill9");
-    let (mut zklock, child) = run_sleeper(&hosts, &path).await;
+    // The command forks a grandchild (the backgrounded sleep) and prints its pid.
+    let (mut zklock, grandchild) = run_sleeper(&hosts, &path, "sleep 120 & echo $!; wait").await;
     zklock.start_kill().unwrap(); // SIGKILL
     zklock.wait().await.unwrap();
+    // Both the shell (parent-death signal) and its background sleep (the watchdog) are killed; both end up
+    // reparented to us, so we reap them.
     let status = tokio::time::timeout(
         EVENTUALLY,
-        tokio::task::spawn_blocking(move || nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(child), None)),
+        tokio::task::spawn_blocking(move || nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(grandchild), None)),
     )
     .await
-    .expect("the child died")
+    .expect("the grandchild died")
     .unwrap()
     .unwrap();
     assert!(
