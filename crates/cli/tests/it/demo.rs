@@ -15,3 +15,13 @@ async fn demo_on_real_zookeeper_passes_its_own_checks() {
     assert_eq!(stdout.matches(" released").count(), 10);
     assert_eq!(stdout.matches("connected, session 0x").count(), 10);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_without_connect_runs_on_the_embedded_server() {
+    let out = output(&["demo", "--workers", "10", "--hold", "20"]).await;
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "stdout: {stdout}\nstderr: {}", text(&out.stderr));
+    assert!(stdout.contains("on embedded server 127.0.0.1:"), "{stdout}");
+    assert!(stdout.contains("result:                     PASS"), "{stdout}");
+    assert_eq!(stdout.matches(" acquired ").count(), 10);
+}

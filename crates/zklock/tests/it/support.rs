@@ -8,8 +8,9 @@ use zklock::zookeeper_client::{self as zk, Client};
 /// Generous bound for "this must happen": the machine may be a loaded 2-core CI box.
 pub const EVENTUALLY: Duration = Duration::from_secs(30);
 
-/// Runs an async test body once per server kind: the shared real ZooKeeper standalone server and the shared
-/// 3-node ensemble. Each becomes its own `#[tokio::test]`, named `<test>::standalone` / `<test>::ensemble`.
+/// Runs an async test body once per server kind: the shared real ZooKeeper standalone server, the shared 3-node
+/// ensemble and the shared embedded server. Each becomes its own `#[tokio::test]`, named `<test>::standalone`,
+/// `<test>::ensemble` and `<test>::embedded`.
 #[macro_export]
 macro_rules! on_every_server {
     ($(async fn $name:ident($hosts:ident : &str) $body:block)*) => {$(
@@ -24,6 +25,10 @@ macro_rules! on_every_server {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn ensemble() {
                 body(&$crate::support::ensemble().await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn embedded() {
+                body(&$crate::support::embedded().await).await
             }
         }
     )*};
@@ -41,6 +46,11 @@ pub async fn ensemble() -> String {
     tokio::task::spawn_blocking(|| zklock_testkit::shared_ensemble().connect_string())
         .await
         .unwrap()
+}
+
+/// The connect string of this test binary's shared embedded server (see `zklock_testkit::shared_embedded`).
+pub async fn embedded() -> String {
+    tokio::task::spawn_blocking(zklock_testkit::shared_embedded).await.unwrap()
 }
 
 /// The first server of a connect string (proxies sit in front of one server).
