@@ -119,9 +119,6 @@ pub struct BenchArgs {
     /// Clients for the contended measurement.
     #[arg(long, default_value_t = 8)]
     pub clients: usize,
-    /// Lock directory prefix used by the benchmark (a random suffix is added).
-    #[arg(long, default_value = "/zklock-bench")]
-    pub path: String,
 }
 
 #[derive(Debug, Args)]

@@ -74,6 +74,14 @@ pub async fn serve(shared: Arc<Shared>, socket: TcpStream, peer: SocketAddr, _sl
     let mut established = false;
     'conn: loop {
         loop {
+            // Bounded outstanding replies: stop taking requests (TCP then pushes back on the client) until
+            // the writer drains. Checked per frame, so a burst already in the buffer is bounded too.
+            while conn_shared.outstanding.load(Ordering::SeqCst) >= max_outstanding {
+                tokio::select! {
+                    _ = conn_shared.drained.notified() => {}
+                    _ = cancel.cancelled() => break 'conn,
+                }
+            }
             let (body, used) = match decode_frame(&buf, max_frame) {
                 Ok(Some(frame)) => frame,
                 Ok(None) => break,
@@ -105,13 +113,6 @@ pub async fn serve(shared: Arc<Shared>, socket: TcpStream, peer: SocketAddr, _sl
                     tracing::warn!(%peer, error = %e, "closing connection");
                     break 'conn;
                 }
-            }
-        }
-        // Bounded outstanding replies: stop reading (TCP pushes back on the client) until the writer drains.
-        while conn_shared.outstanding.load(Ordering::SeqCst) >= max_outstanding {
-            tokio::select! {
-                _ = conn_shared.drained.notified() => {}
-                _ = cancel.cancelled() => break 'conn,
             }
         }
         tokio::select! {

@@ -174,21 +174,45 @@ fn render(shared: &Arc<Shared>, cmd: &str) -> String {
             let _ = writeln!(s, "maxSessionTimeout={}", max.as_millis());
             let _ = writeln!(s, "serverId=0");
         }
-        // Commands we recognise but have nothing meaningful for (stats resets, watch-by-path dumps...).
-        _ => {
-            let by_conn = st.watches.by_conn();
-            if cmd == "wchc" || cmd == "wchp" {
-                let mut lines: Vec<String> = by_conn
-                    .iter()
-                    .flat_map(|(c, ps)| ps.iter().map(move |p| format!("{c}\t{p}")))
-                    .collect();
-                lines.sort();
-                for l in lines {
-                    let _ = writeln!(s, "{l}");
+        // wchc: watched paths by session; wchp: sessions by watched path (ZooKeeper's layout).
+        "wchc" | "wchp" => {
+            let session_of = |c: &crate::watch::ConnId| st.conns.get(c).map_or(0, |c| c.session);
+            let mut pairs: Vec<(i64, String)> = st
+                .watches
+                .by_conn()
+                .into_iter()
+                .flat_map(|(c, paths)| {
+                    let sid = session_of(&c);
+                    paths.into_iter().map(move |p| (sid, p))
+                })
+                .collect();
+            if cmd == "wchc" {
+                pairs.sort();
+                let mut last = None;
+                for (sid, p) in pairs {
+                    if last != Some(sid) {
+                        let _ = writeln!(s, "0x{sid:x}");
+                        last = Some(sid);
+                    }
+                    let _ = writeln!(s, "\t{p}");
                 }
             } else {
-                let _ = writeln!(s, "{cmd} is not supported by this server.");
+                let mut by_path: Vec<(String, i64)> = pairs.into_iter().map(|(sid, p)| (p, sid)).collect();
+                by_path.sort();
+                let mut last: Option<String> = None;
+                for (p, sid) in by_path {
+                    if last.as_deref() != Some(p.as_str()) {
+                        let _ = writeln!(s, "{p}");
+                        last = Some(p);
+                    }
+                    let _ = writeln!(s, "\t0x{sid:x}");
+                }
             }
+            s.push('\n');
+        }
+        // Recognised, but resetting statistics or digests means nothing here.
+        _ => {
+            let _ = writeln!(s, "{cmd} is not supported by this server.");
         }
     }
     s

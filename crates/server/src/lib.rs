@@ -1,4 +1,63 @@
 //! Embedded single-node ZooKeeper-wire-compatible server.
+//!
+//! Any ZooKeeper client (the Java client and zkCli, Curator, kazoo, the Rust `zookeeper-client`) can use
+//! it: the bytes it sends match Apache ZooKeeper 3.8 wherever a client can see them, checked request by
+//! request against a real 3.8.0 server (replies, error codes, stats, zxids, notifications and multi
+//! results are byte-identical; only session ids, times and the order of children differ).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), zklock_server::Error> {
+//! use zklock_server::{Server, ServerConfig};
+//! let server = Server::start(ServerConfig::default()).await?; // 127.0.0.1:<free port>, temp data dir
+//! let connect = server.connect_string(); // "127.0.0.1:PORT" for any ZooKeeper client
+//! # let _ = connect;
+//! server.shutdown().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # Architecture
+//!
+//! - `connection.rs`: one task reads frames and handles them; a writer task sends
+//!   queued frames, each only once the log is durable up to the zxid it depends on (group commit: replies
+//!   wait for the fsync that covers them, many replies share one fsync).
+//! - `state.rs`: tree, sessions, watches and connections behind one `std::sync::Mutex` (nothing awaits
+//!   while it is held). The lock orders everything: zxids, log appends, and every notification a write
+//!   causes is queued before that write's reply.
+//! - `ops/`: one function per request, grouped by concern (`read`, `write`, `multi`, `watches`,
+//!   `session`); `ops/prep.rs` validates writes in ZooKeeper's check order and turns them into `Txn`s.
+//! - `tree.rs`, `watch.rs`, `session.rs`, `acl.rs`, `path.rs`: the data tree, watch tables, session table,
+//!   ACL/digest rules and path validation. `txn.rs` + `persist.rs`: what goes to `zklock-storage` and how a
+//!   start recovers (newest snapshot + replay of later txns through the same apply code).
+//! - `fourlw.rs`: four-letter words (`ruok srvr stat mntr cons envi wchs dump conf isro ...`).
+//!
+//! # Implemented
+//!
+//! Every client request of ZooKeeper 3.8: create/create2/createContainer (createTTL answers like a
+//! ZooKeeper without extended types: Unimplemented), delete, exists, getData, setData, getACL, setACL,
+//! getChildren(2), sync, check, multi, multiRead, auth (digest), setWatches(2), addWatch,
+//! checkWatches/removeWatches, getEphemerals, getAllChildrenNumber, whoAmI, ping, closeSession. Sessions
+//! (timeout negotiation, tick-bucketed expiry, reconnect and move, expired reply), one-shot, persistent and
+//! persistent-recursive watches, container sweep, digest ACLs with an optional super digest, the built-in
+//! `/zookeeper` nodes, limits (frame size, connections per IP, outstanding requests per connection), and
+//! durability: every reply after the fsync of its txn, snapshots every 100,000 txns and at shutdown,
+//! sessions and zxid surviving restarts.
+//!
+//! ZooKeeper quirks reproduced on purpose (a client can see them): stats report
+//! `cversion = 2 × child creates − numChildren`, so deletes show up in it, while sequence suffixes use the
+//! create counter; container and TTL markers are reported as `ephemeralOwner` 0; inside a multi a create's
+//! opcode is derived from its flags (plain creates answer with the path only); notifications carry zxid
+//! −1, auth and SASL replies zxid 0; a rejected multiRead answers MarshallingError *with* an empty result
+//! list.
+//!
+//! # Not implemented (and why)
+//!
+//! - Replication, observers, reconfig (answered `ReconfigDisabled`): a single node never pretends to be an
+//!   ensemble; use real ZooKeeper for that.
+//! - SASL/Kerberos and TLS: answered like a ZooKeeper without SASL configured; digest auth covers the
+//!   embedded use cases.
+//! - TTL nodes and quotas: off by default in ZooKeeper 3.8 too (`extendedTypesEnabled`, quota enforcement).
+//! - The admin HTTP server and JMX; `stat`-style latency figures are reported as 0.
+//! - Notifications queued for a client that stops reading are not bounded (replies are).
 #![forbid(unsafe_code)]
 
 mod acl;
@@ -91,9 +150,17 @@ impl Server {
         self.local_addr
     }
 
-    /// A ZooKeeper connect string for this server, `"127.0.0.1:PORT"`.
+    /// A ZooKeeper connect string for this server, `"127.0.0.1:PORT"` (a wildcard listen address is
+    /// reported as the matching loopback address, which clients can always reach).
     pub fn connect_string(&self) -> String {
-        self.local_addr.to_string()
+        let mut addr = self.local_addr;
+        if addr.ip().is_unspecified() {
+            addr.set_ip(match addr {
+                SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+            });
+        }
+        addr.to_string()
     }
 
     /// Stops accepting, closes every connection after flushing its queued replies, writes a final

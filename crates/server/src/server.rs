@@ -155,3 +155,52 @@ fn on_tick(shared: &Shared, next_sweep: &mut Instant) -> Option<(zklock_storage:
     st.since_snapshot = 0;
     Some((storage, st.last_zxid, crate::persist::snapshot_blob(&st)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tree::CONTAINER_OWNER;
+    use zklock_codec::Acl;
+
+    fn create(path: &str, owner: i64, parent_cversion: i32) -> Txn {
+        Txn::Create {
+            path: path.into(),
+            data: None,
+            acl: Acl::open_unsafe(),
+            owner,
+            parent_cversion,
+        }
+    }
+
+    #[tokio::test]
+    async fn sweep_deletes_containers_that_had_children_and_are_empty() {
+        let sessions = Sessions::new(Duration::from_secs(2), 1 << 56);
+        let shared = make_shared(
+            ServerConfig::default(),
+            DataTree::new(),
+            sessions,
+            0,
+            Durability::Memory,
+        );
+        {
+            let mut st = shared.lock();
+            st.commit(create("/used", CONTAINER_OWNER, 1));
+            st.commit(create("/never-used", CONTAINER_OWNER, 2));
+            st.commit(create("/used/child", 0, 1));
+            st.commit(Txn::Delete {
+                path: "/used/child".into(),
+            });
+        }
+        let mut due = Instant::now();
+        assert!(
+            on_tick(&shared, &mut due).is_none(),
+            "no snapshot without storage"
+        );
+        let st = shared.lock();
+        assert!(st.tree.get("/used").is_none(), "emptied container is swept");
+        assert!(
+            st.tree.get("/never-used").is_some(),
+            "a container that never had a child stays"
+        );
+    }
+}

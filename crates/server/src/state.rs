@@ -152,14 +152,12 @@ pub fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-/// Encodes `header` + optional body as one frame.
-pub fn frame(header: &ReplyHeader, body: Option<&dyn Fn(&mut Vec<u8>)>) -> Vec<u8> {
-    let mut w = Vec::with_capacity(64);
+/// Encodes `header` + an already encoded body as one frame.
+pub fn frame(header: &ReplyHeader, body: &[u8]) -> Vec<u8> {
+    let mut w = Vec::with_capacity(4 + 16 + body.len());
     let start = begin_frame(&mut w);
     header.encode(&mut w);
-    if let Some(body) = body {
-        body(&mut w);
-    }
+    w.extend_from_slice(body);
     end_frame(&mut w, start);
     w
 }
@@ -376,6 +374,6 @@ pub fn notification(ty: EventType, path: &str) -> Vec<u8> {
             zxid: -1,
             err: 0,
         },
-        Some(&|w: &mut Vec<u8>| event.encode(w)),
+        &event.to_bytes(),
     )
 }

@@ -11,6 +11,7 @@
 #![deny(unsafe_code)]
 
 mod config;
+mod embedded;
 mod fourlw;
 mod frame;
 pub mod install;
@@ -22,6 +23,7 @@ mod spawn;
 mod tempdirs;
 mod zookeeper;
 
+pub use embedded::shared_embedded;
 pub use fourlw::four_letter_word;
 pub use proxy::Proxy;
 pub use session::expire_session;

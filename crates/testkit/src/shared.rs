@@ -14,7 +14,7 @@ use crate::zookeeper::ZooKeeper;
 /// The server cannot be started (the error says why); later calls panic with the same message at once.
 pub fn shared_standalone() -> &'static ZooKeeper {
     static STANDALONE: OnceLock<Result<ZooKeeper, String>> = OnceLock::new();
-    started(&STANDALONE, "standalone", || ZooKeeper::standalone())
+    started(&STANDALONE, "standalone", ZooKeeper::standalone)
 }
 
 /// The shared 3-member ensemble (default settings, `tickTime` 2000), started on first call. It is shared, so it

@@ -237,6 +237,11 @@ impl ZooKeeper {
         Duration::from_millis(self.settings.tick_time_ms.into())
     }
 
+    /// The process id of member `i`, while it runs (for measurements such as its resident memory).
+    pub fn pid(&self, i: usize) -> Option<u32> {
+        self.members[i].child.as_ref().map(Child::id)
+    }
+
     /// Whether member `i` is running (not killed by [`ZooKeeper::kill`]).
     pub fn is_running(&self, i: usize) -> bool {
         self.members[i].child.is_some()

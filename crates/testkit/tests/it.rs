@@ -1,6 +1,8 @@
 //! Tests of the testkit itself, against real ZooKeeper 3.8.
 
 use std::future::Future;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use zklock_testkit::{
@@ -57,8 +59,8 @@ async fn reach_state(watcher: &mut StateWatcher, target: SessionState) {
 }
 
 #[tokio::test]
-async fn standalone_starts_serves_and_is_killed_on_drop() {
-    let zk = ZooKeeper::standalone().unwrap();
+async fn standalone_starts_serves_restarts_and_is_killed_on_drop() {
+    let mut zk = ZooKeeper::standalone().unwrap();
     assert_eq!(zk.members(), 1);
     assert_eq!(zk.four_letter(0, "ruok").unwrap(), "imok");
     assert_eq!(zk.mode(0).as_deref(), Some("standalone"));
@@ -69,6 +71,18 @@ async fn standalone_starts_serves_and_is_killed_on_drop() {
     let path = unique_path("standalone");
     client.create(&path, b"hello", &PERSISTENT).await.unwrap();
     assert_eq!(client.get_data(&path).await.unwrap().0, b"hello");
+    drop(client);
+
+    zk.kill(0);
+    assert!(!zk.is_running(0));
+    assert_eq!(zk.leader(), None);
+    zk.restart(0).unwrap();
+    let client = connect(&zk.connect_string()).await;
+    assert_eq!(
+        client.get_data(&path).await.unwrap().0,
+        b"hello",
+        "data lost across a restart"
+    );
     drop(client);
 
     let addr = zk.member_addr(0);
@@ -303,4 +317,61 @@ fn four_letter_word_rejects_non_words() {
             .kind(),
         std::io::ErrorKind::InvalidInput
     );
+}
+
+const HOLD_ENV: &str = "ZKLOCK_TESTKIT_HOLD_STANDALONE";
+
+/// Run by `zookeeper_dies_with_its_test_process` in a child process: starts the shared standalone server, reports
+/// its address on stdout and waits until stdin closes (or the parent kills it).
+#[test]
+#[ignore = "helper process for zookeeper_dies_with_its_test_process"]
+fn hold_a_standalone_for_the_parent_test() {
+    if std::env::var_os(HOLD_ENV).is_none() {
+        return;
+    }
+    println!("ADDR={}", shared_standalone().member_addr(0));
+    let mut line = String::new();
+    let _ = std::io::stdin().read_line(&mut line);
+}
+
+#[test]
+fn zookeeper_dies_with_its_test_process() {
+    let mut holder = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "hold_a_standalone_for_the_parent_test",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(HOLD_ENV, "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = BufReader::new(holder.stdout.take().unwrap());
+    // Bounded by the helper: it prints the address or exits (start failure), closing stdout either way.
+    let addr = stdout
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|line| line.strip_prefix("ADDR=").map(str::to_string))
+        .expect("the helper process did not report a ZooKeeper address");
+    let addr = addr.parse().unwrap();
+    assert_eq!(
+        four_letter_word(addr, "ruok", Duration::from_secs(10)).unwrap(),
+        "imok"
+    );
+
+    // SIGKILL: no destructor, no atexit handler runs in the helper; only the parent-death signal can clean up.
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+
+    let deadline = std::time::Instant::now() + WAIT;
+    while four_letter_word(addr, "ruok", Duration::from_secs(2)).is_ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "ZooKeeper at {addr} outlived its killed test process"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }

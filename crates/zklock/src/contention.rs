@@ -154,8 +154,10 @@ pub(crate) async fn acquire(
     }
 }
 
-/// Creates our ephemeral-sequential node (and missing parents), pipelined with the first listing.
-async fn enqueue(
+/// Creates our ephemeral-sequential node (and missing parents), pipelined with the first listing (`None` when
+/// the node had to be found again after a lost reply). Recipes that are not a plain queue (the semaphore's lease)
+/// use it directly to get the same lost-reply recovery and cancellation safety.
+pub(crate) async fn enqueue(
     client: &Client,
     dir: &str,
     marker: Marker,

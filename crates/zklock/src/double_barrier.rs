@@ -1,1 +1,405 @@
-//! (being written)
+//! The double barrier of the design documents: N participants enter together and leave together.
+//!
+//! Layout under the barrier path: one ephemeral node per participant, named by a fresh uuid, and a persistent
+//! `ready` node created by whoever counts N participants.
+//!
+//! * **Enter** (the ZooKeeper recipe): set an `exists` watch on `ready`, create our node, list the children — the
+//!   three requests go out back to back and cost one round trip. If `ready` exists or we count N participants
+//!   (then we create `ready`), we are in. Otherwise we wait for the watch and then *look again*: a notification
+//!   is only a reason to re-check, never a release in itself (Curator #1290 let clients through on a spurious
+//!   wake-up). Whoever arrives last sees everybody, because its listing is processed after its own create.
+//! * **Leave** (the ZooKeeper recipe): the lowest participant (by name) waits for the highest to go; everybody
+//!   else deletes its node and waits for the lowest. Each look is a fresh listing; we return only when no
+//!   participant is left. The lowest is woken once per departure; the final departure of the lowest wakes every
+//!   remaining waiter — that is the release itself, there is nobody to spare.
+//! * **Cleanup**: the last to leave removes `ready` (only the `ready` of its own round, recognised by its czxid).
+//!   A failed or cancelled `enter`, a failed or cancelled `leave` and a dropped [`Participation`] delete our node
+//!   (Curator #601 left it behind on errors).
+
+use std::future::Future;
+use std::time::Duration;
+
+use zookeeper_client::{self as zk, Acls, Client, CreateMode, SessionState};
+
+use crate::barrier::{pause_after_connection_loss, session_error};
+use crate::error::{Error, Result};
+use crate::events::{Listener, QueueEvent};
+use crate::lost::{LostPolicy, LostReason, LostSignal};
+use crate::own_node::{child_path, OwnNode};
+use crate::retry::RetryPolicy;
+
+/// The name of the node that opens the barrier.
+const READY: &str = "ready";
+
+/// A double barrier for a fixed number of participants.
+///
+/// # Example
+/// ```no_run
+/// # async fn example(client: zookeeper_client::Client) -> zklock::Result<()> {
+/// let barrier = zklock::DoubleBarrier::new(&client, "/barriers/epoch-7", 5)?;
+/// let participation = barrier.enter().await?; // returns once 5 participants have arrived
+/// tokio::select! {
+///     reason = participation.lost() => eprintln!("dropped out of the computation: {reason}"),
+///     _ = async { /* the computation */ } => {}
+/// }
+/// participation.leave().await?; // returns once all 5 have left
+/// # Ok(()) }
+/// ```
+///
+/// # Session expiry
+/// A participant's node is ephemeral. If its session expires *before* `N` have arrived, it no longer counts and
+/// its `enter` fails with [`Error::SessionExpired`]; the others keep waiting for `N` live arrivals. Once `ready`
+/// exists the barrier counts arrivals, not survivors: a participant whose session expires after entering is
+/// treated by the others as having left, its [`Participation::lost`] fires and its `leave` fails with
+/// [`Error::SessionExpired`].
+///
+/// # Rounds
+/// One barrier path serves one round at a time. `ready` stays until the last participant leaves; somebody who
+/// calls `enter` while it exists (a late participant beyond `N`, or the next round arriving before the previous
+/// one has completely left) passes at once and joins the current round. Use a fresh path per round (e.g. with the
+/// round number in it) when rounds may overlap.
+///
+/// # Errors
+/// [`Error::SessionExpired`] / [`Error::Closed`] when the session ends; [`Error::NodeDeleted`] if somebody else
+/// deletes our participant node while we enter; [`Error::Timeout`] from the `_timeout` variants;
+/// [`Error::ConnectionLoss`] only if the [`RetryPolicy`] caps attempts.
+///
+/// # Cancellation safety
+/// Dropping an `enter` future at any await point, or a timed-out `enter_timeout`, removes our participant node
+/// (the delete is sent before the drop returns). Dropping a `leave` future leaves without waiting for the others:
+/// our node is removed all the same.
+#[derive(Debug, Clone)]
+pub struct DoubleBarrier {
+    client: Client,
+    path: String,
+    members: usize,
+    data: Vec<u8>,
+    retry: RetryPolicy,
+    lost_policy: LostPolicy,
+    listener: Option<Listener>,
+}
+
+impl DoubleBarrier {
+    /// A double barrier at `path` (created with its parents on first use) for `members` participants.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] if `path` is not a valid ZooKeeper path.
+    ///
+    /// # Panics
+    /// If `members` is 0.
+    pub fn new(client: &Client, path: &str, members: usize) -> Result<DoubleBarrier> {
+        assert!(members > 0, "a double barrier needs at least one participant");
+        Ok(DoubleBarrier {
+            client: client.clone(),
+            path: crate::path::validate(path)?,
+            members,
+            data: Vec::new(),
+            retry: RetryPolicy::default(),
+            lost_policy: LostPolicy::default(),
+            listener: None,
+        })
+    }
+
+    /// Data stored in our participant node (e.g. host and pid, for operators).
+    pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> DoubleBarrier {
+        self.data = data.into();
+        self
+    }
+
+    /// How operations are retried across connection loss.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> DoubleBarrier {
+        self.retry = retry;
+        self
+    }
+
+    /// When an entered participation counts as lost because of a disconnection.
+    pub fn with_lost_policy(mut self, policy: LostPolicy) -> DoubleBarrier {
+        self.lost_policy = policy;
+        self
+    }
+
+    /// Receives progress events: `Created` (our node), `Waiting`/`Woken` (on `ready` while entering, on another
+    /// participant while leaving), `Acquired` (entered).
+    pub fn with_listener(mut self, listener: Listener) -> DoubleBarrier {
+        self.listener = Some(listener);
+        self
+    }
+
+    /// The barrier directory.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The number of participants that must arrive.
+    pub fn members(&self) -> usize {
+        self.members
+    }
+
+    /// Joins the barrier and waits until `members` participants have arrived.
+    pub async fn enter(&self) -> Result<Participation> {
+        let name = uuid::Uuid::new_v4().to_string();
+        let mut node = OwnNode::new(&self.client, &self.path, name.clone(), &self.retry);
+        // Named before the create is sent: if we are dropped, the delete by name goes out after the create on the
+        // same session, so it is processed after it.
+        node.name = Some(name.clone());
+        let me = node.path();
+        let ready = child_path(&self.path, READY);
+        let member_mode = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+        // Started once our node exists; moved into the participation when we are in.
+        let mut slot: Option<LostSignal> = None;
+        let mut attempt = 0;
+        loop {
+            // Sent in this order (the recipe's order): the watch on `ready` exists before our node does, so the
+            // create of `ready` by the last arrival cannot slip by; the listing is processed after our create.
+            let watch_ready = self.client.check_and_watch_stat(&ready);
+            let create = slot
+                .is_none()
+                .then(|| self.client.create(&me, &self.data, &member_mode));
+            let listing = self.client.list_children(&self.path);
+            let create = async move {
+                match create {
+                    Some(create) => Some(create.await),
+                    None => None,
+                }
+            };
+            let (watched, created, listed) = tokio::join!(watch_ready, create, listing);
+            match created {
+                None => {}
+                Some(Ok((stat, _))) => node.czxid = stat.czxid,
+                // Our name is unique: an existing node is ours, from an attempt whose reply was lost.
+                Some(Err(zk::Error::NodeExists)) => {}
+                Some(Err(zk::Error::NoNode)) => {
+                    let parents = CreateMode::Persistent.with_acls(Acls::anyone_all());
+                    self.retry
+                        .run(|| self.client.mkdir(&self.path, &parents))
+                        .await?;
+                    continue;
+                }
+                Some(Err(zk::Error::ConnectionLoss)) => {
+                    pause_after_connection_loss(&self.retry, &mut attempt).await?;
+                    continue;
+                }
+                Some(Err(err)) => return Err(err.into()),
+            }
+            let lost = slot.get_or_insert_with(|| {
+                Listener::emit(&self.listener, QueueEvent::Created { path: me.clone() });
+                LostSignal::start(&self.client, &me, self.lost_policy, &self.retry)
+            });
+            let (watched, listed) = match (watched, listed) {
+                (Err(zk::Error::ConnectionLoss), _) | (_, Err(zk::Error::ConnectionLoss)) => {
+                    pause_after_connection_loss(&self.retry, &mut attempt).await?;
+                    continue;
+                }
+                (watched, listed) => (watched?, listed),
+            };
+            attempt = 0;
+            let (ready_stat, watcher) = watched;
+            if let Some(stat) = ready_stat {
+                return Ok(self.entered(node, slot.take().expect("started above"), stat.czxid));
+            }
+            let children = match listed {
+                Ok(children) => children,
+                Err(zk::Error::NoNode) => Vec::new(),
+                Err(err) => return Err(err.into()),
+            };
+            if !children.contains(&name) {
+                return Err(vanished(&self.client, lost, &me));
+            }
+            let arrived = children.iter().filter(|c| is_participant(c)).count();
+            if arrived >= self.members {
+                tracing::debug!(path = %self.path, arrived, "the last participant arrived; opening the barrier");
+                let mode = CreateMode::Persistent.with_acls(Acls::anyone_all());
+                match self.retry.run(|| self.client.create(&ready, &[], &mode)).await {
+                    Ok((stat, _)) => return Ok(self.entered(node, slot.take().expect("started above"), stat.czxid)),
+                    // Created by another participant (or by our own attempt whose reply was lost): look again.
+                    Err(Error::ZooKeeper(zk::Error::NodeExists)) => continue,
+                    Err(err) => return Err(err),
+                }
+            }
+            tracing::debug!(path = %self.path, arrived, members = self.members, "waiting for participants");
+            Listener::emit(&self.listener, QueueEvent::Waiting { on: ready.clone() });
+            tokio::select! {
+                event = watcher.changed() => {
+                    if let Some(err) = session_error(&event) {
+                        return Err(err);
+                    }
+                    Listener::emit(&self.listener, QueueEvent::Woken { by: ready.clone() });
+                }
+                reason = lost.lost() => return Err(lost_error(reason, &me)),
+            }
+        }
+    }
+
+    /// Like [`enter`](DoubleBarrier::enter), but gives up after `timeout` with [`Error::Timeout`], removing our
+    /// participant node.
+    pub async fn enter_timeout(&self, timeout: Duration) -> Result<Participation> {
+        tokio::time::timeout(timeout, self.enter())
+            .await
+            .map_err(|_| Error::Timeout)?
+    }
+
+    fn entered(&self, node: OwnNode, lost: LostSignal, ready_czxid: i64) -> Participation {
+        lost.set_holding();
+        Listener::emit(
+            &self.listener,
+            QueueEvent::Acquired {
+                path: node.path(),
+                fencing_token: node.czxid,
+            },
+        );
+        Participation {
+            node,
+            lost,
+            ready_czxid,
+            barrier: self.clone(),
+        }
+    }
+
+    /// Removes `ready` if it is still the one of our round (by czxid); anything else is not ours to touch.
+    async fn remove_ready(&self, czxid: i64) -> Result<()> {
+        let ready = child_path(&self.path, READY);
+        let Some(stat) = self.retry.run(|| self.client.check_stat(&ready)).await? else {
+            return Ok(());
+        };
+        if stat.czxid != czxid {
+            return Ok(());
+        }
+        match self
+            .retry
+            .run(|| self.client.delete(&ready, Some(stat.version)))
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(Error::ZooKeeper(zk::Error::NoNode | zk::Error::BadVersion | zk::Error::NotEmpty)) => Ok(()),
+            Err(err) => Err(err),
+        }
+    }
+}
+
+/// Whether a child of the barrier directory is a participant (our nodes are named by a uuid; `ready` and
+/// anything else are not counted).
+fn is_participant(name: &str) -> bool {
+    uuid::Uuid::try_parse(name).is_ok()
+}
+
+fn lost_error(reason: LostReason, path: &str) -> Error {
+    match reason {
+        LostReason::SessionExpired => Error::SessionExpired,
+        LostReason::NodeDeleted => Error::NodeDeleted {
+            path: path.to_owned(),
+        },
+        _ => Error::Closed,
+    }
+}
+
+/// The error for "our node is not in the listing".
+fn vanished(client: &Client, lost: &LostSignal, path: &str) -> Error {
+    match lost.reason() {
+        Some(reason) => lost_error(reason, path),
+        None if client.state() == SessionState::Expired => Error::SessionExpired,
+        None => Error::NodeDeleted {
+            path: path.to_owned(),
+        },
+    }
+}
+
+/// One participant inside a [`DoubleBarrier`], from a successful [`enter`](DoubleBarrier::enter) until it leaves.
+///
+/// Dropping it leaves without waiting for the others (our node is deleted in the background).
+#[derive(Debug)]
+pub struct Participation {
+    node: OwnNode,
+    lost: LostSignal,
+    ready_czxid: i64,
+    barrier: DoubleBarrier,
+}
+
+impl Participation {
+    /// The full path of our participant node.
+    pub fn path(&self) -> String {
+        self.node.path()
+    }
+
+    /// Completes when our participation stops counting: session expiry, deletion of our node by somebody else,
+    /// or (per the [`LostPolicy`]) a long disconnection.
+    pub fn lost(&self) -> impl Future<Output = LostReason> + Send + 'static {
+        self.lost.lost()
+    }
+
+    /// Whether the participation has been lost already.
+    pub fn is_lost(&self) -> bool {
+        self.lost.reason().is_some()
+    }
+
+    /// Why the participation was lost, if it was.
+    pub fn lost_reason(&self) -> Option<LostReason> {
+        self.lost.reason()
+    }
+
+    /// Leaves the barrier and waits until every participant has left.
+    ///
+    /// # Errors
+    /// [`Error::SessionExpired`] / [`Error::Closed`] when the session ends (our node is gone, so the others see
+    /// us as having left); [`Error::ConnectionLoss`] only if the retry policy caps attempts.
+    ///
+    /// # Cancellation safety
+    /// Dropping the future removes our node (if not yet removed) without waiting for the others.
+    pub async fn leave(self) -> Result<()> {
+        let Participation {
+            node,
+            lost,
+            ready_czxid,
+            barrier,
+        } = self;
+        // Our node is about to go on purpose: that is not a loss.
+        drop(lost);
+        let name = node.name.clone().unwrap_or_default();
+        let mut node = Some(node);
+        let b = &barrier;
+        loop {
+            let children = match b.retry.run(|| b.client.list_children(&b.path)).await {
+                Ok(children) => children,
+                Err(Error::ZooKeeper(zk::Error::NoNode)) => Vec::new(),
+                Err(err) => return Err(err),
+            };
+            let mut members: Vec<String> = children.into_iter().filter(|c| is_participant(c)).collect();
+            members.sort();
+            if members.iter().all(|m| *m == name) {
+                // Nobody else is left: we are the last one (or already gone ourselves).
+                if let Some(node) = node.take() {
+                    node.delete().await?;
+                }
+                return b.remove_ready(ready_czxid).await;
+            }
+            let lowest = members[0] == name;
+            let target = if lowest {
+                members[members.len() - 1].clone()
+            } else {
+                if let Some(node) = node.take() {
+                    node.delete().await?;
+                }
+                members[0].clone()
+            };
+            let path = child_path(&b.path, &target);
+            let (stat, watcher) = b.retry.run(|| b.client.check_and_watch_stat(&path)).await?;
+            if stat.is_none() {
+                continue;
+            }
+            Listener::emit(&b.listener, QueueEvent::Waiting { on: path.clone() });
+            let event = watcher.changed().await;
+            if let Some(err) = session_error(&event) {
+                return Err(err);
+            }
+            // Whatever happened to the node we watch, only a fresh listing decides.
+            Listener::emit(&b.listener, QueueEvent::Woken { by: path });
+        }
+    }
+
+    /// Like [`leave`](Participation::leave), but gives up waiting after `timeout` with [`Error::Timeout`]; our
+    /// node is removed in any case.
+    pub async fn leave_timeout(self, timeout: Duration) -> Result<()> {
+        tokio::time::timeout(timeout, self.leave())
+            .await
+            .map_err(|_| Error::Timeout)?
+    }
+}

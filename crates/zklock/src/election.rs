@@ -1,1 +1,325 @@
-//! (being written)
+//! Leader election: the fair queue, where the head of the queue leads.
+
+use std::future::Future;
+use std::ops::ControlFlow;
+use std::time::Duration;
+
+use zookeeper_client::{self as zk, Client, EventType, SessionState};
+
+use crate::contention::{self, Options, Rules, Wait};
+use crate::error::{Error, Result};
+use crate::events::Listener;
+use crate::guard::Guard;
+use crate::lost::{LostPolicy, LostReason};
+use crate::node::{self, Marker};
+use crate::own_node::child_path;
+use crate::retry::RetryPolicy;
+
+/// Proof of leadership (a [`Guard`]): fencing token, lost signal; [`release`](Guard::release) resigns.
+pub type Leadership = Guard;
+
+/// Leader election in the manner of Apache Curator's `LeaderLatch`: the candidates queue up in one directory and
+/// the lowest node leads.
+///
+/// Candidates create `<path>/_c_<uuid>-latch-<seq>` (Curator's node names) and each watches only the candidate
+/// just before it, so when the leader leaves exactly one candidate — the next in line — is woken and leads without
+/// a new contest. Leadership is a [`Guard`]: its [`fencing_token`](Guard::fencing_token) increases strictly from
+/// one leader to the next, its [`lost`](Guard::lost) signal fires when the leadership ends without a
+/// resignation, and [`release`](Guard::release) resigns.
+///
+/// **Never two leaders.** A reconnection does not touch our node (Curator's `LeaderLatch` re-created it on
+/// reconnect and could briefly have two leaders, #1137/#1169): the session and its node survive a reconnection, and
+/// nobody else leads while the node exists. A leader cut off from ZooKeeper is told it lost leadership (by the
+/// default [`LostPolicy`], after half the session timeout) before the server can expire its session and let the
+/// next candidate lead.
+///
+/// # Example
+/// ```no_run
+/// # async fn example(client: zookeeper_client::Client) -> zklock::Result<()> {
+/// let election = zklock::LeaderElection::new(&client, "/elections/scheduler")?.with_data("host-a:8080");
+/// let leadership = election.campaign().await?;
+/// tokio::select! {
+///     reason = leadership.lost() => eprintln!("no longer the leader: {reason}"),
+///     _ = async { /* lead, passing leadership.fencing_token() to what we command */ } => {}
+/// }
+/// leadership.release().await?; // resign
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// [`Error::SessionExpired`](crate::Error::SessionExpired) or [`Error::Closed`](crate::Error::Closed) when the
+/// session ends while campaigning; [`Error::Timeout`](crate::Error::Timeout) from
+/// [`campaign_timeout`](LeaderElection::campaign_timeout); [`Error::NodeDeleted`](crate::Error::NodeDeleted) if
+/// somebody deletes our candidate node while we wait; [`Error::ConnectionLoss`](crate::Error::ConnectionLoss) only
+/// if the [`RetryPolicy`] caps attempts.
+///
+/// # Cancellation safety
+/// [`campaign`](LeaderElection::campaign) and its variants are cancellation safe: dropping the future at any
+/// await point withdraws our candidacy (our node is removed in the background). [`Observer::next`] and
+/// [`leader`](LeaderElection::leader) only read. Dropping the future of [`lead`](LeaderElection::lead) drops the
+/// current term's work and resigns.
+#[derive(Debug, Clone)]
+pub struct LeaderElection {
+    client: Client,
+    path: String,
+    options: Options,
+}
+
+/// The current leader, as any participant or observer sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leader {
+    /// The full path of the leader's node.
+    pub path: String,
+    /// The data the leader stored in its node ([`LeaderElection::with_data`]), e.g. its address.
+    pub data: Vec<u8>,
+    /// The leader's fencing token (its node's czxid).
+    pub fencing_token: i64,
+    /// The id of the leader's session.
+    pub session_id: i64,
+}
+
+/// What [`LeaderElection::lead`] tells the work of one term.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Term {
+    /// The fencing token of this term's leadership.
+    pub fencing_token: i64,
+    /// The full path of our node.
+    pub path: String,
+}
+
+const RULES: Rules = Rules {
+    marker: Marker::Latch,
+    keep: |marker, _| marker == Marker::Latch,
+    kazoo: false,
+    turn: contention::exclusive_turn,
+};
+
+impl LeaderElection {
+    /// An election in the directory `path` (created, with its parents, on first use).
+    pub fn new(client: &Client, path: &str) -> Result<LeaderElection> {
+        Ok(LeaderElection {
+            client: client.clone(),
+            path: crate::path::validate(path)?,
+            options: Options::default(),
+        })
+    }
+
+    /// Replaces all options at once (`recognize_kazoo` is ignored).
+    pub fn with_options(mut self, options: Options) -> LeaderElection {
+        self.options = options;
+        self
+    }
+
+    /// Data stored in our node, e.g. our address: what [`leader`](LeaderElection::leader) shows the others.
+    pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> LeaderElection {
+        self.options.data = data.into();
+        self
+    }
+
+    /// When leadership counts as lost because of a disconnection.
+    pub fn with_lost_policy(mut self, policy: LostPolicy) -> LeaderElection {
+        self.options.lost_policy = policy;
+        self
+    }
+
+    /// How operations are retried across connection loss.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> LeaderElection {
+        self.options.retry = retry;
+        self
+    }
+
+    /// Receives progress events of every campaign through this handle.
+    pub fn with_listener(mut self, listener: Listener) -> LeaderElection {
+        self.options.listener = Some(listener);
+        self
+    }
+
+    /// The election directory.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Joins the queue of candidates and completes when we lead.
+    pub async fn campaign(&self) -> Result<Leadership> {
+        let guard = contention::acquire(&self.client, &self.path, RULES, &self.options, Wait::Forever).await?;
+        Ok(guard.expect("a blocking acquire returns a guard"))
+    }
+
+    /// Leads only if there is no other candidate; otherwise withdraws and returns `None`.
+    pub async fn try_campaign(&self) -> Result<Option<Leadership>> {
+        contention::acquire(&self.client, &self.path, RULES, &self.options, Wait::Never).await
+    }
+
+    /// Campaigns for at most `timeout`; [`Error::Timeout`](crate::Error::Timeout) (and withdrawn) afterwards.
+    pub async fn campaign_timeout(&self, timeout: Duration) -> Result<Leadership> {
+        let guard = contention::acquire(
+            &self.client,
+            &self.path,
+            RULES,
+            &self.options,
+            Wait::timeout(timeout),
+        )
+        .await?;
+        Ok(guard.expect("a timed acquire returns a guard or an error"))
+    }
+
+    /// The current leader, if there is one.
+    pub async fn leader(&self) -> Result<Option<Leader>> {
+        loop {
+            let Some(head) = self.head().await? else {
+                return Ok(None);
+            };
+            let path = child_path(&self.path, &head);
+            match self.options.retry.run(|| self.client.get_data(&path)).await {
+                Ok((data, stat)) => return Ok(Some(leader(path, data, &stat))),
+                // The leader left between the listing and the read: the next one leads now.
+                Err(Error::ZooKeeper(zk::Error::NoNode)) => continue,
+                Err(err) => return Err(err),
+            }
+        }
+    }
+
+    /// Follows leadership changes; see [`Observer`].
+    pub fn observe(&self) -> Observer {
+        Observer {
+            election: self.clone(),
+            last: None,
+        }
+    }
+
+    /// Leads again and again: campaigns, runs `term` while we lead, and when the work of a term returns
+    /// [`ControlFlow::Continue`] resigns and joins the queue again; [`ControlFlow::Break`] resigns and returns its
+    /// value. When leadership is lost during a term (our node deleted, or disconnected for too long) the term's
+    /// work is dropped (cancelled) at once and we rejoin the queue — the automatic re-queue. A lost session ends
+    /// the loop with its error: a `zookeeper-client` session does not come back.
+    ///
+    /// # Errors
+    /// Those of [`campaign`](LeaderElection::campaign) and of resigning ([`Guard::release`]).
+    pub async fn lead<F, Fut, T>(&self, mut term: F) -> Result<T>
+    where
+        F: FnMut(Term) -> Fut,
+        Fut: Future<Output = ControlFlow<T>>,
+    {
+        loop {
+            let leadership = self.campaign().await?;
+            let work = term(Term {
+                fencing_token: leadership.fencing_token(),
+                path: leadership.path(),
+            });
+            let lost = leadership.lost();
+            let flow = tokio::select! {
+                flow = work => Some(flow),
+                reason = lost => {
+                    tracing::warn!(path = %leadership.path(), %reason, "leadership lost; the term's work was stopped");
+                    match reason {
+                        LostReason::SessionExpired => return Err(Error::SessionExpired),
+                        LostReason::ClientClosed => return Err(Error::Closed),
+                        _ => None,
+                    }
+                }
+            };
+            leadership.release().await?;
+            if let Some(ControlFlow::Break(value)) = flow {
+                return Ok(value);
+            }
+        }
+    }
+
+    /// The name of the head of the queue, if any.
+    async fn head(&self) -> Result<Option<String>> {
+        let children = match self.options.retry.run(|| self.client.list_children(&self.path)).await {
+            Ok(children) => children,
+            Err(Error::ZooKeeper(zk::Error::NoNode)) => Vec::new(),
+            Err(err) => return Err(err),
+        };
+        let head = node::sorted_contenders(children, |m| m == Marker::Latch).into_iter().next();
+        Ok(head.map(|c| c.name))
+    }
+}
+
+fn leader(path: String, data: Vec<u8>, stat: &zk::Stat) -> Leader {
+    Leader {
+        path,
+        data,
+        fencing_token: stat.czxid,
+        session_id: stat.ephemeral_owner,
+    }
+}
+
+/// Follows the leadership of one election: each [`next`](Observer::next) completes when the leader is different
+/// from the one it last reported (the first call reports the current state at once).
+///
+/// While there is a leader the observer watches only the leader's node, so candidates joining or leaving the queue
+/// behind it do not wake observers; while there is none it watches the directory for the first candidate.
+/// Changes in quick succession may be reported as one (it reports states, not every step).
+#[derive(Debug)]
+pub struct Observer {
+    election: LeaderElection,
+    /// The path of the leader last reported (`Some(None)`: reported that there was none).
+    last: Option<Option<String>>,
+}
+
+impl Observer {
+    /// Waits until the leader differs from the last one reported and returns it (`None`: nobody leads now).
+    ///
+    /// # Errors
+    /// [`Error::SessionExpired`](crate::Error::SessionExpired) or [`Error::Closed`](crate::Error::Closed) when the
+    /// observer's session ends; [`Error::ConnectionLoss`](crate::Error::ConnectionLoss) only if the
+    /// [`RetryPolicy`] caps attempts.
+    ///
+    /// # Cancellation safety
+    /// Cancellation safe: it only reads, and a change it had not reported yet is reported by the next call.
+    pub async fn next(&mut self) -> Result<Option<Leader>> {
+        let election = &self.election;
+        let (client, dir, retry) = (&election.client, &election.path, &election.options.retry);
+        loop {
+            let watcher = match election.head().await? {
+                Some(head) => {
+                    let path = child_path(dir, &head);
+                    match retry.run(|| client.get_and_watch_data(&path)).await {
+                        Ok((data, stat, watcher)) => {
+                            if self.last.as_ref() != Some(&Some(path.clone())) {
+                                self.last = Some(Some(path.clone()));
+                                return Ok(Some(leader(path, data, &stat)));
+                            }
+                            watcher
+                        }
+                        Err(Error::ZooKeeper(zk::Error::NoNode)) => continue,
+                        Err(err) => return Err(err),
+                    }
+                }
+                None => {
+                    if self.last != Some(None) {
+                        self.last = Some(None);
+                        return Ok(None);
+                    }
+                    // Wait for a first candidate (or for the directory, if it does not exist yet).
+                    match retry.run(|| client.list_and_watch_children(dir)).await {
+                        Ok((children, watcher)) => {
+                            if node::sorted_contenders(children, |m| m == Marker::Latch).is_empty() {
+                                watcher
+                            } else {
+                                continue;
+                            }
+                        }
+                        Err(Error::ZooKeeper(zk::Error::NoNode)) => {
+                            match retry.run(|| client.check_and_watch_stat(dir)).await? {
+                                (Some(_), _) => continue,
+                                (None, watcher) => watcher,
+                            }
+                        }
+                        Err(err) => return Err(err),
+                    }
+                }
+            };
+            let event = watcher.changed().await;
+            if event.event_type == EventType::Session {
+                match event.session_state {
+                    SessionState::Expired => return Err(Error::SessionExpired),
+                    SessionState::Closed | SessionState::AuthFailed => return Err(Error::Closed),
+                    _ => {}
+                }
+            }
+        }
+    }
+}

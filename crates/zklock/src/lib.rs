@@ -45,13 +45,19 @@ mod retry;
 mod rwlock;
 mod semaphore;
 
+pub use barrier::Barrier;
 pub use contention::Options;
+pub use double_barrier::{DoubleBarrier, Participation};
+pub use election::{Leader, LeaderElection, Leadership, Observer, Term};
 pub use error::{Error, Result};
 pub use events::{Listener, QueueEvent};
 pub use guard::Guard;
 pub use lost::{LostPolicy, LostReason};
 pub use mutex::Mutex;
+pub use queue::{Claimed, Queue};
 pub use retry::RetryPolicy;
+pub use rwlock::{ReadGuard, RwLock, WriteGuard};
+pub use semaphore::{Lease, Semaphore};
 pub use zookeeper_client;
 
 /// The guard of a [`Mutex`].

@@ -1,1 +1,609 @@
-//! (being written)
+//! The distributed FIFO queue of the design documents.
+//!
+//! Items are persistent-sequential children `qn-<id>-<sequence>` of the queue directory; the order is the sequence
+//! number ZooKeeper appends (any child `qn-…<digits>` counts as an item, so the design documents' plain `qn-<seq>`
+//! nodes written by other tools are consumed too). The `<id>` is a fresh uuid per item: after a `put` whose reply
+//! was lost we find our item by it instead of enqueueing a second copy.
+//!
+//! Two ways to consume:
+//! * [`Queue::take`]: read the lowest item and delete it, both requests in one round trip; the consumer whose
+//!   delete succeeds owns the item, the others get `NoNode` and try the next one. One round trip per item, but a
+//!   consumer that dies after the delete and before processing loses the item.
+//! * [`Queue::take_safe`]: first claim the lowest unclaimed item with an ephemeral `<queue>/claims/<item>` node
+//!   (claim and read in one round trip), process it, then [`Claimed::complete`] deletes item and claim in one
+//!   `multi`. A consumer that dies mid-take loses its claim with its session, and the item is available again.
+
+use std::time::Duration;
+
+use zookeeper_client::{self as zk, Acls, Client, CreateMode, MultiWriteError};
+
+use crate::barrier::{pause_after_connection_loss, session_error};
+use crate::error::{Error, Result};
+use crate::events::{Listener, QueueEvent};
+use crate::own_node::child_path;
+use crate::retry::RetryPolicy;
+
+/// The prefix of every item node.
+const ITEM_PREFIX: &str = "qn-";
+/// The child directory holding the claims of [`Queue::take_safe`].
+const CLAIMS: &str = "claims";
+
+/// A distributed FIFO queue.
+///
+/// Every item is delivered to exactly one consumer, lowest sequence first: concurrent consumers race for the lowest
+/// item and exactly one delete (or claim) of it succeeds. Items from one producer (who waits for each `put`) reach
+/// any one consumer in the order they were put.
+///
+/// # Herd effect
+/// A consumer that finds the queue empty waits with a child watch on the queue directory, so every change of the
+/// directory (a `put`, a `take`) wakes *every* waiting consumer, and all of them then race for the lowest item;
+/// only one wins, the others try the next item or wait again. That costs O(consumers) requests per item and is
+/// the simple, correct trade-off for a handful of consumers. For many consumers, put one [`crate::Mutex`] in front
+/// of `take` (a herd-free hand-off between consumers) or shard the queue.
+///
+/// # Example
+/// ```no_run
+/// # async fn example(client: zookeeper_client::Client) -> zklock::Result<()> {
+/// let queue = zklock::Queue::new(&client, "/queues/jobs")?;
+/// queue.put(b"resize image 42").await?;
+/// let job = queue.take().await?; // waits while the queue is empty
+/// assert_eq!(job, b"resize image 42");
+///
+/// // At-least-once processing that survives a crashed consumer:
+/// let claimed = queue.take_safe().await?;
+/// /* process claimed.data() */
+/// claimed.complete().await?;
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// [`Error::SessionExpired`] / [`Error::Closed`] when the session ends; [`Error::ConnectionLoss`] only if the
+/// [`RetryPolicy`] caps attempts; [`Error::ZooKeeper`] for anything else the server refuses (e.g. `NoAuth`).
+///
+/// # Cancellation safety
+/// `put` is not: dropped after sending, the item may or may not be enqueued. `take` and `try_take` are not once
+/// the delete of an item is in flight: the item is then consumed but never returned. `take_safe` and
+/// `try_take_safe` are: a dropped future (or a dropped [`Claimed`]) removes its claim, and the item goes back to
+/// the queue. `peek` and `len` change nothing.
+///
+/// # Limits
+/// * Do not mix `take` and `take_safe` consumers on one queue: `take` ignores claims.
+/// * A `put` whose reply was lost and whose item was consumed before we looked for it is enqueued again (we cannot
+///   tell it from never having been written). A `take` whose delete reply was lost, when the item is gone
+///   afterwards, skips it: it may have been ours (and is then lost) or another consumer's. `take_safe` has
+///   neither window.
+/// * Ordering assumes the directory's sequence counter has not wrapped (2³¹ items per directory).
+#[derive(Debug, Clone)]
+pub struct Queue {
+    client: Client,
+    path: String,
+    retry: RetryPolicy,
+    listener: Option<Listener>,
+}
+
+/// The outcome of one pass over the queue.
+enum Pass<T> {
+    Took(T),
+    /// Nothing to take (for `take_safe`: nothing unclaimed).
+    Empty,
+    /// Every item we saw was taken by somebody else first: look again.
+    Raced,
+}
+
+impl Queue {
+    /// A queue in the directory `path` (created with its parents on the first `put`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] if `path` is not a valid ZooKeeper path.
+    pub fn new(client: &Client, path: &str) -> Result<Queue> {
+        Ok(Queue {
+            client: client.clone(),
+            path: crate::path::validate(path)?,
+            retry: RetryPolicy::default(),
+            listener: None,
+        })
+    }
+
+    /// How operations are retried across connection loss.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Queue {
+        self.retry = retry;
+        self
+    }
+
+    /// Receives [`QueueEvent::Waiting`] each time a consumer starts waiting for items and [`QueueEvent::Woken`]
+    /// when its watch fires (both name the queue directory).
+    pub fn with_listener(mut self, listener: Listener) -> Queue {
+        self.listener = Some(listener);
+        self
+    }
+
+    /// The queue directory.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Appends an item; returns its node name.
+    pub async fn put(&self, data: &[u8]) -> Result<String> {
+        let unique = format!("{ITEM_PREFIX}{}-", uuid::Uuid::new_v4().simple());
+        let prefix = child_path(&self.path, &unique);
+        let mode = CreateMode::PersistentSequential.with_acls(Acls::anyone_all());
+        let mut attempt = 0;
+        loop {
+            match self.client.create(&prefix, data, &mode).await {
+                Ok((_, sequence)) => return Ok(format!("{unique}{sequence}")),
+                Err(zk::Error::NoNode) => self.mkdir(&self.path).await?,
+                Err(zk::Error::ConnectionLoss) => {
+                    pause_after_connection_loss(&self.retry, &mut attempt).await?;
+                    if let Some(name) = self.find_put(&unique).await? {
+                        tracing::info!(queue = %self.path, %name, "found our item after a lost put reply");
+                        return Ok(name);
+                    }
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
+    }
+
+    /// After a lost create reply: did it happen? `sync` first, so a lagging ensemble member has seen everything the
+    /// leader committed before we look.
+    async fn find_put(&self, unique: &str) -> Result<Option<String>> {
+        match self.retry.run(|| self.client.sync(&self.path)).await {
+            Ok(()) | Err(Error::ZooKeeper(zk::Error::NoNode)) => {}
+            Err(err) => return Err(err),
+        }
+        Ok(self
+            .list(&self.path)
+            .await?
+            .into_iter()
+            .find(|name| name.starts_with(unique)))
+    }
+
+    /// Removes and returns the lowest item, waiting (with a child watch) while the queue is empty.
+    pub async fn take(&self) -> Result<Vec<u8>> {
+        loop {
+            match self.take_pass().await? {
+                Pass::Took(data) => return Ok(data),
+                Pass::Raced => {}
+                Pass::Empty => self.wait_for_items(false).await?,
+            }
+        }
+    }
+
+    /// Like [`take`](Queue::take), but gives up after `timeout` with [`Error::Timeout`].
+    pub async fn take_timeout(&self, timeout: Duration) -> Result<Vec<u8>> {
+        tokio::time::timeout(timeout, self.take())
+            .await
+            .map_err(|_| Error::Timeout)?
+    }
+
+    /// Removes and returns the lowest item, or `None` at once if the queue is empty.
+    pub async fn try_take(&self) -> Result<Option<Vec<u8>>> {
+        loop {
+            match self.take_pass().await? {
+                Pass::Took(data) => return Ok(Some(data)),
+                Pass::Raced => {}
+                Pass::Empty => return Ok(None),
+            }
+        }
+    }
+
+    /// The data of the lowest item (claimed or not), without removing it; `None` if the queue is empty.
+    pub async fn peek(&self) -> Result<Option<Vec<u8>>> {
+        loop {
+            let items = sorted_items(self.list(&self.path).await?);
+            if items.is_empty() {
+                return Ok(None);
+            }
+            for name in items {
+                let path = child_path(&self.path, &name);
+                match self.retry.run(|| self.client.get_data(&path)).await {
+                    Ok((data, _)) => return Ok(Some(data)),
+                    Err(Error::ZooKeeper(zk::Error::NoNode)) => {}
+                    Err(err) => return Err(err),
+                }
+            }
+        }
+    }
+
+    /// The number of items in the queue right now (including claimed ones).
+    pub async fn len(&self) -> Result<usize> {
+        Ok(sorted_items(self.list(&self.path).await?).len())
+    }
+
+    /// Whether the queue is empty right now.
+    pub async fn is_empty(&self) -> Result<bool> {
+        Ok(self.len().await? == 0)
+    }
+
+    /// Claims the lowest unclaimed item, waiting while there is none. The item stays in the queue, invisible to
+    /// other `take_safe` consumers, until [`Claimed::complete`] removes it; if the claim goes away first (dropped,
+    /// [`abandoned`](Claimed::abandon), or our session ends) the item is available again, still in its place.
+    pub async fn take_safe(&self) -> Result<Claimed> {
+        loop {
+            match self.claim_pass().await? {
+                Pass::Took(claimed) => return Ok(claimed),
+                Pass::Raced => {}
+                Pass::Empty => self.wait_for_items(true).await?,
+            }
+        }
+    }
+
+    /// Like [`take_safe`](Queue::take_safe), but returns `None` at once if no item is unclaimed.
+    pub async fn try_take_safe(&self) -> Result<Option<Claimed>> {
+        loop {
+            match self.claim_pass().await? {
+                Pass::Took(claimed) => return Ok(Some(claimed)),
+                Pass::Raced => {}
+                Pass::Empty => return Ok(None),
+            }
+        }
+    }
+
+    /// One look at the queue: try the items lowest first until one delete succeeds.
+    async fn take_pass(&self) -> Result<Pass<Vec<u8>>> {
+        let items = sorted_items(self.list(&self.path).await?);
+        if items.is_empty() {
+            return Ok(Pass::Empty);
+        }
+        for name in items {
+            if let Some(data) = self.take_item(&name).await? {
+                return Ok(Pass::Took(data));
+            }
+        }
+        Ok(Pass::Raced)
+    }
+
+    /// Reads and deletes one item; `None` if another consumer deleted it first.
+    async fn take_item(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        let path = child_path(&self.path, name);
+        let mut attempt = 0;
+        loop {
+            // Sent back to back: the read is processed before the delete, and if the delete succeeds nobody
+            // deleted the node in between, so the data we read is the item we own.
+            let read = self.client.get_data(&path);
+            let delete = self.client.delete(&path, None);
+            let (read, deleted) = tokio::join!(read, delete);
+            match deleted {
+                Ok(()) => return Ok(Some(read?.0)),
+                Err(zk::Error::NoNode) => return Ok(None),
+                Err(zk::Error::ConnectionLoss) => {
+                    pause_after_connection_loss(&self.retry, &mut attempt).await?;
+                    if self.retry.run(|| self.client.check_stat(&path)).await?.is_none() {
+                        // Ours or another consumer's delete: we cannot tell (see "Limits").
+                        tracing::warn!(item = %path, "delete reply lost and the item is gone; skipping it");
+                        return Ok(None);
+                    }
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
+    }
+
+    /// One look at the queue and its claims: try to claim the unclaimed items lowest first.
+    async fn claim_pass(&self) -> Result<Pass<Claimed>> {
+        let claims_dir = child_path(&self.path, CLAIMS);
+        let (items, claims) = tokio::join!(self.list(&self.path), self.list(&claims_dir));
+        let claims = claims?;
+        let free: Vec<String> = sorted_items(items?)
+            .into_iter()
+            .filter(|name| !claims.contains(name))
+            .collect();
+        if free.is_empty() {
+            return Ok(Pass::Empty);
+        }
+        for name in free {
+            if let Some(claimed) = self.claim_item(&claims_dir, &name).await? {
+                return Ok(Pass::Took(claimed));
+            }
+        }
+        Ok(Pass::Raced)
+    }
+
+    /// Claims one item and reads it; `None` if somebody else claimed or completed it first.
+    async fn claim_item(&self, claims_dir: &str, name: &str) -> Result<Option<Claimed>> {
+        let item = child_path(&self.path, name);
+        let claim = child_path(claims_dir, name);
+        let mode = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+        let mut attempt = 0;
+        let mut reply_lost = false;
+        let claimed = loop {
+            // Claim and read in one round trip; the read only counts if the claim is ours.
+            let create = self.client.create(&claim, &[], &mode);
+            let read = self.client.get_data(&item);
+            let (created, read) = tokio::join!(create, read);
+            let ours = match created {
+                Ok(_) => true,
+                Err(zk::Error::NodeExists) if reply_lost => self.claim_is_ours(&claim).await?,
+                Err(zk::Error::NodeExists) => false,
+                Err(zk::Error::NoNode) => {
+                    self.mkdir(claims_dir).await?;
+                    continue;
+                }
+                Err(zk::Error::ConnectionLoss) => {
+                    pause_after_connection_loss(&self.retry, &mut attempt).await?;
+                    reply_lost = true;
+                    continue;
+                }
+                Err(err) => return Err(err.into()),
+            };
+            if !ours {
+                return Ok(None);
+            }
+            // From here on the claim is released if anything fails.
+            let mut claimed = Claimed {
+                client: self.client.clone(),
+                item: item.clone(),
+                claim: claim.clone(),
+                name: name.to_owned(),
+                data: Vec::new(),
+                retry: self.retry.clone(),
+                settled: false,
+            };
+            let read = match read {
+                // The read raced with an unconfirmed claim: read again now that it is ours.
+                Err(zk::Error::ConnectionLoss) => self.retry.run(|| self.client.get_data(&item)).await,
+                other => other.map_err(Error::from),
+            };
+            match read {
+                Ok((data, _)) => {
+                    claimed.data = data;
+                    break claimed;
+                }
+                // Completed by another consumer between our listing and our claim.
+                Err(Error::ZooKeeper(zk::Error::NoNode)) => {
+                    claimed.abandon().await?;
+                    return Ok(None);
+                }
+                Err(err) => return Err(err),
+            }
+        };
+        Ok(Some(claimed))
+    }
+
+    /// After a lost create reply: is the existing claim node ours (created by our session)?
+    async fn claim_is_ours(&self, claim: &str) -> Result<bool> {
+        let session = self.client.session_id().0;
+        Ok(self
+            .retry
+            .run(|| self.client.check_stat(claim))
+            .await?
+            .is_some_and(|stat| stat.ephemeral_owner == session))
+    }
+
+    /// Waits for the queue directory (and, for `take_safe`, the claims directory) to change, unless it already
+    /// holds something to take. Every notification only leads to another look.
+    async fn wait_for_items(&self, safe: bool) -> Result<()> {
+        let claims_dir = child_path(&self.path, CLAIMS);
+        let items = self.client.list_and_watch_children(&self.path);
+        let claims = safe.then(|| self.client.list_and_watch_children(&claims_dir));
+        let claims = async move {
+            match claims {
+                Some(claims) => Some(claims.await),
+                None => None,
+            }
+        };
+        let (items, claims) = tokio::join!(items, claims);
+        let (items, items_watch) = match items {
+            Ok(listed) => listed,
+            Err(zk::Error::NoNode) => return self.wait_for_directory().await,
+            // Nothing to wait on: the caller looks again (after a pause, so a dead connection is not hammered).
+            Err(zk::Error::ConnectionLoss) => return pause_after_connection_loss(&self.retry, &mut 0).await,
+            Err(err) => return Err(err.into()),
+        };
+        let (claimed, claims_watch) = match claims {
+            None | Some(Err(zk::Error::NoNode)) => (Vec::new(), None),
+            Some(Ok((claimed, watch))) => (claimed, Some(watch)),
+            Some(Err(zk::Error::ConnectionLoss)) => return pause_after_connection_loss(&self.retry, &mut 0).await,
+            Some(Err(err)) => return Err(err.into()),
+        };
+        if sorted_items(items).iter().any(|name| !claimed.contains(name)) {
+            return Ok(());
+        }
+        Listener::emit(&self.listener, QueueEvent::Waiting { on: self.path.clone() });
+        let claims_changed = async move {
+            match claims_watch {
+                Some(watch) => watch.changed().await,
+                None => std::future::pending().await,
+            }
+        };
+        let event = tokio::select! {
+            event = items_watch.changed() => event,
+            event = claims_changed => event,
+        };
+        if let Some(err) = session_error(&event) {
+            return Err(err);
+        }
+        Listener::emit(&self.listener, QueueEvent::Woken { by: self.path.clone() });
+        Ok(())
+    }
+
+    /// The queue directory does not exist yet: wait until it does.
+    async fn wait_for_directory(&self) -> Result<()> {
+        let (stat, watcher) = self
+            .retry
+            .run(|| self.client.check_and_watch_stat(&self.path))
+            .await?;
+        if stat.is_some() {
+            return Ok(());
+        }
+        Listener::emit(&self.listener, QueueEvent::Waiting { on: self.path.clone() });
+        let event = watcher.changed().await;
+        match session_error(&event) {
+            Some(err) => Err(err),
+            None => Ok(()),
+        }
+    }
+
+    /// The children of `dir`; empty if it does not exist.
+    async fn list(&self, dir: &str) -> Result<Vec<String>> {
+        match self.retry.run(|| self.client.list_children(dir)).await {
+            Ok(children) => Ok(children),
+            Err(Error::ZooKeeper(zk::Error::NoNode)) => Ok(Vec::new()),
+            Err(err) => Err(err),
+        }
+    }
+
+    async fn mkdir(&self, dir: &str) -> Result<()> {
+        let mode = CreateMode::Persistent.with_acls(Acls::anyone_all());
+        self.retry.run(|| self.client.mkdir(dir, &mode)).await
+    }
+}
+
+/// The sequence number of a queue item; `None` for children that are not items.
+fn item_sequence(name: &str) -> Option<i64> {
+    let rest = name.strip_prefix(ITEM_PREFIX)?;
+    let start = rest.rfind(|c: char| !c.is_ascii_digit()).map_or(0, |at| at + 1);
+    let digits = &rest[start..];
+    if digits.is_empty() {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// The items among `children`, lowest sequence first.
+fn sorted_items(children: Vec<String>) -> Vec<String> {
+    let mut items: Vec<(i64, String)> = children
+        .into_iter()
+        .filter_map(|name| item_sequence(&name).map(|seq| (seq, name)))
+        .collect();
+    items.sort();
+    items.into_iter().map(|(_, name)| name).collect()
+}
+
+/// An item claimed by [`Queue::take_safe`]: still in the queue, but skipped by every other `take_safe` consumer
+/// for as long as our claim (an ephemeral node) lives.
+///
+/// Finish with [`complete`](Claimed::complete) once the item is processed. Dropping it, or
+/// [`abandon`](Claimed::abandon), puts the item back; so does the end of our session.
+#[derive(Debug)]
+pub struct Claimed {
+    client: Client,
+    item: String,
+    claim: String,
+    name: String,
+    data: Vec<u8>,
+    retry: RetryPolicy,
+    /// Completed or abandoned: nothing left for `Drop` to do.
+    settled: bool,
+}
+
+impl Claimed {
+    /// The item's data.
+    pub fn data(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// The item's node name (`qn-…<sequence>`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Removes the item and our claim in one transaction and returns the data.
+    ///
+    /// # Errors
+    /// [`Error::SessionExpired`] if our session ended (the claim is gone: another consumer may take the item);
+    /// [`Error::NodeDeleted`] if the item or our claim was deleted by somebody else meanwhile (a `take` consumer
+    /// ignoring claims, or an operator).
+    pub async fn complete(mut self) -> Result<Vec<u8>> {
+        self.settled = true;
+        let mut attempt = 0;
+        let mut reply_lost = false;
+        loop {
+            let mut multi = self.client.new_multi_writer();
+            multi.add_delete(&self.item, None)?;
+            multi.add_delete(&self.claim, None)?;
+            match multi.commit().await {
+                Ok(_) => return Ok(std::mem::take(&mut self.data)),
+                Err(MultiWriteError::RequestFailed {
+                    source: zk::Error::ConnectionLoss,
+                }) => {
+                    pause_after_connection_loss(&self.retry, &mut attempt).await?;
+                    reply_lost = true;
+                }
+                Err(MultiWriteError::OperationFailed {
+                    index: 0,
+                    source: zk::Error::NoNode,
+                }) => {
+                    // The item is gone. Nobody but the claim holder deletes a claimed item, so if our claim is gone
+                    // too after a lost reply, that was our own transaction.
+                    let claim_left = self.retry.run(|| self.client.check_stat(&self.claim)).await?;
+                    if claim_left.is_none() && reply_lost {
+                        return Ok(std::mem::take(&mut self.data));
+                    }
+                    self.settled = false; // let `Drop` remove the claim
+                    return Err(Error::NodeDeleted {
+                        path: self.item.clone(),
+                    });
+                }
+                Err(MultiWriteError::OperationFailed {
+                    source: zk::Error::NoNode,
+                    ..
+                }) => {
+                    return Err(Error::NodeDeleted {
+                        path: self.claim.clone(),
+                    })
+                }
+                Err(err) => return Err(zk::Error::from(err).into()),
+            }
+        }
+    }
+
+    /// Gives the item back to the queue (removes our claim) and waits for ZooKeeper to confirm.
+    pub async fn abandon(mut self) -> Result<()> {
+        self.settled = true;
+        match self.retry.run(|| self.client.delete(&self.claim, None)).await {
+            Ok(()) | Err(Error::ZooKeeper(zk::Error::NoNode)) => Ok(()),
+            Err(err) => Err(err),
+        }
+    }
+}
+
+impl Drop for Claimed {
+    fn drop(&mut self) {
+        if self.settled {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(claim = %self.claim, "no tokio runtime to remove our claim; it goes when the session ends");
+            return;
+        };
+        // Sent now, so it is ordered before anything this session sends later; only the reply is awaited in the
+        // background.
+        let delete = self.client.delete(&self.claim, None);
+        let (client, claim, retry) = (self.client.clone(), self.claim.clone(), self.retry.clone());
+        runtime.spawn(async move {
+            let result = match delete.await {
+                Err(zk::Error::ConnectionLoss) => retry.run(|| client.delete(&claim, None)).await,
+                other => other.map_err(Error::from),
+            };
+            match result {
+                Ok(()) | Err(Error::ZooKeeper(zk::Error::NoNode)) => {}
+                Err(err) => tracing::debug!(%claim, %err, "background removal of our claim failed"),
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn items_are_recognised_and_ordered_by_sequence() {
+        assert_eq!(item_sequence("qn-0000000012"), Some(12));
+        assert_eq!(
+            item_sequence("qn-0f1e2d3c4b5a69788796a5b4c3d2e1f0-0000000003"),
+            Some(3)
+        );
+        assert_eq!(item_sequence("claims"), None);
+        assert_eq!(item_sequence("qn-"), None);
+        assert_eq!(item_sequence("qn-abc"), None);
+        let sorted = sorted_items(vec![
+            "qn-ffff-0000000010".into(),
+            "claims".into(),
+            "qn-0000000002".into(),
+            "qn-aaaa-0000000007".into(),
+        ]);
+        assert_eq!(sorted, vec!["qn-0000000002", "qn-aaaa-0000000007", "qn-ffff-0000000010"]);
+    }
+}

@@ -1,1 +1,232 @@
-//! (being written)
+//! The fair read/write lock.
+
+use std::time::Duration;
+
+use zookeeper_client::Client;
+
+use crate::contention::{self, Options, Rules, Turn, Wait};
+use crate::error::Result;
+use crate::events::Listener;
+use crate::guard::Guard;
+use crate::lost::LostPolicy;
+use crate::node::{Contender, Marker};
+use crate::retry::RetryPolicy;
+
+/// The guard of a read lock (a [`Guard`]: fencing token, lost signal, release).
+pub type ReadGuard = Guard;
+/// The guard of a write lock (a [`Guard`]: fencing token, lost signal, release).
+pub type WriteGuard = Guard;
+
+/// A fair (FIFO), herd-free read/write lock: many readers at once, or one writer.
+///
+/// Readers and writers share one queue directory. Readers create `<path>/_c_<uuid>-__READ__<seq>`, writers
+/// `<path>/_c_<uuid>-__WRIT__<seq>` — the node names of Apache Curator's `InterProcessReadWriteLock`, so Java
+/// services using Curator share the lock with us. In queue order:
+///
+/// * a **writer** holds the lock when it is first, and otherwise watches only the node just before it (reader or
+///   writer);
+/// * a **reader** holds the lock when no writer is queued *before* it, and otherwise watches only the **nearest**
+///   writer before it. Writers queued *after* a reader never block it (kazoo #649 counted them, and deadlocked),
+///   and a reader is not woken by the releases of writers further ahead (Curator's read lock watches the first
+///   queued writer, so its readers wake on every writer's release).
+///
+/// Because the rules only ever look backwards in the queue, every contender eventually becomes first or is only
+/// preceded by readers: no interleaving of readers and writers can deadlock.
+///
+/// # Example
+/// ```no_run
+/// # async fn example(client: zookeeper_client::Client) -> zklock::Result<()> {
+/// let lock = zklock::RwLock::new(&client, "/locks/catalog")?;
+/// let read = lock.read().await?; // other readers may hold it too
+/// read.release().await?;
+/// let write = lock.write().await?; // alone
+/// println!("writing with fencing token {}", write.fencing_token());
+/// write.release().await?;
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// As for [`Mutex`](crate::Mutex): [`Error::SessionExpired`](crate::Error::SessionExpired) or
+/// [`Error::Closed`](crate::Error::Closed) when the session ends while waiting;
+/// [`Error::Timeout`](crate::Error::Timeout) from the `_timeout` variants;
+/// [`Error::NodeDeleted`](crate::Error::NodeDeleted) if somebody deletes our queue node while we wait;
+/// [`Error::ConnectionLoss`](crate::Error::ConnectionLoss) only if the [`RetryPolicy`] caps attempts.
+///
+/// # Cancellation safety
+/// Every acquire method is cancellation safe: dropping the future at any await point removes our queue node (in
+/// the background). A timed-out acquire and a failed `try_` acquire have removed it before they return.
+#[derive(Debug, Clone)]
+pub struct RwLock {
+    client: Client,
+    path: String,
+    options: Options,
+}
+
+/// Readers, writers, and (when asked) kazoo's read (`__rlock__`) and write (`__lock__`) contenders.
+fn keep(marker: Marker, kazoo: bool) -> bool {
+    matches!(marker, Marker::Read | Marker::Write)
+        || (kazoo && matches!(marker, Marker::KazooRead | Marker::KazooLock))
+}
+
+fn is_writer(contender: &Contender) -> bool {
+    matches!(contender.marker, Marker::Write | Marker::KazooLock)
+}
+
+/// A reader waits for the nearest writer before it; when that is the only writer before it, the writer's
+/// deletion is the reader's turn.
+pub(crate) fn read_turn(queue: &[Contender], me: usize) -> Turn {
+    let mut writers = queue[..me].iter().enumerate().filter(|(_, c)| is_writer(c));
+    match writers.next_back() {
+        None => Turn::Ready,
+        Some((nearest, _)) => Turn::Wait {
+            watch: nearest,
+            sole: writers.next().is_none(),
+        },
+    }
+}
+
+const READ: Rules = Rules {
+    marker: Marker::Read,
+    keep,
+    kazoo: false,
+    turn: read_turn,
+};
+
+const WRITE: Rules = Rules {
+    marker: Marker::Write,
+    keep,
+    kazoo: false,
+    turn: contention::exclusive_turn,
+};
+
+impl RwLock {
+    /// A read/write lock on the directory `path` (created, with its parents, on first use).
+    pub fn new(client: &Client, path: &str) -> Result<RwLock> {
+        Ok(RwLock {
+            client: client.clone(),
+            path: crate::path::validate(path)?,
+            options: Options::default(),
+        })
+    }
+
+    /// Replaces all options at once.
+    pub fn with_options(mut self, options: Options) -> RwLock {
+        self.options = options;
+        self
+    }
+
+    /// Data stored in our node while we wait and hold (shown by `zklock status`).
+    pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> RwLock {
+        self.options.data = data.into();
+        self
+    }
+
+    /// When a held guard counts as lost because of a disconnection.
+    pub fn with_lost_policy(mut self, policy: LostPolicy) -> RwLock {
+        self.options.lost_policy = policy;
+        self
+    }
+
+    /// How operations are retried across connection loss.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> RwLock {
+        self.options.retry = retry;
+        self
+    }
+
+    /// Also queue with kazoo's `ReadLock` (`<hex>__rlock__<seq>`) and `WriteLock` (`<hex>__lock__<seq>`)
+    /// contenders in the same directory.
+    pub fn with_kazoo_contenders(mut self, recognize: bool) -> RwLock {
+        self.options.recognize_kazoo = recognize;
+        self
+    }
+
+    /// Receives progress events of every acquire through this handle.
+    pub fn with_listener(mut self, listener: Listener) -> RwLock {
+        self.options.listener = Some(listener);
+        self
+    }
+
+    /// The lock directory.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    async fn acquire(&self, rules: Rules, wait: Wait) -> Result<Option<Guard>> {
+        let rules = Rules {
+            kazoo: self.options.recognize_kazoo,
+            ..rules
+        };
+        contention::acquire(&self.client, &self.path, rules, &self.options, wait).await
+    }
+
+    /// Waits as long as it takes for a read lock.
+    pub async fn read(&self) -> Result<ReadGuard> {
+        let guard = self.acquire(READ, Wait::Forever).await?;
+        Ok(guard.expect("a blocking acquire returns a guard"))
+    }
+
+    /// Takes a read lock only if no writer holds or waits for the lock; otherwise removes our node and returns
+    /// `None`.
+    pub async fn try_read(&self) -> Result<Option<ReadGuard>> {
+        self.acquire(READ, Wait::Never).await
+    }
+
+    /// Waits at most `timeout` for a read lock; [`Error::Timeout`](crate::Error::Timeout) afterwards.
+    pub async fn read_timeout(&self, timeout: Duration) -> Result<ReadGuard> {
+        let guard = self.acquire(READ, Wait::timeout(timeout)).await?;
+        Ok(guard.expect("a timed acquire returns a guard or an error"))
+    }
+
+    /// Waits as long as it takes for the write lock.
+    pub async fn write(&self) -> Result<WriteGuard> {
+        let guard = self.acquire(WRITE, Wait::Forever).await?;
+        Ok(guard.expect("a blocking acquire returns a guard"))
+    }
+
+    /// Takes the write lock only if nobody holds or waits for the lock; otherwise removes our node and returns
+    /// `None`.
+    pub async fn try_write(&self) -> Result<Option<WriteGuard>> {
+        self.acquire(WRITE, Wait::Never).await
+    }
+
+    /// Waits at most `timeout` for the write lock; [`Error::Timeout`](crate::Error::Timeout) afterwards.
+    pub async fn write_timeout(&self, timeout: Duration) -> Result<WriteGuard> {
+        let guard = self.acquire(WRITE, Wait::timeout(timeout)).await?;
+        Ok(guard.expect("a timed acquire returns a guard or an error"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue(kinds: &str) -> Vec<Contender> {
+        kinds
+            .chars()
+            .enumerate()
+            .map(|(i, k)| Contender {
+                name: format!("n{i}"),
+                sequence: i as i64,
+                marker: if k == 'w' { Marker::Write } else { Marker::Read },
+            })
+            .collect()
+    }
+
+    #[test]
+    fn readers_wait_only_for_the_nearest_earlier_writer() {
+        assert_eq!(read_turn(&queue("rrr"), 2), Turn::Ready);
+        // Later writers never block a reader (kazoo #649).
+        assert_eq!(read_turn(&queue("rww"), 0), Turn::Ready);
+        assert_eq!(read_turn(&queue("wrw"), 1), Turn::Wait { watch: 0, sole: true });
+        // The nearest writer, not the first one (Curator watches the first).
+        assert_eq!(read_turn(&queue("wrwrr"), 4), Turn::Wait { watch: 2, sole: false });
+        assert_eq!(read_turn(&queue("rrwr"), 3), Turn::Wait { watch: 2, sole: true });
+    }
+
+    #[test]
+    fn writers_wait_for_their_predecessor() {
+        assert_eq!(contention::exclusive_turn(&queue("w"), 0), Turn::Ready);
+        assert_eq!(contention::exclusive_turn(&queue("rrw"), 2), Turn::Wait { watch: 1, sole: false });
+        assert_eq!(contention::exclusive_turn(&queue("rw"), 1), Turn::Wait { watch: 0, sole: true });
+    }
+}

@@ -132,11 +132,12 @@ pub fn handle(st: &mut State, conn: ConnId, body: &[u8]) -> Result<Flow, Malform
         zxid: reply.zxid.unwrap_or(st.last_zxid),
         err: reply.err.into(),
     };
-    let bytes = if (reply.err == ErrorCode::Ok || reply.body_on_error) && !reply.body.is_empty() {
-        frame(&hdr, Some(&|w: &mut Vec<u8>| w.extend_from_slice(&reply.body)))
+    let body: &[u8] = if reply.err == ErrorCode::Ok || reply.body_on_error {
+        &reply.body
     } else {
-        frame(&hdr, None)
+        &[]
     };
+    let bytes = frame(&hdr, body);
     st.send(conn, bytes, true);
     if reply.close {
         st.close_conn(conn);

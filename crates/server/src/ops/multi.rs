@@ -72,7 +72,8 @@ pub fn multi(st: &mut State, conn: ConnId, session: i64, r: &mut Reader<'_>) -> 
             MultiOp::Delete(d) => prep::delete(&view, &auth, &d.path, d.version),
             MultiOp::SetData(s) => prep::set_data(&view, &auth, &s.path, &s.data, s.version),
             MultiOp::Check(c) => prep::check(&view, &auth, &c.path, c.version),
-            MultiOp::GetData(_) | MultiOp::GetChildren(_) => unreachable!("rejected above"),
+            // Rejected before the loop; kept total rather than panicking.
+            MultiOp::GetData(_) | MultiOp::GetChildren(_) => Err(ErrorCode::MarshallingError),
         };
         match prepared {
             Ok(txn) => {
@@ -161,7 +162,7 @@ pub fn multi_read(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Re
                         children: n.children.iter().cloned().collect(),
                     }))
                 }),
-                _ => unreachable!("rejected above"),
+                _ => Err(ErrorCode::MarshallingError), // rejected above
             };
             res.unwrap_or_else(|e| MultiResult::Error(e.into()))
         })

@@ -58,8 +58,10 @@ pub fn create(
     let prepared = prep::create(&View::new(&st.tree), &auth, session, &args);
     Ok(commit(st, prepared)
         .map(|(txn, stat)| {
-            let Txn::Create { path, .. } = txn else {
-                unreachable!("prep::create returns Txn::Create")
+            // prep::create only ever returns Txn::Create; the fallback keeps this total.
+            let path = match txn {
+                Txn::Create { path, .. } => path,
+                _ => req.path.clone(),
             };
             if op == OpCode::Create {
                 Reply::ok(&CreateResponse { path })

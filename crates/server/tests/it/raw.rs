@@ -546,3 +546,45 @@ async fn four_letter_words() {
         .await
         .contains("not in the whitelist"));
 }
+
+#[tokio::test]
+async fn a_burst_beyond_the_outstanding_bound_is_answered_in_order() {
+    let server = server_with(ServerConfig {
+        max_outstanding_per_connection: 2,
+        ..Default::default()
+    })
+    .await;
+    let (mut raw, _) = Raw::session(server.local_addr()).await;
+    let mut bytes = Vec::new();
+    for i in 0..300 {
+        let body = [
+            RequestHeader {
+                xid: i + 1,
+                op: OpCode::Create.into(),
+            }
+            .to_bytes(),
+            create(&format!("/burst{i}"), None, 0).to_bytes(),
+        ]
+        .concat();
+        bytes.extend_from_slice(&(body.len() as i32).to_be_bytes());
+        bytes.extend_from_slice(&body);
+    }
+    raw.send_raw(&bytes).await;
+    for i in 0..300 {
+        let (h, _) = raw.reply().await;
+        assert_eq!((h.xid, h.err), (i + 1, 0));
+    }
+}
+
+#[tokio::test]
+async fn wildcard_listen_reports_a_loopback_connect_string() {
+    let server = server_with(ServerConfig {
+        listen: "0.0.0.0:0".parse().unwrap(),
+        ..Default::default()
+    })
+    .await;
+    let connect = server.connect_string();
+    assert_eq!(connect, format!("127.0.0.1:{}", server.local_addr().port()));
+    let c = client(&server).await;
+    assert!(c.check_stat("/zookeeper").await.unwrap().is_some());
+}

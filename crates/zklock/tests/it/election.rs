@@ -1,1 +1,234 @@
-//! (being written)
+//! Leader election: inheritance in queue order, observing the leader, expiry of the leader's session, the
+//! re-queue loop, never two leaders across rapid reconnects (Curator LeaderLatch #1137/#1169) or a partition, and
+//! (on a dedicated ensemble) the ZooKeeper leader dying.
+
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use zklock::zookeeper_client::SessionState;
+use zklock::{Error, LeaderElection, Listener, LostPolicy, LostReason, QueueEvent};
+use zklock_testkit::{expire_session, unique_path, Proxy, ZooKeeper};
+
+use crate::on_every_server;
+use crate::support::*;
+
+/// A listener that forwards every event to a channel.
+fn events() -> (Listener, mpsc::UnboundedReceiver<QueueEvent>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    (Listener::new(move |event| drop(tx.send(event.clone()))), rx)
+}
+
+/// Waits until the candidate reports that it waits (it is queued and watching).
+async fn queued(rx: &mut mpsc::UnboundedReceiver<QueueEvent>) {
+    eventually("the candidate to queue", async {
+        while !matches!(rx.recv().await.expect("listener closed"), QueueEvent::Waiting { .. }) {}
+    })
+    .await
+}
+
+on_every_server! {
+    async fn successors_inherit_in_queue_order(hosts: &str) {
+        let dir = unique_path("elect-order");
+        let watcher_client = client(hosts).await;
+        let election = LeaderElection::new(&watcher_client, &dir).unwrap();
+        let mut observer = election.observe();
+        assert_eq!(eventually("the first observation", observer.next()).await.unwrap(), None);
+        assert_eq!(election.leader().await.unwrap(), None);
+
+        let first_client = client(hosts).await;
+        let first = LeaderElection::new(&first_client, &dir).unwrap().with_data("candidate-0");
+        let leader = first.try_campaign().await.unwrap().expect("the only candidate leads");
+        let seen = eventually("the first leader", observer.next()).await.unwrap().expect("a leader");
+        assert_eq!((seen.data.as_slice(), seen.fencing_token), (&b"candidate-0"[..], leader.fencing_token()));
+        assert_eq!(seen.session_id, first_client.session_id().0);
+        assert_eq!(election.leader().await.unwrap(), Some(seen));
+
+        // Three more candidates queue in order; a try_campaign does not jump the queue.
+        let mut terms = Vec::new();
+        for i in 1..=3 {
+            let client = client(hosts).await;
+            assert!(LeaderElection::new(&client, &dir).unwrap().try_campaign().await.unwrap().is_none());
+            let (listener, mut rx) = events();
+            let (resign_tx, resign_rx) = tokio::sync::oneshot::channel::<()>();
+            let candidate = LeaderElection::new(&client, &dir).unwrap().with_data(format!("candidate-{i}")).with_listener(listener);
+            terms.push((tokio::spawn(async move {
+                let leadership = candidate.campaign().await.unwrap();
+                let token = leadership.fencing_token();
+                resign_rx.await.unwrap();
+                leadership.release().await.unwrap();
+                token
+            }), resign_tx));
+            queued(&mut rx).await;
+        }
+        let mut previous = leader.fencing_token();
+        leader.release().await.unwrap();
+        for (i, (task, resign)) in terms.into_iter().enumerate() {
+            let seen = eventually("the next leader", observer.next()).await.unwrap().expect("a leader");
+            assert_eq!(seen.data, format!("candidate-{}", i + 1).into_bytes(), "inherited in queue order");
+            assert!(seen.fencing_token > previous);
+            previous = seen.fencing_token;
+            resign.send(()).unwrap();
+            assert_eq!(eventually("the term to end", task).await.unwrap(), seen.fencing_token);
+        }
+        assert_eq!(eventually("nobody leads", observer.next()).await.unwrap(), None);
+    }
+
+    async fn leader_session_expiry_hands_over(hosts: &str) {
+        let dir = unique_path("elect-expiry");
+        let (a, b) = (client(hosts).await, client(hosts).await);
+        let leadership = LeaderElection::new(&a, &dir).unwrap().campaign().await.unwrap();
+        let (listener, mut rx) = events();
+        let successor = {
+            let election = LeaderElection::new(&b, &dir).unwrap().with_listener(listener);
+            tokio::spawn(async move { election.campaign().await })
+        };
+        queued(&mut rx).await;
+        expire_session(hosts, &a).await;
+        assert_eq!(eventually("the lost signal", leadership.lost()).await, LostReason::SessionExpired);
+        let next = eventually("the successor to lead", successor).await.unwrap().unwrap();
+        assert!(next.fencing_token() > leadership.fencing_token());
+        assert_eq!(LeaderElection::new(&a, &dir).unwrap().campaign().await.unwrap_err(), Error::SessionExpired);
+        next.release().await.unwrap();
+    }
+
+    async fn lead_loop_requeues_after_losing_leadership(hosts: &str) {
+        let dir = unique_path("elect-loop");
+        let (ours, admin) = (client(hosts).await, client(hosts).await);
+        let election = LeaderElection::new(&ours, &dir).unwrap();
+        let terms = Arc::new(AtomicUsize::new(0));
+        let tokens = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let result = {
+            let (terms, tokens, admin) = (terms.clone(), tokens.clone(), admin.clone());
+            eventually("the lead loop", election.lead(move |term| {
+                let (terms, tokens, admin) = (terms.clone(), tokens.clone(), admin.clone());
+                async move {
+                    tokens.lock().unwrap().push(term.fencing_token);
+                    match terms.fetch_add(1, Ordering::SeqCst) {
+                        // First term: somebody deletes our node; the loop must stop this work and queue again.
+                        0 => {
+                            admin.delete(&term.path, None).await.unwrap();
+                            std::future::pending::<()>().await;
+                            unreachable!()
+                        }
+                        // Second term: resign and queue again on our own.
+                        1 => ControlFlow::Continue(()),
+                        _ => ControlFlow::Break(term.fencing_token),
+                    }
+                }
+            }))
+            .await
+        };
+        let last = result.unwrap();
+        assert_eq!(terms.load(Ordering::SeqCst), 3);
+        let tokens = tokens.lock().unwrap().clone();
+        assert!(tokens.windows(2).all(|w| w[0] < w[1]), "{tokens:?}");
+        assert_eq!(*tokens.last().unwrap(), last);
+        assert!(children(&admin, &dir).await.is_empty(), "resigned at the end");
+    }
+
+    async fn rapid_reconnects_never_make_two_leaders(hosts: &str) {
+        // Curator LeaderLatch #1137/#1169: after rapid reconnects two clients led at once. Cut the leader's
+        // connection again and again: it must stay the only leader, its node untouched, the follower waiting.
+        let dir = unique_path("elect-reconnect");
+        let proxy = Proxy::start(first_server(hosts)).await.unwrap();
+        let leader_client = client_with_timeout(&proxy.connect_string(), Duration::from_secs(4)).await;
+        let follower_client = client(hosts).await;
+        let leadership = LeaderElection::new(&leader_client, &dir).unwrap().campaign().await.unwrap();
+        let leader_node = leadership.path().rsplit('/').next().unwrap().to_string();
+        let (listener, mut rx) = events();
+        let follower = {
+            let election = LeaderElection::new(&follower_client, &dir).unwrap().with_listener(listener);
+            tokio::spawn(async move { election.campaign().await })
+        };
+        queued(&mut rx).await;
+        let mut states = leader_client.state_watcher();
+        for _ in 0..10 {
+            proxy.cut_all();
+            eventually("the leader to reconnect", async {
+                while states.changed().await != SessionState::SyncConnected {}
+            })
+            .await;
+            let nodes = children(&follower_client, &dir).await;
+            assert_eq!(nodes.len(), 2, "{nodes:?}");
+            assert!(nodes.contains(&leader_node), "the leader's node survives reconnection: {nodes:?}");
+            assert!(!leadership.is_lost(), "{:?}", leadership.lost_reason());
+            assert!(!follower.is_finished(), "two leaders");
+        }
+        assert!(proxy.connections() >= 11);
+
+        // A partition: the leader hears nothing; the server expires its session and the follower leads. The old
+        // leader must have been told it lost leadership before that.
+        proxy.set_blackhole(true);
+        proxy.cut_all();
+        let next = eventually("the follower to lead", follower).await.unwrap().unwrap();
+        assert!(leadership.is_lost(), "the old leader still believed it led when the follower took over");
+        assert!(next.fencing_token() > leadership.fencing_token());
+        next.release().await.unwrap();
+        proxy.set_blackhole(false);
+    }
+}
+
+/// On a dedicated ensemble: the ZooKeeper leader member dies while a zklock leader leads and a candidate waits.
+/// Leadership does not move (the session survives the ensemble's election); then the zklock leader's session
+/// expires and the candidate takes over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ensemble_failover_keeps_the_leader_until_its_session_expires() {
+    let mut zk = tokio::task::spawn_blocking(|| ZooKeeper::ensemble(3).unwrap())
+        .await
+        .unwrap();
+    let hosts = zk.connect_string();
+    let dir = unique_path("elect-failover");
+    let timeout = Duration::from_secs(30);
+    let (a, b) = (
+        client_with_timeout(&hosts, timeout).await,
+        client_with_timeout(&hosts, timeout).await,
+    );
+    let leadership = LeaderElection::new(&a, &dir)
+        .unwrap()
+        .with_lost_policy(LostPolicy::SessionOnly)
+        .campaign()
+        .await
+        .unwrap();
+    let (listener, mut rx) = events();
+    let successor = {
+        let election = LeaderElection::new(&b, &dir).unwrap().with_listener(listener);
+        tokio::spawn(async move { election.campaign().await })
+    };
+    queued(&mut rx).await;
+    let member = zk.leader().expect("a ZooKeeper leader");
+    zk = tokio::task::spawn_blocking(move || {
+        zk.kill(member);
+        zk.wait_for_leader(Duration::from_secs(60)).expect("a new leader");
+        zk
+    })
+    .await
+    .unwrap();
+    let observer = client_with_timeout(&hosts, timeout).await;
+    let seen = eventually(
+        "the leader after failover",
+        LeaderElection::new(&observer, &dir).unwrap().leader(),
+    )
+    .await
+    .unwrap()
+    .expect("a leader");
+    assert_eq!(seen.path, leadership.path(), "leadership did not move");
+    assert!(!leadership.is_lost(), "{:?}", leadership.lost_reason());
+    assert!(!successor.is_finished(), "two leaders");
+    expire_session(&hosts, &a).await;
+    assert_eq!(
+        eventually("the lost signal", leadership.lost()).await,
+        LostReason::SessionExpired
+    );
+    let next = eventually("the successor to lead", successor)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(next.fencing_token() > leadership.fencing_token());
+    next.release().await.unwrap();
+    tokio::task::spawn_blocking(move || zk.restart(member).unwrap())
+        .await
+        .unwrap();
+}

@@ -1,1 +1,204 @@
-//! (being written)
+//! The read/write lock: shared readers, exclusive writers, the peers' bugs (kazoo #649, Curator's first-writer
+//! watch), try/timeout/cancel.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use zklock::{Error, Listener, QueueEvent, RwLock};
+use zklock_testkit::{unique_path, Proxy};
+
+use crate::on_every_server;
+use crate::support::*;
+
+/// A listener that forwards every event to a channel.
+fn events() -> (Listener, mpsc::UnboundedReceiver<QueueEvent>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    (Listener::new(move |event| drop(tx.send(event.clone()))), rx)
+}
+
+/// Waits until the contender reports that it waits (it is queued and watching).
+async fn queued(rx: &mut mpsc::UnboundedReceiver<QueueEvent>) {
+    eventually("the contender to queue", async {
+        while !matches!(rx.recv().await.expect("listener closed"), QueueEvent::Waiting { .. }) {}
+    })
+    .await
+}
+
+on_every_server! {
+    async fn readers_share_writers_exclude(hosts: &str) {
+        // 6 sessions × 6 rounds of a fixed mix of reads and writes; the counters catch any overlap a writer has.
+        const CONTENDERS: usize = 6;
+        const ROUNDS: usize = 6;
+        let dir = unique_path("rw-exclusion");
+        let readers = Arc::new(AtomicUsize::new(0));
+        let writers = Arc::new(AtomicUsize::new(0));
+        let most_readers = Arc::new(AtomicUsize::new(0));
+        let mut tasks = Vec::new();
+        for i in 0..CONTENDERS {
+            let client = client(hosts).await;
+            let (dir, readers, writers, most_readers) = (dir.clone(), readers.clone(), writers.clone(), most_readers.clone());
+            tasks.push(tokio::spawn(async move {
+                let lock = RwLock::new(&client, &dir).unwrap();
+                for round in 0..ROUNDS {
+                    if (i + round) % 3 == 0 {
+                        let guard = lock.write().await.unwrap();
+                        assert_eq!(writers.fetch_add(1, Ordering::SeqCst), 0, "two writers at once");
+                        assert_eq!(readers.load(Ordering::SeqCst), 0, "a writer next to readers");
+                        tokio::time::sleep(Duration::from_millis(2)).await;
+                        writers.fetch_sub(1, Ordering::SeqCst);
+                        guard.release().await.unwrap();
+                    } else {
+                        let guard = lock.read().await.unwrap();
+                        let now = readers.fetch_add(1, Ordering::SeqCst) + 1;
+                        most_readers.fetch_max(now, Ordering::SeqCst);
+                        assert_eq!(writers.load(Ordering::SeqCst), 0, "a reader next to a writer");
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                        readers.fetch_sub(1, Ordering::SeqCst);
+                        guard.release().await.unwrap();
+                    }
+                }
+            }));
+        }
+        for task in tasks {
+            eventually("contenders to finish", task).await.unwrap();
+        }
+        let observer = client(hosts).await;
+        assert!(children(&observer, &dir).await.is_empty(), "no node left behind");
+    }
+
+    async fn many_readers_hold_at_once(hosts: &str) {
+        let dir = unique_path("rw-shared");
+        let mut guards = Vec::new();
+        for _ in 0..3 {
+            let client = client(hosts).await;
+            let guard = eventually("a read lock next to readers", RwLock::new(&client, &dir).unwrap().read())
+                .await
+                .unwrap();
+            guards.push((client, guard));
+        }
+        let tokens: Vec<i64> = guards.iter().map(|(_, g)| g.fencing_token()).collect();
+        assert!(tokens.windows(2).all(|w| w[0] < w[1]), "{tokens:?}");
+        let writer_client = client(hosts).await;
+        let writer = RwLock::new(&writer_client, &dir).unwrap();
+        assert!(writer.try_write().await.unwrap().is_none(), "no writer next to readers");
+        assert_eq!(writer.write_timeout(Duration::from_millis(200)).await.unwrap_err(), Error::Timeout);
+        assert_eq!(children(&writer_client, &dir).await.len(), 3, "failed writers left no node");
+        for (_, guard) in guards {
+            guard.release().await.unwrap();
+        }
+        let write = writer.try_write().await.unwrap().expect("free after the readers left");
+        assert!(write.fencing_token() > *tokens.last().unwrap());
+        let reader_client = client(hosts).await;
+        assert!(RwLock::new(&reader_client, &dir).unwrap().try_read().await.unwrap().is_none(), "no reader next to a writer");
+        write.release().await.unwrap();
+    }
+
+    async fn readers_ignore_later_writers(hosts: &str) {
+        // kazoo #649: a reader counted writers queued *after* it as blockers. Queue W0 (holding), R1, W2: when W0
+        // leaves, R1 must read although W2 waits behind it (with the bug, R1 and W2 wait for each other forever).
+        let dir = unique_path("rw-kazoo-649");
+        let (c0, c1, c2) = (client(hosts).await, client(hosts).await, client(hosts).await);
+        let w0 = RwLock::new(&c0, &dir).unwrap().write().await.unwrap();
+        let (listener, mut rx1) = events();
+        let r1 = {
+            let lock = RwLock::new(&c1, &dir).unwrap().with_listener(listener);
+            tokio::spawn(async move { lock.read().await })
+        };
+        queued(&mut rx1).await;
+        let (listener, mut rx2) = events();
+        let w2 = {
+            let lock = RwLock::new(&c2, &dir).unwrap().with_listener(listener);
+            tokio::spawn(async move { lock.write().await })
+        };
+        queued(&mut rx2).await;
+        w0.release().await.unwrap();
+        let r1 = eventually("the reader ahead of the waiting writer", r1).await.unwrap().unwrap();
+        assert!(!w2.is_finished(), "the writer waits for the reader");
+        // Fair to writers: a reader arriving after the waiting writer does not overtake it.
+        let c3 = client(hosts).await;
+        assert!(RwLock::new(&c3, &dir).unwrap().try_read().await.unwrap().is_none());
+        r1.release().await.unwrap();
+        let w2 = eventually("the writer after the reader", w2).await.unwrap().unwrap();
+        w2.release().await.unwrap();
+    }
+
+    async fn reader_is_woken_only_by_the_writer_just_before_it(hosts: &str) {
+        // Curator's read lock watches the first queued writer, so a reader behind W1, W2 wakes when W1 leaves.
+        // Ours watches W2 only: no notification until W2 leaves, then exactly one.
+        let dir = unique_path("rw-nearest-writer");
+        let (c1, c2) = (client(hosts).await, client(hosts).await);
+        let w1 = RwLock::new(&c1, &dir).unwrap().write().await.unwrap();
+        let (w2_tx, w2_rx) = tokio::sync::oneshot::channel();
+        let (release_w2, release_rx) = tokio::sync::oneshot::channel::<()>();
+        let (listener, mut rx) = events();
+        let w2 = {
+            let lock = RwLock::new(&c2, &dir).unwrap().with_listener(listener);
+            tokio::spawn(async move {
+                let guard = lock.write().await.unwrap();
+                w2_tx.send(()).unwrap();
+                release_rx.await.unwrap();
+                guard.release().await.unwrap();
+            })
+        };
+        queued(&mut rx).await;
+        let proxy = Proxy::start(first_server(hosts)).await.unwrap();
+        let reader_client = client(&proxy.connect_string()).await;
+        let (listener, mut rx) = events();
+        let reader = {
+            let lock = RwLock::new(&reader_client, &dir).unwrap().with_listener(listener);
+            tokio::spawn(async move { lock.read().await })
+        };
+        queued(&mut rx).await;
+        assert_eq!(proxy.notifications(), 0);
+        w1.release().await.unwrap();
+        eventually("the second writer to take over", w2_rx).await.unwrap();
+        assert_eq!(proxy.notifications(), 0, "the reader was woken by a writer that was not just before it");
+        assert!(!reader.is_finished());
+        release_w2.send(()).unwrap();
+        let guard = eventually("the reader after the writers", reader).await.unwrap().unwrap();
+        assert_eq!(proxy.notifications(), 1, "exactly one wake-up");
+        eventually("the writer to finish", w2).await.unwrap();
+        guard.release().await.unwrap();
+    }
+
+    async fn timeout_and_cancellation_leave_no_node(hosts: &str) {
+        let dir = unique_path("rw-cancel");
+        let (holder_client, waiter) = (client(hosts).await, client(hosts).await);
+        let holder = RwLock::new(&holder_client, &dir).unwrap().write().await.unwrap();
+        let holder_node = holder.path().rsplit('/').next().unwrap().to_string();
+        let only_holder = |c: &[String]| c.len() == 1 && c[0] == holder_node;
+        let lock = RwLock::new(&waiter, &dir).unwrap();
+        assert_eq!(lock.read_timeout(Duration::from_millis(200)).await.unwrap_err(), Error::Timeout);
+        assert!(lock.try_read().await.unwrap().is_none());
+        assert_eq!(children(&waiter, &dir).await, vec![holder_node.clone()]);
+        for micros in [0u64, 100, 500, 2_000, 5_000] {
+            assert!(tokio::time::timeout(Duration::from_micros(micros), lock.read()).await.is_err());
+            await_children(&waiter, &dir, "the cancelled read to be undone", only_holder).await;
+            assert!(tokio::time::timeout(Duration::from_micros(micros), lock.write()).await.is_err());
+            await_children(&waiter, &dir, "the cancelled write to be undone", only_holder).await;
+        }
+        holder.release().await.unwrap();
+        await_children(&waiter, &dir, "an empty directory", |c| c.is_empty()).await;
+    }
+
+    async fn writer_session_expiry_lets_readers_in(hosts: &str) {
+        let dir = unique_path("rw-expiry");
+        let (writer_client, reader_client) = (client(hosts).await, client(hosts).await);
+        let writer = RwLock::new(&writer_client, &dir).unwrap().write().await.unwrap();
+        let reader = {
+            let lock = RwLock::new(&reader_client, &dir).unwrap();
+            tokio::spawn(async move { lock.read().await })
+        };
+        expire_session_of(hosts, &writer_client).await;
+        assert_eq!(eventually("the lost signal", writer.lost()).await, zklock::LostReason::SessionExpired);
+        let read = eventually("the reader to take over", reader).await.unwrap().unwrap();
+        assert!(read.fencing_token() > writer.fencing_token());
+        read.release().await.unwrap();
+    }
+}
+
+async fn expire_session_of(hosts: &str, client: &zklock::zookeeper_client::Client) {
+    zklock_testkit::expire_session(hosts, client).await
+}

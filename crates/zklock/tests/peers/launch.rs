@@ -1,0 +1,332 @@
+//! Launching the interoperability peers — a Curator JVM ([`CuratorPeer.java`]) and a kazoo script
+//! ([`kazoo_peer.py`]) — as child processes that talk to the test line by line, and the counter file they share
+//! with zklock contenders.
+//!
+//! Included with `#[path]` by the zklock and the CLI integration tests, so it uses only std and tokio.
+//!
+//! A missing Java, javac, Curator jar or kazoo is a hard failure with instructions, never a silent skip: a green
+//! interop suite that tested nothing would be worse than a red one. Every child is spawned with `kill_on_drop`,
+//! so a failing test kills (by pid, SIGKILL) the peers it started.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::task::JoinHandle;
+
+/// Generous bound for anything a peer must do (a JVM start on a loaded 2-core machine included).
+pub const PEER_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Overrides the `java` binary (the same variable as `zklock_testkit`'s; default `/usr/bin/java`, then `PATH`).
+pub const JAVA_ENV: &str = "ZKLOCK_TEST_JAVA";
+/// Overrides the `javac` binary (default: next to `java`, then `/usr/bin/javac`, then `PATH`).
+pub const JAVAC_ENV: &str = "ZKLOCK_TEST_JAVAC";
+/// Overrides the directory holding the Curator and ZooKeeper jars (default `/usr/share/java`).
+pub const JAR_DIR_ENV: &str = "ZKLOCK_TEST_ZK_JARS";
+/// Overrides the Python interpreter that has kazoo (default `python3` on `PATH`).
+pub const PYTHON_ENV: &str = "ZKLOCK_TEST_PYTHON";
+
+const JAVA_HELP: &str = "the Curator interop tests need Java 17 (java and javac) and the Curator 5.4 jars in \
+    /usr/share/java: `apt-get install openjdk-17-jdk-headless libcurator-recipes-java zookeeper` \
+    (or set ZKLOCK_TEST_JAVA, ZKLOCK_TEST_JAVAC, ZKLOCK_TEST_ZK_JARS)";
+const KAZOO_HELP: &str = "the kazoo interop tests need Python 3 with kazoo: `python3 -m pip install kazoo` \
+    (or set ZKLOCK_TEST_PYTHON to an interpreter that has it)";
+
+/// The directory of the peer sources: `crates/zklock/tests/peers`, from either crate that includes this file.
+fn sources() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../zklock/tests/peers")
+}
+
+/// Where the JVM and the compiled peer are.
+struct Java {
+    java: PathBuf,
+    classpath: String,
+}
+
+/// Compiles `CuratorPeer.java` once per test process (into a fresh temporary directory; class files are never
+/// written into the source tree). Blocks: call it from `spawn_blocking`.
+fn java() -> &'static Java {
+    static JAVA: OnceLock<Result<Java, String>> = OnceLock::new();
+    match JAVA.get_or_init(compile_curator_peer) {
+        Ok(java) => java,
+        Err(why) => panic!("{why}\n{JAVA_HELP}"),
+    }
+}
+
+fn compile_curator_peer() -> Result<Java, String> {
+    let java = match std::env::var_os(JAVA_ENV) {
+        Some(java) => PathBuf::from(java),
+        None => find_executable("java", &[Path::new("/usr/bin/java")])?,
+    };
+    let javac = match std::env::var_os(JAVAC_ENV) {
+        Some(javac) => PathBuf::from(javac),
+        None => {
+            // The JDK's javac sits next to the real (symlink-resolved) java.
+            let sibling = std::fs::canonicalize(&java).ok().map(|real| real.with_file_name("javac"));
+            let mut candidates: Vec<PathBuf> = sibling.into_iter().collect();
+            candidates.push("/usr/bin/javac".into());
+            let candidates: Vec<&Path> = candidates.iter().map(PathBuf::as_path).collect();
+            find_executable("javac", &candidates)?
+        }
+    };
+    let jars = std::env::var_os(JAR_DIR_ENV).map(PathBuf::from).unwrap_or_else(|| "/usr/share/java".into());
+    // curator-recipes.jar's manifest `Class-Path` pulls in curator-framework/-client, guava, slf4j-api and
+    // zookeeper (whose own manifest pulls in jute and netty), so one jar on the classpath is enough.
+    let mut classpath = Vec::new();
+    for jar in ["curator-recipes.jar", "curator-framework.jar", "curator-client.jar", "zookeeper.jar"] {
+        let path = jars.join(jar);
+        if !path.is_file() {
+            return Err(format!("{} is missing", path.display()));
+        }
+        classpath.push(path.display().to_string());
+    }
+    // slf4j without a binding prints a warning on every start; the no-op binding keeps stderr for real errors.
+    let nop = jars.join("slf4j-nop.jar");
+    if nop.is_file() {
+        classpath.push(nop.display().to_string());
+    }
+    let classes = scratch_dir("curator-peer").map_err(|e| format!("cannot create a directory for classes: {e}"))?;
+    let source = sources().join("CuratorPeer.java");
+    let out = std::process::Command::new(&javac)
+        .arg("-d")
+        .arg(&classes)
+        .arg("-cp")
+        .arg(classpath.join(":"))
+        .arg(&source)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", javac.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "javac {} failed ({}):\n{}",
+            source.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    classpath.insert(0, classes.display().to_string());
+    Ok(Java {
+        java,
+        classpath: classpath.join(":"),
+    })
+}
+
+/// Checks once per test process that the Python interpreter imports kazoo. Blocks: call it from `spawn_blocking`.
+fn python() -> &'static Path {
+    static PYTHON: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let found = PYTHON.get_or_init(|| {
+        let python = match std::env::var_os(PYTHON_ENV) {
+            Some(python) => PathBuf::from(python),
+            None => find_executable("python3", &[])?,
+        };
+        let out = std::process::Command::new(&python)
+            .args(["-c", "import kazoo.client, kazoo.recipe.lock"])
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "{} cannot import kazoo:\n{}",
+                python.display(),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(python)
+    });
+    match found {
+        Ok(python) => python,
+        Err(why) => panic!("{why}\n{KAZOO_HELP}"),
+    }
+}
+
+fn find_executable(name: &str, preferred: &[&Path]) -> Result<PathBuf, String> {
+    preferred
+        .iter()
+        .map(|p| p.to_path_buf())
+        .chain(std::env::var_os("PATH").iter().flat_map(std::env::split_paths).map(|dir| dir.join(name)))
+        .find(|candidate| candidate.is_file())
+        .ok_or_else(|| format!("no `{name}` executable found"))
+}
+
+/// A fresh directory `<tmp>/zklock-interop/<kind>-<nanos>-<pid>-<n>`. Directories left by test processes that are gone
+/// (the compiled classes live in a static and are never cleaned up by their owner) are swept first.
+fn scratch_dir(kind: &str) -> std::io::Result<PathBuf> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let root = std::env::temp_dir().join("zklock-interop");
+    std::fs::create_dir_all(&root)?;
+    for entry in std::fs::read_dir(&root)?.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let owner = name.rsplit('-').nth(1).and_then(|pid| pid.parse::<u32>().ok());
+        if owner.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
+            // Another test process may be sweeping too; losing that race is fine.
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let dir = root.join(format!("{kind}-{nanos:x}-{}-{n}", std::process::id()));
+    std::fs::create_dir(&dir)?;
+    Ok(dir)
+}
+
+/// A running peer process and its line-based conversation with the test.
+pub struct Peer {
+    name: String,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: Lines<BufReader<ChildStdout>>,
+    stderr: Arc<Mutex<String>>,
+    stderr_reader: Option<JoinHandle<()>>,
+}
+
+impl Peer {
+    /// `java CuratorPeer <args>` (see `CuratorPeer.java`: `LOCK ACTION CONNECT PATH [ROUNDS FILE]`).
+    pub async fn curator(args: &[&str]) -> Peer {
+        let java = tokio::task::spawn_blocking(java).await.expect("compiling the Curator peer");
+        let mut command = Command::new(&java.java);
+        // A small heap and no JIT tiers beyond C1 make the JVM start faster on a loaded machine.
+        command.args(["-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp", &java.classpath, "CuratorPeer"]);
+        command.args(args);
+        Peer::spawn(format!("curator {}", args.join(" ")), command)
+    }
+
+    /// `python3 kazoo_peer.py <args>` (see `kazoo_peer.py`: `ACTION CONNECT PATH [ROUNDS FILE]`).
+    pub async fn kazoo(args: &[&str]) -> Peer {
+        let python = tokio::task::spawn_blocking(python).await.expect("looking for kazoo");
+        let mut command = Command::new(python);
+        command.arg("-u").arg(sources().join("kazoo_peer.py")).args(args);
+        Peer::spawn(format!("kazoo {}", args.join(" ")), command)
+    }
+
+    fn spawn(name: String, mut command: Command) -> Peer {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let mut pipe = child.stderr.take().unwrap();
+        let sink = stderr.clone();
+        // Collected in the background so a chatty peer never blocks on a full pipe, and shown when it fails.
+        let stderr_reader = tokio::spawn(async move {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = pipe.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Peer {
+            name,
+            stdin: child.stdin.take(),
+            stdout: BufReader::new(child.stdout.take().unwrap()).lines(),
+            child,
+            stderr,
+            stderr_reader: Some(stderr_reader),
+        }
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id().unwrap_or(0)
+    }
+
+    /// Waits for the next line, which must be `word` or start with `word `; returns the rest. Cancel safe.
+    pub async fn expect(&mut self, word: &str) -> String {
+        let line = match tokio::time::timeout(PEER_TIMEOUT, self.stdout.next_line()).await {
+            Ok(Ok(Some(line))) => line,
+            Ok(Ok(None)) => self.fail(&format!("exited while we waited for {word}")).await,
+            Ok(Err(e)) => self.fail(&format!("reading its output: {e}")).await,
+            Err(_) => self.fail(&format!("timed out waiting for {word}")).await,
+        };
+        match line.strip_prefix(word) {
+            Some("") => String::new(),
+            Some(rest) if rest.starts_with(' ') => rest[1..].to_string(),
+            _ => self.fail(&format!("said {line:?} where we expected {word}")).await,
+        }
+    }
+
+    /// Sends one line to the peer.
+    pub async fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        if let Err(e) = stdin.write_all(format!("{line}\n").as_bytes()).await {
+            self.fail(&format!("cannot send {line:?}: {e}")).await;
+        }
+        let _ = stdin.flush().await;
+    }
+
+    /// Closes stdin and waits for the peer to exit; it must exit with status 0.
+    pub async fn finish(mut self) {
+        drop(self.stdin.take());
+        match tokio::time::timeout(PEER_TIMEOUT, self.child.wait()).await {
+            Ok(Ok(status)) if status.success() => {}
+            Ok(Ok(status)) => self.fail(&format!("exited with {status}")).await,
+            Ok(Err(e)) => self.fail(&format!("cannot wait for it: {e}")).await,
+            Err(_) => self.fail("did not exit").await,
+        }
+    }
+
+    /// Panics naming the peer, with everything it wrote to stderr (killing it first if it still runs).
+    async fn fail(&mut self, what: &str) -> ! {
+        let _ = self.child.start_kill();
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await;
+        if let Some(reader) = self.stderr_reader.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(5), reader).await;
+        }
+        let stderr = self.stderr.lock().unwrap().clone();
+        panic!("peer `{}` (pid {}) {what}; its stderr:\n{stderr}", self.name, self.pid());
+    }
+}
+
+/// A counter in a file, incremented by every contender under the lock: any two holders at once lose an update.
+pub struct Counter {
+    dir: PathBuf,
+    file: PathBuf,
+}
+
+impl Counter {
+    /// A counter at zero, in a fresh directory removed on drop.
+    pub fn new() -> Counter {
+        let dir = scratch_dir("counter").expect("a directory for the counter file");
+        let file = dir.join("counter");
+        std::fs::write(&file, "0\n").unwrap();
+        Counter { dir, file }
+    }
+
+    /// The counter file's path, for peers.
+    pub fn path(&self) -> &str {
+        self.file.to_str().expect("a UTF-8 temp path")
+    }
+
+    /// The current value.
+    pub async fn value(&self) -> u64 {
+        let text = tokio::fs::read_to_string(&self.file).await.unwrap();
+        text.trim().parse().unwrap_or_else(|_| panic!("the counter file holds {text:?}"))
+    }
+
+    /// Read, pause, write back plus one — call it only while holding the lock. The pause widens the window in
+    /// which a second holder would lose an update; it synchronises nothing.
+    pub async fn increment(&self) {
+        let value = self.value().await;
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        tokio::fs::write(&self.file, format!("{}\n", value + 1)).await.unwrap();
+    }
+
+    /// Read, pause, read again: the value must not change — call it while holding a read lock.
+    pub async fn observe(&self) {
+        let value = self.value().await;
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        assert_eq!(self.value().await, value, "the counter changed under a read lock");
+    }
+}
+
+impl Drop for Counter {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
