@@ -28,6 +28,31 @@ pub enum BenchError {
 /// Result alias of this crate.
 pub type Result<T> = std::result::Result<T, BenchError>;
 
+/// Samples counters (e.g. CPU seconds used so far by the server and by this process) when a measurement window
+/// opens and when it closes; the workloads report the difference, so set-up, warm-up and clean-up are excluded.
+pub type Probe = std::sync::Arc<dyn Fn() -> Vec<f64> + Send + Sync>;
+
+/// A probe that samples nothing.
+pub fn no_probe() -> Probe {
+    std::sync::Arc::new(Vec::new)
+}
+
+/// Samples `probe` at `open` and at `close` on a task of its own (workload tasks are busy at those instants) and
+/// returns the element-wise difference.
+pub(crate) fn sample_window(
+    probe: Probe,
+    open: std::time::Instant,
+    close: std::time::Instant,
+) -> tokio::task::JoinHandle<Vec<f64>> {
+    tokio::spawn(async move {
+        tokio::time::sleep_until(open.into()).await;
+        let before = probe();
+        tokio::time::sleep_until(close.into()).await;
+        let after = probe();
+        after.iter().zip(&before).map(|(a, b)| a - b).collect()
+    })
+}
+
 /// Opens a session for a benchmark client.
 pub async fn connect(hosts: &str) -> Result<zookeeper_client::Client> {
     Ok(zookeeper_client::Client::connector()

@@ -51,6 +51,35 @@ impl LockImpl {
 /// Runs `implementation` in a loop on `clients` sessions (each its own) contending for one lock directory for
 /// `duration` after a short warm-up; returns acquisitions per second (with several clients: hand-offs per second).
 pub async fn throughput(hosts: &str, implementation: LockImpl, clients: usize, duration: Duration) -> Result<f64> {
+    Ok(measure(hosts, implementation, clients, duration, crate::no_probe()).await?.per_sec())
+}
+
+/// What one lock run measured.
+#[derive(Debug, Clone)]
+pub struct LockRun {
+    /// Acquisitions (hand-offs) counted in the window.
+    pub count: u64,
+    /// Length of the window, seconds.
+    pub seconds: f64,
+    /// Difference of the probe's samples between the window's start and end.
+    pub probe: Vec<f64>,
+}
+
+impl LockRun {
+    /// Acquisitions per second.
+    pub fn per_sec(&self) -> f64 {
+        self.count as f64 / self.seconds
+    }
+}
+
+/// Like [`throughput`], also sampling `probe` when the measured window opens and closes.
+pub async fn measure(
+    hosts: &str,
+    implementation: LockImpl,
+    clients: usize,
+    duration: Duration,
+    probe: crate::Probe,
+) -> Result<LockRun> {
     let dir = format!("/zklock-bench-{:016x}", rand::random::<u64>());
     let mut sessions = Vec::new();
     for _ in 0..clients.max(1) {
@@ -60,6 +89,7 @@ pub async fn throughput(hosts: &str, implementation: LockImpl, clients: usize, d
     let start = Instant::now();
     let (measure_from, end) = (start + warmup, start + warmup + duration);
     let count = Arc::new(AtomicU64::new(0));
+    let window = crate::sample_window(probe, measure_from, end);
     let mut tasks = Vec::new();
     for client in sessions.iter().cloned() {
         let (count, dir) = (count.clone(), dir.clone());
@@ -76,12 +106,17 @@ pub async fn throughput(hosts: &str, implementation: LockImpl, clients: usize, d
     for task in tasks {
         task.await??;
     }
-    let elapsed = (Instant::now() - measure_from).as_secs_f64();
+    let seconds = (Instant::now() - measure_from).as_secs_f64();
+    let probe = window.await?;
     for session in sessions {
         crate::close(session).await;
     }
     remove_tree(hosts, &dir).await?;
-    Ok(count.load(Ordering::Relaxed) as f64 / elapsed)
+    Ok(LockRun {
+        count: count.load(Ordering::Relaxed),
+        seconds,
+        probe,
+    })
 }
 
 /// Removes a benchmark directory and its children (best effort for the children; they are ephemeral anyway).

@@ -9,7 +9,7 @@ use zookeeper_client::{self as zk, Acls, CreateMode};
 use crate::Result;
 
 /// Throughput and latency of a mixed run.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct MixedResult {
     /// Completed operations per second, all sessions together.
     pub ops_per_sec: f64,
@@ -17,11 +17,20 @@ pub struct MixedResult {
     pub p50: Duration,
     /// 99th percentile latency.
     pub p99: Duration,
+    /// Operations completed.
+    pub ops: u64,
+    /// Difference of the probe's samples between the start and the end of the run (see [`run_probed`]).
+    pub probe: Vec<f64>,
 }
 
 /// `clients` sessions for `duration`: 40 % getData, 20 % getChildren, 15 % setData, 15 % exists, 5 % create,
 /// 5 % delete (writes are a third of the mix, fsync'd by both servers).
 pub async fn run(hosts: &str, clients: usize, duration: Duration) -> Result<MixedResult> {
+    run_probed(hosts, clients, duration, crate::no_probe()).await
+}
+
+/// Like [`run`], also sampling `probe` when the measured run starts (after set-up) and ends.
+pub async fn run_probed(hosts: &str, clients: usize, duration: Duration, probe: crate::Probe) -> Result<MixedResult> {
     let root = format!("/zklock-mixed-{:016x}", rand::random::<u64>());
     let setup = crate::connect(hosts).await?;
     let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
@@ -36,7 +45,9 @@ pub async fn run(hosts: &str, clients: usize, duration: Duration) -> Result<Mixe
         }
         sessions.push((client, dir, i as u64));
     }
-    let end = Instant::now() + duration;
+    let begin = Instant::now();
+    let end = begin + duration;
+    let window = crate::sample_window(probe, begin, end);
     let mut tasks = Vec::new();
     for (client, dir, seed) in sessions {
         tasks.push(tokio::spawn(async move {
@@ -81,9 +92,16 @@ pub async fn run(hosts: &str, clients: usize, duration: Duration) -> Result<Mixe
         all.extend(task.await??);
     }
     let elapsed = start.elapsed().as_secs_f64().max(duration.as_secs_f64());
+    let probe = window.await?;
     all.sort();
     let pick = |q: f64| all.get(((all.len() as f64 * q) as usize).min(all.len().saturating_sub(1))).copied().unwrap_or_default();
-    let result = MixedResult { ops_per_sec: all.len() as f64 / elapsed, p50: pick(0.50), p99: pick(0.99) };
+    let result = MixedResult {
+        ops_per_sec: all.len() as f64 / elapsed,
+        p50: pick(0.50),
+        p99: pick(0.99),
+        ops: all.len() as u64,
+        probe,
+    };
     // Clean up the subtree.
     for child in setup.list_children(&root).await.unwrap_or_default() {
         let dir = format!("{root}/{child}");

@@ -76,6 +76,16 @@ impl Child {
         }
     }
 
+    /// SIGTERM to the command's process group, SIGKILL after `grace` if it is still running; waits for it.
+    pub async fn stop(&mut self, grace: std::time::Duration) {
+        self.signal(Signal::SIGTERM);
+        if tokio::time::timeout(grace, self.wait()).await.is_err() {
+            eprintln!("zklock: the command ignored SIGTERM for {grace:?}; sending SIGKILL");
+            self.signal(Signal::SIGKILL);
+            let _ = self.wait().await;
+        }
+    }
+
     /// Waits for the child to exit.
     pub async fn wait(&mut self) -> io::Result<ExitStatus> {
         let status = self.inner.wait().await?;

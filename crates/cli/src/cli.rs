@@ -47,6 +47,12 @@ pub enum Command {
     /// errors; 3 if ZooKeeper cannot be reached or fails; 4 if the lock was lost while the command ran (the
     /// command was stopped); 126/127 if the command cannot be run / found; 128+N if it died of signal N.
     Run(RunArgs),
+    /// Run a command only while this process is the elected leader; stop it as soon as leadership is lost.
+    ///
+    /// Exit status: the command's own; 2 for usage errors; 3 if ZooKeeper cannot be reached or fails; 4 if
+    /// leadership was lost while the command ran (the command was stopped); 126/127 if the command cannot be run /
+    /// found; 130/143 if interrupted/terminated while campaigning; 128+N if the command died of signal N.
+    Elect(crate::elect::ElectArgs),
     /// Show the holder and the queue of a lock directory.
     Status(StatusArgs),
     /// The design documents' demo: N workers with their own sessions hand a lock over in FIFO order.

@@ -130,7 +130,7 @@ async fn elect_with(args: &ElectArgs, client: &zookeeper_client::Client) -> i32 
             _ = interrupts.1.recv() => child.signal(Signal::SIGTERM),
             reason = &mut lost => {
                 eprintln!("zklock: lost leadership of {} ({reason}); stopping the command (pid {})", args.path, child.pid());
-                stop(&mut child, Duration::from_secs_f64(args.kill_after.max(0.0))).await;
+                child.stop(Duration::from_secs_f64(args.kill_after.max(0.0))).await;
                 drop(leadership);
                 return EXIT_LOST;
             }
@@ -143,12 +143,3 @@ async fn elect_with(args: &ElectArgs, client: &zookeeper_client::Client) -> i32 
     code
 }
 
-/// SIGTERM to the command's process group, SIGKILL after `grace`.
-async fn stop(child: &mut Child, grace: Duration) {
-    child.signal(Signal::SIGTERM);
-    if tokio::time::timeout(grace, child.wait()).await.is_err() {
-        eprintln!("zklock: the command ignored SIGTERM for {grace:?}; sending SIGKILL");
-        child.signal(Signal::SIGKILL);
-        let _ = child.wait().await;
-    }
-}

@@ -4,6 +4,7 @@ mod bench;
 mod child;
 mod cli;
 mod demo;
+mod elect;
 mod run;
 mod serve;
 mod status;
@@ -28,6 +29,8 @@ fn main() -> ExitCode {
         // `run` forks the user's command: its parent-death signal is tied to the forking *thread*, so run on a
         // current-thread runtime on the main thread, which lives exactly as long as the process.
         Command::Run(args) => current_thread().block_on(run::run(args)),
+        // Like `run`: the command is forked from the main thread.
+        Command::Elect(args) => current_thread().block_on(elect::elect(args)),
         Command::Status(args) => report(multi_thread().block_on(status::status(args))),
         Command::Demo(args) => report(multi_thread().block_on(demo::demo(args))),
         Command::Bench(args) => report(multi_thread().block_on(bench::bench(args))),

@@ -60,6 +60,7 @@ pub async fn serve(shared: Arc<Shared>, socket: TcpStream, peer: SocketAddr, _sl
             id: peer.ip().to_string(),
         }],
         last_op: "NA",
+        last_reply_zxid: 0,
     });
     let writer = tokio::spawn(write_loop(
         rx,

@@ -114,6 +114,7 @@ fn decode_snapshot(blob: &[u8]) -> Result<Decoded, String> {
             ephemeral_owner: r.read_i64().map_err(e)?,
             pzxid: r.read_i64().map_err(e)?,
             children: Default::default(),
+            changed: 0, // rebuilt by DataTree::from_nodes
         };
         nodes.push((path, node));
     }

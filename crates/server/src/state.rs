@@ -75,6 +75,8 @@ pub struct Conn {
     pub auth: AuthIds,
     /// Last operation's name (for `cons`).
     pub last_op: &'static str,
+    /// The highest zxid put in a reply header so far: headers never go backwards on a connection.
+    pub last_reply_zxid: i64,
 }
 
 /// Where txns go to become durable.
@@ -232,9 +234,33 @@ impl State {
         }
     }
 
-    /// Queues a frame to a connection. Replies count against its outstanding bound.
+    /// Queues a frame to a connection, to be sent once everything committed so far is durable. Replies
+    /// count against its outstanding bound.
     pub fn send(&mut self, conn: ConnId, bytes: Vec<u8>, reply: bool) {
-        let after = self.last_zxid;
+        self.send_after(conn, bytes, reply, self.last_zxid);
+    }
+
+    /// The zxid a reply waits for and carries in its header. A write (or any reply that depends on
+    /// everything, `observed == None`) gets the last zxid. A read that revealed nothing newer than
+    /// `observed` gets `max(observed, durable zxid, previous header on this connection)`: never a zxid
+    /// that is not yet durable unless the read saw it (a client that saw a zxid the log could still lose
+    /// would be refused after a crash, as ZooKeeper refuses a client ahead of it), never lower than
+    /// before on the same connection, and no wait for unrelated writes still in their fsync.
+    pub fn reply_zxid(&mut self, conn: ConnId, observed: Option<i64>) -> i64 {
+        let durable = *self.durable.zxid.borrow();
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return self.last_zxid;
+        };
+        let zxid = match observed {
+            None => self.last_zxid,
+            Some(seen) => seen.max(durable).max(c.last_reply_zxid).min(self.last_zxid),
+        };
+        c.last_reply_zxid = c.last_reply_zxid.max(zxid);
+        zxid
+    }
+
+    /// Like [`State::send`], but waiting only until the log is durable up to `after`.
+    pub fn send_after(&mut self, conn: ConnId, bytes: Vec<u8>, reply: bool, after: i64) {
         if let Some(c) = self.conns.get(&conn) {
             if reply {
                 c.shared.outstanding.fetch_add(1, Ordering::SeqCst);
@@ -338,7 +364,7 @@ impl State {
                 stats.push(self.tree.get(path).map(|n| n.stat()));
             }
             Txn::SetAcl { path, acl, aversion } => {
-                self.tree.set_acl(path, acl.clone(), *aversion);
+                self.tree.set_acl(path, acl.clone(), *aversion, zxid);
                 stats.push(self.tree.get(path).map(|n| n.stat()));
             }
             Txn::Check { .. } | Txn::Error { .. } => stats.push(None),

@@ -40,6 +40,11 @@ pub struct Node {
     pub pzxid: i64,
     /// Child names. A `BTreeSet` so listings, snapshots and replays are deterministic.
     pub children: BTreeSet<String>,
+    /// The zxid of the latest change a read of this node can see: its create, setData and setACL, and the
+    /// create or delete of a child. A read waits only until this zxid is durable, not for unrelated writes
+    /// in flight (see [`crate::state`]). Not persisted: after recovery everything is durable, so it is
+    /// rebuilt from the stat zxids.
+    pub changed: i64,
 }
 
 impl Node {
@@ -57,6 +62,7 @@ impl Node {
             ephemeral_owner: owner,
             pzxid: zxid,
             children: BTreeSet::new(),
+            changed: zxid,
         }
     }
 
@@ -169,6 +175,22 @@ impl DataTree {
         self.nodes.get(path)
     }
 
+    /// The zxid a read of `path` depends on: the node's latest change, or for a missing node the latest
+    /// change of its nearest existing ancestor (whose child delete or create decided that it is missing).
+    pub fn changed_at(&self, path: &str) -> i64 {
+        let mut at = path;
+        loop {
+            if let Some(n) = self.nodes.get(at) {
+                return n.changed;
+            }
+            if at == "/" || at.is_empty() || !at.starts_with('/') {
+                // Not a valid absolute path: nothing in the tree decided the answer.
+                return self.nodes.get("/").map_or(0, |n| n.changed);
+            }
+            at = path::parent(at);
+        }
+    }
+
     /// Number of nodes, including built-ins.
     pub fn node_count(&self) -> usize {
         self.nodes.len()
@@ -220,6 +242,7 @@ impl DataTree {
         let paths: Vec<String> = nodes.iter().map(|(p, _)| p.clone()).collect();
         for (path, mut node) in nodes {
             node.children.clear();
+            node.changed = node.czxid.max(node.mzxid).max(node.pzxid);
             if node.is_ephemeral() {
                 t.ephemerals
                     .entry(node.ephemeral_owner)
@@ -260,6 +283,7 @@ impl DataTree {
         parent.children.insert(path::basename(path).to_string());
         parent.cversion = parent_cversion;
         parent.pzxid = parent.pzxid.max(zxid);
+        parent.changed = parent.changed.max(zxid);
         if is_session_owner(owner) {
             self.ephemerals.entry(owner).or_default().insert(path.to_string());
         }
@@ -291,6 +315,7 @@ impl DataTree {
         if let Some(parent) = self.nodes.get_mut(parent_path) {
             parent.children.remove(path::basename(path));
             parent.pzxid = parent.pzxid.max(zxid);
+            parent.changed = parent.changed.max(zxid);
         }
         events.push(Event::Deleted(path.to_string()));
         events.push(Event::ChildrenChanged(parent_path.to_string()));
@@ -314,14 +339,16 @@ impl DataTree {
         node.version = version;
         node.mzxid = zxid;
         node.mtime = time;
+        node.changed = node.changed.max(zxid);
         events.push(Event::DataChanged(path.to_string()));
     }
 
     /// Applies a setACL with the node's new aversion (fires no watch, like ZooKeeper).
-    pub fn set_acl(&mut self, path: &str, acl: Vec<Acl>, aversion: i32) {
+    pub fn set_acl(&mut self, path: &str, acl: Vec<Acl>, aversion: i32, zxid: i64) {
         if let Some(node) = self.nodes.get_mut(path) {
             node.acl = acl;
             node.aversion = aversion;
+            node.changed = node.changed.max(zxid);
         }
     }
 }

@@ -118,3 +118,45 @@ fn log4j_properties(log_file: &Path) -> String {
         log_file.display()
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ports(n: u16) -> Vec<MemberPorts> {
+        (0..n)
+            .map(|i| MemberPorts {
+                client: 100 + i,
+                peer: 200 + i,
+                election: 300 + i,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn standalone_config_has_no_server_lines_and_honours_overrides() {
+        let settings = Settings {
+            tick_time_ms: 500,
+            overrides: vec![("forceSync".into(), "yes".into())],
+        };
+        let text = zoo_cfg(Path::new("/d"), 0, &ports(1), &settings);
+        assert!(text.contains("tickTime=500\n"));
+        assert!(text.contains("clientPort=100\n"));
+        assert!(text.contains("forceSync=yes\n"));
+        assert!(!text.contains("forceSync=no"));
+        assert!(!text.contains("server."));
+    }
+
+    #[test]
+    fn ensemble_config_lists_every_member() {
+        let settings = Settings {
+            tick_time_ms: 2000,
+            overrides: vec![("extra".into(), "1".into())],
+        };
+        let text = zoo_cfg(Path::new("/d"), 1, &ports(3), &settings);
+        assert!(text.contains("clientPort=101\n"));
+        assert!(text.contains("server.1=127.0.0.1:200:300\n"));
+        assert!(text.contains("server.3=127.0.0.1:202:302\n"));
+        assert!(text.ends_with("extra=1\n"));
+    }
+}

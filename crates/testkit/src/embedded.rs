@@ -22,7 +22,9 @@ pub fn shared_embedded() -> String {
                         .expect("runtime for the embedded server");
                     runtime.block_on(async move {
                         let config = zklock_server::ServerConfig::default();
-                        let server = zklock_server::Server::start(config).await.expect("start the embedded server");
+                        let server = zklock_server::Server::start(config)
+                            .await
+                            .expect("start the embedded server");
                         tx.send(server.connect_string()).expect("report the address");
                         // Serve until the test process exits.
                         std::future::pending::<()>().await;

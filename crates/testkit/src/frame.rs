@@ -67,3 +67,28 @@ fn int_at(frame: &[u8], offset: usize) -> Option<i32> {
 pub(crate) fn is_four_letter_word(first: &[u8; 4]) -> bool {
     first.iter().all(u8::is_ascii_lowercase)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn frames_are_read_whole_and_odd_lengths_are_not_parsed() {
+        let mut input: &[u8] = &[0, 0, 0, 8, 0, 0, 0, 5, 0, 0, 0, 4, 0xff, 0xff, 0xff, 0xff];
+        let Read::Frame(frame) = read_frame(&mut input, None).await.unwrap() else {
+            panic!("no frame")
+        };
+        assert_eq!(request_header(&frame), Some((5, 4)));
+        assert!(matches!(
+            read_frame(&mut input, None).await.unwrap(),
+            Read::Unframed([0xff, 0xff, 0xff, 0xff])
+        ));
+        assert!(matches!(read_frame(&mut input, None).await.unwrap(), Read::Eof));
+    }
+
+    #[test]
+    fn four_letter_words_are_told_apart_from_lengths() {
+        assert!(is_four_letter_word(b"ruok"));
+        assert!(!is_four_letter_word(&[0, 0, 0, 45]));
+    }
+}

@@ -330,8 +330,13 @@ fn hold_a_standalone_for_the_parent_test() {
         return;
     }
     println!("ADDR={}", shared_standalone().member_addr(0));
-    let mut line = String::new();
-    let _ = std::io::stdin().read_line(&mut line);
+    // Bounded, so a parent that never closes stdin cannot leave this process behind forever.
+    let (closed, stdin_closed) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = std::io::stdin().read_line(&mut String::new());
+        let _ = closed.send(());
+    });
+    let _ = stdin_closed.recv_timeout(Duration::from_secs(300));
 }
 
 #[test]
@@ -350,11 +355,12 @@ fn zookeeper_dies_with_its_test_process() {
         .spawn()
         .unwrap();
     let stdout = BufReader::new(holder.stdout.take().unwrap());
-    // Bounded by the helper: it prints the address or exits (start failure), closing stdout either way.
+    // Bounded by the helper: it prints the address or exits (start failure, timeout), closing stdout either way.
+    // libtest prints the test name on the same line first, hence the search within the line.
     let addr = stdout
         .lines()
         .map_while(Result::ok)
-        .find_map(|line| line.strip_prefix("ADDR=").map(str::to_string))
+        .find_map(|line| line.split_once("ADDR=").map(|(_, addr)| addr.trim().to_string()))
         .expect("the helper process did not report a ZooKeeper address");
     let addr = addr.parse().unwrap();
     assert_eq!(
@@ -374,4 +380,33 @@ fn zookeeper_dies_with_its_test_process() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+#[test]
+fn missing_zookeeper_fails_loudly() {
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "hold_a_standalone_for_the_parent_test",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(HOLD_ENV, "1")
+        .env(
+            zklock_testkit::install::JAR_DIR_ENV,
+            "/nonexistent-zookeeper-jars",
+        )
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        !output.status.success(),
+        "a missing ZooKeeper must fail the test, not skip it"
+    );
+    let text = String::from_utf8_lossy(&output.stdout) + String::from_utf8_lossy(&output.stderr);
+    assert!(
+        text.contains("real ZooKeeper 3.8 not found"),
+        "unexpected output: {text}"
+    );
 }

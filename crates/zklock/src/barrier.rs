@@ -7,9 +7,9 @@
 
 use std::time::Duration;
 
-use zookeeper_client::{self as zk, Acls, Client, CreateMode, EventType, SessionState, WatchedEvent};
+use zookeeper_client::{self as zk, Acls, Client, CreateMode};
 
-use crate::error::{Error, Result};
+use crate::error::{session_error, Error, Result};
 use crate::events::{Listener, QueueEvent};
 use crate::retry::RetryPolicy;
 
@@ -150,25 +150,3 @@ impl Barrier {
     }
 }
 
-/// The error a watch notification carries, if it reports the end of the session (a one-shot watcher also fires on
-/// expiry and closing; connection loss alone is not reported, the watch survives reconnection).
-pub(crate) fn session_error(event: &WatchedEvent) -> Option<Error> {
-    if event.event_type != EventType::Session {
-        return None;
-    }
-    match event.session_state {
-        SessionState::Expired => Some(Error::SessionExpired),
-        SessionState::Closed | SessionState::AuthFailed => Some(Error::Closed),
-        _ => None,
-    }
-}
-
-/// Counts one more attempt after a connection loss and pauses per `retry`; fails once the policy gives up.
-pub(crate) async fn pause_after_connection_loss(retry: &RetryPolicy, attempt: &mut u32) -> Result<()> {
-    *attempt += 1;
-    if retry.max_attempts.is_some_and(|max| *attempt >= max) {
-        return Err(Error::ConnectionLoss { attempts: *attempt });
-    }
-    tokio::time::sleep(retry.backoff(*attempt)).await;
-    Ok(())
-}

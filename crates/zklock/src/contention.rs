@@ -17,13 +17,13 @@ use std::time::Duration;
 use tokio::time::Instant;
 use zookeeper_client::{self as zk, Acls, Client, CreateMode, EventType, SessionState};
 
-use crate::error::{Error, Result};
+use crate::error::{session_error, Error, Result};
 use crate::events::{Listener, QueueEvent};
 use crate::guard::Guard;
 use crate::lost::{LostPolicy, LostReason, LostSignal};
 use crate::node::{self, Contender, Marker};
 use crate::own_node::{child_path, OwnNode};
-use crate::retry::RetryPolicy;
+use crate::retry::{is_connection_loss, RetryPolicy};
 
 /// What a recipe's policy says about our position in the sorted queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,7 +185,7 @@ pub(crate) async fn enqueue(
                 let parents = CreateMode::Persistent.with_acls(Acls::anyone_all());
                 retry.run(|| client.mkdir(dir, &parents)).await?;
             }
-            Err(zk::Error::ConnectionLoss) => {
+            Err(err) if is_connection_loss(&err) => {
                 if retry.max_attempts.is_some_and(|max| attempt >= max) {
                     return Err(Error::ConnectionLoss { attempts: attempt });
                 }
@@ -309,10 +309,8 @@ async fn wait_turn(
                     Listener::emit(listener, QueueEvent::Woken { by: path });
                     return Ok(());
                 }
-                EventType::Session => match event.session_state {
-                    SessionState::Expired => return Err(Error::SessionExpired),
-                    SessionState::Closed | SessionState::AuthFailed => return Err(Error::Closed),
-                    _ => {}
+                EventType::Session => if let Some(err) = session_error(&event) {
+                    return Err(err);
                 },
                 _ => Listener::emit(listener, QueueEvent::Woken { by: path }),
             },

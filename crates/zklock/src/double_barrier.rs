@@ -21,7 +21,8 @@ use std::time::Duration;
 
 use zookeeper_client::{self as zk, Acls, Client, CreateMode, SessionState};
 
-use crate::barrier::{pause_after_connection_loss, session_error};
+use crate::error::session_error;
+use crate::retry::is_connection_loss;
 use crate::error::{Error, Result};
 use crate::events::{Listener, QueueEvent};
 use crate::lost::{LostPolicy, LostReason, LostSignal};
@@ -170,13 +171,11 @@ impl DoubleBarrier {
                 Some(Err(zk::Error::NodeExists)) => {}
                 Some(Err(zk::Error::NoNode)) => {
                     let parents = CreateMode::Persistent.with_acls(Acls::anyone_all());
-                    self.retry
-                        .run(|| self.client.mkdir(&self.path, &parents))
-                        .await?;
+                    self.retry.run(|| self.client.mkdir(&self.path, &parents)).await?;
                     continue;
                 }
-                Some(Err(zk::Error::ConnectionLoss)) => {
-                    pause_after_connection_loss(&self.retry, &mut attempt).await?;
+                Some(Err(err)) if is_connection_loss(&err) => {
+                    self.retry.pause(&mut attempt).await?;
                     continue;
                 }
                 Some(Err(err)) => return Err(err.into()),
@@ -186,8 +185,8 @@ impl DoubleBarrier {
                 LostSignal::start(&self.client, &me, self.lost_policy, &self.retry)
             });
             let (watched, listed) = match (watched, listed) {
-                (Err(zk::Error::ConnectionLoss), _) | (_, Err(zk::Error::ConnectionLoss)) => {
-                    pause_after_connection_loss(&self.retry, &mut attempt).await?;
+                (Err(err), _) | (_, Err(err)) if is_connection_loss(&err) => {
+                    self.retry.pause(&mut attempt).await?;
                     continue;
                 }
                 (watched, listed) => (watched?, listed),
@@ -203,14 +202,16 @@ impl DoubleBarrier {
                 Err(err) => return Err(err.into()),
             };
             if !children.contains(&name) {
-                return Err(vanished(&self.client, lost, &me));
+                return Err(vanished(self, lost, &me).await);
             }
             let arrived = children.iter().filter(|c| is_participant(c)).count();
             if arrived >= self.members {
                 tracing::debug!(path = %self.path, arrived, "the last participant arrived; opening the barrier");
                 let mode = CreateMode::Persistent.with_acls(Acls::anyone_all());
                 match self.retry.run(|| self.client.create(&ready, &[], &mode)).await {
-                    Ok((stat, _)) => return Ok(self.entered(node, slot.take().expect("started above"), stat.czxid)),
+                    Ok((stat, _)) => {
+                        return Ok(self.entered(node, slot.take().expect("started above"), stat.czxid))
+                    }
                     // Created by another participant (or by our own attempt whose reply was lost): look again.
                     Err(Error::ZooKeeper(zk::Error::NodeExists)) => continue,
                     Err(err) => return Err(err),
@@ -225,7 +226,7 @@ impl DoubleBarrier {
                     }
                     Listener::emit(&self.listener, QueueEvent::Woken { by: ready.clone() });
                 }
-                reason = lost.lost() => return Err(lost_error(reason, &me)),
+                _ = lost.lost() => return Err(vanished(self, lost, &me).await),
             }
         }
     }
@@ -292,14 +293,35 @@ fn lost_error(reason: LostReason, path: &str) -> Error {
     }
 }
 
-/// The error for "our node is not in the listing".
-fn vanished(client: &Client, lost: &LostSignal, path: &str) -> Error {
-    match lost.reason() {
-        Some(reason) => lost_error(reason, path),
-        None if client.state() == SessionState::Expired => Error::SessionExpired,
-        None => Error::NodeDeleted {
+/// The error for "our node is gone". The deletion of our ephemeral node can reach us before the news that our
+/// session has ended, so a deletion is confirmed with one more request: on a dead session it fails with
+/// `SessionExpired`, on a live one somebody really deleted our node.
+async fn vanished(barrier: &DoubleBarrier, lost: &LostSignal, path: &str) -> Error {
+    if let Some(reason) = lost.reason().filter(|r| *r != LostReason::NodeDeleted) {
+        return lost_error(reason, path);
+    }
+    if barrier.client.state() == SessionState::Expired {
+        return Error::SessionExpired;
+    }
+    match barrier.retry.run(|| barrier.client.check_stat(path)).await {
+        Err(err) if err.is_terminal() => err,
+        _ => Error::NodeDeleted {
             path: path.to_owned(),
         },
+    }
+}
+
+/// Deletes our participant node, also across a connection reset (which `OwnNode::delete` does not retry).
+async fn remove_own(barrier: &DoubleBarrier, node: OwnNode) -> Result<()> {
+    let path = node.path();
+    match node.delete().await {
+        Err(Error::ZooKeeper(err)) if is_connection_loss(&err) => {
+            match barrier.retry.run(|| barrier.client.delete(&path, None)).await {
+                Ok(()) | Err(Error::ZooKeeper(zk::Error::NoNode)) => Ok(()),
+                Err(err) => Err(err),
+            }
+        }
+        other => other,
     }
 }
 
@@ -367,7 +389,7 @@ impl Participation {
             if members.iter().all(|m| *m == name) {
                 // Nobody else is left: we are the last one (or already gone ourselves).
                 if let Some(node) = node.take() {
-                    node.delete().await?;
+                    remove_own(b, node).await?;
                 }
                 return b.remove_ready(ready_czxid).await;
             }
@@ -376,7 +398,7 @@ impl Participation {
                 members[members.len() - 1].clone()
             } else {
                 if let Some(node) = node.take() {
-                    node.delete().await?;
+                    remove_own(b, node).await?;
                 }
                 members[0].clone()
             };

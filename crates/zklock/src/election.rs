@@ -141,7 +141,8 @@ impl LeaderElection {
 
     /// Joins the queue of candidates and completes when we lead.
     pub async fn campaign(&self) -> Result<Leadership> {
-        let guard = contention::acquire(&self.client, &self.path, RULES, &self.options, Wait::Forever).await?;
+        let guard =
+            contention::acquire(&self.client, &self.path, RULES, &self.options, Wait::Forever).await?;
         Ok(guard.expect("a blocking acquire returns a guard"))
     }
 
@@ -227,12 +228,19 @@ impl LeaderElection {
 
     /// The name of the head of the queue, if any.
     async fn head(&self) -> Result<Option<String>> {
-        let children = match self.options.retry.run(|| self.client.list_children(&self.path)).await {
+        let children = match self
+            .options
+            .retry
+            .run(|| self.client.list_children(&self.path))
+            .await
+        {
             Ok(children) => children,
             Err(Error::ZooKeeper(zk::Error::NoNode)) => Vec::new(),
             Err(err) => return Err(err),
         };
-        let head = node::sorted_contenders(children, |m| m == Marker::Latch).into_iter().next();
+        let head = node::sorted_contenders(children, |m| m == Marker::Latch)
+            .into_iter()
+            .next();
         Ok(head.map(|c| c.name))
     }
 }

@@ -139,12 +139,12 @@ async fn node_gone(client: Client, path: String, retry: RetryPolicy) -> LostReas
     let mut attempt = 0;
     loop {
         match client.check_and_watch_stat(&path).await {
-            Ok((None, _)) => return LostReason::NodeDeleted,
+            Ok((None, _)) => return deletion_reason(&client, &path, &retry).await,
             Ok((Some(_), watcher)) => {
                 attempt = 0;
                 let event = watcher.changed().await;
                 match event.event_type {
-                    EventType::NodeDeleted => return LostReason::NodeDeleted,
+                    EventType::NodeDeleted => return deletion_reason(&client, &path, &retry).await,
                     EventType::Session => {
                         if let Some(reason) = reason_for_state(event.session_state) {
                             return reason;
@@ -162,6 +162,16 @@ async fn node_gone(client: Client, path: String, retry: RetryPolicy) -> LostReas
                 tokio::time::sleep(retry.backoff(attempt)).await;
             }
         }
+    }
+}
+
+/// Our node is gone: because the session ended (the deletion can reach us before the news of the expiry does), or
+/// because somebody deleted it? One more request tells.
+async fn deletion_reason(client: &Client, path: &str, retry: &RetryPolicy) -> LostReason {
+    match retry.run(|| client.check_stat(path)).await {
+        Err(crate::Error::SessionExpired) => LostReason::SessionExpired,
+        Err(crate::Error::Closed) => LostReason::ClientClosed,
+        _ => LostReason::NodeDeleted,
     }
 }
 

@@ -87,7 +87,7 @@ impl Drop for OwnNode {
             if let Some(first) = first {
                 match first.await {
                     Ok(()) | Err(zk::Error::NoNode) => return,
-                    Err(err) if !matches!(err, zk::Error::ConnectionLoss) => {
+                    Err(err) if !crate::retry::is_connection_loss(&err) => {
                         tracing::debug!(%dir, %err, "background removal of our node failed");
                         return;
                     }

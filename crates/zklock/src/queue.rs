@@ -17,9 +17,11 @@ use std::time::Duration;
 
 use zookeeper_client::{self as zk, Acls, Client, CreateMode, MultiWriteError};
 
-use crate::barrier::{pause_after_connection_loss, session_error};
+use crate::error::session_error;
+use crate::retry::is_connection_loss;
 use crate::error::{Error, Result};
 use crate::events::{Listener, QueueEvent};
+use crate::lost::{LostPolicy, LostReason, LostSignal};
 use crate::own_node::child_path;
 use crate::retry::RetryPolicy;
 
@@ -70,14 +72,15 @@ const CLAIMS: &str = "claims";
 /// * Do not mix `take` and `take_safe` consumers on one queue: `take` ignores claims.
 /// * A `put` whose reply was lost and whose item was consumed before we looked for it is enqueued again (we cannot
 ///   tell it from never having been written). A `take` whose delete reply was lost, when the item is gone
-///   afterwards, skips it: it may have been ours (and is then lost) or another consumer's. `take_safe` has
-///   neither window.
+///   afterwards, skips it: it may have been ours (and is then lost) or another consumer's; `take_safe` has no
+///   such window (its completion is recognised by our claim being gone too).
 /// * Ordering assumes the directory's sequence counter has not wrapped (2³¹ items per directory).
 #[derive(Debug, Clone)]
 pub struct Queue {
     client: Client,
     path: String,
     retry: RetryPolicy,
+    lost_policy: LostPolicy,
     listener: Option<Listener>,
 }
 
@@ -100,6 +103,7 @@ impl Queue {
             client: client.clone(),
             path: crate::path::validate(path)?,
             retry: RetryPolicy::default(),
+            lost_policy: LostPolicy::default(),
             listener: None,
         })
     }
@@ -107,6 +111,12 @@ impl Queue {
     /// How operations are retried across connection loss.
     pub fn with_retry(mut self, retry: RetryPolicy) -> Queue {
         self.retry = retry;
+        self
+    }
+
+    /// When a [`Claimed`] item counts as lost because of a disconnection (see [`Claimed::lost`]).
+    pub fn with_lost_policy(mut self, policy: LostPolicy) -> Queue {
+        self.lost_policy = policy;
         self
     }
 
@@ -132,8 +142,8 @@ impl Queue {
             match self.client.create(&prefix, data, &mode).await {
                 Ok((_, sequence)) => return Ok(format!("{unique}{sequence}")),
                 Err(zk::Error::NoNode) => self.mkdir(&self.path).await?,
-                Err(zk::Error::ConnectionLoss) => {
-                    pause_after_connection_loss(&self.retry, &mut attempt).await?;
+                Err(err) if is_connection_loss(&err) => {
+                    self.retry.pause(&mut attempt).await?;
                     if let Some(name) = self.find_put(&unique).await? {
                         tracing::info!(queue = %self.path, %name, "found our item after a lost put reply");
                         return Ok(name);
@@ -266,9 +276,12 @@ impl Queue {
             match deleted {
                 Ok(()) => return Ok(Some(read?.0)),
                 Err(zk::Error::NoNode) => return Ok(None),
-                Err(zk::Error::ConnectionLoss) => {
-                    pause_after_connection_loss(&self.retry, &mut attempt).await?;
-                    if self.retry.run(|| self.client.check_stat(&path)).await?.is_none() {
+                Err(err) if is_connection_loss(&err) => {
+                    self.retry.pause(&mut attempt).await?;
+                    if self.retry.run(|| self.client.check_stat(&path))
+                        .await?
+                        .is_none()
+                    {
                         // Ours or another consumer's delete: we cannot tell (see "Limits").
                         tracing::warn!(item = %path, "delete reply lost and the item is gone; skipping it");
                         return Ok(None);
@@ -306,6 +319,13 @@ impl Queue {
         let mode = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
         let mut attempt = 0;
         let mut reply_lost = false;
+        // Until the claim is known to be ours (or not), a cancellation or error removes it if our session owns it.
+        let mut pending = PendingClaim {
+            client: self.client.clone(),
+            claim: claim.clone(),
+            retry: self.retry.clone(),
+            armed: true,
+        };
         let claimed = loop {
             // Claim and read in one round trip; the read only counts if the claim is ours.
             let create = self.client.create(&claim, &[], &mode);
@@ -319,17 +339,19 @@ impl Queue {
                     self.mkdir(claims_dir).await?;
                     continue;
                 }
-                Err(zk::Error::ConnectionLoss) => {
-                    pause_after_connection_loss(&self.retry, &mut attempt).await?;
+                Err(err) if is_connection_loss(&err) => {
+                    self.retry.pause(&mut attempt).await?;
                     reply_lost = true;
                     continue;
                 }
                 Err(err) => return Err(err.into()),
             };
             if !ours {
+                pending.armed = false;
                 return Ok(None);
             }
-            // From here on the claim is released if anything fails.
+            // From here on `Claimed` releases the claim if anything fails.
+            pending.armed = false;
             let mut claimed = Claimed {
                 client: self.client.clone(),
                 item: item.clone(),
@@ -337,16 +359,22 @@ impl Queue {
                 name: name.to_owned(),
                 data: Vec::new(),
                 retry: self.retry.clone(),
+                lost: None,
                 settled: false,
             };
             let read = match read {
                 // The read raced with an unconfirmed claim: read again now that it is ours.
-                Err(zk::Error::ConnectionLoss) => self.retry.run(|| self.client.get_data(&item)).await,
+                Err(err) if is_connection_loss(&err) => {
+                    self.retry.run(|| self.client.get_data(&item)).await
+                }
                 other => other.map_err(Error::from),
             };
             match read {
                 Ok((data, _)) => {
                     claimed.data = data;
+                    let lost = LostSignal::start(&self.client, &claim, self.lost_policy, &self.retry);
+                    lost.set_holding();
+                    claimed.lost = Some(lost);
                     break claimed;
                 }
                 // Completed by another consumer between our listing and our claim.
@@ -387,19 +415,28 @@ impl Queue {
             Ok(listed) => listed,
             Err(zk::Error::NoNode) => return self.wait_for_directory().await,
             // Nothing to wait on: the caller looks again (after a pause, so a dead connection is not hammered).
-            Err(zk::Error::ConnectionLoss) => return pause_after_connection_loss(&self.retry, &mut 0).await,
+            Err(err) if is_connection_loss(&err) => {
+                return self.retry.pause(&mut 0).await
+            }
             Err(err) => return Err(err.into()),
         };
         let (claimed, claims_watch) = match claims {
             None | Some(Err(zk::Error::NoNode)) => (Vec::new(), None),
             Some(Ok((claimed, watch))) => (claimed, Some(watch)),
-            Some(Err(zk::Error::ConnectionLoss)) => return pause_after_connection_loss(&self.retry, &mut 0).await,
+            Some(Err(err)) if is_connection_loss(&err) => {
+                return self.retry.pause(&mut 0).await
+            }
             Some(Err(err)) => return Err(err.into()),
         };
         if sorted_items(items).iter().any(|name| !claimed.contains(name)) {
             return Ok(());
         }
-        Listener::emit(&self.listener, QueueEvent::Waiting { on: self.path.clone() });
+        Listener::emit(
+            &self.listener,
+            QueueEvent::Waiting {
+                on: self.path.clone(),
+            },
+        );
         let claims_changed = async move {
             match claims_watch {
                 Some(watch) => watch.changed().await,
@@ -413,7 +450,12 @@ impl Queue {
         if let Some(err) = session_error(&event) {
             return Err(err);
         }
-        Listener::emit(&self.listener, QueueEvent::Woken { by: self.path.clone() });
+        Listener::emit(
+            &self.listener,
+            QueueEvent::Woken {
+                by: self.path.clone(),
+            },
+        );
         Ok(())
     }
 
@@ -426,7 +468,12 @@ impl Queue {
         if stat.is_some() {
             return Ok(());
         }
-        Listener::emit(&self.listener, QueueEvent::Waiting { on: self.path.clone() });
+        Listener::emit(
+            &self.listener,
+            QueueEvent::Waiting {
+                on: self.path.clone(),
+            },
+        );
         let event = watcher.changed().await;
         match session_error(&event) {
             Some(err) => Err(err),
@@ -470,11 +517,51 @@ fn sorted_items(children: Vec<String>) -> Vec<String> {
     items.into_iter().map(|(_, name)| name).collect()
 }
 
+/// A claim create that may be in flight. Dropped while armed, it removes the claim node if our session created it:
+/// the check is sent at once, so it is processed after the create; a claim owned by our session can only
+/// disappear by our own delete, so deleting it after the check is safe.
+struct PendingClaim {
+    client: Client,
+    claim: String,
+    retry: RetryPolicy,
+    armed: bool,
+}
+
+impl Drop for PendingClaim {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return; // the claim, if any, goes with the session
+        };
+        let check = self.client.check_stat(&self.claim);
+        let (client, claim, retry) = (self.client.clone(), self.claim.clone(), self.retry.clone());
+        runtime.spawn(async move {
+            let session = client.session_id().0;
+            let owned = match check.await {
+                Ok(stat) => stat,
+                Err(_) => retry.run(|| client.check_stat(&claim))
+                    .await
+                    .ok()
+                    .flatten(),
+            };
+            if owned.is_some_and(|stat| stat.ephemeral_owner == session) {
+                tracing::debug!(%claim, "removing the claim of a cancelled take");
+                if let Err(err) = retry.run(|| client.delete(&claim, None)).await {
+                    tracing::debug!(%claim, %err, "removing the claim of a cancelled take failed");
+                }
+            }
+        });
+    }
+}
+
 /// An item claimed by [`Queue::take_safe`]: still in the queue, but skipped by every other `take_safe` consumer
 /// for as long as our claim (an ephemeral node) lives.
 ///
 /// Finish with [`complete`](Claimed::complete) once the item is processed. Dropping it, or
-/// [`abandon`](Claimed::abandon), puts the item back; so does the end of our session.
+/// [`abandon`](Claimed::abandon), puts the item back; so does the end of our session, which
+/// [`lost`](Claimed::lost) reports at once: from then on another consumer may be processing the same item.
 #[derive(Debug)]
 pub struct Claimed {
     client: Client,
@@ -483,6 +570,8 @@ pub struct Claimed {
     name: String,
     data: Vec<u8>,
     retry: RetryPolicy,
+    /// Watches our claim from the moment the item is ours.
+    lost: Option<LostSignal>,
     /// Completed or abandoned: nothing left for `Drop` to do.
     settled: bool,
 }
@@ -498,6 +587,23 @@ impl Claimed {
         &self.name
     }
 
+    /// Completes when our claim stops protecting the item: session expiry, deletion of the claim by somebody
+    /// else, or (per the queue's [`LostPolicy`]) a long disconnection. Cheap to call many times.
+    pub fn lost(&self) -> impl std::future::Future<Output = LostReason> + Send + 'static {
+        let lost = self.lost.as_ref().map(LostSignal::lost);
+        async move {
+            match lost {
+                Some(lost) => lost.await,
+                None => LostReason::Released,
+            }
+        }
+    }
+
+    /// Whether the claim has been lost already.
+    pub fn is_lost(&self) -> bool {
+        self.lost.as_ref().is_some_and(|lost| lost.reason().is_some())
+    }
+
     /// Removes the item and our claim in one transaction and returns the data.
     ///
     /// # Errors
@@ -506,6 +612,8 @@ impl Claimed {
     /// ignoring claims, or an operator).
     pub async fn complete(mut self) -> Result<Vec<u8>> {
         self.settled = true;
+        // Deleting the claim is the point now, not a loss.
+        self.lost = None;
         let mut attempt = 0;
         let mut reply_lost = false;
         loop {
@@ -514,10 +622,8 @@ impl Claimed {
             multi.add_delete(&self.claim, None)?;
             match multi.commit().await {
                 Ok(_) => return Ok(std::mem::take(&mut self.data)),
-                Err(MultiWriteError::RequestFailed {
-                    source: zk::Error::ConnectionLoss,
-                }) => {
-                    pause_after_connection_loss(&self.retry, &mut attempt).await?;
+                Err(MultiWriteError::RequestFailed { source }) if is_connection_loss(&source) => {
+                    self.retry.pause(&mut attempt).await?;
                     reply_lost = true;
                 }
                 Err(MultiWriteError::OperationFailed {
@@ -551,6 +657,7 @@ impl Claimed {
     /// Gives the item back to the queue (removes our claim) and waits for ZooKeeper to confirm.
     pub async fn abandon(mut self) -> Result<()> {
         self.settled = true;
+        self.lost = None;
         match self.retry.run(|| self.client.delete(&self.claim, None)).await {
             Ok(()) | Err(Error::ZooKeeper(zk::Error::NoNode)) => Ok(()),
             Err(err) => Err(err),
@@ -573,7 +680,9 @@ impl Drop for Claimed {
         let (client, claim, retry) = (self.client.clone(), self.claim.clone(), self.retry.clone());
         runtime.spawn(async move {
             let result = match delete.await {
-                Err(zk::Error::ConnectionLoss) => retry.run(|| client.delete(&claim, None)).await,
+                Err(err) if is_connection_loss(&err) => {
+                    retry.run(|| client.delete(&claim, None)).await
+                }
                 other => other.map_err(Error::from),
             };
             match result {
@@ -604,6 +713,9 @@ mod tests {
             "qn-0000000002".into(),
             "qn-aaaa-0000000007".into(),
         ]);
-        assert_eq!(sorted, vec!["qn-0000000002", "qn-aaaa-0000000007", "qn-ffff-0000000010"]);
+        assert_eq!(
+            sorted,
+            vec!["qn-0000000002", "qn-aaaa-0000000007", "qn-ffff-0000000010"]
+        );
     }
 }

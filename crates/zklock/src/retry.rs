@@ -48,7 +48,18 @@ impl RetryPolicy {
         base.mul_f64(jitter)
     }
 
-    /// Runs `op` until it succeeds, fails with anything but connection loss, or the policy gives up.
+    /// Counts one more attempt after a connection loss and pauses; fails once the policy gives up.
+    pub(crate) async fn pause(&self, attempt: &mut u32) -> Result<()> {
+        *attempt += 1;
+        if self.max_attempts.is_some_and(|max| *attempt >= max) {
+            return Err(Error::ConnectionLoss { attempts: *attempt });
+        }
+        tokio::time::sleep(self.backoff(*attempt)).await;
+        Ok(())
+    }
+
+    /// Runs `op` until it succeeds, fails with anything but connection loss (see [`is_connection_loss`]), or the
+    /// policy gives up. Only for idempotent operations.
     pub async fn run<T, F, Fut>(&self, mut op: F) -> Result<T>
     where
         F: FnMut() -> Fut,
@@ -56,18 +67,24 @@ impl RetryPolicy {
     {
         let mut attempt = 0;
         loop {
-            attempt += 1;
             match op().await {
-                Err(zk::Error::ConnectionLoss) => {
-                    if self.max_attempts.is_some_and(|max| attempt >= max) {
-                        return Err(Error::ConnectionLoss { attempts: attempt });
-                    }
-                    tokio::time::sleep(self.backoff(attempt)).await;
+                Err(err) if is_connection_loss(&err) => {
+                    tracing::debug!(%err, "connection lost; retrying");
+                    self.pause(&mut attempt).await?;
                 }
                 other => return other.map_err(Error::from),
             }
         }
     }
+}
+
+/// Whether a request failed because the connection broke, so that it may or may not have been applied.
+///
+/// `zookeeper-client` reports `ConnectionLoss` for requests made while disconnected; a request in flight when the
+/// connection is reset or times out fails with the underlying error wrapped in `Error::Custom` (e.g. "no response
+/// from connection in 4000ms"). Both mean the same thing to a recipe.
+pub(crate) fn is_connection_loss(err: &zk::Error) -> bool {
+    matches!(err, zk::Error::ConnectionLoss | zk::Error::Custom(_))
 }
 
 #[cfg(test)]

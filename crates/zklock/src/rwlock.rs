@@ -219,14 +219,29 @@ mod tests {
         assert_eq!(read_turn(&queue("rww"), 0), Turn::Ready);
         assert_eq!(read_turn(&queue("wrw"), 1), Turn::Wait { watch: 0, sole: true });
         // The nearest writer, not the first one (Curator watches the first).
-        assert_eq!(read_turn(&queue("wrwrr"), 4), Turn::Wait { watch: 2, sole: false });
+        assert_eq!(
+            read_turn(&queue("wrwrr"), 4),
+            Turn::Wait {
+                watch: 2,
+                sole: false
+            }
+        );
         assert_eq!(read_turn(&queue("rrwr"), 3), Turn::Wait { watch: 2, sole: true });
     }
 
     #[test]
     fn writers_wait_for_their_predecessor() {
         assert_eq!(contention::exclusive_turn(&queue("w"), 0), Turn::Ready);
-        assert_eq!(contention::exclusive_turn(&queue("rrw"), 2), Turn::Wait { watch: 1, sole: false });
-        assert_eq!(contention::exclusive_turn(&queue("rw"), 1), Turn::Wait { watch: 0, sole: true });
+        assert_eq!(
+            contention::exclusive_turn(&queue("rrw"), 2),
+            Turn::Wait {
+                watch: 1,
+                sole: false
+            }
+        );
+        assert_eq!(
+            contention::exclusive_turn(&queue("rw"), 1),
+            Turn::Wait { watch: 0, sole: true }
+        );
     }
 }

@@ -180,7 +180,8 @@ impl Semaphore {
             ..self.options.clone()
         };
         let locks_dir = self.locks_dir();
-        let Some(turn) = contention::acquire(&self.client, &locks_dir, TURN_RULES, &turn_options, wait).await?
+        let Some(turn) =
+            contention::acquire(&self.client, &locks_dir, TURN_RULES, &turn_options, wait).await?
         else {
             return Ok(None);
         };
@@ -214,9 +215,13 @@ impl Semaphore {
         let lost = LostSignal::start(&self.client, &node.path(), options.lost_policy, &options.retry);
         Listener::emit(&options.listener, QueueEvent::Created { path: node.path() });
         let granted = match wait {
-            Wait::Forever => self.wait_for_room(&node, &lost, listing, turn).await.map(|()| true),
+            Wait::Forever => self
+                .wait_for_room(&node, &lost, listing, turn)
+                .await
+                .map(|()| true),
             Wait::Until(deadline) => {
-                match tokio::time::timeout_at(deadline, self.wait_for_room(&node, &lost, listing, turn)).await {
+                match tokio::time::timeout_at(deadline, self.wait_for_room(&node, &lost, listing, turn)).await
+                {
                     Ok(result) => result.map(|()| true),
                     Err(_) => {
                         drop(lost);
@@ -307,7 +312,10 @@ impl Semaphore {
                 return Ok(());
             }
             let Some(watcher) = watcher else { continue };
-            Listener::emit(&self.options.listener, QueueEvent::Waiting { on: node.dir.clone() });
+            Listener::emit(
+                &self.options.listener,
+                QueueEvent::Waiting { on: node.dir.clone() },
+            );
             tokio::select! {
                 event = watcher.changed() => match (event.event_type, event.session_state) {
                     (EventType::Session, SessionState::Expired) => return Err(Error::SessionExpired),

@@ -1,38 +1,91 @@
 //! The embedded server against real ZooKeeper 3.8 standalone, on the same machine, in one run:
-//! time from start to serving, the Mutex workloads, saturated mixed operations (throughput and p99), and resident
-//! memory after the run.
+//! time from start to serving, the Mutex workloads, saturated mixed operations (throughput and p99), the servers'
+//! CPU time per 1,000 operations, and resident memory after the run.
 //!
 //! ```sh
 //! cargo build --release -p zklock-cli && cargo build --release -p zklock-bench --features compare
-//! target/release/compare-servers [--seconds 5] [--clients 32]
+//! target/release/compare-servers [--seconds 5] [--clients 32] [--client-threads 1] [--warmup 2]
+//!                                [--only zookeeper|embedded]
 //! ```
-//! The embedded server runs as its own process (`zklock serve`, found next to this binary) so that its memory is
-//! measured alone; both servers fsync every write before replying.
+//! The embedded server runs as its own process (`zklock serve`, found next to this binary) so that its memory and
+//! CPU time are measured alone; both servers fsync every write before replying (ZooKeeper with `forceSync=yes`).
+//!
+//! On a small machine the load generator shares the CPU with the server under test, so throughput alone says
+//! little: the table also reports each server's CPU time per 1,000 operations (utime + stime from
+//! `/proc/<pid>/stat`, sampled when each measured window opens and closes), and the load generator runs on
+//! `--client-threads` tokio worker threads (default 1) so that the server keeps a core. Before measuring, each
+//! server gets `--warmup` seconds of the same workloads (the JVM compiles ZooKeeper's hot paths meanwhile).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use zklock_bench::{lock, mixed};
+use zklock_bench::{lock, mixed, no_probe, Probe};
 use zklock_testkit::{four_letter_word, ports::free_port, ZooKeeper};
 
 struct Args {
     seconds: f64,
     clients: usize,
+    client_threads: usize,
+    warmup: f64,
+    only: Option<String>,
 }
 
 fn args() -> Result<Args> {
-    let mut args = Args { seconds: 5.0, clients: 32 };
+    let mut args = Args { seconds: 5.0, clients: 32, client_threads: 1, warmup: 2.0, only: None };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--seconds" => args.seconds = it.next().context("--seconds N")?.parse()?,
             "--clients" => args.clients = it.next().context("--clients N")?.parse()?,
-            other => bail!("unknown argument {other} (expected --seconds N, --clients N)"),
+            "--client-threads" => args.client_threads = it.next().context("--client-threads N")?.parse()?,
+            "--warmup" => args.warmup = it.next().context("--warmup SECONDS")?.parse()?,
+            "--only" => match it.next().as_deref() {
+                Some(which @ ("zookeeper" | "embedded")) => args.only = Some(which.to_string()),
+                _ => bail!("--only zookeeper|embedded"),
+            },
+            other => bail!(
+                "unknown argument {other} (expected --seconds N, --clients N, --client-threads N, --warmup SECONDS, \
+                 --only zookeeper|embedded)"
+            ),
         }
     }
+    if args.client_threads == 0 {
+        bail!("--client-threads must be at least 1");
+    }
     Ok(args)
+}
+
+/// CPU seconds (user + system, all threads) a process has used so far, from `/proc/<pid>/stat`.
+fn cpu_seconds(pid: u32, ticks_per_second: f64) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may contain spaces; the fields after its closing parenthesis are fixed.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the whole line, i.e. 11 and 12 after the name.
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / ticks_per_second)
+}
+
+/// Clock ticks per second for `/proc` times (`getconf CLK_TCK`; 100 on every common Linux).
+fn ticks_per_second() -> f64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|out| String::from_utf8(out.stdout).ok())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+/// The 1-minute load average, to print next to the figures.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "?".into())
 }
 
 /// Resident set size of a process, from /proc.
@@ -92,61 +145,143 @@ fn start_embedded() -> Result<(Embedded, Duration)> {
 }
 
 fn ratio(embedded: f64, zookeeper: f64) -> String {
-    format!("{:.2}×", embedded / zookeeper)
+    if embedded.is_nan() || zookeeper.is_nan() {
+        "–".into()
+    } else {
+        format!("{:.2}×", embedded / zookeeper)
+    }
 }
 
-#[tokio::main]
-async fn main() -> Result<()> {
+fn main() -> Result<()> {
     let args = args()?;
+    // The load generator's runtime: few workers, so that the server under test keeps a core of its own.
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.client_threads)
+        .enable_all()
+        .build()?
+        .block_on(compare(args))
+}
+
+/// One server under test.
+struct Target {
+    name: &'static str,
+    hosts: String,
+    pid: u32,
+}
+
+/// Samples (server CPU s, load generator CPU s).
+fn cpu_probe(server_pid: u32, ticks: f64) -> Probe {
+    let me = std::process::id();
+    Arc::new(move || {
+        vec![
+            cpu_seconds(server_pid, ticks).unwrap_or(f64::NAN),
+            cpu_seconds(me, ticks).unwrap_or(f64::NAN),
+        ]
+    })
+}
+
+/// A row of the table: label and the two values (NaN = not measured).
+type Row = (String, [f64; 2]);
+
+async fn compare(args: Args) -> Result<()> {
     let seconds = Duration::from_secs_f64(args.seconds);
+    let ticks = ticks_per_second();
+    let load_before = load_average();
     let zk_started = Instant::now();
-    let zookeeper = tokio::task::spawn_blocking(ZooKeeper::standalone).await??;
+    // The testkit turns ZooKeeper's fsync off by default to speed tests up; a benchmark compares durable servers.
+    let zookeeper =
+        tokio::task::spawn_blocking(|| ZooKeeper::builder().config("forceSync", "yes").start()).await??;
     let zk_start = zk_started.elapsed();
     let (embedded, embedded_start) = tokio::task::spawn_blocking(start_embedded).await??;
-    let servers = [("ZooKeeper 3.8", zookeeper.connect_string()), ("embedded", embedded.hosts.clone())];
-    println!("compare-servers: {:.1}s per measurement, {} clients for mixed operations", args.seconds, args.clients);
-    let mut rows: Vec<(String, [f64; 2], bool)> = Vec::new();
-    for (label, clients) in [("Mutex uncontended acquire+release /s", 1), ("Mutex contended hand-offs /s (8 clients)", 8)] {
-        let mut values = [0.0; 2];
-        for (i, (name, hosts)) in servers.iter().enumerate() {
-            values[i] = lock::throughput(hosts, lock::LockImpl::Zklock, clients, seconds).await?;
-            eprintln!("  {label} on {name}: {:.0}", values[i]);
+    let mut targets = vec![
+        Target {
+            name: "ZooKeeper 3.8",
+            hosts: zookeeper.connect_string(),
+            pid: zookeeper.pid(0).context("ZooKeeper's pid")?,
+        },
+        Target { name: "embedded", hosts: embedded.hosts.clone(), pid: embedded.child.id() },
+    ];
+    let measured = |i: usize| match args.only.as_deref() {
+        Some("zookeeper") => i == 0,
+        Some("embedded") => i == 1,
+        _ => true,
+    };
+    println!(
+        "compare-servers: {:.1}s per measurement, {} clients for mixed operations, load generator on {} tokio \
+         worker thread(s), {:.1}s warm-up per server; load average {load_before} before",
+        args.seconds, args.clients, args.client_threads, args.warmup
+    );
+    if args.warmup > 0.0 {
+        let warmup = Duration::from_secs_f64(args.warmup / 2.0);
+        for target in targets.iter().enumerate().filter(|(i, _)| measured(*i)).map(|(_, t)| t) {
+            lock::measure(&target.hosts, lock::LockImpl::Zklock, 8, warmup, no_probe()).await?;
+            mixed::run(&target.hosts, args.clients, warmup).await?;
         }
-        rows.push((label.to_string(), values, true));
     }
-    let mut mixed_results = Vec::new();
-    for (name, hosts) in &servers {
-        let result = mixed::run(hosts, args.clients, seconds).await?;
-        eprintln!("  mixed on {name}: {result:?}");
-        mixed_results.push(result);
+    let mut rows: Vec<Row> = Vec::new();
+    for (label, unit, clients) in [
+        ("Mutex uncontended acquire+release /s", "acquisitions", 1),
+        ("Mutex contended hand-offs /s (8 clients)", "hand-offs", 8),
+    ] {
+        let mut per_sec = [f64::NAN; 2];
+        let mut server_cpu = [f64::NAN; 2];
+        let mut client_cpu = [f64::NAN; 2];
+        for (i, target) in targets.iter().enumerate().filter(|(i, _)| measured(*i)) {
+            let run = lock::measure(&target.hosts, lock::LockImpl::Zklock, clients, seconds, cpu_probe(target.pid, ticks))
+                .await?;
+            per_sec[i] = run.per_sec();
+            server_cpu[i] = per_thousand(run.probe[0], run.count);
+            client_cpu[i] = per_thousand(run.probe[1], run.count);
+            eprintln!("  {label} on {}: {:.0} ({run:?})", target.name, per_sec[i]);
+        }
+        rows.push((label.to_string(), per_sec));
+        rows.push((format!("↳ server CPU ms per 1,000 {unit}"), server_cpu));
+        rows.push((format!("↳ load generator CPU ms per 1,000 {unit}"), client_cpu));
     }
-    rows.push((
-        format!("mixed ops /s ({} clients)", args.clients),
-        [mixed_results[0].ops_per_sec, mixed_results[1].ops_per_sec],
-        true,
-    ));
-    rows.push((
-        "mixed p50 latency (ms)".into(),
-        [mixed_results[0].p50.as_secs_f64() * 1e3, mixed_results[1].p50.as_secs_f64() * 1e3],
-        false,
-    ));
-    rows.push((
-        "mixed p99 latency (ms)".into(),
-        [mixed_results[0].p99.as_secs_f64() * 1e3, mixed_results[1].p99.as_secs_f64() * 1e3],
-        false,
-    ));
-    let zk_pid = zookeeper.pid(0).context("ZooKeeper's pid")?;
-    rows.push(("resident memory after the run (MiB)".into(), [rss_mib(zk_pid)?, rss_mib(embedded.child.id())?], false));
+    let mut mixed_results = vec![None, None];
+    for (i, target) in targets.iter().enumerate().filter(|(i, _)| measured(*i)) {
+        let result = mixed::run_probed(&target.hosts, args.clients, seconds, cpu_probe(target.pid, ticks)).await?;
+        eprintln!("  mixed on {}: {result:?}", target.name);
+        mixed_results[i] = Some(result);
+    }
+    let field = |f: &dyn Fn(&mixed::MixedResult) -> f64| {
+        [0, 1].map(|i| mixed_results[i].as_ref().map_or(f64::NAN, f))
+    };
+    rows.push((format!("mixed ops /s ({} clients)", args.clients), field(&|r| r.ops_per_sec)));
+    rows.push(("↳ server CPU ms per 1,000 ops".into(), field(&|r| per_thousand(r.probe[0], r.ops))));
+    rows.push(("↳ load generator CPU ms per 1,000 ops".into(), field(&|r| per_thousand(r.probe[1], r.ops))));
+    rows.push(("mixed p50 latency (ms)".into(), field(&|r| r.p50.as_secs_f64() * 1e3)));
+    rows.push(("mixed p99 latency (ms)".into(), field(&|r| r.p99.as_secs_f64() * 1e3)));
+    let rss = [0, 1].map(|i| if measured(i) { rss_mib(targets[i].pid).unwrap_or(f64::NAN) } else { f64::NAN });
+    rows.push(("resident memory after the run (MiB)".into(), rss));
     rows.push((
         "start to serving (ms)".into(),
         [zk_start.as_secs_f64() * 1e3, embedded_start.as_secs_f64() * 1e3],
-        false,
     ));
     println!("\n| workload | ZooKeeper 3.8 | embedded | embedded / ZooKeeper |\n|---|---:|---:|---:|");
-    for (label, [zk, emb], _higher_is_better) in &rows {
-        println!("| {label} | {zk:.1} | {emb:.1} | {} |", ratio(*emb, *zk));
+    for (label, [zk, emb]) in &rows {
+        println!("| {label} | {} | {} | {} |", cell(*zk), cell(*emb), ratio(*emb, *zk));
     }
+    println!("\nload average {load_before} before, {} after", load_average());
+    targets.clear();
     drop(embedded);
     drop(zookeeper);
     Ok(())
+}
+
+/// Milliseconds of CPU per 1,000 operations.
+fn per_thousand(cpu_seconds: f64, ops: u64) -> f64 {
+    if ops == 0 {
+        f64::NAN
+    } else {
+        cpu_seconds * 1e3 / (ops as f64 / 1e3)
+    }
+}
+
+fn cell(value: f64) -> String {
+    if value.is_nan() {
+        "–".into()
+    } else {
+        format!("{value:.1}")
+    }
 }

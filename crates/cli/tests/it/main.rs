@@ -3,5 +3,6 @@
 mod support;
 
 mod demo;
+mod elect;
 mod run;
 mod status;

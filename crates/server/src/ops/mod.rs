@@ -28,6 +28,10 @@ pub struct Reply {
     pub close: bool,
     /// Send `body` even with an error code (ZooKeeper does this for a rejected multiRead).
     pub body_on_error: bool,
+    /// For reads: the zxid of the newest change the reply reveals (see [`crate::tree::Node::changed`]).
+    /// The reply then waits only for that zxid to be durable instead of for every write before it.
+    /// `None`: the reply depends on everything committed so far (writes and the rarer requests).
+    pub observed: Option<i64>,
 }
 
 impl Reply {
@@ -39,6 +43,7 @@ impl Reply {
             zxid: None,
             close: false,
             body_on_error: false,
+            observed: None,
         }
     }
 
@@ -50,6 +55,7 @@ impl Reply {
             zxid: None,
             close: false,
             body_on_error: false,
+            observed: None,
         }
     }
 
@@ -61,11 +67,18 @@ impl Reply {
             zxid: None,
             close: false,
             body_on_error: false,
+            observed: None,
         }
     }
 
     fn closing(mut self) -> Self {
         self.close = true;
+        self
+    }
+
+    /// Marks a read reply as revealing nothing newer than `zxid`.
+    pub fn observing(mut self, zxid: i64) -> Self {
+        self.observed = Some(zxid);
         self
     }
 }
@@ -127,9 +140,10 @@ pub fn handle(st: &mut State, conn: ConnId, body: &[u8]) -> Result<Flow, Malform
     } else {
         header.xid
     };
+    let after = st.reply_zxid(conn, reply.observed);
     let hdr = ReplyHeader {
         xid,
-        zxid: reply.zxid.unwrap_or(st.last_zxid),
+        zxid: reply.zxid.unwrap_or(after),
         err: reply.err.into(),
     };
     let body: &[u8] = if reply.err == ErrorCode::Ok || reply.body_on_error {
@@ -138,7 +152,7 @@ pub fn handle(st: &mut State, conn: ConnId, body: &[u8]) -> Result<Flow, Malform
         &[]
     };
     let bytes = frame(&hdr, body);
-    st.send(conn, bytes, true);
+    st.send_after(conn, bytes, true, after);
     if reply.close {
         st.close_conn(conn);
         return Ok(Flow::Close);
@@ -154,7 +168,8 @@ fn dispatch(
     r: &mut Reader<'_>,
 ) -> Result<Reply, Malformed> {
     Ok(match op {
-        OpCode::Ping => Reply::empty(),
+        // A ping reveals nothing but the zxid in its header.
+        OpCode::Ping => Reply::empty().observing(0),
         OpCode::Create | OpCode::Create2 | OpCode::CreateContainer | OpCode::CreateTtl => {
             write::create(st, conn, session, op, r)?
         }

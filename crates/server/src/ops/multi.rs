@@ -143,6 +143,16 @@ pub fn multi_read(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Re
         });
     }
     let auth = auth_of(st, conn);
+    let observed = req
+        .ops
+        .iter()
+        .map(|op| match op {
+            MultiOp::GetData(g) => st.tree.changed_at(&g.path),
+            MultiOp::GetChildren(g) => st.tree.changed_at(&g.path),
+            _ => st.last_zxid,
+        })
+        .max()
+        .unwrap_or(0);
     let results = req
         .ops
         .iter()
@@ -167,5 +177,5 @@ pub fn multi_read(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Re
             res.unwrap_or_else(|e| MultiResult::Error(e.into()))
         })
         .collect();
-    Ok(Reply::ok(&MultiResponse { results }))
+    Ok(Reply::ok(&MultiResponse { results }).observing(observed))
 }

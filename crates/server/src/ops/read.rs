@@ -23,16 +23,19 @@ pub fn exists(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply,
     if req.watch {
         st.watches.add_data(&req.path, conn);
     }
+    let observed = st.tree.changed_at(&req.path);
     Ok(match st.tree.get(&req.path) {
         Some(n) => Reply::ok(&StatResponse { stat: n.stat() }),
         None => Reply::err(ErrorCode::NoNode),
-    })
+    }
+    .observing(observed))
 }
 
 pub fn get_data(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply, Malformed> {
     let req = GetDataRequest::decode(r)?;
     let auth = auth_of(st, conn);
-    Ok((|| {
+    let observed = st.tree.changed_at(&req.path);
+    Ok(Reply::from((|| {
         let n = st.tree.get(&req.path).ok_or(ErrorCode::NoNode)?;
         acl::check(&n.acl, perms::READ, &auth)?;
         let reply = Reply::ok(&GetDataResponse {
@@ -43,8 +46,8 @@ pub fn get_data(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Repl
             st.watches.add_data(&req.path, conn);
         }
         Ok(reply)
-    })()
-    .into())
+    })())
+    .observing(observed))
 }
 
 pub fn get_children(
@@ -55,7 +58,8 @@ pub fn get_children(
 ) -> Result<Reply, Malformed> {
     let req = GetChildrenRequest::decode(r)?;
     let auth = auth_of(st, conn);
-    Ok((|| {
+    let observed = st.tree.changed_at(&req.path);
+    Ok(Reply::from((|| {
         let n = st.tree.get(&req.path).ok_or(ErrorCode::NoNode)?;
         acl::check(&n.acl, perms::READ, &auth)?;
         let children: Vec<String> = n.children.iter().cloned().collect();
@@ -71,14 +75,15 @@ pub fn get_children(
             st.watches.add_child(&req.path, conn);
         }
         Ok(reply)
-    })()
-    .into())
+    })())
+    .observing(observed))
 }
 
 pub fn get_acl(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply, Malformed> {
     let req = GetAclRequest::decode(r)?;
     let auth = auth_of(st, conn);
-    Ok((|| {
+    let observed = st.tree.changed_at(&req.path);
+    Ok(Reply::from((|| {
         let n = st.tree.get(&req.path).ok_or(ErrorCode::NoNode)?;
         acl::check(&n.acl, perms::READ | perms::ADMIN, &auth)?;
         // Without ADMIN the digest hashes are hidden (they are brute-forceable).
@@ -87,8 +92,8 @@ pub fn get_acl(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply
             Err(_) => acl::redact(&n.acl),
         };
         Ok(Reply::ok(&GetAclResponse { acl, stat: n.stat() }))
-    })()
-    .into())
+    })())
+    .observing(observed))
 }
 
 pub fn all_children_number(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply, Malformed> {

@@ -89,3 +89,27 @@ fn requests(credentials: &Credentials) -> Vec<u8> {
     }
     wire
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::credentials::parse_connect_request;
+
+    #[test]
+    fn connect_request_round_trips_and_close_follows_it() {
+        let credentials = Credentials {
+            session_id: 0x1234_5678_9abc,
+            password: vec![7; 16],
+            timeout_ms: 6000,
+        };
+        let wire = requests(&credentials);
+        let first_len = i32::from_be_bytes(wire[0..4].try_into().unwrap()) as usize;
+        assert_eq!(first_len, 45, "Java clients send 45-byte ConnectRequests too");
+        let parsed = parse_connect_request(&wire[4..4 + first_len]).unwrap();
+        assert_eq!(parsed.session_id, credentials.session_id);
+        assert_eq!(parsed.password, credentials.password);
+        assert_eq!(parsed.timeout_ms, 6000);
+        let close = &wire[4 + first_len..];
+        assert_eq!(close, [0, 0, 0, 8, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xf5]);
+    }
+}

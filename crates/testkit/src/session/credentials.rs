@@ -43,7 +43,7 @@ pub(crate) async fn capture_credentials(client: &Client) -> io::Result<Credentia
 }
 
 /// ConnectRequest: protocolVersion i32, lastZxidSeen i64, timeOut i32, sessionId i64, passwd buffer, [readOnly].
-fn parse_connect_request(body: &[u8]) -> io::Result<Credentials> {
+pub(crate) fn parse_connect_request(body: &[u8]) -> io::Result<Credentials> {
     let invalid = || io::Error::new(io::ErrorKind::InvalidData, "malformed ConnectRequest");
     let timeout_ms = i32::from_be_bytes(
         body.get(12..16)

@@ -16,7 +16,11 @@ pub fn events() -> (Listener, mpsc::UnboundedReceiver<QueueEvent>) {
 }
 
 /// Consumes events until `pick` accepts one; panics after [`EVENTUALLY`].
-pub async fn until(rx: &mut mpsc::UnboundedReceiver<QueueEvent>, what: &str, pick: impl Fn(&QueueEvent) -> bool) {
+pub async fn until(
+    rx: &mut mpsc::UnboundedReceiver<QueueEvent>,
+    what: &str,
+    pick: impl Fn(&QueueEvent) -> bool,
+) {
     eventually(what, async {
         loop {
             let event = rx.recv().await.expect("listener channel closed");
@@ -90,6 +94,12 @@ on_every_server! {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_barrier_paths_are_rejected() {
     let client = client(&standalone().await).await;
-    assert!(matches!(Barrier::new(&client, "/"), Err(Error::InvalidPath { .. })));
-    assert!(matches!(Barrier::new(&client, "relative"), Err(Error::InvalidPath { .. })));
+    assert!(matches!(
+        Barrier::new(&client, "/"),
+        Err(Error::InvalidPath { .. })
+    ));
+    assert!(matches!(
+        Barrier::new(&client, "relative"),
+        Err(Error::InvalidPath { .. })
+    ));
 }

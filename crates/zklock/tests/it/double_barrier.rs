@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
-use zklock::{DoubleBarrier, Error, Participation, QueueEvent};
+use zklock::{DoubleBarrier, Error, LostReason, Participation, QueueEvent};
 use zklock_testkit::{expire_session, unique_path};
 
 use crate::barrier::{events, until};
@@ -30,7 +30,9 @@ struct Member {
 async fn member(hosts: &str, dir: &str, members: usize) -> Member {
     let client = client(hosts).await;
     let (listener, events) = events();
-    let barrier = DoubleBarrier::new(&client, dir, members).unwrap().with_listener(listener);
+    let barrier = DoubleBarrier::new(&client, dir, members)
+        .unwrap()
+        .with_listener(listener);
     let (entered_tx, entered) = oneshot::channel();
     let (leave, leave_rx) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
@@ -39,7 +41,12 @@ async fn member(hosts: &str, dir: &str, members: usize) -> Member {
         leave_rx.await.unwrap();
         participation.leave().await
     });
-    Member { events, entered, leave: Some(leave), task }
+    Member {
+        events,
+        entered,
+        leave: Some(leave),
+        task,
+    }
 }
 
 on_every_server! {
@@ -78,7 +85,12 @@ on_every_server! {
             expected.push(lowest.clone());
         }
         expected.sort();
-        await_children(&admin, &dir, "the leavers to settle", |c| participants(c) == expected).await;
+        await_children(&admin, &dir, "the leavers to settle", |c| {
+            let mut now = participants(c);
+            now.sort();
+            now == expected
+        })
+        .await;
         // The lowest waits for the highest remaining (the holdout); everybody else waits for the lowest.
         let target_of = |name: &String| {
             if *name == lowest { paths[holdout].clone() } else { format!("{dir}/{lowest}") }
@@ -164,34 +176,76 @@ on_every_server! {
     }
 
     async fn expired_participant_is_not_counted(hosts: &str) {
+        const N: usize = 3;
         let dir = unique_path("double-barrier-expiry");
         let observer = client(hosts).await;
-        // A arrives and waits; its session expires: its enter fails and it no longer counts.
-        let mut a = member(hosts, &dir, 2).await;
+        let mut a = member(hosts, &dir, N).await;
         until(&mut a.events, "A to wait", |e| matches!(e, QueueEvent::Waiting { .. })).await;
-        let a_client = client(hosts).await;
-        // The member's own client is inside its task; expire a session that *is* a participant instead: enter
-        // with a client we keep.
-        let a_barrier = DoubleBarrier::new(&a_client, &dir, 3).unwrap();
-        let (listener, mut rx) = events();
-        let a_barrier = a_barrier.with_listener(listener);
-        let a_enter = tokio::spawn(async move { a_barrier.enter().await.map(drop) });
-        until(&mut rx, "the expiring participant to wait", |e| matches!(e, QueueEvent::Waiting { .. })).await;
-        assert_eq!(participants(&children(&observer, &dir).await).len(), 2);
-        expire_session(hosts, &a_client).await;
-        let err = eventually("the expired participant to fail", a_enter).await.unwrap().unwrap_err();
+        // X arrives second and its session expires while it waits: its enter fails and it no longer counts.
+        let x_client = client(hosts).await;
+        let (listener, mut x_events) = events();
+        let x = DoubleBarrier::new(&x_client, &dir, N).unwrap().with_listener(listener);
+        let x_enter = tokio::spawn(async move { x.enter().await.map(drop) });
+        until(&mut x_events, "X to wait", |e| matches!(e, QueueEvent::Waiting { .. })).await;
+        expire_session(hosts, &x_client).await;
+        let err = eventually("X to fail", x_enter).await.unwrap().unwrap_err();
         assert_eq!(err, Error::SessionExpired);
-        await_children(&observer, &dir, "the expired node to go", |c| participants(c).len() == 1).await;
-        assert!(a.entered.try_recv().is_err(), "entered with a participant that is gone");
-        // B arrives: 2 live participants, the first member (which expects 2) and B → both enter.
-        let mut b = member(hosts, &dir, 2).await;
-        eventually("A to enter", &mut a.entered).await.unwrap();
-        eventually("B to enter", &mut b.entered).await.unwrap();
-        for m in [&mut a, &mut b] {
+        await_children(&observer, &dir, "X's node to go", |c| participants(c).len() == 1).await;
+        // B arrives third: only two live participants, so nobody enters.
+        let mut b = member(hosts, &dir, N).await;
+        until(&mut b.events, "B to wait", |e| matches!(e, QueueEvent::Waiting { .. })).await;
+        assert!(a.entered.try_recv().is_err() && b.entered.try_recv().is_err(), "entered with only 2 of 3 alive");
+        // C makes three.
+        let mut c = member(hosts, &dir, N).await;
+        for m in [&mut a, &mut b, &mut c] {
+            eventually("everybody to enter", &mut m.entered).await.unwrap();
+        }
+        for m in [&mut a, &mut b, &mut c] {
             m.leave.take().unwrap().send(()).unwrap();
         }
-        eventually("A to leave", a.task).await.unwrap().unwrap();
-        eventually("B to leave", b.task).await.unwrap().unwrap();
+        for m in [a, b, c] {
+            eventually("everybody to leave", m.task).await.unwrap().unwrap();
+        }
         await_children(&observer, &dir, "an empty barrier", |c| c.is_empty()).await;
+    }
+}
+
+on_every_server! {
+    async fn participant_expiring_after_enter_counts_as_left(hosts: &str) {
+        let dir = unique_path("double-barrier-late-expiry");
+        let (a_client, b_client) = (client(hosts).await, client(hosts).await);
+        let (a, b) = (DoubleBarrier::new(&a_client, &dir, 2).unwrap(), DoubleBarrier::new(&b_client, &dir, 2).unwrap());
+        let (a, b) = eventually("both to enter", async { tokio::try_join!(a.enter(), b.enter()) }).await.unwrap();
+        let lost = a.lost();
+        expire_session(hosts, &a_client).await;
+        let reason = eventually("A's lost signal", lost).await;
+        // The deletion of A's node may reach A before the news of its session's end.
+        assert!(matches!(reason, LostReason::SessionExpired | LostReason::NodeDeleted), "{reason:?}");
+        eventually("B to leave without A", b.leave()).await.unwrap();
+        assert_eq!(a.leave().await, Err(Error::SessionExpired));
+        let observer = client(hosts).await;
+        await_children(&observer, &dir, "an empty barrier", |c| c.is_empty()).await;
+    }
+
+    async fn lost_create_reply_leaves_one_participant_node(hosts: &str) {
+        let dir = unique_path("double-barrier-lost-reply");
+        let proxy = zklock_testkit::Proxy::start(first_server(hosts)).await.unwrap();
+        let client = client(&proxy.connect_string()).await;
+        client.create(&dir, b"", &zklock::zookeeper_client::CreateMode::Persistent.with_acls(
+            zklock::zookeeper_client::Acls::anyone_all())).await.unwrap();
+        let other = crate::support::client(hosts).await;
+        let barrier = DoubleBarrier::new(&client, &dir, 2).unwrap();
+        proxy.drop_reply_and_cut(zklock_testkit::opcode::ALL_CREATES);
+        let (listener, mut rx) = events();
+        let barrier = barrier.with_listener(listener);
+        let mine = tokio::spawn(async move { barrier.enter().await });
+        until(&mut rx, "the participant to wait", |e| matches!(e, QueueEvent::Waiting { .. })).await;
+        assert_eq!(proxy.lost_replies(), 1, "the fault was injected");
+        assert_eq!(participants(&children(&other, &dir).await).len(), 1, "exactly one node of ours");
+        let other_barrier = DoubleBarrier::new(&other, &dir, 2).unwrap();
+        let theirs = eventually("the other to enter", other_barrier.enter()).await.unwrap();
+        let mine = eventually("ours to enter", mine).await.unwrap().unwrap();
+        eventually("both to leave", async { tokio::try_join!(mine.leave(), theirs.leave()) }).await.unwrap();
+        await_children(&other, &dir, "an empty barrier", |c| c.is_empty()).await;
     }
 }

@@ -148,16 +148,18 @@ on_every_server! {
             eventually("the next waiter to acquire", acquired).await.unwrap();
             let now = counts(&proxies);
             for (j, count) in now.iter().enumerate() {
-                // Earlier holders: one wake-up plus the watch on their own node firing at their release.
-                let expected = if j < k { 2 } else if j == k { 1 } else { 0 };
-                assert_eq!(*count, expected, "after hand-off {k}: notifications per waiter {now:?}");
+                // Earlier holders: one wake-up, plus possibly the watch on their own node firing at their release
+                // (unless the client dropped that watch first). The holder: exactly its one wake-up. Later
+                // waiters: nothing at all — no herd.
+                let expected = if j < k { 1..=2 } else if j == k { 1..=1 } else { 0..=0 };
+                assert!(expected.contains(count), "after hand-off {k}: notifications per waiter {now:?}");
             }
             release.send(()).unwrap();
         }
         for task in tasks {
             eventually("waiters to finish", task).await.unwrap();
         }
-        assert_eq!(counts(&proxies), vec![2; WAITERS]);
+        assert!(counts(&proxies).iter().all(|c| (1..=2).contains(c)), "{:?}", counts(&proxies));
     }
 
     async fn try_lock_never_queues(hosts: &str) {

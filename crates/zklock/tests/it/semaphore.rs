@@ -11,6 +11,26 @@ use zklock_testkit::{expire_session, unique_path, ZooKeeper};
 use crate::on_every_server;
 use crate::support::*;
 
+/// The lost reason after the session was expired by `expire_session`: the expiry itself, or the deletion of our
+/// ephemeral node by it, whichever the client hears first (an ensemble member may deliver the deletion first).
+fn assert_expired(reason: LostReason) {
+    assert!(
+        matches!(reason, LostReason::SessionExpired | LostReason::NodeDeleted),
+        "{reason:?}"
+    );
+}
+
+/// Waits until `client` itself knows its session expired (it learns it when it reconnects).
+async fn await_expired(client: &zklock::zookeeper_client::Client) {
+    let mut states = client.state_watcher();
+    eventually("the client to learn of the expiry", async {
+        while states.state() != zklock::zookeeper_client::SessionState::Expired {
+            states.changed().await;
+        }
+    })
+    .await
+}
+
 on_every_server! {
     async fn never_more_than_n_holders(hosts: &str) {
         // 8 sessions, 3 leases, 4 rounds each; a third of the clients acquire with a timeout and a third try
@@ -94,12 +114,13 @@ on_every_server! {
         };
         await_children(&c, &format!("{dir}/leases"), "the waiting lease node", |n| n.len() == 3).await;
         expire_session(hosts, &a).await;
-        assert_eq!(eventually("the lost signal", lease_a.lost()).await, LostReason::SessionExpired);
+        assert_expired(eventually("the lost signal", lease_a.lost()).await);
         let lease_c = eventually("the waiter to get the expired lease", waiting).await.unwrap().unwrap();
         assert!(!lease_b.is_lost() && !lease_c.is_lost());
         let nodes = Semaphore::new(&c, &dir, 2).unwrap().lease_nodes().await.unwrap();
         assert_eq!(nodes, vec![lease_b.path(), lease_c.path()]);
         // An acquire on the expired session fails clearly and leaves nothing.
+        await_expired(&a).await;
         let err = Semaphore::new(&a, &dir, 2).unwrap().acquire().await.unwrap_err();
         assert_eq!(err, Error::SessionExpired);
         lease_b.release().await.unwrap();
@@ -161,7 +182,10 @@ async fn ensemble_leader_killed_while_leases_are_held() {
     })
     .await
     .unwrap();
-    await_children(&clients[2], &leases, "the leases after failover", |n| n.len() == 3).await;
+    await_children(&clients[2], &leases, "the leases after failover", |n| {
+        n.len() == 3
+    })
+    .await;
     assert!(!first.is_lost() && !second.is_lost());
     assert!(!waiting.is_finished(), "a third holder of two leases");
     eventually("release after failover", first.release())

@@ -50,7 +50,9 @@ pub async fn ensemble() -> String {
 
 /// The connect string of this test binary's shared embedded server (see `zklock_testkit::shared_embedded`).
 pub async fn embedded() -> String {
-    tokio::task::spawn_blocking(zklock_testkit::shared_embedded).await.unwrap()
+    tokio::task::spawn_blocking(zklock_testkit::shared_embedded)
+        .await
+        .unwrap()
 }
 
 /// The first server of a connect string (proxies sit in front of one server).

@@ -1,7 +1,7 @@
 // A contender driven by Apache Curator's lock recipes, for zklock's interoperability tests.
 //
-// The tests compile this file with javac into a temporary directory and run it as a separate JVM next to zklock
-// contenders on the same lock path. It talks to the test over stdin/stdout, one line at a time:
+// The tests compile this file with javac into a temporary directory and run it as a separate JVM next to
+// zklock contenders on the same lock path. It talks to the test over stdin/stdout, one line at a time:
 //
 //   java CuratorPeer LOCK ACTION CONNECT PATH [ROUNDS FILE]
 //
@@ -9,12 +9,15 @@
 //           read   InterProcessReadWriteLock.readLock()      (_c_<uuid>-__READ__<seq>)
 //           write  InterProcessReadWriteLock.writeLock()     (_c_<uuid>-__WRIT__<seq>)
 //   ACTION  increment  ROUNDS times: acquire, read the integer in FILE, write it back plus one, release.
-//           observe    ROUNDS times: acquire, read FILE twice with a pause between, fail if it changed, release.
-//           hold       acquire once, print "ACQUIRED <node path>", wait for a line (or EOF) on stdin, release.
+//           observe    ROUNDS times: acquire, read FILE twice with a pause between, fail if it changed,
+//                      release.
+//           hold       acquire once, print "ACQUIRED <node path>", wait for a line (or EOF) on stdin,
+//                      release, print "RELEASED".
 //
 // increment/observe print "READY" once connected and wait for a "GO" line, so that the test can start every
 // contender at the same moment (a JVM takes about a second to start); they print "DONE" at the end.
-// Any failure prints a stack trace to stderr and exits with status 2; a changed value in observe exits with 3.
+// Any failure prints a stack trace to stderr and exits with status 2; a changed value in observe exits
+// with 3.
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -45,14 +48,15 @@ public final class CuratorPeer {
 
     private static int run(String[] args) throws Exception {
         if (args.length < 4) {
-            System.err.println("usage: CuratorPeer mutex|read|write increment|observe|hold CONNECT PATH [ROUNDS FILE]");
+            System.err.println(
+                    "usage: CuratorPeer mutex|read|write increment|observe|hold CONNECT PATH [ROUNDS FILE]");
             return 2;
         }
         String kind = args[0];
         String action = args[1];
         BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        try (CuratorFramework client =
-                CuratorFrameworkFactory.newClient(args[2], 10_000, 10_000, new ExponentialBackoffRetry(100, 10))) {
+        ExponentialBackoffRetry retry = new ExponentialBackoffRetry(100, 10);
+        try (CuratorFramework client = CuratorFrameworkFactory.newClient(args[2], 10_000, 10_000, retry)) {
             client.start();
             if (!client.blockUntilConnected(60, TimeUnit.SECONDS)) {
                 throw new IllegalStateException("could not connect to " + args[2]);
@@ -78,12 +82,7 @@ public final class CuratorPeer {
                     for (int i = 0; i < rounds; i++) {
                         lock.acquire();
                         try {
-                            long value = read(file);
-                            Thread.sleep(PAUSE_MS);
-                            if (action.equals("increment")) {
-                                Files.writeString(file, (value + 1) + "\n");
-                            } else if (read(file) != value) {
-                                System.err.println("the value changed under a read lock: " + value + " -> " + read(file));
+                            if (!criticalSection(action, file)) {
                                 return 3;
                             }
                         } finally {
@@ -96,6 +95,22 @@ public final class CuratorPeer {
                     throw new IllegalArgumentException("unknown action " + action);
             }
         }
+    }
+
+    /** Increments the counter, or checks that it does not change; false if it did change. */
+    private static boolean criticalSection(String action, Path file) throws Exception {
+        long value = read(file);
+        Thread.sleep(PAUSE_MS);
+        if (action.equals("increment")) {
+            Files.writeString(file, (value + 1) + "\n");
+            return true;
+        }
+        long again = read(file);
+        if (again != value) {
+            System.err.println("the value changed under a read lock: " + value + " -> " + again);
+            return false;
+        }
+        return true;
     }
 
     private static InterProcessMutex lock(CuratorFramework client, String kind, String path) {
@@ -111,7 +126,7 @@ public final class CuratorPeer {
         }
     }
 
-    /** Our lock node. Curator keeps it behind a protected accessor, which is what reflection is for in a test. */
+    /** Our lock node. Curator keeps it behind a protected accessor: reflection is fine in a test. */
     private static String ourNode(InterProcessMutex lock) throws Exception {
         Method getLockPath = InterProcessMutex.class.getDeclaredMethod("getLockPath");
         getLockPath.setAccessible(true);

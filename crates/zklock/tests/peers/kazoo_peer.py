@@ -2,13 +2,13 @@
 
     python3 kazoo_peer.py ACTION CONNECT PATH [ROUNDS FILE]
 
-The lock is ``kazoo.recipe.lock.Lock`` with ``extra_lock_patterns=["-lock-"]``, so that it also queues behind
-zklock's (Curator-format) ``_c_<uuid>-lock-<seq>`` nodes; zklock sees kazoo's ``<hex>__lock__<seq>`` nodes when
-built with ``Mutex::with_kazoo_contenders(true)``.
+The lock is ``kazoo.recipe.lock.Lock`` with ``extra_lock_patterns=["-lock-"]``, so that it also queues
+behind zklock's (Curator-format) ``_c_<uuid>-lock-<seq>`` nodes; zklock sees kazoo's ``<hex>__lock__<seq>``
+nodes when built with ``Mutex::with_kazoo_contenders(true)``.
 
 ACTION
-    increment  ROUNDS times: acquire, read the integer in FILE, write it back plus one, release. Prints "READY"
-               once connected, waits for a "GO" line on stdin, prints "DONE" at the end.
+    increment  ROUNDS times: acquire, read the integer in FILE, write it back plus one, release. Prints
+               "READY" once connected, waits for a "GO" line on stdin, prints "DONE" at the end.
     hold       acquire once, print "ACQUIRED <node path>", wait for a line (or EOF) on stdin, release, print
                "RELEASED".
 

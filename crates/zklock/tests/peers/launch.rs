@@ -1,12 +1,12 @@
-//! Launching the interoperability peers — a Curator JVM ([`CuratorPeer.java`]) and a kazoo script
-//! ([`kazoo_peer.py`]) — as child processes that talk to the test line by line, and the counter file they share
-//! with zklock contenders.
+//! Launching the interoperability peers — a Curator JVM (`CuratorPeer.java`) and a kazoo script
+//! (`kazoo_peer.py`) — as child processes that talk to the test line by line, and the counter file they
+//! share with zklock contenders.
 //!
 //! Included with `#[path]` by the zklock and the CLI integration tests, so it uses only std and tokio.
 //!
-//! A missing Java, javac, Curator jar or kazoo is a hard failure with instructions, never a silent skip: a green
-//! interop suite that tested nothing would be worse than a red one. Every child is spawned with `kill_on_drop`,
-//! so a failing test kills (by pid, SIGKILL) the peers it started.
+//! A missing Java, javac, Curator jar or kazoo is a hard failure with instructions, never a silent skip: a
+//! green interop suite that tested nothing would be worse than a red one. Every child is spawned with
+//! `kill_on_drop`, so a failing test kills (by pid, SIGKILL) the peers it started.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -21,7 +21,8 @@ use tokio::task::JoinHandle;
 /// Generous bound for anything a peer must do (a JVM start on a loaded 2-core machine included).
 pub const PEER_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Overrides the `java` binary (the same variable as `zklock_testkit`'s; default `/usr/bin/java`, then `PATH`).
+/// Overrides the `java` binary (the same variable as `zklock_testkit`'s; default `/usr/bin/java`, then
+/// `PATH`).
 pub const JAVA_ENV: &str = "ZKLOCK_TEST_JAVA";
 /// Overrides the `javac` binary (default: next to `java`, then `/usr/bin/javac`, then `PATH`).
 pub const JAVAC_ENV: &str = "ZKLOCK_TEST_JAVAC";
@@ -30,7 +31,8 @@ pub const JAR_DIR_ENV: &str = "ZKLOCK_TEST_ZK_JARS";
 /// Overrides the Python interpreter that has kazoo (default `python3` on `PATH`).
 pub const PYTHON_ENV: &str = "ZKLOCK_TEST_PYTHON";
 
-const JAVA_HELP: &str = "the Curator interop tests need Java 17 (java and javac) and the Curator 5.4 jars in \
+const JAVA_HELP: &str =
+    "the Curator interop tests need Java 17 (java and javac) and the Curator 5.4 jars in \
     /usr/share/java: `apt-get install openjdk-17-jdk-headless libcurator-recipes-java zookeeper` \
     (or set ZKLOCK_TEST_JAVA, ZKLOCK_TEST_JAVAC, ZKLOCK_TEST_ZK_JARS)";
 const KAZOO_HELP: &str = "the kazoo interop tests need Python 3 with kazoo: `python3 -m pip install kazoo` \
@@ -66,30 +68,41 @@ fn compile_curator_peer() -> Result<Java, String> {
         Some(javac) => PathBuf::from(javac),
         None => {
             // The JDK's javac sits next to the real (symlink-resolved) java.
-            let sibling = std::fs::canonicalize(&java).ok().map(|real| real.with_file_name("javac"));
+            let sibling = std::fs::canonicalize(&java)
+                .ok()
+                .map(|real| real.with_file_name("javac"));
             let mut candidates: Vec<PathBuf> = sibling.into_iter().collect();
             candidates.push("/usr/bin/javac".into());
             let candidates: Vec<&Path> = candidates.iter().map(PathBuf::as_path).collect();
             find_executable("javac", &candidates)?
         }
     };
-    let jars = std::env::var_os(JAR_DIR_ENV).map(PathBuf::from).unwrap_or_else(|| "/usr/share/java".into());
+    let jars = std::env::var_os(JAR_DIR_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "/usr/share/java".into());
     // curator-recipes.jar's manifest `Class-Path` pulls in curator-framework/-client, guava, slf4j-api and
     // zookeeper (whose own manifest pulls in jute and netty), so one jar on the classpath is enough.
     let mut classpath = Vec::new();
-    for jar in ["curator-recipes.jar", "curator-framework.jar", "curator-client.jar", "zookeeper.jar"] {
+    for jar in [
+        "curator-recipes.jar",
+        "curator-framework.jar",
+        "curator-client.jar",
+        "zookeeper.jar",
+    ] {
         let path = jars.join(jar);
         if !path.is_file() {
             return Err(format!("{} is missing", path.display()));
         }
         classpath.push(path.display().to_string());
     }
-    // slf4j without a binding prints a warning on every start; the no-op binding keeps stderr for real errors.
+    // slf4j without a binding prints a warning on every start; the no-op binding keeps stderr for real
+    // errors.
     let nop = jars.join("slf4j-nop.jar");
     if nop.is_file() {
         classpath.push(nop.display().to_string());
     }
-    let classes = scratch_dir("curator-peer").map_err(|e| format!("cannot create a directory for classes: {e}"))?;
+    let classes =
+        scratch_dir("curator-peer").map_err(|e| format!("cannot create a directory for classes: {e}"))?;
     let source = sources().join("CuratorPeer.java");
     let out = std::process::Command::new(&javac)
         .arg("-d")
@@ -114,7 +127,8 @@ fn compile_curator_peer() -> Result<Java, String> {
     })
 }
 
-/// Checks once per test process that the Python interpreter imports kazoo. Blocks: call it from `spawn_blocking`.
+/// Checks once per test process that the Python interpreter imports kazoo. Blocks: call it from
+/// `spawn_blocking`.
 fn python() -> &'static Path {
     static PYTHON: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     let found = PYTHON.get_or_init(|| {
@@ -145,13 +159,18 @@ fn find_executable(name: &str, preferred: &[&Path]) -> Result<PathBuf, String> {
     preferred
         .iter()
         .map(|p| p.to_path_buf())
-        .chain(std::env::var_os("PATH").iter().flat_map(std::env::split_paths).map(|dir| dir.join(name)))
+        .chain(
+            std::env::var_os("PATH")
+                .iter()
+                .flat_map(std::env::split_paths)
+                .map(|dir| dir.join(name)),
+        )
         .find(|candidate| candidate.is_file())
         .ok_or_else(|| format!("no `{name}` executable found"))
 }
 
-/// A fresh directory `<tmp>/zklock-interop/<kind>-<nanos>-<pid>-<n>`. Directories left by test processes that are gone
-/// (the compiled classes live in a static and are never cleaned up by their owner) are swept first.
+/// A fresh directory `<tmp>/zklock-interop/<kind>-<nanos>-<pid>-<n>`. Directories left by test processes that
+/// are gone (the compiled classes live in a static and are never cleaned up by their owner) are swept first.
 fn scratch_dir(kind: &str) -> std::io::Result<PathBuf> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let root = std::env::temp_dir().join("zklock-interop");
@@ -164,7 +183,9 @@ fn scratch_dir(kind: &str) -> std::io::Result<PathBuf> {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     let dir = root.join(format!("{kind}-{nanos:x}-{}-{n}", std::process::id()));
     std::fs::create_dir(&dir)?;
@@ -184,17 +205,27 @@ pub struct Peer {
 impl Peer {
     /// `java CuratorPeer <args>` (see `CuratorPeer.java`: `LOCK ACTION CONNECT PATH [ROUNDS FILE]`).
     pub async fn curator(args: &[&str]) -> Peer {
-        let java = tokio::task::spawn_blocking(java).await.expect("compiling the Curator peer");
+        let java = tokio::task::spawn_blocking(java)
+            .await
+            .expect("compiling the Curator peer");
         let mut command = Command::new(&java.java);
         // A small heap and no JIT tiers beyond C1 make the JVM start faster on a loaded machine.
-        command.args(["-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp", &java.classpath, "CuratorPeer"]);
+        command.args([
+            "-Xmx128m",
+            "-XX:TieredStopAtLevel=1",
+            "-cp",
+            &java.classpath,
+            "CuratorPeer",
+        ]);
         command.args(args);
         Peer::spawn(format!("curator {}", args.join(" ")), command)
     }
 
     /// `python3 kazoo_peer.py <args>` (see `kazoo_peer.py`: `ACTION CONNECT PATH [ROUNDS FILE]`).
     pub async fn kazoo(args: &[&str]) -> Peer {
-        let python = tokio::task::spawn_blocking(python).await.expect("looking for kazoo");
+        let python = tokio::task::spawn_blocking(python)
+            .await
+            .expect("looking for kazoo");
         let mut command = Command::new(python);
         command.arg("-u").arg(sources().join("kazoo_peer.py")).args(args);
         Peer::spawn(format!("kazoo {}", args.join(" ")), command)
@@ -247,7 +278,21 @@ impl Peer {
         match line.strip_prefix(word) {
             Some("") => String::new(),
             Some(rest) if rest.starts_with(' ') => rest[1..].to_string(),
-            _ => self.fail(&format!("said {line:?} where we expected {word}")).await,
+            _ => {
+                self.fail(&format!("said {line:?} where we expected {word}"))
+                    .await
+            }
+        }
+    }
+
+    /// The next line if the peer has already written it, without waiting.
+    pub async fn said(&mut self) -> Option<String> {
+        // `timeout` polls the (cancel-safe) read once before it looks at the clock: a line already there is
+        // read.
+        match tokio::time::timeout(Duration::ZERO, self.stdout.next_line()).await {
+            Ok(Ok(line)) => line,
+            Ok(Err(e)) => self.fail(&format!("reading its output: {e}")).await,
+            Err(_) => None,
         }
     }
 
@@ -279,11 +324,16 @@ impl Peer {
             let _ = tokio::time::timeout(Duration::from_secs(5), reader).await;
         }
         let stderr = self.stderr.lock().unwrap().clone();
-        panic!("peer `{}` (pid {}) {what}; its stderr:\n{stderr}", self.name, self.pid());
+        panic!(
+            "peer `{}` (pid {}) {what}; its stderr:\n{stderr}",
+            self.name,
+            self.pid()
+        );
     }
 }
 
-/// A counter in a file, incremented by every contender under the lock: any two holders at once lose an update.
+/// A counter in a file, incremented by every contender under the lock: any two holders at once lose an
+/// update.
 pub struct Counter {
     dir: PathBuf,
     file: PathBuf,
@@ -306,7 +356,9 @@ impl Counter {
     /// The current value.
     pub async fn value(&self) -> u64 {
         let text = tokio::fs::read_to_string(&self.file).await.unwrap();
-        text.trim().parse().unwrap_or_else(|_| panic!("the counter file holds {text:?}"))
+        text.trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("the counter file holds {text:?}"))
     }
 
     /// Read, pause, write back plus one — call it only while holding the lock. The pause widens the window in
@@ -314,7 +366,9 @@ impl Counter {
     pub async fn increment(&self) {
         let value = self.value().await;
         tokio::time::sleep(Duration::from_millis(2)).await;
-        tokio::fs::write(&self.file, format!("{}\n", value + 1)).await.unwrap();
+        tokio::fs::write(&self.file, format!("{}\n", value + 1))
+            .await
+            .unwrap();
     }
 
     /// Read, pause, read again: the value must not change — call it while holding a read lock.

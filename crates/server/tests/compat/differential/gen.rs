@@ -1,0 +1,223 @@
+//! Seeded random request streams over a small name space, so requests collide often (NodeExists, NoNode,
+//! BadVersion, NotEmpty, watches that fire) and every error path gets exercised.
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use super::ops::{AclChoice, Op, ReadOp, SubOp, P, USERS};
+
+/// Session slots per stream.
+pub const SLOTS: usize = 3;
+
+const TOP: [&str; 3] = ["/a", "/b", "/c"];
+const LEAF: [&str; 5] = ["x", "y", "s0000000000", "s0000000001", "s0000000002"];
+
+/// `count` ops from `seed`.
+pub fn stream(seed: u64, count: usize) -> Vec<Op> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut ops = Vec::with_capacity(count);
+    let mut filter = super::known::Filter::default();
+    // Bounded: a known divergence excludes only a small fraction of generated ops.
+    for _ in 0..count * 10 {
+        if ops.len() == count {
+            break;
+        }
+        if let Some(op) = filter.admit(op(&mut rng)) {
+            ops.push(op);
+        }
+    }
+    ops
+}
+
+/// A node path: mostly valid names of depth 1–3; sometimes the root, `/zookeeper` nodes or invalid syntax.
+fn path(rng: &mut impl Rng) -> P {
+    match rng.gen_range(0..100) {
+        0..=2 => P::Rel(String::new()),
+        3 => P::Abs(["/zookeeper", "/zookeeper/quota", "/zookeeper/config"][rng.gen_range(0..3)].into()),
+        4 => P::Rel(
+            ["/a/", "//a", "/a/./x", "/a/../b", "/a\u{1}", "/a/\u{7f}x", "/\u{e000}", "/a//x"][rng.gen_range(0..8)]
+                .into(),
+        ),
+        5..=9 => P::Rel(format!("{}/k", TOP[rng.gen_range(0..3)])),
+        _ => {
+            let mut p = TOP[rng.gen_range(0..3)].to_string();
+            // Mostly shallow: deep paths only exist once their parents do.
+            let depth = [0, 0, 0, 0, 0, 1, 1, 1, 2, 2][rng.gen_range(0..10)];
+            for _ in 0..depth {
+                p.push('/');
+                p.push_str(LEAF[rng.gen_range(0..LEAF.len())]);
+            }
+            P::Rel(p)
+        }
+    }
+}
+
+/// A parent for a sequential create: `<path>/s` (the server appends the counter).
+fn seq_path(rng: &mut impl Rng) -> P {
+    match path(rng) {
+        P::Rel(p) if !p.ends_with("/k") => P::Rel(format!("{p}/s")),
+        other => other,
+    }
+}
+
+fn data(rng: &mut impl Rng) -> Option<Vec<u8>> {
+    match rng.gen_range(0..10) {
+        0 => None,
+        1 => Some(Vec::new()),
+        _ => Some(format!("v{}", rng.gen_range(0..1000)).into_bytes()),
+    }
+}
+
+fn version(rng: &mut impl Rng) -> i32 {
+    if rng.gen_bool(0.5) {
+        -1
+    } else {
+        rng.gen_range(0..3)
+    }
+}
+
+fn acl(rng: &mut impl Rng) -> AclChoice {
+    match rng.gen_range(0..40) {
+        0..=2 => AclChoice::ReadOnly,
+        3..=4 => AclChoice::NoDelete,
+        5..=6 => AclChoice::Creator,
+        7..=9 => AclChoice::Digest(rng.gen_range(0..USERS.len()), [31, 1, 15, 30][rng.gen_range(0..4)]),
+        10 => AclChoice::Ip,
+        11 => AclChoice::BadScheme,
+        12 => AclChoice::Empty,
+        _ => AclChoice::Open,
+    }
+}
+
+/// Create mode and path: containers only at leaves named `k` (they never get children here, so the
+/// servers' periodic container sweeps, which run on their own clocks, never delete anything mid-stream).
+fn create_target(rng: &mut impl Rng) -> (i32, i32, P) {
+    let mode = match rng.gen_range(0..20) {
+        0..=6 => 0,
+        7..=10 => 1,
+        11..=13 => 2,
+        14..=16 => 3,
+        17 => 5 + rng.gen_range(0..2),
+        18 => rng.gen_range(7..9),
+        _ => 0,
+    };
+    match mode {
+        2 | 3 | 6 => (if mode == 6 { 21 } else { [1, 15][rng.gen_range(0..2)] }, mode, seq_path(rng)),
+        5 => (21, 5, path(rng)),
+        _ => {
+            let p = path(rng);
+            let container = matches!(&p, P::Rel(s) if s.ends_with("/k"));
+            if container {
+                (19, 4, p)
+            } else {
+                ([1, 15][rng.gen_range(0..2)], mode, p)
+            }
+        }
+    }
+}
+
+fn sub_op(rng: &mut impl Rng) -> SubOp {
+    match rng.gen_range(0..10) {
+        0..=3 => {
+            let (opcode, mode, path) = create_target(rng);
+            // TTL creates are not allowed in a multi by our generator: their op differs in layout.
+            let (opcode, mode) = if opcode == 21 { (1, 0) } else { (opcode, mode) };
+            SubOp::Create {
+                opcode,
+                path,
+                data: data(rng),
+                mode,
+            }
+        }
+        4..=5 => SubOp::Delete {
+            path: path(rng),
+            version: version(rng),
+        },
+        6..=7 => SubOp::SetData {
+            path: path(rng),
+            data: data(rng),
+            version: version(rng),
+        },
+        _ => SubOp::Check {
+            path: path(rng),
+            version: version(rng),
+        },
+    }
+}
+
+fn op(rng: &mut impl Rng) -> Op {
+    let s = rng.gen_range(0..SLOTS);
+    match rng.gen_range(0..1000) {
+        0..=259 => {
+            let (opcode, mode, path) = create_target(rng);
+            Op::Create {
+                s,
+                opcode,
+                path,
+                data: data(rng),
+                acl: acl(rng),
+                mode,
+            }
+        }
+        260..=399 => Op::Delete {
+            s,
+            path: path(rng),
+            version: version(rng),
+        },
+        400..=509 => Op::SetData {
+            s,
+            path: path(rng),
+            data: data(rng),
+            version: version(rng),
+        },
+        510..=719 => Op::Read {
+            s,
+            opcode: [3, 4, 8, 12][rng.gen_range(0..4)],
+            path: path(rng),
+            watch: rng.gen_bool(0.7),
+        },
+        720..=799 => Op::Multi {
+            s,
+            ops: (0..rng.gen_range(1..5)).map(|_| sub_op(rng)).collect(),
+        },
+        800..=819 => Op::MultiRead {
+            s,
+            ops: (0..rng.gen_range(1..4))
+                .map(|_| {
+                    if rng.gen_bool(0.5) {
+                        ReadOp::GetData(path(rng))
+                    } else {
+                        ReadOp::GetChildren(path(rng))
+                    }
+                })
+                .collect(),
+        },
+        820..=849 => Op::SetAcl {
+            s,
+            path: path(rng),
+            acl: acl(rng),
+            version: version(rng),
+        },
+        850..=869 => Op::GetAcl { s, path: path(rng) },
+        870..=889 => Op::AddWatch {
+            s,
+            path: path(rng),
+            mode: rng.gen_range(0..2),
+        },
+        890..=904 => Op::RemoveWatches {
+            s,
+            opcode: [17, 18][rng.gen_range(0..2)],
+            path: path(rng),
+            kind: rng.gen_range(1..4),
+        },
+        905..=929 => Op::Auth {
+            s,
+            user: rng.gen_range(0..USERS.len()),
+        },
+        930..=939 => Op::WhoAmI { s },
+        940..=954 => Op::GetEphemerals { s, prefix: path(rng) },
+        955..=969 => Op::AllChildren { s, path: path(rng) },
+        970..=979 => Op::Sync { s, path: path(rng) },
+        _ => Op::Close { s },
+    }
+}

@@ -1,0 +1,190 @@
+//! Scripted differential scenarios for what random streams leave out: requests that end the connection,
+//! frame-size limits, watches re-registered with setWatches after a reconnect, and four-letter words.
+//! Each scenario runs against the embedded server and real ZooKeeper; the transcripts must be equal.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use zklock_codec::jute::{put_bool, put_buffer, put_i32, put_i64, put_str};
+use zklock_server::{Server, ServerConfig};
+
+use crate::wire::{request_frame, Reply, Session};
+
+fn path_body(path: &str, watch: Option<bool>) -> Vec<u8> {
+    let mut w = Vec::new();
+    put_str(&mut w, path);
+    if let Some(watch) = watch {
+        put_bool(&mut w, watch);
+    }
+    w
+}
+
+fn reply_text(reply: Option<Reply>) -> String {
+    match reply {
+        None => "closed".into(),
+        Some(r) => format!("err {} body {} bytes", r.header.err, r.body.len()),
+    }
+}
+
+/// Runs `scenario` on the embedded server and on real ZooKeeper and compares the transcripts.
+async fn differential<F, Fut>(scenario: F)
+where
+    F: Fn(SocketAddr, String) -> Fut,
+    Fut: std::future::Future<Output = Vec<String>>,
+{
+    let server = Server::start(ServerConfig::default()).await.expect("embedded server starts");
+    let ours = scenario(server.local_addr(), zklock_testkit::unique_path("scripted")).await;
+    let real_addr = zklock_testkit::shared_standalone().member_addr(0);
+    let theirs = scenario(real_addr, zklock_testkit::unique_path("scripted")).await;
+    assert_eq!(ours, theirs, "embedded (left) differs from ZooKeeper 3.8 (right)");
+    server.shutdown().await.expect("shutdown");
+}
+
+async fn closing_requests(addr: SocketAddr, _base: String) -> Vec<String> {
+    let mut t = Vec::new();
+    let mut s = Session::open(addr, 30_000).await;
+    t.push(format!("unknown opcode 999: {}", reply_text(s.call(999, &[]).await)));
+    t.push(format!("then closed: {}", s.conn.closed_by_server().await));
+
+    let mut s = Session::open(addr, 30_000).await;
+    let mut auth = Vec::new();
+    put_i32(&mut auth, 0);
+    put_str(&mut auth, "nosuchscheme");
+    put_buffer(&mut auth, Some(b"x"));
+    t.push(format!("auth unknown scheme: {}", reply_text(s.call(100, &auth).await)));
+    t.push(format!("then closed: {}", s.conn.closed_by_server().await));
+
+    let mut s = Session::open(addr, 30_000).await;
+    let mut auth = Vec::new();
+    put_i32(&mut auth, 0);
+    put_str(&mut auth, "digest");
+    put_buffer(&mut auth, Some(b"someone:secret"));
+    t.push(format!("auth digest: {}", reply_text(s.call(100, &auth).await)));
+    let who = s.call(107, &[]).await;
+    t.push(format!("whoAmI: {}", reply_text(who.clone())));
+    if let Some(r) = who {
+        t.push(format!("whoAmI body: {:?}", r.body));
+    }
+    t.push(format!("close: {}", s.close().await));
+    t
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_that_end_the_connection() {
+    differential(closing_requests).await;
+}
+
+async fn frame_limits(addr: SocketAddr, base: String) -> Vec<String> {
+    let mut t = Vec::new();
+    let mut s = Session::open(addr, 30_000).await;
+    let big = vec![b'x'; 512 * 1024];
+    t.push(format!("create 512 KiB: {}", s.create(&base, &big, 0).await));
+    let got = s.call(4, &path_body(&base, Some(false))).await;
+    t.push(format!("get 512 KiB: {}", reply_text(got)));
+    // Just over jute.maxbuffer: the server drops the connection without a reply.
+    let mut huge = Vec::new();
+    put_str(&mut huge, &format!("{base}-huge"));
+    put_buffer(&mut huge, Some(&vec![b'y'; 2 * 1024 * 1024]));
+    put_i32(&mut huge, 0);
+    put_i32(&mut huge, 0);
+    // The server may stop reading once it has seen the length; a failed write is part of the answer.
+    let sent = s.conn.send_raw(&request_frame(99, 1, &huge)).await.is_ok();
+    let closed = s.conn.closed_by_server().await;
+    t.push(format!("2 MiB frame: closed {closed} (sent fully: ignored {})", sent || !sent));
+    let mut s = Session::open(addr, 30_000).await;
+    let mut delete = path_body(&base, None);
+    put_i32(&mut delete, -1);
+    t.push(format!("delete: {}", reply_text(s.call(2, &delete).await)));
+    t
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frame_size_limits() {
+    differential(frame_limits).await;
+}
+
+/// Watches set on one connection, the connection dropped, changes made by another session, then the
+/// session re-attached with setWatches(relative zxid): the missed changes are reported at once, and
+/// watches on unchanged nodes are re-registered.
+async fn set_watches(addr: SocketAddr, base: String) -> Vec<String> {
+    let mut t = Vec::new();
+    let mut a = Session::open(addr, 30_000).await;
+    for p in ["", "/d", "/same", "/gone"] {
+        assert_eq!(a.create(&format!("{base}{p}"), b"v", 0).await, 0);
+    }
+    let mut last_zxid = 0;
+    for (op, p) in [(4, "/d"), (3, "/missing"), (8, ""), (4, "/same"), (4, "/gone")] {
+        let r = a.call(op, &path_body(&format!("{base}{p}"), Some(true))).await.unwrap();
+        last_zxid = r.header.zxid;
+    }
+    let (id, password) = (a.id, a.password.clone());
+    drop(a);
+    let mut b = Session::open(addr, 30_000).await;
+    let mut set = path_body(&format!("{base}/d"), None);
+    put_buffer(&mut set, Some(b"changed"));
+    put_i32(&mut set, -1);
+    t.push(format!("setData: {}", reply_text(b.call(5, &set).await)));
+    t.push(format!("create missing: {}", b.create(&format!("{base}/missing"), b"", 0).await));
+    let mut delete = path_body(&format!("{base}/gone"), None);
+    put_i32(&mut delete, -1);
+    t.push(format!("delete gone: {}", reply_text(b.call(2, &delete).await)));
+
+    let mut a = Session::attach(addr, 30_000, id, &password).await.expect("re-attach");
+    let mut sw = Vec::new();
+    put_i64(&mut sw, last_zxid);
+    let list = |w: &mut Vec<u8>, paths: &[&str]| {
+        put_i32(w, paths.len() as i32);
+        for p in paths {
+            put_str(w, &format!("{base}{p}"));
+        }
+    };
+    list(&mut sw, &["/d", "/same", "/gone"]);
+    list(&mut sw, &["/missing"]);
+    list(&mut sw, &[""]);
+    a.conn.send(-8, 101, &sw).await.unwrap();
+    // Everything the setWatches produced arrives before the reply to the next request.
+    let ping = a.call(11, &[]).await;
+    t.push(format!("ping after setWatches: {}", reply_text(ping)));
+    let mut events: Vec<String> = a.events.drain(..).map(|(k, p)| format!("{k} {}", p.replace(&base, "B"))).collect();
+    events.sort();
+    t.push(format!("events: {events:?}"));
+    // The watch on /same was re-registered: a change now fires it.
+    let mut set = path_body(&format!("{base}/same"), None);
+    put_buffer(&mut set, Some(b"later"));
+    put_i32(&mut set, -1);
+    t.push(format!("setData same: {}", reply_text(b.call(5, &set).await)));
+    t.push(format!("ping: {}", reply_text(a.call(11, &[]).await)));
+    let events: Vec<String> = a.events.drain(..).map(|(k, p)| format!("{k} {}", p.replace(&base, "B"))).collect();
+    t.push(format!("events: {events:?}"));
+    assert!(a.close().await);
+    assert!(b.close().await);
+    t
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_watches_after_reconnect() {
+    differential(set_watches).await;
+}
+
+async fn four_letter_words(addr: SocketAddr, _base: String) -> Vec<String> {
+    let word = |w: &'static str| async move {
+        tokio::task::spawn_blocking(move || zklock_testkit::four_letter_word(addr, w, Duration::from_secs(30)))
+            .await
+            .expect("join")
+            .expect("answer")
+    };
+    let mut t = vec![format!("ruok: {:?}", word("ruok").await)];
+    let envi = word("envi").await;
+    t.push(format!("envi has zookeeper.version: {}", envi.contains("zookeeper.version=")));
+    let srvr = word("srvr").await;
+    t.push(format!("srvr mode: {:?}", srvr.lines().find(|l| l.starts_with("Mode:"))));
+    t.push(format!("srvr has Zxid: {}", srvr.lines().any(|l| l.starts_with("Zxid: 0x"))));
+    let mntr = word("mntr").await;
+    t.push(format!("mntr has zk_server_state: {}", mntr.contains("zk_server_state\tstandalone")));
+    t
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_letter_words_answer_like_zookeeper() {
+    differential(four_letter_words).await;
+}
