@@ -10,7 +10,7 @@ async fn shows_holder_and_queue_in_order() {
     let hosts = zookeeper().await;
     let path = unique_path("cli-status");
     let out = output(&["status", "--connect", &hosts, &path]).await;
-    assert!(text(&out.stdout).contains("free"), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("does not exist"), "{}", text(&out.stdout));
     let (a, b) = (client(&hosts).await, client(&hosts).await);
     let guard = Mutex::new(&a, &path).unwrap().with_data("first holder").lock().await.unwrap();
     let waiter = {
@@ -35,4 +35,53 @@ async fn shows_holder_and_queue_in_order() {
     assert!(lines[2].contains("waiting") && lines[2].contains("second in line"), "{stdout}");
     guard.release().await.unwrap();
     waiter.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shows_every_recipe() {
+    let hosts = zookeeper().await;
+    let (a, b) = (client(&hosts).await, client(&hosts).await);
+
+    // Read/write lock: two readers share, a writer waits.
+    let rw = unique_path("cli-status-rw");
+    let r1 = zklock::RwLock::new(&a, &rw).unwrap().read().await.unwrap();
+    let r2 = zklock::RwLock::new(&b, &rw).unwrap().read().await.unwrap();
+    let stdout = text(&output(&["status", "--connect", &hosts, &rw]).await.stdout);
+    assert!(stdout.contains("held by 2 of 2") && stdout.contains("[read]"), "{stdout}");
+
+    // Election: the leader leads.
+    let election = unique_path("cli-status-election");
+    let leader = zklock::LeaderElection::new(&a, &election).unwrap().campaign().await.unwrap();
+    let stdout = text(&output(&["status", "--connect", &hosts, &election]).await.stdout);
+    assert!(stdout.contains("led by 1 of 1") && stdout.contains("[election]"), "{stdout}");
+
+    // Semaphore: two leases held.
+    let sem = unique_path("cli-status-semaphore");
+    let l1 = zklock::Semaphore::new(&a, &sem, 3).unwrap().acquire().await.unwrap();
+    let l2 = zklock::Semaphore::new(&b, &sem, 3).unwrap().acquire().await.unwrap();
+    let stdout = text(&output(&["status", "--connect", &hosts, &sem]).await.stdout);
+    assert!(stdout.contains("semaphore with 2 lease(s) held"), "{stdout}");
+
+    // Queue: three items.
+    let queue_path = unique_path("cli-status-queue");
+    let queue = zklock::Queue::new(&a, &queue_path).unwrap();
+    for item in [b"1", b"2", b"3"] {
+        queue.put(item).await.unwrap();
+    }
+    let stdout = text(&output(&["status", "--connect", &hosts, &queue_path]).await.stdout);
+    assert!(stdout.contains("queue with 3 item(s)"), "{stdout}");
+
+    // Barrier: set, then removed.
+    let barrier_path = unique_path("cli-status-barrier");
+    let barrier = zklock::Barrier::new(&a, &barrier_path).unwrap();
+    barrier.set().await.unwrap();
+    let stdout = text(&output(&["status", "--connect", &hosts, &barrier_path]).await.stdout);
+    assert!(stdout.contains("exists with no contenders"), "{stdout}");
+    barrier.remove().await.unwrap();
+    let stdout = text(&output(&["status", "--connect", &hosts, &barrier_path]).await.stdout);
+    assert!(stdout.contains("does not exist"), "{stdout}");
+
+    for guard in [r1, r2, leader, l1, l2] {
+        guard.release().await.unwrap();
+    }
 }

@@ -10,7 +10,9 @@ use crate::process::{python_ok, run};
 use crate::support::WAIT;
 
 async fn server() -> Server {
-    Server::start(ServerConfig::default()).await.expect("embedded server starts")
+    Server::start(ServerConfig::default())
+        .await
+        .expect("embedded server starts")
 }
 
 async fn client(connect: &str) -> zk::Client {
@@ -31,9 +33,17 @@ async fn rust_client_basics() {
     assert_eq!(data, b"v0");
     let stat = c.set_data("/base", b"v1", Some(0)).await.unwrap();
     assert_eq!(stat.version, 1);
-    let event = tokio::time::timeout(WAIT, watcher.changed()).await.expect("data watch fires");
-    assert_eq!((event.event_type, event.path.as_str()), (zk::EventType::NodeDataChanged, "/base"));
-    assert!(matches!(c.set_data("/base", b"v2", Some(0)).await, Err(zk::Error::BadVersion)));
+    let event = tokio::time::timeout(WAIT, watcher.changed())
+        .await
+        .expect("data watch fires");
+    assert_eq!(
+        (event.event_type, event.path.as_str()),
+        (zk::EventType::NodeDataChanged, "/base")
+    );
+    assert!(matches!(
+        c.set_data("/base", b"v2", Some(0)).await,
+        Err(zk::Error::BadVersion)
+    ));
 
     let seq = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
     let (_, n1) = c.create("/base/q-", b"", &seq).await.unwrap();
@@ -49,7 +59,9 @@ async fn rust_client_basics() {
     let (_, _, watcher) = other.get_and_watch_children("/base").await.unwrap();
     // Dropping the client closes its session.
     drop(c);
-    let event = tokio::time::timeout(WAIT, watcher.changed()).await.expect("child watch fires");
+    let event = tokio::time::timeout(WAIT, watcher.changed())
+        .await
+        .expect("child watch fires");
     assert_eq!(event.event_type, zk::EventType::NodeChildrenChanged);
     assert!(other.list_children("/base").await.unwrap().is_empty());
 
@@ -59,7 +71,10 @@ async fn rust_client_basics() {
     multi.add_delete("/base/nope", None).unwrap();
     assert!(matches!(
         multi.commit().await,
-        Err(zk::MultiWriteError::OperationFailed { index: 2, source: zk::Error::NoNode })
+        Err(zk::MultiWriteError::OperationFailed {
+            index: 2,
+            source: zk::Error::NoNode
+        })
     ));
     assert_eq!(other.check_stat("/base/m").await.unwrap(), None);
     other.delete("/base", None).await.unwrap();
@@ -142,7 +157,11 @@ async fn zkcli_against_embedded_matches_zookeeper() {
     assert_eq!(transcript[0].2, [format!("Created {path}")]);
     assert_eq!(transcript[2].2, ["y"]);
     assert_eq!(transcript[3].2, ["[c]"]);
-    assert!(transcript[4].2.iter().any(|l| l.contains("Node not empty")), "{:?}", transcript[4]);
+    assert!(
+        transcript[4].2.iter().any(|l| l.contains("Node not empty")),
+        "{:?}",
+        transcript[4]
+    );
     let (_, out) = zkcli(&server.connect_string(), &["ls", "/"]).await;
     assert_eq!(out, ["[zookeeper]"]);
     server.shutdown().await.unwrap();

@@ -50,21 +50,29 @@ impl Garbage {
 fn garbage() -> impl Strategy<Value = Garbage> {
     // Opcodes: every real one plus a few unknown ones, so request decoders get random bodies.
     let opcode = prop_oneof![
-        proptest::sample::select(vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 100, 101, 102, 103, 104, 105, 106, 107, -11]),
+        proptest::sample::select(vec![
+            1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 100, 101, 102, 103,
+            104, 105, 106, 107, -11
+        ]),
         any::<i32>(),
     ];
     let xid = prop_oneof![Just(1), Just(-2), Just(-4), Just(-8), any::<i32>()];
     prop_oneof![
         proptest::collection::vec(any::<u8>(), 0..600).prop_map(Garbage::Raw),
-        proptest::collection::vec((xid, opcode, proptest::collection::vec(any::<u8>(), 0..200)), 1..6)
-            .prop_map(Garbage::Framed),
+        proptest::collection::vec(
+            (xid, opcode, proptest::collection::vec(any::<u8>(), 0..200)),
+            1..6
+        )
+        .prop_map(Garbage::Framed),
         proptest::collection::vec(any::<u8>(), 0..600).prop_map(Garbage::AfterHandshake),
     ]
 }
 
 /// Sends the garbage, half-closes, and reads whatever comes back until the server closes (bounded).
 async fn throw(addr: SocketAddr, g: &Garbage) {
-    let mut stream = TcpStream::connect(addr).await.expect("the server still accepts connections");
+    let mut stream = TcpStream::connect(addr)
+        .await
+        .expect("the server still accepts connections");
     // The server may close while we write: that is a fine answer to garbage.
     let _ = stream.write_all(&g.bytes()).await;
     let _ = stream.shutdown().await;
@@ -78,7 +86,10 @@ async fn throw(addr: SocketAddr, g: &Garbage) {
         }
     })
     .await;
-    assert!(drained.is_ok(), "the server neither answered nor closed after {g:?}");
+    assert!(
+        drained.is_ok(),
+        "the server neither answered nor closed after {g:?}"
+    );
 }
 
 #[test]
@@ -88,7 +99,9 @@ fn random_bytes_never_break_the_server() {
         .enable_all()
         .build()
         .unwrap();
-    let server = runtime.block_on(Server::start(ServerConfig::default())).expect("server starts");
+    let server = runtime
+        .block_on(Server::start(ServerConfig::default()))
+        .expect("server starts");
     let addr = server.local_addr();
     // A bystander session with a watch, kept across all cases.
     let bystander = tokio::sync::Mutex::new(runtime.block_on(async {

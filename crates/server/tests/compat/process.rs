@@ -8,7 +8,9 @@ use tokio::process::Command;
 
 /// This directory (the python helper scripts live here).
 pub fn script(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/compat").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/compat")
+        .join(name)
 }
 
 /// Runs `command` to completion within `limit` (killed on timeout, which fails the test).

@@ -78,11 +78,19 @@ async fn kill9_under_write_load_keeps_acknowledged_writes() {
     for path in acked.keys() {
         let reply = check.call(4, &get_data(path)).await.expect("reply");
         assert_eq!(reply.header.err, 0, "acknowledged {path} lost after kill -9");
-        assert!(reply.header.zxid >= max_acked, "zxid went backwards: {} < {max_acked}", reply.header.zxid);
+        assert!(
+            reply.header.zxid >= max_acked,
+            "zxid went backwards: {} < {max_acked}",
+            reply.header.zxid
+        );
     }
     assert_eq!(check.create("/after", b"", 0).await, 0);
     let reply = check.exists("/after", false).await.unwrap();
-    assert!(reply.header.zxid > max_acked, "new write's zxid {} not above {max_acked}", reply.header.zxid);
+    assert!(
+        reply.header.zxid > max_acked,
+        "new write's zxid {} not above {max_acked}",
+        reply.header.zxid
+    );
     eprintln!("kill -9 under load: {} acknowledged writes survived", acked.len());
     serve.kill9().await;
 }
@@ -91,10 +99,18 @@ async fn kill9_under_write_load_keeps_acknowledged_writes() {
 async fn kazoo_writes_survive_kill9() {
     let dir = tempfile::tempdir().unwrap();
     let serve = Serve::up(dir.path()).await;
-    python_ok("kazoo_bulk.py", &[&serve.addr.to_string(), "/bulk", "500", "write"]).await;
+    python_ok(
+        "kazoo_bulk.py",
+        &[&serve.addr.to_string(), "/bulk", "500", "write"],
+    )
+    .await;
     serve.kill9().await;
     let serve = Serve::up(dir.path()).await;
-    python_ok("kazoo_bulk.py", &[&serve.addr.to_string(), "/bulk", "500", "verify"]).await;
+    python_ok(
+        "kazoo_bulk.py",
+        &[&serve.addr.to_string(), "/bulk", "500", "verify"],
+    )
+    .await;
     serve.kill9().await;
 }
 
@@ -161,7 +177,8 @@ async fn corrupted_log_record_refuses_to_start() {
             assert!(!status.success(), "exit status {status}");
             let lower = output.to_lowercase();
             assert!(
-                lower.contains("corrupt") && lower.contains(&newest.file_name().unwrap().to_string_lossy().to_lowercase()),
+                lower.contains("corrupt")
+                    && lower.contains(&newest.file_name().unwrap().to_string_lossy().to_lowercase()),
                 "no clear message naming the damaged file:\n{output}"
             );
         }

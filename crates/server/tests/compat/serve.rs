@@ -22,11 +22,15 @@ pub fn zklock_binary() -> PathBuf {
     BINARY
         .get_or_init(|| {
             let exe = std::env::current_exe().expect("current exe");
-            let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<exe>");
+            let profile_dir = exe
+                .parent()
+                .and_then(Path::parent)
+                .expect("target/<profile>/deps/<exe>");
             let binary = profile_dir.join("zklock");
             if !binary.exists() {
                 let target_dir = profile_dir.parent().expect("target dir");
-                let mut cargo = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+                let mut cargo =
+                    std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
                 cargo
                     .args(["build", "-p", "zklock-cli", "--bin", "zklock"])
                     .env("CARGO_TARGET_DIR", target_dir)
@@ -132,7 +136,11 @@ pub fn log_files(dir: &Path) -> Vec<PathBuf> {
             let path = entry.path();
             if path.is_dir() {
                 pending.push(path);
-            } else if let Some(hex) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_prefix("log.")) {
+            } else if let Some(hex) = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_prefix("log."))
+            {
                 if let Ok(zxid) = u64::from_str_radix(hex, 16) {
                     found.push((zxid, path));
                 }

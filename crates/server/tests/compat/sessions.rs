@@ -42,16 +42,30 @@ async fn expiry_scenario(addr: SocketAddr, who: &str) {
     assert_eq!(a.create(&format!("{base}/e"), b"", EPHEMERAL).await, 0);
     // B asks for the maximum (20 x 200 ms) so it outlives A while it only waits.
     let mut b = Session::open(addr, 4000).await;
-    assert_eq!(b.exists(&format!("{base}/e"), true).await.map(|r| r.header.err), Some(0));
+    assert_eq!(
+        b.exists(&format!("{base}/e"), true).await.map(|r| r.header.err),
+        Some(0)
+    );
     let silent_since = Instant::now();
-    let reply = b.conn.read_reply().await.expect("read").expect("B's connection stays up");
+    let reply = b
+        .conn
+        .read_reply()
+        .await
+        .expect("read")
+        .expect("B's connection stays up");
     let waited = silent_since.elapsed();
     assert_eq!(reply.header.xid, -1, "{who}: a notification, got {reply:?}");
     let mut r = zklock_codec::Reader::new(&reply.body);
     assert_eq!(r.read_i32().unwrap(), DELETED, "{who}");
     // Expiry is bucketed by tick, so it may come up to a tick late, but never well before the timeout.
-    assert!(waited >= Duration::from_millis(800), "{who}: expired after only {waited:?}");
-    assert!(a.conn.closed_by_server().await, "{who}: the expired session's connection is closed");
+    assert!(
+        waited >= Duration::from_millis(800),
+        "{who}: expired after only {waited:?}"
+    );
+    assert!(
+        a.conn.closed_by_server().await,
+        "{who}: the expired session's connection is closed"
+    );
     assert!(
         Session::attach(addr, 1000, a.id, &a.password).await.is_none(),
         "{who}: an expired session cannot be re-attached"
@@ -83,14 +97,20 @@ async fn move_scenario(addr: SocketAddr, who: &str) {
         .await
         .unwrap_or_else(|| panic!("{who}: re-attach refused"));
     assert_eq!(moved.id, a.id);
-    assert!(a.conn.closed_by_server().await, "{who}: the old connection is dropped");
+    assert!(
+        a.conn.closed_by_server().await,
+        "{who}: the old connection is dropped"
+    );
     let reply = moved.exists(&format!("{base}/e"), false).await.expect("reply");
     assert_eq!(reply.header.err, 0, "{who}: ephemeral survives the move");
     let owner = i64::from_be_bytes(reply.body[44..52].try_into().unwrap());
     assert_eq!(owner, a.id, "{who}: still owned by the session");
     assert!(moved.close().await);
     let mut c = Session::open(addr, 30_000).await;
-    assert_eq!(c.exists(&format!("{base}/e"), false).await.unwrap().header.err, NO_NODE);
+    assert_eq!(
+        c.exists(&format!("{base}/e"), false).await.unwrap().header.err,
+        NO_NODE
+    );
     assert!(c.close().await);
 }
 
@@ -120,7 +140,10 @@ async fn close_scenario(addr: SocketAddr, who: &str) {
     assert!(a.close().await, "{who}: close replied");
     // B's next reply comes after everything the server queued for it before A's close reply.
     let reply = b.exists(&format!("{base}/e2"), false).await.unwrap();
-    assert_eq!(reply.header.err, NO_NODE, "{who}: ephemeral still there after the close reply");
+    assert_eq!(
+        reply.header.err, NO_NODE,
+        "{who}: ephemeral still there after the close reply"
+    );
     let mut events = b.events.clone();
     events.sort();
     assert_eq!(
@@ -145,7 +168,10 @@ async fn ephemerals_gone_before_close_reply() {
 async fn testkit_expire_session_on_embedded() {
     let server = embedded(Duration::from_millis(2000)).await;
     let connect = server.connect_string();
-    let client = tokio::time::timeout(WAIT, zk::Client::connect(&connect)).await.unwrap().unwrap();
+    let client = tokio::time::timeout(WAIT, zk::Client::connect(&connect))
+        .await
+        .unwrap()
+        .unwrap();
     let mut state = client.state_watcher();
     let eph = zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all());
     client.create("/mine", b"", &eph).await.unwrap();

@@ -8,5 +8,8 @@ pub const WAIT: Duration = Duration::from_secs(30);
 
 /// The environment variable `name` parsed, or `default` when unset or unparsable.
 pub fn env_or<T: FromStr>(name: &str, default: T) -> T {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }

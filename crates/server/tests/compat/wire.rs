@@ -92,7 +92,8 @@ impl Conn {
             return Ok(None);
         };
         let mut r = Reader::new(&frame);
-        let header = ReplyHeader::decode(&mut r).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+        let header = ReplyHeader::decode(&mut r)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
         Ok(Some(Reply {
             header,
             body: r.rest().to_vec(),

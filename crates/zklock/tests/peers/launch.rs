@@ -31,12 +31,12 @@ pub const JAR_DIR_ENV: &str = "ZKLOCK_TEST_ZK_JARS";
 /// Overrides the Python interpreter that has kazoo (default `python3` on `PATH`).
 pub const PYTHON_ENV: &str = "ZKLOCK_TEST_PYTHON";
 
-const JAVA_HELP: &str =
-    "the Curator interop tests need Java 17 (java and javac) and the Curator 5.4 jars in \
-    /usr/share/java: `apt-get install openjdk-17-jdk-headless libcurator-recipes-java zookeeper` \
-    (or set ZKLOCK_TEST_JAVA, ZKLOCK_TEST_JAVAC, ZKLOCK_TEST_ZK_JARS)";
-const KAZOO_HELP: &str = "the kazoo interop tests need Python 3 with kazoo: `python3 -m pip install kazoo` \
-    (or set ZKLOCK_TEST_PYTHON to an interpreter that has it)";
+const JAVA_HELP: &str = "the Curator interop tests need a JDK (java and javac) and the Curator 5.4 jars in \
+    /usr/share/java: run scripts/test, which installs them (`apt-get install default-jdk-headless \
+    libcurator-recipes-java`), or set ZKLOCK_TEST_JAVA, ZKLOCK_TEST_JAVAC, ZKLOCK_TEST_ZK_JARS";
+const KAZOO_HELP: &str =
+    "the kazoo interop tests need Python 3 with kazoo: run scripts/test, which installs \
+    it (`python3 -m pip install kazoo`), or set ZKLOCK_TEST_PYTHON to an interpreter that has it";
 
 /// The directory of the peer sources: `crates/zklock/tests/peers`, from either crate that includes this file.
 fn sources() -> PathBuf {

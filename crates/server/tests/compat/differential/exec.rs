@@ -62,12 +62,17 @@ pub async fn run(addr: SocketAddr, root: &str, ops: &[Op]) -> io::Result<Vec<Str
     zklock_codec::jute::put_i32(&mut create, 0);
     let created = run.call(0, 1, &create).await?;
     if created.as_ref().map(|r| r.header.err) != Some(0) {
-        return Err(io::Error::other(format!("creating the stream root {root} failed: {created:?}")));
+        return Err(io::Error::other(format!(
+            "creating the stream root {root} failed: {created:?}"
+        )));
     }
     let mut exists = Vec::new();
     zklock_codec::jute::put_str(&mut exists, "/");
     zklock_codec::jute::put_bool(&mut exists, false);
-    let origin = run.call(0, 3, &exists).await?.ok_or_else(|| io::Error::other("no reply"))?;
+    let origin = run
+        .call(0, 3, &exists)
+        .await?
+        .ok_or_else(|| io::Error::other("no reply"))?;
     run.base = origin.header.zxid;
     run.barrier().await?;
     let mut trace = Vec::with_capacity(ops.len() + 1);
@@ -193,9 +198,17 @@ impl Run {
             if let Some(mut conn) = self.slots[i].conn.take() {
                 let (after, closed) = conn.drain_until_closed().await;
                 for reply in &after {
-                    text.push_str(&format!("; then xid {} {}", reply.header.xid, event_text(reply, &self.root)));
+                    text.push_str(&format!(
+                        "; then xid {} {}",
+                        reply.header.xid,
+                        event_text(reply, &self.root)
+                    ));
                 }
-                text.push_str(if closed { "; server closed" } else { "; server kept the connection" });
+                text.push_str(if closed {
+                    "; server closed"
+                } else {
+                    "; server kept the connection"
+                });
             }
         } else {
             self.slots[i].conn = None;
@@ -212,7 +225,12 @@ impl Run {
     async fn kill_session(&mut self, i: usize) -> io::Result<String> {
         let mut conn = Conn::connect(self.addr).await?;
         let mut bytes = Vec::new();
-        let connect = connect_request(0, SESSION_TIMEOUT_MS, self.slots[i].session_id, &self.slots[i].password);
+        let connect = connect_request(
+            0,
+            SESSION_TIMEOUT_MS,
+            self.slots[i].session_id,
+            &self.slots[i].password,
+        );
         zklock_codec::jute::put_i32(&mut bytes, connect.len() as i32);
         bytes.extend_from_slice(&connect);
         bytes.extend_from_slice(&request_frame(1, -11, &[]));
@@ -220,7 +238,9 @@ impl Run {
         let Some(resp) = conn.read_frame().await? else {
             return Ok("refused".into());
         };
-        let timeout = resp.get(4..8).map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+        let timeout = resp
+            .get(4..8)
+            .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
         if timeout == Some(0) {
             return Ok("already expired".into());
         }
@@ -279,7 +299,11 @@ impl Run {
             match body {
                 Ok(b) if r.remaining() == 0 => text.push_str(&format!(" {b}")),
                 Ok(b) => text.push_str(&format!(" {b} +{} trailing bytes", r.remaining())),
-                Err(e) => text.push_str(&format!(" body of {} bytes ({e}): {:?}", reply.body.len(), reply.body)),
+                Err(e) => text.push_str(&format!(
+                    " body of {} bytes ({e}): {:?}",
+                    reply.body.len(),
+                    reply.body
+                )),
             }
         }
         text
@@ -340,7 +364,12 @@ impl Run {
                 let n = r.read_i32()?;
                 let mut acl = Vec::new();
                 for _ in 0..n.clamp(0, 100) {
-                    acl.push(format!("{} {}:{}", r.read_i32()?, r.read_string()?, r.read_string()?));
+                    acl.push(format!(
+                        "{} {}:{}",
+                        r.read_i32()?,
+                        r.read_string()?,
+                        r.read_string()?
+                    ));
                 }
                 format!("{acl:?} {}", self.stat(r)?)
             }

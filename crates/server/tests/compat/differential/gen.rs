@@ -35,8 +35,17 @@ fn path(rng: &mut impl Rng) -> P {
         0..=2 => P::Rel(String::new()),
         3 => P::Abs(["/zookeeper", "/zookeeper/quota", "/zookeeper/config"][rng.gen_range(0..3)].into()),
         4 => P::Rel(
-            ["/a/", "//a", "/a/./x", "/a/../b", "/a\u{1}", "/a/\u{7f}x", "/\u{e000}", "/a//x"][rng.gen_range(0..8)]
-                .into(),
+            [
+                "/a/",
+                "//a",
+                "/a/./x",
+                "/a/../b",
+                "/a\u{1}",
+                "/a/\u{7f}x",
+                "/\u{e000}",
+                "/a//x",
+            ][rng.gen_range(0..8)]
+            .into(),
         ),
         5..=9 => P::Rel(format!("{}/k", TOP[rng.gen_range(0..3)])),
         _ => {
@@ -81,7 +90,10 @@ fn acl(rng: &mut impl Rng) -> AclChoice {
         0..=2 => AclChoice::ReadOnly,
         3..=4 => AclChoice::NoDelete,
         5..=6 => AclChoice::Creator,
-        7..=9 => AclChoice::Digest(rng.gen_range(0..USERS.len()), [31, 1, 15, 30][rng.gen_range(0..4)]),
+        7..=9 => AclChoice::Digest(
+            rng.gen_range(0..USERS.len()),
+            [31, 1, 15, 30][rng.gen_range(0..4)],
+        ),
         10 => AclChoice::Ip,
         11 => AclChoice::BadScheme,
         12 => AclChoice::Empty,
@@ -102,7 +114,15 @@ fn create_target(rng: &mut impl Rng) -> (i32, i32, P) {
         _ => 0,
     };
     match mode {
-        2 | 3 | 6 => (if mode == 6 { 21 } else { [1, 15][rng.gen_range(0..2)] }, mode, seq_path(rng)),
+        2 | 3 | 6 => (
+            if mode == 6 {
+                21
+            } else {
+                [1, 15][rng.gen_range(0..2)]
+            },
+            mode,
+            seq_path(rng),
+        ),
         5 => (21, 5, path(rng)),
         _ => {
             let p = path(rng);

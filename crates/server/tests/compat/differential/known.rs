@@ -18,7 +18,9 @@ pub fn excluded(op: &Op) -> bool {
         // After exists(watch) on a missing node, checkWatches/removeWatches(any) for that path: ZooKeeper
         // finds the exist watch (err 0), the embedded server answers NoWatcher (-121).
         Op::RemoveWatches { .. } => true,
-        Op::Multi { ops, .. } => ops.iter().any(|sub| matches!(sub, SubOp::Delete { path, .. } if malformed(path))),
+        Op::Multi { ops, .. } => ops
+            .iter()
+            .any(|sub| matches!(sub, SubOp::Delete { path, .. } if malformed(path))),
         _ => false,
     }
 }
@@ -29,7 +31,8 @@ fn malformed(path: &P) -> bool {
             s.ends_with('/')
                 || s.contains("//")
                 || s.split('/').any(|c| c == "." || c == "..")
-                || s.chars().any(|c| c.is_control() || ('\u{e000}'..='\u{f8ff}').contains(&c))
+                || s.chars()
+                    .any(|c| c.is_control() || ('\u{e000}'..='\u{f8ff}').contains(&c))
         }
         P::Abs(_) => false,
     }
@@ -65,18 +68,30 @@ impl Filter {
             // ZooKeeper 3.8.0 keeps one watch mode per (connection, path): a standard watch set after an
             // addWatch on the same path replaces the persistent one (fires once, then is gone). The
             // embedded server keeps both.
-            Op::Read { s, opcode, path, watch: true } if self.persistent.contains(&(s, path.clone())) => {
-                Some(Op::Read { s, opcode, path, watch: false })
-            }
+            Op::Read {
+                s,
+                opcode,
+                path,
+                watch: true,
+            } if self.persistent.contains(&(s, path.clone())) => Some(Op::Read {
+                s,
+                opcode,
+                path,
+                watch: false,
+            }),
             // Likewise a second addWatch on the same (connection, path) replaces the first one's mode in
             // ZooKeeper 3.8.0 (recursive becomes persistent or back); the embedded server keeps both.
             // And an addWatch after a standard watch on the same path turns that one into the new mode
             // (a child watch then never delivers children-changed under a recursive mode).
-            Op::AddWatch { s, ref path, .. } => {
-                (!self.standard.contains(&(s, path.clone())) && self.persistent.insert((s, path.clone())))
-                    .then_some(op)
-            }
-            Op::Read { s, ref path, watch: true, .. } => {
+            Op::AddWatch { s, ref path, .. } => (!self.standard.contains(&(s, path.clone()))
+                && self.persistent.insert((s, path.clone())))
+            .then_some(op),
+            Op::Read {
+                s,
+                ref path,
+                watch: true,
+                ..
+            } => {
                 self.standard.insert((s, path.clone()));
                 Some(op)
             }
@@ -84,7 +99,14 @@ impl Filter {
             // has READ on the node (exists(watch) on a node created with auth:"" by another user, then a
             // delete: no NodeDeleted; same for persistent-recursive watches on descendants); the embedded
             // server notifies regardless. auth ACLs are the only ones here without READ for every session.
-            Op::Create { acl: AclChoice::Creator, .. } | Op::SetAcl { acl: AclChoice::Creator, .. } => None,
+            Op::Create {
+                acl: AclChoice::Creator,
+                ..
+            }
+            | Op::SetAcl {
+                acl: AclChoice::Creator,
+                ..
+            } => None,
             op => Some(op),
         }
     }

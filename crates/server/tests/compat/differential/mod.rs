@@ -45,7 +45,9 @@ async fn differential_random_streams() {
             let zk = start_zookeeper().await;
             (zk.member_addr(0), Some(zk), None)
         } else {
-            let server = Server::start(ServerConfig::default()).await.expect("embedded server starts");
+            let server = Server::start(ServerConfig::default())
+                .await
+                .expect("embedded server starts");
             (server.local_addr(), None, Some(server))
         };
 
@@ -61,7 +63,10 @@ async fn differential_random_streams() {
         if let Some(mismatch) = shrink::compare(reference_addr, candidate_addr, &ops).await {
             let minimal = shrink::shrink(reference_addr, candidate_addr, &ops, &mismatch).await;
             let replay = shrink::compare(reference_addr, candidate_addr, &minimal).await;
-            panic!("{}", report(seed, stream_seed, &mismatch, &minimal, replay.as_ref()));
+            panic!(
+                "{}",
+                report(seed, stream_seed, &mismatch, &minimal, replay.as_ref())
+            );
         }
         total += ops.len();
     }

@@ -12,7 +12,10 @@ pub const USERS: [&str; 2] = ["alice", "bob"];
 pub fn digest_id(user: &str) -> String {
     let cred = format!("{user}:pw-{user}");
     let hash = sha1_smol::Sha1::from(cred.as_bytes()).digest().bytes();
-    format!("{user}:{}", base64::engine::general_purpose::STANDARD.encode(hash))
+    format!(
+        "{user}:{}",
+        base64::engine::general_purpose::STANDARD.encode(hash)
+    )
 }
 
 /// Which ACL a create/setACL carries.
@@ -443,11 +446,7 @@ fn encode_sub(w: &mut Vec<u8>, sub: &SubOp, root: &str) {
             put_str(w, &path.resolve(root));
             put_i32(w, *version);
         }
-        SubOp::SetData {
-            path,
-            data,
-            version,
-        } => {
+        SubOp::SetData { path, data, version } => {
             put_header(w, 5);
             put_str(w, &path.resolve(root));
             put_buffer(w, data.as_deref());
