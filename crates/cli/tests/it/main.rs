@@ -4,5 +4,6 @@ mod support;
 
 mod demo;
 mod elect;
+mod interop;
 mod run;
 mod status;
