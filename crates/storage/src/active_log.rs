@@ -2,6 +2,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Result, StorageError};
@@ -74,8 +75,8 @@ impl ActiveLog {
             self.preallocate(end.max(self.allocated + prealloc), fsync)?;
         }
         let io = |e| StorageError::io(&self.path, e);
-        self.file.seek(SeekFrom::Start(self.pos)).map_err(io)?;
-        self.file.write_all(bytes).map_err(io)?;
+        // One positioned write (pwrite) instead of seek + write: one syscall less per group commit.
+        self.file.write_all_at(bytes, self.pos).map_err(io)?;
         if fsync {
             self.file.sync_data().map_err(io)?;
         }

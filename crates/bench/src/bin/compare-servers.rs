@@ -4,7 +4,7 @@
 //!
 //! ```sh
 //! cargo build --release -p zklock-cli && cargo build --release -p zklock-bench --features compare
-//! target/release/compare-servers [--seconds 5] [--clients 32] [--client-threads 1] [--warmup 2]
+//! target/release/compare-servers [--seconds 5] [--clients 32] [--client-threads 1] [--warmup 2] [--rounds 3]
 //!                                [--only zookeeper|embedded]
 //! ```
 //! The embedded server runs as its own process (`zklock serve`, found next to this binary) so that its memory and
@@ -14,7 +14,9 @@
 //! little: the table also reports each server's CPU time per 1,000 operations (utime + stime from
 //! `/proc/<pid>/stat`, sampled when each measured window opens and closes), and the load generator runs on
 //! `--client-threads` tokio worker threads (default 1) so that the server keeps a core. Before measuring, each
-//! server gets `--warmup` seconds of the same workloads (the JVM compiles ZooKeeper's hot paths meanwhile).
+//! server gets `--warmup` seconds of the same workloads (the JVM compiles ZooKeeper's hot paths meanwhile). Each
+//! workload runs `--rounds` times per server, alternating which server goes first, and every figure is the median
+//! over the rounds, so background load on a shared machine hits both servers alike.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -30,11 +32,12 @@ struct Args {
     clients: usize,
     client_threads: usize,
     warmup: f64,
+    rounds: usize,
     only: Option<String>,
 }
 
 fn args() -> Result<Args> {
-    let mut args = Args { seconds: 5.0, clients: 32, client_threads: 1, warmup: 2.0, only: None };
+    let mut args = Args { seconds: 5.0, clients: 32, client_threads: 1, warmup: 2.0, rounds: 3, only: None };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -42,18 +45,19 @@ fn args() -> Result<Args> {
             "--clients" => args.clients = it.next().context("--clients N")?.parse()?,
             "--client-threads" => args.client_threads = it.next().context("--client-threads N")?.parse()?,
             "--warmup" => args.warmup = it.next().context("--warmup SECONDS")?.parse()?,
+            "--rounds" => args.rounds = it.next().context("--rounds N")?.parse()?,
             "--only" => match it.next().as_deref() {
                 Some(which @ ("zookeeper" | "embedded")) => args.only = Some(which.to_string()),
                 _ => bail!("--only zookeeper|embedded"),
             },
             other => bail!(
                 "unknown argument {other} (expected --seconds N, --clients N, --client-threads N, --warmup SECONDS, \
-                 --only zookeeper|embedded)"
+                 --rounds N, --only zookeeper|embedded)"
             ),
         }
     }
-    if args.client_threads == 0 {
-        bail!("--client-threads must be at least 1");
+    if args.client_threads == 0 || args.rounds == 0 {
+        bail!("--client-threads and --rounds must be at least 1");
     }
     Ok(args)
 }
@@ -207,9 +211,9 @@ async fn compare(args: Args) -> Result<()> {
         _ => true,
     };
     println!(
-        "compare-servers: {:.1}s per measurement, {} clients for mixed operations, load generator on {} tokio \
-         worker thread(s), {:.1}s warm-up per server; load average {load_before} before",
-        args.seconds, args.clients, args.client_threads, args.warmup
+        "compare-servers: {:.1}s per measurement, median of {} rounds, {} clients for mixed operations, load \
+         generator on {} tokio worker thread(s), {:.1}s warm-up per server; load average {load_before} before",
+        args.seconds, args.rounds, args.clients, args.client_threads, args.warmup
     );
     if args.warmup > 0.0 {
         let warmup = Duration::from_secs_f64(args.warmup / 2.0);
@@ -219,34 +223,44 @@ async fn compare(args: Args) -> Result<()> {
         }
     }
     let mut rows: Vec<Row> = Vec::new();
+    // Rounds alternate which server goes first, and every figure is the median over the rounds, so a burst of
+    // background load hits both servers alike instead of deciding the ratio.
+    let order = |round: usize| -> Vec<usize> {
+        let order = if round % 2 == 0 { vec![0, 1] } else { vec![1, 0] };
+        order.into_iter().filter(|&i| measured(i)).collect()
+    };
     for (label, unit, clients) in [
         ("Mutex uncontended acquire+release /s", "acquisitions", 1),
         ("Mutex contended hand-offs /s (8 clients)", "hand-offs", 8),
     ] {
-        let mut per_sec = [f64::NAN; 2];
-        let mut server_cpu = [f64::NAN; 2];
-        let mut client_cpu = [f64::NAN; 2];
-        for (i, target) in targets.iter().enumerate().filter(|(i, _)| measured(*i)) {
-            let run = lock::measure(&target.hosts, lock::LockImpl::Zklock, clients, seconds, cpu_probe(target.pid, ticks))
-                .await?;
-            per_sec[i] = run.per_sec();
-            server_cpu[i] = per_thousand(run.probe[0], run.count);
-            client_cpu[i] = per_thousand(run.probe[1], run.count);
-            eprintln!("  {label} on {}: {:.0} ({run:?})", target.name, per_sec[i]);
+        let mut runs: [Vec<lock::LockRun>; 2] = Default::default();
+        for round in 0..args.rounds {
+            for i in order(round) {
+                let target = &targets[i];
+                let probe = cpu_probe(target.pid, ticks);
+                let run = lock::measure(&target.hosts, lock::LockImpl::Zklock, clients, seconds, probe).await?;
+                eprintln!("  {label} on {} (round {}): {:.0} {run:?}", target.name, round + 1, run.per_sec());
+                runs[i].push(run);
+            }
         }
-        rows.push((label.to_string(), per_sec));
-        rows.push((format!("↳ server CPU ms per 1,000 {unit}"), server_cpu));
-        rows.push((format!("↳ load generator CPU ms per 1,000 {unit}"), client_cpu));
+        let stat = |f: &dyn Fn(&lock::LockRun) -> f64| runs.each_ref().map(|r| median(r.iter().map(f)));
+        rows.push((label.to_string(), stat(&|r| r.per_sec())));
+        rows.push((format!("↳ server CPU ms per 1,000 {unit}"), stat(&|r| per_thousand(r.probe[0], r.count))));
+        rows.push((
+            format!("↳ load generator CPU ms per 1,000 {unit}"),
+            stat(&|r| per_thousand(r.probe[1], r.count)),
+        ));
     }
-    let mut mixed_results = vec![None, None];
-    for (i, target) in targets.iter().enumerate().filter(|(i, _)| measured(*i)) {
-        let result = mixed::run_probed(&target.hosts, args.clients, seconds, cpu_probe(target.pid, ticks)).await?;
-        eprintln!("  mixed on {}: {result:?}", target.name);
-        mixed_results[i] = Some(result);
+    let mut mixed_runs: [Vec<mixed::MixedResult>; 2] = Default::default();
+    for round in 0..args.rounds {
+        for i in order(round) {
+            let target = &targets[i];
+            let result = mixed::run_probed(&target.hosts, args.clients, seconds, cpu_probe(target.pid, ticks)).await?;
+            eprintln!("  mixed on {} (round {}): {result:?}", target.name, round + 1);
+            mixed_runs[i].push(result);
+        }
     }
-    let field = |f: &dyn Fn(&mixed::MixedResult) -> f64| {
-        [0, 1].map(|i| mixed_results[i].as_ref().map_or(f64::NAN, f))
-    };
+    let field = |f: &dyn Fn(&mixed::MixedResult) -> f64| mixed_runs.each_ref().map(|r| median(r.iter().map(f)));
     rows.push((format!("mixed ops /s ({} clients)", args.clients), field(&|r| r.ops_per_sec)));
     rows.push(("↳ server CPU ms per 1,000 ops".into(), field(&|r| per_thousand(r.probe[0], r.ops))));
     rows.push(("↳ load generator CPU ms per 1,000 ops".into(), field(&|r| per_thousand(r.probe[1], r.ops))));
@@ -267,6 +281,21 @@ async fn compare(args: Args) -> Result<()> {
     drop(embedded);
     drop(zookeeper);
     Ok(())
+}
+
+/// The median (mean of the middle two for an even count); NaN when there are no values.
+fn median(values: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.filter(|x| !x.is_nan()).collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    if v.len() % 2 == 0 {
+        (v[mid - 1] + v[mid]) / 2.0
+    } else {
+        v[mid]
+    }
 }
 
 /// Milliseconds of CPU per 1,000 operations.

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use zklock_codec::jute::{put_bool, put_buffer, put_i32, put_i64, put_str};
+use zklock_codec::Decode;
 use zklock_server::{Server, ServerConfig};
 
 use crate::wire::{request_frame, Reply, Session};
@@ -255,4 +256,45 @@ async fn four_letter_words(addr: SocketAddr, _base: String) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn four_letter_words_answer_like_zookeeper() {
     differential(four_letter_words).await;
+}
+
+/// ConnectResponse details: timeout clamping, the readOnly byte only when the client sent one, a
+/// 16-byte password, and refusal of a client that has seen a newer zxid than the server.
+async fn handshakes(addr: SocketAddr, _base: String) -> Vec<String> {
+    let mut t = Vec::new();
+    for (timeout, with_read_only) in [(1, true), (10_000, false), (1_000_000, true)] {
+        let mut conn = crate::wire::Conn::connect(addr).await.unwrap();
+        let mut request = crate::wire::connect_request(0, timeout, 0, &[]);
+        if !with_read_only {
+            request.pop();
+        }
+        let mut frame = (request.len() as i32).to_be_bytes().to_vec();
+        frame.extend_from_slice(&request);
+        conn.send_raw(&frame).await.unwrap();
+        let body = conn.read_frame().await.unwrap().expect("ConnectResponse");
+        let resp = zklock_codec::ConnectResponse::from_bytes(&body).unwrap();
+        t.push(format!(
+            "asked {timeout} (readOnly sent: {with_read_only}): got {} bytes, timeout {}, password {} bytes, readOnly {:?}, id nonzero {}",
+            body.len(),
+            resp.time_out,
+            resp.passwd.len(),
+            resp.read_only,
+            resp.session_id != 0
+        ));
+        conn.send(1, -11, &[]).await.unwrap();
+        t.push(format!("closed after closeSession: {}", conn.closed_by_server().await));
+    }
+    // A client that has seen zxid 2^40 must go elsewhere: no session for it here.
+    let mut conn = crate::wire::Conn::connect(addr).await.unwrap();
+    let answer = conn.handshake(&crate::wire::connect_request(1 << 40, 30_000, 0, &[0; 16])).await;
+    t.push(format!("lastZxidSeen ahead of the server: answered {:?}", answer.map(|r| r.map(|r| r.time_out))));
+    t
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handshake_details() {
+    let t = differential(handshakes).await;
+    eprintln!("{t:#?}");
+    assert!(t[0].contains("timeout 4000"), "{t:#?}");
+    assert!(t[4].contains("timeout 40000"), "{t:#?}");
 }

@@ -170,7 +170,26 @@ on_every_server! {
         queued(&mut rx).await;
         let mut states = leader_client.state_watcher();
         for cut in 0..10 {
-            proxy.cut_all();
+            // Cut until the client notices (a cut can race with the proxy accepting the reconnection), then wait
+            // for it to be back.
+            let mut noticed = false;
+            for _ in 0..5 {
+                proxy.cut_all();
+                let disconnected = tokio::time::timeout(Duration::from_secs(5), async {
+                    loop {
+                        match states.changed().await {
+                            SessionState::Disconnected => return,
+                            state if state.is_terminated() => panic!("cut {cut}: the leader's session ended: {state:?}"),
+                            _ => {}
+                        }
+                    }
+                });
+                if disconnected.await.is_ok() {
+                    noticed = true;
+                    break;
+                }
+            }
+            assert!(noticed, "cut {cut}: the leader never noticed its connection was cut");
             eventually("the leader to reconnect", async {
                 loop {
                     match states.changed().await {

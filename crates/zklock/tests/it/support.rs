@@ -81,8 +81,14 @@ pub async fn client_with_timeout(hosts: &str, timeout: Duration) -> Client {
     .expect("connect")
 }
 
-/// The children of `dir`, sorted; empty if it does not exist.
+/// The children of `dir`, sorted; empty if it does not exist. Syncs first: on an ensemble, this session's server
+/// may not have applied yet what another session's server has acknowledged (ZooKeeper is sequentially consistent
+/// per session, not linearizable across sessions).
 pub async fn children(client: &Client, dir: &str) -> Vec<String> {
+    match client.sync(dir).await {
+        Ok(()) | Err(zk::Error::NoNode) => {}
+        Err(err) => panic!("sync {dir}: {err}"),
+    }
     match client.list_children(dir).await {
         Ok(mut children) => {
             children.sort();

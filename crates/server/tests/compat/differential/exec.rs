@@ -171,10 +171,16 @@ impl Run {
             None => "connection closed before the reply".to_string(),
             Some(reply) => self.reply_text(opcode, &reply),
         };
+        // Notifications caused by its own request reach a session before the reply: mark where the reply
+        // came, so an event arriving after it shows up in the trace.
+        let at_reply = self.slots[slot].events.len();
         if opcode == -11 || self.slots[slot].conn.is_none() {
             line.push_str(&self.reopen(slot, opcode == -11).await?);
         }
         self.barrier().await?;
+        if opcode != -11 && self.slots[slot].events.len() > at_reply {
+            self.slots[slot].events.insert(at_reply, "<reply>".into());
+        }
         for (i, s) in self.slots.iter_mut().enumerate() {
             if opcode == -11 {
                 // A closing session's ephemerals are deleted in hash-set order in ZooKeeper: the order of
