@@ -184,3 +184,44 @@ async fn corrupted_log_record_refuses_to_start() {
         }
     }
 }
+
+/// Sessions are durable: after SIGKILL and restart one can be re-attached with its id and password and
+/// still owns its ephemeral; one that never comes back expires after its timeout (timers restart), and
+/// its ephemeral vanishes with a notification.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_survive_kill9() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::up(dir.path()).await;
+    let mut kept = Session::open(serve.addr, 30_000).await;
+    assert_eq!(kept.create("/kept", b"", 1).await, 0);
+    let mut dropped = Session::open(serve.addr, 4_000).await;
+    assert_eq!(dropped.timeout_ms, 4_000);
+    assert_eq!(dropped.create("/dropped", b"", 1).await, 0);
+    serve.kill9().await;
+
+    let serve = Serve::up(dir.path()).await;
+    let mut back = Session::attach(serve.addr, 30_000, kept.id, &kept.password)
+        .await
+        .expect("a session from before the crash re-attaches");
+    assert_eq!(back.id, kept.id);
+    let reply = back.exists("/kept", false).await.unwrap();
+    assert_eq!(reply.header.err, 0, "its ephemeral survived");
+    // The other session's timer restarted with the server; wait for its expiry through a watch.
+    let reply = back.exists("/dropped", true).await.unwrap();
+    assert_eq!(reply.header.err, 0, "the silent session's ephemeral survived the restart");
+    let mut pings = 0;
+    while back.events.is_empty() && pings < 200 {
+        assert!(back.call(11, &[]).await.is_some(), "connection stays up");
+        pings += 1;
+        if back.events.is_empty() {
+            tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+        }
+    }
+    assert_eq!(back.events, [(2, "/dropped".to_string())], "the silent session expired");
+    assert!(Session::attach(serve.addr, 4_000, dropped.id, &dropped.password).await.is_none());
+    assert!(back.close().await);
+    let mut check = Session::open(serve.addr, 30_000).await;
+    assert_eq!(check.exists("/kept", false).await.unwrap().header.err, -101);
+    drop(kept.conn);
+    serve.kill9().await;
+}

@@ -298,3 +298,57 @@ async fn handshake_details() {
     assert!(t[0].contains("timeout 4000"), "{t:#?}");
     assert!(t[4].contains("timeout 40000"), "{t:#?}");
 }
+
+/// Forty requests pipelined in one write: replies in request order with their xids, and another
+/// session's notifications in the order of the writes.
+async fn pipelined(addr: SocketAddr, base: String) -> Vec<String> {
+    let mut t = Vec::new();
+    let mut a = Session::open(addr, 30_000).await;
+    assert_eq!(a.create(&base, b"", 0).await, 0);
+    for i in 0..10 {
+        assert_eq!(a.create(&format!("{base}/n{i}"), b"", 0).await, 0);
+        a.exists(&format!("{base}/n{i}"), true).await.unwrap();
+    }
+    a.call(8, &path_body(&base, Some(true))).await.unwrap();
+    let mut b = Session::open(addr, 30_000).await;
+    let mut wire = Vec::new();
+    let mut xid = 100;
+    for i in 0..10 {
+        let node = format!("{base}/n{i}");
+        let mut set = path_body(&node, None);
+        put_buffer(&mut set, Some(b"x"));
+        put_i32(&mut set, -1);
+        let mut create = path_body(&format!("{base}/m{i}"), None);
+        put_buffer(&mut create, None);
+        put_i32(&mut create, 1);
+        put_i32(&mut create, 31);
+        put_str(&mut create, "world");
+        put_str(&mut create, "anyone");
+        put_i32(&mut create, 0);
+        let mut delete = path_body(&node, None);
+        put_i32(&mut delete, if i % 2 == 0 { -1 } else { 0 });
+        for (op, body) in [(5, set), (4, path_body(&node, Some(false))), (1, create), (2, delete)] {
+            wire.extend_from_slice(&request_frame(xid, op, &body));
+            xid += 1;
+        }
+    }
+    b.conn.send_raw(&wire).await.unwrap();
+    let mut replies = Vec::new();
+    for _ in 0..40 {
+        let r = b.conn.read_reply().await.unwrap().expect("reply");
+        replies.push(format!("{}:{}", r.header.xid, r.header.err));
+    }
+    t.push(format!("replies: {replies:?}"));
+    a.call(11, &[]).await.unwrap();
+    let events: Vec<String> = a.events.drain(..).map(|(k, p)| format!("{k} {}", p.replace(&base, "B"))).collect();
+    t.push(format!("events in order: {events:?}"));
+    assert!(a.close().await);
+    assert!(b.close().await);
+    t
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_requests_and_notification_order() {
+    let t = differential(pipelined).await;
+    assert!(t[0].starts_with(r#"replies: ["100:0", "101:0", "102:0", "103:0", "104:0""#), "{t:#?}");
+}

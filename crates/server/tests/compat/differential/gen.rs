@@ -196,10 +196,11 @@ fn op(rng: &mut impl Rng) -> Op {
             path: path(rng),
             watch: rng.gen_bool(0.7),
         },
-        720..=799 => Op::Multi {
+        720..=769 => Op::Multi {
             s,
             ops: (0..rng.gen_range(1..5)).map(|_| sub_op(rng)).collect(),
         },
+        770..=799 => Op::Multi { s, ops: coherent_multi(rng) },
         800..=819 => Op::MultiRead {
             s,
             ops: (0..rng.gen_range(1..4))
@@ -240,4 +241,43 @@ fn op(rng: &mut impl Rng) -> Op {
         970..=979 => Op::Sync { s, path: path(rng) },
         _ => Op::Close { s },
     }
+}
+
+/// A multi that can succeed: create a node, then more ops on that same node (or its new child).
+fn coherent_multi(rng: &mut impl Rng) -> Vec<SubOp> {
+    let node = P::Rel(format!("{}/m{}", TOP[rng.gen_range(0..3)], rng.gen_range(0..3)));
+    let mut ops = vec![SubOp::Create {
+        opcode: [1, 15][rng.gen_range(0..2)],
+        path: node.clone(),
+        data: data(rng),
+        mode: [0, 0, 1][rng.gen_range(0..3)],
+    }];
+    for _ in 0..rng.gen_range(1..4) {
+        ops.push(match rng.gen_range(0..5) {
+            0 => SubOp::SetData {
+                path: node.clone(),
+                data: data(rng),
+                version: rng.gen_range(-1..2),
+            },
+            1 => SubOp::Check {
+                path: node.clone(),
+                version: rng.gen_range(-1..2),
+            },
+            2 => SubOp::Delete {
+                path: node.clone(),
+                version: rng.gen_range(-1..2),
+            },
+            3 => SubOp::Create {
+                opcode: 15,
+                path: match &node {
+                    P::Rel(p) => P::Rel(format!("{p}/s")),
+                    other => other.clone(),
+                },
+                data: None,
+                mode: 2,
+            },
+            _ => sub_op(rng),
+        });
+    }
+    ops
 }
