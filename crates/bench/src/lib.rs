@@ -10,6 +10,8 @@
 
 pub mod lock;
 pub mod mixed;
+pub mod peers;
+pub mod recipes;
 
 /// What can fail while benchmarking.
 #[derive(Debug, thiserror::Error)]

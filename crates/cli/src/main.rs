@@ -8,6 +8,7 @@ mod elect;
 mod run;
 mod serve;
 mod status;
+mod supervise;
 mod zk;
 
 use std::process::ExitCode;

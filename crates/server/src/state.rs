@@ -403,3 +403,67 @@ pub fn notification(ty: EventType, path: &str) -> Vec<u8> {
         &event.to_bytes(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(last_zxid: i64, durable_zxid: i64) -> State {
+        let (tx, _) = watch::channel(durable_zxid);
+        let durable = Arc::new(Durable {
+            zxid: tx,
+            failed: Default::default(),
+        });
+        let sessions = Sessions::new(std::time::Duration::from_secs(2), 1 << 56);
+        State::new(DataTree::new(), sessions, last_zxid, Durability::Memory, durable)
+    }
+
+    fn conn(st: &mut State) -> ConnId {
+        let (tx, _rx) = mpsc::unbounded_channel();
+        st.add_conn(Conn {
+            tx,
+            shared: Arc::new(ConnShared {
+                outstanding: AtomicUsize::new(0),
+                drained: Notify::new(),
+                cancel: CancellationToken::new(),
+                received: AtomicUsize::new(0),
+                sent: AtomicUsize::new(0),
+            }),
+            session: 0,
+            peer: "127.0.0.1:1".parse().unwrap(),
+            auth: vec![],
+            last_op: "NA",
+            last_reply_zxid: 0,
+        })
+    }
+
+    #[test]
+    fn reads_wait_only_for_what_they_observed() {
+        // zxids 6..=10 are applied but not yet durable.
+        let mut st = state(10, 5);
+        let (a, b) = (conn(&mut st), conn(&mut st));
+        assert_eq!(
+            st.reply_zxid(a, Some(3)),
+            5,
+            "an old node: the durable zxid, no wait"
+        );
+        assert_eq!(st.reply_zxid(a, Some(8)), 8, "a node changed at 8 waits for 8");
+        assert_eq!(
+            st.reply_zxid(a, Some(3)),
+            8,
+            "headers never go backwards on a connection"
+        );
+        assert_eq!(
+            st.reply_zxid(b, Some(3)),
+            5,
+            "other connections are not held back"
+        );
+        assert_eq!(
+            st.reply_zxid(b, None),
+            10,
+            "writes and other requests depend on everything"
+        );
+        st.durable.advance(10);
+        assert_eq!(st.reply_zxid(a, Some(3)), 10);
+    }
+}

@@ -406,4 +406,34 @@ mod tests {
         assert!(t.ephemerals_of(77).is_empty());
         assert_eq!(t.descendant_count("/"), 4);
     }
+
+    #[test]
+    fn changed_at_tracks_what_a_read_can_see() {
+        let mut t = DataTree::new();
+        let mut ev = vec![];
+        t.create("/a", None, Acl::open_unsafe(), 0, 1, 3, 100, &mut ev);
+        t.create("/b", None, Acl::open_unsafe(), 0, 2, 4, 100, &mut ev);
+        assert_eq!(
+            (t.changed_at("/a"), t.changed_at("/b"), t.changed_at("/")),
+            (3, 4, 4)
+        );
+        t.set_data("/a", Some(vec![1]), 1, 6, 100, &mut ev);
+        assert_eq!(
+            (t.changed_at("/a"), t.changed_at("/b")),
+            (6, 4),
+            "setData moves only its node"
+        );
+        t.set_acl("/b", Acl::open_unsafe(), 1, 7);
+        assert_eq!(t.changed_at("/b"), 7, "setACL counts (a read reveals the ACL)");
+        assert_eq!(
+            t.changed_at("/b/x/y"),
+            7,
+            "a missing node depends on its nearest ancestor"
+        );
+        t.delete("/b", 8, &mut ev);
+        assert_eq!(t.changed_at("/b"), 8, "the parent records the delete");
+        assert_eq!(t.changed_at("no-slash"), 8);
+        let restored = DataTree::from_nodes(t.nodes().map(|(p, n)| (p.clone(), n.clone())).collect());
+        assert_eq!(restored.changed_at("/a"), 6, "rebuilt from the stat zxids");
+    }
 }

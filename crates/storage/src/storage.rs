@@ -86,8 +86,11 @@ impl Storage {
             return;
         }
         queue.items.push_back(Pending { zxid, payload, done });
+        let asleep = queue.writer_asleep;
         drop(queue);
-        self.inner.shared.notify();
+        if asleep {
+            self.inner.shared.notify();
+        }
     }
 
     /// Appends and blocks until the record is durable. Never call this from inside a

@@ -24,6 +24,10 @@ pub(crate) struct Queue {
     pub items: VecDeque<Pending>,
     /// Set by `close`/drop: the writer drains what is queued, then exits.
     pub closing: bool,
+    /// The writer is asleep on the condition variable. Appends wake it only then: while it is writing or
+    /// syncing it looks at the queue again before sleeping, and skipping the wake-up saves a futex syscall
+    /// per append under load.
+    pub writer_asleep: bool,
 }
 
 /// The queue plus the condition variable the writer sleeps on.
@@ -75,7 +79,9 @@ impl Writer {
             let batch: Vec<Pending> = {
                 let mut queue = shared.lock();
                 while queue.items.is_empty() && !queue.closing {
+                    queue.writer_asleep = true;
                     queue = shared.wake.wait(queue).unwrap_or_else(|p| p.into_inner());
+                    queue.writer_asleep = false;
                 }
                 if queue.items.is_empty() {
                     break; // closing and drained

@@ -62,3 +62,8 @@ pub use zookeeper_client;
 
 /// The guard of a [`Mutex`].
 pub type MutexGuard = Guard;
+
+/// The README's Rust examples, compiled as doctests so that they keep working when pasted.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -114,31 +114,38 @@ async fn child_is_stopped_when_the_lock_is_lost() {
     assert!(!alive(child), "the command was stopped");
 }
 
+/// Waits (an event: a pidfd becomes readable when its process ends — any process, not only our children) until
+/// `pid` has exited.
+async fn exited(pid: i32) {
+    let pid = rustix::process::Pid::from_raw(pid).expect("a valid pid");
+    let pidfd = match rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::SRCH) => return, // already gone (and reaped)
+        Err(err) => panic!("pidfd_open: {err}"),
+    };
+    tokio::time::timeout(
+        EVENTUALLY,
+        tokio::task::spawn_blocking(move || {
+            let mut fds = [rustix::event::PollFd::new(&pidfd, rustix::event::PollFlags::IN)];
+            while rustix::event::poll(&mut fds, None).expect("poll") == 0 {}
+        }),
+    )
+    .await
+    .expect("the process exited")
+    .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn child_dies_with_zklock_even_on_kill_9() {
-    // Become the subreaper of our descendants, so the orphaned child is reparented to us and its death is an
-    // event we can wait for (waitpid) rather than poll.
-    nix::sys::prctl::set_child_subreaper(true).unwrap();
     let hosts = zookeeper().await;
     let path = unique_path("cli-run-kill9");
     // The command forks a grandchild (the backgrounded sleep) and prints its pid.
     let (mut zklock, grandchild) = run_sleeper(&hosts, &path, "sleep 120 & echo $!; wait").await;
+    assert!(alive(grandchild));
     zklock.start_kill().unwrap(); // SIGKILL
     zklock.wait().await.unwrap();
-    // Both the shell (parent-death signal) and its background sleep (the watchdog) are killed; both end up
-    // reparented to us, so we reap them.
-    let status = tokio::time::timeout(
-        EVENTUALLY,
-        tokio::task::spawn_blocking(move || nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(grandchild), None)),
-    )
-    .await
-    .expect("the grandchild died")
-    .unwrap()
-    .unwrap();
-    assert!(
-        matches!(status, nix::sys::wait::WaitStatus::Signaled(_, nix::sys::signal::Signal::SIGKILL, _)),
-        "{status:?}"
-    );
+    // The shell dies of its parent-death signal; its background sleep is killed by the watchdog.
+    exited(grandchild).await;
     // Its lock goes with the session: another run gets it (within the session timeout).
     let out = output(&["run", "--connect", &hosts, "--timeout", "30", &path, "--", "true"]).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));

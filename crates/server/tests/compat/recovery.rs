@@ -208,7 +208,10 @@ async fn sessions_survive_kill9() {
     assert_eq!(reply.header.err, 0, "its ephemeral survived");
     // The other session's timer restarted with the server; wait for its expiry through a watch.
     let reply = back.exists("/dropped", true).await.unwrap();
-    assert_eq!(reply.header.err, 0, "the silent session's ephemeral survived the restart");
+    assert_eq!(
+        reply.header.err, 0,
+        "the silent session's ephemeral survived the restart"
+    );
     let mut pings = 0;
     while back.events.is_empty() && pings < 200 {
         assert!(back.call(11, &[]).await.is_some(), "connection stays up");
@@ -217,8 +220,14 @@ async fn sessions_survive_kill9() {
             tokio::time::sleep(std::time::Duration::from_millis(150)).await;
         }
     }
-    assert_eq!(back.events, [(2, "/dropped".to_string())], "the silent session expired");
-    assert!(Session::attach(serve.addr, 4_000, dropped.id, &dropped.password).await.is_none());
+    assert_eq!(
+        back.events,
+        [(2, "/dropped".to_string())],
+        "the silent session expired"
+    );
+    assert!(Session::attach(serve.addr, 4_000, dropped.id, &dropped.password)
+        .await
+        .is_none());
     assert!(back.close().await);
     let mut check = Session::open(serve.addr, 30_000).await;
     assert_eq!(check.exists("/kept", false).await.unwrap().header.err, -101);

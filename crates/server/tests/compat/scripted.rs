@@ -282,12 +282,20 @@ async fn handshakes(addr: SocketAddr, _base: String) -> Vec<String> {
             resp.session_id != 0
         ));
         conn.send(1, -11, &[]).await.unwrap();
-        t.push(format!("closed after closeSession: {}", conn.closed_by_server().await));
+        t.push(format!(
+            "closed after closeSession: {}",
+            conn.closed_by_server().await
+        ));
     }
     // A client that has seen zxid 2^40 must go elsewhere: no session for it here.
     let mut conn = crate::wire::Conn::connect(addr).await.unwrap();
-    let answer = conn.handshake(&crate::wire::connect_request(1 << 40, 30_000, 0, &[0; 16])).await;
-    t.push(format!("lastZxidSeen ahead of the server: answered {:?}", answer.map(|r| r.map(|r| r.time_out))));
+    let answer = conn
+        .handshake(&crate::wire::connect_request(1 << 40, 30_000, 0, &[0; 16]))
+        .await;
+    t.push(format!(
+        "lastZxidSeen ahead of the server: answered {:?}",
+        answer.map(|r| r.map(|r| r.time_out))
+    ));
     t
 }
 
@@ -327,7 +335,12 @@ async fn pipelined(addr: SocketAddr, base: String) -> Vec<String> {
         put_i32(&mut create, 0);
         let mut delete = path_body(&node, None);
         put_i32(&mut delete, if i % 2 == 0 { -1 } else { 0 });
-        for (op, body) in [(5, set), (4, path_body(&node, Some(false))), (1, create), (2, delete)] {
+        for (op, body) in [
+            (5, set),
+            (4, path_body(&node, Some(false))),
+            (1, create),
+            (2, delete),
+        ] {
             wire.extend_from_slice(&request_frame(xid, op, &body));
             xid += 1;
         }
@@ -340,7 +353,11 @@ async fn pipelined(addr: SocketAddr, base: String) -> Vec<String> {
     }
     t.push(format!("replies: {replies:?}"));
     a.call(11, &[]).await.unwrap();
-    let events: Vec<String> = a.events.drain(..).map(|(k, p)| format!("{k} {}", p.replace(&base, "B"))).collect();
+    let events: Vec<String> = a
+        .events
+        .drain(..)
+        .map(|(k, p)| format!("{k} {}", p.replace(&base, "B")))
+        .collect();
     t.push(format!("events in order: {events:?}"));
     assert!(a.close().await);
     assert!(b.close().await);
@@ -350,5 +367,8 @@ async fn pipelined(addr: SocketAddr, base: String) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pipelined_requests_and_notification_order() {
     let t = differential(pipelined).await;
-    assert!(t[0].starts_with(r#"replies: ["100:0", "101:0", "102:0", "103:0", "104:0""#), "{t:#?}");
+    assert!(
+        t[0].starts_with(r#"replies: ["100:0", "101:0", "102:0", "103:0", "104:0""#),
+        "{t:#?}"
+    );
 }

@@ -13,8 +13,18 @@ ACTION
                "RELEASED".
 
 Any failure prints a traceback to stderr and exits with status 2.
+
+Benchmark mode, for crates/bench's compare-peers (one client, i.e. one session, per process: threads would
+share the GIL, so N contenders are N processes):
+
+    python3 kazoo_peer.py bench mutex|rwlock CONNECT PATH WARMUP_S SECONDS [READ_FRACTION]
+
+loops acquire+release of ``kazoo.recipe.lock.Lock`` (mutex), or of ``ReadLock`` with probability READ_FRACTION
+and ``WriteLock`` otherwise (rwlock). Prints "READY" once connected, waits for "GO", runs WARMUP_S seconds
+unmeasured then SECONDS measured, prints "COUNT <acquisitions> <measured seconds>".
 """
 
+import random
 import sys
 import time
 import traceback
@@ -35,7 +45,46 @@ def read(path):
         return int(f.read().strip())
 
 
+def bench(args):
+    what, hosts, path = args[0], args[1], args[2]
+    warmup, seconds = float(args[3]), float(args[4])
+    read_fraction = float(args[5]) if len(args) > 5 else 0.0
+    client = KazooClient(hosts=hosts, timeout=10.0)
+    client.start(timeout=60)
+    try:
+        if what == "mutex":
+            locks = None
+            mutex = client.Lock(path)
+        elif what == "rwlock":
+            locks = (client.ReadLock(path), client.WriteLock(path))
+        else:
+            raise ValueError("unknown benchmark %r" % what)
+        say("READY")
+        go = sys.stdin.readline().strip()
+        if go != "GO":
+            raise RuntimeError("expected GO, got %r" % go)
+        measure_from = time.monotonic() + warmup
+        end = measure_from + seconds
+        count = 0
+        while time.monotonic() < end:
+            if locks is None:
+                lock = mutex
+            else:
+                lock = locks[0] if random.random() < read_fraction else locks[1]
+            lock.acquire()
+            lock.release()
+            if time.monotonic() >= measure_from:
+                count += 1
+        say("COUNT %d %f" % (count, time.monotonic() - measure_from))
+        return 0
+    finally:
+        client.stop()
+        client.close()
+
+
 def run(args):
+    if args and args[0] == "bench":
+        return bench(args[1:])
     if len(args) < 3:
         sys.stderr.write("usage: kazoo_peer.py increment|hold CONNECT PATH [ROUNDS FILE]\n")
         return 2

@@ -200,7 +200,10 @@ fn op(rng: &mut impl Rng) -> Op {
             s,
             ops: (0..rng.gen_range(1..5)).map(|_| sub_op(rng)).collect(),
         },
-        770..=799 => Op::Multi { s, ops: coherent_multi(rng) },
+        770..=799 => Op::Multi {
+            s,
+            ops: coherent_multi(rng),
+        },
         800..=819 => Op::MultiRead {
             s,
             ops: (0..rng.gen_range(1..4))

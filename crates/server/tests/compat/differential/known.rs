@@ -95,10 +95,11 @@ impl Filter {
                 self.standard.insert((s, path.clone()));
                 Some(op)
             }
-            // Debian's ZooKeeper 3.8.0 (with the CVE-2024-23944 fix) notifies a watcher only if its session
-            // has READ on the node (exists(watch) on a node created with auth:"" by another user, then a
-            // delete: no NodeDeleted; same for persistent-recursive watches on descendants); the embedded
-            // server notifies regardless. auth ACLs are the only ones here without READ for every session.
+            // Debian's ZooKeeper 3.8.0-11+deb12u2 notifies a watcher only if its session has READ on the
+            // node (checked with kazoo: exists(watch) on a node created with auth:"" by another user, then
+            // a delete: no NodeDeleted; the same for persistent-recursive watches on descendants), most
+            // likely a backported security fix; the embedded server notifies regardless. auth ACLs are the
+            // only ones generated here without READ for every session.
             Op::Create {
                 acl: AclChoice::Creator,
                 ..

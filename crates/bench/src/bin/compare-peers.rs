@@ -1,0 +1,229 @@
+//! zklock against its peers — Apache Curator 5.4 (Java), kazoo (Python) and zookeeper-client's `Client::lock`
+//! (Rust) — on one real ZooKeeper 3.8 standalone server with fsync on, side by side in one run:
+//!
+//! 1. Mutex: uncontended acquire+release per second (1 client) and contended hand-offs per second (8 clients).
+//! 2. RwLock, read-heavy: 8 clients, each acquisition a read with probability 0.9, else a write; per second.
+//! 3. Leader election failover: the leader departs (closes its session, or resigns) and the time until the next
+//!    candidate knows it leads; median over `--rounds` rounds.
+//! 4. Double barrier as in the ZooKeeper paper: `--barriers` barriers × `--members` clients, enter + leave.
+//!
+//! ```sh
+//! cargo build --release -p zklock-bench --features compare
+//! target/release/compare-peers [--seconds 5] [--warmup 1] [--rounds 10] [--barriers 200] [--members 50]
+//!                              [--client-threads 1]
+//! ```
+//! Every client has its own session. The peers run as child processes (`crates/zklock/tests/peers`, `bench`
+//! modes) and measure inside themselves after their own warm-up; kazoo runs one process per client so that the
+//! GIL does not serialise its clients. zklock and zookeeper-client run in this process on `--client-threads`
+//! tokio worker threads (default 1, leaving the other core of a small machine to the server).
+
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use zklock_bench::lock::{self, LockImpl};
+use zklock_bench::peers::{self, Departure, LockKind, Toolchain};
+use zklock_bench::recipes;
+use zklock_testkit::ZooKeeper;
+
+struct Args {
+    seconds: f64,
+    warmup: f64,
+    rounds: usize,
+    barriers: usize,
+    members: usize,
+    client_threads: usize,
+}
+
+fn args() -> Result<Args> {
+    let mut args = Args { seconds: 5.0, warmup: 1.0, rounds: 10, barriers: 200, members: 50, client_threads: 1 };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut value = || it.next().with_context(|| format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--seconds" => args.seconds = value()?.parse()?,
+            "--warmup" => args.warmup = value()?.parse()?,
+            "--rounds" => args.rounds = value()?.parse()?,
+            "--barriers" => args.barriers = value()?.parse()?,
+            "--members" => args.members = value()?.parse()?,
+            "--client-threads" => args.client_threads = value()?.parse()?,
+            other => bail!(
+                "unknown argument {other} (expected --seconds N, --warmup SECONDS, --rounds N, --barriers N, \
+                 --members N, --client-threads N)"
+            ),
+        }
+    }
+    if args.client_threads == 0 || args.rounds == 0 || args.members == 0 {
+        bail!("--client-threads, --rounds and --members must be at least 1");
+    }
+    Ok(args)
+}
+
+fn main() -> Result<()> {
+    let args = args()?;
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.client_threads)
+        .enable_all()
+        .build()?
+        .block_on(compare(args))
+}
+
+/// The columns of the table.
+const COLUMNS: [&str; 4] = ["zklock", "Curator", "kazoo", "zookeeper-client"];
+
+/// A row: label and one value per column (NaN: not measured).
+type Row = (String, [f64; 4]);
+
+/// A fresh path for one measurement.
+fn fresh(kind: &str) -> String {
+    format!("/compare-peers-{kind}-{:016x}", rand::random::<u64>())
+}
+
+async fn compare(args: Args) -> Result<()> {
+    let seconds = Duration::from_secs_f64(args.seconds);
+    let load_before = load_average();
+    // The testkit turns ZooKeeper's fsync off by default to speed tests up; a benchmark compares durable work.
+    let zookeeper = tokio::task::spawn_blocking(|| ZooKeeper::builder().config("forceSync", "yes").start()).await??;
+    let hosts = zookeeper.connect_string();
+    let tools = tokio::task::spawn_blocking(Toolchain::prepare).await??;
+    println!(
+        "compare-peers: ZooKeeper 3.8 standalone (forceSync=yes) at {hosts}; {:.1}s per throughput measurement \
+         (peers: after {:.1}s warm-up in their own process); {} failover rounds; {} double barriers × {} members; \
+         load average {load_before} before",
+        args.seconds, args.warmup, args.rounds, args.barriers, args.members
+    );
+    // Let the server's JIT compile its hot paths before anything is measured.
+    eprintln!("warming the server up");
+    lock::throughput(&hosts, LockImpl::Zklock, 8, Duration::from_secs(2)).await?;
+
+    let nan = f64::NAN;
+    let mut rows: Vec<Row> = Vec::new();
+    for (label, clients) in
+        [("Mutex uncontended acquire+release /s (1 client)", 1), ("Mutex contended hand-offs /s (8 clients)", 8)]
+    {
+        let zklock = lock::throughput(&hosts, LockImpl::Zklock, clients, seconds).await?;
+        eprintln!("  {label}: zklock {zklock:.0}");
+        let zkc = lock::throughput(&hosts, LockImpl::ZookeeperClient, clients, seconds).await?;
+        eprintln!("  {label}: zookeeper-client {zkc:.0}");
+        let curator =
+            peers::curator_lock(&tools, &hosts, &fresh("mutex"), LockKind::Mutex, clients, args.warmup, args.seconds)
+                .await?;
+        eprintln!("  {label}: Curator {curator:?}");
+        let kazoo =
+            peers::kazoo_lock(&tools, &hosts, &fresh("mutex"), LockKind::Mutex, clients, args.warmup, args.seconds)
+                .await?;
+        eprintln!("  {label}: kazoo {kazoo:?}");
+        rows.push((label.into(), [zklock, curator.per_sec(), kazoo.per_sec(), zkc]));
+    }
+
+    let read_fraction = 0.9;
+    let rw = LockKind::RwLock { read_fraction };
+    let warmup = Duration::from_secs_f64(args.warmup);
+    let zklock = recipes::rwlock(&hosts, 8, warmup, seconds, read_fraction).await?;
+    eprintln!("  RwLock: zklock {zklock:?}");
+    let curator = peers::curator_lock(&tools, &hosts, &fresh("rw"), rw, 8, args.warmup, args.seconds).await?;
+    eprintln!("  RwLock: Curator {curator:?}");
+    let kazoo = peers::kazoo_lock(&tools, &hosts, &fresh("rw"), rw, 8, args.warmup, args.seconds).await?;
+    eprintln!("  RwLock: kazoo {kazoo:?}");
+    rows.push((
+        "RwLock acquisitions /s (8 clients, 90 % reads)".into(),
+        [zklock.per_sec(), curator.per_sec(), kazoo.per_sec(), nan],
+    ));
+
+    for (label, departure) in [
+        ("Election failover, leader closes its session: median ms (lower is better)", Departure::CloseSession),
+        ("Election failover, leader resigns: median ms (lower is better)", Departure::Resign),
+    ] {
+        let zklock = recipes::failover(&hosts, &fresh("elect"), args.rounds, departure).await?;
+        eprintln!("  {label}: zklock {zklock:?}");
+        let curator = peers::curator_failover(&tools, &hosts, &fresh("elect"), args.rounds, departure).await?;
+        eprintln!("  {label}: Curator {curator:?}");
+        rows.push((label.into(), [median_ms(&zklock), median_ms(&curator), nan, nan]));
+    }
+
+    let (barriers, members) = (args.barriers, args.members);
+    let root = fresh("dbarrier");
+    let zklock = recipes::double_barrier(&hosts, &root, members, barriers).await?;
+    eprintln!("  double barrier: zklock {zklock:?}");
+    let root = fresh("dbarrier");
+    let curator = peers::curator_double_barrier(&tools, &hosts, &root, members, barriers).await?;
+    recipes::remove_tree_deep(&hosts, &root).await?;
+    eprintln!("  double barrier: Curator {curator:?}");
+    let per_barrier = |d: Duration| d.as_secs_f64() * 1e3 / barriers as f64;
+    let per_sec = |d: Duration| barriers as f64 / d.as_secs_f64();
+    rows.push((
+        format!("Double barrier ({barriers} × {members} clients, enter+leave): ms per barrier (lower is better)"),
+        [per_barrier(zklock), per_barrier(curator), nan, nan],
+    ));
+    rows.push((
+        format!("Double barrier ({barriers} × {members} clients): barriers /s"),
+        [per_sec(zklock), per_sec(curator), nan, nan],
+    ));
+
+    print!("\n| workload |");
+    for column in COLUMNS {
+        print!(" {column} |");
+    }
+    for column in &COLUMNS[1..] {
+        print!(" zklock / {column} |");
+    }
+    print!("\n|---|");
+    for _ in 0..COLUMNS.len() * 2 - 1 {
+        print!("---:|");
+    }
+    println!();
+    for (label, values) in &rows {
+        print!("| {label} |");
+        for value in values {
+            print!(" {} |", cell(*value));
+        }
+        for value in &values[1..] {
+            print!(" {} |", ratio(values[0], *value));
+        }
+        println!();
+    }
+    println!("\nload average {load_before} before, {} after", load_average());
+    drop(tools);
+    drop(zookeeper);
+    Ok(())
+}
+
+/// The median in milliseconds (mean of the middle two for an even count); NaN when empty.
+fn median_ms(times: &[Duration]) -> f64 {
+    let mut ms: Vec<f64> = times.iter().map(|t| t.as_secs_f64() * 1e3).collect();
+    if ms.is_empty() {
+        return f64::NAN;
+    }
+    ms.sort_by(f64::total_cmp);
+    let mid = ms.len() / 2;
+    if ms.len() % 2 == 0 {
+        (ms[mid - 1] + ms[mid]) / 2.0
+    } else {
+        ms[mid]
+    }
+}
+
+fn cell(value: f64) -> String {
+    if value.is_nan() {
+        "–".into()
+    } else if value < 10.0 {
+        format!("{value:.2}")
+    } else {
+        format!("{value:.0}")
+    }
+}
+
+fn ratio(ours: f64, theirs: f64) -> String {
+    if ours.is_nan() || theirs.is_nan() {
+        "–".into()
+    } else {
+        format!("{:.2}×", ours / theirs)
+    }
+}
+
+/// The 1-minute load average, printed next to the figures.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "?".into())
+}

@@ -1,0 +1,357 @@
+//! The peers' side of `compare-peers`: Apache Curator (`CuratorPeer.java`) and kazoo (`kazoo_peer.py`), run as
+//! child processes in their benchmark modes (see the `bench` sections of both files in
+//! `crates/zklock/tests/peers`). Each peer measures inside its own process (its own clock, after its own warm-up)
+//! and prints one result line; this module starts them, synchronises their start with a `GO` line and parses the
+//! results.
+//!
+//! The Curator peer is compiled once per run with `javac` into a temporary directory. The JVM runs with default
+//! JIT settings (unlike the interop tests, which trade peak speed for start-up time), so that Curator is measured
+//! at its best after its warm-up.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+/// Bound for anything a peer must say (JVM start and 50 sessions connecting on a loaded machine included).
+const PEER_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// What can fail while running a peer.
+#[derive(Debug, thiserror::Error)]
+pub enum PeerError {
+    /// A tool (java, javac, python3 with kazoo, the Curator jars) is missing or failed to prepare.
+    #[error("{0}")]
+    Setup(String),
+    /// A peer process failed, said something unexpected, or did not answer in time.
+    #[error("peer `{name}`: {what}")]
+    Peer {
+        /// Which peer.
+        name: String,
+        /// What went wrong.
+        what: String,
+    },
+    /// Starting or talking to a process failed.
+    #[error("I/O: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Result alias of this module.
+pub type Result<T> = std::result::Result<T, PeerError>;
+
+/// Where the JVM, the compiled Curator peer and a Python with kazoo are. Removes the compiled classes on drop.
+#[derive(Debug)]
+pub struct Toolchain {
+    java: PathBuf,
+    classpath: String,
+    classes: PathBuf,
+    python: PathBuf,
+}
+
+impl Drop for Toolchain {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.classes);
+    }
+}
+
+/// The directory of the peer sources.
+fn sources() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../zklock/tests/peers")
+}
+
+impl Toolchain {
+    /// Compiles the Curator peer and checks that `python3` imports kazoo. Blocking (a few seconds of javac).
+    pub fn prepare() -> Result<Toolchain> {
+        let java = PathBuf::from(std::env::var_os("ZKLOCK_TEST_JAVA").unwrap_or_else(|| "/usr/bin/java".into()));
+        let javac = PathBuf::from(std::env::var_os("ZKLOCK_TEST_JAVAC").unwrap_or_else(|| "/usr/bin/javac".into()));
+        let jars =
+            PathBuf::from(std::env::var_os("ZKLOCK_TEST_ZK_JARS").unwrap_or_else(|| "/usr/share/java".into()));
+        let python = PathBuf::from(std::env::var_os("ZKLOCK_TEST_PYTHON").unwrap_or_else(|| "python3".into()));
+        let mut classpath = Vec::new();
+        for jar in ["curator-recipes.jar", "curator-framework.jar", "curator-client.jar", "zookeeper.jar"] {
+            let path = jars.join(jar);
+            if !path.is_file() {
+                return Err(PeerError::Setup(format!(
+                    "{} is missing (apt-get install libcurator-recipes-java zookeeper)",
+                    path.display()
+                )));
+            }
+            classpath.push(path.display().to_string());
+        }
+        // Without a binding slf4j warns on every start; the no-op binding keeps stderr quiet.
+        let nop = jars.join("slf4j-nop.jar");
+        if nop.is_file() {
+            classpath.push(nop.display().to_string());
+        }
+        let classes = std::env::temp_dir().join(format!("zklock-compare-peers-{}", std::process::id()));
+        std::fs::create_dir_all(&classes)?;
+        let source = sources().join("CuratorPeer.java");
+        let out = std::process::Command::new(&javac)
+            .arg("-d")
+            .arg(&classes)
+            .arg("-cp")
+            .arg(classpath.join(":"))
+            .arg(&source)
+            .output()
+            .map_err(|e| PeerError::Setup(format!("cannot run {}: {e}", javac.display())))?;
+        if !out.status.success() {
+            let _ = std::fs::remove_dir_all(&classes);
+            return Err(PeerError::Setup(format!(
+                "javac {} failed:\n{}",
+                source.display(),
+                String::from_utf8_lossy(&out.stderr)
+            )));
+        }
+        classpath.insert(0, classes.display().to_string());
+        let toolchain = Toolchain { java, classpath: classpath.join(":"), classes, python };
+        let check = std::process::Command::new(&toolchain.python)
+            .args(["-c", "import kazoo.client, kazoo.recipe.lock"])
+            .output()
+            .map_err(|e| PeerError::Setup(format!("cannot run {}: {e}", toolchain.python.display())))?;
+        if !check.status.success() {
+            return Err(PeerError::Setup(format!(
+                "{} cannot import kazoo (python3 -m pip install kazoo):\n{}",
+                toolchain.python.display(),
+                String::from_utf8_lossy(&check.stderr)
+            )));
+        }
+        Ok(toolchain)
+    }
+
+    fn curator(&self, args: &[String]) -> Result<PeerProcess> {
+        let mut command = Command::new(&self.java);
+        command.args(["-Xmx512m", "-cp", &self.classpath, "CuratorPeer", "bench"]).args(args);
+        PeerProcess::spawn(format!("curator bench {}", args.join(" ")), command)
+    }
+
+    fn kazoo(&self, args: &[String]) -> Result<PeerProcess> {
+        let mut command = Command::new(&self.python);
+        command.arg("-u").arg(sources().join("kazoo_peer.py")).arg("bench").args(args);
+        PeerProcess::spawn(format!("kazoo bench {}", args.join(" ")), command)
+    }
+}
+
+/// A running peer and its line-based conversation. Killed (by pid) when dropped.
+struct PeerProcess {
+    name: String,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: Lines<BufReader<ChildStdout>>,
+}
+
+impl PeerProcess {
+    fn spawn(name: String, mut command: Command) -> Result<PeerProcess> {
+        // stderr goes to ours: a failing peer's stack trace is the most useful thing to see.
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| PeerError::Peer { name: name.clone(), what: format!("cannot start: {e}") })?;
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().expect("stdout is piped")).lines();
+        Ok(PeerProcess { name, child, stdin, stdout })
+    }
+
+    fn error(&self, what: impl Into<String>) -> PeerError {
+        PeerError::Peer { name: self.name.clone(), what: what.into() }
+    }
+
+    /// The next line, which must start with `word`; returns the words after it.
+    async fn expect(&mut self, word: &str) -> Result<Vec<String>> {
+        let line = match tokio::time::timeout(PEER_TIMEOUT, self.stdout.next_line()).await {
+            Ok(Ok(Some(line))) => line,
+            Ok(Ok(None)) => return Err(self.error(format!("exited while we waited for {word}"))),
+            Ok(Err(e)) => return Err(self.error(format!("reading its output: {e}"))),
+            Err(_) => return Err(self.error(format!("timed out waiting for {word}"))),
+        };
+        let mut words = line.split_whitespace().map(str::to_string);
+        if words.next().as_deref() != Some(word) {
+            return Err(self.error(format!("said {line:?} where we expected {word}")));
+        }
+        Ok(words.collect())
+    }
+
+    async fn send(&mut self, line: &str) -> Result<()> {
+        let stdin = self.stdin.as_mut().ok_or_else(|| self.error("stdin closed"))?;
+        stdin.write_all(format!("{line}\n").as_bytes()).await?;
+        stdin.flush().await?;
+        Ok(())
+    }
+
+    /// Closes stdin and waits for a clean exit.
+    async fn finish(mut self) -> Result<()> {
+        drop(self.stdin.take());
+        match tokio::time::timeout(PEER_TIMEOUT, self.child.wait()).await {
+            Ok(Ok(status)) if status.success() => Ok(()),
+            Ok(Ok(status)) => Err(self.error(format!("exited with {status}"))),
+            Ok(Err(e)) => Err(self.error(format!("cannot wait for it: {e}"))),
+            Err(_) => Err(self.error("did not exit")),
+        }
+    }
+}
+
+fn number<T: std::str::FromStr>(peer: &PeerProcess, words: &[String], i: usize) -> Result<T> {
+    words
+        .get(i)
+        .and_then(|w| w.parse().ok())
+        .ok_or_else(|| peer.error(format!("expected a number at position {i} of {words:?}")))
+}
+
+/// Which lock workload.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LockKind {
+    /// The exclusive lock.
+    Mutex,
+    /// The read/write lock; each acquisition is a read with this probability, otherwise a write.
+    RwLock {
+        /// Probability of a read.
+        read_fraction: f64,
+    },
+}
+
+impl LockKind {
+    fn args(self) -> (&'static str, Option<String>) {
+        match self {
+            LockKind::Mutex => ("mutex", None),
+            LockKind::RwLock { read_fraction } => ("rwlock", Some(read_fraction.to_string())),
+        }
+    }
+}
+
+/// A count of acquisitions in a measured window.
+#[derive(Debug, Clone, Copy)]
+pub struct Count {
+    /// Acquisitions (hand-offs) completed in the window.
+    pub count: u64,
+    /// The window's length, seconds.
+    pub seconds: f64,
+}
+
+impl Count {
+    /// Acquisitions per second.
+    pub fn per_sec(&self) -> f64 {
+        self.count as f64 / self.seconds
+    }
+}
+
+/// Curator: `clients` threads in one JVM, each with its own session, loop acquire+release on `path` for
+/// `seconds` after `warmup` seconds.
+pub async fn curator_lock(
+    tools: &Toolchain,
+    hosts: &str,
+    path: &str,
+    kind: LockKind,
+    clients: usize,
+    warmup: f64,
+    seconds: f64,
+) -> Result<Count> {
+    let (what, fraction) = kind.args();
+    let mut args = vec![what.to_string(), hosts.into(), path.into(), clients.to_string()];
+    args.extend([warmup.to_string(), seconds.to_string()]);
+    args.extend(fraction);
+    let mut peer = tools.curator(&args)?;
+    peer.expect("READY").await?;
+    peer.send("GO").await?;
+    let words = peer.expect("COUNT").await?;
+    let count = Count { count: number(&peer, &words, 0)?, seconds: number(&peer, &words, 1)? };
+    peer.finish().await?;
+    Ok(count)
+}
+
+/// kazoo: `clients` processes, one session each (threads would share the GIL), started together; the counts are
+/// summed and the longest window is taken.
+pub async fn kazoo_lock(
+    tools: &Toolchain,
+    hosts: &str,
+    path: &str,
+    kind: LockKind,
+    clients: usize,
+    warmup: f64,
+    seconds: f64,
+) -> Result<Count> {
+    let (what, fraction) = kind.args();
+    let mut args = vec![what.to_string(), hosts.into(), path.into(), warmup.to_string(), seconds.to_string()];
+    args.extend(fraction);
+    let mut peers = Vec::new();
+    for _ in 0..clients.max(1) {
+        peers.push(tools.kazoo(&args)?);
+    }
+    for peer in &mut peers {
+        peer.expect("READY").await?;
+    }
+    for peer in &mut peers {
+        peer.send("GO").await?;
+    }
+    let mut total = Count { count: 0, seconds: 0.0 };
+    for peer in &mut peers {
+        let words = peer.expect("COUNT").await?;
+        total.count += number::<u64>(peer, &words, 0)?;
+        total.seconds = total.seconds.max(number(peer, &words, 1)?);
+    }
+    for peer in peers {
+        peer.finish().await?;
+    }
+    Ok(total)
+}
+
+/// How the leader leaves in a failover measurement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Departure {
+    /// The leader resigns: deletes its own node (zklock `release`, Curator `LeaderLatch.close`).
+    Resign,
+    /// The leader's client closes its session; the server deletes the node.
+    CloseSession,
+}
+
+impl Departure {
+    /// The word the Curator peer understands.
+    fn word(self) -> &'static str {
+        match self {
+            Departure::Resign => "resign",
+            Departure::CloseSession => "close",
+        }
+    }
+}
+
+/// Curator `LeaderLatch`: `rounds` failovers, each measured inside the JVM from the leader's departure to the
+/// successor's `isLeader()`.
+pub async fn curator_failover(
+    tools: &Toolchain,
+    hosts: &str,
+    path: &str,
+    rounds: usize,
+    departure: Departure,
+) -> Result<Vec<Duration>> {
+    let args = ["failover", hosts, path, &rounds.to_string(), departure.word()].map(str::to_string);
+    let mut peer = tools.curator(&args)?;
+    let mut times = Vec::new();
+    for _ in 0..rounds {
+        let words = peer.expect("FAILOVER").await?;
+        times.push(Duration::from_micros(number(&peer, &words, 0)?));
+    }
+    peer.expect("DONE").await?;
+    peer.finish().await?;
+    Ok(times)
+}
+
+/// Curator `DistributedDoubleBarrier`: `clients` threads (own sessions) pass `barriers` barriers in turn; returns
+/// the total time, measured inside the JVM from `GO` to the last leave.
+pub async fn curator_double_barrier(
+    tools: &Toolchain,
+    hosts: &str,
+    path: &str,
+    clients: usize,
+    barriers: usize,
+) -> Result<Duration> {
+    let args = ["dbarrier", hosts, path, &clients.to_string(), &barriers.to_string()].map(str::to_string);
+    let mut peer = tools.curator(&args)?;
+    peer.expect("READY").await?;
+    peer.send("GO").await?;
+    let words = peer.expect("BARRIERS").await?;
+    let seconds: f64 = number(&peer, &words, 1)?;
+    peer.finish().await?;
+    Ok(Duration::from_secs_f64(seconds))
+}

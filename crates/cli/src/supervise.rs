@@ -1,0 +1,104 @@
+//! What `zklock run` and `zklock elect` share: holding a guard while a command runs, and the exit statuses.
+//!
+//! Exit status: the command's own; 1 busy/timeout (run only); 2 usage; 3 ZooKeeper unreachable or failing;
+//! 4 the guard was lost while the command ran (it was stopped); 126/127 the command cannot be run / found;
+//! 130/143 interrupted/terminated while waiting; 128+N the command died of signal N.
+
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use tokio::signal::unix::{signal, Signal as SignalStream, SignalKind};
+use zklock::Guard;
+
+use crate::child::{exit_code, Child};
+
+/// Exit status when the lock is busy or the timeout passed.
+pub const EXIT_BUSY: i32 = 1;
+/// Exit status for usage errors (also clap's).
+pub const EXIT_USAGE: i32 = 2;
+/// Exit status when ZooKeeper cannot be reached or fails.
+pub const EXIT_ZOOKEEPER: i32 = 3;
+/// Exit status when the guard was lost while the command ran.
+pub const EXIT_LOST: i32 = 4;
+
+/// SIGINT and SIGTERM, which we forward to the command (or which end our wait before it starts).
+pub struct Interrupts {
+    int: SignalStream,
+    term: SignalStream,
+}
+
+impl Interrupts {
+    pub fn install() -> std::io::Result<Interrupts> {
+        Ok(Interrupts { int: signal(SignalKind::interrupt())?, term: signal(SignalKind::terminate())? })
+    }
+
+    /// The next interrupt, as the signal that arrived.
+    pub async fn recv(&mut self) -> Signal {
+        tokio::select! {
+            _ = self.int.recv() => Signal::SIGINT,
+            _ = self.term.recv() => Signal::SIGTERM,
+        }
+    }
+}
+
+/// The shell's status for dying of `signal` while waiting.
+pub fn interrupted_status(signal: Signal) -> i32 {
+    128 + signal as i32
+}
+
+/// What is stored in our node for `zklock status`: host, pid, command and the user's note.
+pub fn describe(command: &[String], note: Option<&str>) -> String {
+    let host = hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut text = format!("host={host} pid={} cmd={}", std::process::id(), command.join(" "));
+    if let Some(note) = note {
+        text.push_str(" note=");
+        text.push_str(note);
+    }
+    text
+}
+
+/// Runs `command` while `guard` holds. `what` names the guard in messages ("the lock on /x", "leadership of /x").
+/// The guard is released only once the command is gone, so the next holder's command never overlaps ours.
+pub async fn run_while_held(
+    guard: Guard,
+    path: &str,
+    what: &str,
+    command: &[String],
+    kill_after: f64,
+    interrupts: &mut Interrupts,
+) -> i32 {
+    let env = [
+        ("ZKLOCK_PATH", path.to_owned()),
+        ("ZKLOCK_NODE", guard.path()),
+        ("ZKLOCK_FENCING_TOKEN", guard.fencing_token().to_string()),
+    ];
+    let mut child = match Child::spawn(command, &env) {
+        Ok(child) => child,
+        Err(err) => {
+            eprintln!("zklock: cannot run {}: {err}", command[0]);
+            let _ = guard.release().await;
+            return if err.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
+        }
+    };
+    tracing::info!(pid = child.pid(), node = %guard.path(), "command started while holding {what}");
+    let lost = guard.lost();
+    tokio::pin!(lost);
+    let code = loop {
+        tokio::select! {
+            status = child.wait() => break match status {
+                Ok(status) => exit_code(status),
+                Err(err) => { eprintln!("zklock: waiting for the command: {err}"); 1 }
+            },
+            signal = interrupts.recv() => child.signal(signal),
+            reason = &mut lost => {
+                eprintln!("zklock: lost {what} ({reason}); stopping the command (pid {})", child.pid());
+                child.stop(Duration::from_secs_f64(kill_after.max(0.0))).await;
+                return EXIT_LOST;
+            }
+        }
+    };
+    if let Err(err) = guard.release().await {
+        eprintln!("zklock: releasing {what}: {err}");
+    }
+    code
+}
