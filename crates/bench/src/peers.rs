@@ -175,7 +175,11 @@ impl PeerProcess {
     }
 
     async fn send(&mut self, line: &str) -> Result<()> {
-        let stdin = self.stdin.as_mut().ok_or_else(|| self.error("stdin closed"))?;
+        let name = self.name.clone();
+        let stdin = self
+            .stdin
+            .as_mut()
+            .ok_or_else(|| PeerError::Peer { name, what: "stdin closed".into() })?;
         stdin.write_all(format!("{line}\n").as_bytes()).await?;
         stdin.flush().await?;
         Ok(())

@@ -166,3 +166,39 @@ async fn zkcli_against_embedded_matches_zookeeper() {
     assert_eq!(out, ["[zookeeper]"]);
     server.shutdown().await.unwrap();
 }
+
+/// Apache Curator (Java): CRUD and `InterProcessMutex` with two contenders (`CuratorCheck.java`, run with
+/// Java's single-file source launcher against the Debian jars).
+#[tokio::test]
+async fn curator_crud_and_mutex() {
+    let server = server().await;
+    let classpath = [
+        "curator-client",
+        "curator-framework",
+        "curator-recipes",
+        "zookeeper",
+        "zookeeper-jute",
+        "guava",
+        "slf4j-api",
+        "netty-all",
+    ]
+    .iter()
+    .map(|jar| format!("/usr/share/java/{jar}.jar"))
+    .collect::<Vec<_>>()
+    .join(":");
+    let mut command = Command::new("java");
+    command
+        .arg("-cp")
+        .arg(classpath)
+        .arg(crate::process::script("CuratorCheck.java"))
+        .arg(server.connect_string());
+    let output = run(command, Duration::from_secs(180)).await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.lines().any(|l| l == "OK"),
+        "CuratorCheck failed ({}):\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    server.shutdown().await.unwrap();
+}

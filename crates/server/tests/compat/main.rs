@@ -8,7 +8,8 @@
 //!   `differential/known.rs`), `ZKLOCK_DIFF_DUMP=<prefix>` (write the traces).
 //! - `scripted`: differential scenarios streams leave out (connection-ending requests, frame limits,
 //!   setWatches after a reconnect, four-letter words).
-//! - `clients`: the Rust `zookeeper-client`, kazoo (python scripts in this directory) and zkCli.
+//! - `clients`: the Rust `zookeeper-client`, kazoo (python scripts in this directory), zkCli and Apache
+//!   Curator (`CuratorCheck.java`).
 //! - `sessions`: expiry by timeout, moving a session, ephemerals gone before the close reply.
 //! - `recovery`: `zklock serve` as a process (built with `cargo build -p zklock-cli` if missing, see
 //!   `serve.rs`): SIGKILL under load, kazoo's 500 nodes, torn log tail, corrupted record.

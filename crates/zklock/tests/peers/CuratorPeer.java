@@ -26,11 +26,12 @@
 //       InterProcessMutex (mutex) or of InterProcessReadWriteLock's read lock with probability READ_FRACTION and
 //       its write lock otherwise (rwlock). Prints "READY" once every client is connected, waits for "GO", runs
 //       WARMUP_S seconds unmeasured then SECONDS measured, prints "COUNT <acquisitions> <measured seconds>".
-//   java CuratorPeer bench failover CONNECT PATH ROUNDS resign|close
+//   java CuratorPeer bench failover CONNECT PATH ROUNDS resign|close|closeframework
 //       ROUNDS times, on a fresh path: a LeaderLatch leads, a second one (another session) queues behind it;
-//       then the leader resigns (LeaderLatch.close(): deletes its node) or closes its session
-//       (CuratorFramework.close(): the server deletes the node), and the time until the second latch's
-//       isLeader() runs is printed as "FAILOVER <microseconds>". "DONE" at the end.
+//       then the leader resigns (LeaderLatch.close(): deletes its node), or closes its session (close: the
+//       ZooKeeper handle's close(); closeframework: CuratorFramework.close()) and the server deletes the node.
+//       Prints "FAILOVER <microseconds until the second latch's isLeader() ran> <microseconds the close call
+//       blocked>" per round, "DONE" at the end.
 //   java CuratorPeer bench dbarrier CONNECT PATH CLIENTS BARRIERS
 //       CLIENTS threads with their own sessions pass BARRIERS DistributedDoubleBarriers (PATH/b<i>, CLIENTS
 //       members each) one after the other: enter(), leave(). "READY", waits for "GO", prints
@@ -314,19 +315,32 @@ public final class CuratorPeer {
                 }
             }
             long start = System.nanoTime();
-            if (how.equals("close")) {
-                pair.get(0).close();
-            } else {
-                first.close();
+            switch (how) {
+                case "close":
+                    // The session's own handle: closeSession goes out at once. (CuratorFramework.close() first
+                    // shuts Curator's executors and listeners down, which is client bookkeeping, not the recipe.)
+                    pair.get(0).getZookeeperClient().getZooKeeper().close();
+                    break;
+                case "closeframework":
+                    pair.get(0).close();
+                    break;
+                default:
+                    first.close();
             }
+            long closed = System.nanoTime();
             if (!leads.await(60, TimeUnit.SECONDS)) {
                 throw new IllegalStateException("the second latch did not lead after the first left");
             }
-            say("FAILOVER " + (ledAt.get() - start) / 1000);
+            say("FAILOVER " + (ledAt.get() - start) / 1000 + " " + (closed - start) / 1000);
             second.close();
-            if (how.equals("resign")) {
-                pair.get(0).close();
+            if (how.equals("close")) {
+                try {
+                    first.close();
+                } catch (Exception gone) {
+                    // Its session is closed already; the latch has nothing left to delete.
+                }
             }
+            pair.get(0).close();
             pair.get(1).close();
         }
         observer.close();
