@@ -41,7 +41,11 @@ impl LockImpl {
             LockImpl::ZookeeperClient => {
                 let options = LockOptions::new(Acls::anyone_all())
                     .with_ancestor_options(CreateMode::Persistent.with_acls(Acls::anyone_all()))?;
-                drop(client.lock(LockPrefix::new_curator(dir, "lock-")?, b"", options).await?);
+                drop(
+                    client
+                        .lock(LockPrefix::new_curator(dir, "lock-")?, b"", options)
+                        .await?,
+                );
             }
         }
         Ok(())
@@ -50,8 +54,17 @@ impl LockImpl {
 
 /// Runs `implementation` in a loop on `clients` sessions (each its own) contending for one lock directory for
 /// `duration` after a short warm-up; returns acquisitions per second (with several clients: hand-offs per second).
-pub async fn throughput(hosts: &str, implementation: LockImpl, clients: usize, duration: Duration) -> Result<f64> {
-    Ok(measure(hosts, implementation, clients, duration, crate::no_probe()).await?.per_sec())
+pub async fn throughput(
+    hosts: &str,
+    implementation: LockImpl,
+    clients: usize,
+    duration: Duration,
+) -> Result<f64> {
+    Ok(
+        measure(hosts, implementation, clients, duration, crate::no_probe())
+            .await?
+            .per_sec(),
+    )
 }
 
 /// What one lock run measured.
@@ -91,7 +104,7 @@ pub async fn measure(
     let count = Arc::new(AtomicU64::new(0));
     let window = crate::sample_window(probe, measure_from, end);
     let mut tasks = Vec::new();
-    for client in sessions.iter().cloned() {
+    for client in sessions.clone() {
         let (count, dir) = (count.clone(), dir.clone());
         tasks.push(tokio::spawn(async move {
             while Instant::now() < end {

@@ -30,7 +30,12 @@ pub async fn run(hosts: &str, clients: usize, duration: Duration) -> Result<Mixe
 }
 
 /// Like [`run`], also sampling `probe` when the measured run starts (after set-up) and ends.
-pub async fn run_probed(hosts: &str, clients: usize, duration: Duration, probe: crate::Probe) -> Result<MixedResult> {
+pub async fn run_probed(
+    hosts: &str,
+    clients: usize,
+    duration: Duration,
+    probe: crate::Probe,
+) -> Result<MixedResult> {
     let root = format!("/zklock-mixed-{:016x}", rand::random::<u64>());
     let setup = crate::connect(hosts).await?;
     let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
@@ -41,7 +46,9 @@ pub async fn run_probed(hosts: &str, clients: usize, duration: Duration, probe: 
         let dir = format!("{root}/c{i}");
         client.create(&dir, b"", &persistent).await?;
         for k in 0..8 {
-            client.create(&format!("{dir}/n{k}"), &[0u8; 64], &persistent).await?;
+            client
+                .create(&format!("{dir}/n{k}"), &[0u8; 64], &persistent)
+                .await?;
         }
         sessions.push((client, dir, i as u64));
     }
@@ -66,7 +73,14 @@ pub async fn run_probed(hosts: &str, clients: usize, duration: Duration, probe: 
                     90..=94 => {
                         next_node += 1;
                         let path = format!("{dir}/x{next_node}");
-                        client.create(&path, &[2u8; 64], &CreateMode::Persistent.with_acls(Acls::anyone_all())).await.map(drop)
+                        client
+                            .create(
+                                &path,
+                                &[2u8; 64],
+                                &CreateMode::Persistent.with_acls(Acls::anyone_all()),
+                            )
+                            .await
+                            .map(drop)
                     }
                     _ => match client.list_children(&dir).await {
                         Ok(children) => match children.iter().find(|c| c.starts_with('x')) {
@@ -94,7 +108,11 @@ pub async fn run_probed(hosts: &str, clients: usize, duration: Duration, probe: 
     let elapsed = start.elapsed().as_secs_f64().max(duration.as_secs_f64());
     let probe = window.await?;
     all.sort();
-    let pick = |q: f64| all.get(((all.len() as f64 * q) as usize).min(all.len().saturating_sub(1))).copied().unwrap_or_default();
+    let pick = |q: f64| {
+        all.get(((all.len() as f64 * q) as usize).min(all.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or_default()
+    };
     let result = MixedResult {
         ops_per_sec: all.len() as f64 / elapsed,
         p50: pick(0.50),

@@ -159,19 +159,26 @@ impl PeerProcess {
         PeerError::Peer { name: self.name.clone(), what: what.into() }
     }
 
-    /// The next line, which must start with `word`; returns the words after it.
-    async fn expect(&mut self, word: &str) -> Result<Vec<String>> {
+    /// The next line, split into its first word and the words after it.
+    async fn next_words(&mut self) -> Result<(String, Vec<String>)> {
         let line = match tokio::time::timeout(PEER_TIMEOUT, self.stdout.next_line()).await {
             Ok(Ok(Some(line))) => line,
-            Ok(Ok(None)) => return Err(self.error(format!("exited while we waited for {word}"))),
+            Ok(Ok(None)) => return Err(self.error("exited while we waited for a result")),
             Ok(Err(e)) => return Err(self.error(format!("reading its output: {e}"))),
-            Err(_) => return Err(self.error(format!("timed out waiting for {word}"))),
+            Err(_) => return Err(self.error("timed out waiting for a result")),
         };
         let mut words = line.split_whitespace().map(str::to_string);
-        if words.next().as_deref() != Some(word) {
-            return Err(self.error(format!("said {line:?} where we expected {word}")));
+        let first = words.next().unwrap_or_default();
+        Ok((first, words.collect()))
+    }
+
+    /// The next line, which must start with `word`; returns the words after it.
+    async fn expect(&mut self, word: &str) -> Result<Vec<String>> {
+        let (first, words) = self.next_words().await?;
+        if first != word {
+            return Err(self.error(format!("said {first} {words:?} where we expected {word}")));
         }
-        Ok(words.collect())
+        Ok(words)
     }
 
     async fn send(&mut self, line: &str) -> Result<()> {
@@ -341,21 +348,41 @@ pub async fn curator_failover(
     Ok(times)
 }
 
-/// Curator `DistributedDoubleBarrier`: `clients` threads (own sessions) pass `barriers` barriers in turn; returns
-/// the total time, measured inside the JVM from `GO` to the last leave.
+/// How far a double-barrier run got.
+#[derive(Debug, Clone, Copy)]
+pub struct BarrierRun {
+    /// Barriers every client passed (all of them, unless the run stalled).
+    pub completed: usize,
+    /// Time from the start to the completion of the last of them.
+    pub elapsed: Duration,
+    /// True if the run stopped making progress (no barrier completed for 20 s) before the end.
+    pub stalled: bool,
+}
+
+/// Curator `DistributedDoubleBarrier`: `clients` threads (own sessions) pass `barriers` barriers in turn, timed
+/// inside the JVM from `GO`. A run in which no barrier completes for 20 s is reported as stalled.
 pub async fn curator_double_barrier(
     tools: &Toolchain,
     hosts: &str,
     path: &str,
     clients: usize,
     barriers: usize,
-) -> Result<Duration> {
+) -> Result<BarrierRun> {
     let args = ["dbarrier", hosts, path, &clients.to_string(), &barriers.to_string()].map(str::to_string);
     let mut peer = tools.curator(&args)?;
     peer.expect("READY").await?;
     peer.send("GO").await?;
-    let words = peer.expect("BARRIERS").await?;
-    let seconds: f64 = number(&peer, &words, 1)?;
+    let (word, words) = peer.next_words().await?;
+    let stalled = match word.as_str() {
+        "BARRIERS" => false,
+        "STALLED" => true,
+        _ => return Err(peer.error(format!("said {word} {words:?} where we expected BARRIERS or STALLED"))),
+    };
+    let run = BarrierRun {
+        completed: number(&peer, &words, 0)?,
+        elapsed: Duration::from_secs_f64(number(&peer, &words, 1)?),
+        stalled,
+    };
     peer.finish().await?;
-    Ok(Duration::from_secs_f64(seconds))
+    Ok(run)
 }

@@ -87,8 +87,12 @@ impl Child {
     }
 
     /// Waits for the child to exit.
+    ///
+    /// Whatever the command left running in its process group (`sh -c 'worker & exit'`) is killed as well:
+    /// nothing it started may go on once we release the lock.
     pub async fn wait(&mut self) -> io::Result<ExitStatus> {
         let status = self.inner.wait().await?;
+        self.signal(Signal::SIGKILL);
         self.dismiss_watchdog();
         Ok(status)
     }

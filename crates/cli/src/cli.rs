@@ -79,8 +79,9 @@ pub struct RunArgs {
     /// Give up (exit 1) after waiting this many seconds.
     #[arg(long, short = 'w')]
     pub timeout: Option<f64>,
-    /// After the lock is lost, seconds between SIGTERM and SIGKILL to the command.
-    #[arg(long, default_value_t = 5.0)]
+    /// After the lock is lost, seconds between SIGTERM and SIGKILL to the command. The lock counts as lost early
+    /// enough that the command is gone before ZooKeeper can expire our session (see `supervise::lost_policy`).
+    #[arg(long, default_value_t = 2.0)]
     pub kill_after: f64,
     /// Free text stored in the lock node for `zklock status`.
     #[arg(long)]

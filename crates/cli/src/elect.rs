@@ -18,7 +18,7 @@ pub struct ElectArgs {
     #[command(flatten)]
     pub connect: ConnectArgs,
     /// After leadership is lost, seconds between SIGTERM and SIGKILL to the command.
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = 2.0)]
     pub kill_after: f64,
     /// Free text stored in our candidate node, shown to observers of the election.
     #[arg(long)]
@@ -49,7 +49,9 @@ pub async fn elect(args: ElectArgs) -> i32 {
 
 async fn elect_with(args: &ElectArgs, client: &zookeeper_client::Client) -> i32 {
     let election = match LeaderElection::new(client, &args.path) {
-        Ok(election) => election.with_data(supervise::describe(&args.command, args.describe.as_deref())),
+        Ok(election) => election
+            .with_data(supervise::describe(&args.command, args.describe.as_deref()))
+            .with_lost_policy(supervise::lost_policy(client.session_timeout(), args.kill_after)),
         Err(err) => {
             eprintln!("zklock: {err}");
             return EXIT_USAGE;

@@ -24,7 +24,9 @@ pub async fn run(args: RunArgs) -> i32 {
 
 async fn run_with(args: &RunArgs, client: &zookeeper_client::Client) -> i32 {
     let mutex = match Mutex::new(client, &args.path) {
-        Ok(mutex) => mutex.with_data(supervise::describe(&args.command, args.describe.as_deref())),
+        Ok(mutex) => mutex
+            .with_data(supervise::describe(&args.command, args.describe.as_deref()))
+            .with_lost_policy(supervise::lost_policy(client.session_timeout(), args.kill_after)),
         Err(err) => {
             eprintln!("zklock: {err}");
             return EXIT_USAGE;

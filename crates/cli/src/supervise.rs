@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use tokio::signal::unix::{signal, Signal as SignalStream, SignalKind};
-use zklock::Guard;
+use zklock::{Guard, LostPolicy};
 
 use crate::child::{exit_code, Child};
 
@@ -44,6 +44,27 @@ impl Interrupts {
 /// The shell's status for dying of `signal` while waiting.
 pub fn interrupted_status(signal: Signal) -> i32 {
     128 + signal as i32
+}
+
+/// When the guard of a running command counts as lost: early enough that the command is stopped (SIGTERM, then
+/// SIGKILL after `kill_after` seconds) before the server can have expired our session and let the next holder in.
+///
+/// zookeeper-client notices a silent connection 2/5 of the session timeout after it last heard from the server;
+/// the server expires the session a full timeout after it last heard from us. The remaining 3/5 must cover our
+/// grace, the kill and a margin of a tenth. A `kill_after` too large for the session timeout leaves no grace at
+/// all: the command is then stopped as soon as the connection drops.
+pub fn lost_policy(session_timeout: Duration, kill_after: f64) -> LostPolicy {
+    let kill_after = Duration::from_secs_f64(kill_after.max(0.0));
+    let budget = session_timeout.mul_f64(0.6).saturating_sub(session_timeout / 10);
+    if kill_after >= budget {
+        eprintln!(
+            "zklock: warning: --kill-after {:.1}s does not fit the {:.1}s session timeout; the command will be \
+             stopped as soon as the connection to ZooKeeper drops",
+            kill_after.as_secs_f64(),
+            session_timeout.as_secs_f64()
+        );
+    }
+    LostPolicy::DisconnectedFor(budget.saturating_sub(kill_after))
 }
 
 /// What is stored in our node for `zklock status`: host, pid, command and the user's note.

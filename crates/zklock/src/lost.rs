@@ -49,7 +49,9 @@ impl std::fmt::Display for LostReason {
 /// `zookeeper-client` reports `Disconnected` after a silent failure it has already waited 2/5 of the timeout, so
 /// the session may be gone 3/5 of the timeout later; after a reset it has only lost a ping interval. Half the
 /// negotiated timeout is therefore the default: early enough to stop before another client can take over, late
-/// enough to ride out an ensemble leader election.
+/// enough to ride out an ensemble leader election. (This assumes zookeeper-client's default connection timeout; with
+/// a longer one configured, choose [`LostPolicy::DisconnectedFor`] accordingly. Work that takes time to stop — a
+/// child process given a grace period — needs a shorter grace; `zklock run` computes one.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LostPolicy {
     /// Lost after being disconnected for half the negotiated session timeout (the default).

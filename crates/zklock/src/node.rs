@@ -91,13 +91,18 @@ pub fn parse(name: &str) -> Option<Contender> {
 }
 
 /// Parses the children, keeps those `keep` accepts, and sorts them by sequence number.
+///
+/// ZooKeeper's per-directory counter is an int32 that wraps from 2147483647 to -2147483648 (after 2^31 creates
+/// in one directory: weeks at a thousand acquisitions a second). When the live contenders straddle the wrap —
+/// some above 2^30, some below -2^30 — the negative ones came later and sort after the positive ones. That is
+/// right as long as the live contenders span fewer than 2^31 numbers, which they always do.
 pub fn sorted_contenders(children: Vec<String>, keep: impl Fn(Marker) -> bool) -> Vec<Contender> {
-    let mut queue: Vec<Contender> = children
-        .iter()
-        .filter_map(|name| parse(name))
-        .filter(|c| keep(c.marker))
-        .collect();
-    queue.sort_by(|a, b| a.sequence.cmp(&b.sequence).then_with(|| a.name.cmp(&b.name)));
+    let mut queue: Vec<Contender> =
+        children.iter().filter_map(|name| parse(name)).filter(|c| keep(c.marker)).collect();
+    const QUARTER: i64 = 1 << 30;
+    let wrapped = queue.iter().any(|c| c.sequence < -QUARTER) && queue.iter().any(|c| c.sequence > QUARTER);
+    let key = |c: &Contender| if wrapped && c.sequence < 0 { c.sequence + (1 << 32) } else { c.sequence };
+    queue.sort_by(|a, b| key(a).cmp(&key(b)).then_with(|| a.name.cmp(&b.name)));
     queue
 }
 
@@ -127,6 +132,18 @@ mod tests {
         assert_eq!(parse("_c_x-lock-"), None);
         assert_eq!(parse("_c_x-lock-12ab"), None);
         assert_eq!(parse("qn-0000000001"), None);
+    }
+
+    #[test]
+    fn orders_across_the_int32_wrap() {
+        let names = vec![
+            "_c_a-lock--2147483648".to_string(), // created after the wrap
+            "_c_b-lock-2147483646".to_string(),
+            "_c_c-lock-2147483647".to_string(),
+            "_c_d-lock--2147483647".to_string(),
+        ];
+        let order: Vec<i64> = sorted_contenders(names, |_| true).iter().map(|c| c.sequence).collect();
+        assert_eq!(order, vec![2147483646, 2147483647, -2147483648, -2147483647]);
     }
 
     #[test]

@@ -170,11 +170,12 @@ impl Queue {
 
     /// Removes and returns the lowest item, waiting (with a child watch) while the queue is empty.
     pub async fn take(&self) -> Result<Vec<u8>> {
+        let mut attempt = 0;
         loop {
             match self.take_pass().await? {
                 Pass::Took(data) => return Ok(data),
                 Pass::Raced => {}
-                Pass::Empty => self.wait_for_items(false).await?,
+                Pass::Empty => self.wait_for_items(false, &mut attempt).await?,
             }
         }
     }
@@ -229,11 +230,12 @@ impl Queue {
     /// other `take_safe` consumers, until [`Claimed::complete`] removes it; if the claim goes away first (dropped,
     /// [`abandoned`](Claimed::abandon), or our session ends) the item is available again, still in its place.
     pub async fn take_safe(&self) -> Result<Claimed> {
+        let mut attempt = 0;
         loop {
             match self.claim_pass().await? {
                 Pass::Took(claimed) => return Ok(claimed),
                 Pass::Raced => {}
-                Pass::Empty => self.wait_for_items(true).await?,
+                Pass::Empty => self.wait_for_items(true, &mut attempt).await?,
             }
         }
     }
@@ -400,7 +402,8 @@ impl Queue {
 
     /// Waits for the queue directory (and, for `take_safe`, the claims directory) to change, unless it already
     /// holds something to take. Every notification only leads to another look.
-    async fn wait_for_items(&self, safe: bool) -> Result<()> {
+    /// `attempt` counts connection losses across the caller's whole loop, so a capped retry policy is honoured.
+    async fn wait_for_items(&self, safe: bool, attempt: &mut u32) -> Result<()> {
         let claims_dir = child_path(&self.path, CLAIMS);
         let items = self.client.list_and_watch_children(&self.path);
         let claims = safe.then(|| self.client.list_and_watch_children(&claims_dir));
@@ -416,7 +419,7 @@ impl Queue {
             Err(zk::Error::NoNode) => return self.wait_for_directory().await,
             // Nothing to wait on: the caller looks again (after a pause, so a dead connection is not hammered).
             Err(err) if is_connection_loss(&err) => {
-                return self.retry.pause(&mut 0).await
+                return self.retry.pause(attempt).await
             }
             Err(err) => return Err(err.into()),
         };
@@ -424,7 +427,7 @@ impl Queue {
             None | Some(Err(zk::Error::NoNode)) => (Vec::new(), None),
             Some(Ok((claimed, watch))) => (claimed, Some(watch)),
             Some(Err(err)) if is_connection_loss(&err) => {
-                return self.retry.pause(&mut 0).await
+                return self.retry.pause(attempt).await
             }
             Some(Err(err)) => return Err(err.into()),
         };
@@ -611,7 +614,8 @@ impl Claimed {
     /// [`Error::NodeDeleted`] if the item or our claim was deleted by somebody else meanwhile (a `take` consumer
     /// ignoring claims, or an operator).
     pub async fn complete(mut self) -> Result<Vec<u8>> {
-        self.settled = true;
+        // `settled` turns true only once the transaction is confirmed: if this future is dropped or fails
+        // half-way, `Drop` still gives the item back.
         // Deleting the claim is the point now, not a loss.
         self.lost = None;
         let mut attempt = 0;
@@ -621,7 +625,10 @@ impl Claimed {
             multi.add_delete(&self.item, None)?;
             multi.add_delete(&self.claim, None)?;
             match multi.commit().await {
-                Ok(_) => return Ok(std::mem::take(&mut self.data)),
+                Ok(_) => {
+                    self.settled = true;
+                    return Ok(std::mem::take(&mut self.data));
+                }
                 Err(MultiWriteError::RequestFailed { source }) if is_connection_loss(&source) => {
                     self.retry.pause(&mut attempt).await?;
                     reply_lost = true;
@@ -634,6 +641,7 @@ impl Claimed {
                     // too after a lost reply, that was our own transaction.
                     let claim_left = self.retry.run(|| self.client.check_stat(&self.claim)).await?;
                     if claim_left.is_none() && reply_lost {
+                        self.settled = true;
                         return Ok(std::mem::take(&mut self.data));
                     }
                     self.settled = false; // let `Drop` remove the claim
@@ -656,10 +664,13 @@ impl Claimed {
 
     /// Gives the item back to the queue (removes our claim) and waits for ZooKeeper to confirm.
     pub async fn abandon(mut self) -> Result<()> {
-        self.settled = true;
         self.lost = None;
         match self.retry.run(|| self.client.delete(&self.claim, None)).await {
-            Ok(()) | Err(Error::ZooKeeper(zk::Error::NoNode)) => Ok(()),
+            Ok(()) | Err(Error::ZooKeeper(zk::Error::NoNode)) => {
+                self.settled = true;
+                Ok(())
+            }
+            // Not settled: `Drop` keeps trying in the background.
             Err(err) => Err(err),
         }
     }

@@ -9,6 +9,8 @@
 //! ```
 //! The embedded server runs as its own process (`zklock serve`, found next to this binary) so that its memory and
 //! CPU time are measured alone; both servers fsync every write before replying (ZooKeeper with `forceSync=yes`).
+//! ZooKeeper runs with the JVM's default JIT compiler and garbage collector (the testkit's start-up flags for tests,
+//! which cap the JIT at C1, are removed; see [`stock_jvm`]).
 //!
 //! On a small machine the load generator shares the CPU with the server under test, so throughput alone says
 //! little: the table also reports each server's CPU time per 1,000 operations (utime + stime from
@@ -19,8 +21,8 @@
 //! over the rounds, so background load on a shared machine hits both servers alike.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -37,7 +39,14 @@ struct Args {
 }
 
 fn args() -> Result<Args> {
-    let mut args = Args { seconds: 5.0, clients: 32, client_threads: 1, warmup: 2.0, rounds: 3, only: None };
+    let mut args = Args {
+        seconds: 5.0,
+        clients: 32,
+        client_threads: 1,
+        warmup: 2.0,
+        rounds: 3,
+        only: None,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -121,7 +130,10 @@ fn start_embedded() -> Result<(Embedded, Duration)> {
     let exe = std::env::current_exe()?;
     let zklock: PathBuf = exe.with_file_name("zklock");
     if !zklock.exists() {
-        bail!("{} not found: cargo build --release -p zklock-cli first", zklock.display());
+        bail!(
+            "{} not found: cargo build --release -p zklock-cli first",
+            zklock.display()
+        );
     }
     let dir = tempfile::tempdir()?;
     let port = free_port()?;
@@ -133,7 +145,11 @@ fn start_embedded() -> Result<(Embedded, Duration)> {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()?;
-    let embedded = Embedded { child, hosts: addr.clone(), _dir: dir };
+    let embedded = Embedded {
+        child,
+        hosts: addr.clone(),
+        _dir: dir,
+    };
     let deadline = started + Duration::from_secs(30);
     loop {
         if let Ok(reply) = four_letter_word(addr.parse()?, "ruok", Duration::from_secs(1)) {
@@ -158,12 +174,36 @@ fn ratio(embedded: f64, zookeeper: f64) -> String {
 
 fn main() -> Result<()> {
     let args = args()?;
+    // Set before any testkit call (it reads the variable once) and before any other thread exists.
+    let jvm_dir = tempfile::tempdir()?;
+    std::env::set_var(zklock_testkit::install::JAVA_ENV, stock_jvm(jvm_dir.path())?);
     // The load generator's runtime: few workers, so that the server under test keeps a core of its own.
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(args.client_threads)
         .enable_all()
         .build()?
         .block_on(compare(args))
+}
+
+/// The testkit starts ZooKeeper with flags for fast start-up in tests (`-XX:TieredStopAtLevel=1`, which stops the
+/// JIT at its first tier, and `-XX:+UseSerialGC`). A benchmark must measure ZooKeeper as it runs in production, with
+/// the JVM's default compiler and collector: this writes a `java` wrapper that drops exactly those two flags and
+/// returns its path (for `ZKLOCK_TEST_JAVA`).
+fn stock_jvm(dir: &std::path::Path) -> Result<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let java = std::env::var_os(zklock_testkit::install::JAVA_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/java"));
+    let wrapper = dir.join("java");
+    let script = format!(
+        "#!/bin/sh\n\
+         for a in \"$@\"; do shift; case \"$a\" in -XX:TieredStopAtLevel=1|-XX:+UseSerialGC) ;; *) set -- \"$@\" \"$a\";; esac; done\n\
+         exec '{}' \"$@\"\n",
+        java.display()
+    );
+    std::fs::write(&wrapper, script)?;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))?;
+    Ok(wrapper)
 }
 
 /// One server under test.
@@ -203,7 +243,11 @@ async fn compare(args: Args) -> Result<()> {
             hosts: zookeeper.connect_string(),
             pid: zookeeper.pid(0).context("ZooKeeper's pid")?,
         },
-        Target { name: "embedded", hosts: embedded.hosts.clone(), pid: embedded.child.id() },
+        Target {
+            name: "embedded",
+            hosts: embedded.hosts.clone(),
+            pid: embedded.child.id(),
+        },
     ];
     let measured = |i: usize| match args.only.as_deref() {
         Some("zookeeper") => i == 0,
@@ -217,7 +261,12 @@ async fn compare(args: Args) -> Result<()> {
     );
     if args.warmup > 0.0 {
         let warmup = Duration::from_secs_f64(args.warmup / 2.0);
-        for target in targets.iter().enumerate().filter(|(i, _)| measured(*i)).map(|(_, t)| t) {
+        for target in targets
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| measured(*i))
+            .map(|(_, t)| t)
+        {
             lock::measure(&target.hosts, lock::LockImpl::Zklock, 8, warmup, no_probe()).await?;
             mixed::run(&target.hosts, args.clients, warmup).await?;
         }
@@ -238,14 +287,23 @@ async fn compare(args: Args) -> Result<()> {
             for i in order(round) {
                 let target = &targets[i];
                 let probe = cpu_probe(target.pid, ticks);
-                let run = lock::measure(&target.hosts, lock::LockImpl::Zklock, clients, seconds, probe).await?;
-                eprintln!("  {label} on {} (round {}): {:.0} {run:?}", target.name, round + 1, run.per_sec());
+                let run =
+                    lock::measure(&target.hosts, lock::LockImpl::Zklock, clients, seconds, probe).await?;
+                eprintln!(
+                    "  {label} on {} (round {}): {:.0} {run:?}",
+                    target.name,
+                    round + 1,
+                    run.per_sec()
+                );
                 runs[i].push(run);
             }
         }
         let stat = |f: &dyn Fn(&lock::LockRun) -> f64| runs.each_ref().map(|r| median(r.iter().map(f)));
         rows.push((label.to_string(), stat(&|r| r.per_sec())));
-        rows.push((format!("↳ server CPU ms per 1,000 {unit}"), stat(&|r| per_thousand(r.probe[0], r.count))));
+        rows.push((
+            format!("↳ server CPU ms per 1,000 {unit}"),
+            stat(&|r| per_thousand(r.probe[0], r.count)),
+        ));
         rows.push((
             format!("↳ load generator CPU ms per 1,000 {unit}"),
             stat(&|r| per_thousand(r.probe[1], r.count)),
@@ -255,18 +313,41 @@ async fn compare(args: Args) -> Result<()> {
     for round in 0..args.rounds {
         for i in order(round) {
             let target = &targets[i];
-            let result = mixed::run_probed(&target.hosts, args.clients, seconds, cpu_probe(target.pid, ticks)).await?;
+            let result =
+                mixed::run_probed(&target.hosts, args.clients, seconds, cpu_probe(target.pid, ticks)).await?;
             eprintln!("  mixed on {} (round {}): {result:?}", target.name, round + 1);
             mixed_runs[i].push(result);
         }
     }
-    let field = |f: &dyn Fn(&mixed::MixedResult) -> f64| mixed_runs.each_ref().map(|r| median(r.iter().map(f)));
-    rows.push((format!("mixed ops /s ({} clients)", args.clients), field(&|r| r.ops_per_sec)));
-    rows.push(("↳ server CPU ms per 1,000 ops".into(), field(&|r| per_thousand(r.probe[0], r.ops))));
-    rows.push(("↳ load generator CPU ms per 1,000 ops".into(), field(&|r| per_thousand(r.probe[1], r.ops))));
-    rows.push(("mixed p50 latency (ms)".into(), field(&|r| r.p50.as_secs_f64() * 1e3)));
-    rows.push(("mixed p99 latency (ms)".into(), field(&|r| r.p99.as_secs_f64() * 1e3)));
-    let rss = [0, 1].map(|i| if measured(i) { rss_mib(targets[i].pid).unwrap_or(f64::NAN) } else { f64::NAN });
+    let field =
+        |f: &dyn Fn(&mixed::MixedResult) -> f64| mixed_runs.each_ref().map(|r| median(r.iter().map(f)));
+    rows.push((
+        format!("mixed ops /s ({} clients)", args.clients),
+        field(&|r| r.ops_per_sec),
+    ));
+    rows.push((
+        "↳ server CPU ms per 1,000 ops".into(),
+        field(&|r| per_thousand(r.probe[0], r.ops)),
+    ));
+    rows.push((
+        "↳ load generator CPU ms per 1,000 ops".into(),
+        field(&|r| per_thousand(r.probe[1], r.ops)),
+    ));
+    rows.push((
+        "mixed p50 latency (ms)".into(),
+        field(&|r| r.p50.as_secs_f64() * 1e3),
+    ));
+    rows.push((
+        "mixed p99 latency (ms)".into(),
+        field(&|r| r.p99.as_secs_f64() * 1e3),
+    ));
+    let rss = [0, 1].map(|i| {
+        if measured(i) {
+            rss_mib(targets[i].pid).unwrap_or(f64::NAN)
+        } else {
+            f64::NAN
+        }
+    });
     rows.push(("resident memory after the run (MiB)".into(), rss));
     rows.push((
         "start to serving (ms)".into(),
@@ -274,7 +355,12 @@ async fn compare(args: Args) -> Result<()> {
     ));
     println!("\n| workload | ZooKeeper 3.8 | embedded | embedded / ZooKeeper |\n|---|---:|---:|---:|");
     for (label, [zk, emb]) in &rows {
-        println!("| {label} | {} | {} | {} |", cell(*zk), cell(*emb), ratio(*emb, *zk));
+        println!(
+            "| {label} | {} | {} | {} |",
+            cell(*zk),
+            cell(*emb),
+            ratio(*emb, *zk)
+        );
     }
     println!("\nload average {load_before} before, {} after", load_average());
     targets.clear();

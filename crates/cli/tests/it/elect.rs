@@ -95,7 +95,7 @@ impl Elect {
         let child = Command::new(env!("CARGO_BIN_EXE_zklock"))
             .args(["elect", "--connect", hosts])
             .args(["--session-timeout", &SESSION_TIMEOUT_SECS.to_string()])
-            .args(["--kill-after", "5", dir, "--", "sh", "-c", SCRIPT, "sh"])
+            .args(["--kill-after", "1", dir, "--", "sh", "-c", SCRIPT, "sh"])
             .arg(log)
             .stdin(Stdio::null())
             .spawn()

@@ -150,3 +150,14 @@ async fn child_dies_with_zklock_even_on_kill_9() {
     let out = output(&["run", "--connect", &hosts, "--timeout", "30", &path, "--", "true"]).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn processes_left_behind_by_the_command_are_killed_before_release() {
+    let hosts = zookeeper().await;
+    let path = unique_path("cli-run-leftover");
+    // The shell exits at once, leaving a background sleep in the command's process group.
+    let out = output(&["run", "--connect", &hosts, &path, "--", "sh", "-c", "sleep 120 & echo $!"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let leftover: i32 = text(&out.stdout).trim().parse().unwrap();
+    exited(leftover).await;
+}

@@ -35,7 +35,8 @@
 //   java CuratorPeer bench dbarrier CONNECT PATH CLIENTS BARRIERS
 //       CLIENTS threads with their own sessions pass BARRIERS DistributedDoubleBarriers (PATH/b<i>, CLIENTS
 //       members each) one after the other: enter(), leave(). "READY", waits for "GO", prints
-//       "BARRIERS <count> <seconds>".
+//       "BARRIERS <count> <seconds>"; or, when no barrier completes for 20 s, "STALLED <barriers completed by
+//       every client> <seconds until the last of them>" (and exits 0 without waiting for the stuck threads).
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -348,30 +349,64 @@ public final class CuratorPeer {
         return 0;
     }
 
+    /** With no barrier completed by every client for this long, the run is reported as stalled. */
+    private static final long STALL_NS = 20_000_000_000L;
+
     private static int benchDoubleBarrier(String connect, String root, int clients, int barriers)
             throws Exception {
         List<CuratorFramework> all = connectAll(connect, clients);
         awaitGo();
         long start = System.nanoTime();
-        onThreads(clients, index -> {
-            for (int i = 0; i < barriers; i++) {
-                DistributedDoubleBarrier barrier = new DistributedDoubleBarrier(all.get(index), root + "/b" + i,
-                        clients);
-                if (!barrier.enter(120, TimeUnit.SECONDS)) {
-                    throw new IllegalStateException("enter timed out at barrier " + i);
-                }
-                if (!barrier.leave(120, TimeUnit.SECONDS)) {
-                    throw new IllegalStateException("leave timed out at barrier " + i);
-                }
+        java.util.concurrent.atomic.AtomicIntegerArray done = new java.util.concurrent.atomic.AtomicIntegerArray(clients);
+        Thread runner = new Thread(() -> {
+            try {
+                onThreads(clients, index -> {
+                    for (int i = 0; i < barriers; i++) {
+                        DistributedDoubleBarrier barrier = new DistributedDoubleBarrier(all.get(index),
+                                root + "/b" + i, clients);
+                        barrier.enter();
+                        barrier.leave();
+                        done.set(index, i + 1);
+                    }
+                });
+            } catch (Exception e) {
+                e.printStackTrace();
             }
         });
-        say("BARRIERS " + barriers + " " + (System.nanoTime() - start) / 1e9);
+        runner.setDaemon(true);
+        runner.start();
+        // Watch progress: Curator's double barrier can stall in leave() with every client waiting; report how
+        // far it got instead of hanging.
+        int completed = 0;
+        long progressAt = start;
+        while (true) {
+            runner.join(200);
+            int least = Integer.MAX_VALUE;
+            for (int i = 0; i < clients; i++) {
+                least = Math.min(least, done.get(i));
+            }
+            long now = System.nanoTime();
+            if (least > completed) {
+                completed = least;
+                progressAt = now;
+            }
+            if (!runner.isAlive()) {
+                if (completed < barriers) {
+                    throw new IllegalStateException("a client failed after " + completed + " barriers");
+                }
+                say("BARRIERS " + barriers + " " + (now - start) / 1e9);
+                break;
+            }
+            if (now - progressAt > STALL_NS) {
+                say("STALLED " + completed + " " + (progressAt - start) / 1e9);
+                System.exit(0); // the stuck threads and their sessions go with the JVM
+            }
+        }
         for (CuratorFramework client : all) {
             client.close();
         }
         return 0;
     }
-
 
     private static void say(String line) {
         System.out.println(line);
