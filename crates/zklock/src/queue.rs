@@ -321,21 +321,25 @@ impl Queue {
         let mode = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
         let mut attempt = 0;
         let mut reply_lost = false;
-        // Until the claim is known to be ours (or not), a cancellation or error removes it if our session owns it.
+        // The claim's data is a token of this attempt: consumers sharing one client share a session, so the
+        // session alone cannot tell whose claim a node is.
+        let token = uuid::Uuid::new_v4().to_string().into_bytes();
+        // Until the claim is known to be ours (or not), a cancellation or error removes it if it carries our token.
         let mut pending = PendingClaim {
             client: self.client.clone(),
             claim: claim.clone(),
+            token: token.clone(),
             retry: self.retry.clone(),
             armed: true,
         };
         let claimed = loop {
             // Claim and read in one round trip; the read only counts if the claim is ours.
-            let create = self.client.create(&claim, &[], &mode);
+            let create = self.client.create(&claim, &token, &mode);
             let read = self.client.get_data(&item);
             let (created, read) = tokio::join!(create, read);
             let ours = match created {
                 Ok(_) => true,
-                Err(zk::Error::NodeExists) if reply_lost => self.claim_is_ours(&claim).await?,
+                Err(zk::Error::NodeExists) if reply_lost => self.claim_is_ours(&claim, &token).await?,
                 Err(zk::Error::NodeExists) => false,
                 Err(zk::Error::NoNode) => {
                     self.mkdir(claims_dir).await?;
@@ -390,14 +394,13 @@ impl Queue {
         Ok(Some(claimed))
     }
 
-    /// After a lost create reply: is the existing claim node ours (created by our session)?
-    async fn claim_is_ours(&self, claim: &str) -> Result<bool> {
-        let session = self.client.session_id().0;
-        Ok(self
-            .retry
-            .run(|| self.client.check_stat(claim))
-            .await?
-            .is_some_and(|stat| stat.ephemeral_owner == session))
+    /// After a lost create reply: is the existing claim node the one this attempt created (it carries our token)?
+    async fn claim_is_ours(&self, claim: &str, token: &[u8]) -> Result<bool> {
+        match self.retry.run(|| self.client.get_data(claim)).await {
+            Ok((data, _)) => Ok(data == token),
+            Err(Error::ZooKeeper(zk::Error::NoNode)) => Ok(false),
+            Err(err) => Err(err),
+        }
     }
 
     /// Waits for the queue directory (and, for `take_safe`, the claims directory) to change, unless it already
@@ -526,6 +529,8 @@ fn sorted_items(children: Vec<String>) -> Vec<String> {
 struct PendingClaim {
     client: Client,
     claim: String,
+    /// The data our create wrote: tells our claim from a sibling consumer's on the same session.
+    token: Vec<u8>,
     retry: RetryPolicy,
     armed: bool,
 }
@@ -538,18 +543,17 @@ impl Drop for PendingClaim {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return; // the claim, if any, goes with the session
         };
-        let check = self.client.check_stat(&self.claim);
-        let (client, claim, retry) = (self.client.clone(), self.claim.clone(), self.retry.clone());
+        // Sent now, so that it sees our create if that was sent (requests of a session are processed in order).
+        let check = self.client.get_data(&self.claim);
+        let (client, claim, retry, token) =
+            (self.client.clone(), self.claim.clone(), self.retry.clone(), std::mem::take(&mut self.token));
         runtime.spawn(async move {
-            let session = client.session_id().0;
-            let owned = match check.await {
-                Ok(stat) => stat,
-                Err(_) => retry.run(|| client.check_stat(&claim))
-                    .await
-                    .ok()
-                    .flatten(),
+            let data = match check.await {
+                Ok((data, _)) => Some(data),
+                Err(zk::Error::NoNode) => None,
+                Err(_) => retry.run(|| client.get_data(&claim)).await.ok().map(|(data, _)| data),
             };
-            if owned.is_some_and(|stat| stat.ephemeral_owner == session) {
+            if data.is_some_and(|data| data == token) {
                 tracing::debug!(%claim, "removing the claim of a cancelled take");
                 if let Err(err) = retry.run(|| client.delete(&claim, None)).await {
                     tracing::debug!(%claim, %err, "removing the claim of a cancelled take failed");

@@ -7,8 +7,9 @@
 //! target/release/compare-servers [--seconds 5] [--clients 32] [--client-threads 1] [--warmup 2] [--rounds 3]
 //!                                [--only zookeeper|embedded]
 //! ```
-//! The embedded server runs as its own process (`zklock serve`, found next to this binary) so that its memory and
-//! CPU time are measured alone; both servers fsync every write before replying (ZooKeeper with `forceSync=yes`).
+//! The embedded server runs as its own process (`zklock serve`, found next to this binary or named by `ZKLOCK_BIN`)
+//! so that its memory and CPU time are measured alone; both servers fsync every write before replying (ZooKeeper
+//! with `forceSync=yes`).
 //! ZooKeeper runs with the JVM's default JIT compiler and garbage collector (the testkit's start-up flags for tests,
 //! which cap the JIT at C1, are removed; see [`stock_jvm`]).
 //!
@@ -128,7 +129,10 @@ impl Drop for Embedded {
 
 fn start_embedded() -> Result<(Embedded, Duration)> {
     let exe = std::env::current_exe()?;
-    let zklock: PathBuf = exe.with_file_name("zklock");
+    // ZKLOCK_BIN picks another build of the server, e.g. to compare before and after a change.
+    let zklock: PathBuf = std::env::var_os("ZKLOCK_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| exe.with_file_name("zklock"));
     if !zklock.exists() {
         bail!(
             "{} not found: cargo build --release -p zklock-cli first",

@@ -100,6 +100,8 @@ on_every_server! {
         assert_eq!(third.lease_nodes().await.unwrap().len(), 2);
         lease.release().await.unwrap();
         second.release().await.unwrap();
+        // `second` released through another session's server: let ours catch up before looking.
+        c.sync(&format!("{dir}/leases")).await.unwrap();
         assert!(third.lease_nodes().await.unwrap().is_empty());
     }
 

@@ -99,7 +99,8 @@ pub async fn children(client: &Client, dir: &str) -> Vec<String> {
     }
 }
 
-/// Waits (with a child watch, no polling) until `dir`'s children satisfy `done`; panics after [`EVENTUALLY`].
+/// Waits (with a child watch, no polling) until `dir`'s children (sorted by name) satisfy `done`; panics after
+/// [`EVENTUALLY`].
 pub async fn await_children(
     client: &Client,
     dir: &str,
@@ -123,6 +124,8 @@ pub async fn await_children(
             }
             Err(err) => panic!("listing {dir}: {err}"),
         };
+        let mut children = children;
+        children.sort();
         if done(&children) {
             return children;
         }
