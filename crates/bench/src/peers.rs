@@ -63,13 +63,22 @@ fn sources() -> PathBuf {
 impl Toolchain {
     /// Compiles the Curator peer and checks that `python3` imports kazoo. Blocking (a few seconds of javac).
     pub fn prepare() -> Result<Toolchain> {
-        let java = PathBuf::from(std::env::var_os("ZKLOCK_TEST_JAVA").unwrap_or_else(|| "/usr/bin/java".into()));
-        let javac = PathBuf::from(std::env::var_os("ZKLOCK_TEST_JAVAC").unwrap_or_else(|| "/usr/bin/javac".into()));
-        let jars =
-            PathBuf::from(std::env::var_os("ZKLOCK_TEST_ZK_JARS").unwrap_or_else(|| "/usr/share/java".into()));
-        let python = PathBuf::from(std::env::var_os("ZKLOCK_TEST_PYTHON").unwrap_or_else(|| "python3".into()));
+        let java =
+            PathBuf::from(std::env::var_os("ZKLOCK_TEST_JAVA").unwrap_or_else(|| "/usr/bin/java".into()));
+        let javac =
+            PathBuf::from(std::env::var_os("ZKLOCK_TEST_JAVAC").unwrap_or_else(|| "/usr/bin/javac".into()));
+        let jars = PathBuf::from(
+            std::env::var_os("ZKLOCK_TEST_ZK_JARS").unwrap_or_else(|| "/usr/share/java".into()),
+        );
+        let python =
+            PathBuf::from(std::env::var_os("ZKLOCK_TEST_PYTHON").unwrap_or_else(|| "python3".into()));
         let mut classpath = Vec::new();
-        for jar in ["curator-recipes.jar", "curator-framework.jar", "curator-client.jar", "zookeeper.jar"] {
+        for jar in [
+            "curator-recipes.jar",
+            "curator-framework.jar",
+            "curator-client.jar",
+            "zookeeper.jar",
+        ] {
             let path = jars.join(jar);
             if !path.is_file() {
                 return Err(PeerError::Setup(format!(
@@ -104,7 +113,12 @@ impl Toolchain {
             )));
         }
         classpath.insert(0, classes.display().to_string());
-        let toolchain = Toolchain { java, classpath: classpath.join(":"), classes, python };
+        let toolchain = Toolchain {
+            java,
+            classpath: classpath.join(":"),
+            classes,
+            python,
+        };
         let check = std::process::Command::new(&toolchain.python)
             .args(["-c", "import kazoo.client, kazoo.recipe.lock"])
             .output()
@@ -121,13 +135,19 @@ impl Toolchain {
 
     fn curator(&self, args: &[String]) -> Result<PeerProcess> {
         let mut command = Command::new(&self.java);
-        command.args(["-Xmx512m", "-cp", &self.classpath, "CuratorPeer", "bench"]).args(args);
+        command
+            .args(["-Xmx512m", "-cp", &self.classpath, "CuratorPeer", "bench"])
+            .args(args);
         PeerProcess::spawn(format!("curator bench {}", args.join(" ")), command)
     }
 
     fn kazoo(&self, args: &[String]) -> Result<PeerProcess> {
         let mut command = Command::new(&self.python);
-        command.arg("-u").arg(sources().join("kazoo_peer.py")).arg("bench").args(args);
+        command
+            .arg("-u")
+            .arg(sources().join("kazoo_peer.py"))
+            .arg("bench")
+            .args(args);
         PeerProcess::spawn(format!("kazoo bench {}", args.join(" ")), command)
     }
 }
@@ -149,14 +169,25 @@ impl PeerProcess {
             .stderr(Stdio::inherit())
             .kill_on_drop(true)
             .spawn()
-            .map_err(|e| PeerError::Peer { name: name.clone(), what: format!("cannot start: {e}") })?;
+            .map_err(|e| PeerError::Peer {
+                name: name.clone(),
+                what: format!("cannot start: {e}"),
+            })?;
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().expect("stdout is piped")).lines();
-        Ok(PeerProcess { name, child, stdin, stdout })
+        Ok(PeerProcess {
+            name,
+            child,
+            stdin,
+            stdout,
+        })
     }
 
     fn error(&self, what: impl Into<String>) -> PeerError {
-        PeerError::Peer { name: self.name.clone(), what: what.into() }
+        PeerError::Peer {
+            name: self.name.clone(),
+            what: what.into(),
+        }
     }
 
     /// The next line, split into its first word and the words after it.
@@ -183,10 +214,10 @@ impl PeerProcess {
 
     async fn send(&mut self, line: &str) -> Result<()> {
         let name = self.name.clone();
-        let stdin = self
-            .stdin
-            .as_mut()
-            .ok_or_else(|| PeerError::Peer { name, what: "stdin closed".into() })?;
+        let stdin = self.stdin.as_mut().ok_or_else(|| PeerError::Peer {
+            name,
+            what: "stdin closed".into(),
+        })?;
         stdin.write_all(format!("{line}\n").as_bytes()).await?;
         stdin.flush().await?;
         Ok(())
@@ -267,7 +298,10 @@ pub async fn curator_lock(
     peer.expect("READY").await?;
     peer.send("GO").await?;
     let words = peer.expect("COUNT").await?;
-    let count = Count { count: number(&peer, &words, 0)?, seconds: number(&peer, &words, 1)? };
+    let count = Count {
+        count: number(&peer, &words, 0)?,
+        seconds: number(&peer, &words, 1)?,
+    };
     peer.finish().await?;
     Ok(count)
 }
@@ -284,7 +318,13 @@ pub async fn kazoo_lock(
     seconds: f64,
 ) -> Result<Count> {
     let (what, fraction) = kind.args();
-    let mut args = vec![what.to_string(), hosts.into(), path.into(), warmup.to_string(), seconds.to_string()];
+    let mut args = vec![
+        what.to_string(),
+        hosts.into(),
+        path.into(),
+        warmup.to_string(),
+        seconds.to_string(),
+    ];
     args.extend(fraction);
     let mut peers = Vec::new();
     for _ in 0..clients.max(1) {
@@ -296,7 +336,10 @@ pub async fn kazoo_lock(
     for peer in &mut peers {
         peer.send("GO").await?;
     }
-    let mut total = Count { count: 0, seconds: 0.0 };
+    let mut total = Count {
+        count: 0,
+        seconds: 0.0,
+    };
     for peer in &mut peers {
         let words = peer.expect("COUNT").await?;
         total.count += number::<u64>(peer, &words, 0)?;
@@ -368,7 +411,14 @@ pub async fn curator_double_barrier(
     clients: usize,
     barriers: usize,
 ) -> Result<BarrierRun> {
-    let args = ["dbarrier", hosts, path, &clients.to_string(), &barriers.to_string()].map(str::to_string);
+    let args = [
+        "dbarrier",
+        hosts,
+        path,
+        &clients.to_string(),
+        &barriers.to_string(),
+    ]
+    .map(str::to_string);
     let mut peer = tools.curator(&args)?;
     peer.expect("READY").await?;
     peer.send("GO").await?;
@@ -376,7 +426,11 @@ pub async fn curator_double_barrier(
     let stalled = match word.as_str() {
         "BARRIERS" => false,
         "STALLED" => true,
-        _ => return Err(peer.error(format!("said {word} {words:?} where we expected BARRIERS or STALLED"))),
+        _ => {
+            return Err(peer.error(format!(
+                "said {word} {words:?} where we expected BARRIERS or STALLED"
+            )))
+        }
     };
     let run = BarrierRun {
         completed: number(&peer, &words, 0)?,

@@ -17,7 +17,13 @@ const STEP_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// `clients` sessions loop on one `RwLock`: each acquisition is a read with probability `read_fraction`, else a
 /// write; acquire, release (awaiting the delete's confirmation, as Curator's synchronous release does).
-pub async fn rwlock(hosts: &str, clients: usize, warmup: Duration, duration: Duration, read_fraction: f64) -> Result<Count> {
+pub async fn rwlock(
+    hosts: &str,
+    clients: usize,
+    warmup: Duration,
+    duration: Duration,
+    read_fraction: f64,
+) -> Result<Count> {
     let dir = format!("/zklock-bench-rw-{:016x}", rand::random::<u64>());
     let mut sessions = Vec::new();
     for _ in 0..clients.max(1) {
@@ -27,8 +33,8 @@ pub async fn rwlock(hosts: &str, clients: usize, warmup: Duration, duration: Dur
     let end = measure_from + duration;
     let count = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
-    for client in sessions.iter().cloned() {
-        let (count, dir) = (count.clone(), dir.clone());
+    for client in &sessions {
+        let (client, count, dir) = (client.clone(), count.clone(), dir.clone());
         tasks.push(tokio::spawn(async move {
             let lock = RwLock::new(&client, &dir)?;
             while Instant::now() < end {
@@ -52,7 +58,10 @@ pub async fn rwlock(hosts: &str, clients: usize, warmup: Duration, duration: Dur
         crate::close(session).await;
     }
     remove_tree(hosts, &dir).await?;
-    Ok(Count { count: count.load(Ordering::Relaxed), seconds })
+    Ok(Count {
+        count: count.load(Ordering::Relaxed),
+        seconds,
+    })
 }
 
 /// `rounds` failovers of `LeaderElection`, each on a fresh path with two fresh sessions: the first candidate
@@ -72,13 +81,14 @@ pub async fn failover(hosts: &str, root: &str, rounds: usize, departure: Departu
         let leadership = leader_election.campaign().await?;
         let (queued_tx, queued_rx) = tokio::sync::oneshot::channel();
         let queued_tx = std::sync::Mutex::new(Some(queued_tx));
-        let successor = LeaderElection::new(&second, &path)?.with_listener(zklock::Listener::new(move |event| {
-            if matches!(event, QueueEvent::Waiting { .. }) {
-                if let Some(tx) = queued_tx.lock().expect("not poisoned").take() {
-                    let _ = tx.send(());
+        let successor =
+            LeaderElection::new(&second, &path)?.with_listener(zklock::Listener::new(move |event| {
+                if matches!(event, QueueEvent::Waiting { .. }) {
+                    if let Some(tx) = queued_tx.lock().expect("not poisoned").take() {
+                        let _ = tx.send(());
+                    }
                 }
-            }
-        }));
+            }));
         let campaign = tokio::spawn(async move {
             let leadership = successor.campaign().await;
             (Instant::now(), leadership)
@@ -91,12 +101,16 @@ pub async fn failover(hosts: &str, root: &str, rounds: usize, departure: Departu
         match departure {
             Departure::Resign => leadership.release().await?,
             Departure::CloseSession => {
-                std::thread::spawn(move || drop(leadership)).join().expect("dropping a guard does not panic");
+                std::thread::spawn(move || drop(leadership))
+                    .join()
+                    .expect("dropping a guard does not panic");
                 drop(leader_election);
                 drop(first);
             }
         }
-        let (led_at, leadership) = tokio::time::timeout(STEP_TIMEOUT, campaign).await.map_err(|_| zk::Error::Timeout)??;
+        let (led_at, leadership) = tokio::time::timeout(STEP_TIMEOUT, campaign)
+            .await
+            .map_err(|_| zk::Error::Timeout)??;
         times.push(led_at - start);
         leadership?.release().await?;
         crate::close(second).await;
@@ -114,8 +128,8 @@ pub async fn double_barrier(hosts: &str, root: &str, clients: usize, barriers: u
     }
     let start = Instant::now();
     let mut tasks = Vec::new();
-    for client in sessions.iter().cloned() {
-        let root = root.to_string();
+    for client in &sessions {
+        let (client, root) = (client.clone(), root.to_string());
         tasks.push(tokio::spawn(async move {
             for i in 0..barriers {
                 let barrier = DoubleBarrier::new(&client, &format!("{root}/b{i}"), clients)?;

@@ -3,14 +3,17 @@
 //!
 //! 1. Mutex: uncontended acquire+release per second (1 client) and contended hand-offs per second (8 clients).
 //! 2. RwLock, read-heavy: 8 clients, each acquisition a read with probability 0.9, else a write; per second.
+//!
+//!    Throughput figures are the median of `--repeat` runs of `--seconds` each; every repeat runs all
+//!    implementations, in reverse order every other time, so background load does not always hit the same one.
 //! 3. Leader election failover: the leader departs (closes its session, or resigns) and the time until the next
 //!    candidate knows it leads; median over `--rounds` rounds.
 //! 4. Double barrier as in the ZooKeeper paper: `--barriers` barriers × `--members` clients, enter + leave.
 //!
 //! ```sh
 //! cargo build --release -p zklock-bench --features compare
-//! target/release/compare-peers [--seconds 5] [--warmup 1] [--rounds 10] [--barriers 200] [--members 50]
-//!                              [--client-threads 1]
+//! target/release/compare-peers [--seconds 4] [--repeat 2] [--warmup 1] [--rounds 10] [--barriers 200]
+//!                              [--members 50] [--client-threads 1]
 //! ```
 //! Every client has its own session. The peers run as child processes (`crates/zklock/tests/peers`, `bench`
 //! modes) and measure inside themselves after their own warm-up; kazoo runs one process per client so that the
@@ -32,10 +35,19 @@ struct Args {
     barriers: usize,
     members: usize,
     client_threads: usize,
+    repeat: usize,
 }
 
 fn args() -> Result<Args> {
-    let mut args = Args { seconds: 5.0, warmup: 1.0, rounds: 10, barriers: 200, members: 50, client_threads: 1 };
+    let mut args = Args {
+        seconds: 4.0,
+        warmup: 1.0,
+        rounds: 10,
+        barriers: 200,
+        members: 50,
+        client_threads: 1,
+        repeat: 2,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         let mut value = || it.next().with_context(|| format!("{arg} needs a value"));
@@ -46,14 +58,15 @@ fn args() -> Result<Args> {
             "--barriers" => args.barriers = value()?.parse()?,
             "--members" => args.members = value()?.parse()?,
             "--client-threads" => args.client_threads = value()?.parse()?,
+            "--repeat" => args.repeat = value()?.parse()?,
             other => bail!(
                 "unknown argument {other} (expected --seconds N, --warmup SECONDS, --rounds N, --barriers N, \
-                 --members N, --client-threads N)"
+                 --members N, --client-threads N, --repeat N)"
             ),
         }
     }
-    if args.client_threads == 0 || args.rounds == 0 || args.members == 0 {
-        bail!("--client-threads, --rounds and --members must be at least 1");
+    if args.client_threads == 0 || args.rounds == 0 || args.members == 0 || args.repeat == 0 {
+        bail!("--client-threads, --rounds, --members and --repeat must be at least 1");
     }
     Ok(args)
 }
@@ -79,17 +92,17 @@ fn fresh(kind: &str) -> String {
 }
 
 async fn compare(args: Args) -> Result<()> {
-    let seconds = Duration::from_secs_f64(args.seconds);
     let load_before = load_average();
     // The testkit turns ZooKeeper's fsync off by default to speed tests up; a benchmark compares durable work.
-    let zookeeper = tokio::task::spawn_blocking(|| ZooKeeper::builder().config("forceSync", "yes").start()).await??;
+    let zookeeper =
+        tokio::task::spawn_blocking(|| ZooKeeper::builder().config("forceSync", "yes").start()).await??;
     let hosts = zookeeper.connect_string();
     let tools = tokio::task::spawn_blocking(Toolchain::prepare).await??;
     println!(
-        "compare-peers: ZooKeeper 3.8 standalone (forceSync=yes) at {hosts}; {:.1}s per throughput measurement \
-         (peers: after {:.1}s warm-up in their own process); {} failover rounds; {} double barriers × {} members; \
-         load average {load_before} before",
-        args.seconds, args.warmup, args.rounds, args.barriers, args.members
+        "compare-peers: ZooKeeper 3.8 standalone (forceSync=yes) at {hosts}; throughput: median of {} runs of \
+         {:.1}s (peers: after {:.1}s warm-up in their own process); {} failover rounds; {} double barriers × {} \
+         members; load average {load_before} before",
+        args.repeat, args.seconds, args.warmup, args.rounds, args.barriers, args.members
     );
     // Let the server's JIT compile its hot paths before anything is measured.
     eprintln!("warming the server up");
@@ -97,45 +110,59 @@ async fn compare(args: Args) -> Result<()> {
 
     let nan = f64::NAN;
     let mut rows: Vec<Row> = Vec::new();
-    for (label, clients) in
-        [("Mutex uncontended acquire+release /s (1 client)", 1), ("Mutex contended hand-offs /s (8 clients)", 8)]
-    {
-        let zklock = lock::throughput(&hosts, LockImpl::Zklock, clients, seconds).await?;
-        eprintln!("  {label}: zklock {zklock:.0}");
-        let zkc = lock::throughput(&hosts, LockImpl::ZookeeperClient, clients, seconds).await?;
-        eprintln!("  {label}: zookeeper-client {zkc:.0}");
-        let curator =
-            peers::curator_lock(&tools, &hosts, &fresh("mutex"), LockKind::Mutex, clients, args.warmup, args.seconds)
-                .await?;
-        eprintln!("  {label}: Curator {curator:?}");
-        let kazoo =
-            peers::kazoo_lock(&tools, &hosts, &fresh("mutex"), LockKind::Mutex, clients, args.warmup, args.seconds)
-                .await?;
-        eprintln!("  {label}: kazoo {kazoo:?}");
-        rows.push((label.into(), [zklock, curator.per_sec(), kazoo.per_sec(), zkc]));
+    let read_fraction = 0.9;
+    let workloads = [
+        (
+            "Mutex uncontended acquire+release /s (1 client)".to_string(),
+            LockKind::Mutex,
+            1,
+        ),
+        (
+            "Mutex contended hand-offs /s (8 clients)".to_string(),
+            LockKind::Mutex,
+            8,
+        ),
+        (
+            format!(
+                "RwLock acquisitions /s (8 clients, {:.0} % reads)",
+                read_fraction * 100.0
+            ),
+            LockKind::RwLock { read_fraction },
+            8,
+        ),
+    ];
+    for (label, kind, clients) in workloads {
+        // Each repeat runs every implementation once; the order reverses from one repeat to the next, so that
+        // background load on a shared machine does not always hit the same implementation.
+        let mut runs: [Vec<f64>; 4] = Default::default();
+        for repeat in 0..args.repeat {
+            let mut order = vec![0, 1, 2, 3];
+            if !repeat.is_multiple_of(2) {
+                order.reverse();
+            }
+            for column in order {
+                let value = lock_run(&tools, &hosts, &args, kind, clients, column).await?;
+                eprintln!("  {label}: {} {value:.0}", COLUMNS[column]);
+                runs[column].push(value);
+            }
+        }
+        rows.push((label, runs.map(|r| median(&r))));
     }
 
-    let read_fraction = 0.9;
-    let rw = LockKind::RwLock { read_fraction };
-    let warmup = Duration::from_secs_f64(args.warmup);
-    let zklock = recipes::rwlock(&hosts, 8, warmup, seconds, read_fraction).await?;
-    eprintln!("  RwLock: zklock {zklock:?}");
-    let curator = peers::curator_lock(&tools, &hosts, &fresh("rw"), rw, 8, args.warmup, args.seconds).await?;
-    eprintln!("  RwLock: Curator {curator:?}");
-    let kazoo = peers::kazoo_lock(&tools, &hosts, &fresh("rw"), rw, 8, args.warmup, args.seconds).await?;
-    eprintln!("  RwLock: kazoo {kazoo:?}");
-    rows.push((
-        "RwLock acquisitions /s (8 clients, 90 % reads)".into(),
-        [zklock.per_sec(), curator.per_sec(), kazoo.per_sec(), nan],
-    ));
-
     for (label, departure) in [
-        ("Election failover, leader closes its session: median ms (lower is better)", Departure::CloseSession),
-        ("Election failover, leader resigns: median ms (lower is better)", Departure::Resign),
+        (
+            "Election failover, leader closes its session: median ms (lower is better)",
+            Departure::CloseSession,
+        ),
+        (
+            "Election failover, leader resigns: median ms (lower is better)",
+            Departure::Resign,
+        ),
     ] {
         let zklock = recipes::failover(&hosts, &fresh("elect"), args.rounds, departure).await?;
         eprintln!("  {label}: zklock {zklock:?}");
-        let curator = peers::curator_failover(&tools, &hosts, &fresh("elect"), args.rounds, departure).await?;
+        let curator =
+            peers::curator_failover(&tools, &hosts, &fresh("elect"), args.rounds, departure).await?;
         eprintln!("  {label}: Curator {curator:?}");
         rows.push((label.into(), [median_ms(&zklock), median_ms(&curator), nan, nan]));
     }
@@ -152,7 +179,10 @@ async fn compare(args: Args) -> Result<()> {
     let per_barrier = |d: Duration, n: usize| d.as_secs_f64() * 1e3 / n as f64;
     let per_sec = |d: Duration, n: usize| n as f64 / d.as_secs_f64();
     let curator_note = if curator.stalled {
-        format!(" — Curator stalled after {} barriers, its figures cover those", curator.completed)
+        format!(
+            " — Curator stalled after {} barriers, its figures cover those",
+            curator.completed
+        )
     } else {
         String::new()
     };
@@ -162,7 +192,12 @@ async fn compare(args: Args) -> Result<()> {
     ));
     rows.push((
         format!("Double barrier ({barriers} × {members} clients): barriers /s{curator_note}"),
-        [per_sec(zklock, barriers), per_sec(curator.elapsed, curator.completed), nan, nan],
+        [
+            per_sec(zklock, barriers),
+            per_sec(curator.elapsed, curator.completed),
+            nan,
+            nan,
+        ],
     ));
 
     print!("\n| workload |");
@@ -193,18 +228,53 @@ async fn compare(args: Args) -> Result<()> {
     Ok(())
 }
 
-/// The median in milliseconds (mean of the middle two for an even count); NaN when empty.
+/// One throughput measurement of `COLUMNS[column]` (zookeeper-client has no read/write lock: NaN).
+async fn lock_run(
+    tools: &Toolchain,
+    hosts: &str,
+    args: &Args,
+    kind: LockKind,
+    clients: usize,
+    column: usize,
+) -> Result<f64> {
+    let seconds = Duration::from_secs_f64(args.seconds);
+    let path = fresh("lock");
+    Ok(match (column, kind) {
+        (0, LockKind::Mutex) => lock::throughput(hosts, LockImpl::Zklock, clients, seconds).await?,
+        (0, LockKind::RwLock { read_fraction }) => {
+            let warmup = Duration::from_secs_f64(args.warmup);
+            recipes::rwlock(hosts, clients, warmup, seconds, read_fraction)
+                .await?
+                .per_sec()
+        }
+        (1, _) => peers::curator_lock(tools, hosts, &path, kind, clients, args.warmup, args.seconds)
+            .await?
+            .per_sec(),
+        (2, _) => peers::kazoo_lock(tools, hosts, &path, kind, clients, args.warmup, args.seconds)
+            .await?
+            .per_sec(),
+        (3, LockKind::Mutex) => lock::throughput(hosts, LockImpl::ZookeeperClient, clients, seconds).await?,
+        _ => f64::NAN,
+    })
+}
+
+/// The median in milliseconds.
 fn median_ms(times: &[Duration]) -> f64 {
-    let mut ms: Vec<f64> = times.iter().map(|t| t.as_secs_f64() * 1e3).collect();
-    if ms.is_empty() {
+    median(&times.iter().map(|t| t.as_secs_f64() * 1e3).collect::<Vec<_>>())
+}
+
+/// The median (mean of the middle two for an even count); NaN when there is no value.
+fn median(values: &[f64]) -> f64 {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
+    if v.is_empty() {
         return f64::NAN;
     }
-    ms.sort_by(f64::total_cmp);
-    let mid = ms.len() / 2;
-    if ms.len() % 2 == 0 {
-        (ms[mid - 1] + ms[mid]) / 2.0
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    if v.len().is_multiple_of(2) {
+        (v[mid - 1] + v[mid]) / 2.0
     } else {
-        ms[mid]
+        v[mid]
     }
 }
 
