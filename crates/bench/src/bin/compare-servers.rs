@@ -279,7 +279,7 @@ async fn compare(args: Args) -> Result<()> {
     // Rounds alternate which server goes first, and every figure is the median over the rounds, so a burst of
     // background load hits both servers alike instead of deciding the ratio.
     let order = |round: usize| -> Vec<usize> {
-        let order = if round % 2 == 0 { vec![0, 1] } else { vec![1, 0] };
+        let order = if round & 1 == 0 { vec![0, 1] } else { vec![1, 0] };
         order.into_iter().filter(|&i| measured(i)).collect()
     };
     for (label, unit, clients) in [
@@ -381,7 +381,7 @@ fn median(values: impl Iterator<Item = f64>) -> f64 {
     }
     v.sort_by(f64::total_cmp);
     let mid = v.len() / 2;
-    if v.len() % 2 == 0 {
+    if v.len() & 1 == 0 {
         (v[mid - 1] + v[mid]) / 2.0
     } else {
         v[mid]
