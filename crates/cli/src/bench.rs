@@ -15,7 +15,11 @@ pub async fn bench(args: BenchArgs) -> Result<i32> {
     let duration = Duration::from_secs_f64(args.duration.max(0.1));
     println!(
         "zklock bench on {} {} — {:.1}s per measurement, {} clients when contended",
-        if target.embedded.is_some() { "embedded server" } else { "ZooKeeper" },
+        if target.embedded.is_some() {
+            "embedded server"
+        } else {
+            "ZooKeeper"
+        },
         target.hosts,
         duration.as_secs_f64(),
         args.clients
@@ -25,7 +29,10 @@ pub async fn bench(args: BenchArgs) -> Result<i32> {
         print!(" {:>24}", implementation.name());
     }
     println!();
-    for (label, clients) in [("uncontended acquire+release /s", 1usize), ("contended hand-offs /s", args.clients)] {
+    for (label, clients) in [
+        ("uncontended acquire+release /s", 1usize),
+        ("contended hand-offs /s", args.clients),
+    ] {
         let mut rates = Vec::new();
         for implementation in LockImpl::ALL {
             let rate = throughput(&target.hosts, implementation, clients, duration)
@@ -33,7 +40,13 @@ pub async fn bench(args: BenchArgs) -> Result<i32> {
                 .with_context(|| format!("{label}: {}", implementation.name()))?;
             rates.push(rate);
         }
-        print!("{:<44}", format!("{label} ({clients} client{})", if clients == 1 { "" } else { "s" }));
+        print!(
+            "{:<44}",
+            format!(
+                "{label} ({clients} client{})",
+                if clients == 1 { "" } else { "s" }
+            )
+        );
         for rate in &rates {
             print!(" {:>24}", format!("{rate:.0} ({:.2}×)", rate / rates[0]));
         }

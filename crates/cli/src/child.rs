@@ -61,7 +61,11 @@ impl Child {
                 None
             }
         };
-        Ok(Child { inner, pgid: Pid::from_raw(pid as i32), watchdog })
+        Ok(Child {
+            inner,
+            pgid: Pid::from_raw(pid as i32),
+            watchdog,
+        })
     }
 
     /// The child's pid (also its process group id).

@@ -80,5 +80,13 @@ async fn elect_with(args: &ElectArgs, client: &zookeeper_client::Client) -> i32 
         }
     };
     let what = format!("leadership of {}", args.path);
-    supervise::run_while_held(leadership, &args.path, &what, &args.command, args.kill_after, &mut interrupts).await
+    supervise::run_while_held(
+        leadership,
+        &args.path,
+        &what,
+        &args.command,
+        args.kill_after,
+        &mut interrupts,
+    )
+    .await
 }

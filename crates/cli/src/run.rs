@@ -78,5 +78,13 @@ async fn run_with(args: &RunArgs, client: &zookeeper_client::Client) -> i32 {
         }
     };
     let what = format!("the lock on {}", args.path);
-    supervise::run_while_held(guard, &args.path, &what, &args.command, args.kill_after, &mut interrupts).await
+    supervise::run_while_held(
+        guard,
+        &args.path,
+        &what,
+        &args.command,
+        args.kill_after,
+        &mut interrupts,
+    )
+    .await
 }

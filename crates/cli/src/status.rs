@@ -40,20 +40,37 @@ async fn show(client: &Client, path: &str) -> Result<i32> {
     }
     let items = children.iter().filter(|c| c.starts_with("qn-")).count();
     if items > 0 || has("claims") {
-        let claims = if has("claims") { client.list_children(&format!("{path}/claims")).await.unwrap_or_default() } else { vec![] };
-        println!("{path}: queue with {items} item(s), {} claimed by a consumer", claims.len());
+        let claims = if has("claims") {
+            client
+                .list_children(&format!("{path}/claims"))
+                .await
+                .unwrap_or_default()
+        } else {
+            vec![]
+        };
+        println!(
+            "{path}: queue with {items} item(s), {} claimed by a consumer",
+            claims.len()
+        );
         return Ok(0);
     }
     let queue = node::sorted_contenders(children.clone(), |_| true);
     if queue.is_empty() {
         let participants = children.iter().filter(|c| uuid_like(c)).count();
         if participants > 0 || has("ready") {
-            let state = if has("ready") { "entered (ready)" } else { "waiting for participants" };
+            let state = if has("ready") {
+                "entered (ready)"
+            } else {
+                "waiting for participants"
+            };
             println!("{path}: double barrier {state}, {participants} participant(s) present");
         } else if children.is_empty() {
             println!("{path}: exists with no contenders (a set barrier, or an idle lock directory)");
         } else {
-            println!("{path}: {} child node(s), none of them a contender", children.len());
+            println!(
+                "{path}: {} child node(s), none of them a contender",
+                children.len()
+            );
         }
         return Ok(0);
     }
@@ -63,7 +80,11 @@ async fn show(client: &Client, path: &str) -> Result<i32> {
         return Ok(0);
     }
     let holders = holders(&rows);
-    let what = if rows.iter().any(|r| r.marker == Marker::Latch) { "led" } else { "held" };
+    let what = if rows.iter().any(|r| r.marker == Marker::Latch) {
+        "led"
+    } else {
+        "held"
+    };
     println!("{path}: {what} by {holders} of {} contender(s)", rows.len());
     print_rows(&rows, holders);
     Ok(0)
@@ -72,10 +93,20 @@ async fn show(client: &Client, path: &str) -> Result<i32> {
 /// A Curator-style semaphore: `<path>/leases` holds the leases, `<path>/locks` queues the acquirers.
 async fn semaphore(client: &Client, path: &str) -> Result<i32> {
     let leases_dir = format!("{path}/leases");
-    let leases = node::sorted_contenders(client.list_children(&leases_dir).await.unwrap_or_default(), |_| true);
+    let leases = node::sorted_contenders(
+        client.list_children(&leases_dir).await.unwrap_or_default(),
+        |_| true,
+    );
     let leases = read_rows(client, &leases_dir, &leases).await?;
-    let waiting = client.list_children(&format!("{path}/locks")).await.unwrap_or_default().len();
-    println!("{path}: semaphore with {} lease(s) held, {waiting} acquirer(s) queued", leases.len());
+    let waiting = client
+        .list_children(&format!("{path}/locks"))
+        .await
+        .unwrap_or_default()
+        .len();
+    println!(
+        "{path}: semaphore with {} lease(s) held, {waiting} acquirer(s) queued",
+        leases.len()
+    );
     print_rows(&leases, leases.len());
     Ok(0)
 }
@@ -86,8 +117,14 @@ fn uuid_like(name: &str) -> bool {
 
 /// Reads every contender's data and stat at once; ZooKeeper answers them in order on the one session.
 async fn read_rows(client: &Client, dir: &str, queue: &[node::Contender]) -> Result<Vec<Row>> {
-    let reads: Vec<_> = queue.iter().map(|c| client.get_data(&format!("{dir}/{}", c.name))).collect();
-    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or_default();
+    let reads: Vec<_> = queue
+        .iter()
+        .map(|c| client.get_data(&format!("{dir}/{}", c.name)))
+        .collect();
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or_default();
     let mut rows = Vec::new();
     for (contender, read) in queue.iter().zip(futures::future::join_all(reads).await) {
         match read {

@@ -29,7 +29,10 @@ pub struct Interrupts {
 
 impl Interrupts {
     pub fn install() -> std::io::Result<Interrupts> {
-        Ok(Interrupts { int: signal(SignalKind::interrupt())?, term: signal(SignalKind::terminate())? })
+        Ok(Interrupts {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+        })
     }
 
     /// The next interrupt, as the signal that arrived.
@@ -69,7 +72,9 @@ pub fn lost_policy(session_timeout: Duration, kill_after: f64) -> LostPolicy {
 
 /// What is stored in our node for `zklock status`: host, pid, command and the user's note.
 pub fn describe(command: &[String], note: Option<&str>) -> String {
-    let host = hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
+    let host = hostname::get()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let mut text = format!("host={host} pid={} cmd={}", std::process::id(), command.join(" "));
     if let Some(note) = note {
         text.push_str(" note=");
@@ -98,7 +103,11 @@ pub async fn run_while_held(
         Err(err) => {
             eprintln!("zklock: cannot run {}: {err}", command[0]);
             let _ = guard.release().await;
-            return if err.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
+            return if err.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
         }
     };
     tracing::info!(pid = child.pid(), node = %guard.path(), "command started while holding {what}");

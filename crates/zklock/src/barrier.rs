@@ -149,4 +149,3 @@ impl Barrier {
             .map_err(|_| Error::Timeout)?
     }
 }
-

@@ -22,11 +22,11 @@ use std::time::Duration;
 use zookeeper_client::{self as zk, Acls, Client, CreateMode, SessionState};
 
 use crate::error::session_error;
-use crate::retry::is_connection_loss;
 use crate::error::{Error, Result};
 use crate::events::{Listener, QueueEvent};
 use crate::lost::{LostPolicy, LostReason, LostSignal};
 use crate::own_node::{child_path, OwnNode};
+use crate::retry::is_connection_loss;
 use crate::retry::RetryPolicy;
 
 /// The name of the node that opens the barrier.

@@ -97,11 +97,20 @@ pub fn parse(name: &str) -> Option<Contender> {
 /// some above 2^30, some below -2^30 — the negative ones came later and sort after the positive ones. That is
 /// right as long as the live contenders span fewer than 2^31 numbers, which they always do.
 pub fn sorted_contenders(children: Vec<String>, keep: impl Fn(Marker) -> bool) -> Vec<Contender> {
-    let mut queue: Vec<Contender> =
-        children.iter().filter_map(|name| parse(name)).filter(|c| keep(c.marker)).collect();
+    let mut queue: Vec<Contender> = children
+        .iter()
+        .filter_map(|name| parse(name))
+        .filter(|c| keep(c.marker))
+        .collect();
     const QUARTER: i64 = 1 << 30;
     let wrapped = queue.iter().any(|c| c.sequence < -QUARTER) && queue.iter().any(|c| c.sequence > QUARTER);
-    let key = |c: &Contender| if wrapped && c.sequence < 0 { c.sequence + (1 << 32) } else { c.sequence };
+    let key = |c: &Contender| {
+        if wrapped && c.sequence < 0 {
+            c.sequence + (1 << 32)
+        } else {
+            c.sequence
+        }
+    };
     queue.sort_by(|a, b| key(a).cmp(&key(b)).then_with(|| a.name.cmp(&b.name)));
     queue
 }
@@ -142,7 +151,10 @@ mod tests {
             "_c_c-lock-2147483647".to_string(),
             "_c_d-lock--2147483647".to_string(),
         ];
-        let order: Vec<i64> = sorted_contenders(names, |_| true).iter().map(|c| c.sequence).collect();
+        let order: Vec<i64> = sorted_contenders(names, |_| true)
+            .iter()
+            .map(|c| c.sequence)
+            .collect();
         assert_eq!(order, vec![2147483646, 2147483647, -2147483648, -2147483647]);
     }
 

@@ -51,7 +51,14 @@ impl OwnNode {
     /// The node stays armed until the delete is confirmed: if this future is dropped half-way (say, by a caller's
     /// timeout while a retry sleeps) or fails, `Drop` goes on deleting in the background.
     pub(crate) async fn delete(mut self) -> Result<()> {
-        delete_own(&self.client, &self.dir, &self.unique, self.name.as_deref(), &self.retry).await?;
+        delete_own(
+            &self.client,
+            &self.dir,
+            &self.unique,
+            self.name.as_deref(),
+            &self.retry,
+        )
+        .await?;
         self.armed = false;
         Ok(())
     }

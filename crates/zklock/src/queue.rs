@@ -18,11 +18,11 @@ use std::time::Duration;
 use zookeeper_client::{self as zk, Acls, Client, CreateMode, MultiWriteError};
 
 use crate::error::session_error;
-use crate::retry::is_connection_loss;
 use crate::error::{Error, Result};
 use crate::events::{Listener, QueueEvent};
 use crate::lost::{LostPolicy, LostReason, LostSignal};
 use crate::own_node::child_path;
+use crate::retry::is_connection_loss;
 use crate::retry::RetryPolicy;
 
 /// The prefix of every item node.
@@ -280,10 +280,7 @@ impl Queue {
                 Err(zk::Error::NoNode) => return Ok(None),
                 Err(err) if is_connection_loss(&err) => {
                     self.retry.pause(&mut attempt).await?;
-                    if self.retry.run(|| self.client.check_stat(&path))
-                        .await?
-                        .is_none()
-                    {
+                    if self.retry.run(|| self.client.check_stat(&path)).await?.is_none() {
                         // Ours or another consumer's delete: we cannot tell (see "Limits").
                         tracing::warn!(item = %path, "delete reply lost and the item is gone; skipping it");
                         return Ok(None);
@@ -370,9 +367,7 @@ impl Queue {
             };
             let read = match read {
                 // The read raced with an unconfirmed claim: read again now that it is ours.
-                Err(err) if is_connection_loss(&err) => {
-                    self.retry.run(|| self.client.get_data(&item)).await
-                }
+                Err(err) if is_connection_loss(&err) => self.retry.run(|| self.client.get_data(&item)).await,
                 other => other.map_err(Error::from),
             };
             match read {
@@ -421,17 +416,13 @@ impl Queue {
             Ok(listed) => listed,
             Err(zk::Error::NoNode) => return self.wait_for_directory().await,
             // Nothing to wait on: the caller looks again (after a pause, so a dead connection is not hammered).
-            Err(err) if is_connection_loss(&err) => {
-                return self.retry.pause(attempt).await
-            }
+            Err(err) if is_connection_loss(&err) => return self.retry.pause(attempt).await,
             Err(err) => return Err(err.into()),
         };
         let (claimed, claims_watch) = match claims {
             None | Some(Err(zk::Error::NoNode)) => (Vec::new(), None),
             Some(Ok((claimed, watch))) => (claimed, Some(watch)),
-            Some(Err(err)) if is_connection_loss(&err) => {
-                return self.retry.pause(attempt).await
-            }
+            Some(Err(err)) if is_connection_loss(&err) => return self.retry.pause(attempt).await,
             Some(Err(err)) => return Err(err.into()),
         };
         if sorted_items(items).iter().any(|name| !claimed.contains(name)) {
@@ -545,13 +536,21 @@ impl Drop for PendingClaim {
         };
         // Sent now, so that it sees our create if that was sent (requests of a session are processed in order).
         let check = self.client.get_data(&self.claim);
-        let (client, claim, retry, token) =
-            (self.client.clone(), self.claim.clone(), self.retry.clone(), std::mem::take(&mut self.token));
+        let (client, claim, retry, token) = (
+            self.client.clone(),
+            self.claim.clone(),
+            self.retry.clone(),
+            std::mem::take(&mut self.token),
+        );
         runtime.spawn(async move {
             let data = match check.await {
                 Ok((data, _)) => Some(data),
                 Err(zk::Error::NoNode) => None,
-                Err(_) => retry.run(|| client.get_data(&claim)).await.ok().map(|(data, _)| data),
+                Err(_) => retry
+                    .run(|| client.get_data(&claim))
+                    .await
+                    .ok()
+                    .map(|(data, _)| data),
             };
             if data.is_some_and(|data| data == token) {
                 tracing::debug!(%claim, "removing the claim of a cancelled take");
@@ -695,9 +694,7 @@ impl Drop for Claimed {
         let (client, claim, retry) = (self.client.clone(), self.claim.clone(), self.retry.clone());
         runtime.spawn(async move {
             let result = match delete.await {
-                Err(err) if is_connection_loss(&err) => {
-                    retry.run(|| client.delete(&claim, None)).await
-                }
+                Err(err) if is_connection_loss(&err) => retry.run(|| client.delete(&claim, None)).await,
                 other => other.map_err(Error::from),
             };
             match result {

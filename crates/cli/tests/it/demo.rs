@@ -7,8 +7,18 @@ async fn demo_on_real_zookeeper_passes_its_own_checks() {
     let hosts = zookeeper().await;
     let out = output(&["demo", "--connect", &hosts, "--workers", "10", "--hold", "30"]).await;
     let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "stdout: {stdout}\nstderr: {}", text(&out.stderr));
-    for needle in ["FIFO order:                 ok", "no overlapping holders:     ok", "one wake-up per hand-off:   ok", "result:                     PASS"] {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout: {stdout}\nstderr: {}",
+        text(&out.stderr)
+    );
+    for needle in [
+        "FIFO order:                 ok",
+        "no overlapping holders:     ok",
+        "one wake-up per hand-off:   ok",
+        "result:                     PASS",
+    ] {
         assert!(stdout.contains(needle), "missing {needle:?} in:\n{stdout}");
     }
     assert_eq!(stdout.matches(" acquired ").count(), 10);
@@ -20,7 +30,12 @@ async fn demo_on_real_zookeeper_passes_its_own_checks() {
 async fn demo_without_connect_runs_on_the_embedded_server() {
     let out = output(&["demo", "--workers", "10", "--hold", "20"]).await;
     let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "stdout: {stdout}\nstderr: {}", text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout: {stdout}\nstderr: {}",
+        text(&out.stderr)
+    );
     assert!(stdout.contains("on embedded server 127.0.0.1:"), "{stdout}");
     assert!(stdout.contains("result:                     PASS"), "{stdout}");
     assert_eq!(stdout.matches(" acquired ").count(), 10);

@@ -25,7 +25,10 @@ async fn passes_environment_and_exit_code() {
     let stdout = text(&out.stdout);
     let fields: Vec<&str> = stdout.trim().split('|').collect();
     assert_eq!(fields[0], path);
-    assert!(fields[1].starts_with(&format!("{path}/_c_")) && fields[1].contains("-lock-"), "{stdout}");
+    assert!(
+        fields[1].starts_with(&format!("{path}/_c_")) && fields[1].contains("-lock-"),
+        "{stdout}"
+    );
     assert!(fields[2].parse::<i64>().unwrap() > 0, "{stdout}");
     // The lock node is gone afterwards.
     let client = client(&hosts).await;
@@ -43,10 +46,24 @@ async fn busy_lock_exits_1_with_nonblock_and_timeout() {
     let stderr = text(&out.stderr);
     assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
     assert!(stderr.contains("is locked"), "{stderr}");
-    let out = output(&["run", "--connect", &hosts, "--timeout", "0.3", &path, "--", "true"]).await;
+    let out = output(&[
+        "run",
+        "--connect",
+        &hosts,
+        "--timeout",
+        "0.3",
+        &path,
+        "--",
+        "true",
+    ])
+    .await;
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("timed out"), "{}", text(&out.stderr));
-    assert_eq!(holder.list_children(&path).await.unwrap().len(), 1, "no node left by the failed attempts");
+    assert_eq!(
+        holder.list_children(&path).await.unwrap().len(),
+        1,
+        "no node left by the failed attempts"
+    );
     guard.release().await.unwrap();
     let out = output(&["run", "--connect", &hosts, "--nonblock", &path, "--", "true"]).await;
     assert_eq!(out.status.code(), Some(0));
@@ -56,7 +73,15 @@ async fn busy_lock_exits_1_with_nonblock_and_timeout() {
 async fn missing_command_exits_127_and_releases() {
     let hosts = zookeeper().await;
     let path = unique_path("cli-run-missing");
-    let out = output(&["run", "--connect", &hosts, &path, "--", "/nonexistent/zklock-test-command"]).await;
+    let out = output(&[
+        "run",
+        "--connect",
+        &hosts,
+        &path,
+        "--",
+        "/nonexistent/zklock-test-command",
+    ])
+    .await;
     assert_eq!(out.status.code(), Some(127));
     let client = client(&hosts).await;
     assert!(client.list_children(&path).await.unwrap().is_empty());
@@ -69,7 +94,10 @@ async fn eight_concurrent_runs_keep_a_counter_exact() {
     let dir = tempfile::tempdir().unwrap();
     let counter = dir.path().join("counter");
     std::fs::write(&counter, "0\n").unwrap();
-    let script = format!("v=$(cat '{0}'); sleep 0.05; echo $((v + 1)) > '{0}'", counter.display());
+    let script = format!(
+        "v=$(cat '{0}'); sleep 0.05; echo $((v + 1)) > '{0}'",
+        counter.display()
+    );
     let mut runs = Vec::new();
     for _ in 0..8 {
         runs.push(zklock(&["run", "--connect", &hosts, &path, "--", "sh", "-c", &script]).output());
@@ -83,13 +111,28 @@ async fn eight_concurrent_runs_keep_a_counter_exact() {
 
 /// Starts `zklock run` with a child that prints its pid and then sleeps; returns the process and the child's pid.
 async fn run_sleeper(hosts: &str, path: &str, script: &str) -> (tokio::process::Child, i32) {
-    let mut zklock = zklock(&["run", "--connect", hosts, "--kill-after", "2", path, "--", "sh", "-c", script])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut zklock = zklock(&[
+        "run",
+        "--connect",
+        hosts,
+        "--kill-after",
+        "2",
+        path,
+        "--",
+        "sh",
+        "-c",
+        script,
+    ])
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
     let mut lines = BufReader::new(zklock.stdout.take().unwrap()).lines();
-    let line = tokio::time::timeout(EVENTUALLY, lines.next_line()).await.expect("the child started").unwrap().unwrap();
+    let line = tokio::time::timeout(EVENTUALLY, lines.next_line())
+        .await
+        .expect("the child started")
+        .unwrap()
+        .unwrap();
     (zklock, line.trim().parse().unwrap())
 }
 
@@ -108,9 +151,16 @@ async fn child_is_stopped_when_the_lock_is_lost() {
     let nodes = admin.list_children(&path).await.unwrap();
     assert_eq!(nodes.len(), 1);
     admin.delete(&format!("{path}/{}", nodes[0]), None).await.unwrap();
-    let out = tokio::time::timeout(EVENTUALLY, zklock.wait_with_output()).await.expect("zklock exits").unwrap();
+    let out = tokio::time::timeout(EVENTUALLY, zklock.wait_with_output())
+        .await
+        .expect("zklock exits")
+        .unwrap();
     assert_eq!(out.status.code(), Some(4), "stderr: {}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("lost the lock"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("lost the lock"),
+        "{}",
+        text(&out.stderr)
+    );
     assert!(!alive(child), "the command was stopped");
 }
 
@@ -156,7 +206,17 @@ async fn processes_left_behind_by_the_command_are_killed_before_release() {
     let hosts = zookeeper().await;
     let path = unique_path("cli-run-leftover");
     // The shell exits at once, leaving a background sleep in the command's process group.
-    let out = output(&["run", "--connect", &hosts, &path, "--", "sh", "-c", "sleep 120 & echo $!"]).await;
+    let out = output(&[
+        "run",
+        "--connect",
+        &hosts,
+        &path,
+        "--",
+        "sh",
+        "-c",
+        "sleep 120 & echo $!",
+    ])
+    .await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let leftover: i32 = text(&out.stdout).trim().parse().unwrap();
     exited(leftover).await;

@@ -10,12 +10,28 @@ async fn shows_holder_and_queue_in_order() {
     let hosts = zookeeper().await;
     let path = unique_path("cli-status");
     let out = output(&["status", "--connect", &hosts, &path]).await;
-    assert!(text(&out.stdout).contains("does not exist"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("does not exist"),
+        "{}",
+        text(&out.stdout)
+    );
     let (a, b) = (client(&hosts).await, client(&hosts).await);
-    let guard = Mutex::new(&a, &path).unwrap().with_data("first holder").lock().await.unwrap();
+    let guard = Mutex::new(&a, &path)
+        .unwrap()
+        .with_data("first holder")
+        .lock()
+        .await
+        .unwrap();
     let waiter = {
         let path = path.clone();
-        tokio::spawn(async move { Mutex::new(&b, &path).unwrap().with_data("second in line").lock().await.map(|_| ()) })
+        tokio::spawn(async move {
+            Mutex::new(&b, &path)
+                .unwrap()
+                .with_data("second in line")
+                .lock()
+                .await
+                .map(|_| ())
+        })
     };
     // Wait until the waiter is queued.
     loop {
@@ -30,9 +46,18 @@ async fn shows_holder_and_queue_in_order() {
     assert_eq!(out.status.code(), Some(0));
     let lines: Vec<&str> = stdout.lines().collect();
     assert!(lines[0].contains("held by 1 of 2"), "{stdout}");
-    assert!(lines[1].contains("holder") && lines[1].contains("first holder"), "{stdout}");
-    assert!(lines[1].contains(&format!("0x{:x}", a.session_id().0)), "{stdout}");
-    assert!(lines[2].contains("waiting") && lines[2].contains("second in line"), "{stdout}");
+    assert!(
+        lines[1].contains("holder") && lines[1].contains("first holder"),
+        "{stdout}"
+    );
+    assert!(
+        lines[1].contains(&format!("0x{:x}", a.session_id().0)),
+        "{stdout}"
+    );
+    assert!(
+        lines[2].contains("waiting") && lines[2].contains("second in line"),
+        "{stdout}"
+    );
     guard.release().await.unwrap();
     waiter.await.unwrap().unwrap();
 }
@@ -47,18 +72,36 @@ async fn shows_every_recipe() {
     let r1 = zklock::RwLock::new(&a, &rw).unwrap().read().await.unwrap();
     let r2 = zklock::RwLock::new(&b, &rw).unwrap().read().await.unwrap();
     let stdout = text(&output(&["status", "--connect", &hosts, &rw]).await.stdout);
-    assert!(stdout.contains("held by 2 of 2") && stdout.contains("[read]"), "{stdout}");
+    assert!(
+        stdout.contains("held by 2 of 2") && stdout.contains("[read]"),
+        "{stdout}"
+    );
 
     // Election: the leader leads.
     let election = unique_path("cli-status-election");
-    let leader = zklock::LeaderElection::new(&a, &election).unwrap().campaign().await.unwrap();
+    let leader = zklock::LeaderElection::new(&a, &election)
+        .unwrap()
+        .campaign()
+        .await
+        .unwrap();
     let stdout = text(&output(&["status", "--connect", &hosts, &election]).await.stdout);
-    assert!(stdout.contains("led by 1 of 1") && stdout.contains("[election]"), "{stdout}");
+    assert!(
+        stdout.contains("led by 1 of 1") && stdout.contains("[election]"),
+        "{stdout}"
+    );
 
     // Semaphore: two leases held.
     let sem = unique_path("cli-status-semaphore");
-    let l1 = zklock::Semaphore::new(&a, &sem, 3).unwrap().acquire().await.unwrap();
-    let l2 = zklock::Semaphore::new(&b, &sem, 3).unwrap().acquire().await.unwrap();
+    let l1 = zklock::Semaphore::new(&a, &sem, 3)
+        .unwrap()
+        .acquire()
+        .await
+        .unwrap();
+    let l2 = zklock::Semaphore::new(&b, &sem, 3)
+        .unwrap()
+        .acquire()
+        .await
+        .unwrap();
     let stdout = text(&output(&["status", "--connect", &hosts, &sem]).await.stdout);
     assert!(stdout.contains("semaphore with 2 lease(s) held"), "{stdout}");
 
@@ -75,10 +118,18 @@ async fn shows_every_recipe() {
     let barrier_path = unique_path("cli-status-barrier");
     let barrier = zklock::Barrier::new(&a, &barrier_path).unwrap();
     barrier.set().await.unwrap();
-    let stdout = text(&output(&["status", "--connect", &hosts, &barrier_path]).await.stdout);
+    let stdout = text(
+        &output(&["status", "--connect", &hosts, &barrier_path])
+            .await
+            .stdout,
+    );
     assert!(stdout.contains("exists with no contenders"), "{stdout}");
     barrier.remove().await.unwrap();
-    let stdout = text(&output(&["status", "--connect", &hosts, &barrier_path]).await.stdout);
+    let stdout = text(
+        &output(&["status", "--connect", &hosts, &barrier_path])
+            .await
+            .stdout,
+    );
     assert!(stdout.contains("does not exist"), "{stdout}");
 
     for guard in [r1, r2, leader, l1, l2] {

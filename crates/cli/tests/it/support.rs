@@ -10,7 +10,9 @@ pub const EVENTUALLY: Duration = Duration::from_secs(60);
 
 /// The connect string of this test binary's shared real ZooKeeper.
 pub async fn zookeeper() -> String {
-    tokio::task::spawn_blocking(|| zklock_testkit::shared_standalone().connect_string()).await.unwrap()
+    tokio::task::spawn_blocking(|| zklock_testkit::shared_standalone().connect_string())
+        .await
+        .unwrap()
 }
 
 /// `zklock` with `args`, not yet started.
@@ -30,7 +32,11 @@ pub async fn output(args: &[&str]) -> Output {
 
 /// A client session for inspecting or preparing the tree.
 pub async fn client(hosts: &str) -> Client {
-    Client::connector().with_session_timeout(Duration::from_secs(10)).connect(hosts).await.expect("connect")
+    Client::connector()
+        .with_session_timeout(Duration::from_secs(10))
+        .connect(hosts)
+        .await
+        .expect("connect")
 }
 
 pub fn text(bytes: &[u8]) -> String {

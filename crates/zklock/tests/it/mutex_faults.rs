@@ -159,7 +159,10 @@ async fn ensemble_leader_killed_while_holding_and_waiting() {
     .unwrap();
     // The holder's node is still there after the election, and the waiter still waits.
     let nodes = await_children(&observer, &dir, "the queue after failover", |c| c.len() == 2).await;
-    assert!(nodes.iter().any(|n| holder.path().ends_with(n.as_str())), "the holder keeps its node: {nodes:?}");
+    assert!(
+        nodes.iter().any(|n| holder.path().ends_with(n.as_str())),
+        "the holder keeps its node: {nodes:?}"
+    );
     assert!(!holder.is_lost(), "{:?}", holder.lost_reason());
     assert!(!waiter.is_finished());
     let holder_token = holder.fencing_token();
