@@ -379,7 +379,9 @@ impl State {
     /// Sends watch notifications for `events` (header zxid −1, as ZooKeeper 3.8 does).
     fn notify(&mut self, events: &[Event]) {
         let mut out = Vec::new();
-        self.watches.trigger(events, &mut out);
+        let conns = &self.conns;
+        self.watches
+            .trigger(events, &self.tree, |c| conns.get(&c).map(|c| &c.auth), &mut out);
         for (conn, ty, path) in out {
             let bytes = notification(ty, &path);
             self.send(conn, bytes, false);

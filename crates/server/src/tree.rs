@@ -106,8 +106,8 @@ pub fn is_session_owner(owner: i64) -> bool {
 pub enum Event {
     /// Node created.
     Created(String),
-    /// Node deleted.
-    Deleted(String),
+    /// Node deleted, with the ACL it had (watchers need READ on it to hear of it).
+    Deleted(String, Vec<Acl>),
     /// Data changed.
     DataChanged(String),
     /// A child was created or deleted.
@@ -317,7 +317,7 @@ impl DataTree {
             parent.pzxid = parent.pzxid.max(zxid);
             parent.changed = parent.changed.max(zxid);
         }
-        events.push(Event::Deleted(path.to_string()));
+        events.push(Event::Deleted(path.to_string(), node.acl));
         events.push(Event::ChildrenChanged(parent_path.to_string()));
     }
 

@@ -1,35 +1,25 @@
 //! Watch registrations, following ZooKeeper's `WatchManager`: two tables (data/exist watches and child
 //! watches), each mapping a path to the connections watching it and how. Persistent and
 //! persistent-recursive watches live in both tables, as in ZooKeeper, and a recursive watch also matches
-//! events on descendants (never children-changed ones).
+//! events on descendants (never children-changed ones). As in ZooKeeper 3.8 (`WatcherModeManager`), a
+//! connection has ONE mode per path and table: a later registration replaces the earlier one's mode.
+//! A notification goes only to a connection with READ on the node (Debian's 3.8.0 checks the node's ACL
+//! before delivering, the backported CVE-2024-23944 fix).
 
 use std::collections::{HashMap, HashSet};
-use zklock_codec::EventType;
+use zklock_codec::{perms, Acl, EventType};
 
+use crate::acl::{self, AuthIds};
 use crate::path;
-use crate::tree::Event;
+use crate::tree::{DataTree, Event};
 
 /// Connection identifier (watches belong to connections, not sessions).
 pub type ConnId = u64;
 
-/// How one connection watches one path in one table.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Modes {
-    standard: bool,
-    persistent: bool,
-    recursive: bool,
-}
-
-impl Modes {
-    fn is_empty(&self) -> bool {
-        !(self.standard || self.persistent || self.recursive)
-    }
-}
-
 /// One of the two watch tables.
 #[derive(Debug, Default)]
 struct Table {
-    by_path: HashMap<String, HashMap<ConnId, Modes>>,
+    by_path: HashMap<String, HashMap<ConnId, Kind>>,
     by_conn: HashMap<ConnId, HashSet<String>>,
 }
 
@@ -45,61 +35,36 @@ pub enum Kind {
 }
 
 impl Table {
+    /// Registers `conn` on `path`, replacing the mode it had there (ZooKeeper's `setWatcherMode`).
     fn add(&mut self, path: &str, conn: ConnId, kind: Kind) {
-        let m = self
-            .by_path
+        self.by_path
             .entry(path.to_string())
             .or_default()
-            .entry(conn)
-            .or_default();
-        match kind {
-            Kind::Standard => m.standard = true,
-            Kind::Persistent => m.persistent = true,
-            Kind::Recursive => m.recursive = true,
-        }
+            .insert(conn, kind);
         self.by_conn.entry(conn).or_default().insert(path.to_string());
     }
 
-    /// Removes the given kinds; returns whether anything was removed.
-    fn remove(&mut self, path: &str, conn: ConnId, kinds: &[Kind]) -> bool {
+    /// Removes `conn`'s watch on `path`, whatever its mode; returns whether there was one.
+    fn remove(&mut self, path: &str, conn: ConnId) -> bool {
         let Some(watchers) = self.by_path.get_mut(path) else {
             return false;
         };
-        let Some(m) = watchers.get_mut(&conn) else {
+        if watchers.remove(&conn).is_none() {
             return false;
-        };
-        let mut removed = false;
-        for k in kinds {
-            let flag = match k {
-                Kind::Standard => &mut m.standard,
-                Kind::Persistent => &mut m.persistent,
-                Kind::Recursive => &mut m.recursive,
-            };
-            removed |= std::mem::take(flag);
         }
-        if m.is_empty() {
-            watchers.remove(&conn);
-            if watchers.is_empty() {
-                self.by_path.remove(path);
-            }
-            if let Some(paths) = self.by_conn.get_mut(&conn) {
-                paths.remove(path);
-            }
+        if watchers.is_empty() {
+            self.by_path.remove(path);
         }
-        removed
+        if let Some(paths) = self.by_conn.get_mut(&conn) {
+            paths.remove(path);
+        }
+        true
     }
 
-    fn contains(&self, path: &str, conn: ConnId, kinds: &[Kind]) -> bool {
-        self.by_path
-            .get(path)
-            .and_then(|w| w.get(&conn))
-            .is_some_and(|m| {
-                kinds.iter().any(|k| match k {
-                    Kind::Standard => m.standard,
-                    Kind::Persistent => m.persistent,
-                    Kind::Recursive => m.recursive,
-                })
-            })
+    /// ZooKeeper 3.8.0's `containsWatcher`, quirk included: true when ANY connection watches `path` in
+    /// this table (it tests the path's watcher set for presence, not for this connection).
+    fn contains(&self, path: &str) -> bool {
+        self.by_path.get(path).is_some_and(|w| !w.is_empty())
     }
 
     /// ZooKeeper's `triggerWatch`: collects the connections to notify (excluding `suppress`), consuming
@@ -111,14 +76,19 @@ impl Table {
         while let Some(p) = at {
             if let Some(watchers) = self.by_path.get_mut(&p) {
                 let mut emptied = vec![];
-                for (conn, m) in watchers.iter_mut() {
-                    if m.recursive && ty != EventType::NodeChildrenChanged {
-                        out.insert(*conn);
-                    }
-                    if !at_parent && (m.standard || m.persistent) {
-                        out.insert(*conn);
-                        m.standard = false;
-                        if m.is_empty() {
+                for (conn, kind) in watchers.iter() {
+                    match kind {
+                        Kind::Recursive => {
+                            if ty != EventType::NodeChildrenChanged {
+                                out.insert(*conn);
+                            }
+                        }
+                        _ if at_parent => {}
+                        Kind::Persistent => {
+                            out.insert(*conn);
+                        }
+                        Kind::Standard => {
+                            out.insert(*conn);
                             emptied.push(*conn);
                         }
                     }
@@ -163,6 +133,25 @@ pub struct WatchManager {
     child: Table,
 }
 
+/// The ACL of the node an event (at index `i` of `events`) is about, as ZooKeeper passes it to the
+/// watchers: the node as it is after the txn, or, if a later op of the same txn deleted it, as it was
+/// when deleted.
+fn acl_at<'t>(tree: &'t DataTree, events: &'t [Event], i: usize, path: &str) -> Option<&'t [Acl]> {
+    if let Event::Deleted(_, acl) = &events[i] {
+        return Some(acl);
+    }
+    events[i + 1..]
+        .iter()
+        .find_map(|e| match e {
+            Event::Deleted(d, acl) if d == path => Some(acl.as_slice()),
+            _ => None,
+        })
+        .or_else(|| tree.get(path).map(|n| n.acl.as_slice()))
+}
+
+/// The identities of a connection that is gone.
+static NO_IDS: AuthIds = Vec::new();
+
 /// A notification to send: (connection, event type, path).
 pub type Notification = (ConnId, EventType, String);
 
@@ -200,20 +189,19 @@ impl WatchManager {
     }
 
     /// Removes or, with `remove == false`, only looks for watches; returns whether any matched.
+    /// Like ZooKeeper 3.8.0, the check (checkWatches) is satisfied by any connection's watch on the path.
     pub fn remove(&mut self, path: &str, conn: ConnId, target: Target, remove: bool) -> bool {
-        use Kind::*;
-        const ALL: &[Kind] = &[Standard, Persistent, Recursive];
-        let (data, child): (&[Kind], &[Kind]) = match target {
-            Target::Children => (&[], ALL),
-            Target::Data => (ALL, &[]),
-            Target::Any => (ALL, ALL),
+        let (data, child) = match target {
+            Target::Children => (false, true),
+            Target::Data => (true, false),
+            Target::Any => (true, true),
         };
         if remove {
-            let a = self.data.remove(path, conn, data);
-            let b = self.child.remove(path, conn, child);
+            let a = data && self.data.remove(path, conn);
+            let b = child && self.child.remove(path, conn);
             a || b
         } else {
-            self.data.contains(path, conn, data) || self.child.contains(path, conn, child)
+            (data && self.data.contains(path)) || (child && self.child.contains(path))
         }
     }
 
@@ -223,39 +211,54 @@ impl WatchManager {
         self.child.remove_conn(conn);
     }
 
-    /// Turns tree events into notifications, in the order ZooKeeper's `DataTree` triggers them.
-    pub fn trigger(&mut self, events: &[Event], out: &mut Vec<Notification>) {
+    /// Turns tree events into notifications, in the order ZooKeeper's `DataTree` triggers them. `tree` is
+    /// the tree after the events; `auth` gives a connection's identities: a connection without READ on
+    /// the node does not get the notification (its one-shot watch is consumed all the same, as in
+    /// ZooKeeper, which checks at delivery).
+    pub fn trigger<'a>(
+        &mut self,
+        events: &[Event],
+        tree: &DataTree,
+        auth: impl Fn(ConnId) -> Option<&'a AuthIds>,
+        out: &mut Vec<Notification>,
+    ) {
         let none = HashSet::new();
-        let emit = |conns: HashSet<ConnId>, ty: EventType, p: &str, out: &mut Vec<Notification>| {
-            let mut conns: Vec<_> = conns.into_iter().collect();
-            conns.sort_unstable();
-            out.extend(conns.into_iter().map(|c| (c, ty, p.to_string())));
-        };
-        for e in events {
-            match e {
-                Event::Created(p) => {
-                    let c = self.data.trigger(p, EventType::NodeCreated, &none);
-                    emit(c, EventType::NodeCreated, p, out);
-                }
-                Event::DataChanged(p) => {
-                    let c = self.data.trigger(p, EventType::NodeDataChanged, &none);
-                    emit(c, EventType::NodeDataChanged, p, out);
-                }
-                Event::ChildrenChanged(p) => {
-                    let c = self.child.trigger(p, EventType::NodeChildrenChanged, &none);
-                    emit(c, EventType::NodeChildrenChanged, p, out);
-                }
-                Event::Deleted(p) => {
+        for (i, e) in events.iter().enumerate() {
+            let (ty, p, conns) = match e {
+                Event::Created(p) => (
+                    EventType::NodeCreated,
+                    p,
+                    self.data.trigger(p, EventType::NodeCreated, &none),
+                ),
+                Event::DataChanged(p) => (
+                    EventType::NodeDataChanged,
+                    p,
+                    self.data.trigger(p, EventType::NodeDataChanged, &none),
+                ),
+                Event::ChildrenChanged(p) => (
+                    EventType::NodeChildrenChanged,
+                    p,
+                    self.child.trigger(p, EventType::NodeChildrenChanged, &none),
+                ),
+                Event::Deleted(p, _) => {
                     let first = self.data.trigger(p, EventType::NodeDeleted, &none);
                     let second = self.child.trigger(p, EventType::NodeDeleted, &first);
-                    emit(
-                        first.union(&second).copied().collect(),
-                        EventType::NodeDeleted,
-                        p,
-                        out,
-                    );
+                    (EventType::NodeDeleted, p, first.union(&second).copied().collect())
                 }
+            };
+            if conns.is_empty() {
+                continue;
             }
+            let acl = acl_at(tree, events, i, p);
+            let mut conns: Vec<_> = conns
+                .into_iter()
+                .filter(|c| {
+                    let ids = auth(*c).unwrap_or(&NO_IDS);
+                    acl.is_none_or(|acl| acl::check(acl, perms::READ, ids).is_ok())
+                })
+                .collect();
+            conns.sort_unstable();
+            out.extend(conns.into_iter().map(|c| (c, ty, p.to_string())));
         }
     }
 
@@ -288,8 +291,13 @@ mod tests {
 
     fn fire(w: &mut WatchManager, events: &[Event]) -> Vec<Notification> {
         let mut out = vec![];
-        w.trigger(events, &mut out);
+        let tree = DataTree::new();
+        w.trigger(events, &tree, |_| None, &mut out);
         out
+    }
+
+    fn deleted(p: &str) -> Event {
+        Event::Deleted(p.into(), vec![])
     }
 
     #[test]
@@ -314,7 +322,7 @@ mod tests {
         w.add_data("/a", 1);
         w.add_child("/a", 1);
         w.add_child("/a", 2);
-        let out = fire(&mut w, &[Event::Deleted("/a".into())]);
+        let out = fire(&mut w, &[deleted("/a")]);
         assert_eq!(
             out,
             vec![
@@ -339,11 +347,59 @@ mod tests {
         );
         assert_eq!(fire(&mut w, &ev).len(), 2, "persistent watches stay");
         assert!(w.remove("/a", 1, Target::Any, true));
-        assert!(!w.remove("/a", 1, Target::Any, false));
+        assert!(
+            w.remove("/a", 1, Target::Any, false),
+            "3.8.0's check matches any connection's watch on the path"
+        );
+        assert!(!w.remove("/a", 1, Target::Any, true));
         assert!(w.remove("/a", 2, Target::Data, true));
         assert!(
             w.remove("/a", 2, Target::Children, false),
             "the child-table half stays, as in 3.8"
         );
+    }
+
+    #[test]
+    fn one_mode_per_connection_and_path() {
+        let mut w = WatchManager::default();
+        w.add_persistent("/a", 1, false);
+        w.add_data("/a", 1);
+        let ev = [Event::DataChanged("/a".into())];
+        assert_eq!(fire(&mut w, &ev).len(), 1);
+        assert!(
+            fire(&mut w, &ev).is_empty(),
+            "the standard watch replaced the persistent one"
+        );
+        w.add_child("/b", 1);
+        w.add_persistent("/b", 1, true);
+        let ev = [Event::ChildrenChanged("/b".into())];
+        assert!(fire(&mut w, &ev).is_empty(), "recursive replaced the child watch");
+    }
+
+    #[test]
+    fn notifications_need_read() {
+        let mut w = WatchManager::default();
+        w.add_data("/a", 1);
+        w.add_data("/a", 2);
+        let acl = vec![Acl {
+            perms: perms::READ,
+            id: zklock_codec::Id {
+                scheme: "digest".into(),
+                id: "u:x".into(),
+            },
+        }];
+        let reader = vec![zklock_codec::Id {
+            scheme: "digest".into(),
+            id: "u:x".into(),
+        }];
+        let mut out = vec![];
+        let tree = DataTree::new();
+        w.trigger(
+            &[Event::Deleted("/a".into(), acl)],
+            &tree,
+            |c| (c == 1).then_some(&reader),
+            &mut out,
+        );
+        assert_eq!(out, vec![(1, EventType::NodeDeleted, "/a".into())]);
     }
 }

@@ -184,11 +184,13 @@ pub fn create(view: &View, auth: &AuthIds, session: i64, args: &CreateArgs) -> R
 
 /// delete.
 pub fn delete(view: &View, auth: &AuthIds, path: &str, version: i32) -> Result<Txn, ErrorCode> {
-    valid(path)?;
+    // ZooKeeper's delete only derives the parent (`getParentPathAndValidate`), no full syntax check: a
+    // malformed path such as `/a//b` or `/a/` names a parent or node that cannot exist, hence NoNode.
+    let parent_path = parent_for_create(path)?;
     if DataTree::is_special(path) {
         return Err(ErrorCode::BadArguments);
     }
-    let parent = view.get(path::parent(path)).ok_or(ErrorCode::NoNode)?;
+    let parent = view.get(parent_path).ok_or(ErrorCode::NoNode)?;
     acl::check(&parent.acl, perms::DELETE, auth)?;
     let node = view.get(path).ok_or(ErrorCode::NoNode)?;
     check_version(node.version, version)?;
