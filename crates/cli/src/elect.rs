@@ -5,7 +5,6 @@ use zklock::LeaderElection;
 
 use crate::cli::ConnectArgs;
 use crate::supervise::{self, Interrupts, EXIT_USAGE, EXIT_ZOOKEEPER};
-use crate::zk;
 
 /// Arguments of `zklock elect`.
 ///
@@ -35,19 +34,13 @@ pub struct ElectArgs {
 /// Must run on a current-thread runtime on the main thread: the command's parent-death signal is tied to the
 /// thread that forks it (see `child.rs`).
 pub async fn elect(args: ElectArgs) -> i32 {
-    let client = match zk::connect_args(&args.connect).await {
-        Ok(client) => client,
-        Err(err) => {
-            eprintln!("zklock: {err:#}");
-            return EXIT_ZOOKEEPER;
-        }
-    };
-    let code = elect_with(&args, &client).await;
-    zk::close(client).await;
-    code
+    supervise::with_session(&args.connect, async |client, interrupts| {
+        elect_with(&args, client, interrupts).await
+    })
+    .await
 }
 
-async fn elect_with(args: &ElectArgs, client: &zookeeper_client::Client) -> i32 {
+async fn elect_with(args: &ElectArgs, client: &zookeeper_client::Client, interrupts: &mut Interrupts) -> i32 {
     let election = match LeaderElection::new(client, &args.path) {
         Ok(election) => election
             .with_data(supervise::describe(&args.command, args.describe.as_deref()))
@@ -55,13 +48,6 @@ async fn elect_with(args: &ElectArgs, client: &zookeeper_client::Client) -> i32 
         Err(err) => {
             eprintln!("zklock: {err}");
             return EXIT_USAGE;
-        }
-    };
-    let mut interrupts = match Interrupts::install() {
-        Ok(interrupts) => interrupts,
-        Err(err) => {
-            eprintln!("zklock: cannot install signal handlers: {err}");
-            return 1;
         }
     };
     // Dropping the campaign on a signal withdraws our candidacy.
@@ -86,7 +72,7 @@ async fn elect_with(args: &ElectArgs, client: &zookeeper_client::Client) -> i32 
         &what,
         &args.command,
         args.kill_after,
-        &mut interrupts,
+        interrupts,
     )
     .await
 }

@@ -6,23 +6,16 @@ use zklock::{Error, Mutex};
 
 use crate::cli::RunArgs;
 use crate::supervise::{self, Interrupts, EXIT_BUSY, EXIT_USAGE, EXIT_ZOOKEEPER};
-use crate::zk;
 
 /// Runs the command under the lock; returns the process exit status.
 pub async fn run(args: RunArgs) -> i32 {
-    let client = match zk::connect_args(&args.connect).await {
-        Ok(client) => client,
-        Err(err) => {
-            eprintln!("zklock: {err:#}");
-            return EXIT_ZOOKEEPER;
-        }
-    };
-    let code = run_with(&args, &client).await;
-    zk::close(client).await;
-    code
+    supervise::with_session(&args.connect, async |client, interrupts| {
+        run_with(&args, client, interrupts).await
+    })
+    .await
 }
 
-async fn run_with(args: &RunArgs, client: &zookeeper_client::Client) -> i32 {
+async fn run_with(args: &RunArgs, client: &zookeeper_client::Client, interrupts: &mut Interrupts) -> i32 {
     let mutex = match Mutex::new(client, &args.path) {
         Ok(mutex) => mutex
             .with_data(supervise::describe(&args.command, args.describe.as_deref()))
@@ -30,13 +23,6 @@ async fn run_with(args: &RunArgs, client: &zookeeper_client::Client) -> i32 {
         Err(err) => {
             eprintln!("zklock: {err}");
             return EXIT_USAGE;
-        }
-    };
-    let mut interrupts = match Interrupts::install() {
-        Ok(interrupts) => interrupts,
-        Err(err) => {
-            eprintln!("zklock: cannot install signal handlers: {err}");
-            return 1;
         }
     };
     let acquire = async {
@@ -84,7 +70,7 @@ async fn run_with(args: &RunArgs, client: &zookeeper_client::Client) -> i32 {
         &what,
         &args.command,
         args.kill_after,
-        &mut interrupts,
+        interrupts,
     )
     .await
 }

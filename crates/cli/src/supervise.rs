@@ -10,7 +10,11 @@ use nix::sys::signal::Signal;
 use tokio::signal::unix::{signal, Signal as SignalStream, SignalKind};
 use zklock::{Guard, LostPolicy};
 
+use zookeeper_client::Client;
+
 use crate::child::{exit_code, Child};
+use crate::cli::ConnectArgs;
+use crate::zk;
 
 /// Exit status when the lock is busy or the timeout passed.
 pub const EXIT_BUSY: i32 = 1;
@@ -42,6 +46,30 @@ impl Interrupts {
             _ = self.term.recv() => Signal::SIGTERM,
         }
     }
+}
+
+/// Connects (`--connect`), installs the signal handlers, runs `body`, and closes the session on the way out so
+/// that our nodes go now rather than a session timeout later.
+pub async fn with_session(
+    connect: &ConnectArgs,
+    body: impl AsyncFnOnce(&Client, &mut Interrupts) -> i32,
+) -> i32 {
+    let client = match zk::connect_args(connect).await {
+        Ok(client) => client,
+        Err(err) => {
+            eprintln!("zklock: {err:#}");
+            return EXIT_ZOOKEEPER;
+        }
+    };
+    let code = match Interrupts::install() {
+        Ok(mut interrupts) => body(&client, &mut interrupts).await,
+        Err(err) => {
+            eprintln!("zklock: cannot install signal handlers: {err}");
+            1
+        }
+    };
+    zk::close(client).await;
+    code
 }
 
 /// The shell's status for dying of `signal` while waiting.
