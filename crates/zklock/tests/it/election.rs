@@ -7,50 +7,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
 use zklock::zookeeper_client::SessionState;
-use zklock::{Error, LeaderElection, Listener, LostPolicy, LostReason, QueueEvent};
+use zklock::{Error, LeaderElection, LostPolicy};
 use zklock_testkit::{expire_session, unique_path, Proxy, ZooKeeper};
 
 use crate::on_every_server;
 use crate::support::*;
-
-/// A listener that forwards every event to a channel.
-fn events() -> (Listener, mpsc::UnboundedReceiver<QueueEvent>) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    (Listener::new(move |event| drop(tx.send(event.clone()))), rx)
-}
-
-/// Waits until the candidate reports that it waits (it is queued and watching).
-async fn queued(rx: &mut mpsc::UnboundedReceiver<QueueEvent>) {
-    eventually("the candidate to queue", async {
-        while !matches!(
-            rx.recv().await.expect("listener closed"),
-            QueueEvent::Waiting { .. }
-        ) {}
-    })
-    .await
-}
-
-/// The lost reason after the session was expired by `expire_session`: the expiry itself, or the deletion of our
-/// ephemeral node by it, whichever the client hears first (an ensemble member may deliver the deletion first).
-fn assert_expired(reason: LostReason) {
-    assert!(
-        matches!(reason, LostReason::SessionExpired | LostReason::NodeDeleted),
-        "{reason:?}"
-    );
-}
-
-/// Waits until `client` itself knows its session expired (it learns it when it reconnects).
-async fn await_expired(client: &zklock::zookeeper_client::Client) {
-    let mut states = client.state_watcher();
-    eventually("the client to learn of the expiry", async {
-        while states.state() != zklock::zookeeper_client::SessionState::Expired {
-            states.changed().await;
-        }
-    })
-    .await
-}
 
 on_every_server! {
     async fn successors_inherit_in_queue_order(hosts: &str) {

@@ -4,31 +4,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
-use zklock::{Error, Listener, Mutex, QueueEvent};
+use zklock::{Error, Mutex, QueueEvent};
 use zklock_testkit::{unique_path, Proxy};
 
 use crate::on_every_server;
 use crate::support::*;
-
-/// A listener that forwards every event to a channel.
-fn events() -> (Listener, mpsc::UnboundedReceiver<QueueEvent>) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    (Listener::new(move |event| drop(tx.send(event.clone()))), rx)
-}
-
-/// Waits for the first event `pick` accepts.
-async fn until(rx: &mut mpsc::UnboundedReceiver<QueueEvent>, what: &str, pick: impl Fn(&QueueEvent) -> bool) {
-    eventually(what, async {
-        loop {
-            let event = rx.recv().await.expect("listener channel closed");
-            if pick(&event) {
-                return;
-            }
-        }
-    })
-    .await
-}
 
 on_every_server! {
     async fn mutual_exclusion(hosts: &str) {

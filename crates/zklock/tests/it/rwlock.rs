@@ -5,38 +5,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
-use zklock::{Error, Listener, LostReason, QueueEvent, RwLock};
+use zklock::{Error, RwLock};
 use zklock_testkit::{unique_path, Proxy};
 
 use crate::on_every_server;
 use crate::support::*;
-
-/// A listener that forwards every event to a channel.
-fn events() -> (Listener, mpsc::UnboundedReceiver<QueueEvent>) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    (Listener::new(move |event| drop(tx.send(event.clone()))), rx)
-}
-
-/// Waits until the contender reports that it waits (it is queued and watching).
-async fn queued(rx: &mut mpsc::UnboundedReceiver<QueueEvent>) {
-    eventually("the contender to queue", async {
-        while !matches!(
-            rx.recv().await.expect("listener closed"),
-            QueueEvent::Waiting { .. }
-        ) {}
-    })
-    .await
-}
-
-/// The lost reason after the session was expired by `expire_session`: the expiry itself, or the deletion of our
-/// ephemeral node by it, whichever the client hears first (an ensemble member may deliver the deletion first).
-fn assert_expired(reason: LostReason) {
-    assert!(
-        matches!(reason, LostReason::SessionExpired | LostReason::NodeDeleted),
-        "{reason:?}"
-    );
-}
 
 on_every_server! {
     async fn readers_share_writers_exclude(hosts: &str) {

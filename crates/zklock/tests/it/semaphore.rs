@@ -5,31 +5,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use zklock::{Error, LostPolicy, LostReason, Semaphore};
+use zklock::{Error, LostPolicy, Semaphore};
 use zklock_testkit::{expire_session, unique_path, ZooKeeper};
 
 use crate::on_every_server;
 use crate::support::*;
-
-/// The lost reason after the session was expired by `expire_session`: the expiry itself, or the deletion of our
-/// ephemeral node by it, whichever the client hears first (an ensemble member may deliver the deletion first).
-fn assert_expired(reason: LostReason) {
-    assert!(
-        matches!(reason, LostReason::SessionExpired | LostReason::NodeDeleted),
-        "{reason:?}"
-    );
-}
-
-/// Waits until `client` itself knows its session expired (it learns it when it reconnects).
-async fn await_expired(client: &zklock::zookeeper_client::Client) {
-    let mut states = client.state_watcher();
-    eventually("the client to learn of the expiry", async {
-        while states.state() != zklock::zookeeper_client::SessionState::Expired {
-            states.changed().await;
-        }
-    })
-    .await
-}
 
 on_every_server! {
     async fn never_more_than_n_holders(hosts: &str) {

@@ -144,3 +144,58 @@ pub async fn eventually<F: std::future::Future>(what: &str, future: F) -> F::Out
         .await
         .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
 }
+
+/// A listener that forwards every event to a channel.
+pub fn events() -> (
+    zklock::Listener,
+    tokio::sync::mpsc::UnboundedReceiver<zklock::QueueEvent>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    (
+        zklock::Listener::new(move |event| drop(tx.send(event.clone()))),
+        rx,
+    )
+}
+
+/// Waits for the first event `pick` accepts.
+pub async fn until(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<zklock::QueueEvent>,
+    what: &str,
+    pick: impl Fn(&zklock::QueueEvent) -> bool,
+) {
+    eventually(what, async {
+        while !pick(&rx.recv().await.expect("listener channel closed")) {}
+    })
+    .await
+}
+
+/// Waits until the contender reports that it waits (it is queued and watching).
+pub async fn queued(rx: &mut tokio::sync::mpsc::UnboundedReceiver<zklock::QueueEvent>) {
+    until(rx, "the contender to queue", |e| {
+        matches!(e, zklock::QueueEvent::Waiting { .. })
+    })
+    .await
+}
+
+/// The lost reason after the session was expired by `expire_session`: the expiry itself, or the deletion of our
+/// ephemeral node by it, whichever the client hears first (an ensemble member may deliver the deletion first).
+pub fn assert_expired(reason: zklock::LostReason) {
+    assert!(
+        matches!(
+            reason,
+            zklock::LostReason::SessionExpired | zklock::LostReason::NodeDeleted
+        ),
+        "{reason:?}"
+    );
+}
+
+/// Waits until `client` itself knows its session expired (it learns it when it reconnects).
+pub async fn await_expired(client: &Client) {
+    let mut states = client.state_watcher();
+    eventually("the client to learn of the expiry", async {
+        while states.state() != zk::SessionState::Expired {
+            states.changed().await;
+        }
+    })
+    .await
+}
