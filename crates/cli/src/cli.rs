@@ -126,6 +126,9 @@ pub struct BenchArgs {
     /// Clients for the contended measurement.
     #[arg(long, default_value_t = 8)]
     pub clients: usize,
+    /// Rounds; each runs every implementation once (in a rotating order). Figures are medians over the rounds.
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
 }
 
 #[derive(Debug, Args)]

@@ -1,36 +1,35 @@
-//! One client connection: a reader loop (bytes → frames → requests) and a writer task (queued frames →
-//! socket, each released only once the log is durable up to the zxid it depends on).
+//! One client connection: a single task reads frames and handles them; replies and notifications go out
+//! through the connection's [`Outbox`], written by whichever thread makes them sendable (this task for
+//! replies that are durable already, the storage writer thread for replies that waited for an fsync).
 //!
 //! Requests pipelined behind the ConnectRequest are simply read after it: the handshake is processed
 //! synchronously when its frame arrives, so they find the session established, in order.
 
 use bytes::{Buf, BytesMut};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::OwnedWriteHalf;
+use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, watch, Notify};
 use zklock_codec::frame::decode_frame;
 use zklock_codec::Id;
 
 use crate::fourlw;
 use crate::ops::{self, session::Handshake, Flow};
+use crate::outbox::Outbox;
 use crate::shared::{IpSlot, Shared};
-use crate::state::{Conn, ConnShared, Durable, Outgoing};
+use crate::state::Conn;
 
 /// Serves one accepted socket until it closes.
-pub async fn serve(shared: Arc<Shared>, socket: TcpStream, peer: SocketAddr, _slot: IpSlot) {
+pub async fn serve(shared: Arc<Shared>, mut socket: TcpStream, peer: SocketAddr, _slot: IpSlot) {
     let _ = socket.set_nodelay(true);
-    let (mut rd, wr) = socket.into_split();
     let cancel = shared.shutdown.child_token();
     let mut buf = BytesMut::with_capacity(8 * 1024);
 
     // A four-letter word replaces the length prefix of the first frame.
     while buf.len() < 4 {
         tokio::select! {
-            n = rd.read_buf(&mut buf) => match n {
+            n = socket.read_buf(&mut buf) => match n {
                 Ok(0) | Err(_) => return,
                 Ok(_) => {}
             },
@@ -38,21 +37,14 @@ pub async fn serve(shared: Arc<Shared>, socket: TcpStream, peer: SocketAddr, _sl
         }
     }
     if let Some(cmd) = fourlw::detect(&buf[..4]) {
-        fourlw::answer(&shared, cmd, wr).await;
+        fourlw::answer(&shared, cmd, socket).await;
         return;
     }
 
-    let (tx, rx) = mpsc::unbounded_channel();
-    let conn_shared = Arc::new(ConnShared {
-        outstanding: AtomicUsize::new(0),
-        drained: Notify::new(),
-        cancel: cancel.clone(),
-        received: AtomicUsize::new(0),
-        sent: AtomicUsize::new(0),
-    });
+    let stream = Arc::new(socket);
+    let outbox = Arc::new(Outbox::new(stream.clone(), cancel.clone()));
     let id = shared.lock().add_conn(Conn {
-        tx,
-        shared: conn_shared.clone(),
+        outbox: outbox.clone(),
         session: 0,
         peer,
         auth: vec![Id {
@@ -62,13 +54,6 @@ pub async fn serve(shared: Arc<Shared>, socket: TcpStream, peer: SocketAddr, _sl
         last_op: "NA",
         last_reply_zxid: 0,
     });
-    let writer = tokio::spawn(write_loop(
-        rx,
-        wr,
-        shared.durable_rx.clone(),
-        shared.durable.clone(),
-        conn_shared.clone(),
-    ));
 
     let max_frame = shared.config.max_frame_len;
     let max_outstanding = shared.config.max_outstanding_per_connection.max(1);
@@ -76,11 +61,17 @@ pub async fn serve(shared: Arc<Shared>, socket: TcpStream, peer: SocketAddr, _sl
     'conn: loop {
         loop {
             // Bounded outstanding replies: stop taking requests (TCP then pushes back on the client) until
-            // the writer drains. Checked per frame, so a burst already in the buffer is bounded too.
-            while conn_shared.outstanding.load(Ordering::SeqCst) >= max_outstanding {
-                tokio::select! {
-                    _ = conn_shared.drained.notified() => {}
-                    _ = cancel.cancelled() => break 'conn,
+            // replies drain. Checked per frame, so a burst already in the buffer is bounded too.
+            while outbox.outstanding.load(Ordering::SeqCst) >= max_outstanding {
+                if outbox.is_blocked() {
+                    if !wait_for_output(&shared, &stream, &outbox).await {
+                        break 'conn;
+                    }
+                } else {
+                    outbox.below(max_outstanding).await;
+                }
+                if outbox.cancel.is_cancelled() {
+                    break 'conn;
                 }
             }
             let (body, used) = match decode_frame(&buf, max_frame) {
@@ -105,10 +96,12 @@ pub async fn serve(shared: Arc<Shared>, socket: TcpStream, peer: SocketAddr, _sl
                         }
                     })
                 }
+                // The guard's drop writes this request's reply if it is durable already.
             };
             buf.advance(used);
             match flow {
                 Ok(Flow::Continue) => {}
+                // Stop reading; the outbox closes the socket once the replies before the close are out.
                 Ok(Flow::Close) => break 'conn,
                 Err(e) => {
                     tracing::warn!(%peer, error = %e, "closing connection");
@@ -116,16 +109,27 @@ pub async fn serve(shared: Arc<Shared>, socket: TcpStream, peer: SocketAddr, _sl
                 }
             }
         }
+        if buf.capacity() - buf.len() < 4096 {
+            buf.reserve(8 * 1024);
+        }
         tokio::select! {
-            n = rd.read_buf(&mut buf) => match n {
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(e) => {
-                    tracing::debug!(%peer, error = %e, "read failed");
+            ready = stream.readable() => {
+                if ready.is_err() {
                     break;
                 }
+                match read_some(&stream, &mut buf) {
+                    Ok(0) => break,
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(e) => {
+                        tracing::debug!(%peer, error = %e, "read failed");
+                        break;
+                    }
+                }
+            }
+            alive = wait_for_output(&shared, &stream, &outbox) => if !alive {
+                break;
             },
-            _ = cancel.cancelled() => break,
         }
     }
     {
@@ -133,78 +137,70 @@ pub async fn serve(shared: Arc<Shared>, socket: TcpStream, peer: SocketAddr, _sl
         st.close_conn(id);
         st.remove_conn(id);
     }
-    let _ = writer.await;
+    // What is queued goes out once durable (e.g. at server shutdown: the replies of writes in their fsync),
+    // for a bounded time: a client that stopped reading must not hold the connection open.
+    let _ = tokio::time::timeout(DRAIN, async {
+        while !outbox.is_closed() {
+            if outbox.is_blocked() {
+                if stream.writable().await.is_err() {
+                    break;
+                }
+                outbox.unblock(&shared.durable);
+            } else {
+                outbox.wake.notified().await;
+            }
+        }
+    })
+    .await;
+    outbox.abort();
+    let _ = socket2::SockRef::from(&*stream).shutdown(std::net::Shutdown::Both);
 }
 
-/// Drains a connection's queue to the socket, batching whatever is ready into one write.
-async fn write_loop(
-    mut rx: mpsc::UnboundedReceiver<Outgoing>,
-    mut wr: OwnedWriteHalf,
-    mut durable_rx: watch::Receiver<i64>,
-    durable: Arc<Durable>,
-    cs: Arc<ConnShared>,
-) {
-    let mut out: Vec<u8> = Vec::with_capacity(8 * 1024);
-    let mut replies = 0usize;
-    let mut closing = false;
-    'outer: while let Some(first) = rx.recv().await {
-        let mut next = Some(first);
-        while let Some(msg) = next.take() {
-            let (after, frame) = match msg {
-                Outgoing::Frame { after, bytes, reply } => {
-                    replies += usize::from(reply);
-                    (after, Some(bytes))
-                }
-                Outgoing::Close { after } => {
-                    closing = true;
-                    (after, None)
-                }
-            };
-            if *durable_rx.borrow() < after {
-                // Not durable yet: send what is ready first, then wait for the group commit.
-                if flush(&mut wr, &mut out, &mut replies, &cs).await.is_err() {
-                    break 'outer;
-                }
-                let ok = durable_rx
-                    .wait_for(|d| *d >= after || durable.failed.load(Ordering::SeqCst))
-                    .await
-                    .is_ok();
-                if !ok || durable.failed.load(Ordering::SeqCst) {
-                    break 'outer;
-                }
-            }
-            if let Some(bytes) = frame {
-                out.extend_from_slice(&bytes);
-                cs.sent.fetch_add(1, Ordering::Relaxed);
-            }
-            if closing {
-                break;
-            }
-            next = rx.try_recv().ok();
+/// How long a closing connection may take to write out its queued frames.
+const DRAIN: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Reads what the socket has. A read that did not fill the buffer has drained the socket, so the readiness is
+/// cleared right away instead of by one more read that would only return `WouldBlock`: one syscall per request
+/// saved. (Safe with tokio's readiness tracking: data arriving after the read sets it again.)
+fn read_some(stream: &TcpStream, buf: &mut BytesMut) -> std::io::Result<usize> {
+    let mut drained = false;
+    let result = stream.try_io(tokio::io::Interest::READABLE, || {
+        let space = buf.capacity() - buf.len();
+        let n = stream.try_read_buf(buf)?;
+        if n > 0 && n < space {
+            drained = true;
+            // Reported as WouldBlock so that tokio clears the readiness; the bytes are in `buf`.
+            return Err(std::io::ErrorKind::WouldBlock.into());
         }
-        if flush(&mut wr, &mut out, &mut replies, &cs).await.is_err() || closing {
-            break;
-        }
+        Ok(n)
+    });
+    match result {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && drained => Ok(1),
+        other => other,
     }
-    let _ = wr.shutdown().await;
-    // Stop the reader too (it may be waiting for bytes that will never be answered).
-    cs.cancel.cancel();
 }
 
-async fn flush(
-    wr: &mut OwnedWriteHalf,
-    out: &mut Vec<u8>,
-    replies: &mut usize,
-    cs: &ConnShared,
-) -> std::io::Result<()> {
-    if !out.is_empty() {
-        wr.write_all(out).await?;
-        out.clear();
+/// Waits for something on the output side: the socket writable again after it filled up (then flushes),
+/// replies drained, or the connection told to end. `false` when the connection must end.
+async fn wait_for_output(shared: &Shared, stream: &TcpStream, outbox: &Arc<Outbox>) -> bool {
+    if outbox.cancel.is_cancelled() || outbox.is_closed() {
+        return false;
     }
-    if *replies > 0 {
-        cs.outstanding.fetch_sub(*replies, Ordering::SeqCst);
-        *replies = 0;
-        cs.drained.notify_one();
+    if outbox.is_blocked() {
+        tokio::select! {
+            ready = stream.writable() => {
+                if ready.is_err() {
+                    return false;
+                }
+                outbox.unblock(&shared.durable);
+            }
+            _ = outbox.cancel.cancelled() => return false,
+        }
+    } else {
+        tokio::select! {
+            _ = outbox.wake.notified() => {}
+            _ = outbox.cancel.cancelled() => return false,
+        }
     }
-    Ok(())
+    !outbox.cancel.is_cancelled()
 }

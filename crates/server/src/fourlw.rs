@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::TcpStream;
 
 use crate::shared::Shared;
 
@@ -29,7 +29,7 @@ pub fn detect(first: &[u8]) -> Option<&'static str> {
 }
 
 /// Writes the answer and closes.
-pub async fn answer(shared: &Arc<Shared>, cmd: &'static str, mut wr: OwnedWriteHalf) {
+pub async fn answer(shared: &Arc<Shared>, cmd: &'static str, mut wr: TcpStream) {
     let allowed = shared
         .config
         .four_letter_words
@@ -57,9 +57,9 @@ fn render(shared: &Arc<Shared>, cmd: &str) -> String {
                 s,
                 " /{}[1](queued={},recved={},sent={},sid=0x{:x},lop={})",
                 c.peer,
-                c.shared.outstanding.load(Ordering::Relaxed),
-                c.shared.received.load(Ordering::Relaxed),
-                c.shared.sent.load(Ordering::Relaxed),
+                c.outbox.outstanding.load(Ordering::Relaxed),
+                c.outbox.received.load(Ordering::Relaxed),
+                c.outbox.sent.load(Ordering::Relaxed),
                 c.session,
                 c.last_op
             );

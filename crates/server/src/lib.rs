@@ -66,6 +66,7 @@ mod connection;
 mod error;
 mod fourlw;
 mod ops;
+mod outbox;
 mod path;
 mod persist;
 mod server;
@@ -130,6 +131,9 @@ impl Server {
             let mut st = shared.lock();
             persist::recover(&mut st, recovered)?;
             st.mark_durable();
+            // Replies waiting for the log are written once per fsync, on the writer thread, right after it.
+            let durable = shared.durable.clone();
+            storage.on_batch(Box::new(move || durable.wake_waiters()));
             st.set_log(Durability::Storage(storage));
         }
         let tasks = vec![

@@ -156,11 +156,7 @@ mod tests {
     use zklock_codec::Acl;
 
     fn state() -> State {
-        let (tx, _) = tokio::sync::watch::channel(0);
-        let durable = Arc::new(crate::state::Durable {
-            zxid: tx,
-            failed: Default::default(),
-        });
+        let durable = Arc::new(crate::state::Durable::new(0));
         let sessions = crate::session::Sessions::new(std::time::Duration::from_secs(2), 1 << 56);
         State::new(
             DataTree::new(),

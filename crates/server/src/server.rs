@@ -4,7 +4,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -32,11 +31,7 @@ pub fn make_shared(
     last_zxid: i64,
     log: Durability,
 ) -> Arc<Shared> {
-    let (tx, rx) = watch::channel(last_zxid);
-    let durable = Arc::new(Durable {
-        zxid: tx,
-        failed: Default::default(),
-    });
+    let durable = Arc::new(Durable::new(last_zxid));
     let mut state = State::new(tree, sessions, last_zxid, log, durable.clone());
     state.super_digest = config.super_digest.clone();
     let (min, max) = config.session_timeout_bounds();
@@ -50,7 +45,6 @@ pub fn make_shared(
         config,
         limits,
         durable,
-        durable_rx: rx,
         per_ip: Mutex::new(HashMap::new()),
         shutdown: CancellationToken::new(),
         started: std::time::Instant::now(),

@@ -2,8 +2,8 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard};
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ServerConfig;
@@ -18,10 +18,8 @@ pub struct Shared {
     pub config: ServerConfig,
     /// Handshake limits derived from the configuration.
     pub limits: SessionLimits,
-    /// Durable zxid (written by storage callbacks).
+    /// Durable zxid (written by storage callbacks) and the outboxes waiting for it.
     pub durable: Arc<Durable>,
-    /// A receiver to clone for each connection's writer.
-    pub durable_rx: watch::Receiver<i64>,
     /// Open connections per client IP (maxClientCnxns).
     pub per_ip: Mutex<HashMap<IpAddr, usize>>,
     /// Cancelled at shutdown; every connection's token is a child of it.
@@ -33,11 +31,48 @@ pub struct Shared {
 impl Shared {
     /// Locks the state. A poisoned lock means a handler panicked mid-update; the state may be torn, but
     /// refusing all further service would be worse for a dev server, so we log and continue.
-    pub fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|poisoned| {
+    pub fn lock(&self) -> StateGuard<'_> {
+        let guard = self.state.lock().unwrap_or_else(|poisoned| {
             tracing::error!("state lock poisoned by a panic; continuing");
             poisoned.into_inner()
-        })
+        });
+        StateGuard {
+            guard: Some(guard),
+            durable: &self.durable,
+        }
+    }
+}
+
+/// The locked state. Dropping it releases the lock first and then writes out what was queued under it (to
+/// every outbox that got frames), on the current thread: the task that made a frame sendable sends it.
+pub struct StateGuard<'a> {
+    guard: Option<MutexGuard<'a, State>>,
+    durable: &'a Durable,
+}
+
+impl Deref for StateGuard<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        self.guard.as_ref().expect("held until drop")
+    }
+}
+
+impl DerefMut for StateGuard<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        self.guard.as_mut().expect("held until drop")
+    }
+}
+
+impl Drop for StateGuard<'_> {
+    fn drop(&mut self) {
+        let Some(mut guard) = self.guard.take() else {
+            return;
+        };
+        let dirty = std::mem::take(&mut guard.dirty);
+        drop(guard);
+        for outbox in dirty {
+            outbox.flush(self.durable);
+        }
     }
 }
 

@@ -2,71 +2,36 @@
 //!
 //! A std mutex, not a tokio one, because nothing awaits while it is held: every request is validated,
 //! applied, logged (queued to the storage writer thread, which does not block) and its notifications and
-//! reply queued to the connections' channels, all in one critical section. That single lock is what orders
+//! reply queued to the connections' outboxes, all in one critical section. That single lock is what orders
 //! everything: zxids are assigned in lock order, log appends happen in zxid order, and a notification
 //! queued by a write always precedes that write's reply in every connection's channel.
 //!
-//! Durability: every queued message carries the zxid it depends on (`after`); a connection's writer task
-//! sends it only once the log is durable up to that zxid (see [`Durability`]). Reads depend on the last
-//! zxid assigned when they ran, so they can never reveal state that a crash could still lose.
+//! Durability: every queued message carries the zxid it depends on (`after`); it is written only once the
+//! log is durable up to that zxid (see [`crate::outbox`]). Outboxes that got frames are remembered in
+//! `dirty` and flushed by [`crate::shared::StateGuard`] once the lock is released, so no socket is written
+//! while the lock is held. Reads depend only on what they observed (see [`State::reply_zxid`]), so they can
+//! never reveal state that a crash could still lose.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
-use tokio::sync::{mpsc, watch, Notify};
-use tokio_util::sync::CancellationToken;
 use zklock_codec::frame::{begin_frame, end_frame};
 use zklock_codec::{xid, Encode, EventType, KeeperState, ReplyHeader, Stat, WatcherEvent};
 
 use crate::acl::AuthIds;
+pub use crate::outbox::Durable;
+use crate::outbox::Outbox;
 use crate::session::Sessions;
 use crate::tree::{DataTree, Event};
 use crate::txn::{LoggedTxn, Txn};
 use crate::watch::{ConnId, WatchManager};
 
-/// What a connection's writer task sends.
-#[derive(Debug)]
-pub enum Outgoing {
-    /// A complete frame, to be written once the log is durable up to `after`.
-    Frame {
-        /// zxid the frame depends on.
-        after: i64,
-        /// Length-prefixed bytes.
-        bytes: Vec<u8>,
-        /// Whether it is a reply (counted against the outstanding-request bound) or a notification.
-        reply: bool,
-    },
-    /// Flush what came before (once durable up to `after`), then close the connection.
-    Close {
-        /// zxid the close depends on.
-        after: i64,
-    },
-}
-
-/// Per-connection bookkeeping shared by its reader, its writer and the state.
-#[derive(Debug)]
-pub struct ConnShared {
-    /// Replies queued but not yet written.
-    pub outstanding: AtomicUsize,
-    /// Signalled when `outstanding` drops, to resume a throttled reader.
-    pub drained: Notify,
-    /// Cancelled when the connection must close (server shutdown, session moved or expired).
-    pub cancel: CancellationToken,
-    /// Packets received (for `cons`).
-    pub received: AtomicUsize,
-    /// Packets sent (for `cons`).
-    pub sent: AtomicUsize,
-}
-
 /// A connection as the state sees it.
 #[derive(Debug)]
 pub struct Conn {
-    /// Outgoing queue.
-    pub tx: mpsc::UnboundedSender<Outgoing>,
-    /// Shared counters and the close signal.
-    pub shared: Arc<ConnShared>,
+    /// Outgoing queue, counters and the close signal.
+    pub outbox: Arc<Outbox>,
     /// Attached session, 0 before the handshake completes.
     pub session: i64,
     /// Remote address.
@@ -85,34 +50,6 @@ pub enum Durability {
     Memory,
     /// The durable log; replies wait for its fsync callbacks.
     Storage(zklock_storage::Storage),
-}
-
-/// Durable-zxid tracking shared with the writer tasks and the storage callbacks.
-#[derive(Debug)]
-pub struct Durable {
-    /// Highest zxid known durable.
-    pub zxid: watch::Sender<i64>,
-    /// Set when the log failed: nothing more may be acknowledged.
-    pub failed: AtomicBool,
-}
-
-impl Durable {
-    /// Records that everything up to `zxid` is durable.
-    pub fn advance(&self, zxid: i64) {
-        self.zxid.send_if_modified(|d| {
-            let more = zxid > *d;
-            if more {
-                *d = zxid;
-            }
-            more
-        });
-    }
-
-    /// Marks the log as failed and wakes every waiter so connections close instead of hanging.
-    pub fn fail(&self) {
-        self.failed.store(true, Ordering::SeqCst);
-        self.zxid.send_modify(|_| {});
-    }
 }
 
 /// Counters for the four-letter words.
@@ -145,6 +82,8 @@ pub struct State {
     pub since_snapshot: u64,
     /// `super:hash` digest that bypasses ACLs, if configured.
     pub super_digest: Option<String>,
+    /// Outboxes that got frames under the lock, flushed once it is released.
+    pub dirty: Vec<Arc<Outbox>>,
 }
 
 /// Milliseconds since the Unix epoch (txn time).
@@ -185,6 +124,7 @@ impl State {
             durable,
             since_snapshot: 0,
             super_digest: None,
+            dirty: Vec::new(),
         }
     }
 
@@ -247,7 +187,7 @@ impl State {
     /// would be refused after a crash, as ZooKeeper refuses a client ahead of it), never lower than
     /// before on the same connection, and no wait for unrelated writes still in their fsync.
     pub fn reply_zxid(&mut self, conn: ConnId, observed: Option<i64>) -> i64 {
-        let durable = *self.durable.zxid.borrow();
+        let durable = self.durable.zxid();
         let Some(c) = self.conns.get_mut(&conn) else {
             return self.last_zxid;
         };
@@ -262,11 +202,9 @@ impl State {
     /// Like [`State::send`], but waiting only until the log is durable up to `after`.
     pub fn send_after(&mut self, conn: ConnId, bytes: Vec<u8>, reply: bool, after: i64) {
         if let Some(c) = self.conns.get(&conn) {
-            if reply {
-                c.shared.outstanding.fetch_add(1, Ordering::SeqCst);
-            }
             self.counters.sent += 1;
-            let _ = c.tx.send(Outgoing::Frame { after, bytes, reply });
+            c.outbox.push(after, bytes, reply);
+            Self::mark_dirty(&mut self.dirty, &c.outbox);
         }
     }
 
@@ -274,7 +212,14 @@ impl State {
     pub fn close_conn(&mut self, conn: ConnId) {
         let after = self.last_zxid;
         if let Some(c) = self.conns.get(&conn) {
-            let _ = c.tx.send(Outgoing::Close { after });
+            c.outbox.push_close(after);
+            Self::mark_dirty(&mut self.dirty, &c.outbox);
+        }
+    }
+
+    fn mark_dirty(dirty: &mut Vec<Arc<Outbox>>, outbox: &Arc<Outbox>) {
+        if !dirty.iter().any(|d| Arc::ptr_eq(d, outbox)) {
+            dirty.push(outbox.clone());
         }
     }
 
@@ -296,8 +241,10 @@ impl State {
                 storage.append(
                     zxid,
                     payload,
+                    // Only recorded here: the storage's batch hook flushes the waiting outboxes once per
+                        // fsync (see `crate::Server::start`).
                     Box::new(move |res| match res {
-                        Ok(()) => durable.advance(zxid),
+                        Ok(()) => durable.mark(zxid),
                         Err(e) => {
                             tracing::error!(zxid, error = %e, "transaction log write failed; no more replies");
                             durable.fail();
@@ -411,26 +358,20 @@ mod tests {
     use super::*;
 
     fn state(last_zxid: i64, durable_zxid: i64) -> State {
-        let (tx, _) = watch::channel(durable_zxid);
-        let durable = Arc::new(Durable {
-            zxid: tx,
-            failed: Default::default(),
-        });
+        let durable = Arc::new(Durable::new(durable_zxid));
         let sessions = Sessions::new(std::time::Duration::from_secs(2), 1 << 56);
         State::new(DataTree::new(), sessions, last_zxid, Durability::Memory, durable)
     }
 
-    fn conn(st: &mut State) -> ConnId {
-        let (tx, _rx) = mpsc::unbounded_channel();
+    /// A connection whose outbox writes into a real loopback socket.
+    async fn conn(st: &mut State) -> ConnId {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = tokio::net::TcpStream::connect(listener.local_addr().unwrap());
+        let (client, accepted) = tokio::join!(client, listener.accept());
+        std::mem::forget(client.unwrap()); // keep the peer open for the test's lifetime
+        let stream = Arc::new(accepted.unwrap().0);
         st.add_conn(Conn {
-            tx,
-            shared: Arc::new(ConnShared {
-                outstanding: AtomicUsize::new(0),
-                drained: Notify::new(),
-                cancel: CancellationToken::new(),
-                received: AtomicUsize::new(0),
-                sent: AtomicUsize::new(0),
-            }),
+            outbox: Arc::new(Outbox::new(stream, tokio_util::sync::CancellationToken::new())),
             session: 0,
             peer: "127.0.0.1:1".parse().unwrap(),
             auth: vec![],
@@ -439,11 +380,11 @@ mod tests {
         })
     }
 
-    #[test]
-    fn reads_wait_only_for_what_they_observed() {
+    #[tokio::test]
+    async fn reads_wait_only_for_what_they_observed() {
         // zxids 6..=10 are applied but not yet durable.
         let mut st = state(10, 5);
-        let (a, b) = (conn(&mut st), conn(&mut st));
+        let (a, b) = (conn(&mut st).await, conn(&mut st).await);
         assert_eq!(
             st.reply_zxid(a, Some(3)),
             5,

@@ -93,6 +93,13 @@ impl Storage {
         }
     }
 
+    /// Sets a hook that runs on the writer thread after each batch's callbacks — once per fsync, so a caller
+    /// can act on many completions at once (the server writes out every reply the batch made durable).
+    /// Replaces an earlier hook.
+    pub fn on_batch(&self, hook: Box<dyn Fn() + Send + Sync + 'static>) {
+        self.inner.shared.set_batch_hook(hook);
+    }
+
     /// Appends and blocks until the record is durable. Never call this from inside a
     /// completion callback (it would wait for the writer thread it runs on).
     pub fn append_sync(&self, zxid: i64, payload: Vec<u8>) -> Result<()> {

@@ -30,11 +30,15 @@ pub(crate) struct Queue {
     pub writer_asleep: bool,
 }
 
+/// Runs on the writer thread after each batch's callbacks.
+pub(crate) type BatchHook = Box<dyn Fn() + Send + Sync + 'static>;
+
 /// The queue plus the condition variable the writer sleeps on.
 #[derive(Default)]
 pub(crate) struct Shared {
     queue: Mutex<Queue>,
     wake: Condvar,
+    batch_hook: Mutex<Option<BatchHook>>,
 }
 
 impl Shared {
@@ -47,6 +51,20 @@ impl Shared {
     /// Wakes the writer after a push or close.
     pub fn notify(&self) {
         self.wake.notify_one();
+    }
+
+    /// Sets the hook run after every batch.
+    pub fn set_batch_hook(&self, hook: BatchHook) {
+        *self.batch_hook.lock().unwrap_or_else(|p| p.into_inner()) = Some(hook);
+    }
+
+    fn run_batch_hook(&self) {
+        let hook = self.batch_hook.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(hook) = hook.as_ref() {
+            if catch_unwind(AssertUnwindSafe(hook)).is_err() {
+                tracing::error!("batch hook panicked");
+            }
+        }
     }
 }
 
@@ -90,6 +108,7 @@ impl Writer {
                 queue.items.drain(..n).collect()
             };
             self.commit(batch);
+            shared.run_batch_hook();
         }
         self.poisoned
     }

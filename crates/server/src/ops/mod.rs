@@ -113,7 +113,7 @@ pub fn handle(st: &mut State, conn: ConnId, body: &[u8]) -> Result<Flow, Malform
         return Ok(Flow::Close);
     };
     let session = c.session;
-    c.shared
+    c.outbox
         .received
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let op = OpCode::try_from(header.op).ok();

@@ -88,7 +88,7 @@ pub fn connect(
     if let Some(old) = old.filter(|&old| old != conn) {
         st.close_conn(old);
         if let Some(c) = st.conns.get(&old) {
-            c.shared.cancel.cancel();
+            c.outbox.cancel.cancel();
         }
         st.remove_conn(old);
     }

@@ -1,0 +1,355 @@
+//! A connection's outgoing queue, written straight into its socket by whichever thread makes a frame
+//! sendable — no task hand-off per reply.
+//!
+//! Every frame carries the zxid it depends on (`after`) and may be written only once the log is durable up to
+//! it; frames leave in queue order. Three kinds of threads flush an outbox:
+//!
+//! * the connection's own task, right after the state lock is released (see [`crate::shared::StateGuard`]):
+//!   a read's reply, durable already, goes out in the same task that read the request;
+//! * any other task that queued frames to it under the state lock (watch notifications, a session move);
+//! * the storage writer thread, after each fsync, for every outbox registered with [`Durable`] as waiting —
+//!   a write's reply leaves on the thread that made it durable, without waking the runtime.
+//!
+//! Writes are non-blocking (`try_write_vectored`). When the socket is full, the outbox is marked blocked and
+//! only the connection task, once the socket is writable again, resumes it.
+
+use std::collections::VecDeque;
+use std::io::IoSlice;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::net::TcpStream;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+/// At most this many frames per `writev`.
+const MAX_SLICES: usize = 64;
+
+/// One queued item.
+#[derive(Debug)]
+enum Item {
+    /// A complete frame.
+    Frame {
+        after: i64,
+        bytes: Vec<u8>,
+        /// A reply (counted against the outstanding bound) rather than a notification.
+        reply: bool,
+    },
+    /// Close the connection once everything before it is written.
+    Close { after: i64 },
+}
+
+impl Item {
+    fn after(&self) -> i64 {
+        match self {
+            Item::Frame { after, .. } | Item::Close { after } => *after,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Queue {
+    items: VecDeque<Item>,
+    /// Bytes of the front frame already written.
+    offset: usize,
+    /// The socket was full: the connection task resumes once it is writable.
+    blocked: bool,
+    /// Closed (by a `Close` item, a write error, or the log failing): nothing more is written.
+    closed: bool,
+}
+
+/// The outgoing side of one connection.
+#[derive(Debug)]
+pub struct Outbox {
+    stream: Arc<TcpStream>,
+    queue: Mutex<Queue>,
+    /// Registered with [`Durable`] as waiting for a zxid.
+    waiting: AtomicBool,
+    /// The connection task waits for replies to drain (it reached the outstanding bound).
+    throttled: AtomicBool,
+    /// Wakes the connection task: the socket filled up, replies drained, or the outbox closed.
+    pub wake: Notify,
+    /// Cancelled when the connection must end (closed outbox, server shutdown, session moved).
+    pub cancel: CancellationToken,
+    /// Replies queued but not yet written.
+    pub outstanding: AtomicUsize,
+    /// Packets received (for `cons`).
+    pub received: AtomicUsize,
+    /// Packets sent (for `cons`).
+    pub sent: AtomicUsize,
+}
+
+impl Outbox {
+    /// An outbox writing into `stream`.
+    pub fn new(stream: Arc<TcpStream>, cancel: CancellationToken) -> Outbox {
+        Outbox {
+            stream,
+            queue: Mutex::new(Queue::default()),
+            waiting: AtomicBool::new(false),
+            throttled: AtomicBool::new(false),
+            wake: Notify::new(),
+            cancel,
+            outstanding: AtomicUsize::new(0),
+            received: AtomicUsize::new(0),
+            sent: AtomicUsize::new(0),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        // Only push/pop/flag updates happen under this lock; a panic cannot leave it half-updated.
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queues a frame, sendable once the log is durable up to `after`. Call [`Outbox::flush`] afterwards
+    /// (the state guard does, once the state lock is released).
+    pub fn push(&self, after: i64, bytes: Vec<u8>, reply: bool) {
+        let mut q = self.lock();
+        if q.closed {
+            return;
+        }
+        if reply {
+            self.outstanding.fetch_add(1, Ordering::SeqCst);
+        }
+        q.items.push_back(Item::Frame { after, bytes, reply });
+    }
+
+    /// Queues a close: once everything before it is written (and durable up to `after`), the write side is
+    /// shut down and the connection task told to end.
+    pub fn push_close(&self, after: i64) {
+        let mut q = self.lock();
+        if !q.closed {
+            q.items.push_back(Item::Close { after });
+        }
+    }
+
+    /// Waits until fewer than `max` replies are outstanding, or the socket needs the connection task (blocked),
+    /// or the connection ends. Returns at once if below `max`.
+    pub async fn below(&self, max: usize) {
+        while self.outstanding.load(Ordering::SeqCst) >= max
+            && !self.cancel.is_cancelled()
+            && !self.is_blocked()
+        {
+            let notified = self.wake.notified();
+            self.throttled.store(true, Ordering::SeqCst);
+            // Re-check after announcing: a flush that drained meanwhile has seen the flag or left us below.
+            if self.outstanding.load(Ordering::SeqCst) < max || self.is_blocked() {
+                break;
+            }
+            tokio::select! {
+                _ = notified => {}
+                _ = self.cancel.cancelled() => {}
+            }
+        }
+    }
+
+    /// Whether the outbox is closed.
+    pub fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+
+    /// Whether the socket was full at the last attempt.
+    pub fn is_blocked(&self) -> bool {
+        self.lock().blocked
+    }
+
+    /// Closes at once, discarding what is queued (the log failed, or the connection is going away).
+    pub fn abort(&self) {
+        let mut q = self.lock();
+        q.closed = true;
+        q.items.clear();
+        drop(q);
+        self.cancel.cancel();
+        self.wake.notify_one();
+    }
+
+    /// After the socket became writable again: clears the blocked mark and flushes.
+    pub fn unblock(self: &Arc<Self>, durable: &Durable) {
+        self.lock().blocked = false;
+        self.flush(durable);
+    }
+
+    /// Writes every queued frame that is durable, in order, without blocking. Registers with `durable` when
+    /// the next frame waits for a zxid that is not durable yet.
+    pub fn flush(self: &Arc<Self>, durable: &Durable) {
+        let mut q = self.lock();
+        loop {
+            if q.closed || q.blocked || q.items.is_empty() {
+                return;
+            }
+            if durable.failed() {
+                drop(q);
+                self.abort();
+                return;
+            }
+            let ready = durable.zxid();
+            let mut slices: Vec<IoSlice<'_>> = Vec::new();
+            let mut close = false;
+            for (i, item) in q.items.iter().enumerate() {
+                if item.after() > ready || slices.len() == MAX_SLICES {
+                    break;
+                }
+                match item {
+                    Item::Frame { bytes, .. } => {
+                        let skip = if i == 0 { q.offset } else { 0 };
+                        slices.push(IoSlice::new(&bytes[skip..]));
+                    }
+                    Item::Close { .. } => {
+                        close = true;
+                        break;
+                    }
+                }
+            }
+            if slices.is_empty() && !close {
+                // The front frame waits for the log. Registering re-checks under the waiters' lock, so an
+                // fsync that finished meanwhile is not missed.
+                if durable.register(self, q.items[0].after()) {
+                    continue;
+                }
+                return;
+            }
+            let total: usize = slices.iter().map(|s| s.len()).sum();
+            let written = if total == 0 {
+                Ok(0)
+            } else {
+                self.stream.try_write_vectored(&slices)
+            };
+            drop(slices);
+            match written {
+                Ok(n) => {
+                    self.advance(&mut q, n);
+                    if n < total {
+                        q.blocked = true;
+                        drop(q);
+                        self.wake.notify_one();
+                        return;
+                    }
+                    if close {
+                        q.items.clear();
+                        q.closed = true;
+                        drop(q);
+                        let _ = socket2::SockRef::from(&*self.stream).shutdown(std::net::Shutdown::Write);
+                        self.cancel.cancel();
+                        self.wake.notify_one();
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    q.blocked = true;
+                    drop(q);
+                    self.wake.notify_one();
+                    return;
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "write failed; closing connection");
+                    q.closed = true;
+                    q.items.clear();
+                    drop(q);
+                    self.cancel.cancel();
+                    self.wake.notify_one();
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Drops the `n` bytes just written from the front of the queue.
+    fn advance(&self, q: &mut Queue, mut n: usize) {
+        let mut replies = 0;
+        while n > 0 {
+            let Some(Item::Frame { bytes, reply, .. }) = q.items.front() else {
+                break;
+            };
+            let left = bytes.len() - q.offset;
+            if n < left {
+                q.offset += n;
+                break;
+            }
+            n -= left;
+            q.offset = 0;
+            replies += usize::from(*reply);
+            q.items.pop_front();
+            self.sent.fetch_add(1, Ordering::Relaxed);
+        }
+        if replies > 0 {
+            self.outstanding.fetch_sub(replies, Ordering::SeqCst);
+            // Wake the connection task only when it waits for this (a wake-up from the writer thread costs
+            // the runtime a syscall).
+            if self.throttled.swap(false, Ordering::SeqCst) {
+                self.wake.notify_one();
+            }
+        }
+    }
+}
+
+/// The durable zxid, and the outboxes waiting for it to grow.
+#[derive(Debug, Default)]
+pub struct Durable {
+    zxid: AtomicI64,
+    failed: AtomicBool,
+    waiters: Mutex<Vec<Arc<Outbox>>>,
+}
+
+impl Durable {
+    /// Durable up to `zxid` already (recovered state).
+    pub fn new(zxid: i64) -> Durable {
+        Durable {
+            zxid: AtomicI64::new(zxid),
+            ..Durable::default()
+        }
+    }
+
+    /// Highest zxid known durable.
+    pub fn zxid(&self) -> i64 {
+        self.zxid.load(Ordering::SeqCst)
+    }
+
+    /// Whether the log failed (nothing more may be acknowledged).
+    pub fn failed(&self) -> bool {
+        self.failed.load(Ordering::SeqCst)
+    }
+
+    fn waiters(&self) -> MutexGuard<'_, Vec<Arc<Outbox>>> {
+        self.waiters.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records that everything up to `zxid` is durable, without flushing (see [`Durable::wake_waiters`]).
+    pub fn mark(&self, zxid: i64) {
+        self.zxid.fetch_max(zxid, Ordering::SeqCst);
+    }
+
+    /// Flushes every outbox that waited for the log.
+    pub fn wake_waiters(&self) {
+        let waiting = std::mem::take(&mut *self.waiters());
+        for outbox in waiting {
+            outbox.waiting.store(false, Ordering::SeqCst);
+            outbox.flush(self);
+        }
+    }
+
+    /// [`Durable::mark`] then [`Durable::wake_waiters`].
+    pub fn advance(&self, zxid: i64) {
+        self.mark(zxid);
+        self.wake_waiters();
+    }
+
+    /// Marks the log as failed: every waiting connection closes without its pending replies.
+    pub fn fail(&self) {
+        self.failed.store(true, Ordering::SeqCst);
+        let waiting = std::mem::take(&mut *self.waiters());
+        for outbox in waiting {
+            outbox.abort();
+        }
+    }
+
+    /// Registers `outbox` as waiting for `after`; `true` (and nothing registered) if it is durable already.
+    fn register(&self, outbox: &Arc<Outbox>, after: i64) -> bool {
+        let mut waiters = self.waiters();
+        if self.zxid() >= after || self.failed() {
+            return true;
+        }
+        if !outbox.waiting.swap(true, Ordering::SeqCst) {
+            waiters.push(outbox.clone());
+        }
+        false
+    }
+}
