@@ -55,7 +55,6 @@ pub async fn serve(shared: Arc<Shared>, mut socket: TcpStream, peer: SocketAddr,
         last_reply_zxid: 0,
     });
 
-    let max_frame = shared.config.max_frame_len;
     let max_outstanding = shared.config.max_outstanding_per_connection.max(1);
     let mut established = false;
     'conn: loop {
@@ -74,39 +73,11 @@ pub async fn serve(shared: Arc<Shared>, mut socket: TcpStream, peer: SocketAddr,
                     break 'conn;
                 }
             }
-            let (body, used) = match decode_frame(&buf, max_frame) {
-                Ok(Some(frame)) => frame,
-                Ok(None) => break,
-                Err(e) => {
-                    tracing::warn!(%peer, error = %e, "bad frame; closing connection");
-                    break 'conn;
-                }
-            };
-            let flow = {
-                let mut st = shared.lock();
-                if established {
-                    ops::handle(&mut st, id, body)
-                } else {
-                    ops::session::connect(&mut st, id, body, &shared.limits).map(|h| {
-                        established = h == Handshake::Established;
-                        if established {
-                            Flow::Continue
-                        } else {
-                            Flow::Close
-                        }
-                    })
-                }
-                // The guard's drop writes this request's reply if it is durable already.
-            };
-            buf.advance(used);
-            match flow {
-                Ok(Flow::Continue) => {}
+            match handle_buffered(&shared, id, peer, &outbox, &mut buf, &mut established) {
+                Buffered::NeedInput => break,
+                Buffered::Throttled => {}
                 // Stop reading; the outbox closes the socket once the replies before the close are out.
-                Ok(Flow::Close) => break 'conn,
-                Err(e) => {
-                    tracing::warn!(%peer, error = %e, "closing connection");
-                    break 'conn;
-                }
+                Buffered::Close => break 'conn,
             }
         }
         if buf.capacity() - buf.len() < 4096 {
@@ -158,6 +129,66 @@ pub async fn serve(shared: Arc<Shared>, mut socket: TcpStream, peer: SocketAddr,
 
 /// How long a closing connection may take to write out its queued frames.
 const DRAIN: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// What [`handle_buffered`] stopped at.
+enum Buffered {
+    /// No complete frame left: read more.
+    NeedInput,
+    /// The outstanding-reply bound is reached.
+    Throttled,
+    /// The connection must close (after its queued replies).
+    Close,
+}
+
+/// Handles every complete frame in `buf` under one acquisition of the state lock (pipelined requests cost
+/// one lock and, for replies durable already, one `writev` when the guard is dropped).
+fn handle_buffered(
+    shared: &Shared,
+    id: crate::watch::ConnId,
+    peer: SocketAddr,
+    outbox: &Outbox,
+    buf: &mut BytesMut,
+    established: &mut bool,
+) -> Buffered {
+    let max_frame = shared.config.max_frame_len;
+    let max_outstanding = shared.config.max_outstanding_per_connection.max(1);
+    let mut st = shared.lock();
+    loop {
+        if outbox.outstanding.load(Ordering::SeqCst) >= max_outstanding {
+            return Buffered::Throttled;
+        }
+        let (body, used) = match decode_frame(buf, max_frame) {
+            Ok(Some(frame)) => frame,
+            Ok(None) => return Buffered::NeedInput,
+            Err(e) => {
+                tracing::warn!(%peer, error = %e, "bad frame; closing connection");
+                return Buffered::Close;
+            }
+        };
+        let flow = if *established {
+            ops::handle(&mut st, id, body)
+        } else {
+            ops::session::connect(&mut st, id, body, &shared.limits).map(|h| {
+                *established = h == Handshake::Established;
+                if *established {
+                    Flow::Continue
+                } else {
+                    Flow::Close
+                }
+            })
+        };
+        buf.advance(used);
+        match flow {
+            Ok(Flow::Continue) => {}
+            Ok(Flow::Close) => return Buffered::Close,
+            Err(e) => {
+                tracing::warn!(%peer, error = %e, "closing connection");
+                return Buffered::Close;
+            }
+        }
+    }
+    // The guard's drop writes the replies that are durable already.
+}
 
 /// Reads what the socket has. A read that did not fill the buffer has drained the socket, so the readiness is
 /// cleared right away instead of by one more read that would only return `WouldBlock`: one syscall per request
