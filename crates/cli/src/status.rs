@@ -14,6 +14,7 @@ struct Row {
     name: String,
     marker: Marker,
     session: i64,
+    czxid: i64,
     age_secs: f64,
     data: String,
 }
@@ -91,23 +92,37 @@ async fn show(client: &Client, path: &str) -> Result<i32> {
 }
 
 /// A Curator-style semaphore: `<path>/leases` holds the leases, `<path>/locks` queues the acquirers.
+///
+/// The acquirer at the head of `locks` creates its lease node *before* it knows whether there is room, and
+/// keeps it while it waits: that node (owned by the head's session, created after the head's gate node) is
+/// shown as waiting, not as a held lease.
 async fn semaphore(client: &Client, path: &str) -> Result<i32> {
     let leases_dir = format!("{path}/leases");
     let leases = node::sorted_contenders(
         client.list_children(&leases_dir).await.unwrap_or_default(),
         |_| true,
     );
-    let leases = read_rows(client, &leases_dir, &leases).await?;
-    let waiting = client
-        .list_children(&format!("{path}/locks"))
-        .await
-        .unwrap_or_default()
-        .len();
+    let locks_dir = format!("{path}/locks");
+    let gate = node::sorted_contenders(client.list_children(&locks_dir).await.unwrap_or_default(), |_| {
+        true
+    });
+    let gate_head = read_rows(client, &locks_dir, &gate[..gate.len().min(1)]).await?;
+    let (held, waiting): (Vec<Row>, Vec<Row>) = read_rows(client, &leases_dir, &leases)
+        .await?
+        .into_iter()
+        .partition(|lease| {
+            !gate_head
+                .first()
+                .is_some_and(|head| lease.session == head.session && lease.czxid > head.czxid)
+        });
     println!(
-        "{path}: semaphore with {} lease(s) held, {waiting} acquirer(s) queued",
-        leases.len()
+        "{path}: semaphore with {} lease(s) held, {} acquirer(s) queued",
+        held.len(),
+        gate.len()
     );
-    print_rows(&leases, leases.len());
+    let holders = held.len();
+    let rows: Vec<Row> = held.into_iter().chain(waiting).collect();
+    print_rows(&rows, holders);
     Ok(0)
 }
 
@@ -132,6 +147,7 @@ async fn read_rows(client: &Client, dir: &str, queue: &[node::Contender]) -> Res
                 name: contender.name.clone(),
                 marker: contender.marker,
                 session: stat.ephemeral_owner,
+                czxid: stat.czxid,
                 age_secs: (now_ms - stat.ctime).max(0) as f64 / 1000.0,
                 data: String::from_utf8_lossy(&data).into_owned(),
             }),

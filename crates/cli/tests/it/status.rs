@@ -136,3 +136,51 @@ async fn shows_every_recipe() {
         guard.release().await.unwrap();
     }
 }
+
+/// An acquirer waiting for room keeps a lease node while it waits (Curator's layout): it is shown as waiting,
+/// not counted as a holder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn semaphore_acquirer_waiting_for_room_is_not_a_holder() {
+    let hosts = zookeeper().await;
+    let (a, b, observer) = (client(&hosts).await, client(&hosts).await, client(&hosts).await);
+    let sem = unique_path("cli-status-semaphore-wait");
+    let held = zklock::Semaphore::new(&a, &sem, 1)
+        .unwrap()
+        .with_data("holder")
+        .acquire()
+        .await
+        .unwrap();
+    let b_session = b.session_id().0;
+    let waiter = {
+        let sem = sem.clone();
+        tokio::spawn(async move {
+            zklock::Semaphore::new(&b, &sem, 1)
+                .unwrap()
+                .with_data("waits for room")
+                .acquire()
+                .await
+                .map(|lease| lease.session_id())
+        })
+    };
+    // The waiter holds the gate and has created its lease node: two lease nodes, one lease held.
+    let leases = format!("{sem}/leases");
+    loop {
+        let (children, watcher) = observer.list_and_watch_children(&leases).await.unwrap();
+        if children.len() == 2 {
+            break;
+        }
+        tokio::time::timeout(EVENTUALLY, watcher.changed()).await.unwrap();
+    }
+    let stdout = text(&output(&["status", "--connect", &hosts, &sem]).await.stdout);
+    assert!(
+        stdout.contains("semaphore with 1 lease(s) held, 1 acquirer(s) queued"),
+        "{stdout}"
+    );
+    let holder_line = stdout.lines().find(|l| l.contains("holder ")).expect(&stdout);
+    let waiting_line = stdout.lines().find(|l| l.contains("waiting")).expect(&stdout);
+    assert!(holder_line.ends_with("holder"), "{stdout}");
+    assert!(waiting_line.ends_with("waits for room"), "{stdout}");
+    held.release().await.unwrap();
+    let session = waiter.await.unwrap().unwrap();
+    assert_eq!(session, b_session);
+}
