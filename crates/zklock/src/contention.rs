@@ -89,6 +89,31 @@ impl Wait {
     }
 }
 
+/// How a recipe decides that its node's turn has come. [`take_turn`] does everything around it (the create,
+/// the lost signal, timeouts, cancellation, events); an implementation only looks at the queue.
+pub(crate) trait Turns {
+    /// Waits until it is our turn. `listing` is the listing pipelined with our create, if there was one.
+    async fn wait(&self, node: &OwnNode, lost: &LostSignal, listing: Option<Vec<String>>) -> Result<()>;
+    /// One look at `children`, without waiting: is it our turn now?
+    async fn now(&self, node: &OwnNode, lost: &LostSignal, children: Vec<String>) -> Result<bool>;
+}
+
+/// The queue recipes' turns: a [`Rules`] applied to the sorted contenders.
+struct Queue<'a> {
+    rules: Rules,
+    listener: &'a Option<Listener>,
+}
+
+impl Turns for Queue<'_> {
+    async fn wait(&self, node: &OwnNode, lost: &LostSignal, listing: Option<Vec<String>>) -> Result<()> {
+        wait_turn(node, lost, listing, self.rules, self.listener).await
+    }
+
+    async fn now(&self, node: &OwnNode, lost: &LostSignal, children: Vec<String>) -> Result<bool> {
+        Ok(check_turn(node, lost, children, self.rules).await? == Step::Ready)
+    }
+}
+
 /// Takes a place in `dir` and waits for our turn according to `wait`.
 /// `Ok(None)` only for [`Wait::Never`] when it is not our turn (our node is then already removed).
 pub(crate) async fn acquire(
@@ -98,7 +123,25 @@ pub(crate) async fn acquire(
     options: &Options,
     wait: Wait,
 ) -> Result<Option<Guard>> {
-    let enqueue = enqueue(client, dir, rules.marker, &options.data, &options.retry);
+    let turns = Queue {
+        rules,
+        listener: &options.listener,
+    };
+    take_turn(client, dir, rules.marker, options, wait, &turns).await
+}
+
+/// Creates our node in `dir` and waits, as `turns` decides and at most as long as `wait` allows, for our turn;
+/// hands back the guard. `Ok(None)` only for [`Wait::Never`] when it is not our turn (our node is then already
+/// removed). On an error, a timeout or cancellation our node is removed.
+pub(crate) async fn take_turn(
+    client: &Client,
+    dir: &str,
+    marker: Marker,
+    options: &Options,
+    wait: Wait,
+    turns: &impl Turns,
+) -> Result<Option<Guard>> {
+    let enqueue = enqueue(client, dir, marker, &options.data, &options.retry);
     let (node, listing) = match wait {
         Wait::Until(deadline) => tokio::time::timeout_at(deadline, enqueue)
             .await
@@ -107,13 +150,10 @@ pub(crate) async fn acquire(
     };
     let lost = LostSignal::start(client, &node.path(), options.lost_policy, &options.retry);
     Listener::emit(&options.listener, QueueEvent::Created { path: node.path() });
-    let listener = &options.listener;
     let ours = match wait {
-        Wait::Forever => wait_turn(&node, &lost, listing, rules, listener)
-            .await
-            .map(|()| true),
+        Wait::Forever => turns.wait(&node, &lost, listing).await.map(|()| true),
         Wait::Until(deadline) => {
-            match tokio::time::timeout_at(deadline, wait_turn(&node, &lost, listing, rules, listener)).await {
+            match tokio::time::timeout_at(deadline, turns.wait(&node, &lost, listing)).await {
                 Ok(result) => result.map(|()| true),
                 Err(_) => {
                     drop(lost);
@@ -127,16 +167,14 @@ pub(crate) async fn acquire(
                 Some(children) => children,
                 None => options.retry.run(|| client.list_children(dir)).await?,
             };
-            check_turn(&node, &lost, children, rules)
-                .await
-                .map(|step| step == Step::Ready)
+            turns.now(&node, &lost, children).await
         }
     };
     match ours {
         Ok(true) => {
             lost.set_holding();
             Listener::emit(
-                listener,
+                &options.listener,
                 QueueEvent::Acquired {
                     path: node.path(),
                     fencing_token: node.czxid,
@@ -151,6 +189,17 @@ pub(crate) async fn acquire(
         }
         // `node` is dropped here and removes itself in the background.
         Err(err) => Err(err),
+    }
+}
+
+/// The error for a wait that found our node gone from a listing. The deletion of our ephemeral node can reach
+/// us before the news that the session ended, so the session state decides between the two.
+pub(crate) fn node_gone(node: &OwnNode, lost: &LostSignal) -> Error {
+    match lost.reason() {
+        Some(LostReason::SessionExpired) => Error::SessionExpired,
+        Some(LostReason::ClientClosed) => Error::Closed,
+        _ if node.client.state() == SessionState::Expired => Error::SessionExpired,
+        _ => Error::NodeDeleted { path: node.path() },
     }
 }
 
@@ -262,12 +311,7 @@ async fn check_turn(node: &OwnNode, lost: &LostSignal, children: Vec<String>, ru
         .filter(|c| c.name == me_name || !c.name.starts_with(&node.unique))
         .collect();
     let Some(me) = queue.iter().position(|c| c.name == me_name) else {
-        return Err(match lost.reason() {
-            Some(LostReason::SessionExpired) => Error::SessionExpired,
-            Some(LostReason::ClientClosed) => Error::Closed,
-            _ if node.client.state() == SessionState::Expired => Error::SessionExpired,
-            _ => Error::NodeDeleted { path: node.path() },
-        });
+        return Err(node_gone(node, lost));
     };
     Ok(match (rules.turn)(&queue, me) {
         Turn::Ready => Step::Ready,
@@ -314,11 +358,7 @@ async fn wait_turn(
                 },
                 _ => Listener::emit(listener, QueueEvent::Woken { by: path }),
             },
-            reason = lost.lost() => return Err(match reason {
-                LostReason::SessionExpired => Error::SessionExpired,
-                LostReason::NodeDeleted => Error::NodeDeleted { path: node.path() },
-                _ => Error::Closed,
-            }),
+            reason = lost.lost() => return Err(reason.error(&node.path())),
         }
     }
 }

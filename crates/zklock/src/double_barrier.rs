@@ -283,22 +283,12 @@ fn is_participant(name: &str) -> bool {
     uuid::Uuid::try_parse(name).is_ok()
 }
 
-fn lost_error(reason: LostReason, path: &str) -> Error {
-    match reason {
-        LostReason::SessionExpired => Error::SessionExpired,
-        LostReason::NodeDeleted => Error::NodeDeleted {
-            path: path.to_owned(),
-        },
-        _ => Error::Closed,
-    }
-}
-
 /// The error for "our node is gone". The deletion of our ephemeral node can reach us before the news that our
 /// session has ended, so a deletion is confirmed with one more request: on a dead session it fails with
 /// `SessionExpired`, on a live one somebody really deleted our node.
 async fn vanished(barrier: &DoubleBarrier, lost: &LostSignal, path: &str) -> Error {
     if let Some(reason) = lost.reason().filter(|r| *r != LostReason::NodeDeleted) {
-        return lost_error(reason, path);
+        return reason.error(path);
     }
     if barrier.client.state() == SessionState::Expired {
         return Error::SessionExpired;

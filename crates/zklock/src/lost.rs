@@ -42,6 +42,21 @@ impl std::fmt::Display for LostReason {
     }
 }
 
+impl LostReason {
+    /// The error for an operation that waited on a node lost for this reason (`path`: the node).
+    pub(crate) fn error(self, path: &str) -> crate::Error {
+        match self {
+            LostReason::SessionExpired => crate::Error::SessionExpired,
+            LostReason::NodeDeleted => crate::Error::NodeDeleted {
+                path: path.to_owned(),
+            },
+            LostReason::ClientClosed | LostReason::Disconnected | LostReason::Released => {
+                crate::Error::Closed
+            }
+        }
+    }
+}
+
 /// When a held guard counts as lost because of a disconnection.
 ///
 /// Expiry of the session, closing of the client and deletion of our node always count. A disconnection alone does

@@ -197,67 +197,19 @@ impl Semaphore {
 
     /// Holding the acquirers' mutex (`turn`): creates our lease node and waits until it is within the limit.
     async fn take_lease(&self, wait: Wait, turn: &Guard) -> Result<Option<Lease>> {
-        let options = &self.options;
-        let leases_dir = self.leases_dir();
-        let enqueue = contention::enqueue(
+        let room = Room {
+            semaphore: self,
+            turn,
+        };
+        contention::take_turn(
             &self.client,
-            &leases_dir,
+            &self.leases_dir(),
             Marker::Lease,
-            &options.data,
-            &options.retry,
-        );
-        let (node, listing) = match wait {
-            Wait::Until(deadline) => tokio::time::timeout_at(deadline, enqueue)
-                .await
-                .map_err(|_| Error::Timeout)??,
-            _ => enqueue.await?,
-        };
-        let lost = LostSignal::start(&self.client, &node.path(), options.lost_policy, &options.retry);
-        Listener::emit(&options.listener, QueueEvent::Created { path: node.path() });
-        let granted = match wait {
-            Wait::Forever => self
-                .wait_for_room(&node, &lost, listing, turn)
-                .await
-                .map(|()| true),
-            Wait::Until(deadline) => {
-                match tokio::time::timeout_at(deadline, self.wait_for_room(&node, &lost, listing, turn)).await
-                {
-                    Ok(result) => result.map(|()| true),
-                    Err(_) => {
-                        drop(lost);
-                        node.delete().await?;
-                        return Err(Error::Timeout);
-                    }
-                }
-            }
-            Wait::Never => {
-                let children = match listing {
-                    Some(children) => children,
-                    None => options.retry.run(|| self.client.list_children(&node.dir)).await?,
-                };
-                self.has_room(&node, &lost, children).await
-            }
-        };
-        match granted {
-            Ok(true) => {
-                lost.set_holding();
-                Listener::emit(
-                    &options.listener,
-                    QueueEvent::Acquired {
-                        path: node.path(),
-                        fencing_token: node.czxid,
-                    },
-                );
-                Ok(Some(Guard::new(node, lost)))
-            }
-            Ok(false) => {
-                drop(lost);
-                node.delete().await?;
-                Ok(None)
-            }
-            // `node` is dropped here and removes itself in the background.
-            Err(err) => Err(err),
-        }
+            &self.options,
+            wait,
+            &room,
+        )
+        .await
     }
 
     /// Whether the leases in `children` leave room for ours.
@@ -282,7 +234,7 @@ impl Semaphore {
             count += 1;
         }
         if !found {
-            return Err(gone(node, lost.reason()));
+            return Err(contention::node_gone(node, lost));
         }
         Ok(count <= self.leases)
     }
@@ -323,25 +275,30 @@ impl Semaphore {
                     (EventType::Session, _) => {}
                     _ => Listener::emit(&self.options.listener, QueueEvent::Woken { by: node.dir.clone() }),
                 },
-                reason = lost.lost() => return Err(gone(node, Some(reason))),
+                reason = lost.lost() => return Err(match reason {
+                    LostReason::NodeDeleted => contention::node_gone(node, lost),
+                    reason => reason.error(&node.path()),
+                }),
                 // Without the mutex another acquirer could be waiting too, and two waiting leases can block each
                 // other for good: give up rather than risk it.
-                reason = turn.lost() => return Err(match reason {
-                    LostReason::NodeDeleted => Error::NodeDeleted { path: turn.path() },
-                    LostReason::SessionExpired => Error::SessionExpired,
-                    _ => Error::Closed,
-                }),
+                reason = turn.lost() => return Err(reason.error(&turn.path())),
             }
         }
     }
 }
 
-/// The error for an acquire whose lease node disappeared.
-fn gone(node: &OwnNode, reason: Option<LostReason>) -> Error {
-    match reason {
-        Some(LostReason::SessionExpired) => Error::SessionExpired,
-        Some(LostReason::ClientClosed) => Error::Closed,
-        _ if node.client.state() == SessionState::Expired => Error::SessionExpired,
-        _ => Error::NodeDeleted { path: node.path() },
+/// The semaphore's turns: room among the leases, looked at by the holder of the acquirers' mutex.
+struct Room<'a> {
+    semaphore: &'a Semaphore,
+    turn: &'a Guard,
+}
+
+impl contention::Turns for Room<'_> {
+    async fn wait(&self, node: &OwnNode, lost: &LostSignal, listing: Option<Vec<String>>) -> Result<()> {
+        self.semaphore.wait_for_room(node, lost, listing, self.turn).await
+    }
+
+    async fn now(&self, node: &OwnNode, lost: &LostSignal, children: Vec<String>) -> Result<bool> {
+        self.semaphore.has_room(node, lost, children).await
     }
 }
