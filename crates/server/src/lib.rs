@@ -17,9 +17,14 @@
 //!
 //! # Architecture
 //!
-//! - `connection.rs`: one task reads frames and handles them; a writer task sends
-//!   queued frames, each only once the log is durable up to the zxid it depends on (group commit: replies
-//!   wait for the fsync that covers them, many replies share one fsync).
+//! - `connection.rs`: one task per connection reads frames and handles every complete one under one
+//!   acquisition of the state lock.
+//! - `outbox.rs`: a connection's outgoing queue. Each frame waits until the log is durable up to the zxid it
+//!   depends on and is then written (non-blocking `writev`) by whichever thread made it sendable: the
+//!   connection's own task for replies that are durable already (most reads), the task that queued a
+//!   notification, or the storage writer thread right after the fsync that covers it (group commit: one
+//!   fsync, then every reply it made durable). No task hand-off or runtime wake-up per reply; only a full
+//!   socket hands the outbox back to its connection task.
 //! - `state.rs`: tree, sessions, watches and connections behind one `std::sync::Mutex` (nothing awaits
 //!   while it is held). The lock orders everything: zxids, log appends, and every notification a write
 //!   causes is queued before that write's reply.

@@ -588,3 +588,53 @@ async fn wildcard_listen_reports_a_loopback_connect_string() {
     let c = client(&server).await;
     assert!(c.check_stat("/zookeeper").await.unwrap().is_some());
 }
+
+/// 20 MiB of replies to a client that does not read: far more than the socket buffers hold, so the connection's
+/// outbox is left with a full socket and partly written frames. Other clients are served meanwhile, and once the
+/// slow client reads it gets every reply, complete and in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_stops_reading_holds_up_nobody_and_gets_every_reply_later() {
+    let server = server().await;
+    let (mut slow, _) = Raw::session(server.local_addr()).await;
+    let big: Vec<u8> = (0..512 * 1024).map(|i| (i % 251) as u8).collect();
+    let (h, _) = slow.call(OpCode::Create, &create("/big", Some(&big), 0)).await;
+    assert_eq!(h.err, 0);
+    let mut bytes = Vec::new();
+    for xid in 100..140 {
+        let body = [
+            RequestHeader {
+                xid,
+                op: OpCode::GetData.into(),
+            }
+            .to_bytes(),
+            GetDataRequest {
+                path: "/big".into(),
+                watch: false,
+            }
+            .to_bytes(),
+        ]
+        .concat();
+        bytes.extend_from_slice(&(body.len() as i32).to_be_bytes());
+        bytes.extend_from_slice(&body);
+    }
+    slow.send_raw(&bytes).await;
+
+    let other = client(&server).await;
+    for i in 0..20 {
+        let path = format!("/other{i}");
+        let mode = zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+        tokio::time::timeout(WAIT, other.create(&path, b"x", &mode))
+            .await
+            .expect("another client is served while one does not read")
+            .unwrap();
+    }
+
+    for xid in 100..140 {
+        let (h, body) = slow.reply().await;
+        assert_eq!((h.xid, h.err), (xid, 0));
+        assert_eq!(
+            GetDataResponse::from_bytes(&body).unwrap().data.as_deref(),
+            Some(&big[..])
+        );
+    }
+}
