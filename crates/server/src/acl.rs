@@ -9,6 +9,43 @@ use zklock_codec::{Acl, ErrorCode, Id};
 /// `super` when a digest matched the configured super digest.
 pub type AuthIds = Vec<Id>;
 
+/// The ids in the order ZooKeeper lists them (creator ACLs, whoAmI). ZooKeeper keeps a connection's ids in a
+/// `ConcurrentHashMap`-backed set, so it iterates them by hash bin — `spread(Id.hashCode()) & (table − 1)`,
+/// with the default table of 16 bins doubled whenever the set reaches 3/4 of it — and in insertion order
+/// within a bin; `auth` (insertion order here) maps onto that. (After a resize Java may reorder a bin; with
+/// fewer than 12 ids per connection, which is every real case, the order is exact.)
+pub fn in_zookeeper_order(auth: &AuthIds) -> Vec<&Id> {
+    let mut table = 16usize;
+    while auth.len() >= table - table / 4 {
+        table *= 2;
+    }
+    let mut ids: Vec<(usize, usize, &Id)> = auth
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (java_bin(java_id_hash(id), table), i, id))
+        .collect();
+    ids.sort_unstable_by_key(|&(bin, i, _)| (bin, i));
+    ids.into_iter().map(|(_, _, id)| id).collect()
+}
+
+/// `String.hashCode()`: over UTF-16 code units, `h = 31·h + c`, wrapping.
+fn java_string_hash(s: &str) -> i32 {
+    s.encode_utf16()
+        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
+}
+
+/// The jute-generated `Id.hashCode()`.
+fn java_id_hash(id: &Id) -> i32 {
+    let h = 17i32.wrapping_mul(37).wrapping_add(java_string_hash(&id.scheme));
+    h.wrapping_mul(37).wrapping_add(java_string_hash(&id.id))
+}
+
+/// `ConcurrentHashMap`'s bin for a hash: `(h ^ (h >>> 16)) & 0x7fffffff & (table − 1)`.
+fn java_bin(hash: i32, table: usize) -> usize {
+    let h = hash as u32;
+    ((h ^ (h >> 16)) & 0x7fff_ffff) as usize & (table - 1)
+}
+
 /// `user:base64(sha1("user:password"))`, ZooKeeper's `DigestAuthenticationProvider.generateDigest`.
 pub fn digest_id(user_password: &str) -> String {
     let user = user_password.split_once(':').map_or(user_password, |(u, _)| u);
@@ -38,7 +75,10 @@ pub fn fixup(acl: &[Acl], auth: &AuthIds) -> Result<Vec<Acl>, ErrorCode> {
                 // Only schemes whose ids are real credentials count ("ip" is authenticated too in ZooKeeper,
                 // but it is implicit for every connection, so ZooKeeper's providers skip it here as well).
                 let mut any = false;
-                for id in auth.iter().filter(|id| id.scheme == "digest") {
+                for id in in_zookeeper_order(auth)
+                    .into_iter()
+                    .filter(|id| id.scheme == "digest")
+                {
                     any = true;
                     push(Acl {
                         perms: a.perms,
@@ -193,5 +233,34 @@ mod tests {
         );
         assert_eq!(check(&acl, perms::WRITE, &vec![id("ip", "10.1.2.3")]), Ok(()));
         assert_eq!(check(&acl, perms::WRITE, &vec![id("super", "")]), Ok(()));
+    }
+
+    #[test]
+    fn ids_are_listed_in_zookeepers_set_order() {
+        // Java: "digest" ids of alice and bob (passwords pw-alice, pw-bob) fall in bins 15 and 11, the
+        // connection's ip id in bin 12 (computed with String/Id.hashCode and ConcurrentHashMap.spread).
+        let alice = id("digest", &digest_id("alice:pw-alice"));
+        let bob = id("digest", &digest_id("bob:pw-bob"));
+        let ip = id("ip", "127.0.0.1");
+        assert_eq!(java_bin(java_id_hash(&alice), 16), 15);
+        assert_eq!(java_bin(java_id_hash(&bob), 16), 11);
+        assert_eq!(java_bin(java_id_hash(&ip), 16), 12);
+        let auth = vec![ip.clone(), alice.clone(), bob.clone()];
+        assert_eq!(in_zookeeper_order(&auth), vec![&bob, &ip, &alice]);
+        let creator = fixup(
+            &[Acl {
+                perms: 31,
+                id: id("auth", ""),
+            }],
+            &auth,
+        )
+        .unwrap();
+        let ids: Vec<&Id> = creator.iter().map(|a| &a.id).collect();
+        assert_eq!(
+            ids,
+            vec![&bob, &alice],
+            "creator ACL entries in ZooKeeper's order"
+        );
+        assert_eq!(java_string_hash("ab"), 97 * 31 + 98);
     }
 }

@@ -179,8 +179,8 @@ pub fn who_am_i(st: &State, conn: ConnId) -> Reply {
         .conns
         .get(&conn)
         .map(|c| {
-            c.auth
-                .iter()
+            acl::in_zookeeper_order(&c.auth)
+                .into_iter()
                 .filter(|id| id.scheme != "super")
                 .map(|id| ClientInfo {
                     auth_scheme: id.scheme.clone(),

@@ -16,7 +16,7 @@ const LEAF: [&str; 5] = ["x", "y", "s0000000000", "s0000000001", "s0000000002"];
 pub fn stream(seed: u64, count: usize) -> Vec<Op> {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut ops = Vec::with_capacity(count);
-    let mut filter = super::known::Filter::default();
+    let mut filter = super::known::Filter;
     // Bounded: a known divergence excludes only a small fraction of generated ops.
     for _ in 0..count * 10 {
         if ops.len() == count {

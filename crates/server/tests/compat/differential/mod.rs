@@ -154,6 +154,21 @@ async fn differential_fixed_cases() {
     };
     let cases: Vec<(&str, Vec<Op>)> = vec![
         (
+            "creator ACL of a session with two users, in ZooKeeper's set order",
+            vec![
+                Op::Auth { s: 0, user: 0 },
+                Op::Auth { s: 0, user: 1 },
+                create(1, "/c", AclChoice::Open, 0),
+                create(0, "/c/s", AclChoice::Creator, 3),
+                Op::Auth { s: 1, user: 0 },
+                Op::WhoAmI { s: 0 },
+                Op::GetAcl {
+                    s: 1,
+                    path: rel("/c/s0000000000"),
+                },
+            ],
+        ),
+        (
             "notifications need READ",
             vec![
                 Op::Auth { s: 0, user: 0 },
