@@ -4,7 +4,7 @@
 //!
 //! ```sh
 //! cargo build --release -p zklock-cli && cargo build --release -p zklock-bench --features compare
-//! target/release/compare-servers [--seconds 5] [--clients 32] [--client-threads 1] [--warmup 2] [--rounds 3]
+//! target/release/compare-servers [--seconds 5] [--clients 32] [--client-threads 0] [--warmup 2] [--rounds 3]
 //!                                [--only zookeeper|embedded]
 //! ```
 //! The embedded server runs as its own process (`zklock serve`, found next to this binary or named by `ZKLOCK_BIN`)
@@ -15,8 +15,9 @@
 //!
 //! On a small machine the load generator shares the CPU with the server under test, so throughput alone says
 //! little: the table also reports each server's CPU time per 1,000 operations (utime + stime from
-//! `/proc/<pid>/stat`, sampled when each measured window opens and closes), and the load generator runs on
-//! `--client-threads` tokio worker threads (default 1) so that the server keeps a core. Before measuring, each
+//! `/proc/<pid>/stat`, sampled when each measured window opens and closes), and the load generator runs on one
+//! thread (a current-thread tokio runtime; `--client-threads N` for N worker threads instead) so that the server
+//! keeps a core. Before measuring, each
 //! server gets `--warmup` seconds of the same workloads (the JVM compiles ZooKeeper's hot paths meanwhile). Each
 //! workload runs `--rounds` times per server, alternating which server goes first, and every figure is the median
 //! over the rounds, so background load on a shared machine hits both servers alike.
