@@ -10,7 +10,10 @@
 
 pub mod lock;
 pub mod mixed;
+// The peer and recipe comparisons (`compare-peers`) need the testkit, which only the `compare` feature brings.
+#[cfg(feature = "compare")]
 pub mod peers;
+#[cfg(feature = "compare")]
 pub mod recipes;
 
 /// What can fail while benchmarking.

@@ -8,12 +8,13 @@
 //! JIT settings (unlike the interop tests, which trade peak speed for start-up time), so that Curator is measured
 //! at its best after its warm-up.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use zklock_testkit::peers::{self, sources};
 
 /// Bound for anything a peer must say (JVM start and 50 sessions connecting on a loaded machine included).
 const PEER_TIMEOUT: Duration = Duration::from_secs(180);
@@ -55,81 +56,29 @@ impl Drop for Toolchain {
     }
 }
 
-/// The directory of the peer sources.
-fn sources() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../zklock/tests/peers")
-}
-
 impl Toolchain {
     /// Compiles the Curator peer and checks that `python3` imports kazoo. Blocking (a few seconds of javac).
     pub fn prepare() -> Result<Toolchain> {
-        let java =
-            PathBuf::from(std::env::var_os("ZKLOCK_TEST_JAVA").unwrap_or_else(|| "/usr/bin/java".into()));
-        let javac =
-            PathBuf::from(std::env::var_os("ZKLOCK_TEST_JAVAC").unwrap_or_else(|| "/usr/bin/javac".into()));
-        let jars = PathBuf::from(
-            std::env::var_os("ZKLOCK_TEST_ZK_JARS").unwrap_or_else(|| "/usr/share/java".into()),
-        );
-        let python =
-            PathBuf::from(std::env::var_os("ZKLOCK_TEST_PYTHON").unwrap_or_else(|| "python3".into()));
-        let mut classpath = Vec::new();
-        for jar in [
-            "curator-recipes.jar",
-            "curator-framework.jar",
-            "curator-client.jar",
-            "zookeeper.jar",
-        ] {
-            let path = jars.join(jar);
-            if !path.is_file() {
-                return Err(PeerError::Setup(format!(
-                    "{} is missing (apt-get install libcurator-recipes-java zookeeper)",
-                    path.display()
-                )));
-            }
-            classpath.push(path.display().to_string());
-        }
-        // Without a binding slf4j warns on every start; the no-op binding keeps stderr quiet.
-        let nop = jars.join("slf4j-nop.jar");
-        if nop.is_file() {
-            classpath.push(nop.display().to_string());
-        }
         let classes = std::env::temp_dir().join(format!("zklock-compare-peers-{}", std::process::id()));
         std::fs::create_dir_all(&classes)?;
-        let source = sources().join("CuratorPeer.java");
-        let out = std::process::Command::new(&javac)
-            .arg("-d")
-            .arg(&classes)
-            .arg("-cp")
-            .arg(classpath.join(":"))
-            .arg(&source)
-            .output()
-            .map_err(|e| PeerError::Setup(format!("cannot run {}: {e}", javac.display())))?;
-        if !out.status.success() {
-            let _ = std::fs::remove_dir_all(&classes);
-            return Err(PeerError::Setup(format!(
-                "javac {} failed:\n{}",
-                source.display(),
-                String::from_utf8_lossy(&out.stderr)
-            )));
-        }
-        classpath.insert(0, classes.display().to_string());
-        let toolchain = Toolchain {
-            java,
-            classpath: classpath.join(":"),
-            classes,
-            python,
+        let curator = match peers::compile_curator_peer(&classes) {
+            Ok(curator) => curator,
+            Err(why) => {
+                let _ = std::fs::remove_dir_all(&classes);
+                return Err(PeerError::Setup(format!(
+                    "{why} (apt-get install default-jdk-headless libcurator-recipes-java zookeeper)"
+                )));
+            }
         };
-        let check = std::process::Command::new(&toolchain.python)
-            .args(["-c", "import kazoo.client, kazoo.recipe.lock"])
-            .output()
-            .map_err(|e| PeerError::Setup(format!("cannot run {}: {e}", toolchain.python.display())))?;
-        if !check.status.success() {
-            return Err(PeerError::Setup(format!(
-                "{} cannot import kazoo (python3 -m pip install kazoo):\n{}",
-                toolchain.python.display(),
-                String::from_utf8_lossy(&check.stderr)
-            )));
-        }
+        // Built before the kazoo check so that its `Drop` removes the classes if that check fails.
+        let mut toolchain = Toolchain {
+            java: curator.java,
+            classpath: curator.classpath,
+            classes,
+            python: PathBuf::new(),
+        };
+        toolchain.python = peers::kazoo_python()
+            .map_err(|why| PeerError::Setup(format!("{why} (python3 -m pip install kazoo)")))?;
         Ok(toolchain)
     }
 

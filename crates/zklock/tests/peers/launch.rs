@@ -2,7 +2,8 @@
 //! (`kazoo_peer.py`) — as child processes that talk to the test line by line, and the counter file they
 //! share with zklock contenders.
 //!
-//! Included with `#[path]` by the zklock and the CLI integration tests, so it uses only std and tokio.
+//! Included with `#[path]` by the zklock and the CLI integration tests, so it uses only std, tokio and the
+//! testkit (which finds Java and kazoo and compiles the Curator peer: `zklock_testkit::peers`).
 //!
 //! A missing Java, javac, Curator jar or kazoo is a hard failure with instructions, never a silent skip: a
 //! green interop suite that tested nothing would be worse than a red one. Every child is spawned with
@@ -17,19 +18,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::task::JoinHandle;
+use zklock_testkit::peers::{self, sources, CuratorPeer};
 
 /// Generous bound for anything a peer must do (a JVM start on a loaded 2-core machine included).
 pub const PEER_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// Overrides the `java` binary (the same variable as `zklock_testkit`'s; default `/usr/bin/java`, then
-/// `PATH`).
-pub const JAVA_ENV: &str = "ZKLOCK_TEST_JAVA";
-/// Overrides the `javac` binary (default: next to `java`, then `/usr/bin/javac`, then `PATH`).
-pub const JAVAC_ENV: &str = "ZKLOCK_TEST_JAVAC";
-/// Overrides the directory holding the Curator and ZooKeeper jars (default `/usr/share/java`).
-pub const JAR_DIR_ENV: &str = "ZKLOCK_TEST_ZK_JARS";
-/// Overrides the Python interpreter that has kazoo (default `python3` on `PATH`).
-pub const PYTHON_ENV: &str = "ZKLOCK_TEST_PYTHON";
 
 const JAVA_HELP: &str = "the Curator interop tests need a JDK (java and javac) and the Curator 5.4 jars in \
     /usr/share/java: run scripts/test, which installs them (`apt-get install default-jdk-headless \
@@ -38,135 +30,29 @@ const KAZOO_HELP: &str =
     "the kazoo interop tests need Python 3 with kazoo: run scripts/test, which installs \
     it (`python3 -m pip install kazoo`), or set ZKLOCK_TEST_PYTHON to an interpreter that has it";
 
-/// The directory of the peer sources: `crates/zklock/tests/peers`, from either crate that includes this file.
-fn sources() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../zklock/tests/peers")
-}
-
-/// Where the JVM and the compiled peer are.
-struct Java {
-    java: PathBuf,
-    classpath: String,
-}
-
 /// Compiles `CuratorPeer.java` once per test process (into a fresh temporary directory; class files are never
 /// written into the source tree). Blocks: call it from `spawn_blocking`.
-fn java() -> &'static Java {
-    static JAVA: OnceLock<Result<Java, String>> = OnceLock::new();
-    match JAVA.get_or_init(compile_curator_peer) {
+fn java() -> &'static CuratorPeer {
+    static JAVA: OnceLock<Result<CuratorPeer, String>> = OnceLock::new();
+    let compiled = JAVA.get_or_init(|| {
+        let classes =
+            scratch_dir("curator-peer").map_err(|e| format!("cannot create a directory for classes: {e}"))?;
+        peers::compile_curator_peer(&classes)
+    });
+    match compiled {
         Ok(java) => java,
         Err(why) => panic!("{why}\n{JAVA_HELP}"),
     }
-}
-
-fn compile_curator_peer() -> Result<Java, String> {
-    let java = match std::env::var_os(JAVA_ENV) {
-        Some(java) => PathBuf::from(java),
-        None => find_executable("java", &[Path::new("/usr/bin/java")])?,
-    };
-    let javac = match std::env::var_os(JAVAC_ENV) {
-        Some(javac) => PathBuf::from(javac),
-        None => {
-            // The JDK's javac sits next to the real (symlink-resolved) java.
-            let sibling = std::fs::canonicalize(&java)
-                .ok()
-                .map(|real| real.with_file_name("javac"));
-            let mut candidates: Vec<PathBuf> = sibling.into_iter().collect();
-            candidates.push("/usr/bin/javac".into());
-            let candidates: Vec<&Path> = candidates.iter().map(PathBuf::as_path).collect();
-            find_executable("javac", &candidates)?
-        }
-    };
-    let jars = std::env::var_os(JAR_DIR_ENV)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| "/usr/share/java".into());
-    // curator-recipes.jar's manifest `Class-Path` pulls in curator-framework/-client, guava, slf4j-api and
-    // zookeeper (whose own manifest pulls in jute and netty), so one jar on the classpath is enough.
-    let mut classpath = Vec::new();
-    for jar in [
-        "curator-recipes.jar",
-        "curator-framework.jar",
-        "curator-client.jar",
-        "zookeeper.jar",
-    ] {
-        let path = jars.join(jar);
-        if !path.is_file() {
-            return Err(format!("{} is missing", path.display()));
-        }
-        classpath.push(path.display().to_string());
-    }
-    // slf4j without a binding prints a warning on every start; the no-op binding keeps stderr for real
-    // errors.
-    let nop = jars.join("slf4j-nop.jar");
-    if nop.is_file() {
-        classpath.push(nop.display().to_string());
-    }
-    let classes =
-        scratch_dir("curator-peer").map_err(|e| format!("cannot create a directory for classes: {e}"))?;
-    let source = sources().join("CuratorPeer.java");
-    let out = std::process::Command::new(&javac)
-        .arg("-d")
-        .arg(&classes)
-        .arg("-cp")
-        .arg(classpath.join(":"))
-        .arg(&source)
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", javac.display()))?;
-    if !out.status.success() {
-        return Err(format!(
-            "javac {} failed ({}):\n{}",
-            source.display(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    classpath.insert(0, classes.display().to_string());
-    Ok(Java {
-        java,
-        classpath: classpath.join(":"),
-    })
 }
 
 /// Checks once per test process that the Python interpreter imports kazoo. Blocks: call it from
 /// `spawn_blocking`.
 fn python() -> &'static Path {
     static PYTHON: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let found = PYTHON.get_or_init(|| {
-        let python = match std::env::var_os(PYTHON_ENV) {
-            Some(python) => PathBuf::from(python),
-            None => find_executable("python3", &[])?,
-        };
-        let out = std::process::Command::new(&python)
-            .args(["-c", "import kazoo.client, kazoo.recipe.lock"])
-            .output()
-            .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
-        if !out.status.success() {
-            return Err(format!(
-                "{} cannot import kazoo:\n{}",
-                python.display(),
-                String::from_utf8_lossy(&out.stderr)
-            ));
-        }
-        Ok(python)
-    });
-    match found {
+    match PYTHON.get_or_init(peers::kazoo_python) {
         Ok(python) => python,
         Err(why) => panic!("{why}\n{KAZOO_HELP}"),
     }
-}
-
-fn find_executable(name: &str, preferred: &[&Path]) -> Result<PathBuf, String> {
-    preferred
-        .iter()
-        .map(|p| p.to_path_buf())
-        .chain(
-            std::env::var_os("PATH")
-                .iter()
-                .flat_map(std::env::split_paths)
-                .map(|dir| dir.join(name)),
-        )
-        .find(|candidate| candidate.is_file())
-        .ok_or_else(|| format!("no `{name}` executable found"))
 }
 
 /// A fresh directory `<tmp>/zklock-interop/<kind>-<nanos>-<pid>-<n>`. Directories left by test processes that
