@@ -70,22 +70,14 @@ pub fn compile_curator_peer(classes: &Path) -> Result<CuratorPeer, String> {
         classpath.push(nop.display().to_string());
     }
     let source = sources().join("CuratorPeer.java");
-    let out = std::process::Command::new(&javac)
+    let mut javac_command = std::process::Command::new(&javac);
+    javac_command
         .arg("-d")
         .arg(classes)
         .arg("-cp")
         .arg(classpath.join(":"))
-        .arg(&source)
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", javac.display()))?;
-    if !out.status.success() {
-        return Err(format!(
-            "javac {} failed ({}):\n{}",
-            source.display(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
+        .arg(&source);
+    run(javac_command, &format!("javac {}", source.display()))?;
     classpath.insert(0, classes.display().to_string());
     Ok(CuratorPeer {
         java,
@@ -99,18 +91,25 @@ pub fn kazoo_python() -> Result<PathBuf, String> {
         Some(python) => PathBuf::from(python),
         None => find_executable("python3", &[])?,
     };
-    let out = std::process::Command::new(&python)
-        .args(["-c", "import kazoo.client, kazoo.recipe.lock"])
+    let mut check = std::process::Command::new(&python);
+    check.args(["-c", "import kazoo.client, kazoo.recipe.lock"]);
+    run(check, &format!("{} importing kazoo", python.display()))?;
+    Ok(python)
+}
+
+/// Runs `command` to completion; an error names `what` and carries its stderr.
+fn run(mut command: std::process::Command, what: &str) -> Result<(), String> {
+    let out = command
         .output()
-        .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+        .map_err(|e| format!("{what}: cannot run {:?}: {e}", command.get_program()))?;
     if !out.status.success() {
         return Err(format!(
-            "{} cannot import kazoo:\n{}",
-            python.display(),
+            "{what} failed ({}):\n{}",
+            out.status,
             String::from_utf8_lossy(&out.stderr)
         ));
     }
-    Ok(python)
+    Ok(())
 }
 
 /// The first of `preferred` that exists, else `name` on `PATH`.
