@@ -12,9 +12,11 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
-use zklock_testkit::peers::{self, sources};
+use tokio::process::Command;
+use zklock_testkit::peers::{self, CuratorPeer, PeerProcess};
+
+/// The JVM's flags: default JIT settings, so that Curator is measured at its best (see above).
+const JVM_FLAGS: &[&str] = &["-Xmx512m"];
 
 /// Bound for anything a peer must say (JVM start and 50 sessions connecting on a loaded machine included).
 const PEER_TIMEOUT: Duration = Duration::from_secs(180);
@@ -44,8 +46,7 @@ pub type Result<T> = std::result::Result<T, PeerError>;
 /// Where the JVM, the compiled Curator peer and a Python with kazoo are. Removes the compiled classes on drop.
 #[derive(Debug)]
 pub struct Toolchain {
-    java: PathBuf,
-    classpath: String,
+    curator: CuratorPeer,
     classes: PathBuf,
     python: PathBuf,
 }
@@ -72,8 +73,7 @@ impl Toolchain {
         };
         // Built before the kazoo check so that its `Drop` removes the classes if that check fails.
         let mut toolchain = Toolchain {
-            java: curator.java,
-            classpath: curator.classpath,
+            curator,
             classes,
             python: PathBuf::new(),
         };
@@ -82,70 +82,46 @@ impl Toolchain {
         Ok(toolchain)
     }
 
-    fn curator(&self, args: &[String]) -> Result<PeerProcess> {
-        let mut command = Command::new(&self.java);
-        command
-            .args(["-Xmx512m", "-cp", &self.classpath, "CuratorPeer", "bench"])
-            .args(args);
-        PeerProcess::spawn(format!("curator bench {}", args.join(" ")), command)
+    fn curator(&self, args: &[String]) -> Result<Peer> {
+        let mut command = self.curator.command(JVM_FLAGS);
+        command.arg("bench").args(args);
+        Peer::spawn(format!("curator bench {}", args.join(" ")), command)
     }
 
-    fn kazoo(&self, args: &[String]) -> Result<PeerProcess> {
-        let mut command = Command::new(&self.python);
-        command
-            .arg("-u")
-            .arg(sources().join("kazoo_peer.py"))
-            .arg("bench")
-            .args(args);
-        PeerProcess::spawn(format!("kazoo bench {}", args.join(" ")), command)
+    fn kazoo(&self, args: &[String]) -> Result<Peer> {
+        let mut command = peers::kazoo_command(&self.python);
+        command.arg("bench").args(args);
+        Peer::spawn(format!("kazoo bench {}", args.join(" ")), command)
     }
 }
 
-/// A running peer and its line-based conversation. Killed (by pid) when dropped.
-struct PeerProcess {
-    name: String,
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: Lines<BufReader<ChildStdout>>,
-}
+/// A running peer (killed by pid when dropped), with this module's errors.
+struct Peer(PeerProcess);
 
-impl PeerProcess {
-    fn spawn(name: String, mut command: Command) -> Result<PeerProcess> {
+impl Peer {
+    fn spawn(name: String, mut command: Command) -> Result<Peer> {
         // stderr goes to ours: a failing peer's stack trace is the most useful thing to see.
-        let mut child = command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| PeerError::Peer {
-                name: name.clone(),
+        match PeerProcess::spawn(name.clone(), &mut command, Stdio::inherit()) {
+            Ok(process) => Ok(Peer(process)),
+            Err(e) => Err(PeerError::Peer {
+                name,
                 what: format!("cannot start: {e}"),
-            })?;
-        let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().expect("stdout is piped")).lines();
-        Ok(PeerProcess {
-            name,
-            child,
-            stdin,
-            stdout,
-        })
+            }),
+        }
     }
 
     fn error(&self, what: impl Into<String>) -> PeerError {
         PeerError::Peer {
-            name: self.name.clone(),
+            name: self.0.name().to_string(),
             what: what.into(),
         }
     }
 
     /// The next line, split into its first word and the words after it.
     async fn next_words(&mut self) -> Result<(String, Vec<String>)> {
-        let line = match tokio::time::timeout(PEER_TIMEOUT, self.stdout.next_line()).await {
-            Ok(Ok(Some(line))) => line,
-            Ok(Ok(None)) => return Err(self.error("exited while we waited for a result")),
-            Ok(Err(e)) => return Err(self.error(format!("reading its output: {e}"))),
-            Err(_) => return Err(self.error("timed out waiting for a result")),
+        let line = match self.0.next_line(PEER_TIMEOUT).await {
+            Ok(line) => line,
+            Err(e) => return Err(self.error(e.describe("a result"))),
         };
         let mut words = line.split_whitespace().map(str::to_string);
         let first = words.next().unwrap_or_default();
@@ -162,29 +138,19 @@ impl PeerProcess {
     }
 
     async fn send(&mut self, line: &str) -> Result<()> {
-        let name = self.name.clone();
-        let stdin = self.stdin.as_mut().ok_or_else(|| PeerError::Peer {
-            name,
-            what: "stdin closed".into(),
-        })?;
-        stdin.write_all(format!("{line}\n").as_bytes()).await?;
-        stdin.flush().await?;
-        Ok(())
+        Ok(self.0.send(line).await?)
     }
 
     /// Closes stdin and waits for a clean exit.
     async fn finish(mut self) -> Result<()> {
-        drop(self.stdin.take());
-        match tokio::time::timeout(PEER_TIMEOUT, self.child.wait()).await {
-            Ok(Ok(status)) if status.success() => Ok(()),
-            Ok(Ok(status)) => Err(self.error(format!("exited with {status}"))),
-            Ok(Err(e)) => Err(self.error(format!("cannot wait for it: {e}"))),
-            Err(_) => Err(self.error("did not exit")),
+        match self.0.finish(PEER_TIMEOUT).await {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.error(e.to_string())),
         }
     }
 }
 
-fn number<T: std::str::FromStr>(peer: &PeerProcess, words: &[String], i: usize) -> Result<T> {
+fn number<T: std::str::FromStr>(peer: &Peer, words: &[String], i: usize) -> Result<T> {
     words
         .get(i)
         .and_then(|w| w.parse().ok())

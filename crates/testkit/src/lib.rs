@@ -6,7 +6,8 @@
 //!   test binary, and [`unique_path`] so tests sharing one never collide.
 //! * [`expire_session`] — expire a client's session now, as ZooKeeper's own tests do.
 //! * [`Proxy`] — cut connections, lose a reply, play dead, count requests and notifications.
-//! * [`peers`] — find Java and kazoo and compile the Curator peer, for interop tests and benchmarks.
+//! * [`peers`] — find Java and kazoo, compile the Curator peer and run peers line by line, for interop tests and
+//!   benchmarks.
 //!
 //! Every server process is tied to the test process with `PR_SET_PDEATHSIG`, so none outlives it.
 #![deny(unsafe_code)]

@@ -3,7 +3,8 @@
 //! share with zklock contenders.
 //!
 //! Included with `#[path]` by the zklock and the CLI integration tests, so it uses only std, tokio and the
-//! testkit (which finds Java and kazoo and compiles the Curator peer: `zklock_testkit::peers`).
+//! testkit (which finds Java and kazoo, compiles the Curator peer and runs a peer process line by line:
+//! `zklock_testkit::peers`).
 //!
 //! A missing Java, javac, Curator jar or kazoo is a hard failure with instructions, never a silent skip: a
 //! green interop suite that tested nothing would be worse than a red one. Every child is spawned with
@@ -15,10 +16,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::io::AsyncReadExt;
+use tokio::process::Command;
 use tokio::task::JoinHandle;
-use zklock_testkit::peers::{self, sources, CuratorPeer};
+use zklock_testkit::peers::{self, CuratorPeer, LineError, PeerProcess};
 
 /// Generous bound for anything a peer must do (a JVM start on a loaded 2-core machine included).
 pub const PEER_TIMEOUT: Duration = Duration::from_secs(60);
@@ -80,10 +81,7 @@ fn scratch_dir(kind: &str) -> std::io::Result<PathBuf> {
 
 /// A running peer process and its line-based conversation with the test.
 pub struct Peer {
-    name: String,
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: Lines<BufReader<ChildStdout>>,
+    process: PeerProcess,
     stderr: Arc<Mutex<String>>,
     stderr_reader: Option<JoinHandle<()>>,
 }
@@ -94,15 +92,8 @@ impl Peer {
         let java = tokio::task::spawn_blocking(java)
             .await
             .expect("compiling the Curator peer");
-        let mut command = Command::new(&java.java);
         // A small heap and no JIT tiers beyond C1 make the JVM start faster on a loaded machine.
-        command.args([
-            "-Xmx128m",
-            "-XX:TieredStopAtLevel=1",
-            "-cp",
-            &java.classpath,
-            "CuratorPeer",
-        ]);
+        let mut command = java.command(&["-Xmx128m", "-XX:TieredStopAtLevel=1"]);
         command.args(args);
         Peer::spawn(format!("curator {}", args.join(" ")), command)
     }
@@ -112,21 +103,16 @@ impl Peer {
         let python = tokio::task::spawn_blocking(python)
             .await
             .expect("looking for kazoo");
-        let mut command = Command::new(python);
-        command.arg("-u").arg(sources().join("kazoo_peer.py")).args(args);
+        let mut command = peers::kazoo_command(python);
+        command.args(args);
         Peer::spawn(format!("kazoo {}", args.join(" ")), command)
     }
 
     fn spawn(name: String, mut command: Command) -> Peer {
-        let mut child = command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
+        let mut process = PeerProcess::spawn(name.clone(), &mut command, Stdio::piped())
             .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
         let stderr = Arc::new(Mutex::new(String::new()));
-        let mut pipe = child.stderr.take().unwrap();
+        let mut pipe = process.take_stderr().expect("stderr is piped");
         let sink = stderr.clone();
         // Collected in the background so a chatty peer never blocks on a full pipe, and shown when it fails.
         let stderr_reader = tokio::spawn(async move {
@@ -139,10 +125,7 @@ impl Peer {
             }
         });
         Peer {
-            name,
-            stdin: child.stdin.take(),
-            stdout: BufReader::new(child.stdout.take().unwrap()).lines(),
-            child,
+            process,
             stderr,
             stderr_reader: Some(stderr_reader),
         }
@@ -150,16 +133,14 @@ impl Peer {
 
     /// The process id.
     pub fn pid(&self) -> u32 {
-        self.child.id().unwrap_or(0)
+        self.process.pid()
     }
 
     /// Waits for the next line, which must be `word` or start with `word `; returns the rest. Cancel safe.
     pub async fn expect(&mut self, word: &str) -> String {
-        let line = match tokio::time::timeout(PEER_TIMEOUT, self.stdout.next_line()).await {
-            Ok(Ok(Some(line))) => line,
-            Ok(Ok(None)) => self.fail(&format!("exited while we waited for {word}")).await,
-            Ok(Err(e)) => self.fail(&format!("reading its output: {e}")).await,
-            Err(_) => self.fail(&format!("timed out waiting for {word}")).await,
+        let line = match self.process.next_line(PEER_TIMEOUT).await {
+            Ok(line) => line,
+            Err(e) => self.fail(&e.describe(word)).await,
         };
         match line.strip_prefix(word) {
             Some("") => String::new(),
@@ -173,46 +154,37 @@ impl Peer {
 
     /// The next line if the peer has already written it, without waiting.
     pub async fn said(&mut self) -> Option<String> {
-        // `timeout` polls the (cancel-safe) read once before it looks at the clock: a line already there is
-        // read.
-        match tokio::time::timeout(Duration::ZERO, self.stdout.next_line()).await {
-            Ok(Ok(line)) => line,
-            Ok(Err(e)) => self.fail(&format!("reading its output: {e}")).await,
-            Err(_) => None,
+        match self.process.next_line(Duration::ZERO).await {
+            Ok(line) => Some(line),
+            Err(LineError::Read(e)) => self.fail(&format!("reading its output: {e}")).await,
+            Err(LineError::Closed | LineError::TimedOut) => None,
         }
     }
 
     /// Sends one line to the peer.
     pub async fn send(&mut self, line: &str) {
-        let stdin = self.stdin.as_mut().expect("stdin is open");
-        if let Err(e) = stdin.write_all(format!("{line}\n").as_bytes()).await {
+        if let Err(e) = self.process.send(line).await {
             self.fail(&format!("cannot send {line:?}: {e}")).await;
         }
-        let _ = stdin.flush().await;
     }
 
     /// Closes stdin and waits for the peer to exit; it must exit with status 0.
     pub async fn finish(mut self) {
-        drop(self.stdin.take());
-        match tokio::time::timeout(PEER_TIMEOUT, self.child.wait()).await {
-            Ok(Ok(status)) if status.success() => {}
-            Ok(Ok(status)) => self.fail(&format!("exited with {status}")).await,
-            Ok(Err(e)) => self.fail(&format!("cannot wait for it: {e}")).await,
-            Err(_) => self.fail("did not exit").await,
+        if let Err(e) = self.process.finish(PEER_TIMEOUT).await {
+            self.fail(&e.to_string()).await;
         }
     }
 
     /// Panics naming the peer, with everything it wrote to stderr (killing it first if it still runs).
     async fn fail(&mut self, what: &str) -> ! {
-        let _ = self.child.start_kill();
-        let _ = tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await;
+        self.process.kill(Duration::from_secs(5)).await;
         if let Some(reader) = self.stderr_reader.take() {
             let _ = tokio::time::timeout(Duration::from_secs(5), reader).await;
         }
         let stderr = self.stderr.lock().unwrap().clone();
         panic!(
             "peer `{}` (pid {}) {what}; its stderr:\n{stderr}",
-            self.name,
+            self.process.name(),
             self.pid()
         );
     }
