@@ -62,14 +62,12 @@ pub async fn serve(shared: Arc<Shared>, mut socket: TcpStream, peer: SocketAddr,
             // Bounded outstanding replies: stop taking requests (TCP then pushes back on the client) until
             // replies drain. Checked per frame, so a burst already in the buffer is bounded too.
             while outbox.outstanding.load(Ordering::SeqCst) >= max_outstanding {
-                if outbox.is_blocked() {
-                    if !wait_for_output(&shared, &stream, &outbox).await {
-                        break 'conn;
-                    }
-                } else {
-                    outbox.below(max_outstanding).await;
+                // Announce the wait first, then re-check: a reply written meanwhile has seen the flag.
+                outbox.throttle();
+                if outbox.outstanding.load(Ordering::SeqCst) < max_outstanding {
+                    break;
                 }
-                if outbox.cancel.is_cancelled() {
+                if !wait_for_output(&shared, &stream, &outbox).await {
                     break 'conn;
                 }
             }
@@ -111,16 +109,7 @@ pub async fn serve(shared: Arc<Shared>, mut socket: TcpStream, peer: SocketAddr,
     // What is queued goes out once durable (e.g. at server shutdown: the replies of writes in their fsync),
     // for a bounded time: a client that stopped reading must not hold the connection open.
     let _ = tokio::time::timeout(DRAIN, async {
-        while !outbox.is_closed() {
-            if outbox.is_blocked() {
-                if stream.writable().await.is_err() {
-                    break;
-                }
-                outbox.unblock(&shared.durable);
-            } else {
-                outbox.wake.notified().await;
-            }
-        }
+        while !outbox.is_closed() && output_step(&shared, &stream, &outbox).await {}
     })
     .await;
     outbox.abort();
@@ -194,19 +183,19 @@ fn handle_buffered(
 /// cleared right away instead of by one more read that would only return `WouldBlock`: one syscall per request
 /// saved. (Safe with tokio's readiness tracking: data arriving after the read sets it again.)
 fn read_some(stream: &TcpStream, buf: &mut BytesMut) -> std::io::Result<usize> {
-    let mut drained = false;
+    let mut drained = 0;
     let result = stream.try_io(tokio::io::Interest::READABLE, || {
         let space = buf.capacity() - buf.len();
         let n = stream.try_read_buf(buf)?;
         if n > 0 && n < space {
-            drained = true;
+            drained = n;
             // Reported as WouldBlock so that tokio clears the readiness; the bytes are in `buf`.
             return Err(std::io::ErrorKind::WouldBlock.into());
         }
         Ok(n)
     });
     match result {
-        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && drained => Ok(1),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && drained > 0 => Ok(drained),
         other => other,
     }
 }
@@ -217,21 +206,22 @@ async fn wait_for_output(shared: &Shared, stream: &TcpStream, outbox: &Arc<Outbo
     if outbox.cancel.is_cancelled() || outbox.is_closed() {
         return false;
     }
-    if outbox.is_blocked() {
-        tokio::select! {
-            ready = stream.writable() => {
-                if ready.is_err() {
-                    return false;
-                }
-                outbox.unblock(&shared.durable);
-            }
-            _ = outbox.cancel.cancelled() => return false,
-        }
-    } else {
-        tokio::select! {
-            _ = outbox.wake.notified() => {}
-            _ = outbox.cancel.cancelled() => return false,
-        }
+    tokio::select! {
+        alive = output_step(shared, stream, outbox) => alive && !outbox.cancel.is_cancelled(),
+        _ = outbox.cancel.cancelled() => false,
     }
-    !outbox.cancel.is_cancelled()
+}
+
+/// One wait on the output side: if the socket filled up, until it is writable (then flushes what is ready);
+/// otherwise until the outbox wakes us (replies drained, socket full, closed). `false` if the socket failed.
+async fn output_step(shared: &Shared, stream: &TcpStream, outbox: &Arc<Outbox>) -> bool {
+    if outbox.is_blocked() {
+        if stream.writable().await.is_err() {
+            return false;
+        }
+        outbox.unblock(&shared.durable);
+    } else {
+        outbox.wake.notified().await;
+    }
+    true
 }

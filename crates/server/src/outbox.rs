@@ -122,24 +122,9 @@ impl Outbox {
         }
     }
 
-    /// Waits until fewer than `max` replies are outstanding, or the socket needs the connection task (blocked),
-    /// or the connection ends. Returns at once if below `max`.
-    pub async fn below(&self, max: usize) {
-        while self.outstanding.load(Ordering::SeqCst) >= max
-            && !self.cancel.is_cancelled()
-            && !self.is_blocked()
-        {
-            let notified = self.wake.notified();
-            self.throttled.store(true, Ordering::SeqCst);
-            // Re-check after announcing: a flush that drained meanwhile has seen the flag or left us below.
-            if self.outstanding.load(Ordering::SeqCst) < max || self.is_blocked() {
-                break;
-            }
-            tokio::select! {
-                _ = notified => {}
-                _ = self.cancel.cancelled() => {}
-            }
-        }
+    /// The connection task is about to wait for replies to drain: the next written reply wakes it.
+    pub fn throttle(&self) {
+        self.throttled.store(true, Ordering::SeqCst);
     }
 
     /// Whether the outbox is closed.
