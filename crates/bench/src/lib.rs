@@ -58,6 +58,58 @@ pub(crate) fn sample_window(
     })
 }
 
+/// Runs `cycle` in a loop on every session (one task each) until `end`, counting the cycles that finish at or
+/// after `measure_from`; returns the count and the length of the measured window in seconds.
+pub(crate) async fn count_cycles<F, Fut>(
+    sessions: &[zookeeper_client::Client],
+    measure_from: std::time::Instant,
+    end: std::time::Instant,
+    cycle: F,
+) -> Result<(u64, f64)>
+where
+    F: Fn(zookeeper_client::Client) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = Result<()>> + Send,
+{
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let count = std::sync::Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for client in sessions {
+        let (client, count, cycle) = (client.clone(), count.clone(), cycle.clone());
+        tasks.push(tokio::spawn(async move {
+            while std::time::Instant::now() < end {
+                cycle(client.clone()).await?;
+                if std::time::Instant::now() >= measure_from {
+                    count.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Ok::<_, BenchError>(())
+        }));
+    }
+    for task in tasks {
+        task.await??;
+    }
+    let seconds = (std::time::Instant::now() - measure_from).as_secs_f64();
+    Ok((count.load(Ordering::Relaxed), seconds))
+}
+
+/// Removes a benchmark path and its descendants down to `depth` levels, then closes the session it used (best
+/// effort: the benchmark is over, and contender nodes are ephemeral anyway).
+pub async fn remove_tree(hosts: &str, path: &str, depth: usize) -> Result<()> {
+    let client = connect(hosts).await?;
+    remove_recursive(&client, path, depth).await;
+    close(client).await;
+    Ok(())
+}
+
+async fn remove_recursive(client: &zookeeper_client::Client, path: &str, depth: usize) {
+    if depth > 0 {
+        for child in client.list_children(path).await.unwrap_or_default() {
+            Box::pin(remove_recursive(client, &format!("{path}/{child}"), depth - 1)).await;
+        }
+    }
+    let _ = client.delete(path, None).await;
+}
+
 /// Opens a session for a benchmark client.
 pub async fn connect(hosts: &str) -> Result<zookeeper_client::Client> {
     Ok(zookeeper_client::Client::connector()

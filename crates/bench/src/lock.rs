@@ -1,11 +1,9 @@
 //! Lock throughput: uncontended acquire+release per second, and contended hand-offs per second.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use zklock::Mutex;
-use zookeeper_client::{self as zk, Acls, Client, CreateMode, LockOptions, LockPrefix};
+use zookeeper_client::{Acls, Client, CreateMode, LockOptions, LockPrefix};
 
 use crate::Result;
 
@@ -94,6 +92,7 @@ pub async fn measure(
     probe: crate::Probe,
 ) -> Result<LockRun> {
     let dir = format!("/zklock-bench-{:016x}", rand::random::<u64>());
+    let root = dir.clone();
     let mut sessions = Vec::new();
     for _ in 0..clients.max(1) {
         sessions.push(crate::connect(hosts).await?);
@@ -101,47 +100,20 @@ pub async fn measure(
     let warmup = Duration::from_millis(300).min(duration / 4);
     let start = Instant::now();
     let (measure_from, end) = (start + warmup, start + warmup + duration);
-    let count = Arc::new(AtomicU64::new(0));
     let window = crate::sample_window(probe, measure_from, end);
-    let mut tasks = Vec::new();
-    for client in sessions.clone() {
-        let (count, dir) = (count.clone(), dir.clone());
-        tasks.push(tokio::spawn(async move {
-            while Instant::now() < end {
-                implementation.cycle(&client, &dir).await?;
-                if Instant::now() >= measure_from {
-                    count.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-            Ok::<_, crate::BenchError>(())
-        }));
-    }
-    for task in tasks {
-        task.await??;
-    }
-    let seconds = (Instant::now() - measure_from).as_secs_f64();
+    let (count, seconds) = crate::count_cycles(&sessions, measure_from, end, move |client| {
+        let dir = dir.clone();
+        async move { implementation.cycle(&client, &dir).await }
+    })
+    .await?;
     let probe = window.await?;
     for session in sessions {
         crate::close(session).await;
     }
-    remove_tree(hosts, &dir).await?;
+    crate::remove_tree(hosts, &root, 1).await?;
     Ok(LockRun {
-        count: count.load(Ordering::Relaxed),
+        count,
         seconds,
         probe,
     })
-}
-
-/// Removes a benchmark directory and its children (best effort for the children; they are ephemeral anyway).
-async fn remove_tree(hosts: &str, dir: &str) -> Result<()> {
-    let client = crate::connect(hosts).await?;
-    for child in client.list_children(dir).await.unwrap_or_default() {
-        let _ = client.delete(&format!("{dir}/{child}"), None).await;
-    }
-    match client.delete(dir, None).await {
-        Ok(()) | Err(zk::Error::NoNode) | Err(zk::Error::NotEmpty) => {}
-        Err(err) => return Err(err.into()),
-    }
-    crate::close(client).await;
-    Ok(())
 }

@@ -2,8 +2,6 @@
 //! throughput, `LeaderElection` failover time and `DoubleBarrier` rounds — each shaped exactly like the matching
 //! Curator benchmark in `CuratorPeer.java`, one session per client.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use zklock::{DoubleBarrier, LeaderElection, QueueEvent, RwLock};
@@ -31,37 +29,25 @@ pub async fn rwlock(
     }
     let measure_from = Instant::now() + warmup;
     let end = measure_from + duration;
-    let count = Arc::new(AtomicU64::new(0));
-    let mut tasks = Vec::new();
-    for client in &sessions {
-        let (client, count, dir) = (client.clone(), count.clone(), dir.clone());
-        tasks.push(tokio::spawn(async move {
+    let root = dir.clone();
+    let (count, seconds) = crate::count_cycles(&sessions, measure_from, end, move |client| {
+        let dir = dir.clone();
+        async move {
             let lock = RwLock::new(&client, &dir)?;
-            while Instant::now() < end {
-                if rand::random::<f64>() < read_fraction {
-                    lock.read().await?.release().await?;
-                } else {
-                    lock.write().await?.release().await?;
-                }
-                if Instant::now() >= measure_from {
-                    count.fetch_add(1, Ordering::Relaxed);
-                }
+            if rand::random::<f64>() < read_fraction {
+                lock.read().await?.release().await?;
+            } else {
+                lock.write().await?.release().await?;
             }
-            Ok::<_, crate::BenchError>(())
-        }));
-    }
-    for task in tasks {
-        task.await??;
-    }
-    let seconds = (Instant::now() - measure_from).as_secs_f64();
+            Ok(())
+        }
+    })
+    .await?;
     for session in sessions {
         crate::close(session).await;
     }
-    remove_tree(hosts, &dir).await?;
-    Ok(Count {
-        count: count.load(Ordering::Relaxed),
-        seconds,
-    })
+    crate::remove_tree(hosts, &root, 1).await?;
+    Ok(Count { count, seconds })
 }
 
 /// `rounds` failovers of `LeaderElection`, each on a fresh path with two fresh sessions: the first candidate
@@ -150,28 +136,7 @@ pub async fn double_barrier(hosts: &str, root: &str, clients: usize, barriers: u
     Ok(elapsed)
 }
 
-/// Removes a benchmark directory and its children (best effort for the children).
-async fn remove_tree(hosts: &str, dir: &str) -> Result<()> {
-    let client = crate::connect(hosts).await?;
-    remove_recursive(&client, dir, 1).await;
-    crate::close(client).await;
-    Ok(())
-}
-
 /// Removes a benchmark root, its per-round directories and their children (best effort).
 pub async fn remove_tree_deep(hosts: &str, root: &str) -> Result<()> {
-    let client = crate::connect(hosts).await?;
-    remove_recursive(&client, root, 2).await;
-    crate::close(client).await;
-    Ok(())
-}
-
-/// Deletes `path` after its descendants down to `depth` levels; errors are ignored (the benchmark is over).
-async fn remove_recursive(client: &zk::Client, path: &str, depth: usize) {
-    if depth > 0 {
-        for child in client.list_children(path).await.unwrap_or_default() {
-            Box::pin(remove_recursive(client, &format!("{path}/{child}"), depth - 1)).await;
-        }
-    }
-    let _ = client.delete(path, None).await;
+    crate::remove_tree(hosts, root, 2).await
 }
