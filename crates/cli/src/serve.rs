@@ -1,10 +1,33 @@
 //! `zklock serve`: the embedded ZooKeeper-compatible server as a standalone process.
+//!
+//! Exit status: **0** after SIGINT/SIGTERM (clean shutdown, final snapshot); **1** the transaction log cannot be
+//! written — at start the log directory has no room for one preallocation step of the log, or while serving a
+//! write or fsync failed (a full disk, an I/O error); **3** any other failure (bind, unreadable config,
+//! corrupt data directory). Each failure prints one `zklock serve: ...` line naming the directory and the cause.
+//!
+//! # A full disk: exit, not read-only
+//!
+//! When the log cannot be written the server stops serving at once (no more acknowledgements, every connection
+//! closed, new sessions refused, `ruok` unanswered; see `zklock_server`'s crate docs) and this process exits 1
+//! with, e.g., "zklock serve: cannot write the transaction log in /var/lib/zklock: No space left on device (os
+//! error 28); stopped serving; free space and restart". We exit rather than linger read-only because a process
+//! that is up but cannot write is exactly the zombie clients cannot fail over from: a read-only mode would still
+//! accept sessions that can create no ephemeral node and take no lock, and it would need a way back to
+//! read-write that is only safe after re-reading the log (after a failed fsync the state of the file is
+//! unknown). ZooKeeper itself shuts down when its transaction log fails. A supervisor restarting the process is
+//! enough: once there is room, the restart recovers every acknowledged write from the same data directory (and
+//! while there is none, it fails at start with exit 1 and a message giving the room needed and available).
+
+use std::io::ErrorKind;
 
 use anyhow::{Context, Result};
 use tokio::signal::unix::{signal, SignalKind};
-use zklock_server::{Server, ServerConfig};
+use zklock_server::{Error, Server, ServerConfig, StorageError};
 
 use crate::cli::ServeArgs;
+
+/// Exit status when the transaction log cannot be written (at start or while serving).
+const LOG_UNWRITABLE: i32 = 1;
 
 pub async fn serve(args: ServeArgs) -> Result<i32> {
     let mut config = match &args.config {
@@ -19,15 +42,42 @@ pub async fn serve(args: ServeArgs) -> Result<i32> {
     if let Some(dir) = &args.data_dir {
         config.data_dir = Some(dir.clone());
     }
-    let server = Server::start(config).await.context("starting the server")?;
+    let server = match Server::start(config).await {
+        Ok(server) => server,
+        Err(Error::Storage(err @ StorageError::NoRoom { .. })) => {
+            eprintln!("zklock serve: {err}; free space or use a bigger disk");
+            return Ok(LOG_UNWRITABLE);
+        }
+        Err(err) => return Err(err).context("starting the server"),
+    };
     tracing::info!(addr = %server.local_addr(), "zklock server serving");
     println!("zklock server listening on {}", server.local_addr());
     let mut term = signal(SignalKind::terminate())?;
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
+        failure = server.log_failure() => {
+            // Connections are closed and new sessions refused already; stop the rest and say why.
+            if let Err(e) = server.shutdown().await {
+                tracing::debug!(error = %e, "shutdown after the log failure");
+            }
+            eprintln!("zklock serve: {failure}; {}", hint(&failure));
+            return Ok(LOG_UNWRITABLE);
+        }
     }
     tracing::info!("shutting down");
     server.shutdown().await.context("shutting down")?;
     Ok(0)
+}
+
+/// What the operator should do about a failed log write.
+fn hint(failure: &Error) -> &'static str {
+    let kind = match failure {
+        Error::LogWrite { error, .. } => error.io_error().map(std::io::Error::kind),
+        _ => None,
+    };
+    match kind {
+        Some(ErrorKind::StorageFull | ErrorKind::QuotaExceeded) => "free space and restart",
+        _ => "check the disk and restart",
+    }
 }

@@ -23,7 +23,6 @@ use crate::state::Conn;
 /// Serves one accepted socket until it closes.
 pub async fn serve(shared: Arc<Shared>, mut socket: TcpStream, peer: SocketAddr, _slot: IpSlot) {
     let _ = socket.set_nodelay(true);
-    let cancel = shared.shutdown.child_token();
     let mut buf = BytesMut::with_capacity(8 * 1024);
 
     // A four-letter word replaces the length prefix of the first frame.
@@ -33,13 +32,22 @@ pub async fn serve(shared: Arc<Shared>, mut socket: TcpStream, peer: SocketAddr,
                 Ok(0) | Err(_) => return,
                 Ok(_) => {}
             },
-            _ = cancel.cancelled() => return,
+            _ = shared.shutdown.cancelled() => return,
         }
     }
     if let Some(cmd) = fourlw::detect(&buf[..4]) {
         fourlw::answer(&shared, cmd, socket).await;
         return;
     }
+    if shared.durable.failed() {
+        // Not serving (the log cannot be written): no session, like ZooKeeper closing a client connection while
+        // it is not running. The client tries its next server.
+        tracing::debug!(%peer, "not serving; closing a new client connection");
+        return;
+    }
+    // Cancelled at shutdown and when the log fails (a failure between the check above and here cancels it
+    // at once).
+    let cancel = shared.durable.serving().child_token();
 
     let stream = Arc::new(socket);
     let outbox = Arc::new(Outbox::new(stream.clone(), cancel.clone()));

@@ -15,6 +15,21 @@ pub enum Error {
     /// Stored data could not be turned back into a tree.
     #[error("recovery: {0}")]
     Recovery(#[from] crate::persist::RecoveryError),
+    /// The transaction log could not be written (a full disk, an I/O error) while serving: the server has
+    /// stopped serving (see [`crate::Server::log_failure`]). The message names the log directory and the
+    /// operating-system error, e.g. "cannot write the transaction log in /var/lib/zklock: No space left on
+    /// device (os error 28); stopped serving".
+    #[error(
+        "cannot write the transaction log in {}: {}; stopped serving",
+        dir.display(),
+        error.io_error().map_or_else(|| error.to_string(), ToString::to_string)
+    )]
+    LogWrite {
+        /// The transaction log directory.
+        dir: std::path::PathBuf,
+        /// The failed write or sync (see [`zklock_storage::StorageError::io_error`] for the OS error).
+        error: zklock_storage::StorageError,
+    },
     /// A blocking storage task died (panicked or was cancelled).
     #[error("storage task failed: {0}")]
     Task(#[from] tokio::task::JoinError),

@@ -44,7 +44,23 @@ pub async fn answer(shared: &Arc<Shared>, cmd: &'static str, mut wr: TcpStream) 
     let _ = wr.shutdown().await;
 }
 
+/// ZooKeeper's answer to most words while it is not serving.
+pub const NOT_SERVING: &str = "This ZooKeeper instance is not currently serving requests";
+
 fn render(shared: &Arc<Shared>, cmd: &str) -> String {
+    if shared.durable.failed() {
+        // The log cannot be written: the server no longer serves. Answered the way ZooKeeper answers while not
+        // running: `ruok` gets nothing at all (ZooKeeper's documented contract: no answer unless it runs in a
+        // non-error state), `isro` "null", and the words that describe the serving state the not-serving line.
+        match cmd {
+            "ruok" => return String::new(),
+            "isro" => return "null".into(),
+            "srvr" | "stat" | "mntr" | "cons" | "dump" | "wchs" | "wchc" | "wchp" => {
+                return format!("{NOT_SERVING}\n");
+            }
+            _ => {}
+        }
+    }
     let st = shared.lock();
     let (watched_paths, watches) = st.watches.counts();
     let conns = st.conns.len();

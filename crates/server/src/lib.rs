@@ -47,6 +47,20 @@
 //! durability: every reply after the fsync of its txn, snapshots every 100,000 txns and at shutdown,
 //! sessions and zxid surviving restarts.
 //!
+//! # When the log cannot be written (a full disk)
+//!
+//! A data directory without room for one preallocation step of the log is refused at start
+//! ([`StorageError::NoRoom`], with the numbers). If a write or fsync of the log fails later (`ENOSPC`, `EIO`),
+//! the server stops serving at once, because it can no longer make anything durable and a server that looks
+//! healthy but cannot write is one clients never fail over from: nothing more is acknowledged (the failed
+//! batch's replies are dropped), every client connection is closed, new sessions are refused (the connection
+//! is closed, as ZooKeeper does while not running), `ruok` gets no answer, and `srvr`, `stat`, `mntr`, `cons`,
+//! `dump`, `wchs`, `wchc`, `wchp` answer ZooKeeper's "This ZooKeeper instance is not currently serving
+//! requests" (`isro`: "null"). No snapshot is written from then on (the tree may hold txns that never became
+//! durable). It does not recover by itself — after a failed fsync the state of the file is unknown — so
+//! [`Server::log_failure`] tells the owner, who shuts the server down (`zklock serve` exits 1). Restarted on the
+//! same directory once there is room, it has every acknowledged write.
+//!
 //! ZooKeeper quirks reproduced on purpose (a client can see them): stats report
 //! `cversion = 2 × child creates − numChildren`, so deletes show up in it, while sequence suffixes use the
 //! create counter; container and TTL markers are reported as `ephemeralOwner` 0; inside a multi a create's
@@ -84,8 +98,10 @@ mod watch;
 
 pub use config::{ConfigError, ServerConfig};
 pub use error::Error;
+pub use zklock_storage::StorageError;
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
 
@@ -97,6 +113,8 @@ pub struct Server {
     local_addr: SocketAddr,
     shared: Arc<Shared>,
     tasks: Vec<JoinHandle<()>>,
+    /// Where the transaction log lives (for error messages).
+    log_dir: PathBuf,
     /// The temporary data directory, when the config had none (removed when the server goes).
     temp_dir: Option<tempfile::TempDir>,
 }
@@ -106,8 +124,10 @@ impl Server {
     /// accepting when this returns.
     ///
     /// # Errors
-    /// Bind failures, an unusable data directory, and storage corruption (see `zklock-storage` for the
-    /// torn-tail policy: a torn last record is a clean end of log, damage elsewhere refuses to start).
+    /// Bind failures, an unusable data directory, a log directory without room for one preallocation step
+    /// of the log ([`StorageError::NoRoom`], inside [`Error::Storage`]), and storage corruption (see
+    /// `zklock-storage` for the torn-tail policy: a torn last record is a clean end of log, damage elsewhere
+    /// refuses to start).
     pub async fn start(config: ServerConfig) -> Result<Server, Error> {
         let (data_dir, temp_dir) = match &config.data_dir {
             Some(dir) => (dir.clone(), None),
@@ -121,6 +141,7 @@ impl Server {
         };
         let mut options = zklock_storage::StorageOptions::new(data_dir);
         options.log_dir = config.data_log_dir.clone();
+        let log_dir = options.log_dir().to_path_buf();
         let (storage, recovered) =
             tokio::task::spawn_blocking(move || zklock_storage::Storage::open(options)).await??;
 
@@ -150,8 +171,27 @@ impl Server {
             local_addr,
             shared,
             tasks,
+            log_dir,
             temp_dir,
         })
+    }
+
+    /// Completes once the server has stopped serving because its transaction log could not be written (a
+    /// write or fsync failed: a full disk, an I/O error) and returns [`Error::LogWrite`], which names the log
+    /// directory and the OS error. Never completes while the log works.
+    ///
+    /// From that moment nothing more is acknowledged, every client connection is closed, new sessions are
+    /// refused and `ruok` gets no answer (details in the crate docs), so clients fail over to another server.
+    /// The server does not recover by itself (after a failed fsync the state of the file is unknown); the
+    /// owner should call [`Server::shutdown`] (which then returns the storage error and writes no snapshot)
+    /// and restart on the same directory once the disk has room: every acknowledged write is there.
+    /// Cancel-safe; may be awaited any number of times.
+    pub async fn log_failure(&self) -> Error {
+        let error = self.shared.durable.failure().await;
+        Error::LogWrite {
+            dir: self.log_dir.clone(),
+            error,
+        }
     }
 
     /// The address the server listens on (with the real port when `listen` had port 0).
@@ -174,14 +214,19 @@ impl Server {
 
     /// Stops accepting, closes every connection after flushing its queued replies, writes a final
     /// snapshot and closes the log. Sessions are not closed: they survive into the next start.
+    ///
+    /// After a log failure ([`Server::log_failure`]) no snapshot is written and the storage error is returned.
     pub async fn shutdown(mut self) -> Result<(), Error> {
         self.shared.shutdown.cancel();
         for task in self.tasks.drain(..) {
             let _ = task.await;
         }
+        let failed = self.shared.durable.failed();
         let (storage, snapshot) = {
             let mut st = self.shared.lock();
-            let snapshot = (st.since_snapshot > 0).then(|| (st.last_zxid, persist::snapshot_blob(&st)));
+            // After a log failure the tree may hold txns that never became durable: no snapshot of it.
+            let snapshot =
+                (st.since_snapshot > 0 && !failed).then(|| (st.last_zxid, persist::snapshot_blob(&st)));
             (st.take_storage(), snapshot)
         };
         if let Some(storage) = storage {

@@ -16,7 +16,7 @@
 use std::collections::VecDeque;
 use std::io::IoSlice;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
@@ -266,21 +266,45 @@ impl Outbox {
     }
 }
 
-/// The durable zxid, and the outboxes waiting for it to grow.
+/// The durable zxid, and the outboxes waiting for it to grow. Also where a failed log is recorded: from then on
+/// the server does not serve (see [`Durable::fail`]).
 #[derive(Debug, Default)]
 pub struct Durable {
     zxid: AtomicI64,
     failed: AtomicBool,
     waiters: Mutex<Vec<Arc<Outbox>>>,
+    /// The error that failed the log (the first one).
+    failure: OnceLock<zklock_storage::StorageError>,
+    /// Cancelled when the log fails (and only then).
+    failed_token: CancellationToken,
+    /// Cancelled when the log fails; every client connection's token is a child of it.
+    serving: CancellationToken,
 }
 
 impl Durable {
-    /// Durable up to `zxid` already (recovered state).
-    pub fn new(zxid: i64) -> Durable {
+    /// Durable up to `zxid` already (recovered state). `serving` is cancelled if the log fails; connections
+    /// take child tokens of it (the server passes a child of its shutdown token).
+    pub fn new(zxid: i64, serving: CancellationToken) -> Durable {
         Durable {
             zxid: AtomicI64::new(zxid),
+            serving,
             ..Durable::default()
         }
+    }
+
+    /// The token client connections derive theirs from: cancelled when the log fails (or the server shuts
+    /// down).
+    pub fn serving(&self) -> &CancellationToken {
+        &self.serving
+    }
+
+    /// Completes once the log has failed; then returns the error that failed it.
+    pub async fn failure(&self) -> zklock_storage::StorageError {
+        self.failed_token.cancelled().await;
+        self.failure
+            .get()
+            .cloned()
+            .unwrap_or(zklock_storage::StorageError::Closed)
     }
 
     /// Highest zxid known durable.
@@ -317,13 +341,27 @@ impl Durable {
         self.wake_waiters();
     }
 
-    /// Marks the log as failed: every waiting connection closes without its pending replies.
-    pub fn fail(&self) {
-        self.failed.store(true, Ordering::SeqCst);
+    /// Marks the log as failed with `error` (a write or fsync failed, e.g. the disk is full): nothing more is
+    /// acknowledged, and the server stops serving. Every waiting connection closes at once without its pending
+    /// replies, every other connection is told to close (through [`Durable::serving`]), and later outbox
+    /// flushes write nothing. Returns `true` the first time.
+    pub fn fail(&self, error: &zklock_storage::StorageError) -> bool {
+        let root = match error {
+            zklock_storage::StorageError::Poisoned(first) => (**first).clone(),
+            other => other.clone(),
+        };
+        // Recorded before the flag, so whoever sees the flag finds the error.
+        let _ = self.failure.set(root);
+        let first = !self.failed.swap(true, Ordering::SeqCst);
         let waiting = std::mem::take(&mut *self.waiters());
         for outbox in waiting {
             outbox.abort();
         }
+        if first {
+            self.serving.cancel();
+            self.failed_token.cancel();
+        }
+        first
     }
 
     /// Registers `outbox` as waiting for `after`; `true` (and nothing registered) if it is durable already.

@@ -156,7 +156,7 @@ mod tests {
     use zklock_codec::Acl;
 
     fn state() -> State {
-        let durable = Arc::new(crate::state::Durable::new(0));
+        let durable = Arc::new(crate::state::Durable::new(0, Default::default()));
         let sessions = crate::session::Sessions::new(std::time::Duration::from_secs(2), 1 << 56);
         State::new(
             DataTree::new(),

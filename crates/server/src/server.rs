@@ -31,7 +31,8 @@ pub fn make_shared(
     last_zxid: i64,
     log: Durability,
 ) -> Arc<Shared> {
-    let durable = Arc::new(Durable::new(last_zxid));
+    let shutdown = CancellationToken::new();
+    let durable = Arc::new(Durable::new(last_zxid, shutdown.child_token()));
     let mut state = State::new(tree, sessions, last_zxid, log, durable.clone());
     state.super_digest = config.super_digest.clone();
     let (min, max) = config.session_timeout_bounds();
@@ -46,7 +47,7 @@ pub fn make_shared(
         limits,
         durable,
         per_ip: Mutex::new(HashMap::new()),
-        shutdown: CancellationToken::new(),
+        shutdown,
         started: std::time::Instant::now(),
     })
 }
@@ -116,6 +117,11 @@ pub async fn ticker(shared: Arc<Shared>) {
 
 /// One tick's work under the lock; returns a snapshot to write (outside the lock) when one is due.
 fn on_tick(shared: &Shared, next_sweep: &mut Instant) -> Option<(zklock_storage::Storage, i64, Vec<u8>)> {
+    if shared.durable.failed() {
+        // Not serving: nothing can be logged any more, and the tree may hold txns that never became durable,
+        // so it must not be snapshotted either.
+        return None;
+    }
     let mut st = shared.lock();
     for id in st.sessions.expired(Instant::now()) {
         let conn = st.sessions.get(id).and_then(|s| s.conn);

@@ -22,7 +22,8 @@ pub struct Shared {
     pub durable: Arc<Durable>,
     /// Open connections per client IP (maxClientCnxns).
     pub per_ip: Mutex<HashMap<IpAddr, usize>>,
-    /// Cancelled at shutdown; every connection's token is a child of it.
+    /// Cancelled at shutdown. Client connections' tokens descend from it through [`Durable::serving`], which
+    /// a failed log cancels as well.
     pub shutdown: CancellationToken,
     /// Server start time (for `srvr`/`mntr` uptime).
     pub started: std::time::Instant,

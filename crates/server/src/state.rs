@@ -246,8 +246,14 @@ impl State {
                     Box::new(move |res| match res {
                         Ok(()) => durable.mark(zxid),
                         Err(e) => {
-                            tracing::error!(zxid, error = %e, "transaction log write failed; no more replies");
-                            durable.fail();
+                            if durable.fail(&e) {
+                                tracing::error!(
+                                    zxid,
+                                    error = %e,
+                                    "transaction log write failed; stopped serving: nothing more is acknowledged, \
+                                     every connection is closed, new sessions are refused"
+                                );
+                            }
                         }
                     }),
                 );
@@ -358,7 +364,7 @@ mod tests {
     use super::*;
 
     fn state(last_zxid: i64, durable_zxid: i64) -> State {
-        let durable = Arc::new(Durable::new(durable_zxid));
+        let durable = Arc::new(Durable::new(durable_zxid, Default::default()));
         let sessions = Sessions::new(std::time::Duration::from_secs(2), 1 << 56);
         State::new(DataTree::new(), sessions, last_zxid, Durability::Memory, durable)
     }

@@ -68,6 +68,24 @@ pub enum StorageError {
     /// The options passed to [`crate::Storage::open`] are unusable.
     #[error("invalid storage options: {0}")]
     InvalidOptions(String),
+    /// The log directory has less free space than one preallocation step of the log needs
+    /// ([`crate::StorageOptions::preallocate_bytes`], capped at `log_roll_bytes`, plus the file
+    /// header): the first append would fail. Checked by [`crate::Storage::open`].
+    #[error(
+        "not enough room for the transaction log in {}: it needs {} free (one preallocation step), \
+         the file system has {} available",
+        dir.display(),
+        size(*needed),
+        size(*available)
+    )]
+    NoRoom {
+        /// The log directory.
+        dir: PathBuf,
+        /// Bytes the log needs free.
+        needed: u64,
+        /// Bytes available (to an unprivileged user: `f_bavail`).
+        available: u64,
+    },
     /// The storage was closed (or its writer thread is gone).
     #[error("storage is closed")]
     Closed,
@@ -85,6 +103,22 @@ impl StorageError {
             source: Arc::new(source),
         }
     }
+
+    /// The operating-system error behind this error, if any, looking through
+    /// [`StorageError::Poisoned`] (e.g. `ENOSPC`, "No space left on device (os error 28)", after a
+    /// write on a full disk).
+    pub fn io_error(&self) -> Option<&io::Error> {
+        match self {
+            StorageError::Io { source, .. } => Some(source),
+            StorageError::Poisoned(first) => first.io_error(),
+            _ => None,
+        }
+    }
+}
+
+/// `4194304 bytes (4.0 MiB)`.
+fn size(bytes: u64) -> String {
+    format!("{bytes} bytes ({:.1} MiB)", bytes as f64 / (1u64 << 20) as f64)
 }
 
 /// Shorthand used throughout the crate.

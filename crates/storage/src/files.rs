@@ -68,6 +68,13 @@ pub(crate) fn sync_dir(dir: &Path, fsync: bool) -> Result<()> {
         .map_err(|e| StorageError::io(dir, e))
 }
 
+/// Bytes available to an unprivileged user in the file system holding `dir`, and its block size.
+pub(crate) fn free_space(dir: &Path) -> std::io::Result<(u64, u64)> {
+    let st = rustix::fs::statvfs(dir).map_err(std::io::Error::from)?;
+    let block = st.f_frsize.max(1);
+    Ok((st.f_bavail.saturating_mul(block), block))
+}
+
 /// Removes a file; an already missing file is fine.
 pub(crate) fn remove(path: &Path) -> Result<()> {
     match fs::remove_file(path) {

@@ -43,7 +43,13 @@
 //!   *reply after fsync*.
 //! * After a failed write or sync the file state is unknown; the storage is then
 //!   **poisoned**: the failing batch and every later append get an error
-//!   ([`StorageError::Poisoned`]). Restart (re-open) to recover.
+//!   ([`StorageError::Poisoned`]). Restart (re-open) to recover. A full disk shows up this way
+//!   (`ENOSPC`, usually while extending the zero fill); [`StorageError::io_error`] gives the OS
+//!   error. Nothing of a failed batch was acknowledged, and everything acknowledged before it is
+//!   recovered by the next open.
+//! * [`Storage::open`] refuses a log directory with less free space than one preallocation step
+//!   ([`StorageError::NoRoom`]), so a disk far too small is a start-up error rather than a
+//!   failure of the first append.
 //! * Callbacks run on the writer thread (keep them short, never block on another append);
 //!   the only exception is an append after [`Storage::close`], whose callback gets
 //!   [`StorageError::Closed`] immediately on the calling thread. A panicking callback is

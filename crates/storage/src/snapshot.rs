@@ -13,9 +13,21 @@ const SNAPSHOT_VERSION: u32 = 1;
 const SNAPSHOT_HEADER_LEN: usize = 32;
 
 /// Writes `snapshot.<zxid>` atomically: temp file, fsync, rename, fsync of the directory.
+/// On failure the temporary file is removed, so a snapshot that did not fit (a full disk) does not
+/// keep holding the space the log needs.
 pub(crate) fn write(dir: &Path, zxid: i64, blob: &[u8], fsync: bool) -> Result<PathBuf> {
-    let final_path = dir.join(files::file_name(SNAPSHOT_PREFIX, zxid));
     let tmp_path = dir.join(format!("{}{TMP_SUFFIX}", files::file_name(SNAPSHOT_PREFIX, zxid)));
+    let written = write_via(&tmp_path, dir, zxid, blob, fsync);
+    if written.is_err() {
+        if let Err(e) = files::remove(&tmp_path) {
+            tracing::warn!(error = %e, "cannot remove the unfinished snapshot");
+        }
+    }
+    written
+}
+
+fn write_via(tmp_path: &Path, dir: &Path, zxid: i64, blob: &[u8], fsync: bool) -> Result<PathBuf> {
+    let final_path = dir.join(files::file_name(SNAPSHOT_PREFIX, zxid));
     let mut header = [0u8; SNAPSHOT_HEADER_LEN];
     header[..8].copy_from_slice(SNAPSHOT_MAGIC);
     header[8..12].copy_from_slice(&SNAPSHOT_VERSION.to_be_bytes());
@@ -24,12 +36,12 @@ pub(crate) fn write(dir: &Path, zxid: i64, blob: &[u8], fsync: bool) -> Result<P
     let mut crc = crc32c::crc32c(&header);
     crc = crc32c::crc32c_append(crc, blob);
 
-    let io = |e| StorageError::io(&tmp_path, e);
+    let io = |e| StorageError::io(tmp_path, e);
     let mut file = OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
-        .open(&tmp_path)
+        .open(tmp_path)
         .map_err(io)?;
     // Several writes through a buffer: the blob may be large, so avoid copying it.
     let mut out = std::io::BufWriter::with_capacity(1 << 20, &mut file);
@@ -42,7 +54,7 @@ pub(crate) fn write(dir: &Path, zxid: i64, blob: &[u8], fsync: bool) -> Result<P
         file.sync_all().map_err(io)?;
     }
     drop(file);
-    fs::rename(&tmp_path, &final_path).map_err(|e| StorageError::io(&final_path, e))?;
+    fs::rename(tmp_path, &final_path).map_err(|e| StorageError::io(&final_path, e))?;
     files::sync_dir(dir, fsync)?;
     Ok(final_path)
 }

@@ -7,6 +7,7 @@ use std::thread::JoinHandle;
 use crate::error::{Result, StorageError};
 use crate::files::{self, LOG_PREFIX, SNAPSHOT_PREFIX};
 use crate::options::StorageOptions;
+use crate::record::LOG_HEADER_LEN;
 use crate::writer::{Pending, Shared, Writer};
 use crate::{recovery, snapshot};
 
@@ -49,10 +50,13 @@ impl std::fmt::Debug for Storage {
 
 impl Storage {
     /// Recovers the directories (creating them if missing), repairs a torn log tail, and
-    /// starts the writer thread. Fails on corruption (see the crate docs for the policy).
+    /// starts the writer thread. Fails on corruption (see the crate docs for the policy), and
+    /// with [`StorageError::NoRoom`] when the log directory has no room for one preallocation
+    /// step of the log.
     pub fn open(options: StorageOptions) -> Result<(Storage, Recovered)> {
         options.validate()?;
         let outcome = recovery::recover(&options)?;
+        check_room(&options)?;
         let shared = Arc::new(Shared::default());
         let writer = Writer::new(options.clone(), outcome.active, outcome.recovered.last_zxid);
         let thread_shared = shared.clone();
@@ -173,6 +177,35 @@ impl Storage {
     pub fn close(self) -> Result<()> {
         self.inner.shutdown()
     }
+}
+
+/// Refuses a log directory without room for one preallocation step of the log (see
+/// [`StorageError::NoRoom`]): better a clear error at start than a failed first append. Runs after
+/// recovery, which may have freed space (torn tails, leftover temporary files). Space can still run
+/// out later; then the log is poisoned (see the crate docs).
+fn check_room(options: &StorageOptions) -> Result<()> {
+    let dir = options.log_dir();
+    let (available, block) = match files::free_space(dir) {
+        Ok(free) => free,
+        Err(e) => {
+            tracing::warn!(dir = %dir.display(), error = %e, "cannot query the free space; not checking it");
+            return Ok(());
+        }
+    };
+    // A new file is preallocated to `step` bytes (header included), a full one grows by `step`.
+    let step = options
+        .preallocate_bytes
+        .min(options.log_roll_bytes)
+        .max(LOG_HEADER_LEN as u64);
+    let needed = step.div_ceil(block).saturating_mul(block);
+    if available < needed {
+        return Err(StorageError::NoRoom {
+            dir: dir.to_path_buf(),
+            needed,
+            available,
+        });
+    }
+    Ok(())
 }
 
 impl Inner {

@@ -644,6 +644,59 @@ fn header_only_newest_log_file_is_not_reused(root: &Path) {
     assert_eq!(open(&o).1.txns, expected([2]));
 }
 
+/// A log directory without room for one preallocation step is refused at open, with the numbers,
+/// instead of failing the first append.
+fn open_refuses_a_log_dir_without_room_for_one_preallocation_step(root: &Path) {
+    let tmp = TempDir::new_in(root).unwrap();
+    let mut o = options(tmp.path());
+    o.log_dir = Some(tmp.path().join("log"));
+    o.preallocate_bytes = 1 << 60; // no file system here has an exbibyte free
+    o.log_roll_bytes = 1 << 60;
+    match Storage::open(o.clone()) {
+        Err(StorageError::NoRoom {
+            ref dir,
+            needed,
+            available,
+        }) => {
+            assert_eq!(dir, &tmp.path().join("log"));
+            assert!(needed >= 1 << 60 && available < needed, "{needed} {available}");
+        }
+        other => panic!("expected NoRoom, got {other:?}"),
+    }
+    let err = Storage::open(o.clone()).unwrap_err().to_string();
+    assert!(
+        err.contains("not enough room") && err.contains("needs 1152921504606846976 bytes"),
+        "{err}"
+    );
+    // The step is capped at the roll size: a small one fits.
+    o.log_roll_bytes = 4096;
+    let (s, _) = open(&o);
+    append_all_sync(&s, 1..=3);
+    s.close().unwrap();
+}
+
+/// A snapshot that cannot be completed does not leave its temporary file behind (on a full disk that
+/// file would hold the space the log needs until the next start).
+fn failed_snapshot_leaves_no_temporary_file(root: &Path) {
+    let tmp = TempDir::new_in(root).unwrap();
+    let o = options(tmp.path());
+    let (s, _) = open(&o);
+    append_all_sync(&s, 1..=3);
+    // The rename onto the final name fails: a non-empty directory holds it.
+    let blocker = tmp.path().join("snapshot.0000000000000003");
+    fs::create_dir(&blocker).unwrap();
+    fs::write(blocker.join("x"), b"x").unwrap();
+    assert!(s.save_snapshot(3, b"tree").is_err());
+    let left: Vec<_> = fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    fs::remove_dir_all(&blocker).unwrap();
+    s.close().unwrap();
+}
+
 /// Runs each named test body once on the disk-backed temp directory and once on tmpfs
 /// (`/dev/shm`), whose fsync and rename behave differently from a journaling filesystem.
 macro_rules! on_both_filesystems {
@@ -668,6 +721,8 @@ fn tmpfs_root() -> PathBuf {
 }
 
 on_both_filesystems!(
+    open_refuses_a_log_dir_without_room_for_one_preallocation_step,
+    failed_snapshot_leaves_no_temporary_file,
     header_only_newest_log_file_is_not_reused,
     failed_write_poisons_the_log,
     dropping_the_last_handle_inside_a_callback_does_not_deadlock,

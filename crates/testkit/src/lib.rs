@@ -31,6 +31,7 @@ pub use fourlw::four_letter_word;
 pub use proxy::Proxy;
 pub use session::expire_session;
 pub use shared::{shared_ensemble, shared_standalone};
+pub use spawn::spawn_tied_to_process;
 pub use zookeeper::{Builder, ZooKeeper, DEFAULT_START_TIMEOUT, DEFAULT_TICK_TIME_MS};
 
 use rand::Rng;

@@ -16,8 +16,12 @@ struct SpawnRequest {
     reply: mpsc::Sender<io::Result<Child>>,
 }
 
-/// Spawns `command` from the process-lifetime spawner thread with `PR_SET_PDEATHSIG = SIGKILL` armed.
-pub(crate) fn spawn_tied_to_process(command: Command) -> io::Result<Child> {
+/// Spawns `command` from the process-lifetime spawner thread with `PR_SET_PDEATHSIG = SIGKILL` armed, so the
+/// child is killed when this process ends, even by kill -9 (for any process a test or a harness starts).
+///
+/// # Errors
+/// Those of [`Command::spawn`].
+pub fn spawn_tied_to_process(command: Command) -> io::Result<Child> {
     let (reply, result) = mpsc::channel();
     spawner()
         .send(SpawnRequest { command, reply })

@@ -6,4 +6,5 @@ mod demo;
 mod elect;
 mod interop;
 mod run;
+mod serve_disk_full;
 mod status;

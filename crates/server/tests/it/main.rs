@@ -3,5 +3,6 @@
 
 mod client;
 mod common;
+mod disk_full;
 mod durability;
 mod raw;

@@ -1,0 +1,644 @@
+//! One campaign: server, register, contenders, nemesis; then the cleanliness check and the checker's verdict.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use zookeeper_client::Client;
+
+use crate::checker::{self, Rules, Violation};
+use crate::clock::now_ns;
+use crate::contenders::{Contenders, Launch, SlotReport};
+use crate::fence::Fence;
+use crate::history::{parse_interval, Interval, Op};
+use crate::nemesis::{self, Fault, Record, Targets};
+use crate::register::Register;
+use crate::servers::{ServerKind, Servers};
+use crate::Recipe;
+
+/// The campaign's command line.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CampaignArgs {
+    /// The server under test.
+    #[arg(long, value_enum, default_value = "embedded")]
+    pub server: ServerKind,
+    /// The workload.
+    #[arg(long, value_enum, default_value = "mutex")]
+    pub recipe: Recipe,
+    /// Contender processes.
+    #[arg(long, default_value_t = 4)]
+    pub clients: usize,
+    /// Seed of the fault schedule and of the contenders' choices (default: random, printed for replay).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Length of the campaign, seconds. The last session timeout + 8 s are kept free of faults, to see recovery.
+    #[arg(long, default_value_t = 60)]
+    pub duration: u64,
+    /// The contenders' session timeout, seconds.
+    #[arg(long, default_value_t = 4)]
+    pub session_timeout: u64,
+    /// The faults to draw from (comma-separated; default: every one that applies to the server and workload).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub faults: Vec<Fault>,
+    /// The negative control: the register accepts every token, so stale holders get through. The checker must
+    /// then find violations under the pause fault.
+    #[arg(long)]
+    pub no_fencing: bool,
+    /// Leases of the semaphore workload.
+    #[arg(long, default_value_t = 2)]
+    pub leases: usize,
+    /// The `zklock` binary (for `zklock serve` and `zklock run`); default: the one next to this binary.
+    #[arg(long)]
+    pub zklock: Option<PathBuf>,
+    /// Keep the campaign's files (register history, logs) in this directory; by default they are kept only when
+    /// the checker finds violations.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Runs the campaign; the process exit status.
+pub async fn main(args: CampaignArgs) -> i32 {
+    let seed = args.seed.unwrap_or_else(rand::random::<u64>);
+    match campaign(&args, seed).await {
+        Ok(0) => 0,
+        Ok(_) => 1,
+        Err(err) => {
+            eprintln!("zklock-chaos: {err:#}");
+            println!("chaos: campaign failed to run ({err}), seed {seed}");
+            2
+        }
+    }
+}
+
+fn faults_for(args: &CampaignArgs) -> Vec<Fault> {
+    if !args.faults.is_empty() {
+        return args.faults.clone();
+    }
+    let mut faults = vec![Fault::Pause, Fault::Kill];
+    if args.recipe == Recipe::Run {
+        faults.push(Fault::KillCommand);
+    }
+    match args.server {
+        ServerKind::Embedded | ServerKind::Zookeeper => {
+            faults.extend([
+                Fault::Cut,
+                Fault::Blackhole,
+                Fault::Expire,
+                Fault::DropReply,
+                Fault::RestartServer,
+            ]);
+            if args.server == ServerKind::Embedded {
+                faults.push(Fault::DiskFull);
+            }
+        }
+        ServerKind::Ensemble => faults.extend([
+            Fault::KillLeader,
+            Fault::KillFollower,
+            Fault::IsolateMinority,
+            Fault::IsolateMajority,
+        ]),
+    }
+    faults
+}
+
+fn zklock_binary(args: &CampaignArgs) -> Result<PathBuf> {
+    if let Some(path) = &args.zklock {
+        return Ok(path.clone());
+    }
+    let me = std::env::current_exe()?;
+    // target/<profile>/zklock-chaos, or target/<profile>/deps/<test> for tests.
+    for dir in me.ancestors().skip(1).take(2) {
+        let candidate = dir.join("zklock");
+        if candidate.is_file() {
+            return Ok(candidate);
+        }
+    }
+    bail!(
+        "no zklock binary next to {} (build it with `cargo build -p zklock-cli`, or pass --zklock)",
+        me.display()
+    )
+}
+
+fn chaos_binary() -> Result<PathBuf> {
+    let me = std::env::current_exe()?;
+    if me.file_name().is_some_and(|n| n == "zklock-chaos") {
+        return Ok(me);
+    }
+    for dir in me.ancestors().skip(1).take(2) {
+        let candidate = dir.join("zklock-chaos");
+        if candidate.is_file() {
+            return Ok(candidate);
+        }
+    }
+    bail!("no zklock-chaos binary next to {}", me.display())
+}
+
+async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
+    let session = Duration::from_secs(args.session_timeout.max(1));
+    let quiet = session + Duration::from_secs(8);
+    if Duration::from_secs(args.duration) < quiet + Duration::from_secs(4) {
+        bail!(
+            "--duration must be at least the session timeout + 12 s ({} s)",
+            (quiet.as_secs() + 4)
+        );
+    }
+    if args.clients == 0 {
+        bail!("--clients must be at least 1");
+    }
+    let zklock = zklock_binary(args)?;
+    let chaos = chaos_binary()?;
+    let faults = faults_for(args);
+    let temp = tempfile::Builder::new().prefix("zklock-chaos-").tempdir()?;
+    let dir = match &args.out {
+        Some(out) => {
+            std::fs::create_dir_all(out)?;
+            out.clone()
+        }
+        None => temp.path().to_owned(),
+    };
+    let fence = if args.no_fencing || args.recipe == Recipe::Queue {
+        Fence::Off
+    } else {
+        match args.recipe {
+            Recipe::Semaphore => Fence::leases(args.leases),
+            Recipe::Rwlock => Fence::read_write(),
+            _ => Fence::leases(1),
+        }
+    };
+    let rules = Rules {
+        shared_limit: match args.recipe {
+            Recipe::Semaphore => args.leases.max(1),
+            Recipe::Rwlock => usize::MAX,
+            _ => 1,
+        },
+        counter: args.recipe != Recipe::Semaphore,
+    };
+    let register = Arc::new(Register::start(fence).await?);
+    let disk = faults.contains(&Fault::DiskFull) && args.server == ServerKind::Embedded;
+    let (kind, zk_bin, server_dir) = (args.server, zklock.clone(), dir.clone());
+    let servers =
+        tokio::task::spawn_blocking(move || Servers::start(kind, &zk_bin, &server_dir, disk)).await??;
+    let members = servers.members();
+    let direct = servers.connect_string();
+    let servers = Arc::new(tokio::sync::Mutex::new(servers));
+    let mut proxies = Vec::new();
+    if args.server != ServerKind::Ensemble {
+        for _ in 0..args.clients {
+            proxies.push(Arc::new(zklock_testkit::Proxy::start(members[0]).await?));
+        }
+    }
+    let path = format!("/chaos/{}-{seed:016x}", name(args.recipe));
+    eprintln!(
+        "zklock-chaos: {:?} on {:?} ({direct}), {} contenders, {} s, session timeout {} s, faults {:?}{}; files in {}",
+        args.recipe,
+        args.server,
+        args.clients,
+        args.duration,
+        session.as_secs(),
+        faults,
+        if args.no_fencing { ", NO FENCING (negative control)" } else { "" },
+        dir.display()
+    );
+
+    let start_ns = now_ns();
+    let until_ns = start_ns + args.duration * 1_000_000_000;
+    let hard_ns = until_ns + (session * 3 + Duration::from_secs(20)).as_nanos() as u64;
+    let faults_until_ns = until_ns - quiet.as_nanos() as u64;
+    let contenders = Arc::new(Contenders::new(args.clients));
+    let mut slots = tokio::task::JoinSet::new();
+    for slot in 0..args.clients {
+        let connect = proxies.get(slot).map_or(direct.clone(), |p| p.connect_string());
+        let launch = launch_for(
+            args, &chaos, &zklock, &dir, slot, &connect, &path, &register, until_ns, seed,
+        );
+        let contenders = contenders.clone();
+        slots.spawn(async move { (slot, contenders.run_slot(slot, launch, until_ns, hard_ns).await) });
+    }
+    let targets = Arc::new(Targets {
+        servers: servers.clone(),
+        proxies: proxies.clone(),
+        contenders: contenders.clone(),
+        register: register.clone(),
+        session_timeout: session,
+    });
+    let nemesis = tokio::spawn(nemesis::run(faults.clone(), seed, faults_until_ns, targets));
+    let progress = {
+        let register = register.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(10)).await;
+                eprintln!(
+                    "zklock-chaos: {:.0} s, {} ops so far",
+                    (now_ns() - start_ns) as f64 / 1e9,
+                    register.len()
+                );
+            }
+        })
+    };
+    let records = nemesis.await.context("the nemesis task failed")?;
+    let mut reports: BTreeMap<usize, SlotReport> = BTreeMap::new();
+    while let Some(done) = slots.join_next().await {
+        let (slot, report) = done.context("a contender slot failed")?;
+        reports.insert(slot, report);
+    }
+    progress.abort();
+
+    let mut violations: Vec<Violation> = Vec::new();
+    for (slot, report) in &reports {
+        if report.overdue > 0 {
+            violations.push(format!(
+                "liveness: contender {slot} had {} process(es) still running {} s after the deadline (killed)",
+                report.overdue,
+                (hard_ns - until_ns) / 1_000_000_000
+            ));
+        }
+    }
+    violations.extend(records.iter().filter_map(|r| r.violation.clone()));
+    // Cleanliness: every contender node goes with its session.
+    let bound = session + Duration::from_secs(7);
+    if let Err(left) = wait_clean(&direct, &path, bound).await {
+        violations.push(format!("cleanliness: {left}"));
+    }
+    if args.recipe == Recipe::Queue {
+        if let Err(err) = drain(&direct, &path, &register).await {
+            violations.push(format!("queue: draining what is left failed: {err}"));
+        }
+    }
+    if let Err(left) = wait_no_sessions(&members, bound).await {
+        violations.push(format!("cleanliness: {left}"));
+    }
+    let ops = register.ops();
+    if args.recipe == Recipe::Queue {
+        violations.extend(checker::check_queue(&ops));
+    } else {
+        violations.extend(checker::check_register(&ops, rules));
+    }
+    let mut intervals = Vec::new();
+    if args.recipe == Recipe::Run {
+        intervals = command_intervals(&dir, &ops)?;
+        violations.extend(checker::check_intervals(&intervals));
+    }
+    let healed_ns = records.iter().map(|r| r.heal_ns).max().unwrap_or(start_ns);
+    let recovery_bound = (session + Duration::from_secs(5)).as_nanos() as u64;
+    if let Err(v) = checker::check_recovery(&ops, healed_ns, recovery_bound) {
+        violations.push(v);
+    }
+    let recoveries: Vec<u64> = records
+        .iter()
+        .filter_map(|r| checker::check_recovery(&ops, r.heal_ns, u64::MAX).ok())
+        .collect();
+
+    write_files(&dir, &ops, &records, &intervals, &violations)?;
+    report(
+        args,
+        seed,
+        &ops,
+        &records,
+        &reports,
+        &recoveries,
+        &violations,
+        &intervals,
+    );
+    if !violations.is_empty() && args.out.is_none() {
+        let kept = temp.keep();
+        eprintln!("zklock-chaos: files kept in {}", kept.display());
+    }
+    drop(proxies);
+    drop(servers);
+    Ok(violations.len())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn launch_for(
+    args: &CampaignArgs,
+    chaos: &Path,
+    zklock: &Path,
+    dir: &Path,
+    slot: usize,
+    connect: &str,
+    path: &str,
+    register: &Register,
+    until_ns: u64,
+    seed: u64,
+) -> Launch {
+    let s = |v: &dyn ToString| v.to_string();
+    let argv = if args.recipe == Recipe::Run {
+        let work_ms = 50 + (seed.wrapping_add(slot as u64) % 100);
+        vec![
+            s(&zklock.display()),
+            s(&"run"),
+            s(&"--connect"),
+            s(&connect),
+            s(&"--session-timeout"),
+            s(&args.session_timeout),
+            s(&"--timeout"),
+            s(&(args.session_timeout * 3)),
+            s(&"--kill-after"),
+            s(&"1"),
+            s(&path),
+            s(&"--"),
+            s(&chaos.display()),
+            s(&"__command"),
+            s(&"--register"),
+            s(&register.addr()),
+            s(&"--client"),
+            s(&slot),
+            s(&"--log"),
+            s(&dir.join(format!("command-{slot}-{{k}}.log")).display()),
+            s(&"--work-ms"),
+            s(&work_ms),
+            s(&"--long-ms"),
+            s(&(args.session_timeout * 1500)),
+            s(&"--launch"),
+            s(&"{k}"),
+        ]
+    } else {
+        vec![
+            s(&chaos.display()),
+            s(&"__worker"),
+            s(&"--recipe"),
+            s(&name(args.recipe)),
+            s(&"--connect"),
+            s(&connect),
+            s(&"--path"),
+            s(&path),
+            s(&"--register"),
+            s(&register.addr()),
+            s(&"--client"),
+            s(&slot),
+            s(&"--session-timeout-ms"),
+            s(&(args.session_timeout * 1000)),
+            s(&"--leases"),
+            s(&args.leases),
+            s(&"--until-ns"),
+            s(&until_ns),
+            s(&"--seed"),
+            s(&(seed ^ ((slot as u64 + 1) << 32))),
+            s(&"--launch"),
+            s(&"{k}"),
+        ]
+    };
+    Launch {
+        argv,
+        log: dir.join(format!("contender-{slot}.log")),
+    }
+}
+
+/// Takes every item left in the queue (after the contenders ended and their claims went with their sessions),
+/// recording it like a consumer does.
+async fn drain(connect: &str, path: &str, register: &Register) -> anyhow::Result<()> {
+    let client = Client::connector()
+        .with_session_timeout(Duration::from_secs(10))
+        .connect(connect)
+        .await?;
+    let mut conn = crate::register::Connection::open(&register.addr().to_string(), u32::MAX).await?;
+    for _ in 0..100_000 {
+        if !crate::worker::consume(&client, path, &mut conn, Duration::from_secs(1), Duration::ZERO).await? {
+            return Ok(());
+        }
+    }
+    anyhow::bail!("more than 100,000 items left")
+}
+
+/// Waits until the server (the leader, in an ensemble) has no session left: `zk_global_sessions` of `mntr`.
+async fn wait_no_sessions(
+    members: &[std::net::SocketAddr],
+    bound: Duration,
+) -> std::result::Result<(), String> {
+    let deadline = tokio::time::Instant::now() + bound;
+    let members = members.to_vec();
+    loop {
+        let members = members.clone();
+        let sessions = tokio::task::spawn_blocking(move || {
+            members.iter().find_map(|&addr| {
+                let mntr = zklock_testkit::four_letter_word(addr, "mntr", Duration::from_secs(2)).ok()?;
+                let field = |key: &str| {
+                    mntr.lines()
+                        .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_owned()))
+                };
+                let state = field("zk_server_state")?;
+                if state != "leader" && state != "standalone" {
+                    return None;
+                }
+                field("zk_global_sessions")?.parse::<u64>().ok()
+            })
+        })
+        .await
+        .ok()
+        .flatten();
+        match sessions {
+            Some(0) => return Ok(()),
+            other if tokio::time::Instant::now() >= deadline => {
+                return Err(match other {
+                    Some(n) => format!(
+                        "{n} session(s) left {:.0} s after the last contender ended",
+                        bound.as_secs_f64()
+                    ),
+                    None => "no server answered mntr with its session count".to_owned(),
+                })
+            }
+            _ => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}
+
+/// Waits until no ephemeral node is left under `path` (every contender's node went with its session).
+async fn wait_clean(connect: &str, path: &str, bound: Duration) -> std::result::Result<(), String> {
+    let client = Client::connector()
+        .with_session_timeout(Duration::from_secs(10))
+        .connect(connect)
+        .await
+        .map_err(|e| format!("cannot connect to check for leftover nodes: {e}"))?;
+    let deadline = tokio::time::Instant::now() + bound;
+    loop {
+        match ephemerals_under(&client, path).await {
+            Ok(left) if left.is_empty() => return Ok(()),
+            Ok(left) if tokio::time::Instant::now() >= deadline => {
+                return Err(format!(
+                    "{} contender node(s) left {:.0} s after the last contender ended: {left:?}",
+                    left.len(),
+                    bound.as_secs_f64()
+                ))
+            }
+            Err(err) if tokio::time::Instant::now() >= deadline => {
+                return Err(format!("cannot list {path}: {err}"))
+            }
+            _ => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}
+
+async fn ephemerals_under(
+    client: &Client,
+    path: &str,
+) -> std::result::Result<Vec<String>, zookeeper_client::Error> {
+    let mut left = Vec::new();
+    let mut queue = vec![path.to_owned()];
+    while let Some(dir) = queue.pop() {
+        let children = match client.list_children(&dir).await {
+            Ok(children) => children,
+            Err(zookeeper_client::Error::NoNode) => continue,
+            Err(err) => return Err(err),
+        };
+        for child in children {
+            let full = format!("{dir}/{child}");
+            if let Some(stat) = client.check_stat(&full).await? {
+                if stat.ephemeral_owner != 0 {
+                    left.push(full.clone());
+                }
+            }
+            queue.push(full);
+        }
+    }
+    Ok(left)
+}
+
+/// The commands' intervals, each extended to the last operation the register saw with its token.
+fn command_intervals(dir: &Path, ops: &[Op]) -> Result<Vec<Interval>> {
+    let mut last_op: BTreeMap<i64, u64> = BTreeMap::new();
+    for op in ops {
+        let at = last_op.entry(op.token).or_default();
+        *at = (*at).max(op.at_ns);
+    }
+    let mut intervals = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !(name.starts_with("command-") && name.ends_with(".log")) {
+            continue;
+        }
+        let text = std::fs::read_to_string(entry.path())?;
+        if let Some(mut iv) = parse_interval(&name, &text) {
+            if let Some(&at) = last_op.get(&iv.token) {
+                iv.last_ns = iv.last_ns.max(at);
+            }
+            intervals.push(iv);
+        }
+    }
+    Ok(intervals)
+}
+
+fn write_files(
+    dir: &Path,
+    ops: &[Op],
+    records: &[Record],
+    intervals: &[Interval],
+    violations: &[Violation],
+) -> Result<()> {
+    use std::fmt::Write as _;
+    let mut text = String::from("# seq at_ns client token kind action value verdict\n");
+    for op in ops {
+        let _ = writeln!(text, "{op}");
+    }
+    std::fs::write(dir.join("register.history"), text)?;
+    let mut text = String::from("# fault start_ns heal_ns target\n");
+    for r in records {
+        let _ = writeln!(text, "{:?} {} {} {}", r.fault, r.start_ns, r.heal_ns, r.target);
+    }
+    std::fs::write(dir.join("faults.history"), text)?;
+    let mut text = String::new();
+    for iv in intervals {
+        let _ = writeln!(
+            text,
+            "{} token {} {}..{} finished {}",
+            iv.name, iv.token, iv.begin_ns, iv.last_ns, iv.finished
+        );
+    }
+    std::fs::write(dir.join("intervals.txt"), text)?;
+    std::fs::write(dir.join("violations.txt"), violations.join("\n"))?;
+    Ok(())
+}
+
+/// The command-line spelling of a value.
+fn name(value: impl clap::ValueEnum) -> String {
+    value
+        .to_possible_value()
+        .map(|v| v.get_name().to_owned())
+        .unwrap_or_default()
+}
+
+fn percentile(sorted: &[u64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i] as f64 / 1e6
+}
+
+#[allow(clippy::too_many_arguments)]
+fn report(
+    args: &CampaignArgs,
+    seed: u64,
+    ops: &[Op],
+    records: &[Record],
+    reports: &BTreeMap<usize, SlotReport>,
+    recoveries: &[u64],
+    violations: &[Violation],
+    intervals: &[Interval],
+) {
+    let mut by_fault: BTreeMap<String, usize> = BTreeMap::new();
+    for r in records {
+        *by_fault
+            .entry(format!("{:?}", r.fault).to_lowercase())
+            .or_default() += 1;
+        eprintln!(
+            "zklock-chaos: fault {:?} on {} for {:.1} s",
+            r.fault,
+            r.target,
+            (r.heal_ns - r.start_ns) as f64 / 1e9
+        );
+    }
+    let mut exits: BTreeMap<i32, u64> = BTreeMap::new();
+    for report in reports.values() {
+        for (code, n) in &report.exits {
+            *exits.entry(*code).or_default() += n;
+        }
+    }
+    let accepted = ops.iter().filter(|o| o.accepted).count();
+    let mut sorted = recoveries.to_vec();
+    sorted.sort_unstable();
+    for v in violations.iter().take(50) {
+        eprintln!("zklock-chaos: VIOLATION {v}");
+    }
+    if violations.len() > 50 {
+        eprintln!("zklock-chaos: ... and {} more violations", violations.len() - 50);
+    }
+    let faults: Vec<String> = by_fault.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+    let exits: Vec<String> = exits.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+    eprintln!(
+        "chaos-result recipe={} server={} fencing={} ops={} accepted={} rejected={} commands={} faults={} \
+         kinds={} recovery_p50_ms={:.0} recovery_p99_ms={:.0} exits={} violations={}",
+        name(args.recipe),
+        name(args.server),
+        !args.no_fencing && args.recipe != Recipe::Queue,
+        ops.len(),
+        accepted,
+        ops.len() - accepted,
+        intervals.len(),
+        records.len(),
+        faults.join(","),
+        percentile(&sorted, 0.5),
+        percentile(&sorted, 0.99),
+        exits.join(","),
+        violations.len()
+    );
+    println!(
+        "chaos: {} ops, {} faults, {} violations, seed {seed}",
+        ops.len(),
+        records.len(),
+        violations.len()
+    );
+    if !violations.is_empty() {
+        eprintln!(
+            "zklock-chaos: replay with: zklock-chaos --server {} --recipe {} --clients {} --duration {} --session-timeout {} --seed {seed}{}",
+            name(args.server),
+            name(args.recipe),
+            args.clients,
+            args.duration,
+            args.session_timeout,
+            if args.no_fencing { " --no-fencing" } else { "" }
+        );
+    }
+}

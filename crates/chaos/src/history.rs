@@ -1,0 +1,233 @@
+//! What the protected resource saw, and what the commands of `zklock run` logged: the only inputs of the checker.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Who may hold the resource together: one holder (`Exclusive`: a mutex, a write lock, a leader) or several
+/// (`Shared`: read locks, semaphore leases).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// One holder at a time.
+    Exclusive,
+    /// Several holders at a time (readers; semaphore leases).
+    Shared,
+}
+
+/// One operation on the fenced register.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// Read the counter.
+    Read,
+    /// Write the counter (the value read plus one).
+    Write,
+    /// Start using the resource without changing the counter (a reader or a lease holder).
+    Enter,
+    /// Done using the resource.
+    Leave,
+    /// Queue: an item was put and the put acknowledged (its id in `token`).
+    Put,
+    /// Queue: an item was taken and is being processed.
+    Take,
+    /// Queue: an item's processing was completed (the item removed from the queue).
+    Done,
+}
+
+/// One operation the register received, accepted or rejected, in the order it handled them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Op {
+    /// Position in the register's order.
+    pub seq: u64,
+    /// `CLOCK_MONOTONIC` nanoseconds when the register handled it.
+    pub at_ns: u64,
+    /// The contender (slot) that sent it.
+    pub client: u32,
+    /// The fencing token it carried.
+    pub token: i64,
+    /// Exclusive or shared use.
+    pub kind: Kind,
+    /// What it asked.
+    pub action: Action,
+    /// The value read or written (0 for enter/leave).
+    pub value: i64,
+    /// Whether the fence let it through.
+    pub accepted: bool,
+}
+
+impl Op {
+    /// The critical section an operation belongs to: one contender holding one token.
+    pub fn section(&self) -> (u32, i64) {
+        (self.client, self.token)
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Kind::Exclusive => "x",
+            Kind::Shared => "s",
+        })
+    }
+}
+
+impl FromStr for Kind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Kind, String> {
+        match s {
+            "x" => Ok(Kind::Exclusive),
+            "s" => Ok(Kind::Shared),
+            other => Err(format!("unknown kind {other:?}")),
+        }
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Action::Read => "read",
+            Action::Write => "write",
+            Action::Enter => "enter",
+            Action::Leave => "leave",
+            Action::Put => "put",
+            Action::Take => "take",
+            Action::Done => "done",
+        })
+    }
+}
+
+impl FromStr for Action {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Action, String> {
+        match s {
+            "read" => Ok(Action::Read),
+            "write" => Ok(Action::Write),
+            "enter" => Ok(Action::Enter),
+            "leave" => Ok(Action::Leave),
+            "put" => Ok(Action::Put),
+            "take" => Ok(Action::Take),
+            "done" => Ok(Action::Done),
+            other => Err(format!("unknown action {other:?}")),
+        }
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {} {} {} {} {} {} {}",
+            self.seq,
+            self.at_ns,
+            self.client,
+            self.token,
+            self.kind,
+            self.action,
+            self.value,
+            if self.accepted { "ok" } else { "rejected" }
+        )
+    }
+}
+
+impl FromStr for Op {
+    type Err = String;
+    fn from_str(line: &str) -> Result<Op, String> {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() != 8 {
+            return Err(format!("a register record has 8 fields: {line:?}"));
+        }
+        let num = |i: usize| {
+            f[i].parse::<i64>()
+                .map_err(|e| format!("field {i} of {line:?}: {e}"))
+        };
+        Ok(Op {
+            seq: num(0)? as u64,
+            at_ns: num(1)? as u64,
+            client: num(2)? as u32,
+            token: num(3)?,
+            kind: f[4].parse()?,
+            action: f[5].parse()?,
+            value: num(6)?,
+            accepted: match f[7] {
+                "ok" => true,
+                "rejected" => false,
+                other => return Err(format!("unknown verdict {other:?}")),
+            },
+        })
+    }
+}
+
+/// What one command of `zklock run` logged about itself: when it began, and the last moment it was seen acting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interval {
+    /// Which log it came from (for messages).
+    pub name: String,
+    /// Its fencing token (`ZKLOCK_FENCING_TOKEN`).
+    pub token: i64,
+    /// `CLOCK_MONOTONIC` ns of its first line.
+    pub begin_ns: u64,
+    /// `CLOCK_MONOTONIC` ns of its last line (its end, or its last tick before it was killed).
+    pub last_ns: u64,
+    /// Whether it reached its end line (it was not killed).
+    pub finished: bool,
+}
+
+/// Parses a command's log: `begin <token> <ns>`, `tick <ns>` lines, `end <ns>`. `None` if it never began.
+pub fn parse_interval(name: &str, text: &str) -> Option<Interval> {
+    let mut interval: Option<Interval> = None;
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        match (f.first().copied(), &mut interval) {
+            (Some("begin"), None) if f.len() == 3 => {
+                let (Ok(token), Ok(at)) = (f[1].parse(), f[2].parse()) else {
+                    continue;
+                };
+                interval = Some(Interval {
+                    name: name.to_owned(),
+                    token,
+                    begin_ns: at,
+                    last_ns: at,
+                    finished: false,
+                });
+            }
+            (Some("tick" | "end"), Some(iv)) if f.len() == 2 => {
+                if let Ok(at) = f[1].parse::<u64>() {
+                    iv.last_ns = iv.last_ns.max(at);
+                    iv.finished |= f[0] == "end";
+                }
+            }
+            _ => {} // a torn last line of a killed command
+        }
+    }
+    interval
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ops_round_trip() {
+        let op = Op {
+            seq: 7,
+            at_ns: 123,
+            client: 2,
+            token: 4294967301,
+            kind: Kind::Shared,
+            action: Action::Enter,
+            value: 0,
+            accepted: false,
+        };
+        assert_eq!(op.to_string().parse::<Op>(), Ok(op));
+    }
+
+    #[test]
+    fn intervals_tolerate_a_torn_last_line() {
+        let iv = parse_interval("a", "begin 5 100\ntick 150\ntick 2").unwrap();
+        assert_eq!(
+            (iv.token, iv.begin_ns, iv.last_ns, iv.finished),
+            (5, 100, 150, false)
+        );
+        let iv = parse_interval("a", "begin 5 100\ntick 150\nend 160\n").unwrap();
+        assert!(iv.finished && iv.last_ns == 160);
+        assert_eq!(parse_interval("a", ""), None);
+    }
+}

@@ -1,0 +1,97 @@
+//! `zklock-chaos`: a fault campaign against zklock's recipes, judged by an independent checker.
+//!
+//! It starts a server (`--server embedded | zookeeper | ensemble`), runs `--clients N` contenders as separate OS
+//! processes (workers of this binary, or `zklock run` processes for `--recipe run`), injects faults on a seeded
+//! random schedule for `--duration` seconds, then checks what the protected resource — a fenced register run by
+//! this harness, independent of zklock — recorded. It prints
+//! `chaos: <ops> ops, <faults> faults, <violations> violations, seed <seed>` and exits 0 only when the checker
+//! finds nothing (1: violations; 2: the campaign itself could not run).
+//!
+//! Layout: `campaign.rs` runs one campaign; `contenders.rs` the contender processes; `nemesis.rs` the faults;
+//! `servers.rs` the server under test; `register.rs` + `fence.rs` the protected resource; `checker.rs` the
+//! verdict; `worker.rs` and `command.rs` what runs inside the contender processes.
+
+mod campaign;
+mod checker;
+mod clock;
+mod command;
+mod contenders;
+mod fence;
+mod history;
+mod nemesis;
+mod register;
+mod servers;
+mod worker;
+
+use clap::{Parser, Subcommand};
+
+/// The workloads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Recipe {
+    /// `Mutex`: read-modify-write of the counter under the lock.
+    Mutex,
+    /// `RwLock`: writers increment the counter, readers share.
+    Rwlock,
+    /// `Semaphore` with `--leases` leases: never more holders than leases.
+    Semaphore,
+    /// `LeaderElection`: each term's writes under the leader's token.
+    Election,
+    /// `zklock run` processes whose commands do the critical section.
+    Run,
+    /// `Queue` with `take_safe`: every acknowledged item taken, none completed twice.
+    Queue,
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "zklock-chaos",
+    version,
+    about = "A fault campaign against zklock's recipes, judged by an independent checker"
+)]
+#[command(args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    internal: Option<Internal>,
+    #[command(flatten)]
+    campaign: campaign::CampaignArgs,
+}
+
+#[derive(Subcommand, Debug)]
+enum Internal {
+    /// (internal) one contender process.
+    #[command(name = "__worker", hide = true)]
+    Worker(worker::WorkerArgs),
+    /// (internal) the command `zklock run` runs in the `run` workload.
+    #[command(name = "__command", hide = true)]
+    Command(command::CommandArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("ZKLOCK_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+    let code = match cli.internal {
+        Some(Internal::Worker(args)) => current_thread().block_on(worker::run(args)),
+        Some(Internal::Command(args)) => current_thread().block_on(command::run(args)),
+        None => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("a tokio runtime");
+            runtime.block_on(campaign::main(cli.campaign))
+        }
+    };
+    std::process::exit(code);
+}
+
+fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}

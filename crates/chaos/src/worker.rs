@@ -1,0 +1,258 @@
+//! One contender: a separate OS process (so that kill -9 and SIGSTOP are real) that takes the recipe again and
+//! again until its deadline and, while it holds, uses the protected resource with its fencing token.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use zklock::{Error, Guard};
+use zookeeper_client::{Client, SessionState};
+
+use crate::clock::now_ns;
+use crate::history::{Action, Kind};
+use crate::register::{Answer, Connection};
+use crate::Recipe;
+
+/// What a worker is told on its command line.
+#[derive(Debug, Clone, clap::Args)]
+pub struct WorkerArgs {
+    /// The workload.
+    #[arg(long, value_enum)]
+    pub recipe: Recipe,
+    /// ZooKeeper connect string.
+    #[arg(long)]
+    pub connect: String,
+    /// The recipe's path.
+    #[arg(long)]
+    pub path: String,
+    /// The register's address.
+    #[arg(long)]
+    pub register: String,
+    /// This contender's number.
+    #[arg(long)]
+    pub client: u32,
+    /// Session timeout, milliseconds.
+    #[arg(long)]
+    pub session_timeout_ms: u64,
+    /// Semaphore leases.
+    #[arg(long, default_value_t = 2)]
+    pub leases: usize,
+    /// `CLOCK_MONOTONIC` nanoseconds at which to finish.
+    #[arg(long)]
+    pub until_ns: u64,
+    /// Seed of this worker's choices (work time, reader or writer).
+    #[arg(long)]
+    pub seed: u64,
+    /// Which process of its slot this is (mixed into the seed).
+    #[arg(long, default_value_t = 0)]
+    pub launch: u64,
+}
+
+/// The worker's main loop; returns the process exit status.
+pub async fn run(args: WorkerArgs) -> i32 {
+    match work(&args).await {
+        Ok(()) => 0,
+        Err(err) => {
+            eprintln!("worker {}: {err:#}", args.client);
+            1
+        }
+    }
+}
+
+async fn connect(args: &WorkerArgs) -> Result<Client> {
+    let timeout = Duration::from_millis(args.session_timeout_ms);
+    let connecting = Client::connector()
+        .with_session_timeout(timeout)
+        .connect(&args.connect);
+    tokio::time::timeout(timeout * 2, connecting)
+        .await
+        .context("connecting timed out")?
+        .context("connecting")
+}
+
+async fn work(args: &WorkerArgs) -> Result<()> {
+    let mut rng = StdRng::seed_from_u64(args.seed ^ args.launch.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let mut register = Connection::open(&args.register, args.client).await?;
+    let timeout = Duration::from_millis(args.session_timeout_ms);
+    let mut client: Option<Client> = None;
+    let (mut held, mut failed) = (0u64, 0u64);
+    let mut item = 0u64;
+    while now_ns() < args.until_ns {
+        let zk = match &client {
+            Some(c) if !matches!(c.state(), SessionState::Expired | SessionState::Closed) => c.clone(),
+            _ => match connect(args).await {
+                Ok(c) => {
+                    client = Some(c.clone());
+                    c
+                }
+                Err(err) => {
+                    eprintln!("worker {}: {err:#}", args.client);
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    continue;
+                }
+            },
+        };
+        if args.recipe == Recipe::Queue {
+            item += 1;
+            // Item ids: slot, launch and count, unique across the campaign.
+            let id = ((args.client as i64) << 48) | ((args.launch as i64 & 0xffff) << 32) | item as i64;
+            let result = if rng.gen_bool(0.5) {
+                produce(&zk, args, &mut register, id).await
+            } else {
+                let work = Duration::from_millis(rng.gen_range(10..60));
+                consume(&zk, &args.path, &mut register, timeout, work).await
+            };
+            match result {
+                Ok(true) => held += 1,
+                Ok(false) => {}
+                Err(err) => {
+                    failed += 1;
+                    eprintln!("worker {}: queue: {err}", args.client);
+                    if matches!(err, Error::SessionExpired | Error::Closed) {
+                        client = None;
+                    }
+                }
+            }
+            continue;
+        }
+        let writer = match args.recipe {
+            Recipe::Rwlock => rng.gen_bool(0.4),
+            _ => true,
+        };
+        let acquired = acquire(args, &zk, writer, timeout * 3).await;
+        let guard = match acquired {
+            Ok(guard) => guard,
+            Err(err) => {
+                failed += 1;
+                eprintln!("worker {}: acquire: {err}", args.client);
+                if matches!(err, Error::SessionExpired | Error::Closed) {
+                    client = None;
+                }
+                continue;
+            }
+        };
+        held += 1;
+        let kind = match args.recipe {
+            Recipe::Semaphore => Kind::Shared,
+            Recipe::Rwlock if !writer => Kind::Shared,
+            _ => Kind::Exclusive,
+        };
+        let sections = if args.recipe == Recipe::Election {
+            rng.gen_range(1..=3)
+        } else {
+            1
+        };
+        for _ in 0..sections {
+            let work = Duration::from_millis(rng.gen_range(20..120));
+            if !section(&mut register, &guard, kind, work).await? {
+                break;
+            }
+        }
+        if let Some(reason) = guard.lost_reason() {
+            eprintln!("worker {}: guard lost: {reason}", args.client);
+        }
+        match tokio::time::timeout(timeout, guard.release()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => eprintln!("worker {}: release: {err}", args.client),
+            Err(_) => eprintln!("worker {}: release timed out", args.client),
+        }
+    }
+    if let Some(client) = client {
+        let mut states = client.state_watcher();
+        drop(client);
+        let _ = tokio::time::timeout(Duration::from_secs(3), async {
+            while !states.changed().await.is_terminated() {}
+        })
+        .await;
+    }
+    eprintln!(
+        "worker {}: done, held {held} times, {failed} acquires failed",
+        args.client
+    );
+    Ok(())
+}
+
+async fn acquire(args: &WorkerArgs, zk: &Client, writer: bool, timeout: Duration) -> zklock::Result<Guard> {
+    match args.recipe {
+        Recipe::Mutex => zklock::Mutex::new(zk, &args.path)?.lock_timeout(timeout).await,
+        Recipe::Rwlock if writer => zklock::RwLock::new(zk, &args.path)?.write_timeout(timeout).await,
+        Recipe::Rwlock => zklock::RwLock::new(zk, &args.path)?.read_timeout(timeout).await,
+        Recipe::Semaphore => {
+            zklock::Semaphore::new(zk, &args.path, args.leases)?
+                .acquire_timeout(timeout)
+                .await
+        }
+        Recipe::Election => {
+            zklock::LeaderElection::new(zk, &args.path)?
+                .campaign_timeout(timeout)
+                .await
+        }
+        Recipe::Run | Recipe::Queue => unreachable!("not a lock workload"),
+    }
+}
+
+/// One critical section. A holder checks its guard before each use of the resource, as a careful user does; the
+/// fence catches what that check cannot (a pause between the check and the use). Returns whether it completed.
+async fn section(register: &mut Connection, guard: &Guard, kind: Kind, work: Duration) -> Result<bool> {
+    let token = guard.fencing_token();
+    let first = match kind {
+        Kind::Exclusive => Action::Read,
+        Kind::Shared => Action::Enter,
+    };
+    if guard.is_lost() {
+        return Ok(false);
+    }
+    let Answer::Ok(value) = register.op(kind, token, first, 0).await? else {
+        return Ok(false);
+    };
+    tokio::time::sleep(work).await;
+    if guard.is_lost() {
+        return Ok(false);
+    }
+    let (last, value) = match kind {
+        Kind::Exclusive => (Action::Write, value + 1),
+        Kind::Shared => (Action::Leave, 0),
+    };
+    Ok(register.op(kind, token, last, value).await? != Answer::Rejected)
+}
+
+/// Puts item `id`; records it at the register once acknowledged.
+async fn produce(zk: &Client, args: &WorkerArgs, register: &mut Connection, id: i64) -> zklock::Result<bool> {
+    zklock::Queue::new(zk, &args.path)?
+        .put(id.to_string().as_bytes())
+        .await?;
+    record(register, Action::Put, id).await;
+    Ok(true)
+}
+
+/// Takes one item with `take_safe`, records it, "processes" it for `work`, completes it and records that.
+pub async fn consume(
+    zk: &Client,
+    path: &str,
+    register: &mut Connection,
+    timeout: Duration,
+    work: Duration,
+) -> zklock::Result<bool> {
+    let queue = zklock::Queue::new(zk, path)?;
+    let claimed = match tokio::time::timeout(timeout, queue.take_safe()).await {
+        Ok(claimed) => claimed?,
+        Err(_) => return Ok(false),
+    };
+    let id: i64 = std::str::from_utf8(claimed.data())
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(-1);
+    record(register, Action::Take, id).await;
+    tokio::time::sleep(work).await;
+    claimed.complete().await?;
+    record(register, Action::Done, id).await;
+    Ok(true)
+}
+
+async fn record(register: &mut Connection, action: Action, id: i64) {
+    if let Err(err) = register.op(Kind::Shared, id, action, 0).await {
+        eprintln!("chaos: the register failed: {err:#}");
+        std::process::exit(2);
+    }
+}

@@ -1,0 +1,331 @@
+//! `zklock serve` on a full disk (a real, small tmpfs mounted for the test; needs root, and fails — never
+//! skips — without it): when the transaction log cannot be written the process exits 1 with one clear message
+//! naming the data directory and the OS error, its clients are disconnected, and a restart once there is room
+//! has every acknowledged write. A disk without room for the log's preallocation is a start-up error. (The
+//! server's in-process behaviour — `ruok`, `mntr`, refused sessions — is tested in
+//! `crates/server/tests/it/disk_full.rs`.)
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+use tokio::process::Child;
+use tokio::task::JoinHandle;
+use tokio::time::timeout;
+use zookeeper_client as zk;
+
+use crate::support::*;
+
+/// A tmpfs of a given size on a fresh directory under a temporary directory, unmounted when dropped (also when
+/// the test panics; lazily if something still holds a file in it).
+struct Tmpfs {
+    mount: PathBuf,
+    _parent: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    /// Mounts it; panics with a clear message if that is impossible (not root, no tmpfs).
+    fn mount(size: &str) -> Tmpfs {
+        let parent = tempfile::tempdir().expect("temp dir");
+        let mount = parent.path().join("tmpfs");
+        std::fs::create_dir(&mount).expect("mount point");
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&mount)
+            .output();
+        match out {
+            Ok(out) if out.status.success() => {}
+            Ok(out) => panic!(
+                "cannot mount a {size} tmpfs on {} ({}): {}\nThis test fills a real file system and needs root \
+                 (mount -t tmpfs); it does not skip.",
+                mount.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+            Err(e) => panic!("cannot run mount: {e}; this test needs root and mount(8), it does not skip"),
+        }
+        Tmpfs {
+            mount,
+            _parent: parent,
+        }
+    }
+
+    fn path(&self) -> &Path {
+        &self.mount
+    }
+
+    /// Fills the file system with a filler file, then gives back `leave` bytes. Returns the filler's path.
+    fn fill_leaving(&self, leave: u64) -> PathBuf {
+        let path = self.mount.join("filler");
+        let mut file = OpenOptions::new()
+            .create_new(true)
+            .write(true)
+            .open(&path)
+            .expect("create filler");
+        let chunk = vec![0xA5u8; 64 << 10];
+        let mut len = 0u64;
+        loop {
+            match file.write(&chunk) {
+                Ok(0) => break,
+                Ok(n) => len += n as u64,
+                Err(e) if e.kind() == std::io::ErrorKind::StorageFull => break,
+                Err(e) => panic!("filling the tmpfs: {e}"),
+            }
+        }
+        file.set_len(len.saturating_sub(leave)).expect("shrink filler");
+        file.sync_all().expect("sync filler");
+        path
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let unmounted = Command::new("umount")
+            .arg(&self.mount)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !unmounted {
+            let _ = Command::new("umount").arg("-l").arg(&self.mount).status();
+        }
+    }
+}
+
+/// A running `zklock serve` and everything it writes to stderr (collected in the background).
+struct Serve {
+    child: Child,
+    addr: SocketAddr,
+    stderr: JoinHandle<String>,
+}
+
+impl Serve {
+    async fn up(data: &Path) -> Serve {
+        let data = data.to_str().expect("utf-8 path");
+        let mut child = zklock(&["serve", "--listen", "127.0.0.1:0", "--data-dir", data])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn zklock serve");
+        let mut err = child.stderr.take().expect("stderr");
+        let stderr = tokio::spawn(async move {
+            let mut text = String::new();
+            let _ = err.read_to_string(&mut text).await;
+            text
+        });
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let line = timeout(EVENTUALLY, lines.next_line())
+            .await
+            .expect("zklock serve printed its address in time")
+            .expect("read stdout");
+        let Some(addr) = line
+            .as_deref()
+            .and_then(|l| l.strip_prefix("zklock server listening on "))
+        else {
+            let status = child.wait().await;
+            panic!(
+                "zklock serve did not start ({status:?}), stdout {line:?}, stderr:\n{}",
+                stderr.await.unwrap()
+            );
+        };
+        let addr = addr.trim().parse().expect("address");
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Serve { child, addr, stderr }
+    }
+
+    /// Waits for the process to exit on its own; returns its exit code and stderr.
+    async fn exited(mut self) -> (Option<i32>, String) {
+        let status = timeout(EVENTUALLY, self.child.wait())
+            .await
+            .expect("zklock serve exited in time")
+            .expect("wait");
+        (status.code(), self.stderr.await.unwrap())
+    }
+
+    /// SIGTERM, then waits: a clean shutdown exits 0.
+    async fn terminate(self) -> (Option<i32>, String) {
+        let pid = self.child.id().expect("running") as i32;
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(pid).expect("pid"),
+            rustix::process::Signal::TERM,
+        )
+        .expect("SIGTERM");
+        self.exited().await
+    }
+}
+
+fn persistent() -> zk::CreateOptions<'static> {
+    zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
+}
+
+/// `ruok`'s answer, or "" when the connection is refused or closed without one.
+async fn ruok(addr: SocketAddr) -> String {
+    timeout(EVENTUALLY, async {
+        let Ok(mut s) = TcpStream::connect(addr).await else {
+            return String::new();
+        };
+        let _ = s.write_all(b"ruok").await;
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out).await;
+        text(&out)
+    })
+    .await
+    .expect("ruok answered or refused in time")
+}
+
+/// Whether a new session gets a ConnectResponse (a hand-made ConnectRequest: protocol 0, zxid 0, 30 s timeout,
+/// session 0, 16-byte zero password).
+async fn session_accepted(addr: SocketAddr) -> bool {
+    timeout(EVENTUALLY, async {
+        let Ok(mut s) = TcpStream::connect(addr).await else {
+            return false;
+        };
+        let mut body = Vec::new();
+        body.extend_from_slice(&0i32.to_be_bytes());
+        body.extend_from_slice(&0i64.to_be_bytes());
+        body.extend_from_slice(&30_000i32.to_be_bytes());
+        body.extend_from_slice(&0i64.to_be_bytes());
+        body.extend_from_slice(&16i32.to_be_bytes());
+        body.extend_from_slice(&[0; 16]);
+        let mut frame = (body.len() as i32).to_be_bytes().to_vec();
+        frame.extend_from_slice(&body);
+        if s.write_all(&frame).await.is_err() {
+            return false;
+        }
+        let mut len = [0u8; 4];
+        s.read_exact(&mut len).await.is_ok()
+    })
+    .await
+    .expect("session accepted or refused in time")
+}
+
+/// The disk fills under acknowledged writes: `zklock serve` exits 1 with one clear line (data directory, OS
+/// error, what to do), its clients are disconnected, nothing claims health any more; after the space is freed a
+/// restart on the same directory has every acknowledged write, and exits 0 on SIGTERM.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_exits_1_on_a_full_disk_and_keeps_every_acknowledged_write() {
+    let fs = Tmpfs::mount("12m");
+    let data = fs.path().join("data");
+    let serve = Serve::up(&data).await;
+    let addr = serve.addr;
+    assert_eq!(ruok(addr).await, "imok");
+    let hosts = addr.to_string();
+    let writer = client(&hosts).await;
+    let idle = client(&hosts).await;
+    let mut idle_state = idle.state_watcher();
+    writer
+        .create("/fill", b"", &persistent())
+        .await
+        .expect("create /fill");
+
+    // The log file exists with its 4 MiB of zero fill; leave 1 MiB free, less than its next 4 MiB step.
+    let filler = fs.fill_leaving(1 << 20);
+    let value = vec![b'v'; 100 << 10];
+    let mut acked = Vec::new();
+    let failed_with = loop {
+        let path = format!("/fill/n{:04}", acked.len());
+        let created = timeout(EVENTUALLY, writer.create(&path, &value, &persistent()))
+            .await
+            .expect("a create is answered or fails in time");
+        match created {
+            Ok(_) => acked.push(path),
+            Err(e) => break e,
+        }
+        assert!(
+            acked.len() < 200,
+            "the disk never filled ({} writes)",
+            acked.len()
+        );
+    };
+    assert!(
+        acked.len() >= 20,
+        "only {} writes fit before the failure",
+        acked.len()
+    );
+    assert_eq!(
+        failed_with,
+        zk::Error::ConnectionLoss,
+        "the unlogged write is not acknowledged"
+    );
+
+    let (code, stderr) = serve.exited().await;
+    assert_eq!(code, Some(1), "exit status; stderr:\n{stderr}");
+    let expected = format!(
+        "zklock serve: cannot write the transaction log in {}: No space left on device (os error 28); stopped \
+         serving; free space and restart",
+        data.display()
+    );
+    assert_eq!(
+        stderr.lines().last(),
+        Some(expected.as_str()),
+        "the last line says why; stderr:\n{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("zklock serve:").count(),
+        1,
+        "one message; stderr:\n{stderr}"
+    );
+    timeout(EVENTUALLY, async {
+        while idle_state.peek_state() == zk::SessionState::SyncConnected {
+            idle_state.changed().await;
+        }
+    })
+    .await
+    .expect("the idle session was disconnected");
+    assert_ne!(ruok(addr).await, "imok");
+    assert!(!session_accepted(addr).await, "a new session was accepted");
+    drop((writer, idle));
+
+    // Free the space and restart on the same directory: everything acknowledged is there.
+    std::fs::remove_file(&filler).unwrap();
+    let serve = Serve::up(&data).await;
+    let reader = client(&serve.addr.to_string()).await;
+    for path in &acked {
+        let (got, _) = reader
+            .get_data(path)
+            .await
+            .unwrap_or_else(|e| panic!("acknowledged {path} lost: {e}"));
+        assert!(got == value, "{path} has other data");
+    }
+    reader
+        .create("/after", b"ok", &persistent())
+        .await
+        .expect("writes work again");
+    drop(reader);
+    let (code, stderr) = serve.terminate().await;
+    assert_eq!(code, Some(0), "clean shutdown; stderr:\n{stderr}");
+}
+
+/// On a disk without room for one preallocation step of the log (4 MiB) `zklock serve` does not start: it exits
+/// 1 with the room needed and the room there is.
+#[tokio::test]
+async fn serve_refuses_to_start_without_room_for_the_log() {
+    let fs = Tmpfs::mount("2m");
+    let data = fs.path().join("data");
+    let out = output(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        data.to_str().unwrap(),
+    ])
+    .await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr:\n{stderr}");
+    let expected = format!(
+        "zklock serve: not enough room for the transaction log in {}: it needs 4194304 bytes (4.0 MiB) free (one \
+         preallocation step), the file system has 2097152 bytes (2.0 MiB) available; free space or use a bigger \
+         disk",
+        data.display()
+    );
+    assert_eq!(
+        stderr.lines().last(),
+        Some(expected.as_str()),
+        "stderr:\n{stderr}"
+    );
+    assert!(!text(&out.stdout).contains("listening"), "it never served");
+}

@@ -1,0 +1,286 @@
+//! The server on a full disk (a real, small tmpfs mounted for the test; needs root, and fails — never skips —
+//! without it): it stops serving at once instead of lingering as a healthy-looking zombie, acknowledges nothing
+//! that is not durable, and after a restart with room every acknowledged write is there. A disk without room
+//! for the log's preallocation is refused at start. The exit status of `zklock serve` is tested in
+//! `crates/cli/tests/it/serve_disk_full.rs`.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::timeout;
+use zklock_codec::ConnectRequest;
+use zklock_server::{Error, Server, ServerConfig, StorageError};
+use zookeeper_client as zk;
+
+use crate::common::{client, Raw, WAIT};
+
+/// ZooKeeper's answer to most four-letter words while it is not serving.
+const NOT_SERVING: &str = "This ZooKeeper instance is not currently serving requests\n";
+
+/// A tmpfs of a given size on a fresh directory under a temporary directory, unmounted when dropped (also
+/// when the test panics; lazily if something still holds a file in it).
+pub struct Tmpfs {
+    mount: PathBuf,
+    _parent: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    /// Mounts it; panics with a clear message if that is impossible (not root, no tmpfs).
+    pub fn mount(size: &str) -> Tmpfs {
+        let parent = tempfile::tempdir().expect("temp dir");
+        let mount = parent.path().join("tmpfs");
+        std::fs::create_dir(&mount).expect("mount point");
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&mount)
+            .output();
+        match out {
+            Ok(out) if out.status.success() => {}
+            Ok(out) => panic!(
+                "cannot mount a {size} tmpfs on {} ({}): {}\nThis test fills a real file system and needs root \
+                 (mount -t tmpfs); it does not skip.",
+                mount.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+            Err(e) => panic!("cannot run mount: {e}; this test needs root and mount(8), it does not skip"),
+        }
+        Tmpfs {
+            mount,
+            _parent: parent,
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.mount
+    }
+
+    /// Fills the file system with a filler file, then gives back `leave` bytes: afterwards about `leave` bytes
+    /// are free. Returns the filler's path (delete it to free the space).
+    pub fn fill_leaving(&self, leave: u64) -> PathBuf {
+        let path = self.mount.join("filler");
+        let mut file = OpenOptions::new()
+            .create_new(true)
+            .write(true)
+            .open(&path)
+            .expect("create filler");
+        let chunk = vec![0xA5u8; 64 << 10];
+        let mut len = 0u64;
+        loop {
+            match file.write(&chunk) {
+                Ok(0) => break,
+                Ok(n) => len += n as u64,
+                Err(e) if e.kind() == std::io::ErrorKind::StorageFull => break,
+                Err(e) => panic!("filling the tmpfs: {e}"),
+            }
+        }
+        file.set_len(len.saturating_sub(leave)).expect("shrink filler");
+        file.sync_all().expect("sync filler");
+        path
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let unmounted = Command::new("umount")
+            .arg(&self.mount)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !unmounted {
+            // Busy (a server that did not shut down still has its log open): detach it now, gone when closed.
+            let _ = Command::new("umount").arg("-l").arg(&self.mount).status();
+        }
+    }
+}
+
+fn config(dir: &Path) -> ServerConfig {
+    ServerConfig {
+        data_dir: Some(dir.to_path_buf()),
+        ..Default::default()
+    }
+}
+
+fn persistent() -> zk::CreateOptions<'static> {
+    zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
+}
+
+/// Sends a four-letter word and returns the whole answer (the server closes after it).
+async fn four_letter(addr: SocketAddr, word: &str) -> String {
+    timeout(WAIT, async {
+        let mut s = TcpStream::connect(addr).await.expect("connect");
+        s.write_all(word.as_bytes()).await.expect("send");
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out).await;
+        String::from_utf8_lossy(&out).into_owned()
+    })
+    .await
+    .expect("four-letter word answered (or closed) in time")
+}
+
+/// The disk fills under acknowledged writes: the server stops serving at once — `ruok` unanswered, the
+/// monitoring words say "not serving", every connection closed, new sessions refused — and reports why; after
+/// the space is freed, a restart on the same directory has every acknowledged write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_disk_stops_serving_and_loses_no_acknowledged_write() {
+    let fs = Tmpfs::mount("12m");
+    let data = fs.path().join("data");
+    let server = Server::start(config(&data))
+        .await
+        .expect("starts on the 12 MiB tmpfs");
+    let addr = server.local_addr();
+    assert_eq!(four_letter(addr, "ruok").await, "imok");
+    let writer = client(&server).await;
+    let idle = client(&server).await;
+    let mut idle_state = idle.state_watcher();
+    let (mut raw, _) = Raw::session(addr).await;
+    writer
+        .create("/fill", b"", &persistent())
+        .await
+        .expect("create /fill");
+
+    // The log file exists now with its 4 MiB of zero fill (the sessions were logged). Leave 1 MiB free: the
+    // records fit in the zero fill until its next 4 MiB step, which cannot be written.
+    let filler = fs.fill_leaving(1 << 20);
+    let value = vec![b'v'; 100 << 10];
+    let mut acked = Vec::new();
+    let failed_with = loop {
+        let path = format!("/fill/n{:04}", acked.len());
+        let created = timeout(WAIT, writer.create(&path, &value, &persistent()))
+            .await
+            .expect("a create is answered or fails in time");
+        match created {
+            Ok(_) => acked.push(path),
+            Err(e) => break e,
+        }
+        assert!(
+            acked.len() < 200,
+            "the disk never filled ({} writes)",
+            acked.len()
+        );
+    };
+    assert!(
+        acked.len() >= 20,
+        "only {} writes fit before the failure",
+        acked.len()
+    );
+    assert_eq!(
+        failed_with,
+        zk::Error::ConnectionLoss,
+        "the unlogged write is not acknowledged"
+    );
+
+    // The failure is reported with the directory and the OS error.
+    let failure = timeout(WAIT, server.log_failure())
+        .await
+        .expect("log failure reported");
+    let message = failure.to_string();
+    assert!(matches!(failure, Error::LogWrite { .. }), "{failure:?}");
+    assert!(
+        message.contains(&format!("cannot write the transaction log in {}", data.display()))
+            && message.contains("No space left on device (os error 28)")
+            && message.contains("stopped serving"),
+        "{message}"
+    );
+    // It no longer claims health.
+    assert_eq!(four_letter(addr, "ruok").await, "", "ruok must get no imok");
+    for word in ["mntr", "srvr", "stat", "cons"] {
+        assert_eq!(four_letter(addr, word).await, NOT_SERVING, "{word}");
+    }
+    // Every connection is closed, idle ones included.
+    assert!(raw.closed().await, "an idle session's connection was closed");
+    timeout(WAIT, async {
+        while idle_state.peek_state() == zk::SessionState::SyncConnected {
+            idle_state.changed().await;
+        }
+    })
+    .await
+    .expect("the idle zookeeper-client session was disconnected");
+    // New sessions are refused: the connection closes without a ConnectResponse.
+    let mut fresh = Raw::connect(addr).await;
+    fresh
+        .send_record(&ConnectRequest {
+            time_out: 30_000,
+            passwd: vec![0; 16],
+            ..Default::default()
+        })
+        .await;
+    assert_eq!(fresh.read_frame().await, None, "a new session was refused");
+    drop((writer, idle));
+    let shutdown = server.shutdown().await;
+    assert!(
+        matches!(shutdown, Err(Error::Storage(StorageError::Poisoned(_)))),
+        "{shutdown:?}"
+    );
+    let snapshots = std::fs::read_dir(&data)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("snapshot.")
+        })
+        .count();
+    assert_eq!(snapshots, 0, "no snapshot of a tree ahead of its log");
+
+    // Free the space and restart on the same directory: everything acknowledged is there.
+    std::fs::remove_file(&filler).unwrap();
+    let server = Server::start(config(&data))
+        .await
+        .expect("restarts once there is room");
+    let reader = client(&server).await;
+    for path in &acked {
+        let (got, _) = reader
+            .get_data(path)
+            .await
+            .unwrap_or_else(|e| panic!("acknowledged {path} lost: {e}"));
+        assert!(got == value, "{path} has other data");
+    }
+    reader
+        .create("/after", b"ok", &persistent())
+        .await
+        .expect("writes work again");
+    drop(reader);
+    server.shutdown().await.expect("clean shutdown");
+    drop(File::open(&data).expect("data dir still there"));
+}
+
+/// A data directory on a disk without room for one preallocation step of the log (4 MiB) is refused at start
+/// with the room needed and the room there is, not accepted to fail on the first write.
+#[tokio::test]
+async fn start_refuses_a_disk_without_room_for_the_log() {
+    let fs = Tmpfs::mount("2m");
+    let data = fs.path().join("data");
+    match Server::start(config(&data)).await {
+        Ok(server) => {
+            let _ = server.shutdown().await;
+            panic!("started on a 2 MiB disk that cannot hold the 4 MiB log preallocation");
+        }
+        Err(err) => {
+            let message = err.to_string();
+            match err {
+                Error::Storage(StorageError::NoRoom {
+                    dir,
+                    needed,
+                    available,
+                }) => {
+                    assert_eq!(dir, data);
+                    assert_eq!(needed, 4 << 20);
+                    assert!(available <= 2 << 20, "{available}");
+                }
+                other => panic!("expected NoRoom, got {other:?}"),
+            }
+            assert!(
+                message.contains("not enough room for the transaction log")
+                    && message.contains("needs 4194304 bytes (4.0 MiB) free"),
+                "{message}"
+            );
+        }
+    }
+}
