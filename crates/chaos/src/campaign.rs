@@ -158,7 +158,7 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
         }
         None => temp.path().to_owned(),
     };
-    let fence = if args.no_fencing || args.recipe == Recipe::Queue {
+    let fence = if args.no_fencing || matches!(args.recipe, Recipe::Queue | Recipe::DoubleBarrier) {
         Fence::Off
     } else {
         match args.recipe {
@@ -222,6 +222,7 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
         contenders: contenders.clone(),
         register: register.clone(),
         session_timeout: session,
+        busy: std::sync::Mutex::new(Vec::new()),
     });
     let nemesis = tokio::spawn(nemesis::run(faults.clone(), seed, faults_until_ns, targets));
     let progress = {
@@ -272,6 +273,8 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
     let ops = register.ops();
     if args.recipe == Recipe::Queue {
         violations.extend(checker::check_queue(&ops));
+    } else if args.recipe == Recipe::DoubleBarrier {
+        violations.extend(checker::check_barrier(&ops, args.clients));
     } else {
         violations.extend(checker::check_register(&ops, rules));
     }
@@ -371,7 +374,11 @@ fn launch_for(
             s(&"--session-timeout-ms"),
             s(&(args.session_timeout * 1000)),
             s(&"--leases"),
-            s(&args.leases),
+            s(&if args.recipe == Recipe::DoubleBarrier {
+                args.clients
+            } else {
+                args.leases
+            }),
             s(&"--until-ns"),
             s(&until_ns),
             s(&"--seed"),
@@ -612,7 +619,7 @@ fn report(
          kinds={} recovery_p50_ms={:.0} recovery_p99_ms={:.0} exits={} violations={}",
         name(args.recipe),
         name(args.server),
-        !args.no_fencing && args.recipe != Recipe::Queue,
+        !args.no_fencing && !matches!(args.recipe, Recipe::Queue | Recipe::DoubleBarrier),
         ops.len(),
         accepted,
         ops.len() - accepted,

@@ -65,7 +65,7 @@ async fn section(args: &CommandArgs) -> Result<bool> {
         writeln!(log, "end {}", now_ns())?;
         return Ok(false);
     };
-    let work_ms = if args.launch % 4 == 0 {
+    let work_ms = if args.launch & 3 == 0 {
         args.long_ms
     } else {
         args.work_ms

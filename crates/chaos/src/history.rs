@@ -30,6 +30,14 @@ pub enum Action {
     Take,
     /// Queue: an item's processing was completed (the item removed from the queue).
     Done,
+    /// Double barrier: a participant calls `enter` (round in `token`, participant's launch in `value`).
+    Arrive,
+    /// Double barrier: `enter` returned: the participant is in.
+    Pass,
+    /// Double barrier: `enter` failed or timed out: the participant gave up the round.
+    Abandon,
+    /// Double barrier: `leave` returned.
+    Left,
 }
 
 /// One operation the register received, accepted or rejected, in the order it handled them.
@@ -90,6 +98,10 @@ impl fmt::Display for Action {
             Action::Put => "put",
             Action::Take => "take",
             Action::Done => "done",
+            Action::Arrive => "arrive",
+            Action::Pass => "pass",
+            Action::Abandon => "abandon",
+            Action::Left => "left",
         })
     }
 }
@@ -105,6 +117,10 @@ impl FromStr for Action {
             "put" => Ok(Action::Put),
             "take" => Ok(Action::Take),
             "done" => Ok(Action::Done),
+            "arrive" => Ok(Action::Arrive),
+            "pass" => Ok(Action::Pass),
+            "abandon" => Ok(Action::Abandon),
+            "left" => Ok(Action::Left),
             other => Err(format!("unknown action {other:?}")),
         }
     }

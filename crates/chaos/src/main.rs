@@ -40,6 +40,8 @@ pub enum Recipe {
     Run,
     /// `Queue` with `take_safe`: every acknowledged item taken, none completed twice.
     Queue,
+    /// `DoubleBarrier` with every contender a participant, one barrier path per round.
+    DoubleBarrier,
 }
 
 #[derive(Parser, Debug)]

@@ -85,11 +85,31 @@ pub struct Targets {
     pub contenders: Arc<Contenders>,
     pub register: Arc<Register>,
     pub session_timeout: Duration,
+    /// Proxies with a fault in progress (a second one would end the first early).
+    pub busy: std::sync::Mutex<Vec<usize>>,
+}
+
+impl Targets {
+    /// A proxy with no fault in progress, marked busy.
+    fn claim_proxy(&self, pick: u64) -> Option<usize> {
+        let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        let free: Vec<usize> = (0..self.proxies.len()).filter(|i| !busy.contains(i)).collect();
+        let i = *free.get((pick % free.len().max(1) as u64) as usize)?;
+        busy.push(i);
+        Some(i)
+    }
+
+    fn release_proxy(&self, i: usize) {
+        self.busy
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|&b| b != i);
+    }
 }
 
 /// Runs faults drawn from `faults` from now until `until_ns`; returns what happened, every fault healed.
 pub async fn run(faults: Vec<Fault>, seed: u64, until_ns: u64, targets: Arc<Targets>) -> Vec<Record> {
-    let mut rng = StdRng::seed_from_u64(seed ^ 0x6e65_6d65_7369_73);
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x006e_656d_6573_6973);
     let server_lock = Arc::new(tokio::sync::Mutex::new(()));
     let slots = Arc::new(tokio::sync::Semaphore::new(2));
     let mut tasks = tokio::task::JoinSet::new();
@@ -179,16 +199,17 @@ async fn inject(fault: Fault, hold: Duration, pick: u64, t: &Targets) -> Option<
             format!("contender {i}")
         }
         Fault::Blackhole | Fault::Expire => {
-            let i = choose(t.proxies.len());
-            let proxy = t.proxies.get(i)?;
+            let i = t.claim_proxy(pick)?;
+            let proxy = &t.proxies[i];
             proxy.set_blackhole(true);
             tokio::time::sleep(hold).await;
             proxy.set_blackhole(false);
+            t.release_proxy(i);
             format!("contender {i}")
         }
         Fault::DropReply => {
-            let i = choose(t.proxies.len());
-            let proxy = t.proxies.get(i)?;
+            let i = t.claim_proxy(pick)?;
+            let proxy = &t.proxies[i];
             let (ops, name): (&[i32], &str) = match pick % 3 {
                 0 => (opcode::ALL_CREATES, "create"),
                 1 => (&[opcode::DELETE], "delete"),
@@ -201,6 +222,7 @@ async fn inject(fault: Fault, hold: Duration, pick: u64, t: &Targets) -> Option<
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
             proxy.drop_reply_and_cut(&[]); // disarm if it did not fire
+            t.release_proxy(i);
             let fired = if proxy.lost_replies() > before {
                 ""
             } else {

@@ -35,7 +35,7 @@ pub struct WorkerArgs {
     /// Session timeout, milliseconds.
     #[arg(long)]
     pub session_timeout_ms: u64,
-    /// Semaphore leases.
+    /// Semaphore leases; double barrier participants.
     #[arg(long, default_value_t = 2)]
     pub leases: usize,
     /// `CLOCK_MONOTONIC` nanoseconds at which to finish.
@@ -78,6 +78,7 @@ async fn work(args: &WorkerArgs) -> Result<()> {
     let mut client: Option<Client> = None;
     let (mut held, mut failed) = (0u64, 0u64);
     let mut item = 0u64;
+    let mut round: Option<i64> = None;
     while now_ns() < args.until_ns {
         let zk = match &client {
             Some(c) if !matches!(c.state(), SessionState::Expired | SessionState::Closed) => c.clone(),
@@ -93,6 +94,21 @@ async fn work(args: &WorkerArgs) -> Result<()> {
                 }
             },
         };
+        if args.recipe == Recipe::DoubleBarrier {
+            let work = Duration::from_millis(rng.gen_range(10..60));
+            match barrier_round(&zk, args, &mut register, &mut round, timeout * 2, work).await {
+                Ok(true) => held += 1,
+                Ok(false) => {}
+                Err(err) => {
+                    failed += 1;
+                    eprintln!("worker {}: barrier: {err}", args.client);
+                    if matches!(err, Error::SessionExpired | Error::Closed) {
+                        client = None;
+                    }
+                }
+            }
+            continue;
+        }
         if args.recipe == Recipe::Queue {
             item += 1;
             // Item ids: slot, launch and count, unique across the campaign.
@@ -188,7 +204,7 @@ async fn acquire(args: &WorkerArgs, zk: &Client, writer: bool, timeout: Duration
                 .campaign_timeout(timeout)
                 .await
         }
-        Recipe::Run | Recipe::Queue => unreachable!("not a lock workload"),
+        Recipe::Run | Recipe::Queue | Recipe::DoubleBarrier => unreachable!("not a lock workload"),
     }
 }
 
@@ -252,6 +268,67 @@ pub async fn consume(
 
 async fn record(register: &mut Connection, action: Action, id: i64) {
     if let Err(err) = register.op(Kind::Shared, id, action, 0).await {
+        eprintln!("chaos: the register failed: {err:#}");
+        std::process::exit(2);
+    }
+}
+
+/// The newest round anybody has started (round directories `r-<n>` under the workload's path), so that a
+/// participant that gave up or was restarted joins the others.
+async fn newest_round(zk: &Client, path: &str) -> zklock::Result<i64> {
+    match zk.list_children(path).await {
+        Ok(children) => Ok(children
+            .iter()
+            .filter_map(|c| c.strip_prefix("r-").and_then(|n| n.parse().ok()))
+            .max()
+            .unwrap_or(0)),
+        Err(zookeeper_client::Error::NoNode) => Ok(0),
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// One round of the double barrier, at `<path>/r-<round>` with `args.leases` participants: arrive, enter, work,
+/// leave. A round that times out is given up, and the participant moves to the newest round.
+async fn barrier_round(
+    zk: &Client,
+    args: &WorkerArgs,
+    register: &mut Connection,
+    round: &mut Option<i64>,
+    timeout: Duration,
+    work: Duration,
+) -> zklock::Result<bool> {
+    let current = match *round {
+        Some(r) => r,
+        None => newest_round(zk, &args.path).await?,
+    };
+    let launch = args.launch as i64;
+    let barrier = zklock::DoubleBarrier::new(zk, &format!("{}/r-{current:08}", args.path), args.leases)?;
+    barrier_record(register, Action::Arrive, current, launch).await;
+    let participation = match barrier.enter_timeout(timeout).await {
+        Ok(p) => p,
+        Err(err) => {
+            barrier_record(register, Action::Abandon, current, launch).await;
+            *round = None; // find the others again
+            return if matches!(err, Error::Timeout) {
+                Ok(false)
+            } else {
+                Err(err)
+            };
+        }
+    };
+    barrier_record(register, Action::Pass, current, launch).await;
+    tokio::time::sleep(work).await;
+    let left = participation.leave_timeout(timeout).await;
+    barrier_record(register, Action::Left, current, launch).await;
+    *round = Some(current + 1);
+    match left {
+        Ok(()) | Err(Error::Timeout) => Ok(true),
+        Err(err) => Err(err),
+    }
+}
+
+async fn barrier_record(register: &mut Connection, action: Action, round: i64, launch: i64) {
+    if let Err(err) = register.op(Kind::Shared, round, action, launch).await {
         eprintln!("chaos: the register failed: {err:#}");
         std::process::exit(2);
     }

@@ -83,6 +83,11 @@ fn queue_on_embedded() {
 }
 
 #[test]
+fn double_barrier_on_embedded() {
+    clean("embedded", "double-barrier", "17", "25");
+}
+
+#[test]
 fn run_on_embedded() {
     clean("embedded", "run", "15", "30");
 }

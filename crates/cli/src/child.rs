@@ -10,27 +10,70 @@
 //! So a small watchdog — `zklock` itself, re-executed as the hidden `__watchdog` command, in a process group of
 //! its own — holds a pipe from us: when that pipe closes without a goodbye byte, because we died, it kills the whole
 //! process group of the command.
+//!
+//! Dying is not the only way to stop looking after the command: `zklock` can be paused (SIGSTOP, a frozen cgroup,
+//! a debugger) or starved of CPU while its command runs on, and then ZooKeeper expires the session and lets the
+//! next holder in. So the watchdog also holds a *deadline*: we renew it after each confirmed contact with the server
+//! (from [`zklock::Guard::session_valid_until`]), and when it passes unrenewed the watchdog itself sends the group
+//! SIGTERM and then SIGKILL, early enough that the group is dead before the session can expire. The deadline is an
+//! absolute CLOCK_MONOTONIC time, the same clock in both processes, so a renewal delayed in the pipe cannot
+//! stretch it. Once fired, the watchdog stays fired: a later renewal proves nothing about the time in between.
+//!
+//! The watchdog is started before the command, with its first deadline already in the pipe, and the command tells
+//! it its process group itself, from the forked child before `exec`: there is no moment in which the command runs
+//! and the watchdog does not know what to kill.
+//!
+//! The pipe carries messages of one tag byte and a little-endian payload: `x` goodbye; `p` + i32 the command's
+//! process group; `d` + u64 + u64 the SIGTERM and SIGKILL deadlines, in nanoseconds of CLOCK_MONOTONIC.
 
-use std::io;
+use std::io::{self, Write as _};
+use std::os::fd::{AsFd as _, AsRawFd as _, BorrowedFd};
 use std::os::unix::process::CommandExt as _;
 use std::process::ExitStatus;
+use std::time::{Duration, Instant};
 
-use nix::sys::signal::{killpg, Signal};
+use nix::errno::Errno;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::signal::{killpg, SigHandler, Signal};
+use nix::time::{clock_gettime, ClockId};
 use nix::unistd::Pid;
+
+/// When the watchdog stops the command on its own unless the deadline is renewed first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deadline {
+    /// SIGTERM to the command's process group.
+    pub term_at: Instant,
+    /// SIGKILL to it: the group must be dead by then.
+    pub kill_at: Instant,
+}
 
 /// A running command in its own process group.
 pub struct Child {
     inner: tokio::process::Child,
     pgid: Pid,
-    watchdog: Option<std::process::Child>,
+    watchdog: Option<Watchdog>,
+    stopped_by_watchdog: bool,
 }
 
 impl Child {
-    /// Spawns `argv` with extra environment variables.
-    pub fn spawn(argv: &[String], env: &[(&str, String)]) -> io::Result<Child> {
+    /// Spawns `argv` with extra environment variables, guarded by a watchdog that stops it at `deadline` unless
+    /// [`renew`](Child::renew)ed (with no deadline, only if we die).
+    pub fn spawn(argv: &[String], env: &[(&str, String)], deadline: Option<Deadline>) -> io::Result<Child> {
         let (program, args) = argv
             .split_first()
             .ok_or_else(|| io::Error::other("no command given"))?;
+        let mut watchdog = match Watchdog::spawn(deadline) {
+            Ok(watchdog) => Some(watchdog),
+            Err(err) => {
+                tracing::warn!(
+                    %err,
+                    "no watchdog: processes forked by the command may outlive a killed zklock, and a paused zklock \
+                     does not stop the command"
+                );
+                None
+            }
+        };
+        let announce = watchdog.as_ref().map(|watchdog| watchdog.pipe.as_raw_fd());
         let mut command = tokio::process::Command::new(program);
         command
             .args(args)
@@ -38,7 +81,9 @@ impl Child {
             .process_group(0);
         let parent = nix::unistd::getpid();
         // SAFETY: the closure runs in the forked child before exec and only makes async-signal-safe system calls
-        // (prctl, getppid); it allocates nothing.
+        // (prctl, getppid, getpid, signal, write); it allocates nothing. `announce` is the pipe to the watchdog,
+        // which stays open in the forked child until the exec (it is close-on-exec) and which this closure only
+        // borrows.
         #[allow(unsafe_code)]
         unsafe {
             command.pre_exec(move || {
@@ -47,30 +92,60 @@ impl Child {
                 if nix::unistd::getppid() != parent {
                     return Err(io::Error::other("zklock exited before the command started"));
                 }
+                if let Some(fd) = announce {
+                    // Tell the watchdog our process group before there is anything in it to guard.
+                    let mut message = [ANNOUNCE; 5];
+                    message[1..].copy_from_slice(&nix::unistd::getpid().as_raw().to_le_bytes());
+                    // A watchdog gone would make the write raise SIGPIPE, which kills by default.
+                    nix::sys::signal::signal(Signal::SIGPIPE, SigHandler::SigIgn).map_err(io::Error::from)?;
+                    let written = nix::unistd::write(BorrowedFd::borrow_raw(fd), &message);
+                    nix::sys::signal::signal(Signal::SIGPIPE, SigHandler::SigDfl).map_err(io::Error::from)?;
+                    if written != Ok(message.len()) {
+                        return Err(io::Error::other("the watchdog is gone"));
+                    }
+                }
                 Ok(())
             });
         }
-        let inner = command.spawn()?;
+        let inner = match command.spawn() {
+            Ok(inner) => inner,
+            Err(err) => {
+                if let Some(watchdog) = watchdog.take() {
+                    watchdog.dismiss();
+                }
+                return Err(err);
+            }
+        };
         let pid = inner
             .id()
             .ok_or_else(|| io::Error::other("child exited before it had a pid"))?;
-        let watchdog = match spawn_watchdog(pid as i32) {
-            Ok(watchdog) => Some(watchdog),
-            Err(err) => {
-                tracing::warn!(%err, "no watchdog: processes forked by the command may outlive a killed zklock");
-                None
-            }
-        };
         Ok(Child {
             inner,
             pgid: Pid::from_raw(pid as i32),
             watchdog,
+            stopped_by_watchdog: false,
         })
     }
 
     /// The child's pid (also its process group id).
     pub fn pid(&self) -> i32 {
         self.pgid.as_raw()
+    }
+
+    /// Moves the watchdog's deadline (after a confirmed contact with ZooKeeper). A watchdog that has fired stays
+    /// fired.
+    pub fn renew(&mut self, deadline: Deadline) {
+        if let Some(watchdog) = &mut self.watchdog {
+            if let Err(err) = watchdog.send_deadline(deadline) {
+                tracing::warn!(%err, "cannot renew the watchdog's deadline");
+            }
+        }
+    }
+
+    /// Whether the watchdog stopped the command because its deadline passed unrenewed (known once the command has
+    /// been waited for).
+    pub fn stopped_by_watchdog(&self) -> bool {
+        self.stopped_by_watchdog
     }
 
     /// Sends `signal` to the child's whole process group.
@@ -81,7 +156,7 @@ impl Child {
     }
 
     /// SIGTERM to the command's process group, SIGKILL after `grace` if it is still running; waits for it.
-    pub async fn stop(&mut self, grace: std::time::Duration) {
+    pub async fn stop(&mut self, grace: Duration) {
         self.signal(Signal::SIGTERM);
         if tokio::time::timeout(grace, self.wait()).await.is_err() {
             eprintln!("zklock: the command ignored SIGTERM for {grace:?}; sending SIGKILL");
@@ -97,19 +172,11 @@ impl Child {
     pub async fn wait(&mut self) -> io::Result<ExitStatus> {
         let status = self.inner.wait().await?;
         self.signal(Signal::SIGKILL);
-        self.dismiss_watchdog();
-        Ok(status)
-    }
-
-    /// The command is over and reaped: tell the watchdog to leave without killing anything.
-    fn dismiss_watchdog(&mut self) {
-        use std::io::Write;
-        if let Some(mut watchdog) = self.watchdog.take() {
-            if let Some(mut pipe) = watchdog.stdin.take() {
-                let _ = pipe.write_all(GOODBYE);
-            }
-            let _ = watchdog.wait();
+        // The command is over and reaped: the watchdog may leave without killing anything.
+        if let Some(watchdog) = self.watchdog.take() {
+            self.stopped_by_watchdog |= watchdog.dismiss();
         }
+        Ok(status)
     }
 }
 
@@ -117,34 +184,211 @@ impl Drop for Child {
     fn drop(&mut self) {
         // Leaving while the command may still run (we only get here without a successful wait on error paths):
         // closing the pipe without a goodbye makes the watchdog kill the group.
-        if let Some(mut watchdog) = self.watchdog.take() {
-            drop(watchdog.stdin.take());
-            let _ = watchdog.wait();
+        if let Some(Watchdog { pipe, mut process }) = self.watchdog.take() {
+            drop(pipe);
+            let _ = process.wait();
         }
     }
 }
 
-/// The byte that tells the watchdog the command ended normally.
-const GOODBYE: &[u8] = b"x";
+/// Message tags on the watchdog's pipe.
+const GOODBYE: u8 = b'x';
+const ANNOUNCE: u8 = b'p';
+const DEADLINE: u8 = b'd';
+/// The watchdog's exit status when it stopped the command because its deadline passed.
+const FIRED: i32 = 1;
 
-fn spawn_watchdog(pgid: i32) -> io::Result<std::process::Child> {
-    std::process::Command::new(std::env::current_exe()?)
-        .args(["__watchdog", &pgid.to_string()])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .process_group(0)
-        .spawn()
+/// Our end of a running watchdog.
+struct Watchdog {
+    process: std::process::Child,
+    pipe: std::process::ChildStdin,
 }
 
-/// The `__watchdog PGID` command: waits for its stdin to close; kills the process group unless it was told goodbye.
-pub fn watchdog(pgid: i32) -> i32 {
-    use std::io::Read;
-    let mut byte = [0u8; 1];
-    let told_goodbye = matches!(std::io::stdin().read(&mut byte), Ok(1) if byte == GOODBYE[..]);
-    if !told_goodbye {
-        let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+impl Watchdog {
+    fn spawn(deadline: Option<Deadline>) -> io::Result<Watchdog> {
+        let mut process = std::process::Command::new(std::env::current_exe()?)
+            .arg("__watchdog")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .process_group(0)
+            .spawn()?;
+        let pipe = process.stdin.take().expect("piped");
+        let mut watchdog = Watchdog { process, pipe };
+        if let Some(deadline) = deadline {
+            if let Err(err) = watchdog.send_deadline(deadline) {
+                watchdog.dismiss();
+                return Err(err);
+            }
+        }
+        Ok(watchdog)
     }
-    0
+
+    fn send_deadline(&mut self, deadline: Deadline) -> io::Result<()> {
+        let mut message = [DEADLINE; 17];
+        message[1..9].copy_from_slice(&monotonic_nanos(deadline.term_at).to_le_bytes());
+        message[9..].copy_from_slice(&monotonic_nanos(deadline.kill_at).to_le_bytes());
+        self.pipe.write_all(&message)
+    }
+
+    /// Says goodbye and waits for the watchdog to leave; whether it had fired.
+    fn dismiss(self) -> bool {
+        let Watchdog {
+            mut pipe,
+            mut process,
+        } = self;
+        let _ = pipe.write_all(&[GOODBYE]);
+        drop(pipe);
+        matches!(process.wait(), Ok(status) if status.code() == Some(FIRED))
+    }
+}
+
+/// CLOCK_MONOTONIC now, the clock `std::time::Instant` reads on Linux, as a duration since its (boot-time) origin.
+fn monotonic_now() -> Duration {
+    let now = clock_gettime(ClockId::CLOCK_MONOTONIC).expect("CLOCK_MONOTONIC");
+    Duration::new(now.tv_sec() as u64, now.tv_nsec() as u32)
+}
+
+/// `at` in nanoseconds of CLOCK_MONOTONIC, for another process. Rounded towards earlier: the clock is read before
+/// `Instant::now()`, so the result is early by the time between the two reads, never late.
+fn monotonic_nanos(at: Instant) -> u64 {
+    let clock = monotonic_now();
+    let now = Instant::now();
+    let at = if at >= now {
+        clock + (at - now)
+    } else {
+        clock.saturating_sub(now - at)
+    };
+    u64::try_from(at.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// What the watchdog knows and has done.
+#[derive(Debug, Default)]
+struct Guarding {
+    pgid: Option<Pid>,
+    /// The deadlines, as CLOCK_MONOTONIC times.
+    term_at: Option<Duration>,
+    kill_at: Option<Duration>,
+    termed: bool,
+    killed: bool,
+}
+
+impl Guarding {
+    fn fired(&self) -> bool {
+        self.termed || self.killed
+    }
+
+    fn signal(&self, signal: Signal) {
+        if let Some(pgid) = self.pgid {
+            let _ = killpg(pgid, signal);
+        }
+    }
+
+    /// Sends whatever signal is due at `now`.
+    fn act(&mut self, now: Duration) {
+        if !self.termed && self.term_at.is_some_and(|at| now >= at) {
+            self.termed = true;
+            eprintln!(
+                "zklock: watchdog: zklock did not confirm its ZooKeeper session in time (paused or starved?); \
+                 sending SIGTERM to the command"
+            );
+            self.signal(Signal::SIGTERM);
+        }
+        if !self.killed && self.kill_at.is_some_and(|at| now >= at) {
+            self.killed = true;
+            eprintln!("zklock: watchdog: sending SIGKILL to the command before the session can expire");
+            self.signal(Signal::SIGKILL);
+        }
+    }
+
+    /// When the next signal is due.
+    fn next(&self) -> Option<Duration> {
+        let term = self.term_at.filter(|_| !self.termed);
+        let kill = self.kill_at.filter(|_| !self.killed);
+        term.into_iter().chain(kill).min()
+    }
+
+    fn handle(&mut self, tag: u8, payload: &[u8]) {
+        match tag {
+            ANNOUNCE => {
+                let pgid = i32::from_le_bytes(payload.try_into().expect("4 bytes"));
+                self.pgid = Some(Pid::from_raw(pgid));
+                // Announced after the deadline passed (zklock paused in between): no time to lose.
+                if self.termed {
+                    self.signal(Signal::SIGTERM);
+                }
+                if self.killed {
+                    self.signal(Signal::SIGKILL);
+                }
+            }
+            DEADLINE if !self.fired() => {
+                let at = |bytes: &[u8]| {
+                    Duration::from_nanos(u64::from_le_bytes(bytes.try_into().expect("8 bytes")))
+                };
+                self.term_at = Some(at(&payload[..8]));
+                self.kill_at = Some(at(&payload[8..]));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The length of a message's payload, by its tag.
+fn payload_len(tag: u8) -> usize {
+    match tag {
+        ANNOUNCE => 4,
+        DEADLINE => 16,
+        _ => 0,
+    }
+}
+
+/// The `__watchdog` command: reads messages from stdin; kills the announced process group when stdin closes without
+/// a goodbye, and stops it (SIGTERM, then SIGKILL) when a deadline passes unrenewed. Exits 0 after a goodbye, or
+/// [`FIRED`] if it stopped the command because of a deadline.
+pub fn watchdog() -> i32 {
+    // Raw reads of fd 0: the standard library's stdin is buffered, which would hide data from `poll`.
+    let stdin = io::stdin();
+    let fd = stdin.as_fd();
+    let mut guarding = Guarding::default();
+    let mut pending: Vec<u8> = Vec::new();
+    let mut chunk = [0u8; 512];
+    loop {
+        let now = monotonic_now();
+        guarding.act(now);
+        let timeout = match guarding.next() {
+            // Rounded up to whole milliseconds, so that we never wake up just before the deadline.
+            Some(at) => PollTimeout::try_from((at.saturating_sub(now).as_micros() as u64).div_ceil(1000))
+                .unwrap_or(PollTimeout::MAX),
+            None => PollTimeout::NONE,
+        };
+        match poll(&mut [PollFd::new(fd, PollFlags::POLLIN)], timeout) {
+            Ok(0) | Err(Errno::EINTR) => continue,
+            Ok(_) => {}
+            Err(_) => {} // the read tells
+        }
+        let read = match nix::unistd::read(fd.as_raw_fd(), &mut chunk) {
+            Err(Errno::EINTR | Errno::EAGAIN) => continue,
+            Ok(read) => read,
+            Err(_) => 0,
+        };
+        if read == 0 {
+            // Closed without a goodbye: zklock died.
+            let status = if guarding.fired() { FIRED } else { 0 };
+            guarding.signal(Signal::SIGKILL);
+            return status;
+        }
+        pending.extend_from_slice(&chunk[..read]);
+        while let Some(&tag) = pending.first() {
+            if tag == GOODBYE {
+                return if guarding.fired() { FIRED } else { 0 };
+            }
+            let len = 1 + payload_len(tag);
+            if pending.len() < len {
+                break;
+            }
+            guarding.handle(tag, &pending[1..len]);
+            pending.drain(..len);
+        }
+    }
 }
 
 /// The shell convention for an exit status: the code, or 128 + the signal number.
@@ -154,5 +398,49 @@ pub fn exit_code(status: ExitStatus) -> i32 {
         (Some(code), _) => code,
         (None, Some(signal)) => 128 + signal,
         (None, None) => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deadline_message(term_at: Duration, kill_at: Duration) -> Vec<u8> {
+        let mut payload = (term_at.as_nanos() as u64).to_le_bytes().to_vec();
+        payload.extend_from_slice(&(kill_at.as_nanos() as u64).to_le_bytes());
+        payload
+    }
+
+    #[test]
+    fn the_watchdog_fires_at_its_deadlines_and_stays_fired() {
+        let secs = Duration::from_secs;
+        let mut guarding = Guarding::default();
+        assert_eq!(guarding.next(), None, "no deadline: only our death counts");
+        guarding.handle(DEADLINE, &deadline_message(secs(10), secs(12)));
+        assert_eq!(guarding.next(), Some(secs(10)));
+        guarding.act(secs(9));
+        assert!(!guarding.fired());
+        // Renewed in time: nothing happens at the old deadline.
+        guarding.handle(DEADLINE, &deadline_message(secs(20), secs(22)));
+        guarding.act(secs(10));
+        assert!(!guarding.fired());
+        guarding.act(secs(20));
+        assert!(guarding.termed && !guarding.killed);
+        assert_eq!(guarding.next(), Some(secs(22)));
+        // A renewal after the deadline passed proves nothing about the time in between.
+        guarding.handle(DEADLINE, &deadline_message(secs(30), secs(32)));
+        assert_eq!(guarding.next(), Some(secs(22)));
+        guarding.act(secs(22));
+        assert!(guarding.killed);
+        assert_eq!(guarding.next(), None);
+    }
+
+    #[test]
+    fn monotonic_nanos_is_on_the_clock_of_instant() {
+        let now = Instant::now();
+        let clock = monotonic_now();
+        let in_a_minute = Duration::from_nanos(monotonic_nanos(now + Duration::from_secs(60)));
+        let drift = (in_a_minute.as_secs_f64() - (clock + Duration::from_secs(60)).as_secs_f64()).abs();
+        assert!(drift < 0.1, "{drift} s apart");
     }
 }

@@ -61,12 +61,10 @@ pub enum Command {
     Bench(BenchArgs),
     /// Run the embedded ZooKeeper-compatible server.
     Serve(ServeArgs),
-    /// Internal: kills a command's process group if `zklock run` dies (see child.rs).
+    /// Internal: stops a command's process group if `zklock run` dies or stops renewing its deadline (see
+    /// child.rs); fed through stdin.
     #[command(name = "__watchdog", hide = true)]
-    Watchdog {
-        /// The process group to kill.
-        pgid: i32,
-    },
+    Watchdog,
 }
 
 #[derive(Debug, Args)]
@@ -80,7 +78,8 @@ pub struct RunArgs {
     #[arg(long, short = 'w')]
     pub timeout: Option<f64>,
     /// After the lock is lost, seconds between SIGTERM and SIGKILL to the command. The lock counts as lost early
-    /// enough that the command is gone before ZooKeeper can expire our session (see `supervise::lost_policy`).
+    /// enough that the command is gone before ZooKeeper can expire our session (see `supervise::lost_policy`); if
+    /// zklock itself is paused or starved, its watchdog stops the command in time on its own.
     #[arg(long, default_value_t = 2.0)]
     pub kill_after: f64,
     /// Free text stored in the lock node for `zklock status`.

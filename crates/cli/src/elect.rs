@@ -72,6 +72,7 @@ async fn elect_with(args: &ElectArgs, client: &zookeeper_client::Client, interru
         &what,
         &args.command,
         args.kill_after,
+        client.session_timeout(),
         interrupts,
     )
     .await

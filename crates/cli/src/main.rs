@@ -36,7 +36,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => report(multi_thread().block_on(demo::demo(args))),
         Command::Bench(args) => report(multi_thread().block_on(bench::bench(args))),
         Command::Serve(args) => report(multi_thread().block_on(serve::serve(args))),
-        Command::Watchdog { pgid } => child::watchdog(pgid),
+        Command::Watchdog => child::watchdog(),
     };
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }

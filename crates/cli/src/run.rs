@@ -70,6 +70,7 @@ async fn run_with(args: &RunArgs, client: &zookeeper_client::Client, interrupts:
         &what,
         &args.command,
         args.kill_after,
+        client.session_timeout(),
         interrupts,
     )
     .await

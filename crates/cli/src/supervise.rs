@@ -1,10 +1,11 @@
 //! What `zklock run` and `zklock elect` share: holding a guard while a command runs, and the exit statuses.
 //!
 //! Exit status: the command's own; 1 busy/timeout (run only); 2 usage; 3 ZooKeeper unreachable or failing;
-//! 4 the guard was lost while the command ran (it was stopped); 126/127 the command cannot be run / found;
+//! 4 the guard was lost while the command ran, or could not be confirmed in time because we were paused (the
+//! command was stopped, by us or by the watchdog); 126/127 the command cannot be run / found;
 //! 130/143 interrupted/terminated while waiting; 128+N the command died of signal N.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 use tokio::signal::unix::{signal, Signal as SignalStream, SignalKind};
@@ -12,7 +13,7 @@ use zklock::{Guard, LostPolicy};
 
 use zookeeper_client::Client;
 
-use crate::child::{exit_code, Child};
+use crate::child::{exit_code, Child, Deadline};
 use crate::cli::ConnectArgs;
 use crate::zk;
 
@@ -111,22 +112,70 @@ pub fn describe(command: &[String], note: Option<&str>) -> String {
     text
 }
 
+/// The watchdog's deadline for a session that cannot expire before `valid_until`: the command's process group must
+/// be dead a tenth of the session timeout before that (SIGKILL), and is asked to stop `kill_after` earlier
+/// (SIGTERM) — at most half the session timeout earlier, which leaves the renewals (every sixth of the timeout) room
+/// to arrive first. `None` if that lies before the clock's origin.
+pub fn watchdog_deadline(
+    valid_until: Instant,
+    session_timeout: Duration,
+    kill_after: Duration,
+) -> Option<Deadline> {
+    let kill_at = valid_until.checked_sub(session_timeout / 10)?;
+    let term_at = kill_at.checked_sub(kill_after.min(session_timeout / 2))?;
+    Some(Deadline { term_at, kill_at })
+}
+
 /// Runs `command` while `guard` holds. `what` names the guard in messages ("the lock on /x", "leadership of /x").
 /// The guard is released only once the command is gone, so the next holder's command never overlaps ours.
+///
+/// Two things stop the command early: the guard's lost signal (we send SIGTERM, then SIGKILL after `kill_after`
+/// seconds), and — should this process be paused or starved and so stop renewing it — the watchdog's deadline,
+/// derived from [`Guard::session_validity`] (see `child.rs`). Either way the exit status is [`EXIT_LOST`].
 pub async fn run_while_held(
     guard: Guard,
     path: &str,
     what: &str,
     command: &[String],
     kill_after: f64,
+    session_timeout: Duration,
     interrupts: &mut Interrupts,
 ) -> i32 {
+    let kill_after = Duration::from_secs_f64(kill_after.max(0.0));
+    let deadline = |valid_until: Option<Instant>| {
+        valid_until.and_then(|valid_until| watchdog_deadline(valid_until, session_timeout, kill_after))
+    };
+    let lost = guard.lost();
+    tokio::pin!(lost);
+    let mut validity = guard.session_validity();
+    // Start the command only with a deadline still ahead: after a long wait for the lock, the last confirmed
+    // contact may be old, and the lost signal's heartbeat renews it within a round trip.
+    let first = loop {
+        if let Some(first) = deadline(*validity.borrow_and_update()) {
+            if first.term_at > Instant::now() {
+                break first;
+            }
+        }
+        tokio::select! {
+            // Fails once the guard is lost: then `lost` completes.
+            Ok(()) = validity.changed() => {}
+            reason = &mut lost => {
+                eprintln!("zklock: lost {what} ({reason}) before the command started");
+                return EXIT_LOST;
+            }
+            signal = interrupts.recv() => {
+                eprintln!("zklock: {signal} before the command started");
+                let _ = guard.release().await;
+                return interrupted_status(signal);
+            }
+        }
+    };
     let env = [
         ("ZKLOCK_PATH", path.to_owned()),
         ("ZKLOCK_NODE", guard.path()),
         ("ZKLOCK_FENCING_TOKEN", guard.fencing_token().to_string()),
     ];
-    let mut child = match Child::spawn(command, &env) {
+    let mut child = match Child::spawn(command, &env, Some(first)) {
         Ok(child) => child,
         Err(err) => {
             eprintln!("zklock: cannot run {}: {err}", command[0]);
@@ -139,8 +188,6 @@ pub async fn run_while_held(
         }
     };
     tracing::info!(pid = child.pid(), node = %guard.path(), "command started while holding {what}");
-    let lost = guard.lost();
-    tokio::pin!(lost);
     let code = loop {
         tokio::select! {
             status = child.wait() => break match status {
@@ -148,15 +195,45 @@ pub async fn run_while_held(
                 Err(err) => { eprintln!("zklock: waiting for the command: {err}"); 1 }
             },
             signal = interrupts.recv() => child.signal(signal),
+            Ok(()) = validity.changed() => {
+                if let Some(deadline) = deadline(*validity.borrow_and_update()) {
+                    child.renew(deadline);
+                }
+            }
             reason = &mut lost => {
                 eprintln!("zklock: lost {what} ({reason}); stopping the command (pid {})", child.pid());
-                child.stop(Duration::from_secs_f64(kill_after.max(0.0))).await;
+                child.stop(kill_after).await;
                 return EXIT_LOST;
             }
         }
     };
+    if child.stopped_by_watchdog() {
+        eprintln!(
+            "zklock: could not confirm {what} in time (was zklock paused or starved?); the watchdog stopped the \
+             command"
+        );
+        let _ = guard.release().await;
+        return EXIT_LOST;
+    }
     if let Err(err) = guard.release().await {
         eprintln!("zklock: releasing {what}: {err}");
     }
     code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn watchdog_deadline_leaves_a_margin_and_the_kill_after() {
+        let valid_until = Instant::now() + Duration::from_secs(60);
+        let timeout = Duration::from_secs(4);
+        let deadline = watchdog_deadline(valid_until, timeout, Duration::from_secs(1)).unwrap();
+        assert_eq!(deadline.kill_at, valid_until - Duration::from_millis(400));
+        assert_eq!(deadline.term_at, deadline.kill_at - Duration::from_secs(1));
+        // A --kill-after too long for the session timeout is cut to half of it: renewals must have room to arrive.
+        let deadline = watchdog_deadline(valid_until, timeout, Duration::from_secs(10)).unwrap();
+        assert_eq!(deadline.term_at, deadline.kill_at - Duration::from_secs(2));
+    }
 }

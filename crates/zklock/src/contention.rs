@@ -142,13 +142,15 @@ pub(crate) async fn take_turn(
     turns: &impl Turns,
 ) -> Result<Option<Guard>> {
     let enqueue = enqueue(client, dir, marker, &options.data, &options.retry);
-    let (node, listing) = match wait {
+    let (mut node, listing) = match wait {
         Wait::Until(deadline) => tokio::time::timeout_at(deadline, enqueue)
             .await
             .map_err(|_| Error::Timeout)??,
         _ => enqueue.await?,
     };
-    let lost = LostSignal::start(client, &node.path(), options.lost_policy, &options.retry);
+    // Bound to the node: whichever way the node is deleted by us (a timeout, a failure, cancellation at any await
+    // point, the guard's release or drop), the signal is dismissed first and reports nothing.
+    let lost = LostSignal::for_node(&mut node, options.lost_policy);
     Listener::emit(&options.listener, QueueEvent::Created { path: node.path() });
     let ours = match wait {
         Wait::Forever => turns.wait(&node, &lost, listing).await.map(|()| true),

@@ -182,7 +182,7 @@ impl DoubleBarrier {
             }
             let lost = slot.get_or_insert_with(|| {
                 Listener::emit(&self.listener, QueueEvent::Created { path: me.clone() });
-                LostSignal::start(&self.client, &me, self.lost_policy, &self.retry)
+                LostSignal::for_node(&mut node, self.lost_policy)
             });
             let (watched, listed) = match (watched, listed) {
                 (Err(err), _) | (_, Err(err)) if is_connection_loss(&err) => {

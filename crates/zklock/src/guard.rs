@@ -13,12 +13,16 @@ use crate::own_node::OwnNode;
 ///   (unlike the sequence suffix). Pass it to the resource you protect and have it reject smaller tokens.
 /// * [`lost`](Guard::lost) — completes the moment the guard stops protecting you (see [`LostReason`]). Select on
 ///   it next to your critical section.
+/// * [`session_valid_until`](Guard::session_valid_until) — the instant before which the server cannot have expired
+///   our session, renewed while held: a deadline for work that must stop even if this process is paused.
 /// * [`release`](Guard::release) deletes the node and waits for ZooKeeper to confirm. Dropping the guard deletes it
 ///   in the background instead (best effort; in any case ZooKeeper deletes it when the session ends).
 #[derive(Debug)]
 pub struct Guard {
-    node: OwnNode,
+    // Declared (so dropped) before the node, whose drop sends the delete — though the order is not what keeps the
+    // signal from taking our own delete for a loss: the node dismisses the signal itself first (see `own_node.rs`).
     lost: LostSignal,
+    node: OwnNode,
 }
 
 impl Guard {
@@ -59,6 +63,40 @@ impl Guard {
     /// Why the guard was lost, if it was.
     pub fn lost_reason(&self) -> Option<LostReason> {
         self.lost.reason()
+    }
+
+    /// The instant before which ZooKeeper cannot have expired our session, and so before which nobody can take over
+    /// what this guard holds through an expiry (a deletion of our node by somebody else is another matter:
+    /// [`lost`](Guard::lost) reports it). `None` before the first confirmed contact and once the guard is lost.
+    ///
+    /// A reply to a request we sent at time `t` proves that the server heard from us at or after `t`, so it cannot
+    /// expire the session before `t` + the negotiated session timeout. While the guard is held, its lost-signal task
+    /// sends an `exists` on our own node every session timeout / 6 after the last confirmed contact (one tiny request
+    /// per held guard; a guard held for less costs nothing more) and moves this instant on with each reply. Work
+    /// that must be over before the session can expire can so be given a deadline that does not depend on this
+    /// process being scheduled: `zklock run` hands it, minus a margin, to a watchdog process that stops the command
+    /// when it is not renewed in time. It is a [`std::time::Instant`] — CLOCK_MONOTONIC on Linux, the same clock in
+    /// every process of the machine — so another process can compare it with its own clock.
+    ///
+    /// Where the guarantee ends: this machine's monotonic clock stands in for the server's, so a pause of the whole
+    /// machine (a frozen VM or container, which stops any watchdog too) or a jump of either clock is not covered —
+    /// give the resource you protect the [fencing token](Guard::fencing_token) for that. And in an ensemble a
+    /// follower may still answer for a session that the leader has just expired, for up to half a tick: the values
+    /// form a sound chain as long as each is renewed before it passes (the heartbeat sees to that while this
+    /// process runs); after this process was itself stalled past the value, do not trust a later one — the lost
+    /// signal reports the expiry once the client learns of it.
+    pub fn session_valid_until(&self) -> Option<std::time::Instant> {
+        if self.is_lost() {
+            return None;
+        }
+        *self.lost.valid_until().borrow()
+    }
+
+    /// [`session_valid_until`](Guard::session_valid_until) as a watch: `changed()` completes at each renewal and
+    /// when the guard is lost (the value is then `None`), and fails from then on, or once the guard is released or
+    /// dropped.
+    pub fn session_validity(&self) -> tokio::sync::watch::Receiver<Option<std::time::Instant>> {
+        self.lost.valid_until()
     }
 
     /// Deletes our node and waits for ZooKeeper to confirm; retried across connection loss. Releasing a guard

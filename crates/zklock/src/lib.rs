@@ -16,6 +16,8 @@
 //! * **Cancellation at every await point** — dropping an acquire future removes our node.
 //! * **Missing parents** are created as persistent nodes; **ordering** is by the sequence suffix only.
 //! * **Fencing** — [`Guard::fencing_token`] is our node's czxid, strictly increasing across holders.
+//! * **A paused holder** — [`Guard::session_valid_until`] is the instant before which the server cannot have
+//!   expired our session, renewed while held: a deadline that a watchdog outside this process can enforce.
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {

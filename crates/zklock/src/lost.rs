@@ -3,16 +3,33 @@
 //!
 //! A node is lost when the session expires or the client closes (ZooKeeper deletes ephemerals), when somebody else
 //! deletes it, or — by policy, and only once it is held — when the connection has been down long enough that the
-//! session may already be gone on the server. The task costs one `exists` watch on our own node (sent right
-//! after the create, never awaited on the acquire path) and no traffic at all after that.
+//! session may already be gone on the server.
+//!
+//! The same task keeps the *session validity* of a held node: the instant before which the server cannot have
+//! expired our session. A reply to a request we sent at time `t` proves that the server heard from us at or after
+//! `t`, so it cannot expire the session before `t` + the negotiated session timeout (ZooKeeper's expiry queue rounds
+//! up; in an ensemble the leader learns of a follower's touch later, which only delays the expiry). zookeeper-client
+//! does not tell when it last heard from the server, so the task asks itself: while the node is held it sends a
+//! `exists` on our own node (which also confirms that the node is still there) every sixth of the session timeout
+//! after the last confirmed contact, and records the instant each such request was *sent*.
+//!
+//! Cost: one `exists` watch on our own node (sent right after the create, never awaited on the acquire path), and
+//! while held one tiny `exists` request every session timeout / 6 (a guard held for less than that costs nothing
+//! more).
+//!
+//! The owner *dismisses* the task before it deletes the node itself (see [`OwnNode`](crate::own_node::OwnNode)):
+//! a dismissed task reports nothing, so the owner's own delete is never mistaken for somebody else's.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::Instant;
-use zookeeper_client::{self as zk, Client, EventType, SessionState};
+use tokio_util::sync::CancellationToken;
+use zookeeper_client::{self as zk, Client, EventType, SessionState, Stat};
 
+use crate::own_node::OwnNode;
 use crate::retry::RetryPolicy;
 
 /// Why a guard stopped protecting its holder.
@@ -88,16 +105,21 @@ impl LostPolicy {
     }
 }
 
-/// The owner's end of a node's lost signal. Dropping it stops the monitor task.
+/// The owner's end of a node's lost signal. Dropping it dismisses the monitor task.
 #[derive(Debug)]
 pub(crate) struct LostSignal {
     reason: watch::Receiver<Option<LostReason>>,
     holding: watch::Sender<bool>,
+    valid_until: watch::Receiver<Option<std::time::Instant>>,
+    dismissed: CancellationToken,
     task: tokio::task::AbortHandle,
 }
 
 impl Drop for LostSignal {
     fn drop(&mut self) {
+        // Dismissed first: an abort takes effect only when the task next yields, so a task being polled on another
+        // thread right now could otherwise still report.
+        self.dismissed.cancel();
         self.task.abort();
     }
 }
@@ -107,28 +129,50 @@ impl LostSignal {
     pub(crate) fn start(client: &Client, path: &str, policy: LostPolicy, retry: &RetryPolicy) -> LostSignal {
         let (tx, reason) = watch::channel(None);
         let (holding, holding_rx) = watch::channel(false);
+        let (valid_tx, valid_until) = watch::channel(None);
+        let dismissed = CancellationToken::new();
         let task = tokio::spawn(monitor(
-            client.clone(),
-            path.to_owned(),
-            policy,
-            retry.clone(),
+            Monitor {
+                client: client.clone(),
+                path: path.to_owned(),
+                policy,
+                retry: retry.clone(),
+                dismissed: dismissed.clone(),
+            },
             holding_rx,
             tx,
+            valid_tx,
         ));
         LostSignal {
             reason,
             holding,
+            valid_until,
+            dismissed,
             task: task.abort_handle(),
         }
     }
 
-    /// From now on the node is held: disconnections count, per the policy.
+    /// Starts watching `node`, and has the node dismiss this signal before it deletes itself (see
+    /// [`OwnNode::dismisses`]).
+    pub(crate) fn for_node(node: &mut OwnNode, policy: LostPolicy) -> LostSignal {
+        let lost = LostSignal::start(&node.client, &node.path(), policy, &node.retry);
+        node.dismisses(lost.dismissed.clone());
+        lost
+    }
+
+    /// From now on the node is held: disconnections count, per the policy, and the session validity is kept.
     pub(crate) fn set_holding(&self) {
         self.holding.send_replace(true);
     }
 
     pub(crate) fn reason(&self) -> Option<LostReason> {
         *self.reason.borrow()
+    }
+
+    /// The instant before which the server cannot have expired our session, from the last confirmed contact;
+    /// `None` before the first one and once the node is lost. (Reasoning in the module documentation.)
+    pub(crate) fn valid_until(&self) -> watch::Receiver<Option<std::time::Instant>> {
+        self.valid_until.clone()
     }
 
     /// Completes when the node is lost; `Released` if the signal is dropped first.
@@ -151,13 +195,44 @@ fn reason_for_state(state: SessionState) -> Option<LostReason> {
     }
 }
 
+/// Where the monitor records confirmed contacts with the server.
+struct Contacts<'a> {
+    valid_until: &'a watch::Sender<Option<std::time::Instant>>,
+    session_timeout: Duration,
+}
+
+impl Contacts<'_> {
+    /// A request sent at `sent` got a reply that shows our node (so our session) alive.
+    fn confirmed(&self, sent: std::time::Instant) {
+        let until = sent + self.session_timeout;
+        self.valid_until.send_if_modified(|valid| {
+            let later = valid.is_none_or(|valid| until > valid);
+            if later {
+                *valid = Some(until);
+            }
+            later
+        });
+    }
+
+    /// When the next heartbeat is due: a sixth of the session timeout after the last confirmed contact was sent.
+    fn next_heartbeat(&self) -> Instant {
+        match *self.valid_until.borrow() {
+            Some(until) => Instant::from_std(until - self.session_timeout + self.session_timeout / 6),
+            None => Instant::now(),
+        }
+    }
+}
+
 /// Waits for our node to be deleted (or the session to end), re-arming the one-shot watch on data changes.
-async fn node_gone(client: Client, path: String, retry: RetryPolicy) -> LostReason {
+async fn node_gone(client: Client, path: String, retry: RetryPolicy, contacts: &Contacts<'_>) -> LostReason {
     let mut attempt = 0;
     loop {
+        // `zookeeper-client` sends the request when the method is called.
+        let sent = std::time::Instant::now();
         match client.check_and_watch_stat(&path).await {
             Ok((None, _)) => return deletion_reason(&client, &path, &retry).await,
             Ok((Some(_), watcher)) => {
+                contacts.confirmed(sent);
                 attempt = 0;
                 let event = watcher.changed().await;
                 match event.event_type {
@@ -192,28 +267,63 @@ async fn deletion_reason(client: &Client, path: &str, retry: &RetryPolicy) -> Lo
     }
 }
 
-async fn monitor(
+/// What the monitor task watches, and how.
+struct Monitor {
     client: Client,
     path: String,
     policy: LostPolicy,
     retry: RetryPolicy,
+    /// Cancelled by the owner before it deletes the node itself; from then on the task reports nothing.
+    dismissed: CancellationToken,
+}
+
+/// A heartbeat in flight: when it was sent, and its reply.
+type Heartbeat = (
+    std::time::Instant,
+    Pin<Box<dyn Future<Output = Result<Option<Stat>, zk::Error>> + Send>>,
+);
+
+async fn monitor(
+    monitor: Monitor,
     mut holding: watch::Receiver<bool>,
     tx: watch::Sender<Option<LostReason>>,
+    valid_until: watch::Sender<Option<std::time::Instant>>,
 ) {
+    let Monitor {
+        client,
+        path,
+        policy,
+        retry,
+        dismissed,
+    } = monitor;
     let mut states = client.state_watcher();
-    let grace = policy.grace(client.session_timeout());
+    let session_timeout = client.session_timeout();
+    let contacts = Contacts {
+        valid_until: &valid_until,
+        session_timeout,
+    };
+    let grace = policy.grace(session_timeout);
     let mut disconnected_at = (client.state() == SessionState::Disconnected).then(Instant::now);
     let reason = match reason_for_state(client.state()) {
         Some(reason) => reason,
         None => {
-            let gone = node_gone(client.clone(), path.clone(), retry);
+            let gone = node_gone(client.clone(), path.clone(), retry, &contacts);
             tokio::pin!(gone);
+            let mut heartbeat: Option<Heartbeat> = None;
+            // At most one heartbeat per sixth of the timeout, also when they fail (say, while disconnected).
+            let mut not_before = Instant::now();
             loop {
-                let deadline = match (disconnected_at, grace, *holding.borrow()) {
+                let held = *holding.borrow();
+                let deadline = match (disconnected_at, grace, held) {
                     (Some(since), Some(grace), true) => Some(since + grace),
                     _ => None,
                 };
+                // One heartbeat at a time: a reply that takes long only delays the next one.
+                let next_heartbeat =
+                    (held && heartbeat.is_none()).then(|| contacts.next_heartbeat().max(not_before));
                 tokio::select! {
+                    biased;
+                    () = dismissed.cancelled() => return,
                     reason = &mut gone => break reason,
                     state = states.changed() => {
                         if let Some(reason) = reason_for_state(state) {
@@ -232,10 +342,111 @@ async fn monitor(
                     _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
                         break LostReason::Disconnected;
                     }
+                    _ = tokio::time::sleep_until(next_heartbeat.unwrap_or_else(Instant::now)),
+                        if next_heartbeat.is_some() =>
+                    {
+                        // A contact confirmed meanwhile (the watch re-armed) may have moved the heartbeat later.
+                        if contacts.next_heartbeat() <= Instant::now() {
+                            let sent = std::time::Instant::now();
+                            not_before = Instant::from_std(sent) + session_timeout / 6;
+                            heartbeat = Some((sent, Box::pin(client.check_stat(&path))));
+                        }
+                    }
+                    reply = async { heartbeat.as_mut().expect("in flight").1.as_mut().await }, if heartbeat.is_some() => {
+                        let (sent, _) = heartbeat.take().expect("in flight");
+                        // Gone (`None`): the watch on our node tells why. A failure: the session state tells, or
+                        // the next heartbeat does better.
+                        if let Ok(Some(_)) = reply {
+                            contacts.confirmed(sent);
+                        }
+                    }
                 }
             }
         }
     };
+    // The owner may have dismissed us while we were confirming a deletion — its own delete, sent after the
+    // dismissal: that is no loss. Nor does anything count once the owner's end is gone.
+    if dismissed.is_cancelled() || holding.has_changed().is_err() {
+        return;
+    }
+    valid_until.send_replace(None);
     tracing::warn!(%path, %reason, "lock node lost");
     tx.send_replace(Some(reason));
+}
+
+#[cfg(test)]
+mod tests {
+    //! The dismissal, which needs the crate's insides: a node and its signal apart from any guard.
+
+    use super::*;
+    use crate::contention::enqueue;
+    use crate::node::Marker;
+
+    const EVENTUALLY: Duration = Duration::from_secs(30);
+
+    async fn connect() -> Client {
+        let hosts = tokio::task::spawn_blocking(zklock_testkit::shared_embedded)
+            .await
+            .unwrap();
+        Client::connect(&hosts).await.expect("connect")
+    }
+
+    /// A held node of ours with its lost signal, once the monitor watches the node (its first contact is the
+    /// watch).
+    async fn held_node(client: &Client) -> (OwnNode, LostSignal) {
+        let dir = zklock_testkit::unique_path("lost-dismissal");
+        let (mut node, _) = enqueue(client, &dir, Marker::Lock, b"", &RetryPolicy::default())
+            .await
+            .unwrap();
+        let lost = LostSignal::for_node(&mut node, LostPolicy::default());
+        lost.set_holding();
+        let mut valid_until = lost.valid_until();
+        tokio::time::timeout(EVENTUALLY, valid_until.wait_for(Option::is_some))
+            .await
+            .expect("the monitor watches our node")
+            .unwrap();
+        (node, lost)
+    }
+
+    /// A guard drops its node (which sends the delete) and its lost signal one after the other, and an abort takes
+    /// effect only when the monitor task next yields — it may be running on another thread. Here that moment is
+    /// made as long as it takes: the node goes, its signal stays. The monitor sees the deletion and confirms it
+    /// with the server, and must still report nothing, because the node dismissed it before sending the delete.
+    /// (Without the dismissal this reports `NodeDeleted` and warns "lock node lost", every time.)
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn our_own_delete_is_no_loss_even_while_the_signal_lives() {
+        let client = connect().await;
+        let (node, lost) = held_node(&client).await;
+        let path = node.path();
+        let reported = lost.lost();
+        drop(node);
+        let reason = tokio::time::timeout(EVENTUALLY, reported)
+            .await
+            .expect("the dismissed monitor ends");
+        assert_eq!(reason, LostReason::Released);
+        assert_eq!(lost.reason(), None, "no loss reported");
+        // The delete was sent before this request on the same session, so it has been processed.
+        assert_eq!(
+            client.check_stat(&path).await.unwrap(),
+            None,
+            "our node was deleted"
+        );
+    }
+
+    /// The control: the same node deleted by another session, with nobody dismissing the signal, is a loss.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_delete_by_somebody_else_is_a_loss() {
+        let (client, other) = (connect().await, connect().await);
+        let (node, lost) = held_node(&client).await;
+        other.delete(&node.path(), None).await.unwrap();
+        let reason = tokio::time::timeout(EVENTUALLY, lost.lost())
+            .await
+            .expect("the loss is reported");
+        assert_eq!(reason, LostReason::NodeDeleted);
+        assert_eq!(
+            *lost.valid_until().borrow(),
+            None,
+            "a lost node has no session validity"
+        );
+    }
 }

@@ -4,7 +4,15 @@
 //! released, dropping it — because an acquire future was cancelled or timed out at any await point, or failed —
 //! deletes the node in the background. When the create reply was never seen, the node is found by our unique
 //! prefix: requests of one session are processed in order, so a listing sent after the create sees it.
+//!
+//! The node also dismisses its lost signal's monitor (see `lost.rs`) *before* it sends its own delete, whichever way
+//! the delete goes (`delete`, or `Drop`). Otherwise the monitor could take our own delete for somebody else's and
+//! report a loss (with a warning) for a node its owner gave up: a guard drops its fields in declaration order, and
+//! a monitor being polled on another worker thread runs on until it next yields, however promptly it is aborted.
+//! Dismissal is a flag the monitor checks before it reports; our delete is sent after we set it, and the monitor
+//! can only see the deletion after that.
 
+use tokio_util::sync::CancellationToken;
 use zookeeper_client::{self as zk, Client};
 
 use crate::error::Result;
@@ -25,6 +33,8 @@ pub(crate) struct OwnNode {
     pub(crate) retry: RetryPolicy,
     /// While armed, dropping deletes the node.
     armed: bool,
+    /// Dismisses the node's lost signal; cancelled before we delete the node ourselves.
+    monitor: Option<CancellationToken>,
 }
 
 impl OwnNode {
@@ -38,6 +48,19 @@ impl OwnNode {
             czxid: -1,
             retry: retry.clone(),
             armed: true,
+            monitor: None,
+        }
+    }
+
+    /// From now on, `monitor` (a lost signal's dismissal) is cancelled before we delete the node ourselves.
+    pub(crate) fn dismisses(&mut self, monitor: CancellationToken) {
+        self.monitor = Some(monitor);
+    }
+
+    /// Tells our lost signal's monitor that the deletion it is about to see is ours.
+    fn dismiss_monitor(&self) {
+        if let Some(monitor) = &self.monitor {
+            monitor.cancel();
         }
     }
 
@@ -51,6 +74,7 @@ impl OwnNode {
     /// The node stays armed until the delete is confirmed: if this future is dropped half-way (say, by a caller's
     /// timeout while a retry sleeps) or fails, `Drop` goes on deleting in the background.
     pub(crate) async fn delete(mut self) -> Result<()> {
+        self.dismiss_monitor();
         delete_own(
             &self.client,
             &self.dir,
@@ -69,6 +93,8 @@ impl Drop for OwnNode {
         if !self.armed {
             return;
         }
+        // Before the delete is sent (see the module documentation).
+        self.dismiss_monitor();
         // Without a runtime there is nobody to send the delete; the node then lives until the session ends.
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             tracing::warn!(dir = %self.dir, "no tokio runtime to remove our node; it goes when the session ends");

@@ -684,6 +684,8 @@ impl Drop for Claimed {
         if self.settled {
             return;
         }
+        // Dismissed before our delete is sent: the monitor must not take it for somebody else's (see `own_node.rs`).
+        self.lost = None;
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             tracing::warn!(claim = %self.claim, "no tokio runtime to remove our claim; it goes when the session ends");
             return;

@@ -5,6 +5,7 @@ mod support;
 mod demo;
 mod elect;
 mod interop;
+mod pause;
 mod run;
 mod serve_disk_full;
 mod status;

@@ -6,6 +6,7 @@ mod support;
 mod barrier;
 mod double_barrier;
 mod election;
+mod guard;
 mod interop;
 mod mutex;
 mod mutex_faults;

@@ -1,0 +1,188 @@
+//! `zklock run` / `zklock elect` paused (SIGSTOP: a GC stall, a frozen container, CPU starvation) while its command
+//! runs: the watchdog must have stopped the command before ZooKeeper can expire the paused process's session and
+//! let the next holder in. Real processes against real servers; the commands append `start`/`tick`/`stop`/`end`
+//! lines with nanosecond timestamps to one file, from which the test reads each command's interval of activity.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+use crate::support::*;
+
+/// The session timeout of every `zklock` here (the minimum a default ZooKeeper allows: 2 ticks of 2 s).
+const SESSION_TIMEOUT: &str = "4";
+
+/// The command: logs `start`, a `tick` every 50 ms (`$3` times, or forever if `$3` is empty), then `end`; logs
+/// `stop` if asked to terminate.
+const SCRIPT: &str = r#"
+log="$1"; tag="$2"; count="$3"
+now() { date +%s%N; }
+echo "start $tag $$ $(now)" >> "$log"
+trap 'echo "stop $tag $$ $(now)" >> "$log"; exit 0' TERM
+i=0
+while [ -z "$count" ] || [ "$i" -lt "$count" ]; do
+  echo "tick $tag $$ $(now)" >> "$log"
+  i=$((i + 1))
+  sleep 0.05
+done
+echo "end $tag $$ $(now)" >> "$log"
+"#;
+
+/// One line of the log: what, which command (A or B), its shell's pid, when (ns since the epoch).
+#[derive(Debug, Clone)]
+struct Line {
+    what: String,
+    tag: String,
+    at_ns: u128,
+}
+
+fn read_log(log: &Path) -> Vec<Line> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| {
+            let mut parts = line.split_whitespace();
+            let what = parts.next()?.to_owned();
+            let tag = parts.next()?.to_owned();
+            let _shell = parts.next()?;
+            Some(Line {
+                what,
+                tag,
+                at_ns: parts.next()?.parse().ok()?,
+            })
+        })
+        .collect()
+}
+
+/// Polls the log file (there is no event to await across processes) until `done` holds; bounded in time.
+async fn wait_for_log(log: &Path, what: &str, done: impl Fn(&[Line]) -> bool) {
+    let deadline = Instant::now() + EVENTUALLY;
+    loop {
+        if done(&read_log(log)) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}; log: {:?}",
+            read_log(log)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// `zklock <kind> ... <dir> -- sh -c SCRIPT sh <log> <tag> <count>`, its stderr going to `<log>.<tag>.err`.
+fn start(kind: &str, hosts: &str, dir: &str, log: &Path, tag: &str, count: &str) -> tokio::process::Child {
+    let mut args = vec![kind, "--connect", hosts, "--session-timeout", SESSION_TIMEOUT];
+    if kind == "run" {
+        args.extend(["--timeout", "60"]);
+    }
+    let stderr = std::fs::File::create(log.with_extension(format!("{tag}.err"))).unwrap();
+    zklock(&args)
+        .args([dir, "--", "sh", "-c", SCRIPT, "sh"])
+        .arg(log)
+        .args([tag, count])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .expect("start zklock")
+}
+
+fn stderr_of(log: &Path, tag: &str) -> String {
+    std::fs::read_to_string(log.with_extension(format!("{tag}.err"))).unwrap_or_default()
+}
+
+/// The first and last timestamp of the command tagged `tag`.
+fn interval(lines: &[Line], tag: &str) -> (u128, u128) {
+    let times: Vec<u128> = lines.iter().filter(|l| l.tag == tag).map(|l| l.at_ns).collect();
+    assert!(!times.is_empty(), "no line of {tag}: {lines:?}");
+    (*times.iter().min().unwrap(), *times.iter().max().unwrap())
+}
+
+/// A's `zklock` is paused while its command runs; B waits for the same lock (or leadership) and gets it once
+/// ZooKeeper has expired A's session. A's command must have stopped before B's started; A, resumed, exits 4.
+async fn paused_holder_is_stopped_before_the_next_starts(kind: &str, hosts: &str) {
+    let dir = zklock_testkit::unique_path(&format!("cli-pause-{kind}"));
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("commands.log");
+    let mut a = start(kind, hosts, &dir, &log, "A", "");
+    wait_for_log(&log, "A's command to run", |lines| {
+        lines.iter().any(|l| l.tag == "A" && l.what == "tick")
+    })
+    .await;
+    let a_pid = Pid::from_raw(a.id().expect("A runs") as i32);
+    kill(a_pid, Signal::SIGSTOP).expect("pause A");
+    let paused_at = Instant::now();
+
+    let b = start(kind, hosts, &dir, &log, "B", "40");
+    let b_status = tokio::time::timeout(EVENTUALLY, b.wait_with_output())
+        .await
+        .expect("B finishes")
+        .unwrap()
+        .status;
+    eprintln!("B finished {:?} after A was paused", paused_at.elapsed());
+    assert_eq!(b_status.code(), Some(0), "B: {}", stderr_of(&log, "B"));
+
+    kill(a_pid, Signal::SIGCONT).expect("resume A");
+    let a_status = tokio::time::timeout(EVENTUALLY, a.wait())
+        .await
+        .expect("A exits once resumed")
+        .unwrap();
+    assert_eq!(
+        a_status.code(),
+        Some(4),
+        "A, resumed, reports the lost lock: {}",
+        stderr_of(&log, "A")
+    );
+
+    let lines = read_log(&log);
+    let (_, a_last) = interval(&lines, "A");
+    let (b_first, _) = interval(&lines, "B");
+    assert!(
+        lines.iter().any(|l| l.tag == "B" && l.what == "end"),
+        "B's command ran to its end: {lines:?}"
+    );
+    let a_stderr = stderr_of(&log, "A");
+    assert!(
+        a_last < b_first,
+        "A's command was still running {} ms after B's had started; A said: {a_stderr}",
+        (a_last - b_first) / 1_000_000,
+    );
+    assert!(
+        a_stderr.contains("watchdog"),
+        "the watchdog, not the resumed zklock, stopped A's command: {a_stderr}"
+    );
+    eprintln!(
+        "A's command stopped {} ms before B's started",
+        (b_first - a_last) / 1_000_000
+    );
+}
+
+async fn embedded() -> String {
+    tokio::task::spawn_blocking(zklock_testkit::shared_embedded)
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paused_run_is_stopped_before_the_next_holder_starts_standalone() {
+    paused_holder_is_stopped_before_the_next_starts("run", &zookeeper().await).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paused_run_is_stopped_before_the_next_holder_starts_embedded() {
+    paused_holder_is_stopped_before_the_next_starts("run", &embedded().await).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paused_leader_is_stopped_before_the_next_leader_starts_standalone() {
+    paused_holder_is_stopped_before_the_next_starts("elect", &zookeeper().await).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paused_leader_is_stopped_before_the_next_leader_starts_embedded() {
+    paused_holder_is_stopped_before_the_next_starts("elect", &embedded().await).await
+}

@@ -1,0 +1,62 @@
+//! What every guard has: the session validity it keeps while held, and a lost signal that stays quiet when the
+//! owner gives the guard up.
+
+use std::time::{Duration, Instant};
+
+use zklock::{LostReason, Mutex};
+use zklock_testkit::unique_path;
+
+use crate::on_every_server;
+use crate::support::*;
+
+on_every_server! {
+    // While held, the instant before which the session cannot expire lies ahead, is renewed at the heartbeat's
+    // pace (a sixth of the session timeout) and never further than a session timeout ahead; a lost guard has none.
+    async fn session_validity_advances_while_held(hosts: &str) {
+        let dir = unique_path("guard-validity");
+        let holder = client_with_timeout(hosts, Duration::from_secs(4)).await;
+        let timeout = holder.session_timeout();
+        let before = Instant::now();
+        let guard = Mutex::new(&holder, &dir).unwrap().lock().await.unwrap();
+        let mut validity = guard.session_validity();
+        let first = eventually("a first confirmed contact", validity.wait_for(Option::is_some))
+            .await
+            .unwrap()
+            .expect("confirmed");
+        assert!(first >= before + timeout, "from a request sent after we started");
+        assert!(first > Instant::now() && first <= Instant::now() + timeout, "ahead, but at most a timeout");
+        assert!(guard.session_valid_until().is_some_and(|v| v >= first));
+        let mut last = first;
+        let renewing = Instant::now();
+        for renewal in 1..=3 {
+            eventually("a renewal", validity.changed()).await.expect("still held");
+            let next = validity.borrow_and_update().expect("still held");
+            let now = Instant::now();
+            assert!(next > last, "renewal {renewal} moved it on");
+            assert!(next > now && next <= now + timeout, "renewal {renewal}: ahead, but at most a timeout");
+            last = next;
+        }
+        // Three heartbeats, a sixth of the timeout apart (generously bounded on a loaded machine).
+        assert!(renewing.elapsed() < timeout * 2, "renewed at the heartbeat's pace: {:?}", renewing.elapsed());
+
+        let admin = client(hosts).await;
+        admin.delete(&guard.path(), None).await.unwrap();
+        assert_eq!(eventually("the loss", guard.lost()).await, LostReason::NodeDeleted);
+        assert_eq!(guard.session_valid_until(), None, "a lost guard has no session validity");
+    }
+
+    // Dropping a guard deletes its node; its lost signal must not take that for a deletion by somebody else
+    // (which once showed up as a stray "lock node lost" warning in a fault-free benchmark).
+    async fn dropped_guards_report_no_loss(hosts: &str) {
+        let dir = unique_path("guard-drop");
+        let client = client(hosts).await;
+        let mutex = Mutex::new(&client, &dir).unwrap();
+        for _ in 0..20 {
+            let guard = mutex.lock().await.unwrap();
+            let lost = guard.lost();
+            drop(guard);
+            assert_eq!(eventually("the dismissed signal to end", lost).await, LostReason::Released);
+        }
+        await_children(&client, &dir, "every dropped guard's node to go", |c| c.is_empty()).await;
+    }
+}
