@@ -6,17 +6,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use zookeeper_client::Client;
 
 use crate::checker::{self, Rules, Violation};
 use crate::clock::now_ns;
 use crate::contenders::{Contenders, Launch, SlotReport};
 use crate::fence::Fence;
-use crate::history::{parse_interval, Interval, Op};
-use crate::nemesis::{self, Fault, Record, Targets};
+use crate::nemesis::{self, Fault, Targets};
 use crate::register::Register;
 use crate::servers::{ServerKind, Servers};
 use crate::Recipe;
+use crate::{aftermath, report};
 
 /// The campaign's command line.
 #[derive(Debug, Clone, clap::Args)]
@@ -189,7 +188,7 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
             proxies.push(Arc::new(zklock_testkit::Proxy::start(members[0]).await?));
         }
     }
-    let path = format!("/chaos/{}-{seed:016x}", name(args.recipe));
+    let path = format!("/chaos/{}-{seed:016x}", report::name(args.recipe));
     eprintln!(
         "zklock-chaos: {:?} on {:?} ({direct}), {} contenders, {} s, session timeout {} s, faults {:?}{}; files in {}",
         args.recipe,
@@ -259,15 +258,15 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
     violations.extend(records.iter().filter_map(|r| r.violation.clone()));
     // Cleanliness: every contender node goes with its session.
     let bound = session + Duration::from_secs(7);
-    if let Err(left) = wait_clean(&direct, &path, bound).await {
+    if let Err(left) = aftermath::wait_clean(&direct, &path, bound).await {
         violations.push(format!("cleanliness: {left}"));
     }
     if args.recipe == Recipe::Queue {
-        if let Err(err) = drain(&direct, &path, &register).await {
+        if let Err(err) = aftermath::drain(&direct, &path, &register).await {
             violations.push(format!("queue: draining what is left failed: {err}"));
         }
     }
-    if let Err(left) = wait_no_sessions(&members, bound).await {
+    if let Err(left) = aftermath::wait_no_sessions(&members, bound).await {
         violations.push(format!("cleanliness: {left}"));
     }
     let ops = register.ops();
@@ -280,7 +279,7 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
     }
     let mut intervals = Vec::new();
     if args.recipe == Recipe::Run {
-        intervals = command_intervals(&dir, &ops)?;
+        intervals = aftermath::command_intervals(&dir, &ops)?;
         violations.extend(checker::check_intervals(&intervals));
     }
     let healed_ns = records.iter().map(|r| r.heal_ns).max().unwrap_or(start_ns);
@@ -293,8 +292,8 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
         .filter_map(|r| checker::check_recovery(&ops, r.heal_ns, u64::MAX).ok())
         .collect();
 
-    write_files(&dir, &ops, &records, &intervals, &violations)?;
-    report(
+    report::write_files(&dir, &ops, &records, &intervals, &violations)?;
+    report::report(
         args,
         seed,
         &ops,
@@ -362,7 +361,7 @@ fn launch_for(
             s(&chaos.display()),
             s(&"__worker"),
             s(&"--recipe"),
-            s(&name(args.recipe)),
+            s(&report::name(args.recipe)),
             s(&"--connect"),
             s(&connect),
             s(&"--path"),
@@ -390,262 +389,5 @@ fn launch_for(
     Launch {
         argv,
         log: dir.join(format!("contender-{slot}.log")),
-    }
-}
-
-/// Takes every item left in the queue (after the contenders ended and their claims went with their sessions),
-/// recording it like a consumer does.
-async fn drain(connect: &str, path: &str, register: &Register) -> anyhow::Result<()> {
-    let client = Client::connector()
-        .with_session_timeout(Duration::from_secs(10))
-        .connect(connect)
-        .await?;
-    let mut conn = crate::register::Connection::open(&register.addr().to_string(), u32::MAX).await?;
-    for _ in 0..100_000 {
-        if !crate::worker::consume(&client, path, &mut conn, Duration::from_secs(1), Duration::ZERO).await? {
-            return Ok(());
-        }
-    }
-    anyhow::bail!("more than 100,000 items left")
-}
-
-/// Waits until the server (the leader, in an ensemble) has no session left: `zk_global_sessions` of `mntr`.
-async fn wait_no_sessions(
-    members: &[std::net::SocketAddr],
-    bound: Duration,
-) -> std::result::Result<(), String> {
-    let deadline = tokio::time::Instant::now() + bound;
-    let members = members.to_vec();
-    loop {
-        let members = members.clone();
-        let sessions = tokio::task::spawn_blocking(move || {
-            members.iter().find_map(|&addr| {
-                let mntr = zklock_testkit::four_letter_word(addr, "mntr", Duration::from_secs(2)).ok()?;
-                let field = |key: &str| {
-                    mntr.lines()
-                        .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_owned()))
-                };
-                let state = field("zk_server_state")?;
-                if state != "leader" && state != "standalone" {
-                    return None;
-                }
-                field("zk_global_sessions")?.parse::<u64>().ok()
-            })
-        })
-        .await
-        .ok()
-        .flatten();
-        match sessions {
-            Some(0) => return Ok(()),
-            other if tokio::time::Instant::now() >= deadline => {
-                return Err(match other {
-                    Some(n) => format!(
-                        "{n} session(s) left {:.0} s after the last contender ended",
-                        bound.as_secs_f64()
-                    ),
-                    None => "no server answered mntr with its session count".to_owned(),
-                })
-            }
-            _ => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
-    }
-}
-
-/// Waits until no ephemeral node is left under `path` (every contender's node went with its session).
-async fn wait_clean(connect: &str, path: &str, bound: Duration) -> std::result::Result<(), String> {
-    let client = Client::connector()
-        .with_session_timeout(Duration::from_secs(10))
-        .connect(connect)
-        .await
-        .map_err(|e| format!("cannot connect to check for leftover nodes: {e}"))?;
-    let deadline = tokio::time::Instant::now() + bound;
-    loop {
-        match ephemerals_under(&client, path).await {
-            Ok(left) if left.is_empty() => return Ok(()),
-            Ok(left) if tokio::time::Instant::now() >= deadline => {
-                return Err(format!(
-                    "{} contender node(s) left {:.0} s after the last contender ended: {left:?}",
-                    left.len(),
-                    bound.as_secs_f64()
-                ))
-            }
-            Err(err) if tokio::time::Instant::now() >= deadline => {
-                return Err(format!("cannot list {path}: {err}"))
-            }
-            _ => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
-    }
-}
-
-async fn ephemerals_under(
-    client: &Client,
-    path: &str,
-) -> std::result::Result<Vec<String>, zookeeper_client::Error> {
-    let mut left = Vec::new();
-    let mut queue = vec![path.to_owned()];
-    while let Some(dir) = queue.pop() {
-        let children = match client.list_children(&dir).await {
-            Ok(children) => children,
-            Err(zookeeper_client::Error::NoNode) => continue,
-            Err(err) => return Err(err),
-        };
-        for child in children {
-            let full = format!("{dir}/{child}");
-            if let Some(stat) = client.check_stat(&full).await? {
-                if stat.ephemeral_owner != 0 {
-                    left.push(full.clone());
-                }
-            }
-            queue.push(full);
-        }
-    }
-    Ok(left)
-}
-
-/// The commands' intervals, each extended to the last operation the register saw with its token.
-fn command_intervals(dir: &Path, ops: &[Op]) -> Result<Vec<Interval>> {
-    let mut last_op: BTreeMap<i64, u64> = BTreeMap::new();
-    for op in ops {
-        let at = last_op.entry(op.token).or_default();
-        *at = (*at).max(op.at_ns);
-    }
-    let mut intervals = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !(name.starts_with("command-") && name.ends_with(".log")) {
-            continue;
-        }
-        let text = std::fs::read_to_string(entry.path())?;
-        if let Some(mut iv) = parse_interval(&name, &text) {
-            if let Some(&at) = last_op.get(&iv.token) {
-                iv.last_ns = iv.last_ns.max(at);
-            }
-            intervals.push(iv);
-        }
-    }
-    Ok(intervals)
-}
-
-fn write_files(
-    dir: &Path,
-    ops: &[Op],
-    records: &[Record],
-    intervals: &[Interval],
-    violations: &[Violation],
-) -> Result<()> {
-    use std::fmt::Write as _;
-    let mut text = String::from("# seq at_ns client token kind action value verdict\n");
-    for op in ops {
-        let _ = writeln!(text, "{op}");
-    }
-    std::fs::write(dir.join("register.history"), text)?;
-    let mut text = String::from("# fault start_ns heal_ns target\n");
-    for r in records {
-        let _ = writeln!(text, "{:?} {} {} {}", r.fault, r.start_ns, r.heal_ns, r.target);
-    }
-    std::fs::write(dir.join("faults.history"), text)?;
-    let mut text = String::new();
-    for iv in intervals {
-        let _ = writeln!(
-            text,
-            "{} token {} {}..{} finished {}",
-            iv.name, iv.token, iv.begin_ns, iv.last_ns, iv.finished
-        );
-    }
-    std::fs::write(dir.join("intervals.txt"), text)?;
-    std::fs::write(dir.join("violations.txt"), violations.join("\n"))?;
-    Ok(())
-}
-
-/// The command-line spelling of a value.
-fn name(value: impl clap::ValueEnum) -> String {
-    value
-        .to_possible_value()
-        .map(|v| v.get_name().to_owned())
-        .unwrap_or_default()
-}
-
-fn percentile(sorted: &[u64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i] as f64 / 1e6
-}
-
-#[allow(clippy::too_many_arguments)]
-fn report(
-    args: &CampaignArgs,
-    seed: u64,
-    ops: &[Op],
-    records: &[Record],
-    reports: &BTreeMap<usize, SlotReport>,
-    recoveries: &[u64],
-    violations: &[Violation],
-    intervals: &[Interval],
-) {
-    let mut by_fault: BTreeMap<String, usize> = BTreeMap::new();
-    for r in records {
-        *by_fault
-            .entry(format!("{:?}", r.fault).to_lowercase())
-            .or_default() += 1;
-        eprintln!(
-            "zklock-chaos: fault {:?} on {} for {:.1} s",
-            r.fault,
-            r.target,
-            (r.heal_ns - r.start_ns) as f64 / 1e9
-        );
-    }
-    let mut exits: BTreeMap<i32, u64> = BTreeMap::new();
-    for report in reports.values() {
-        for (code, n) in &report.exits {
-            *exits.entry(*code).or_default() += n;
-        }
-    }
-    let accepted = ops.iter().filter(|o| o.accepted).count();
-    let mut sorted = recoveries.to_vec();
-    sorted.sort_unstable();
-    for v in violations.iter().take(50) {
-        eprintln!("zklock-chaos: VIOLATION {v}");
-    }
-    if violations.len() > 50 {
-        eprintln!("zklock-chaos: ... and {} more violations", violations.len() - 50);
-    }
-    let faults: Vec<String> = by_fault.iter().map(|(k, v)| format!("{k}:{v}")).collect();
-    let exits: Vec<String> = exits.iter().map(|(k, v)| format!("{k}:{v}")).collect();
-    eprintln!(
-        "chaos-result recipe={} server={} fencing={} ops={} accepted={} rejected={} commands={} faults={} \
-         kinds={} recovery_p50_ms={:.0} recovery_p99_ms={:.0} exits={} violations={}",
-        name(args.recipe),
-        name(args.server),
-        !args.no_fencing && !matches!(args.recipe, Recipe::Queue | Recipe::DoubleBarrier),
-        ops.len(),
-        accepted,
-        ops.len() - accepted,
-        intervals.len(),
-        records.len(),
-        faults.join(","),
-        percentile(&sorted, 0.5),
-        percentile(&sorted, 0.99),
-        exits.join(","),
-        violations.len()
-    );
-    println!(
-        "chaos: {} ops, {} faults, {} violations, seed {seed}",
-        ops.len(),
-        records.len(),
-        violations.len()
-    );
-    if !violations.is_empty() {
-        eprintln!(
-            "zklock-chaos: replay with: zklock-chaos --server {} --recipe {} --clients {} --duration {} --session-timeout {} --seed {seed}{}",
-            name(args.server),
-            name(args.recipe),
-            args.clients,
-            args.duration,
-            args.session_timeout,
-            if args.no_fencing { " --no-fencing" } else { "" }
-        );
     }
 }

@@ -7,10 +7,12 @@
 //! `chaos: <ops> ops, <faults> faults, <violations> violations, seed <seed>` and exits 0 only when the checker
 //! finds nothing (1: violations; 2: the campaign itself could not run).
 //!
-//! Layout: `campaign.rs` runs one campaign; `contenders.rs` the contender processes; `nemesis.rs` the faults;
+//! Layout: `campaign.rs` runs one campaign; `aftermath.rs` drains and checks cleanliness; `report.rs` writes
+//! the files and the summary; `contenders.rs` the contender processes; `nemesis.rs` the faults;
 //! `servers.rs` the server under test; `register.rs` + `fence.rs` the protected resource; `checker.rs` the
 //! verdict; `worker.rs` and `command.rs` what runs inside the contender processes.
 
+mod aftermath;
 mod campaign;
 mod checker;
 mod clock;
@@ -20,6 +22,7 @@ mod fence;
 mod history;
 mod nemesis;
 mod register;
+mod report;
 mod servers;
 mod worker;
 

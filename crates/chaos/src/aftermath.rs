@@ -1,0 +1,146 @@
+//! After the contenders ended: drain what a queue has left, and the cleanliness checks (no contender node, no
+//! session left), and the commands' intervals of the `run` workload.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Result;
+use zookeeper_client::Client;
+
+use crate::history::{parse_interval, Interval, Op};
+use crate::register::Register;
+
+/// Takes every item left in the queue (after the contenders ended and their claims went with their sessions),
+/// recording it like a consumer does.
+pub async fn drain(connect: &str, path: &str, register: &Register) -> anyhow::Result<()> {
+    let client = Client::connector()
+        .with_session_timeout(Duration::from_secs(10))
+        .connect(connect)
+        .await?;
+    let mut conn = crate::register::Connection::open(&register.addr().to_string(), u32::MAX).await?;
+    for _ in 0..100_000 {
+        if !crate::worker::consume(&client, path, &mut conn, Duration::from_secs(1), Duration::ZERO).await? {
+            return Ok(());
+        }
+    }
+    anyhow::bail!("more than 100,000 items left")
+}
+
+/// Waits until the server (the leader, in an ensemble) has no session left: `zk_global_sessions` of `mntr`.
+pub async fn wait_no_sessions(
+    members: &[std::net::SocketAddr],
+    bound: Duration,
+) -> std::result::Result<(), String> {
+    let deadline = tokio::time::Instant::now() + bound;
+    let members = members.to_vec();
+    loop {
+        let members = members.clone();
+        let sessions = tokio::task::spawn_blocking(move || {
+            members.iter().find_map(|&addr| {
+                let mntr = zklock_testkit::four_letter_word(addr, "mntr", Duration::from_secs(2)).ok()?;
+                let field = |key: &str| {
+                    mntr.lines()
+                        .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_owned()))
+                };
+                let state = field("zk_server_state")?;
+                if state != "leader" && state != "standalone" {
+                    return None;
+                }
+                field("zk_global_sessions")?.parse::<u64>().ok()
+            })
+        })
+        .await
+        .ok()
+        .flatten();
+        match sessions {
+            Some(0) => return Ok(()),
+            other if tokio::time::Instant::now() >= deadline => {
+                return Err(match other {
+                    Some(n) => format!(
+                        "{n} session(s) left {:.0} s after the last contender ended",
+                        bound.as_secs_f64()
+                    ),
+                    None => "no server answered mntr with its session count".to_owned(),
+                })
+            }
+            _ => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}
+
+/// Waits until no ephemeral node is left under `path` (every contender's node went with its session).
+pub async fn wait_clean(connect: &str, path: &str, bound: Duration) -> std::result::Result<(), String> {
+    let client = Client::connector()
+        .with_session_timeout(Duration::from_secs(10))
+        .connect(connect)
+        .await
+        .map_err(|e| format!("cannot connect to check for leftover nodes: {e}"))?;
+    let deadline = tokio::time::Instant::now() + bound;
+    loop {
+        match ephemerals_under(&client, path).await {
+            Ok(left) if left.is_empty() => return Ok(()),
+            Ok(left) if tokio::time::Instant::now() >= deadline => {
+                return Err(format!(
+                    "{} contender node(s) left {:.0} s after the last contender ended: {left:?}",
+                    left.len(),
+                    bound.as_secs_f64()
+                ))
+            }
+            Err(err) if tokio::time::Instant::now() >= deadline => {
+                return Err(format!("cannot list {path}: {err}"))
+            }
+            _ => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}
+
+async fn ephemerals_under(
+    client: &Client,
+    path: &str,
+) -> std::result::Result<Vec<String>, zookeeper_client::Error> {
+    let mut left = Vec::new();
+    let mut queue = vec![path.to_owned()];
+    while let Some(dir) = queue.pop() {
+        let children = match client.list_children(&dir).await {
+            Ok(children) => children,
+            Err(zookeeper_client::Error::NoNode) => continue,
+            Err(err) => return Err(err),
+        };
+        for child in children {
+            let full = format!("{dir}/{child}");
+            if let Some(stat) = client.check_stat(&full).await? {
+                if stat.ephemeral_owner != 0 {
+                    left.push(full.clone());
+                }
+            }
+            queue.push(full);
+        }
+    }
+    Ok(left)
+}
+
+/// The commands' intervals, each extended to the last operation the register saw with its token.
+pub fn command_intervals(dir: &Path, ops: &[Op]) -> Result<Vec<Interval>> {
+    let mut last_op: BTreeMap<i64, u64> = BTreeMap::new();
+    for op in ops {
+        let at = last_op.entry(op.token).or_default();
+        *at = (*at).max(op.at_ns);
+    }
+    let mut intervals = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !(name.starts_with("command-") && name.ends_with(".log")) {
+            continue;
+        }
+        let text = std::fs::read_to_string(entry.path())?;
+        if let Some(mut iv) = parse_interval(&name, &text) {
+            if let Some(&at) = last_op.get(&iv.token) {
+                iv.last_ns = iv.last_ns.max(at);
+            }
+            intervals.push(iv);
+        }
+    }
+    Ok(intervals)
+}
