@@ -337,8 +337,6 @@ fn launch_for(
             s(&args.session_timeout),
             s(&"--timeout"),
             s(&(args.session_timeout * 3)),
-            s(&"--kill-after"),
-            s(&"1"),
             s(&path),
             s(&"--"),
             s(&chaos.display()),
