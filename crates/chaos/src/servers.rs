@@ -80,33 +80,26 @@ pub struct Embedded {
     pub data: PathBuf,
     log: PathBuf,
     child: Option<Child>,
-    /// The tmpfs mounted on `data`, if any.
-    tmpfs: bool,
+    /// The tmpfs mounted on `data`, if any (unmounted on drop, after the server was killed).
+    tmpfs: Option<zklock_testkit::Tmpfs>,
 }
 
 /// The size of the tmpfs under the embedded server's data dir: room for the log preallocation (4 MiB) and a few
 /// log files and snapshots, small enough to fill in an instant.
-const TMPFS_SIZE: &str = "size=24m";
+const TMPFS_SIZE: &str = "24m";
 
 impl Embedded {
     fn start(zklock: &Path, dir: &Path, disk: bool) -> Result<Embedded> {
         let data = dir.join("data");
         std::fs::create_dir_all(&data)?;
-        if disk {
-            nix::mount::mount(
-                Some("tmpfs"),
-                &data,
-                Some("tmpfs"),
-                nix::mount::MsFlags::empty(),
-                Some(TMPFS_SIZE),
+        let tmpfs = if disk {
+            Some(
+                zklock_testkit::Tmpfs::mount_at(&data, TMPFS_SIZE)
+                    .context("mounting a tmpfs for the disk-full fault (needs root)")?,
             )
-            .with_context(|| {
-                format!(
-                    "mounting a tmpfs on {} for the disk-full fault (needs root)",
-                    data.display()
-                )
-            })?;
-        }
+        } else {
+            None
+        };
         let port = zklock_testkit::ports::free_port()?;
         let mut embedded = Embedded {
             zklock: zklock.to_owned(),
@@ -114,7 +107,7 @@ impl Embedded {
             data,
             log: dir.join("server.log"),
             child: None,
-            tmpfs: disk,
+            tmpfs,
         };
         embedded.launch()?;
         Ok(embedded)
@@ -201,11 +194,7 @@ impl Embedded {
 impl Drop for Embedded {
     fn drop(&mut self) {
         self.kill();
-        if self.tmpfs {
-            if let Err(err) = nix::mount::umount(&self.data) {
-                eprintln!("zklock-chaos: unmounting {}: {err}", self.data.display());
-            }
-        }
+        drop(self.tmpfs.take());
     }
 }
 
