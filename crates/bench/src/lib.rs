@@ -118,7 +118,9 @@ pub async fn connect(hosts: &str) -> Result<zookeeper_client::Client> {
         .await?)
 }
 
-/// Closes a session and waits (briefly) until the server confirmed it.
+/// Closes a session and waits (briefly) until the server confirmed it, so that its ephemeral nodes disappear now
+/// rather than a session timeout later. Every other clone of `client` must be dropped first. The `zklock` binary
+/// closes its sessions with it too.
 pub async fn close(client: zookeeper_client::Client) {
     let mut states = client.state_watcher();
     drop(client);

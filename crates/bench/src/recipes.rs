@@ -67,14 +67,14 @@ pub async fn failover(hosts: &str, root: &str, rounds: usize, departure: Departu
         let leadership = leader_election.campaign().await?;
         let (queued_tx, queued_rx) = tokio::sync::oneshot::channel();
         let queued_tx = std::sync::Mutex::new(Some(queued_tx));
-        let successor =
-            LeaderElection::new(&second, &path)?.with_listener(zklock::Listener::new(move |event| {
-                if matches!(event, QueueEvent::Waiting { .. }) {
-                    if let Some(tx) = queued_tx.lock().expect("not poisoned").take() {
-                        let _ = tx.send(());
-                    }
+        let queued = zklock::Listener::new(move |event| {
+            if matches!(event, QueueEvent::Waiting { .. }) {
+                if let Some(tx) = queued_tx.lock().expect("not poisoned").take() {
+                    let _ = tx.send(());
                 }
-            }));
+            }
+        });
+        let successor = LeaderElection::new(zklock::Session::new(&second).with_listener(queued), &path)?;
         let campaign = tokio::spawn(async move {
             let leadership = successor.campaign().await;
             (Instant::now(), leadership)

@@ -8,13 +8,14 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Context;
 use zklock_bench::lock::{throughput, LockImpl};
 
 use crate::cli::BenchArgs;
+use crate::exit;
 use crate::zk::Target;
 
-pub async fn bench(args: BenchArgs) -> Result<i32> {
+pub async fn bench(args: BenchArgs) -> exit::Result {
     let target = Target::resolve(&args.connect).await?;
     let duration = Duration::from_secs_f64(args.duration.max(0.1));
     let rounds = args.rounds.max(1);
@@ -75,7 +76,7 @@ pub async fn bench(args: BenchArgs) -> Result<i32> {
         "ratios: median over the rounds of each round's rate / zookeeper-client's rate in the same round"
     );
     target.shutdown().await?;
-    Ok(0)
+    Ok(exit::OK)
 }
 
 fn median(values: impl Iterator<Item = f64>) -> f64 {

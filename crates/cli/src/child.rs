@@ -396,7 +396,7 @@ pub fn exit_code(status: ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(code), _) => code,
-        (None, Some(signal)) => 128 + signal,
+        (None, Some(signal)) => crate::exit::signalled(signal),
         (None, None) => 1,
     }
 }

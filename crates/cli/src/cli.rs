@@ -1,8 +1,11 @@
-//! The command line, as clap sees it. Raw arguments only; each command validates its own.
+//! The command line, as clap sees it: every command's arguments, raw (each command validates its own), and each
+//! command's exit statuses in its `--help` (from [`crate::exit`]). Imports nothing else of this crate.
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+
+use crate::exit::{self, Cmd};
 
 /// Fair distributed locks and coordination on ZooKeeper.
 #[derive(Debug, Parser)]
@@ -42,24 +45,22 @@ pub struct OptionalConnectArgs {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a command while holding a cluster-wide lock (a distributed `flock`).
-    ///
-    /// Exit status: the command's own; 1 if the lock is busy (--nonblock) or the timeout passed; 2 for usage
-    /// errors; 3 if ZooKeeper cannot be reached or fails; 4 if the lock was lost while the command ran (the
-    /// command was stopped); 126/127 if the command cannot be run / found; 128+N if it died of signal N.
+    #[command(after_long_help = exit::help(Cmd::Run))]
     Run(RunArgs),
     /// Run a command only while this process is the elected leader; stop it as soon as leadership is lost.
-    ///
-    /// Exit status: the command's own; 2 for usage errors; 3 if ZooKeeper cannot be reached or fails; 4 if
-    /// leadership was lost while the command ran (the command was stopped); 126/127 if the command cannot be run /
-    /// found; 130/143 if interrupted/terminated while campaigning; 128+N if the command died of signal N.
-    Elect(crate::elect::ElectArgs),
+    #[command(after_long_help = exit::help(Cmd::Elect))]
+    Elect(ElectArgs),
     /// Show the holder and the queue of a lock directory.
+    #[command(after_long_help = exit::help(Cmd::Status))]
     Status(StatusArgs),
     /// The design documents' demo: N workers with their own sessions hand a lock over in FIFO order.
+    #[command(after_long_help = exit::help(Cmd::Demo))]
     Demo(DemoArgs),
     /// Benchmark zklock's Mutex against zookeeper-client's `Client::lock` on the same server, side by side.
+    #[command(after_long_help = exit::help(Cmd::Bench))]
     Bench(BenchArgs),
     /// Run the embedded ZooKeeper-compatible server.
+    #[command(after_long_help = exit::help(Cmd::Serve))]
     Serve(ServeArgs),
     /// Internal: stops a command's process group if `zklock run` dies or stops renewing its deadline (see
     /// child.rs); fed through stdin.
@@ -86,6 +87,24 @@ pub struct RunArgs {
     #[arg(long)]
     pub describe: Option<String>,
     /// The lock directory, e.g. /locks/nightly-backup.
+    pub path: String,
+    /// The command and its arguments (after `--`).
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
+}
+
+/// Arguments of `zklock elect`.
+#[derive(Debug, Args)]
+pub struct ElectArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// After leadership is lost, seconds between SIGTERM and SIGKILL to the command.
+    #[arg(long, default_value_t = 2.0)]
+    pub kill_after: f64,
+    /// Free text stored in our candidate node, shown to observers of the election.
+    #[arg(long)]
+    pub describe: Option<String>,
+    /// The election directory, e.g. /elections/scheduler.
     pub path: String,
     /// The command and its arguments (after `--`).
     #[arg(last = true, required = true)]

@@ -4,10 +4,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use zklock::{Listener, Mutex, QueueEvent};
 
 use crate::cli::DemoArgs;
+use crate::exit::{self, Failure};
 use crate::zk::{self, Target};
 
 const NOBODY: usize = usize::MAX;
@@ -37,9 +38,9 @@ impl Shared {
     }
 }
 
-pub async fn demo(args: DemoArgs) -> Result<i32> {
+pub async fn demo(args: DemoArgs) -> exit::Result {
     if args.workers == 0 {
-        bail!("--workers must be at least 1");
+        return Err(Failure::new(exit::FAILURE, "--workers must be at least 1"));
     }
     let target = Target::resolve(&args.connect).await?;
     let server = if target.embedded.is_some() {
@@ -82,7 +83,7 @@ pub async fn demo(args: DemoArgs) -> Result<i32> {
     }
     let ok = summarize(&shared, args.workers);
     target.shutdown().await?;
-    Ok(if ok { 0 } else { 1 })
+    Ok(if ok { exit::OK } else { exit::CHECK_FAILED })
 }
 
 fn rand_suffix() -> u32 {
@@ -110,9 +111,8 @@ async fn work(
         }
         QueueEvent::Acquired { .. } => {}
     });
-    let mutex = Mutex::new(client, path)?
-        .with_data(format!("zklock demo worker {worker}"))
-        .with_listener(listener);
+    let mutex = Mutex::new(zklock::Session::new(client).with_listener(listener), path)?
+        .with_data(format!("zklock demo worker {worker}"));
     let guard = mutex.lock().await?;
     let acquired_at = shared.start.elapsed();
     if shared.holder.swap(worker, Ordering::SeqCst) != NOBODY {

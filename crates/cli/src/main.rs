@@ -5,6 +5,7 @@ mod child;
 mod cli;
 mod demo;
 mod elect;
+mod exit;
 mod run;
 mod serve;
 mod status;
@@ -16,6 +17,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::cli::{Cli, Command};
+use crate::exit::Failure;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -26,19 +28,35 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    let code = match cli.command {
+    let speaker = speaker(&cli.command);
+    let result = match cli.command {
         // `run` forks the user's command: its parent-death signal is tied to the forking *thread*, so run on a
         // current-thread runtime on the main thread, which lives exactly as long as the process.
         Command::Run(args) => current_thread().block_on(run::run(args)),
         // Like `run`: the command is forked from the main thread.
         Command::Elect(args) => current_thread().block_on(elect::elect(args)),
-        Command::Status(args) => report(multi_thread().block_on(status::status(args))),
-        Command::Demo(args) => report(multi_thread().block_on(demo::demo(args))),
-        Command::Bench(args) => report(multi_thread().block_on(bench::bench(args))),
-        Command::Serve(args) => report(multi_thread().block_on(serve::serve(args))),
-        Command::Watchdog => child::watchdog(),
+        Command::Status(args) => multi_thread()
+            .block_on(status::status(args))
+            .map_err(Failure::from),
+        Command::Demo(args) => multi_thread().block_on(demo::demo(args)),
+        Command::Bench(args) => multi_thread().block_on(bench::bench(args)),
+        Command::Serve(args) => multi_thread().block_on(serve::serve(args)),
+        Command::Watchdog => Ok(child::watchdog()),
     };
-    ExitCode::from(u8::try_from(code).unwrap_or(1))
+    // The one place a failure is told.
+    let status = result.unwrap_or_else(|failure| {
+        eprintln!("{speaker}: {}", failure.message);
+        failure.status
+    });
+    ExitCode::from(u8::try_from(status).unwrap_or(1))
+}
+
+/// Who says a failure: `zklock serve` names itself, being the one command that runs as a service.
+fn speaker(command: &Command) -> &'static str {
+    match command {
+        Command::Serve(_) => "zklock serve",
+        _ => "zklock",
+    }
 }
 
 fn default_log_filter(command: &Command) -> &'static str {
@@ -60,15 +78,4 @@ fn multi_thread() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("tokio runtime")
-}
-
-/// Prints an error chain the way a user wants to read it, and maps it to exit status 3.
-fn report(result: anyhow::Result<i32>) -> i32 {
-    match result {
-        Ok(code) => code,
-        Err(err) => {
-            eprintln!("zklock: {err:#}");
-            3
-        }
-    }
 }

@@ -5,26 +5,27 @@ use std::time::Duration;
 use zklock::{Error, Mutex};
 
 use crate::cli::RunArgs;
-use crate::supervise::{self, Interrupts, EXIT_BUSY, EXIT_USAGE, EXIT_ZOOKEEPER};
+use crate::exit::{self, Failure};
+use crate::supervise::{self, Interrupts};
 
 /// Runs the command under the lock; returns the process exit status.
-pub async fn run(args: RunArgs) -> i32 {
+pub async fn run(args: RunArgs) -> exit::Result {
     supervise::with_session(&args.connect, async |client, interrupts| {
         run_with(&args, client, interrupts).await
     })
     .await
 }
 
-async fn run_with(args: &RunArgs, client: &zookeeper_client::Client, interrupts: &mut Interrupts) -> i32 {
-    let mutex = match Mutex::new(client, &args.path) {
-        Ok(mutex) => mutex
-            .with_data(supervise::describe(&args.command, args.describe.as_deref()))
-            .with_lost_policy(supervise::lost_policy(client.session_timeout(), args.kill_after)),
-        Err(err) => {
-            eprintln!("zklock: {err}");
-            return EXIT_USAGE;
-        }
-    };
+async fn run_with(
+    args: &RunArgs,
+    client: &zookeeper_client::Client,
+    interrupts: &mut Interrupts,
+) -> exit::Result {
+    let session = zklock::Session::new(client)
+        .with_lost_policy(supervise::lost_policy(client.session_timeout(), args.kill_after));
+    let mutex = Mutex::new(session, &args.path)
+        .map_err(|err| Failure::new(exit::USAGE, err.to_string()))?
+        .with_data(supervise::describe(&args.command, args.describe.as_deref()));
     let acquire = async {
         if args.nonblock {
             mutex.try_lock().await
@@ -40,27 +41,26 @@ async fn run_with(args: &RunArgs, client: &zookeeper_client::Client, interrupts:
     let acquired = tokio::select! {
         acquired = acquire => acquired,
         signal = interrupts.recv() => {
-            eprintln!("zklock: {signal} while waiting for {}", args.path);
-            return supervise::interrupted_status(signal);
+            return Err(supervise::interrupted(signal, format!("{signal} while waiting for {}", args.path)));
         }
     };
     let guard = match acquired {
         Ok(Some(guard)) => guard,
         Ok(None) => {
-            eprintln!("zklock: {} is locked by another holder (--nonblock)", args.path);
-            return EXIT_BUSY;
+            let message = format!("{} is locked by another holder (--nonblock)", args.path);
+            return Err(Failure::new(exit::BUSY, message));
         }
         Err(Error::Timeout) => {
-            eprintln!(
-                "zklock: timed out after {}s waiting for {}",
+            let message = format!(
+                "timed out after {}s waiting for {}",
                 args.timeout.unwrap_or_default(),
                 args.path
             );
-            return EXIT_BUSY;
+            return Err(Failure::new(exit::BUSY, message));
         }
         Err(err) => {
-            eprintln!("zklock: cannot lock {}: {err}", args.path);
-            return EXIT_ZOOKEEPER;
+            let message = format!("cannot lock {}: {err}", args.path);
+            return Err(Failure::new(exit::FAILURE, message));
         }
     };
     let what = format!("the lock on {}", args.path);

@@ -1,9 +1,7 @@
 //! `zklock serve`: the embedded ZooKeeper-compatible server as a standalone process.
 //!
-//! Exit status: **0** after SIGINT/SIGTERM (clean shutdown, final snapshot); **1** the transaction log cannot be
-//! written — at start the log directory has no room for one preallocation step of the log, or while serving a
-//! write or fsync failed (a full disk, an I/O error); **3** any other failure (bind, unreadable config,
-//! corrupt data directory). Each failure prints one `zklock serve: ...` line naming the directory and the cause.
+//! Exit statuses: [`crate::exit`]. Each failure prints one `zklock serve: ...` line naming the directory and the
+//! cause.
 //!
 //! # A full disk: exit, not read-only
 //!
@@ -20,16 +18,14 @@
 
 use std::io::ErrorKind;
 
-use anyhow::{Context, Result};
+use anyhow::Context;
 use tokio::signal::unix::{signal, SignalKind};
 use zklock_server::{Error, Server, ServerConfig, StorageError};
 
 use crate::cli::ServeArgs;
+use crate::exit::{self, Failure};
 
-/// Exit status when the transaction log cannot be written (at start or while serving).
-const LOG_UNWRITABLE: i32 = 1;
-
-pub async fn serve(args: ServeArgs) -> Result<i32> {
+pub async fn serve(args: ServeArgs) -> exit::Result {
     let mut config = match &args.config {
         Some(path) => {
             ServerConfig::from_zoo_cfg(path).with_context(|| format!("reading {}", path.display()))?
@@ -45,14 +41,14 @@ pub async fn serve(args: ServeArgs) -> Result<i32> {
     let server = match Server::start(config).await {
         Ok(server) => server,
         Err(Error::Storage(err @ StorageError::NoRoom { .. })) => {
-            eprintln!("zklock serve: {err}; free space or use a bigger disk");
-            return Ok(LOG_UNWRITABLE);
+            let message = format!("{err}; free space or use a bigger disk");
+            return Err(Failure::new(exit::LOG_UNWRITABLE, message));
         }
-        Err(err) => return Err(err).context("starting the server"),
+        Err(err) => return Err(anyhow::Error::from(err).context("starting the server").into()),
     };
     tracing::info!(addr = %server.local_addr(), "zklock server serving");
     println!("zklock server listening on {}", server.local_addr());
-    let mut term = signal(SignalKind::terminate())?;
+    let mut term = signal(SignalKind::terminate()).map_err(anyhow::Error::from)?;
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
@@ -61,13 +57,13 @@ pub async fn serve(args: ServeArgs) -> Result<i32> {
             if let Err(e) = server.shutdown().await {
                 tracing::debug!(error = %e, "shutdown after the log failure");
             }
-            eprintln!("zklock serve: {failure}; {}", hint(&failure));
-            return Ok(LOG_UNWRITABLE);
+            let message = format!("{failure}; {}", hint(&failure));
+            return Err(Failure::new(exit::LOG_UNWRITABLE, message));
         }
     }
     tracing::info!("shutting down");
     server.shutdown().await.context("shutting down")?;
-    Ok(0)
+    Ok(exit::OK)
 }
 
 /// What the operator should do about a failed log write.

@@ -1,9 +1,5 @@
-//! What `zklock run` and `zklock elect` share: holding a guard while a command runs, and the exit statuses.
-//!
-//! Exit status: the command's own; 1 busy/timeout (run only); 2 usage; 3 ZooKeeper unreachable or failing;
-//! 4 the guard was lost while the command ran, or could not be confirmed in time because we were paused (the
-//! command was stopped, by us or by the watchdog); 126/127 the command cannot be run / found;
-//! 130/143 interrupted/terminated while waiting; 128+N the command died of signal N.
+//! What `zklock run` and `zklock elect` share: a session with signal handlers, and holding a guard while a command
+//! runs. Their exit statuses are in [`crate::exit`].
 
 use std::time::{Duration, Instant};
 
@@ -15,16 +11,8 @@ use zookeeper_client::Client;
 
 use crate::child::{exit_code, Child, Deadline};
 use crate::cli::ConnectArgs;
+use crate::exit::{self, Failure};
 use crate::zk;
-
-/// Exit status when the lock is busy or the timeout passed.
-pub const EXIT_BUSY: i32 = 1;
-/// Exit status for usage errors (also clap's).
-pub const EXIT_USAGE: i32 = 2;
-/// Exit status when ZooKeeper cannot be reached or fails.
-pub const EXIT_ZOOKEEPER: i32 = 3;
-/// Exit status when the guard was lost while the command ran.
-pub const EXIT_LOST: i32 = 4;
 
 /// SIGINT and SIGTERM, which we forward to the command (or which end our wait before it starts).
 pub struct Interrupts {
@@ -53,29 +41,23 @@ impl Interrupts {
 /// that our nodes go now rather than a session timeout later.
 pub async fn with_session(
     connect: &ConnectArgs,
-    body: impl AsyncFnOnce(&Client, &mut Interrupts) -> i32,
-) -> i32 {
-    let client = match zk::connect_args(connect).await {
-        Ok(client) => client,
-        Err(err) => {
-            eprintln!("zklock: {err:#}");
-            return EXIT_ZOOKEEPER;
-        }
-    };
-    let code = match Interrupts::install() {
+    body: impl AsyncFnOnce(&Client, &mut Interrupts) -> exit::Result,
+) -> exit::Result {
+    let client = zk::connect_args(connect).await?;
+    let result = match Interrupts::install() {
         Ok(mut interrupts) => body(&client, &mut interrupts).await,
-        Err(err) => {
-            eprintln!("zklock: cannot install signal handlers: {err}");
-            1
-        }
+        Err(err) => Err(Failure::new(
+            exit::LOCAL_FAILURE,
+            format!("cannot install signal handlers: {err}"),
+        )),
     };
     zk::close(client).await;
-    code
+    result
 }
 
-/// The shell's status for dying of `signal` while waiting.
-pub fn interrupted_status(signal: Signal) -> i32 {
-    128 + signal as i32
+/// Ending our wait (for the guard, or to start the command) on `signal`: the shell's status for dying of it.
+pub fn interrupted(signal: Signal, message: String) -> Failure {
+    Failure::new(exit::signalled(signal as i32), message)
 }
 
 /// When the guard of a running command counts as lost: early enough that the command is stopped (SIGTERM, then
@@ -131,7 +113,9 @@ pub fn watchdog_deadline(
 ///
 /// Two things stop the command early: the guard's lost signal (we send SIGTERM, then SIGKILL after `kill_after`
 /// seconds), and — should this process be paused or starved and so stop renewing it — the watchdog's deadline,
-/// derived from [`Guard::session_validity`] (see `child.rs`). Either way the exit status is [`EXIT_LOST`].
+/// derived from [`Guard::session_validity`] (see `child.rs`). Either way the exit status is [`exit::LOST`]. A loss
+/// while the command runs is said at once, while the command is still being stopped, and then returned as
+/// `Ok(exit::LOST)`: nothing is left to say.
 pub async fn run_while_held(
     guard: Guard,
     path: &str,
@@ -140,7 +124,7 @@ pub async fn run_while_held(
     kill_after: f64,
     session_timeout: Duration,
     interrupts: &mut Interrupts,
-) -> i32 {
+) -> exit::Result {
     let kill_after = Duration::from_secs_f64(kill_after.max(0.0));
     let deadline = |valid_until: Option<Instant>| {
         valid_until.and_then(|valid_until| watchdog_deadline(valid_until, session_timeout, kill_after))
@@ -160,13 +144,11 @@ pub async fn run_while_held(
             // Fails once the guard is lost: then `lost` completes.
             Ok(()) = validity.changed() => {}
             reason = &mut lost => {
-                eprintln!("zklock: lost {what} ({reason}) before the command started");
-                return EXIT_LOST;
+                return Err(Failure::new(exit::LOST, format!("lost {what} ({reason}) before the command started")));
             }
             signal = interrupts.recv() => {
-                eprintln!("zklock: {signal} before the command started");
                 let _ = guard.release().await;
-                return interrupted_status(signal);
+                return Err(interrupted(signal, format!("{signal} before the command started")));
             }
         }
     };
@@ -178,22 +160,19 @@ pub async fn run_while_held(
     let mut child = match Child::spawn(command, &env, Some(first)) {
         Ok(child) => child,
         Err(err) => {
-            eprintln!("zklock: cannot run {}: {err}", command[0]);
             let _ = guard.release().await;
-            return if err.kind() == std::io::ErrorKind::NotFound {
-                127
+            let status = if err.kind() == std::io::ErrorKind::NotFound {
+                exit::NOT_FOUND
             } else {
-                126
+                exit::CANNOT_RUN
             };
+            return Err(Failure::new(status, format!("cannot run {}: {err}", command[0])));
         }
     };
     tracing::info!(pid = child.pid(), node = %guard.path(), "command started while holding {what}");
-    let code = loop {
+    let exited = loop {
         tokio::select! {
-            status = child.wait() => break match status {
-                Ok(status) => exit_code(status),
-                Err(err) => { eprintln!("zklock: waiting for the command: {err}"); 1 }
-            },
+            status = child.wait() => break status,
             signal = interrupts.recv() => child.signal(signal),
             Ok(()) = validity.changed() => {
                 if let Some(deadline) = deadline(*validity.borrow_and_update()) {
@@ -201,24 +180,30 @@ pub async fn run_while_held(
                 }
             }
             reason = &mut lost => {
+                // Said now, while the command is still being stopped.
                 eprintln!("zklock: lost {what} ({reason}); stopping the command (pid {})", child.pid());
                 child.stop(kill_after).await;
-                return EXIT_LOST;
+                return Ok(exit::LOST);
             }
         }
     };
+    // Known only after a successful wait.
     if child.stopped_by_watchdog() {
-        eprintln!(
-            "zklock: could not confirm {what} in time (was zklock paused or starved?); the watchdog stopped the \
-             command"
-        );
         let _ = guard.release().await;
-        return EXIT_LOST;
+        return Err(Failure::new(
+            exit::LOST,
+            format!(
+                "could not confirm {what} in time (was zklock paused or starved?); the watchdog stopped the command"
+            ),
+        ));
     }
     if let Err(err) = guard.release().await {
+        // A warning: the command's status is what we report.
         eprintln!("zklock: releasing {what}: {err}");
     }
-    code
+    exited
+        .map(exit_code)
+        .map_err(|err| Failure::new(exit::LOCAL_FAILURE, format!("waiting for the command: {err}")))
 }
 
 #[cfg(test)]

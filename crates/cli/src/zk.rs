@@ -23,15 +23,9 @@ pub async fn connect_args(args: &ConnectArgs) -> Result<Client> {
 }
 
 /// Closes the session and waits (briefly) for ZooKeeper to confirm, so that our ephemeral nodes disappear now
-/// rather than a session timeout later. Every other clone of `client` must be dropped first.
-pub async fn close(client: Client) {
-    let mut states = client.state_watcher();
-    drop(client);
-    let _ = tokio::time::timeout(Duration::from_secs(3), async {
-        while !states.changed().await.is_terminated() {}
-    })
-    .await;
-}
+/// rather than a session timeout later. One helper for the binary and the benchmark workloads it runs: it lives in
+/// `zklock-bench`, which the binary depends on anyway (without the test-only `compare` feature).
+pub use zklock_bench::close;
 
 /// Either the server named by `--connect`, or an embedded one started for this command.
 pub struct Target {

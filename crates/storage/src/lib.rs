@@ -166,4 +166,6 @@ mod writer;
 pub use error::StorageError;
 pub use options::StorageOptions;
 pub use record::MAX_PAYLOAD_LEN;
-pub use storage::{Completion, Recovered, Storage};
+pub use recovery::Recovered;
+pub use storage::Storage;
+pub use writer::Completion;

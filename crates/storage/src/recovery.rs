@@ -10,7 +10,17 @@ use crate::files::{self, LOG_PREFIX};
 use crate::options::StorageOptions;
 use crate::record::{self, RecordView, LOG_HEADER_LEN};
 use crate::snapshot;
-use crate::storage::Recovered;
+
+/// What [`Storage::open`](crate::Storage::open) found on disk.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recovered {
+    /// The newest valid snapshot: `(zxid it covers, blob)`.
+    pub snapshot: Option<(i64, Vec<u8>)>,
+    /// Every logged transaction with a zxid greater than the snapshot's, in zxid order.
+    pub txns: Vec<(i64, Vec<u8>)>,
+    /// `max(snapshot zxid, last logged zxid, 0)`; the next append must be greater.
+    pub last_zxid: i64,
+}
 
 /// What `Storage::open` needs to continue: the data for the caller and the writer's state.
 pub(crate) struct Outcome {

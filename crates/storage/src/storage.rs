@@ -8,22 +8,9 @@ use crate::error::{Result, StorageError};
 use crate::files::{self, LOG_PREFIX, SNAPSHOT_PREFIX};
 use crate::options::StorageOptions;
 use crate::record::LOG_HEADER_LEN;
-use crate::writer::{Pending, Shared, Writer};
-use crate::{recovery, snapshot};
-
-/// Called once an appended record is durable (`Ok`) or cannot be (`Err`).
-pub type Completion = Box<dyn FnOnce(Result<(), StorageError>) + Send + 'static>;
-
-/// What [`Storage::open`] found on disk.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Recovered {
-    /// The newest valid snapshot: `(zxid it covers, blob)`.
-    pub snapshot: Option<(i64, Vec<u8>)>,
-    /// Every logged transaction with a zxid greater than the snapshot's, in zxid order.
-    pub txns: Vec<(i64, Vec<u8>)>,
-    /// `max(snapshot zxid, last logged zxid, 0)`; the next append must be greater.
-    pub last_zxid: i64,
-}
+use crate::recovery::{self, Recovered};
+use crate::snapshot;
+use crate::writer::{Completion, Pending, Shared, Writer};
 
 /// Handle to the transaction log and snapshots. Cheap to clone; all clones share one writer
 /// thread. See the crate docs for the contract and the on-disk format.

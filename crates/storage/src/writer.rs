@@ -9,7 +9,9 @@ use crate::active_log::ActiveLog;
 use crate::error::{Result, StorageError};
 use crate::options::StorageOptions;
 use crate::record::{self, MAX_PAYLOAD_LEN};
-use crate::storage::Completion;
+
+/// Called once an appended record is durable (`Ok`) or cannot be (`Err`).
+pub type Completion = Box<dyn FnOnce(Result<(), StorageError>) + Send + 'static>;
 
 /// One queued append.
 pub(crate) struct Pending {

@@ -8,6 +8,7 @@
 //! * [`Proxy`] — cut connections, lose a reply, play dead, count requests and notifications.
 //! * [`peers`] — find Java and kazoo, compile the Curator peer and run peers line by line, for interop tests and
 //!   benchmarks.
+//! * [`Tmpfs`] — a small real tmpfs (needs root) to fill up, for disk-full tests.
 //!
 //! Every server process is tied to the test process with `PR_SET_PDEATHSIG`, so none outlives it.
 #![deny(unsafe_code)]
@@ -24,6 +25,7 @@ mod session;
 mod shared;
 mod spawn;
 mod tempdirs;
+mod tmpfs;
 mod zookeeper;
 
 pub use embedded::shared_embedded;
@@ -32,6 +34,7 @@ pub use proxy::Proxy;
 pub use session::expire_session;
 pub use shared::{shared_ensemble, shared_standalone};
 pub use spawn::spawn_tied_to_process;
+pub use tmpfs::Tmpfs;
 pub use zookeeper::{Builder, ZooKeeper, DEFAULT_START_TIMEOUT, DEFAULT_TICK_TIME_MS};
 
 use rand::Rng;

@@ -7,11 +7,12 @@
 
 use std::time::Duration;
 
-use zookeeper_client::{self as zk, Acls, Client, CreateMode};
+use zookeeper_client::CreateMode;
 
-use crate::error::{session_error, Error, Result};
-use crate::events::{Listener, QueueEvent};
-use crate::retry::RetryPolicy;
+use crate::error::{Error, Result};
+use crate::events::QueueEvent;
+use crate::idioms;
+use crate::session::Session;
 
 /// A barrier: a persistent node whose existence holds waiters back.
 ///
@@ -27,9 +28,13 @@ use crate::retry::RetryPolicy;
 ///
 /// # Errors
 /// [`Error::SessionExpired`] or [`Error::Closed`] when the session ends;
-/// [`Error::ConnectionLoss`] only if the [`RetryPolicy`] caps attempts; [`Error::Timeout`] from
-/// [`wait_timeout`](Barrier::wait_timeout); [`Error::ZooKeeper`] for anything else the server refuses (for
+/// [`Error::ConnectionLoss`] only if the [`RetryPolicy`](crate::RetryPolicy) caps attempts; [`Error::Timeout`]
+/// from [`wait_timeout`](Barrier::wait_timeout); [`Error::ZooKeeper`] for anything else the server refuses (for
 /// example `NotEmpty` when removing a barrier node that has children, or `NoAuth`).
+///
+/// # Events
+/// The [`Session`]'s listener receives [`QueueEvent::Waiting`] each time a waiter (re-)arms its watch on the
+/// barrier node and [`QueueEvent::Woken`] each time that watch fires.
 ///
 /// # Cancellation safety
 /// [`wait`](Barrier::wait) creates nothing, so dropping it at any point leaves nothing behind. [`set`](Barrier::set)
@@ -37,18 +42,17 @@ use crate::retry::RetryPolicy;
 /// and calling it again settles the matter.
 #[derive(Debug, Clone)]
 pub struct Barrier {
-    client: Client,
+    session: Session,
     path: String,
-    retry: RetryPolicy,
-    listener: Option<Listener>,
 }
 
 impl Barrier {
-    /// A barrier whose node is `path` (its parents are created as needed by [`set`](Barrier::set)).
+    /// A barrier whose node is `path` (its parents are created as needed by [`set`](Barrier::set)), on `session`
+    /// — a [`Session`] or a `&Client`.
     ///
     /// # Errors
     /// [`Error::InvalidPath`] if `path` is not a valid ZooKeeper path or is `/`.
-    pub fn new(client: &Client, path: &str) -> Result<Barrier> {
+    pub fn new(session: impl Into<Session>, path: &str) -> Result<Barrier> {
         let path = crate::path::validate(path)?;
         if path == "/" {
             return Err(Error::InvalidPath {
@@ -57,24 +61,9 @@ impl Barrier {
             });
         }
         Ok(Barrier {
-            client: client.clone(),
+            session: session.into(),
             path,
-            retry: RetryPolicy::default(),
-            listener: None,
         })
-    }
-
-    /// How operations are retried across connection loss.
-    pub fn with_retry(mut self, retry: RetryPolicy) -> Barrier {
-        self.retry = retry;
-        self
-    }
-
-    /// Receives [`QueueEvent::Waiting`] each time a waiter (re-)arms its watch on the barrier node and
-    /// [`QueueEvent::Woken`] each time that watch fires.
-    pub fn with_listener(mut self, listener: Listener) -> Barrier {
-        self.listener = Some(listener);
-        self
     }
 
     /// The barrier node.
@@ -82,28 +71,33 @@ impl Barrier {
         &self.path
     }
 
+    /// The session and policies this barrier uses.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
     /// Closes the barrier: creates the node (and missing parents) as persistent nodes. Setting a barrier that is
     /// already set is fine.
     pub async fn set(&self) -> Result<()> {
-        let mode = CreateMode::Persistent.with_acls(Acls::anyone_all());
+        let (client, retry) = (self.session.client(), self.session.retry());
+        let mode = CreateMode::Persistent.with_acls(self.session.acls());
         // `mkdir` is `mkdir -p`: it creates missing parents and treats an existing node as success, so retrying it
         // after a lost reply is harmless.
-        self.retry.run(|| self.client.mkdir(&self.path, &mode)).await
+        retry.run(|| client.mkdir(&self.path, &mode)).await
     }
 
     /// Opens the barrier: deletes the node, releasing every waiter. Removing a barrier that is not set is fine.
     pub async fn remove(&self) -> Result<()> {
-        match self.retry.run(|| self.client.delete(&self.path, None)).await {
-            Ok(()) | Err(Error::ZooKeeper(zk::Error::NoNode)) => Ok(()),
-            Err(err) => Err(err),
-        }
+        idioms::delete_if_exists(self.session.client(), self.session.retry(), &self.path, None).await
     }
 
     /// Whether the barrier is set right now.
     pub async fn is_set(&self) -> Result<bool> {
+        let client = self.session.client();
         Ok(self
-            .retry
-            .run(|| self.client.check_stat(&self.path))
+            .session
+            .retry()
+            .run(|| client.check_stat(&self.path))
             .await?
             .is_some())
     }
@@ -114,31 +108,23 @@ impl Barrier {
     /// watch; it returns when a look finds no node. A barrier removed and set again before the waiter looks
     /// therefore does not release it (it never saw the barrier open).
     pub async fn wait(&self) -> Result<()> {
+        let (client, retry) = (self.session.client(), self.session.retry());
         loop {
-            let (stat, watcher) = self
-                .retry
-                .run(|| self.client.check_and_watch_stat(&self.path))
-                .await?;
+            let (stat, watcher) = retry.run(|| client.check_and_watch_stat(&self.path)).await?;
             if stat.is_none() {
                 return Ok(());
             }
-            Listener::emit(
-                &self.listener,
-                QueueEvent::Waiting {
-                    on: self.path.clone(),
-                },
-            );
+            self.session.emit(QueueEvent::Waiting {
+                on: self.path.clone(),
+            });
             let event = watcher.changed().await;
-            if let Some(err) = session_error(&event) {
+            if let Some(err) = idioms::session_error(&event) {
                 return Err(err);
             }
             tracing::debug!(path = %self.path, event = ?event.event_type, "barrier watch fired; looking again");
-            Listener::emit(
-                &self.listener,
-                QueueEvent::Woken {
-                    by: self.path.clone(),
-                },
-            );
+            self.session.emit(QueueEvent::Woken {
+                by: self.path.clone(),
+            });
         }
     }
 

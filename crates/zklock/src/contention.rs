@@ -15,15 +15,18 @@
 use std::time::Duration;
 
 use tokio::time::Instant;
-use zookeeper_client::{self as zk, Acls, Client, CreateMode, EventType, SessionState};
+use zookeeper_client::{self as zk, CreateMode, EventType};
 
-use crate::error::{session_error, Error, Result};
-use crate::events::{Listener, QueueEvent};
+use crate::error::{Error, Result};
+use crate::events::QueueEvent;
 use crate::guard::Guard;
-use crate::lost::{LostPolicy, LostReason, LostSignal};
+use crate::idioms::{self, IfExists};
+use crate::lost::LostSignal;
 use crate::node::{self, Contender, Marker};
-use crate::own_node::{child_path, OwnNode};
-use crate::retry::{is_connection_loss, RetryPolicy};
+use crate::own_node::OwnNode;
+use crate::path::child_path;
+use crate::retry::is_connection_loss;
+use crate::session::Session;
 
 /// What a recipe's policy says about our position in the sorted queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,19 +36,6 @@ pub(crate) enum Turn {
     /// Watch the contender at index `watch`; `sole` if it is the only one that blocks us, in which case its
     /// deletion is our turn.
     Wait { watch: usize, sole: bool },
-}
-
-/// A recipe's rules: which children are contenders, and when a contender's turn has come.
-#[derive(Clone, Copy)]
-pub(crate) struct Rules {
-    /// The marker of the node we create.
-    pub(crate) marker: Marker,
-    /// Which children count as contenders.
-    pub(crate) keep: fn(Marker, bool) -> bool,
-    /// Whether kazoo's nodes count (passed to `keep`).
-    pub(crate) kazoo: bool,
-    /// Our turn, given the sorted contenders and our index among them.
-    pub(crate) turn: fn(&[Contender], usize) -> Turn,
 }
 
 /// The exclusive rule: the lowest node holds; everybody else waits for the node just before them.
@@ -60,19 +50,51 @@ pub(crate) fn exclusive_turn(_queue: &[Contender], me: usize) -> Turn {
     }
 }
 
-/// Settings shared by every recipe.
-#[derive(Debug, Clone, Default)]
-pub struct Options {
-    /// Data stored in our node, shown by `zklock status` (e.g. host, pid and what the holder does).
-    pub data: Vec<u8>,
-    /// When a held guard counts as lost because of a disconnection.
-    pub lost_policy: LostPolicy,
-    /// How operations are retried across connection loss.
-    pub retry: RetryPolicy,
-    /// Also treat kazoo's contender nodes (`__lock__`, `__rlock__`) as part of the queue.
-    pub recognize_kazoo: bool,
-    /// Receives progress events (created, waiting, woken, acquired).
-    pub listener: Option<Listener>,
+/// A recipe's rules: the node it creates, which children are contenders, and when a contender's turn has come.
+/// [`acquire`] does everything around them (the create, the lost signal, timeouts, cancellation, events).
+///
+/// A queue recipe (Mutex, RwLock, LeaderElection, the Semaphore's gate) only says which children count
+/// ([`keeps`](Rules::keeps)) and whose turn it is ([`turn`](Rules::turn)); the provided
+/// [`wait`](Rules::wait) and [`now`](Rules::now) apply them, watching only the one contender `turn` names. A recipe
+/// that is not a plain queue (the Semaphore's leases) replaces `wait` and `now`.
+pub(crate) trait Rules {
+    /// The marker of the node we create.
+    fn marker(&self) -> Marker;
+
+    /// Whether children with this marker are contenders; by default only nodes like ours.
+    fn keeps(&self, marker: Marker) -> bool {
+        marker == self.marker()
+    }
+
+    /// Our turn, given the sorted contenders and our index among them; by default the exclusive rule.
+    fn turn(&self, queue: &[Contender], me: usize) -> Turn {
+        exclusive_turn(queue, me)
+    }
+
+    /// Waits until it is our turn. `listing` is the listing pipelined with our create, if there was one.
+    async fn wait(
+        &self,
+        session: &Session,
+        node: &OwnNode,
+        lost: &LostSignal,
+        listing: Option<Vec<String>>,
+    ) -> Result<()> {
+        wait_turn(self, session, node, lost, listing).await
+    }
+
+    /// One look at `children`, without waiting: is it our turn now?
+    async fn now(&self, node: &OwnNode, lost: &LostSignal, children: Vec<String>) -> Result<bool> {
+        Ok(check_turn(self, node, lost, children).await? == Step::Ready)
+    }
+}
+
+/// The exclusive rule over the nodes of one marker (LeaderElection's latch, the Semaphore's gate).
+pub(crate) struct Exclusive(pub(crate) Marker);
+
+impl Rules for Exclusive {
+    fn marker(&self) -> Marker {
+        self.0
+    }
 }
 
 /// How long an acquire may wait for its turn.
@@ -89,59 +111,17 @@ impl Wait {
     }
 }
 
-/// How a recipe decides that its node's turn has come. [`take_turn`] does everything around it (the create,
-/// the lost signal, timeouts, cancellation, events); an implementation only looks at the queue.
-pub(crate) trait Turns {
-    /// Waits until it is our turn. `listing` is the listing pipelined with our create, if there was one.
-    async fn wait(&self, node: &OwnNode, lost: &LostSignal, listing: Option<Vec<String>>) -> Result<()>;
-    /// One look at `children`, without waiting: is it our turn now?
-    async fn now(&self, node: &OwnNode, lost: &LostSignal, children: Vec<String>) -> Result<bool>;
-}
-
-/// The queue recipes' turns: a [`Rules`] applied to the sorted contenders.
-struct Queue<'a> {
-    rules: Rules,
-    listener: &'a Option<Listener>,
-}
-
-impl Turns for Queue<'_> {
-    async fn wait(&self, node: &OwnNode, lost: &LostSignal, listing: Option<Vec<String>>) -> Result<()> {
-        wait_turn(node, lost, listing, self.rules, self.listener).await
-    }
-
-    async fn now(&self, node: &OwnNode, lost: &LostSignal, children: Vec<String>) -> Result<bool> {
-        Ok(check_turn(node, lost, children, self.rules).await? == Step::Ready)
-    }
-}
-
-/// Takes a place in `dir` and waits for our turn according to `wait`.
-/// `Ok(None)` only for [`Wait::Never`] when it is not our turn (our node is then already removed).
+/// Creates our node (holding `data`) in `dir` and waits, as `rules` decide and at most as long as `wait` allows,
+/// for our turn; hands back the guard. `Ok(None)` only for [`Wait::Never`] when it is not our turn (our node is
+/// then already removed). On an error, a timeout or cancellation our node is removed.
 pub(crate) async fn acquire(
-    client: &Client,
+    session: &Session,
     dir: &str,
-    rules: Rules,
-    options: &Options,
+    data: &[u8],
+    rules: &impl Rules,
     wait: Wait,
 ) -> Result<Option<Guard>> {
-    let turns = Queue {
-        rules,
-        listener: &options.listener,
-    };
-    take_turn(client, dir, rules.marker, options, wait, &turns).await
-}
-
-/// Creates our node in `dir` and waits, as `turns` decides and at most as long as `wait` allows, for our turn;
-/// hands back the guard. `Ok(None)` only for [`Wait::Never`] when it is not our turn (our node is then already
-/// removed). On an error, a timeout or cancellation our node is removed.
-pub(crate) async fn take_turn(
-    client: &Client,
-    dir: &str,
-    marker: Marker,
-    options: &Options,
-    wait: Wait,
-    turns: &impl Turns,
-) -> Result<Option<Guard>> {
-    let enqueue = enqueue(client, dir, marker, &options.data, &options.retry);
+    let enqueue = enqueue(session, dir, rules.marker(), data);
     let (mut node, listing) = match wait {
         Wait::Until(deadline) => tokio::time::timeout_at(deadline, enqueue)
             .await
@@ -150,12 +130,12 @@ pub(crate) async fn take_turn(
     };
     // Bound to the node: whichever way the node is deleted by us (a timeout, a failure, cancellation at any await
     // point, the guard's release or drop), the signal is dismissed first and reports nothing.
-    let lost = LostSignal::for_node(&mut node, options.lost_policy);
-    Listener::emit(&options.listener, QueueEvent::Created { path: node.path() });
+    let lost = LostSignal::for_node(&mut node, session.lost_policy());
+    session.emit(QueueEvent::Created { path: node.path() });
     let ours = match wait {
-        Wait::Forever => turns.wait(&node, &lost, listing).await.map(|()| true),
+        Wait::Forever => rules.wait(session, &node, &lost, listing).await.map(|()| true),
         Wait::Until(deadline) => {
-            match tokio::time::timeout_at(deadline, turns.wait(&node, &lost, listing)).await {
+            match tokio::time::timeout_at(deadline, rules.wait(session, &node, &lost, listing)).await {
                 Ok(result) => result.map(|()| true),
                 Err(_) => {
                     drop(lost);
@@ -167,21 +147,21 @@ pub(crate) async fn take_turn(
         Wait::Never => {
             let children = match listing {
                 Some(children) => children,
-                None => options.retry.run(|| client.list_children(dir)).await?,
+                None => {
+                    let client = session.client();
+                    session.retry().run(|| client.list_children(dir)).await?
+                }
             };
-            turns.now(&node, &lost, children).await
+            rules.now(&node, &lost, children).await
         }
     };
     match ours {
         Ok(true) => {
             lost.set_holding();
-            Listener::emit(
-                &options.listener,
-                QueueEvent::Acquired {
-                    path: node.path(),
-                    fencing_token: node.czxid,
-                },
-            );
+            session.emit(QueueEvent::Acquired {
+                path: node.path(),
+                fencing_token: node.czxid,
+            });
             Ok(Some(Guard::new(node, lost)))
         }
         Ok(false) => {
@@ -194,31 +174,20 @@ pub(crate) async fn take_turn(
     }
 }
 
-/// The error for a wait that found our node gone from a listing. The deletion of our ephemeral node can reach
-/// us before the news that the session ended, so the session state decides between the two.
-pub(crate) fn node_gone(node: &OwnNode, lost: &LostSignal) -> Error {
-    match lost.reason() {
-        Some(LostReason::SessionExpired) => Error::SessionExpired,
-        Some(LostReason::ClientClosed) => Error::Closed,
-        _ if node.client.state() == SessionState::Expired => Error::SessionExpired,
-        _ => Error::NodeDeleted { path: node.path() },
-    }
-}
-
 /// Creates our ephemeral-sequential node (and missing parents), pipelined with the first listing (`None` when
 /// the node had to be found again after a lost reply). Recipes that are not a plain queue (the semaphore's lease)
-/// use it directly to get the same lost-reply recovery and cancellation safety.
+/// get the same lost-reply recovery and cancellation safety through [`acquire`] with rules of their own.
 pub(crate) async fn enqueue(
-    client: &Client,
+    session: &Session,
     dir: &str,
     marker: Marker,
     data: &[u8],
-    retry: &RetryPolicy,
 ) -> Result<(OwnNode, Option<Vec<String>>)> {
+    let (client, retry) = (session.client(), session.retry());
     let unique = node::unique_prefix(&uuid::Uuid::new_v4());
     let prefix = format!("{}{}", child_path(dir, &unique), marker.as_str());
     let mut node = OwnNode::new(client, dir, unique, retry);
-    let mode = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
+    let mode = CreateMode::EphemeralSequential.with_acls(session.acls());
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -233,7 +202,7 @@ pub(crate) async fn enqueue(
                 return Ok((node, listed.ok()));
             }
             Err(zk::Error::NoNode) => {
-                let parents = CreateMode::Persistent.with_acls(Acls::anyone_all());
+                let parents = CreateMode::Persistent.with_acls(session.acls());
                 retry.run(|| client.mkdir(dir, &parents)).await?;
             }
             Err(err) if is_connection_loss(&err) => {
@@ -241,7 +210,7 @@ pub(crate) async fn enqueue(
                     return Err(Error::ConnectionLoss { attempts: attempt });
                 }
                 tokio::time::sleep(retry.backoff(attempt)).await;
-                if find_own(&mut node, retry).await? {
+                if find_own(&mut node).await? {
                     return Ok((node, None));
                 }
             }
@@ -252,17 +221,11 @@ pub(crate) async fn enqueue(
 
 /// After a create whose reply was lost: did it happen? `sync` first so that a lagging ensemble member has seen
 /// everything the leader committed before we look.
-async fn find_own(node: &mut OwnNode, retry: &RetryPolicy) -> Result<bool> {
-    let client = &node.client;
-    match retry.run(|| client.sync(&node.dir)).await {
-        Ok(()) | Err(Error::ZooKeeper(zk::Error::NoNode)) => {}
-        Err(err) => return Err(err),
-    }
-    let children = match retry.run(|| client.list_children(&node.dir)).await {
-        Ok(children) => children,
-        Err(Error::ZooKeeper(zk::Error::NoNode)) => return Ok(false),
-        Err(err) => return Err(err),
-    };
+async fn find_own(node: &mut OwnNode) -> Result<bool> {
+    let (client, retry) = (&node.client, &node.retry);
+    retry.run(|| client.sync(&node.dir)).await.if_exists()?;
+    // A missing directory holds no node of ours.
+    let children = idioms::list_or_empty(client, retry, &node.dir).await?;
     let mut mine: Vec<Contender> = node::sorted_contenders(children, |_| true);
     mine.retain(|c| c.name.starts_with(&node.unique));
     let Some(first) = mine.first() else {
@@ -293,29 +256,19 @@ enum Step {
 }
 
 /// One look at the queue: where are we, and what do we wait for?
-async fn check_turn(node: &OwnNode, lost: &LostSignal, children: Vec<String>, rules: Rules) -> Result<Step> {
+async fn check_turn<R: Rules + ?Sized>(
+    rules: &R,
+    node: &OwnNode,
+    lost: &LostSignal,
+    children: Vec<String>,
+) -> Result<Step> {
     let me_name = node.name.as_deref().unwrap_or_default();
-    let queue = node::sorted_contenders(children, |m| (rules.keep)(m, rules.kazoo));
-    // A second node of ours can only come from a create retried after a lost reply that did happen after all.
-    for dup in queue
-        .iter()
-        .filter(|c| c.name.starts_with(&node.unique) && c.name != me_name)
-    {
-        let path = child_path(&node.dir, &dup.name);
-        tracing::warn!(%path, "removing a duplicate node of ours");
-        match node.retry.run(|| node.client.delete(&path, None)).await {
-            Ok(()) | Err(Error::ZooKeeper(zk::Error::NoNode)) => {}
-            Err(err) => return Err(err),
-        }
-    }
-    let queue: Vec<Contender> = queue
-        .into_iter()
-        .filter(|c| c.name == me_name || !c.name.starts_with(&node.unique))
-        .collect();
+    let queue = node::sorted_contenders(children, |m| rules.keeps(m));
+    let queue = idioms::sweep_duplicates(node, queue).await?;
     let Some(me) = queue.iter().position(|c| c.name == me_name) else {
-        return Err(node_gone(node, lost));
+        return Err(idioms::node_gone(node, lost));
     };
-    Ok(match (rules.turn)(&queue, me) {
+    Ok(match rules.turn(&queue, me) {
         Turn::Ready => Step::Ready,
         Turn::Wait { watch, sole } => Step::Wait {
             name: queue[watch].name.clone(),
@@ -325,40 +278,43 @@ async fn check_turn(node: &OwnNode, lost: &LostSignal, children: Vec<String>, ru
 }
 
 /// Waits until it is our turn, watching only the contender the rules name.
-async fn wait_turn(
+async fn wait_turn<R: Rules + ?Sized>(
+    rules: &R,
+    session: &Session,
     node: &OwnNode,
     lost: &LostSignal,
     mut listing: Option<Vec<String>>,
-    rules: Rules,
-    listener: &Option<Listener>,
 ) -> Result<()> {
     loop {
         let children = match listing.take() {
             Some(children) => children,
             None => node.retry.run(|| node.client.list_children(&node.dir)).await?,
         };
-        let Step::Wait { name, sole } = check_turn(node, lost, children, rules).await? else {
+        let Step::Wait { name, sole } = check_turn(rules, node, lost, children).await? else {
             return Ok(());
         };
         let path = child_path(&node.dir, &name);
-        let watcher = match node.retry.run(|| node.client.get_and_watch_data(&path)).await {
-            Ok((_, _, watcher)) => watcher,
-            // Gone between our listing and the watch: look again.
-            Err(Error::ZooKeeper(zk::Error::NoNode)) => continue,
-            Err(err) => return Err(err),
+        let watched = node
+            .retry
+            .run(|| node.client.get_and_watch_data(&path))
+            .await
+            .if_exists()?;
+        // Gone between our listing and the watch: look again.
+        let Some((_, _, watcher)) = watched else {
+            continue;
         };
         tracing::debug!(waiting_on = %path, "waiting for the contender ahead of us");
-        Listener::emit(listener, QueueEvent::Waiting { on: path.clone() });
+        session.emit(QueueEvent::Waiting { on: path.clone() });
         tokio::select! {
             event = watcher.changed() => match event.event_type {
                 EventType::NodeDeleted if sole => {
-                    Listener::emit(listener, QueueEvent::Woken { by: path });
+                    session.emit(QueueEvent::Woken { by: path });
                     return Ok(());
                 }
-                EventType::Session => if let Some(err) = session_error(&event) {
+                EventType::Session => if let Some(err) = idioms::session_error(&event) {
                     return Err(err);
                 },
-                _ => Listener::emit(listener, QueueEvent::Woken { by: path }),
+                _ => session.emit(QueueEvent::Woken { by: path }),
             },
             reason = lost.lost() => return Err(reason.error(&node.path())),
         }

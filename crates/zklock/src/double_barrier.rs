@@ -19,15 +19,17 @@
 use std::future::Future;
 use std::time::Duration;
 
-use zookeeper_client::{self as zk, Acls, Client, CreateMode, SessionState};
+use zookeeper_client::{self as zk, CreateMode};
 
-use crate::error::session_error;
 use crate::error::{Error, Result};
-use crate::events::{Listener, QueueEvent};
-use crate::lost::{LostPolicy, LostReason, LostSignal};
-use crate::own_node::{child_path, OwnNode};
+use crate::events::QueueEvent;
+use crate::idioms::{self, IfExists};
+use crate::inspect::{self, NodeKind, Participant, Recipe, Role};
+use crate::lost::{LostReason, LostSignal};
+use crate::own_node::OwnNode;
+use crate::path::child_path;
 use crate::retry::is_connection_loss;
-use crate::retry::RetryPolicy;
+use crate::session::Session;
 
 /// The name of the node that opens the barrier.
 const READY: &str = "ready";
@@ -63,7 +65,11 @@ const READY: &str = "ready";
 /// # Errors
 /// [`Error::SessionExpired`] / [`Error::Closed`] when the session ends; [`Error::NodeDeleted`] if somebody else
 /// deletes our participant node while we enter; [`Error::Timeout`] from the `_timeout` variants;
-/// [`Error::ConnectionLoss`] only if the [`RetryPolicy`] caps attempts.
+/// [`Error::ConnectionLoss`] only if the [`RetryPolicy`](crate::RetryPolicy) caps attempts.
+///
+/// # Events
+/// The [`Session`]'s listener receives `Created` (our node), `Waiting`/`Woken` (on `ready` while entering, on
+/// another participant while leaving) and `Acquired` (entered).
 ///
 /// # Cancellation safety
 /// Dropping an `enter` future at any await point, or a timed-out `enter_timeout`, removes our participant node
@@ -71,33 +77,28 @@ const READY: &str = "ready";
 /// our node is removed all the same.
 #[derive(Debug, Clone)]
 pub struct DoubleBarrier {
-    client: Client,
+    session: Session,
     path: String,
     members: usize,
     data: Vec<u8>,
-    retry: RetryPolicy,
-    lost_policy: LostPolicy,
-    listener: Option<Listener>,
 }
 
 impl DoubleBarrier {
-    /// A double barrier at `path` (created with its parents on first use) for `members` participants.
+    /// A double barrier at `path` (created with its parents on first use) for `members` participants, on
+    /// `session` — a [`Session`] or a `&Client`.
     ///
     /// # Errors
     /// [`Error::InvalidPath`] if `path` is not a valid ZooKeeper path.
     ///
     /// # Panics
     /// If `members` is 0.
-    pub fn new(client: &Client, path: &str, members: usize) -> Result<DoubleBarrier> {
+    pub fn new(session: impl Into<Session>, path: &str, members: usize) -> Result<DoubleBarrier> {
         assert!(members > 0, "a double barrier needs at least one participant");
         Ok(DoubleBarrier {
-            client: client.clone(),
+            session: session.into(),
             path: crate::path::validate(path)?,
             members,
             data: Vec::new(),
-            retry: RetryPolicy::default(),
-            lost_policy: LostPolicy::default(),
-            listener: None,
         })
     }
 
@@ -107,23 +108,9 @@ impl DoubleBarrier {
         self
     }
 
-    /// How operations are retried across connection loss.
-    pub fn with_retry(mut self, retry: RetryPolicy) -> DoubleBarrier {
-        self.retry = retry;
-        self
-    }
-
-    /// When an entered participation counts as lost because of a disconnection.
-    pub fn with_lost_policy(mut self, policy: LostPolicy) -> DoubleBarrier {
-        self.lost_policy = policy;
-        self
-    }
-
-    /// Receives progress events: `Created` (our node), `Waiting`/`Woken` (on `ready` while entering, on another
-    /// participant while leaving), `Acquired` (entered).
-    pub fn with_listener(mut self, listener: Listener) -> DoubleBarrier {
-        self.listener = Some(listener);
-        self
+    /// The session and policies this barrier uses.
+    pub fn session(&self) -> &Session {
+        &self.session
     }
 
     /// The barrier directory.
@@ -138,25 +125,26 @@ impl DoubleBarrier {
 
     /// Joins the barrier and waits until `members` participants have arrived.
     pub async fn enter(&self) -> Result<Participation> {
+        let (client, retry) = (self.session.client(), self.session.retry());
         let name = uuid::Uuid::new_v4().to_string();
-        let mut node = OwnNode::new(&self.client, &self.path, name.clone(), &self.retry);
+        let mut node = OwnNode::new(client, &self.path, name.clone(), retry);
         // Named before the create is sent: if we are dropped, the delete by name goes out after the create on the
         // same session, so it is processed after it.
         node.name = Some(name.clone());
         let me = node.path();
         let ready = child_path(&self.path, READY);
-        let member_mode = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+        let member_mode = CreateMode::Ephemeral.with_acls(self.session.acls());
         // Started once our node exists; moved into the participation when we are in.
         let mut slot: Option<LostSignal> = None;
         let mut attempt = 0;
         loop {
             // Sent in this order (the recipe's order): the watch on `ready` exists before our node does, so the
             // create of `ready` by the last arrival cannot slip by; the listing is processed after our create.
-            let watch_ready = self.client.check_and_watch_stat(&ready);
+            let watch_ready = client.check_and_watch_stat(&ready);
             let create = slot
                 .is_none()
-                .then(|| self.client.create(&me, &self.data, &member_mode));
-            let listing = self.client.list_children(&self.path);
+                .then(|| client.create(&me, &self.data, &member_mode));
+            let listing = client.list_children(&self.path);
             let create = async move {
                 match create {
                     Some(create) => Some(create.await),
@@ -170,23 +158,23 @@ impl DoubleBarrier {
                 // Our name is unique: an existing node is ours, from an attempt whose reply was lost.
                 Some(Err(zk::Error::NodeExists)) => {}
                 Some(Err(zk::Error::NoNode)) => {
-                    let parents = CreateMode::Persistent.with_acls(Acls::anyone_all());
-                    self.retry.run(|| self.client.mkdir(&self.path, &parents)).await?;
+                    let parents = CreateMode::Persistent.with_acls(self.session.acls());
+                    retry.run(|| client.mkdir(&self.path, &parents)).await?;
                     continue;
                 }
                 Some(Err(err)) if is_connection_loss(&err) => {
-                    self.retry.pause(&mut attempt).await?;
+                    retry.pause(&mut attempt).await?;
                     continue;
                 }
                 Some(Err(err)) => return Err(err.into()),
             }
             let lost = slot.get_or_insert_with(|| {
-                Listener::emit(&self.listener, QueueEvent::Created { path: me.clone() });
-                LostSignal::for_node(&mut node, self.lost_policy)
+                self.session.emit(QueueEvent::Created { path: me.clone() });
+                LostSignal::for_node(&mut node, self.session.lost_policy())
             });
             let (watched, listed) = match (watched, listed) {
                 (Err(err), _) | (_, Err(err)) if is_connection_loss(&err) => {
-                    self.retry.pause(&mut attempt).await?;
+                    retry.pause(&mut attempt).await?;
                     continue;
                 }
                 (watched, listed) => (watched?, listed),
@@ -196,19 +184,15 @@ impl DoubleBarrier {
             if let Some(stat) = ready_stat {
                 return Ok(self.entered(node, slot.take().expect("started above"), stat.czxid));
             }
-            let children = match listed {
-                Ok(children) => children,
-                Err(zk::Error::NoNode) => Vec::new(),
-                Err(err) => return Err(err.into()),
-            };
+            let children = listed.if_exists()?.unwrap_or_default();
             if !children.contains(&name) {
-                return Err(vanished(self, lost, &me).await);
+                return Err(idioms::vanished(client, retry, lost, &me).await);
             }
             let arrived = children.iter().filter(|c| is_participant(c)).count();
             if arrived >= self.members {
                 tracing::debug!(path = %self.path, arrived, "the last participant arrived; opening the barrier");
-                let mode = CreateMode::Persistent.with_acls(Acls::anyone_all());
-                match self.retry.run(|| self.client.create(&ready, &[], &mode)).await {
+                let mode = CreateMode::Persistent.with_acls(self.session.acls());
+                match retry.run(|| client.create(&ready, &[], &mode)).await {
                     Ok((stat, _)) => {
                         return Ok(self.entered(node, slot.take().expect("started above"), stat.czxid))
                     }
@@ -218,15 +202,15 @@ impl DoubleBarrier {
                 }
             }
             tracing::debug!(path = %self.path, arrived, members = self.members, "waiting for participants");
-            Listener::emit(&self.listener, QueueEvent::Waiting { on: ready.clone() });
+            self.session.emit(QueueEvent::Waiting { on: ready.clone() });
             tokio::select! {
                 event = watcher.changed() => {
-                    if let Some(err) = session_error(&event) {
+                    if let Some(err) = idioms::session_error(&event) {
                         return Err(err);
                     }
-                    Listener::emit(&self.listener, QueueEvent::Woken { by: ready.clone() });
+                    self.session.emit(QueueEvent::Woken { by: ready.clone() });
                 }
-                _ = lost.lost() => return Err(vanished(self, lost, &me).await),
+                _ = lost.lost() => return Err(idioms::vanished(client, retry, lost, &me).await),
             }
         }
     }
@@ -241,13 +225,10 @@ impl DoubleBarrier {
 
     fn entered(&self, node: OwnNode, lost: LostSignal, ready_czxid: i64) -> Participation {
         lost.set_holding();
-        Listener::emit(
-            &self.listener,
-            QueueEvent::Acquired {
-                path: node.path(),
-                fencing_token: node.czxid,
-            },
-        );
+        self.session.emit(QueueEvent::Acquired {
+            path: node.path(),
+            fencing_token: node.czxid,
+        });
         Participation {
             node,
             lost,
@@ -258,61 +239,64 @@ impl DoubleBarrier {
 
     /// Removes `ready` if it is still the one of our round (by czxid); anything else is not ours to touch.
     async fn remove_ready(&self, czxid: i64) -> Result<()> {
+        let (client, retry) = (self.session.client(), self.session.retry());
         let ready = child_path(&self.path, READY);
-        let Some(stat) = self.retry.run(|| self.client.check_stat(&ready)).await? else {
+        let Some(stat) = retry.run(|| client.check_stat(&ready)).await? else {
             return Ok(());
         };
         if stat.czxid != czxid {
             return Ok(());
         }
-        match self
-            .retry
-            .run(|| self.client.delete(&ready, Some(stat.version)))
-            .await
-        {
-            Ok(()) => Ok(()),
-            Err(Error::ZooKeeper(zk::Error::NoNode | zk::Error::BadVersion | zk::Error::NotEmpty)) => Ok(()),
+        match idioms::delete_if_exists(client, retry, &ready, Some(stat.version)).await {
+            // Replaced by a later round, or a participant of one has arrived already.
+            Ok(()) | Err(Error::ZooKeeper(zk::Error::BadVersion | zk::Error::NotEmpty)) => Ok(()),
             Err(err) => Err(err),
         }
     }
+}
+
+/// What [`inspect`](crate::inspect) shows of a double barrier directory (members or `ready` among its
+/// `children`): the members present, by name (the order in which they leave), and whether the barrier is open.
+pub(crate) async fn inspect(
+    session: &Session,
+    path: &str,
+    children: &[String],
+) -> Result<Option<(Recipe, Vec<Participant>)>> {
+    let mut members: Vec<&str> = children
+        .iter()
+        .map(String::as_str)
+        .filter(|name| is_participant(name))
+        .collect();
+    let ready = children.iter().any(|name| name == READY);
+    if members.is_empty() && !ready {
+        return Ok(None);
+    }
+    members.sort_unstable();
+    let role = if ready { Role::Entered } else { Role::Waiting };
+    let read = inspect::read_nodes(session, path, &members).await?;
+    let participants = members
+        .iter()
+        .zip(read)
+        .filter_map(|(name, read)| {
+            let (data, stat) = read?;
+            Some(inspect::participant(
+                path,
+                name,
+                None,
+                NodeKind::Member,
+                role,
+                data,
+                &stat,
+            ))
+        })
+        .collect();
+    Ok(Some((Recipe::DoubleBarrier { ready }, participants)))
 }
 
 /// Whether a child of the barrier directory is a participant (our nodes are named by a uuid; `ready` and
 /// anything else are not counted).
 fn is_participant(name: &str) -> bool {
     uuid::Uuid::try_parse(name).is_ok()
-}
-
-/// The error for "our node is gone". The deletion of our ephemeral node can reach us before the news that our
-/// session has ended, so a deletion is confirmed with one more request: on a dead session it fails with
-/// `SessionExpired`, on a live one somebody really deleted our node.
-async fn vanished(barrier: &DoubleBarrier, lost: &LostSignal, path: &str) -> Error {
-    if let Some(reason) = lost.reason().filter(|r| *r != LostReason::NodeDeleted) {
-        return reason.error(path);
-    }
-    if barrier.client.state() == SessionState::Expired {
-        return Error::SessionExpired;
-    }
-    match barrier.retry.run(|| barrier.client.check_stat(path)).await {
-        Err(err) if err.is_terminal() => err,
-        _ => Error::NodeDeleted {
-            path: path.to_owned(),
-        },
-    }
-}
-
-/// Deletes our participant node, also across a connection reset (which `OwnNode::delete` does not retry).
-async fn remove_own(barrier: &DoubleBarrier, node: OwnNode) -> Result<()> {
-    let path = node.path();
-    match node.delete().await {
-        Err(Error::ZooKeeper(err)) if is_connection_loss(&err) => {
-            match barrier.retry.run(|| barrier.client.delete(&path, None)).await {
-                Ok(()) | Err(Error::ZooKeeper(zk::Error::NoNode)) => Ok(()),
-                Err(err) => Err(err),
-            }
-        }
-        other => other,
-    }
 }
 
 /// One participant inside a [`DoubleBarrier`], from a successful [`enter`](DoubleBarrier::enter) until it leaves.
@@ -333,7 +317,7 @@ impl Participation {
     }
 
     /// Completes when our participation stops counting: session expiry, deletion of our node by somebody else,
-    /// or (per the [`LostPolicy`]) a long disconnection.
+    /// or (per the [`LostPolicy`](crate::LostPolicy)) a long disconnection.
     pub fn lost(&self) -> impl Future<Output = LostReason> + Send + 'static {
         self.lost.lost()
     }
@@ -368,18 +352,15 @@ impl Participation {
         let name = node.name.clone().unwrap_or_default();
         let mut node = Some(node);
         let b = &barrier;
+        let (client, retry) = (b.session.client(), b.session.retry());
         loop {
-            let children = match b.retry.run(|| b.client.list_children(&b.path)).await {
-                Ok(children) => children,
-                Err(Error::ZooKeeper(zk::Error::NoNode)) => Vec::new(),
-                Err(err) => return Err(err),
-            };
+            let children = idioms::list_or_empty(client, retry, &b.path).await?;
             let mut members: Vec<String> = children.into_iter().filter(|c| is_participant(c)).collect();
             members.sort();
             if members.iter().all(|m| *m == name) {
                 // Nobody else is left: we are the last one (or already gone ourselves).
                 if let Some(node) = node.take() {
-                    remove_own(b, node).await?;
+                    node.delete().await?;
                 }
                 return b.remove_ready(ready_czxid).await;
             }
@@ -388,22 +369,22 @@ impl Participation {
                 members[members.len() - 1].clone()
             } else {
                 if let Some(node) = node.take() {
-                    remove_own(b, node).await?;
+                    node.delete().await?;
                 }
                 members[0].clone()
             };
             let path = child_path(&b.path, &target);
-            let (stat, watcher) = b.retry.run(|| b.client.check_and_watch_stat(&path)).await?;
+            let (stat, watcher) = retry.run(|| client.check_and_watch_stat(&path)).await?;
             if stat.is_none() {
                 continue;
             }
-            Listener::emit(&b.listener, QueueEvent::Waiting { on: path.clone() });
+            b.session.emit(QueueEvent::Waiting { on: path.clone() });
             let event = watcher.changed().await;
-            if let Some(err) = session_error(&event) {
+            if let Some(err) = idioms::session_error(&event) {
                 return Err(err);
             }
             // Whatever happened to the node we watch, only a fresh listing decides.
-            Listener::emit(&b.listener, QueueEvent::Woken { by: path });
+            b.session.emit(QueueEvent::Woken { by: path });
         }
     }
 

@@ -4,16 +4,16 @@ use std::future::Future;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
-use zookeeper_client::{self as zk, Client, EventType, SessionState};
+use zookeeper_client as zk;
 
-use crate::contention::{self, Options, Rules, Wait};
+use crate::contention::{self, Exclusive, Wait};
 use crate::error::{Error, Result};
-use crate::events::Listener;
 use crate::guard::Guard;
-use crate::lost::{LostPolicy, LostReason};
+use crate::idioms::{self, IfExists};
+use crate::lost::LostReason;
 use crate::node::{self, Marker};
-use crate::own_node::child_path;
-use crate::retry::RetryPolicy;
+use crate::path::child_path;
+use crate::session::Session;
 
 /// Proof of leadership (a [`Guard`]): fencing token, lost signal; [`release`](Guard::release) resigns.
 pub type Leadership = Guard;
@@ -30,8 +30,8 @@ pub type Leadership = Guard;
 /// **Never two leaders.** A reconnection does not touch our node (Curator's `LeaderLatch` re-created it on
 /// reconnect and could briefly have two leaders, #1137/#1169): the session and its node survive a reconnection, and
 /// nobody else leads while the node exists. A leader cut off from ZooKeeper is told it lost leadership (by the
-/// default [`LostPolicy`], after half the session timeout) before the server can expire its session and let the
-/// next candidate lead.
+/// default [`LostPolicy`](crate::LostPolicy), after half the session timeout) before the server can expire its
+/// session and let the next candidate lead.
 ///
 /// # Example
 /// ```no_run
@@ -51,7 +51,11 @@ pub type Leadership = Guard;
 /// session ends while campaigning; [`Error::Timeout`](crate::Error::Timeout) from
 /// [`campaign_timeout`](LeaderElection::campaign_timeout); [`Error::NodeDeleted`](crate::Error::NodeDeleted) if
 /// somebody deletes our candidate node while we wait; [`Error::ConnectionLoss`](crate::Error::ConnectionLoss) only
-/// if the [`RetryPolicy`] caps attempts.
+/// if the [`RetryPolicy`](crate::RetryPolicy) caps attempts.
+///
+/// # Events
+/// For each campaign, the [`Session`]'s listener receives `Created` (our node), `Waiting` and `Woken` (the
+/// candidate just before ours) and `Acquired` (we lead).
 ///
 /// # Cancellation safety
 /// [`campaign`](LeaderElection::campaign) and its variants are cancellation safe: dropping the future at any
@@ -60,9 +64,9 @@ pub type Leadership = Guard;
 /// current term's work and resigns.
 #[derive(Debug, Clone)]
 pub struct LeaderElection {
-    client: Client,
+    session: Session,
     path: String,
-    options: Options,
+    data: Vec<u8>,
 }
 
 /// The current leader, as any participant or observer sees it.
@@ -87,50 +91,23 @@ pub struct Term {
     pub path: String,
 }
 
-const RULES: Rules = Rules {
-    marker: Marker::Latch,
-    keep: |marker, _| marker == Marker::Latch,
-    kazoo: false,
-    turn: contention::exclusive_turn,
-};
+/// The candidates' queue: the exclusive rule over `latch-` nodes.
+const RULES: Exclusive = Exclusive(Marker::Latch);
 
 impl LeaderElection {
-    /// An election in the directory `path` (created, with its parents, on first use).
-    pub fn new(client: &Client, path: &str) -> Result<LeaderElection> {
+    /// An election in the directory `path` (created, with its parents, on first use), on `session` — a
+    /// [`Session`] or a `&Client`.
+    pub fn new(session: impl Into<Session>, path: &str) -> Result<LeaderElection> {
         Ok(LeaderElection {
-            client: client.clone(),
+            session: session.into(),
             path: crate::path::validate(path)?,
-            options: Options::default(),
+            data: Vec::new(),
         })
-    }
-
-    /// Replaces all options at once (`recognize_kazoo` is ignored).
-    pub fn with_options(mut self, options: Options) -> LeaderElection {
-        self.options = options;
-        self
     }
 
     /// Data stored in our node, e.g. our address: what [`leader`](LeaderElection::leader) shows the others.
     pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> LeaderElection {
-        self.options.data = data.into();
-        self
-    }
-
-    /// When leadership counts as lost because of a disconnection.
-    pub fn with_lost_policy(mut self, policy: LostPolicy) -> LeaderElection {
-        self.options.lost_policy = policy;
-        self
-    }
-
-    /// How operations are retried across connection loss.
-    pub fn with_retry(mut self, retry: RetryPolicy) -> LeaderElection {
-        self.options.retry = retry;
-        self
-    }
-
-    /// Receives progress events of every campaign through this handle.
-    pub fn with_listener(mut self, listener: Listener) -> LeaderElection {
-        self.options.listener = Some(listener);
+        self.data = data.into();
         self
     }
 
@@ -139,28 +116,29 @@ impl LeaderElection {
         &self.path
     }
 
+    /// The session and policies this election uses.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    async fn acquire(&self, wait: Wait) -> Result<Option<Leadership>> {
+        contention::acquire(&self.session, &self.path, &self.data, &RULES, wait).await
+    }
+
     /// Joins the queue of candidates and completes when we lead.
     pub async fn campaign(&self) -> Result<Leadership> {
-        let guard =
-            contention::acquire(&self.client, &self.path, RULES, &self.options, Wait::Forever).await?;
+        let guard = self.acquire(Wait::Forever).await?;
         Ok(guard.expect("a blocking acquire returns a guard"))
     }
 
     /// Leads only if there is no other candidate; otherwise withdraws and returns `None`.
     pub async fn try_campaign(&self) -> Result<Option<Leadership>> {
-        contention::acquire(&self.client, &self.path, RULES, &self.options, Wait::Never).await
+        self.acquire(Wait::Never).await
     }
 
     /// Campaigns for at most `timeout`; [`Error::Timeout`](crate::Error::Timeout) (and withdrawn) afterwards.
     pub async fn campaign_timeout(&self, timeout: Duration) -> Result<Leadership> {
-        let guard = contention::acquire(
-            &self.client,
-            &self.path,
-            RULES,
-            &self.options,
-            Wait::timeout(timeout),
-        )
-        .await?;
+        let guard = self.acquire(Wait::timeout(timeout)).await?;
         Ok(guard.expect("a timed acquire returns a guard or an error"))
     }
 
@@ -171,11 +149,17 @@ impl LeaderElection {
                 return Ok(None);
             };
             let path = child_path(&self.path, &head);
-            match self.options.retry.run(|| self.client.get_data(&path)).await {
-                Ok((data, stat)) => return Ok(Some(leader(path, data, &stat))),
+            let client = self.session.client();
+            match self
+                .session
+                .retry()
+                .run(|| client.get_data(&path))
+                .await
+                .if_exists()?
+            {
+                Some((data, stat)) => return Ok(Some(leader(path, data, &stat))),
                 // The leader left between the listing and the read: the next one leads now.
-                Err(Error::ZooKeeper(zk::Error::NoNode)) => continue,
-                Err(err) => return Err(err),
+                None => continue,
             }
         }
     }
@@ -228,16 +212,7 @@ impl LeaderElection {
 
     /// The name of the head of the queue, if any.
     async fn head(&self) -> Result<Option<String>> {
-        let children = match self
-            .options
-            .retry
-            .run(|| self.client.list_children(&self.path))
-            .await
-        {
-            Ok(children) => children,
-            Err(Error::ZooKeeper(zk::Error::NoNode)) => Vec::new(),
-            Err(err) => return Err(err),
-        };
+        let children = idioms::list_or_empty(self.session.client(), self.session.retry(), &self.path).await?;
         let head = node::sorted_contenders(children, |m| m == Marker::Latch)
             .into_iter()
             .next();
@@ -273,28 +248,31 @@ impl Observer {
     /// # Errors
     /// [`Error::SessionExpired`](crate::Error::SessionExpired) or [`Error::Closed`](crate::Error::Closed) when the
     /// observer's session ends; [`Error::ConnectionLoss`](crate::Error::ConnectionLoss) only if the
-    /// [`RetryPolicy`] caps attempts.
+    /// [`RetryPolicy`](crate::RetryPolicy) caps attempts.
     ///
     /// # Cancellation safety
     /// Cancellation safe: it only reads, and a change it had not reported yet is reported by the next call.
     pub async fn next(&mut self) -> Result<Option<Leader>> {
         let election = &self.election;
-        let (client, dir, retry) = (&election.client, &election.path, &election.options.retry);
+        let (client, dir, retry) = (
+            election.session.client(),
+            &election.path,
+            election.session.retry(),
+        );
         loop {
             let watcher = match election.head().await? {
                 Some(head) => {
                     let path = child_path(dir, &head);
-                    match retry.run(|| client.get_and_watch_data(&path)).await {
-                        Ok((data, stat, watcher)) => {
-                            if self.last.as_ref() != Some(&Some(path.clone())) {
-                                self.last = Some(Some(path.clone()));
-                                return Ok(Some(leader(path, data, &stat)));
-                            }
-                            watcher
-                        }
-                        Err(Error::ZooKeeper(zk::Error::NoNode)) => continue,
-                        Err(err) => return Err(err),
+                    let Some((data, stat, watcher)) =
+                        retry.run(|| client.get_and_watch_data(&path)).await.if_exists()?
+                    else {
+                        continue;
+                    };
+                    if self.last.as_ref() != Some(&Some(path.clone())) {
+                        self.last = Some(Some(path.clone()));
+                        return Ok(Some(leader(path, data, &stat)));
                     }
+                    watcher
                 }
                 None => {
                     if self.last != Some(None) {
@@ -302,31 +280,28 @@ impl Observer {
                         return Ok(None);
                     }
                     // Wait for a first candidate (or for the directory, if it does not exist yet).
-                    match retry.run(|| client.list_and_watch_children(dir)).await {
-                        Ok((children, watcher)) => {
+                    match retry
+                        .run(|| client.list_and_watch_children(dir))
+                        .await
+                        .if_exists()?
+                    {
+                        Some((children, watcher)) => {
                             if node::sorted_contenders(children, |m| m == Marker::Latch).is_empty() {
                                 watcher
                             } else {
                                 continue;
                             }
                         }
-                        Err(Error::ZooKeeper(zk::Error::NoNode)) => {
-                            match retry.run(|| client.check_and_watch_stat(dir)).await? {
-                                (Some(_), _) => continue,
-                                (None, watcher) => watcher,
-                            }
-                        }
-                        Err(err) => return Err(err),
+                        None => match retry.run(|| client.check_and_watch_stat(dir)).await? {
+                            (Some(_), _) => continue,
+                            (None, watcher) => watcher,
+                        },
                     }
                 }
             };
             let event = watcher.changed().await;
-            if event.event_type == EventType::Session {
-                match event.session_state {
-                    SessionState::Expired => return Err(Error::SessionExpired),
-                    SessionState::Closed | SessionState::AuthFailed => return Err(Error::Closed),
-                    _ => {}
-                }
+            if let Some(err) = idioms::session_error(&event) {
+                return Err(err);
             }
         }
     }

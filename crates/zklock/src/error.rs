@@ -1,6 +1,6 @@
 //! The error vocabulary shared by every recipe.
 
-use zookeeper_client::{self as zk, EventType, SessionState, WatchedEvent};
+use zookeeper_client as zk;
 
 /// Result alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -58,18 +58,5 @@ impl Error {
     /// True when the session is over: nothing can be retried on it.
     pub fn is_terminal(&self) -> bool {
         matches!(self, Error::SessionExpired | Error::Closed)
-    }
-}
-
-/// The error a watch notification carries, if it reports the end of the session (a one-shot watcher also fires on
-/// expiry and closing; connection loss alone is not reported, the watch survives reconnection).
-pub(crate) fn session_error(event: &WatchedEvent) -> Option<Error> {
-    if event.event_type != EventType::Session {
-        return None;
-    }
-    match event.session_state {
-        SessionState::Expired => Some(Error::SessionExpired),
-        SessionState::Closed | SessionState::AuthFailed => Some(Error::Closed),
-        _ => None,
     }
 }

@@ -41,10 +41,8 @@ impl Listener {
         Listener(Arc::new(f))
     }
 
-    pub(crate) fn emit(listener: &Option<Listener>, event: QueueEvent) {
-        if let Some(listener) = listener {
-            (listener.0)(&event);
-        }
+    pub(crate) fn call(&self, event: &QueueEvent) {
+        (self.0)(event);
     }
 }
 

@@ -28,6 +28,29 @@
 //! guard.release().await?;
 //! # Ok(()) }
 //! ```
+//!
+//! # The public API
+//!
+//! This is the shape intended for 1.0; everything not listed here is private.
+//!
+//! * **[`Session`]** — the client's ZooKeeper session plus the policies every recipe shares: [`RetryPolicy`],
+//!   [`LostPolicy`], an optional [`Listener`] of [`QueueEvent`]s, and the ACL of created nodes. Its `with_*`
+//!   builders are the only place these are set. Every recipe's constructor takes `impl Into<Session>`: a
+//!   `&Client` (default policies), a [`Session`] or a `&Session`.
+//! * **The recipes** — [`Mutex`], [`RwLock`], [`Semaphore`], [`LeaderElection`] (with [`Observer`], [`Leader`],
+//!   [`Term`]), [`Barrier`], [`DoubleBarrier`] (with [`Participation`]) and [`Queue`] (with [`Claimed`]). Each
+//!   keeps only its own settings: `with_data` (what `zklock status` shows), and on `Mutex` and `RwLock`
+//!   `with_kazoo_contenders`.
+//! * **[`Guard`]** — what holding looks like for the queue recipes ([`MutexGuard`], [`ReadGuard`], [`WriteGuard`],
+//!   [`Lease`], [`Leadership`] are its names per recipe), with [`LostReason`].
+//! * **[`inspect`]** — a read-only look at any recipe directory: the [`Recipe`] it holds and its [`Participant`]s
+//!   ([`NodeKind`], [`Role`]), for status displays and operators.
+//! * **[`Error`] and [`Result`]**, and the re-exported [`zookeeper_client`].
+//!
+//! Private: node names and directory layouts (Curator's formats, a semaphore's `leases`/`locks`, a queue's `qn-`
+//! items and `claims`, a double barrier's `ready`), the rules each recipe applies to its queue, and the one
+//! contention mechanism they share. The node *formats* are an interoperability promise (Curator and kazoo share
+//! locks with us) but not an API: use [`inspect`] to read a directory.
 #![forbid(unsafe_code)]
 
 mod barrier;
@@ -37,29 +60,33 @@ mod election;
 mod error;
 mod events;
 mod guard;
+mod idioms;
+mod inspect;
 mod lost;
 mod mutex;
-pub mod node;
+mod node;
 mod own_node;
 mod path;
 mod queue;
 mod retry;
 mod rwlock;
 mod semaphore;
+mod session;
 
 pub use barrier::Barrier;
-pub use contention::Options;
 pub use double_barrier::{DoubleBarrier, Participation};
 pub use election::{Leader, LeaderElection, Leadership, Observer, Term};
 pub use error::{Error, Result};
 pub use events::{Listener, QueueEvent};
 pub use guard::Guard;
+pub use inspect::{inspect, Inspection, NodeKind, Participant, Recipe, Role};
 pub use lost::{LostPolicy, LostReason};
 pub use mutex::Mutex;
 pub use queue::{Claimed, Queue};
 pub use retry::RetryPolicy;
 pub use rwlock::{ReadGuard, RwLock, WriteGuard};
 pub use semaphore::{Lease, Semaphore};
+pub use session::Session;
 pub use zookeeper_client;
 
 /// The guard of a [`Mutex`].

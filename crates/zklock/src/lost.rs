@@ -29,6 +29,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use zookeeper_client::{self as zk, Client, EventType, SessionState, Stat};
 
+use crate::error::Error;
+use crate::idioms;
 use crate::own_node::OwnNode;
 use crate::retry::RetryPolicy;
 
@@ -187,12 +189,17 @@ impl LostSignal {
     }
 }
 
-fn reason_for_state(state: SessionState) -> Option<LostReason> {
-    match state {
-        SessionState::Expired => Some(LostReason::SessionExpired),
-        SessionState::Closed | SessionState::AuthFailed => Some(LostReason::ClientClosed),
-        _ => None,
+/// The reason for a node lost with this error: the end of the session, or (anything else) a deletion.
+fn reason_for(err: &Error) -> LostReason {
+    match err {
+        Error::SessionExpired => LostReason::SessionExpired,
+        Error::Closed => LostReason::ClientClosed,
+        _ => LostReason::NodeDeleted,
     }
+}
+
+fn reason_for_state(state: SessionState) -> Option<LostReason> {
+    idioms::session_ended(state).map(|err| reason_for(&err))
 }
 
 /// Where the monitor records confirmed contacts with the server.
@@ -260,11 +267,7 @@ async fn node_gone(client: Client, path: String, retry: RetryPolicy, contacts: &
 /// Our node is gone: because the session ended (the deletion can reach us before the news of the expiry does), or
 /// because somebody deleted it? One more request tells.
 async fn deletion_reason(client: &Client, path: &str, retry: &RetryPolicy) -> LostReason {
-    match retry.run(|| client.check_stat(path)).await {
-        Err(crate::Error::SessionExpired) => LostReason::SessionExpired,
-        Err(crate::Error::Closed) => LostReason::ClientClosed,
-        _ => LostReason::NodeDeleted,
-    }
+    reason_for(&idioms::confirm_gone(client, retry, path).await)
 }
 
 /// What the monitor task watches, and how.
@@ -381,6 +384,7 @@ mod tests {
     use super::*;
     use crate::contention::enqueue;
     use crate::node::Marker;
+    use crate::session::Session;
 
     const EVENTUALLY: Duration = Duration::from_secs(30);
 
@@ -395,7 +399,7 @@ mod tests {
     /// watch).
     async fn held_node(client: &Client) -> (OwnNode, LostSignal) {
         let dir = zklock_testkit::unique_path("lost-dismissal");
-        let (mut node, _) = enqueue(client, &dir, Marker::Lock, b"", &RetryPolicy::default())
+        let (mut node, _) = enqueue(&Session::new(client), &dir, Marker::Lock, b"")
             .await
             .unwrap();
         let lost = LostSignal::for_node(&mut node, LostPolicy::default());

@@ -2,15 +2,11 @@
 
 use std::time::Duration;
 
-use zookeeper_client::Client;
-
-use crate::contention::{self, Options, Rules, Wait};
+use crate::contention::{self, Rules, Wait};
 use crate::error::Result;
-use crate::events::Listener;
 use crate::guard::Guard;
-use crate::lost::LostPolicy;
 use crate::node::Marker;
-use crate::retry::RetryPolicy;
+use crate::session::Session;
 
 /// A fair (FIFO), herd-free exclusive lock: the recipe of the ZooKeeper documentation, done carefully.
 ///
@@ -35,7 +31,12 @@ use crate::retry::RetryPolicy;
 /// [`Error::SessionExpired`](crate::Error::SessionExpired) or [`Error::Closed`](crate::Error::Closed) when the
 /// session ends while waiting; [`Error::Timeout`](crate::Error::Timeout) from [`lock_timeout`](Mutex::lock_timeout);
 /// [`Error::NodeDeleted`](crate::Error::NodeDeleted) if somebody deletes our queue node while we wait;
-/// [`Error::ConnectionLoss`](crate::Error::ConnectionLoss) only if the [`RetryPolicy`] caps attempts.
+/// [`Error::ConnectionLoss`](crate::Error::ConnectionLoss) only if the [`RetryPolicy`](crate::RetryPolicy) caps
+/// attempts.
+///
+/// # Events
+/// For each acquire, the [`Session`]'s listener receives `Created` (our node), `Waiting` and `Woken` (the node
+/// just before ours) and `Acquired`.
 ///
 /// # Cancellation safety
 /// Every acquire method is cancellation safe: dropping the future at any await point removes our queue node (in
@@ -43,61 +44,48 @@ use crate::retry::RetryPolicy;
 /// [`try_lock`](Mutex::try_lock) have removed it before they return.
 #[derive(Debug, Clone)]
 pub struct Mutex {
-    client: Client,
+    session: Session,
     path: String,
-    options: Options,
+    data: Vec<u8>,
+    kazoo: bool,
 }
 
-const RULES: Rules = Rules {
-    marker: Marker::Lock,
-    keep: |marker, kazoo| marker == Marker::Lock || (kazoo && marker == Marker::KazooLock),
-    kazoo: false,
-    turn: contention::exclusive_turn,
-};
+/// The mutex's rules: the exclusive rule over `lock-` nodes and, when asked, kazoo's `__lock__` nodes.
+struct Lock {
+    kazoo: bool,
+}
 
-impl Mutex {
-    /// A lock on the directory `path` (created, with its parents, on first use).
-    pub fn new(client: &Client, path: &str) -> Result<Mutex> {
-        Ok(Mutex {
-            client: client.clone(),
-            path: crate::path::validate(path)?,
-            options: Options::default(),
-        })
+impl Rules for Lock {
+    fn marker(&self) -> Marker {
+        Marker::Lock
     }
 
-    /// Replaces all options at once.
-    pub fn with_options(mut self, options: Options) -> Mutex {
-        self.options = options;
-        self
+    fn keeps(&self, marker: Marker) -> bool {
+        marker == Marker::Lock || (self.kazoo && marker == Marker::KazooLock)
+    }
+}
+
+impl Mutex {
+    /// A lock on the directory `path` (created, with its parents, on first use), on `session` — a [`Session`] or
+    /// a `&Client`.
+    pub fn new(session: impl Into<Session>, path: &str) -> Result<Mutex> {
+        Ok(Mutex {
+            session: session.into(),
+            path: crate::path::validate(path)?,
+            data: Vec::new(),
+            kazoo: false,
+        })
     }
 
     /// Data stored in our node while we wait and hold (shown by `zklock status`).
     pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> Mutex {
-        self.options.data = data.into();
-        self
-    }
-
-    /// When a held guard counts as lost because of a disconnection.
-    pub fn with_lost_policy(mut self, policy: LostPolicy) -> Mutex {
-        self.options.lost_policy = policy;
-        self
-    }
-
-    /// How operations are retried across connection loss.
-    pub fn with_retry(mut self, retry: RetryPolicy) -> Mutex {
-        self.options.retry = retry;
+        self.data = data.into();
         self
     }
 
     /// Also queue behind kazoo's `Lock` contenders (`<hex>__lock__<seq>`) in the same directory.
     pub fn with_kazoo_contenders(mut self, recognize: bool) -> Mutex {
-        self.options.recognize_kazoo = recognize;
-        self
-    }
-
-    /// Receives progress events of every acquire through this handle.
-    pub fn with_listener(mut self, listener: Listener) -> Mutex {
-        self.options.listener = Some(listener);
+        self.kazoo = recognize;
         self
     }
 
@@ -106,41 +94,30 @@ impl Mutex {
         &self.path
     }
 
-    fn rules(&self) -> Rules {
-        Rules {
-            kazoo: self.options.recognize_kazoo,
-            ..RULES
-        }
+    /// The session and policies this lock uses.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    async fn acquire(&self, wait: Wait) -> Result<Option<Guard>> {
+        let rules = Lock { kazoo: self.kazoo };
+        contention::acquire(&self.session, &self.path, &self.data, &rules, wait).await
     }
 
     /// Waits as long as it takes for the lock.
     pub async fn lock(&self) -> Result<Guard> {
-        let guard = contention::acquire(
-            &self.client,
-            &self.path,
-            self.rules(),
-            &self.options,
-            Wait::Forever,
-        )
-        .await?;
+        let guard = self.acquire(Wait::Forever).await?;
         Ok(guard.expect("a blocking acquire returns a guard"))
     }
 
     /// Takes the lock only if nobody holds it or waits for it; otherwise removes our node and returns `None`.
     pub async fn try_lock(&self) -> Result<Option<Guard>> {
-        contention::acquire(&self.client, &self.path, self.rules(), &self.options, Wait::Never).await
+        self.acquire(Wait::Never).await
     }
 
     /// Waits at most `timeout` for the lock; [`Error::Timeout`](crate::Error::Timeout) afterwards.
     pub async fn lock_timeout(&self, timeout: Duration) -> Result<Guard> {
-        let guard = contention::acquire(
-            &self.client,
-            &self.path,
-            self.rules(),
-            &self.options,
-            Wait::timeout(timeout),
-        )
-        .await?;
+        let guard = self.acquire(Wait::timeout(timeout)).await?;
         Ok(guard.expect("a timed acquire returns a guard or an error"))
     }
 }

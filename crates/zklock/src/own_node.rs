@@ -16,6 +16,8 @@ use tokio_util::sync::CancellationToken;
 use zookeeper_client::{self as zk, Client};
 
 use crate::error::Result;
+use crate::idioms;
+use crate::path::child_path;
 use crate::retry::RetryPolicy;
 
 /// Our (possibly not yet confirmed) node in a queue directory.
@@ -131,14 +133,6 @@ impl Drop for OwnNode {
     }
 }
 
-pub(crate) fn child_path(dir: &str, name: &str) -> String {
-    if dir == "/" {
-        format!("/{name}")
-    } else {
-        format!("{dir}/{name}")
-    }
-}
-
 /// Deletes our node by name or, if the name is unknown, every child carrying our unique prefix.
 async fn delete_own(
     client: &Client,
@@ -149,18 +143,14 @@ async fn delete_own(
 ) -> Result<()> {
     let names = match name {
         Some(name) => vec![name.to_owned()],
-        None => match retry.run(|| client.list_children(dir)).await {
-            Ok(children) => children.into_iter().filter(|c| c.starts_with(unique)).collect(),
-            Err(crate::Error::ZooKeeper(zk::Error::NoNode)) => Vec::new(),
-            Err(err) => return Err(err),
-        },
+        None => idioms::list_or_empty(client, retry, dir)
+            .await?
+            .into_iter()
+            .filter(|c| c.starts_with(unique))
+            .collect(),
     };
     for name in names {
-        let path = child_path(dir, &name);
-        match retry.run(|| client.delete(&path, None)).await {
-            Ok(()) | Err(crate::Error::ZooKeeper(zk::Error::NoNode)) => {}
-            Err(err) => return Err(err),
-        }
+        idioms::delete_if_exists(client, retry, &child_path(dir, &name), None).await?;
     }
     Ok(())
 }

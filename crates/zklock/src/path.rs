@@ -35,6 +35,15 @@ pub(crate) fn validate(path: &str) -> Result<String> {
     Ok(path.to_owned())
 }
 
+/// The path of child `name` of directory `dir` (which is `/` or has no trailing slash).
+pub(crate) fn child_path(dir: &str, name: &str) -> String {
+    if dir == "/" {
+        format!("/{name}")
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::validate;

@@ -15,15 +15,16 @@
 
 use std::time::Duration;
 
-use zookeeper_client::{self as zk, Acls, Client, CreateMode, MultiWriteError};
+use zookeeper_client::{self as zk, Client, CreateMode, MultiWriteError};
 
-use crate::error::session_error;
 use crate::error::{Error, Result};
-use crate::events::{Listener, QueueEvent};
-use crate::lost::{LostPolicy, LostReason, LostSignal};
-use crate::own_node::child_path;
-use crate::retry::is_connection_loss;
-use crate::retry::RetryPolicy;
+use crate::events::QueueEvent;
+use crate::idioms::{self, IfExists};
+use crate::inspect::Recipe;
+use crate::lost::{LostReason, LostSignal};
+use crate::path::child_path;
+use crate::retry::{is_connection_loss, RetryPolicy};
+use crate::session::Session;
 
 /// The prefix of every item node.
 const ITEM_PREFIX: &str = "qn-";
@@ -62,6 +63,10 @@ const CLAIMS: &str = "claims";
 /// [`Error::SessionExpired`] / [`Error::Closed`] when the session ends; [`Error::ConnectionLoss`] only if the
 /// [`RetryPolicy`] caps attempts; [`Error::ZooKeeper`] for anything else the server refuses (e.g. `NoAuth`).
 ///
+/// # Events
+/// The [`Session`]'s listener receives [`QueueEvent::Waiting`] each time a consumer starts waiting for items and
+/// [`QueueEvent::Woken`] when its watch fires (both name the queue directory).
+///
 /// # Cancellation safety
 /// `put` is not: dropped after sending, the item may or may not be enqueued. `take` and `try_take` are not once
 /// the delete of an item is in flight: the item is then consumed but never returned. `take_safe` and
@@ -77,11 +82,8 @@ const CLAIMS: &str = "claims";
 /// * Ordering assumes the directory's sequence counter has not wrapped (2³¹ items per directory).
 #[derive(Debug, Clone)]
 pub struct Queue {
-    client: Client,
+    session: Session,
     path: String,
-    retry: RetryPolicy,
-    lost_policy: LostPolicy,
-    listener: Option<Listener>,
 }
 
 /// The outcome of one pass over the queue.
@@ -94,37 +96,16 @@ enum Pass<T> {
 }
 
 impl Queue {
-    /// A queue in the directory `path` (created with its parents on the first `put`).
+    /// A queue in the directory `path` (created with its parents on the first `put`), on `session` — a
+    /// [`Session`] or a `&Client`.
     ///
     /// # Errors
     /// [`Error::InvalidPath`] if `path` is not a valid ZooKeeper path.
-    pub fn new(client: &Client, path: &str) -> Result<Queue> {
+    pub fn new(session: impl Into<Session>, path: &str) -> Result<Queue> {
         Ok(Queue {
-            client: client.clone(),
+            session: session.into(),
             path: crate::path::validate(path)?,
-            retry: RetryPolicy::default(),
-            lost_policy: LostPolicy::default(),
-            listener: None,
         })
-    }
-
-    /// How operations are retried across connection loss.
-    pub fn with_retry(mut self, retry: RetryPolicy) -> Queue {
-        self.retry = retry;
-        self
-    }
-
-    /// When a [`Claimed`] item counts as lost because of a disconnection (see [`Claimed::lost`]).
-    pub fn with_lost_policy(mut self, policy: LostPolicy) -> Queue {
-        self.lost_policy = policy;
-        self
-    }
-
-    /// Receives [`QueueEvent::Waiting`] each time a consumer starts waiting for items and [`QueueEvent::Woken`]
-    /// when its watch fires (both name the queue directory).
-    pub fn with_listener(mut self, listener: Listener) -> Queue {
-        self.listener = Some(listener);
-        self
     }
 
     /// The queue directory.
@@ -132,18 +113,31 @@ impl Queue {
         &self.path
     }
 
+    /// The session and policies this queue uses.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    fn client(&self) -> &Client {
+        self.session.client()
+    }
+
+    fn retry(&self) -> &RetryPolicy {
+        self.session.retry()
+    }
+
     /// Appends an item; returns its node name.
     pub async fn put(&self, data: &[u8]) -> Result<String> {
         let unique = format!("{ITEM_PREFIX}{}-", uuid::Uuid::new_v4().simple());
         let prefix = child_path(&self.path, &unique);
-        let mode = CreateMode::PersistentSequential.with_acls(Acls::anyone_all());
+        let mode = CreateMode::PersistentSequential.with_acls(self.session.acls());
         let mut attempt = 0;
         loop {
-            match self.client.create(&prefix, data, &mode).await {
+            match self.client().create(&prefix, data, &mode).await {
                 Ok((_, sequence)) => return Ok(format!("{unique}{sequence}")),
                 Err(zk::Error::NoNode) => self.mkdir(&self.path).await?,
                 Err(err) if is_connection_loss(&err) => {
-                    self.retry.pause(&mut attempt).await?;
+                    self.retry().pause(&mut attempt).await?;
                     if let Some(name) = self.find_put(&unique).await? {
                         tracing::info!(queue = %self.path, %name, "found our item after a lost put reply");
                         return Ok(name);
@@ -157,10 +151,10 @@ impl Queue {
     /// After a lost create reply: did it happen? `sync` first, so a lagging ensemble member has seen everything the
     /// leader committed before we look.
     async fn find_put(&self, unique: &str) -> Result<Option<String>> {
-        match self.retry.run(|| self.client.sync(&self.path)).await {
-            Ok(()) | Err(Error::ZooKeeper(zk::Error::NoNode)) => {}
-            Err(err) => return Err(err),
-        }
+        self.retry()
+            .run(|| self.client().sync(&self.path))
+            .await
+            .if_exists()?;
         Ok(self
             .list(&self.path)
             .await?
@@ -207,10 +201,14 @@ impl Queue {
             }
             for name in items {
                 let path = child_path(&self.path, &name);
-                match self.retry.run(|| self.client.get_data(&path)).await {
-                    Ok((data, _)) => return Ok(Some(data)),
-                    Err(Error::ZooKeeper(zk::Error::NoNode)) => {}
-                    Err(err) => return Err(err),
+                // Gone since the listing: try the next one.
+                if let Some((data, _)) = self
+                    .retry()
+                    .run(|| self.client().get_data(&path))
+                    .await
+                    .if_exists()?
+                {
+                    return Ok(Some(data));
                 }
             }
         }
@@ -272,15 +270,20 @@ impl Queue {
         loop {
             // Sent back to back: the read is processed before the delete, and if the delete succeeds nobody
             // deleted the node in between, so the data we read is the item we own.
-            let read = self.client.get_data(&path);
-            let delete = self.client.delete(&path, None);
+            let read = self.client().get_data(&path);
+            let delete = self.client().delete(&path, None);
             let (read, deleted) = tokio::join!(read, delete);
             match deleted {
                 Ok(()) => return Ok(Some(read?.0)),
                 Err(zk::Error::NoNode) => return Ok(None),
                 Err(err) if is_connection_loss(&err) => {
-                    self.retry.pause(&mut attempt).await?;
-                    if self.retry.run(|| self.client.check_stat(&path)).await?.is_none() {
+                    self.retry().pause(&mut attempt).await?;
+                    if self
+                        .retry()
+                        .run(|| self.client().check_stat(&path))
+                        .await?
+                        .is_none()
+                    {
                         // Ours or another consumer's delete: we cannot tell (see "Limits").
                         tracing::warn!(item = %path, "delete reply lost and the item is gone; skipping it");
                         return Ok(None);
@@ -315,7 +318,7 @@ impl Queue {
     async fn claim_item(&self, claims_dir: &str, name: &str) -> Result<Option<Claimed>> {
         let item = child_path(&self.path, name);
         let claim = child_path(claims_dir, name);
-        let mode = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+        let mode = CreateMode::Ephemeral.with_acls(self.session.acls());
         let mut attempt = 0;
         let mut reply_lost = false;
         // The claim's data is a token of this attempt: consumers sharing one client share a session, so the
@@ -323,16 +326,16 @@ impl Queue {
         let token = uuid::Uuid::new_v4().to_string().into_bytes();
         // Until the claim is known to be ours (or not), a cancellation or error removes it if it carries our token.
         let mut pending = PendingClaim {
-            client: self.client.clone(),
+            client: self.client().clone(),
             claim: claim.clone(),
             token: token.clone(),
-            retry: self.retry.clone(),
+            retry: self.retry().clone(),
             armed: true,
         };
         let claimed = loop {
             // Claim and read in one round trip; the read only counts if the claim is ours.
-            let create = self.client.create(&claim, &token, &mode);
-            let read = self.client.get_data(&item);
+            let create = self.client().create(&claim, &token, &mode);
+            let read = self.client().get_data(&item);
             let (created, read) = tokio::join!(create, read);
             let ours = match created {
                 Ok(_) => true,
@@ -343,7 +346,7 @@ impl Queue {
                     continue;
                 }
                 Err(err) if is_connection_loss(&err) => {
-                    self.retry.pause(&mut attempt).await?;
+                    self.retry().pause(&mut attempt).await?;
                     reply_lost = true;
                     continue;
                 }
@@ -356,34 +359,36 @@ impl Queue {
             // From here on `Claimed` releases the claim if anything fails.
             pending.armed = false;
             let mut claimed = Claimed {
-                client: self.client.clone(),
+                client: self.client().clone(),
                 item: item.clone(),
                 claim: claim.clone(),
                 name: name.to_owned(),
                 data: Vec::new(),
-                retry: self.retry.clone(),
+                retry: self.retry().clone(),
                 lost: None,
                 settled: false,
             };
             let read = match read {
                 // The read raced with an unconfirmed claim: read again now that it is ours.
-                Err(err) if is_connection_loss(&err) => self.retry.run(|| self.client.get_data(&item)).await,
+                Err(err) if is_connection_loss(&err) => {
+                    self.retry().run(|| self.client().get_data(&item)).await
+                }
                 other => other.map_err(Error::from),
             };
-            match read {
-                Ok((data, _)) => {
+            match read.if_exists()? {
+                Some((data, _)) => {
                     claimed.data = data;
-                    let lost = LostSignal::start(&self.client, &claim, self.lost_policy, &self.retry);
+                    let lost =
+                        LostSignal::start(self.client(), &claim, self.session.lost_policy(), self.retry());
                     lost.set_holding();
                     claimed.lost = Some(lost);
                     break claimed;
                 }
                 // Completed by another consumer between our listing and our claim.
-                Err(Error::ZooKeeper(zk::Error::NoNode)) => {
+                None => {
                     claimed.abandon().await?;
                     return Ok(None);
                 }
-                Err(err) => return Err(err),
             }
         };
         Ok(Some(claimed))
@@ -391,11 +396,12 @@ impl Queue {
 
     /// After a lost create reply: is the existing claim node the one this attempt created (it carries our token)?
     async fn claim_is_ours(&self, claim: &str, token: &[u8]) -> Result<bool> {
-        match self.retry.run(|| self.client.get_data(claim)).await {
-            Ok((data, _)) => Ok(data == token),
-            Err(Error::ZooKeeper(zk::Error::NoNode)) => Ok(false),
-            Err(err) => Err(err),
-        }
+        let claim = self
+            .retry()
+            .run(|| self.client().get_data(claim))
+            .await
+            .if_exists()?;
+        Ok(claim.is_some_and(|(data, _)| data == token))
     }
 
     /// Waits for the queue directory (and, for `take_safe`, the claims directory) to change, unless it already
@@ -403,8 +409,8 @@ impl Queue {
     /// `attempt` counts connection losses across the caller's whole loop, so a capped retry policy is honoured.
     async fn wait_for_items(&self, safe: bool, attempt: &mut u32) -> Result<()> {
         let claims_dir = child_path(&self.path, CLAIMS);
-        let items = self.client.list_and_watch_children(&self.path);
-        let claims = safe.then(|| self.client.list_and_watch_children(&claims_dir));
+        let items = self.client().list_and_watch_children(&self.path);
+        let claims = safe.then(|| self.client().list_and_watch_children(&claims_dir));
         let claims = async move {
             match claims {
                 Some(claims) => Some(claims.await),
@@ -416,24 +422,21 @@ impl Queue {
             Ok(listed) => listed,
             Err(zk::Error::NoNode) => return self.wait_for_directory().await,
             // Nothing to wait on: the caller looks again (after a pause, so a dead connection is not hammered).
-            Err(err) if is_connection_loss(&err) => return self.retry.pause(attempt).await,
+            Err(err) if is_connection_loss(&err) => return self.retry().pause(attempt).await,
             Err(err) => return Err(err.into()),
         };
         let (claimed, claims_watch) = match claims {
             None | Some(Err(zk::Error::NoNode)) => (Vec::new(), None),
             Some(Ok((claimed, watch))) => (claimed, Some(watch)),
-            Some(Err(err)) if is_connection_loss(&err) => return self.retry.pause(attempt).await,
+            Some(Err(err)) if is_connection_loss(&err) => return self.retry().pause(attempt).await,
             Some(Err(err)) => return Err(err.into()),
         };
         if sorted_items(items).iter().any(|name| !claimed.contains(name)) {
             return Ok(());
         }
-        Listener::emit(
-            &self.listener,
-            QueueEvent::Waiting {
-                on: self.path.clone(),
-            },
-        );
+        self.session.emit(QueueEvent::Waiting {
+            on: self.path.clone(),
+        });
         let claims_changed = async move {
             match claims_watch {
                 Some(watch) => watch.changed().await,
@@ -444,35 +447,29 @@ impl Queue {
             event = items_watch.changed() => event,
             event = claims_changed => event,
         };
-        if let Some(err) = session_error(&event) {
+        if let Some(err) = idioms::session_error(&event) {
             return Err(err);
         }
-        Listener::emit(
-            &self.listener,
-            QueueEvent::Woken {
-                by: self.path.clone(),
-            },
-        );
+        self.session.emit(QueueEvent::Woken {
+            by: self.path.clone(),
+        });
         Ok(())
     }
 
     /// The queue directory does not exist yet: wait until it does.
     async fn wait_for_directory(&self) -> Result<()> {
         let (stat, watcher) = self
-            .retry
-            .run(|| self.client.check_and_watch_stat(&self.path))
+            .retry()
+            .run(|| self.client().check_and_watch_stat(&self.path))
             .await?;
         if stat.is_some() {
             return Ok(());
         }
-        Listener::emit(
-            &self.listener,
-            QueueEvent::Waiting {
-                on: self.path.clone(),
-            },
-        );
+        self.session.emit(QueueEvent::Waiting {
+            on: self.path.clone(),
+        });
         let event = watcher.changed().await;
-        match session_error(&event) {
+        match idioms::session_error(&event) {
             Some(err) => Err(err),
             None => Ok(()),
         }
@@ -480,17 +477,35 @@ impl Queue {
 
     /// The children of `dir`; empty if it does not exist.
     async fn list(&self, dir: &str) -> Result<Vec<String>> {
-        match self.retry.run(|| self.client.list_children(dir)).await {
-            Ok(children) => Ok(children),
-            Err(Error::ZooKeeper(zk::Error::NoNode)) => Ok(Vec::new()),
-            Err(err) => Err(err),
-        }
+        idioms::list_or_empty(self.client(), self.retry(), dir).await
     }
 
     async fn mkdir(&self, dir: &str) -> Result<()> {
-        let mode = CreateMode::Persistent.with_acls(Acls::anyone_all());
-        self.retry.run(|| self.client.mkdir(dir, &mode)).await
+        let mode = CreateMode::Persistent.with_acls(self.session.acls());
+        self.retry().run(|| self.client().mkdir(dir, &mode)).await
     }
+}
+
+/// What [`inspect`](crate::inspect) shows of a queue directory (items or `claims` among its `children`): how
+/// many items, and how many of them are claimed.
+pub(crate) async fn inspect(session: &Session, path: &str, children: &[String]) -> Result<Option<Recipe>> {
+    let items = children
+        .iter()
+        .filter(|name| item_sequence(name).is_some())
+        .count();
+    let has_claims = children.iter().any(|name| name == CLAIMS);
+    if items == 0 && !has_claims {
+        return Ok(None);
+    }
+    let claimed = if has_claims {
+        let claims_dir = child_path(path, CLAIMS);
+        idioms::list_or_empty(session.client(), session.retry(), &claims_dir)
+            .await?
+            .len()
+    } else {
+        0
+    };
+    Ok(Some(Recipe::Queue { items, claimed }))
 }
 
 /// The sequence number of a queue item; `None` for children that are not items.
@@ -543,9 +558,8 @@ impl Drop for PendingClaim {
             std::mem::take(&mut self.token),
         );
         runtime.spawn(async move {
-            let data = match check.await {
-                Ok((data, _)) => Some(data),
-                Err(zk::Error::NoNode) => None,
+            let data = match check.await.if_exists() {
+                Ok(found) => found.map(|(data, _)| data),
                 Err(_) => retry
                     .run(|| client.get_data(&claim))
                     .await
@@ -594,7 +608,7 @@ impl Claimed {
     }
 
     /// Completes when our claim stops protecting the item: session expiry, deletion of the claim by somebody
-    /// else, or (per the queue's [`LostPolicy`]) a long disconnection. Cheap to call many times.
+    /// else, or (per the queue's [`LostPolicy`](crate::LostPolicy)) a long disconnection. Cheap to call many times.
     pub fn lost(&self) -> impl std::future::Future<Output = LostReason> + Send + 'static {
         let lost = self.lost.as_ref().map(LostSignal::lost);
         async move {
@@ -668,14 +682,10 @@ impl Claimed {
     /// Gives the item back to the queue (removes our claim) and waits for ZooKeeper to confirm.
     pub async fn abandon(mut self) -> Result<()> {
         self.lost = None;
-        match self.retry.run(|| self.client.delete(&self.claim, None)).await {
-            Ok(()) | Err(Error::ZooKeeper(zk::Error::NoNode)) => {
-                self.settled = true;
-                Ok(())
-            }
-            // Not settled: `Drop` keeps trying in the background.
-            Err(err) => Err(err),
-        }
+        // Not settled on an error: `Drop` keeps trying in the background.
+        idioms::delete_if_exists(&self.client, &self.retry, &self.claim, None).await?;
+        self.settled = true;
+        Ok(())
     }
 }
 
@@ -696,12 +706,13 @@ impl Drop for Claimed {
         let (client, claim, retry) = (self.client.clone(), self.claim.clone(), self.retry.clone());
         runtime.spawn(async move {
             let result = match delete.await {
-                Err(err) if is_connection_loss(&err) => retry.run(|| client.delete(&claim, None)).await,
-                other => other.map_err(Error::from),
+                Err(err) if is_connection_loss(&err) => {
+                    idioms::delete_if_exists(&client, &retry, &claim, None).await
+                }
+                other => other.if_exists().map(drop),
             };
-            match result {
-                Ok(()) | Err(Error::ZooKeeper(zk::Error::NoNode)) => {}
-                Err(err) => tracing::debug!(%claim, %err, "background removal of our claim failed"),
+            if let Err(err) = result {
+                tracing::debug!(%claim, %err, "background removal of our claim failed");
             }
         });
     }

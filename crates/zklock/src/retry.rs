@@ -58,8 +58,8 @@ impl RetryPolicy {
         Ok(())
     }
 
-    /// Runs `op` until it succeeds, fails with anything but connection loss (see [`is_connection_loss`]), or the
-    /// policy gives up. Only for idempotent operations.
+    /// Runs `op` until it succeeds, fails with anything but connection loss (including a request in flight when
+    /// the connection broke), or the policy gives up. Only for idempotent operations.
     pub async fn run<T, F, Fut>(&self, mut op: F) -> Result<T>
     where
         F: FnMut() -> Fut,

@@ -2,15 +2,11 @@
 
 use std::time::Duration;
 
-use zookeeper_client::Client;
-
-use crate::contention::{self, Options, Rules, Turn, Wait};
+use crate::contention::{self, Rules, Turn, Wait};
 use crate::error::Result;
-use crate::events::Listener;
 use crate::guard::Guard;
-use crate::lost::LostPolicy;
 use crate::node::{Contender, Marker};
-use crate::retry::RetryPolicy;
+use crate::session::Session;
 
 /// The guard of a read lock (a [`Guard`]: fencing token, lost signal, release).
 pub type ReadGuard = Guard;
@@ -50,22 +46,47 @@ pub type WriteGuard = Guard;
 /// [`Error::Closed`](crate::Error::Closed) when the session ends while waiting;
 /// [`Error::Timeout`](crate::Error::Timeout) from the `_timeout` variants;
 /// [`Error::NodeDeleted`](crate::Error::NodeDeleted) if somebody deletes our queue node while we wait;
-/// [`Error::ConnectionLoss`](crate::Error::ConnectionLoss) only if the [`RetryPolicy`] caps attempts.
+/// [`Error::ConnectionLoss`](crate::Error::ConnectionLoss) only if the [`RetryPolicy`](crate::RetryPolicy) caps
+/// attempts.
+///
+/// # Events
+/// For each acquire, the [`Session`]'s listener receives `Created` (our node), `Waiting` and `Woken` (the node we
+/// wait for) and `Acquired`.
 ///
 /// # Cancellation safety
 /// Every acquire method is cancellation safe: dropping the future at any await point removes our queue node (in
 /// the background). A timed-out acquire and a failed `try_` acquire have removed it before they return.
 #[derive(Debug, Clone)]
 pub struct RwLock {
-    client: Client,
+    session: Session,
     path: String,
-    options: Options,
+    data: Vec<u8>,
+    kazoo: bool,
 }
 
-/// Readers, writers, and (when asked) kazoo's read (`__rlock__`) and write (`__lock__`) contenders.
-fn keep(marker: Marker, kazoo: bool) -> bool {
-    matches!(marker, Marker::Read | Marker::Write)
-        || (kazoo && matches!(marker, Marker::KazooRead | Marker::KazooLock))
+/// The rules of one side of the lock: readers, writers, and (when asked) kazoo's read (`__rlock__`) and write
+/// (`__lock__`) contenders share the queue; a reader waits by [`read_turn`], a writer by the exclusive rule.
+struct Side {
+    marker: Marker,
+    kazoo: bool,
+}
+
+impl Rules for Side {
+    fn marker(&self) -> Marker {
+        self.marker
+    }
+
+    fn keeps(&self, marker: Marker) -> bool {
+        matches!(marker, Marker::Read | Marker::Write)
+            || (self.kazoo && matches!(marker, Marker::KazooRead | Marker::KazooLock))
+    }
+
+    fn turn(&self, queue: &[Contender], me: usize) -> Turn {
+        match self.marker {
+            Marker::Read => read_turn(queue, me),
+            _ => contention::exclusive_turn(queue, me),
+        }
+    }
 }
 
 fn is_writer(contender: &Contender) -> bool {
@@ -85,64 +106,28 @@ pub(crate) fn read_turn(queue: &[Contender], me: usize) -> Turn {
     }
 }
 
-const READ: Rules = Rules {
-    marker: Marker::Read,
-    keep,
-    kazoo: false,
-    turn: read_turn,
-};
-
-const WRITE: Rules = Rules {
-    marker: Marker::Write,
-    keep,
-    kazoo: false,
-    turn: contention::exclusive_turn,
-};
-
 impl RwLock {
-    /// A read/write lock on the directory `path` (created, with its parents, on first use).
-    pub fn new(client: &Client, path: &str) -> Result<RwLock> {
+    /// A read/write lock on the directory `path` (created, with its parents, on first use), on `session` — a
+    /// [`Session`] or a `&Client`.
+    pub fn new(session: impl Into<Session>, path: &str) -> Result<RwLock> {
         Ok(RwLock {
-            client: client.clone(),
+            session: session.into(),
             path: crate::path::validate(path)?,
-            options: Options::default(),
+            data: Vec::new(),
+            kazoo: false,
         })
-    }
-
-    /// Replaces all options at once.
-    pub fn with_options(mut self, options: Options) -> RwLock {
-        self.options = options;
-        self
     }
 
     /// Data stored in our node while we wait and hold (shown by `zklock status`).
     pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> RwLock {
-        self.options.data = data.into();
-        self
-    }
-
-    /// When a held guard counts as lost because of a disconnection.
-    pub fn with_lost_policy(mut self, policy: LostPolicy) -> RwLock {
-        self.options.lost_policy = policy;
-        self
-    }
-
-    /// How operations are retried across connection loss.
-    pub fn with_retry(mut self, retry: RetryPolicy) -> RwLock {
-        self.options.retry = retry;
+        self.data = data.into();
         self
     }
 
     /// Also queue with kazoo's `ReadLock` (`<hex>__rlock__<seq>`) and `WriteLock` (`<hex>__lock__<seq>`)
     /// contenders in the same directory.
     pub fn with_kazoo_contenders(mut self, recognize: bool) -> RwLock {
-        self.options.recognize_kazoo = recognize;
-        self
-    }
-
-    /// Receives progress events of every acquire through this handle.
-    pub fn with_listener(mut self, listener: Listener) -> RwLock {
-        self.options.listener = Some(listener);
+        self.kazoo = recognize;
         self
     }
 
@@ -151,47 +136,52 @@ impl RwLock {
         &self.path
     }
 
-    async fn acquire(&self, rules: Rules, wait: Wait) -> Result<Option<Guard>> {
-        let rules = Rules {
-            kazoo: self.options.recognize_kazoo,
-            ..rules
+    /// The session and policies this lock uses.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    async fn acquire(&self, marker: Marker, wait: Wait) -> Result<Option<Guard>> {
+        let rules = Side {
+            marker,
+            kazoo: self.kazoo,
         };
-        contention::acquire(&self.client, &self.path, rules, &self.options, wait).await
+        contention::acquire(&self.session, &self.path, &self.data, &rules, wait).await
     }
 
     /// Waits as long as it takes for a read lock.
     pub async fn read(&self) -> Result<ReadGuard> {
-        let guard = self.acquire(READ, Wait::Forever).await?;
+        let guard = self.acquire(Marker::Read, Wait::Forever).await?;
         Ok(guard.expect("a blocking acquire returns a guard"))
     }
 
     /// Takes a read lock only if no writer holds or waits for the lock; otherwise removes our node and returns
     /// `None`.
     pub async fn try_read(&self) -> Result<Option<ReadGuard>> {
-        self.acquire(READ, Wait::Never).await
+        self.acquire(Marker::Read, Wait::Never).await
     }
 
     /// Waits at most `timeout` for a read lock; [`Error::Timeout`](crate::Error::Timeout) afterwards.
     pub async fn read_timeout(&self, timeout: Duration) -> Result<ReadGuard> {
-        let guard = self.acquire(READ, Wait::timeout(timeout)).await?;
+        let guard = self.acquire(Marker::Read, Wait::timeout(timeout)).await?;
         Ok(guard.expect("a timed acquire returns a guard or an error"))
     }
 
     /// Waits as long as it takes for the write lock.
     pub async fn write(&self) -> Result<WriteGuard> {
-        let guard = self.acquire(WRITE, Wait::Forever).await?;
+        let guard = self.acquire(Marker::Write, Wait::Forever).await?;
         Ok(guard.expect("a blocking acquire returns a guard"))
     }
 
     /// Takes the write lock only if nobody holds or waits for the lock; otherwise removes our node and returns
     /// `None`.
     pub async fn try_write(&self) -> Result<Option<WriteGuard>> {
-        self.acquire(WRITE, Wait::Never).await
+        self.acquire(Marker::Write, Wait::Never).await
     }
 
     /// Waits at most `timeout` for the write lock; [`Error::Timeout`](crate::Error::Timeout) afterwards.
     pub async fn write_timeout(&self, timeout: Duration) -> Result<WriteGuard> {
-        let guard = self.acquire(WRITE, Wait::timeout(timeout)).await?;
+        let guard = self.acquire(Marker::Write, Wait::timeout(timeout)).await?;
         Ok(guard.expect("a timed acquire returns a guard or an error"))
     }
 }

@@ -2,16 +2,17 @@
 
 use std::time::Duration;
 
-use zookeeper_client::{self as zk, Client, EventType, SessionState};
-
-use crate::contention::{self, Options, Rules, Wait};
-use crate::error::{Error, Result};
-use crate::events::{Listener, QueueEvent};
+use crate::contention::{self, Exclusive, Rules, Wait};
+use crate::error::Result;
+use crate::events::QueueEvent;
 use crate::guard::Guard;
+use crate::idioms;
+use crate::inspect::{self, Participant, Recipe, Role};
 use crate::lost::{LostPolicy, LostReason, LostSignal};
 use crate::node::{self, Marker};
-use crate::own_node::{child_path, OwnNode};
-use crate::retry::RetryPolicy;
+use crate::own_node::OwnNode;
+use crate::path::child_path;
+use crate::session::Session;
 
 /// The guard of one semaphore lease (a [`Guard`]: fencing token, lost signal, release).
 pub type Lease = Guard;
@@ -55,7 +56,12 @@ pub type Lease = Guard;
 /// session ends while waiting; [`Error::Timeout`](crate::Error::Timeout) from
 /// [`acquire_timeout`](Semaphore::acquire_timeout); [`Error::NodeDeleted`](crate::Error::NodeDeleted) if somebody
 /// deletes our mutex or lease node while we wait; [`Error::ConnectionLoss`](crate::Error::ConnectionLoss) only if
-/// the [`RetryPolicy`] caps attempts.
+/// the [`RetryPolicy`](crate::RetryPolicy) caps attempts.
+///
+/// # Events
+/// For each acquire, the [`Session`]'s listener receives first the events of the acquirers' mutex (paths under
+/// `<path>/locks`), then those of the lease (paths under `<path>/leases`; `Waiting` names the `leases` directory
+/// itself while all leases are taken).
 ///
 /// # Cancellation safety
 /// Every acquire method is cancellation safe: dropping the future at any await point removes our lease node and
@@ -63,61 +69,35 @@ pub type Lease = Guard;
 /// and a failed [`try_acquire`](Semaphore::try_acquire) have removed both before they return.
 #[derive(Debug, Clone)]
 pub struct Semaphore {
-    client: Client,
+    session: Session,
     path: String,
     leases: usize,
-    options: Options,
+    data: Vec<u8>,
 }
 
-/// The mutex that serialises acquirers: Curator's `lock-` nodes in `<path>/locks`.
-const TURN_RULES: Rules = Rules {
-    marker: Marker::Lock,
-    keep: |marker, _| marker == Marker::Lock,
-    kazoo: false,
-    turn: contention::exclusive_turn,
-};
+/// The child directory of the lease nodes.
+const LEASES: &str = "leases";
+/// The child directory of the mutex that serialises acquirers (Curator's `lock-` nodes).
+const LOCKS: &str = "locks";
+
+/// The mutex that serialises acquirers.
+const GATE: Exclusive = Exclusive(Marker::Lock);
 
 impl Semaphore {
-    /// A semaphore with `leases` leases on the directory `path` (created, with its parents, on first use). Every
-    /// participant must use the same number.
-    pub fn new(client: &Client, path: &str, leases: usize) -> Result<Semaphore> {
+    /// A semaphore with `leases` leases on the directory `path` (created, with its parents, on first use), on
+    /// `session` — a [`Session`] or a `&Client`. Every participant must use the same number.
+    pub fn new(session: impl Into<Session>, path: &str, leases: usize) -> Result<Semaphore> {
         Ok(Semaphore {
-            client: client.clone(),
+            session: session.into(),
             path: crate::path::validate(path)?,
             leases,
-            options: Options::default(),
+            data: Vec::new(),
         })
-    }
-
-    /// Replaces all options at once (`recognize_kazoo` is ignored: kazoo's semaphore uses another layout).
-    pub fn with_options(mut self, options: Options) -> Semaphore {
-        self.options = options;
-        self
     }
 
     /// Data stored in our lease node (shown by `zklock status`).
     pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> Semaphore {
-        self.options.data = data.into();
-        self
-    }
-
-    /// When a held lease counts as lost because of a disconnection.
-    pub fn with_lost_policy(mut self, policy: LostPolicy) -> Semaphore {
-        self.options.lost_policy = policy;
-        self
-    }
-
-    /// How operations are retried across connection loss.
-    pub fn with_retry(mut self, retry: RetryPolicy) -> Semaphore {
-        self.options.retry = retry;
-        self
-    }
-
-    /// Receives progress events of every acquire through this handle: first those of the acquirers' mutex (paths
-    /// under `<path>/locks`), then those of the lease (paths under `<path>/leases`; `Waiting` names the `leases`
-    /// directory itself while all leases are taken).
-    pub fn with_listener(mut self, listener: Listener) -> Semaphore {
-        self.options.listener = Some(listener);
+        self.data = data.into();
         self
     }
 
@@ -126,29 +106,22 @@ impl Semaphore {
         &self.path
     }
 
+    /// The session and policies this semaphore uses.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
     /// The number of leases.
     pub fn leases(&self) -> usize {
         self.leases
     }
 
-    fn locks_dir(&self) -> String {
-        child_path(&self.path, "locks")
-    }
-
-    fn leases_dir(&self) -> String {
-        child_path(&self.path, "leases")
-    }
-
     /// The full paths of the current lease nodes, in sequence order (holders, plus at most one acquirer that is
     /// still waiting for a free lease).
     pub async fn lease_nodes(&self) -> Result<Vec<String>> {
-        let dir = self.leases_dir();
-        let children = match self.options.retry.run(|| self.client.list_children(&dir)).await {
-            Ok(children) => children,
-            Err(Error::ZooKeeper(zk::Error::NoNode)) => Vec::new(),
-            Err(err) => return Err(err),
-        };
-        Ok(node::sorted_contenders(children, |m| m == Marker::Lease)
+        let dir = leases_dir(&self.path);
+        let children = idioms::list_or_empty(self.session.client(), self.session.retry(), &dir).await?;
+        Ok(node::sorted_contenders(children, is_lease)
             .into_iter()
             .map(|c| child_path(&dir, &c.name))
             .collect())
@@ -174,14 +147,9 @@ impl Semaphore {
 
     async fn acquire_with(&self, wait: Wait) -> Result<Option<Lease>> {
         // The turn only matters while it is held, and a mere disconnection must not abort a blocking acquire.
-        let turn_options = Options {
-            lost_policy: LostPolicy::SessionOnly,
-            recognize_kazoo: false,
-            ..self.options.clone()
-        };
-        let locks_dir = self.locks_dir();
-        let Some(turn) =
-            contention::acquire(&self.client, &locks_dir, TURN_RULES, &turn_options, wait).await?
+        let gate_session = self.session.clone().with_lost_policy(LostPolicy::SessionOnly);
+        let locks_dir = child_path(&self.path, LOCKS);
+        let Some(turn) = contention::acquire(&gate_session, &locks_dir, &self.data, &GATE, wait).await?
         else {
             return Ok(None);
         };
@@ -198,56 +166,53 @@ impl Semaphore {
     /// Holding the acquirers' mutex (`turn`): creates our lease node and waits until it is within the limit.
     async fn take_lease(&self, wait: Wait, turn: &Guard) -> Result<Option<Lease>> {
         let room = Room {
-            semaphore: self,
+            leases: self.leases,
             turn,
         };
-        contention::take_turn(
-            &self.client,
-            &self.leases_dir(),
-            Marker::Lease,
-            &self.options,
-            wait,
-            &room,
-        )
-        .await
+        contention::acquire(&self.session, &leases_dir(&self.path), &self.data, &room, wait).await
     }
+}
 
+fn leases_dir(path: &str) -> String {
+    child_path(path, LEASES)
+}
+
+fn is_lease(marker: Marker) -> bool {
+    marker == Marker::Lease
+}
+
+/// The rules of the lease: room among the leases, looked at by the holder of the acquirers' mutex (`turn`).
+struct Room<'a> {
+    leases: usize,
+    turn: &'a Guard,
+}
+
+impl Room<'_> {
     /// Whether the leases in `children` leave room for ours.
     async fn has_room(&self, node: &OwnNode, lost: &LostSignal, children: Vec<String>) -> Result<bool> {
         let me = node.name.as_deref().unwrap_or_default();
-        let leases = node::sorted_contenders(children, |m| m == Marker::Lease);
-        let mut count = 0;
-        let mut found = false;
-        for lease in &leases {
-            if lease.name == me {
-                found = true;
-            } else if lease.name.starts_with(&node.unique) {
-                // A second node of ours, from a create retried after a lost reply that did happen after all.
-                let path = child_path(&node.dir, &lease.name);
-                tracing::warn!(%path, "removing a duplicate lease node of ours");
-                match node.retry.run(|| node.client.delete(&path, None)).await {
-                    Ok(()) | Err(Error::ZooKeeper(zk::Error::NoNode)) => {}
-                    Err(err) => return Err(err),
-                }
-                continue;
-            }
-            count += 1;
+        let leases = idioms::sweep_duplicates(node, node::sorted_contenders(children, is_lease)).await?;
+        if !leases.iter().any(|lease| lease.name == me) {
+            return Err(idioms::node_gone(node, lost));
         }
-        if !found {
-            return Err(contention::node_gone(node, lost));
-        }
-        Ok(count <= self.leases)
+        Ok(leases.len() <= self.leases)
+    }
+}
+
+impl Rules for Room<'_> {
+    fn marker(&self) -> Marker {
+        Marker::Lease
     }
 
     /// Waits, with a child watch on the leases (we are the only acquirer watching them), until there is room.
-    async fn wait_for_room(
+    async fn wait(
         &self,
+        session: &Session,
         node: &OwnNode,
         lost: &LostSignal,
         mut listing: Option<Vec<String>>,
-        turn: &Guard,
     ) -> Result<()> {
-        let client = &self.client;
+        let client = session.client();
         loop {
             // The listing pipelined with our create has no watch: use it once, then list with a watch.
             let (children, watcher) = match listing.take() {
@@ -264,41 +229,71 @@ impl Semaphore {
                 return Ok(());
             }
             let Some(watcher) = watcher else { continue };
-            Listener::emit(
-                &self.options.listener,
-                QueueEvent::Waiting { on: node.dir.clone() },
-            );
+            session.emit(QueueEvent::Waiting { on: node.dir.clone() });
             tokio::select! {
-                event = watcher.changed() => match (event.event_type, event.session_state) {
-                    (EventType::Session, SessionState::Expired) => return Err(Error::SessionExpired),
-                    (EventType::Session, SessionState::Closed | SessionState::AuthFailed) => return Err(Error::Closed),
-                    (EventType::Session, _) => {}
-                    _ => Listener::emit(&self.options.listener, QueueEvent::Woken { by: node.dir.clone() }),
+                event = watcher.changed() => {
+                    if let Some(err) = idioms::session_error(&event) {
+                        return Err(err);
+                    }
+                    if event.event_type != zookeeper_client::EventType::Session {
+                        session.emit(QueueEvent::Woken { by: node.dir.clone() });
+                    }
                 },
                 reason = lost.lost() => return Err(match reason {
-                    LostReason::NodeDeleted => contention::node_gone(node, lost),
+                    LostReason::NodeDeleted => idioms::node_gone(node, lost),
                     reason => reason.error(&node.path()),
                 }),
                 // Without the mutex another acquirer could be waiting too, and two waiting leases can block each
                 // other for good: give up rather than risk it.
-                reason = turn.lost() => return Err(reason.error(&turn.path())),
+                reason = self.turn.lost() => return Err(reason.error(&self.turn.path())),
             }
         }
     }
-}
-
-/// The semaphore's turns: room among the leases, looked at by the holder of the acquirers' mutex.
-struct Room<'a> {
-    semaphore: &'a Semaphore,
-    turn: &'a Guard,
-}
-
-impl contention::Turns for Room<'_> {
-    async fn wait(&self, node: &OwnNode, lost: &LostSignal, listing: Option<Vec<String>>) -> Result<()> {
-        self.semaphore.wait_for_room(node, lost, listing, self.turn).await
-    }
 
     async fn now(&self, node: &OwnNode, lost: &LostSignal, children: Vec<String>) -> Result<bool> {
-        self.semaphore.has_room(node, lost, children).await
+        self.has_room(node, lost, children).await
     }
+}
+
+/// What [`inspect`](crate::inspect) shows of a semaphore directory (`leases` and `locks` among its `children`): the
+/// lease nodes, holders first, and how many acquirers queue in the gate.
+///
+/// The acquirer at the head of the gate creates its lease node *before* it knows whether there is room, and keeps
+/// it while it waits: that node (owned by the head's session, created after the head's gate node) waits; it holds
+/// no lease.
+pub(crate) async fn inspect(
+    session: &Session,
+    path: &str,
+    children: &[String],
+) -> Result<Option<(Recipe, Vec<Participant>)>> {
+    if !(children.iter().any(|c| c == LEASES) && children.iter().any(|c| c == LOCKS)) {
+        return Ok(None);
+    }
+    let (client, retry) = (session.client(), session.retry());
+    let (leases_dir, locks_dir) = (leases_dir(path), child_path(path, LOCKS));
+    let leases = node::sorted_contenders(idioms::list_or_empty(client, retry, &leases_dir).await?, is_lease);
+    let gate = node::sorted_contenders(idioms::list_or_empty(client, retry, &locks_dir).await?, |m| {
+        GATE.keeps(m)
+    });
+    let head =
+        inspect::read_contenders(session, &locks_dir, &gate[..gate.len().min(1)], Role::Waiting).await?;
+    let (held, waiting): (Vec<Participant>, Vec<Participant>) =
+        inspect::read_contenders(session, &leases_dir, &leases, Role::Holder)
+            .await?
+            .into_iter()
+            .partition(|lease| {
+                !head.first().is_some_and(|head| {
+                    lease.session_id == head.session_id && lease.fencing_token > head.fencing_token
+                })
+            });
+    let waiting = waiting.into_iter().map(|lease| Participant {
+        role: Role::Waiting,
+        ..lease
+    });
+    Ok(Some((
+        Recipe::Semaphore {
+            acquirers: gate.len(),
+        },
+        held.into_iter().chain(waiting).collect(),
+    )))
 }

@@ -1,16 +1,11 @@
 //! `zklock run` and Java services using Apache Curator's `InterProcessMutex` share one lock.
 
+// The Curator peer (`crates/zklock/tests/peers/CuratorPeer.java`), launched as the zklock crate's interop tests
+// launch it.
+use zklock_testkit::peers::{Counter, Peer};
 use zklock_testkit::unique_path;
 
 use crate::support::*;
-
-// The Curator peer (`crates/zklock/tests/peers/CuratorPeer.java`) and its launcher are shared with the zklock
-// crate's interop tests; this binary does not use the kazoo half.
-#[allow(dead_code)]
-#[path = "../../../zklock/tests/peers/launch.rs"]
-mod launch;
-
-use launch::{Counter, Peer};
 
 /// Rounds of each Curator process.
 const CURATOR_ROUNDS: usize = 20;

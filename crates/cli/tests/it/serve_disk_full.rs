@@ -5,95 +5,19 @@
 //! server's in-process behaviour — `ruok`, `mntr`, refused sessions — is tested in
 //! `crates/server/tests/it/disk_full.rs`.)
 
-use std::fs::OpenOptions;
-use std::io::Write;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Stdio;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::process::Child;
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
+use zklock_testkit::Tmpfs;
 use zookeeper_client as zk;
 
 use crate::support::*;
-
-/// A tmpfs of a given size on a fresh directory under a temporary directory, unmounted when dropped (also when
-/// the test panics; lazily if something still holds a file in it).
-struct Tmpfs {
-    mount: PathBuf,
-    _parent: tempfile::TempDir,
-}
-
-impl Tmpfs {
-    /// Mounts it; panics with a clear message if that is impossible (not root, no tmpfs).
-    fn mount(size: &str) -> Tmpfs {
-        let parent = tempfile::tempdir().expect("temp dir");
-        let mount = parent.path().join("tmpfs");
-        std::fs::create_dir(&mount).expect("mount point");
-        let out = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(&mount)
-            .output();
-        match out {
-            Ok(out) if out.status.success() => {}
-            Ok(out) => panic!(
-                "cannot mount a {size} tmpfs on {} ({}): {}\nThis test fills a real file system and needs root \
-                 (mount -t tmpfs); it does not skip.",
-                mount.display(),
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            ),
-            Err(e) => panic!("cannot run mount: {e}; this test needs root and mount(8), it does not skip"),
-        }
-        Tmpfs {
-            mount,
-            _parent: parent,
-        }
-    }
-
-    fn path(&self) -> &Path {
-        &self.mount
-    }
-
-    /// Fills the file system with a filler file, then gives back `leave` bytes. Returns the filler's path.
-    fn fill_leaving(&self, leave: u64) -> PathBuf {
-        let path = self.mount.join("filler");
-        let mut file = OpenOptions::new()
-            .create_new(true)
-            .write(true)
-            .open(&path)
-            .expect("create filler");
-        let chunk = vec![0xA5u8; 64 << 10];
-        let mut len = 0u64;
-        loop {
-            match file.write(&chunk) {
-                Ok(0) => break,
-                Ok(n) => len += n as u64,
-                Err(e) if e.kind() == std::io::ErrorKind::StorageFull => break,
-                Err(e) => panic!("filling the tmpfs: {e}"),
-            }
-        }
-        file.set_len(len.saturating_sub(leave)).expect("shrink filler");
-        file.sync_all().expect("sync filler");
-        path
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let unmounted = Command::new("umount")
-            .arg(&self.mount)
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !unmounted {
-            let _ = Command::new("umount").arg("-l").arg(&self.mount).status();
-        }
-    }
-}
 
 /// A running `zklock serve` and everything it writes to stderr (collected in the background).
 struct Serve {

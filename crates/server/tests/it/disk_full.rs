@@ -4,100 +4,22 @@
 //! for the log's preallocation is refused at start. The exit status of `zklock serve` is tested in
 //! `crates/cli/tests/it/serve_disk_full.rs`.
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::fs::File;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
 use zklock_codec::ConnectRequest;
 use zklock_server::{Error, Server, ServerConfig, StorageError};
+use zklock_testkit::Tmpfs;
 use zookeeper_client as zk;
 
 use crate::common::{client, Raw, WAIT};
 
 /// ZooKeeper's answer to most four-letter words while it is not serving.
 const NOT_SERVING: &str = "This ZooKeeper instance is not currently serving requests\n";
-
-/// A tmpfs of a given size on a fresh directory under a temporary directory, unmounted when dropped (also
-/// when the test panics; lazily if something still holds a file in it).
-pub struct Tmpfs {
-    mount: PathBuf,
-    _parent: tempfile::TempDir,
-}
-
-impl Tmpfs {
-    /// Mounts it; panics with a clear message if that is impossible (not root, no tmpfs).
-    pub fn mount(size: &str) -> Tmpfs {
-        let parent = tempfile::tempdir().expect("temp dir");
-        let mount = parent.path().join("tmpfs");
-        std::fs::create_dir(&mount).expect("mount point");
-        let out = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(&mount)
-            .output();
-        match out {
-            Ok(out) if out.status.success() => {}
-            Ok(out) => panic!(
-                "cannot mount a {size} tmpfs on {} ({}): {}\nThis test fills a real file system and needs root \
-                 (mount -t tmpfs); it does not skip.",
-                mount.display(),
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            ),
-            Err(e) => panic!("cannot run mount: {e}; this test needs root and mount(8), it does not skip"),
-        }
-        Tmpfs {
-            mount,
-            _parent: parent,
-        }
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.mount
-    }
-
-    /// Fills the file system with a filler file, then gives back `leave` bytes: afterwards about `leave` bytes
-    /// are free. Returns the filler's path (delete it to free the space).
-    pub fn fill_leaving(&self, leave: u64) -> PathBuf {
-        let path = self.mount.join("filler");
-        let mut file = OpenOptions::new()
-            .create_new(true)
-            .write(true)
-            .open(&path)
-            .expect("create filler");
-        let chunk = vec![0xA5u8; 64 << 10];
-        let mut len = 0u64;
-        loop {
-            match file.write(&chunk) {
-                Ok(0) => break,
-                Ok(n) => len += n as u64,
-                Err(e) if e.kind() == std::io::ErrorKind::StorageFull => break,
-                Err(e) => panic!("filling the tmpfs: {e}"),
-            }
-        }
-        file.set_len(len.saturating_sub(leave)).expect("shrink filler");
-        file.sync_all().expect("sync filler");
-        path
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let unmounted = Command::new("umount")
-            .arg(&self.mount)
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !unmounted {
-            // Busy (a server that did not shut down still has its log open): detach it now, gone when closed.
-            let _ = Command::new("umount").arg("-l").arg(&self.mount).status();
-        }
-    }
-}
 
 fn config(dir: &Path) -> ServerConfig {
     ServerConfig {

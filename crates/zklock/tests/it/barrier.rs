@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use tokio::sync::mpsc;
-use zklock::{Barrier, Error, Listener, QueueEvent};
+use zklock::{Barrier, Error, Listener, QueueEvent, Session};
 use zklock_testkit::{expire_session, unique_path};
 
 use crate::on_every_server;
@@ -50,7 +50,7 @@ on_every_server! {
         for _ in 0..WAITERS {
             let client = client(hosts).await;
             let (listener, mut rx) = events();
-            let waiter = Barrier::new(&client, &path).unwrap().with_listener(listener);
+            let waiter = Barrier::new(Session::new(&client).with_listener(listener), &path).unwrap();
             let task = tokio::spawn(async move { waiter.wait().await });
             until(&mut rx, "the waiter to watch", |e| matches!(e, QueueEvent::Waiting { .. })).await;
             waiters.push((task, rx));
@@ -80,7 +80,7 @@ on_every_server! {
         assert_eq!(waiter.wait_timeout(Duration::from_millis(200)).await, Err(Error::Timeout));
 
         let (listener, mut rx) = events();
-        let waiter = waiter.with_listener(listener);
+        let waiter = Barrier::new(waiter.session().clone().with_listener(listener), waiter.path()).unwrap();
         let task = tokio::spawn(async move { waiter.wait().await });
         until(&mut rx, "the waiter to watch", |e| matches!(e, QueueEvent::Waiting { .. })).await;
         expire_session(hosts, &waiter_client).await;

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
-use zklock::{DoubleBarrier, Error, LostReason, Participation, QueueEvent};
+use zklock::{DoubleBarrier, Error, LostReason, Participation, QueueEvent, Session};
 use zklock_testkit::{expire_session, unique_path};
 
 use crate::barrier::{events, until};
@@ -30,9 +30,7 @@ struct Member {
 async fn member(hosts: &str, dir: &str, members: usize) -> Member {
     let client = client(hosts).await;
     let (listener, events) = events();
-    let barrier = DoubleBarrier::new(&client, dir, members)
-        .unwrap()
-        .with_listener(listener);
+    let barrier = DoubleBarrier::new(Session::new(&client).with_listener(listener), dir, members).unwrap();
     let (entered_tx, entered) = oneshot::channel();
     let (leave, leave_rx) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
@@ -142,7 +140,7 @@ on_every_server! {
 
         // Dropped while waiting for the others.
         let (listener, mut rx) = events();
-        let watched = barrier.clone().with_listener(listener);
+        let watched = DoubleBarrier::new(barrier.session().clone().with_listener(listener), barrier.path(), barrier.members()).unwrap();
         let mut enter = Box::pin(watched.enter());
         tokio::select! {
             _ = &mut enter => panic!("entered alone"),
@@ -184,7 +182,7 @@ on_every_server! {
         // X arrives second and its session expires while it waits: its enter fails and it no longer counts.
         let x_client = client(hosts).await;
         let (listener, mut x_events) = events();
-        let x = DoubleBarrier::new(&x_client, &dir, N).unwrap().with_listener(listener);
+        let x = DoubleBarrier::new(Session::new(&x_client).with_listener(listener), &dir, N).unwrap();
         let x_enter = tokio::spawn(async move { x.enter().await.map(drop) });
         until(&mut x_events, "X to wait", |e| matches!(e, QueueEvent::Waiting { .. })).await;
         expire_session(hosts, &x_client).await;
@@ -237,7 +235,7 @@ on_every_server! {
         let barrier = DoubleBarrier::new(&client, &dir, 2).unwrap();
         proxy.drop_reply_and_cut(zklock_testkit::opcode::ALL_CREATES);
         let (listener, mut rx) = events();
-        let barrier = barrier.with_listener(listener);
+        let barrier = DoubleBarrier::new(barrier.session().clone().with_listener(listener), barrier.path(), barrier.members()).unwrap();
         let mine = tokio::spawn(async move { barrier.enter().await });
         until(&mut rx, "the participant to wait", |e| matches!(e, QueueEvent::Waiting { .. })).await;
         assert_eq!(proxy.lost_replies(), 1, "the fault was injected");

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use zklock::zookeeper_client::SessionState;
-use zklock::{Error, LeaderElection, LostPolicy};
+use zklock::{Error, LeaderElection, LostPolicy, Session};
 use zklock_testkit::{expire_session, unique_path, Proxy, ZooKeeper};
 
 use crate::on_every_server;
@@ -38,7 +38,7 @@ on_every_server! {
             assert!(LeaderElection::new(&client, &dir).unwrap().try_campaign().await.unwrap().is_none());
             let (listener, mut rx) = events();
             let (resign_tx, resign_rx) = tokio::sync::oneshot::channel::<()>();
-            let candidate = LeaderElection::new(&client, &dir).unwrap().with_data(format!("candidate-{i}")).with_listener(listener);
+            let candidate = LeaderElection::new(Session::new(&client).with_listener(listener), &dir).unwrap().with_data(format!("candidate-{i}"));
             terms.push((tokio::spawn(async move {
                 let leadership = candidate.campaign().await.unwrap();
                 let token = leadership.fencing_token();
@@ -67,7 +67,7 @@ on_every_server! {
         let leadership = LeaderElection::new(&a, &dir).unwrap().campaign().await.unwrap();
         let (listener, mut rx) = events();
         let successor = {
-            let election = LeaderElection::new(&b, &dir).unwrap().with_listener(listener);
+            let election = LeaderElection::new(Session::new(&b).with_listener(listener), &dir).unwrap();
             tokio::spawn(async move { election.campaign().await })
         };
         queued(&mut rx).await;
@@ -126,7 +126,7 @@ on_every_server! {
         let leader_node = leadership.path().rsplit('/').next().unwrap().to_string();
         let (listener, mut rx) = events();
         let follower = {
-            let election = LeaderElection::new(&follower_client, &dir).unwrap().with_listener(listener);
+            let election = LeaderElection::new(Session::new(&follower_client).with_listener(listener), &dir).unwrap();
             tokio::spawn(async move { election.campaign().await })
         };
         queued(&mut rx).await;
@@ -197,15 +197,14 @@ async fn ensemble_failover_keeps_the_leader_until_its_session_expires() {
         client_with_timeout(&hosts, timeout).await,
         client_with_timeout(&hosts, timeout).await,
     );
-    let leadership = LeaderElection::new(&a, &dir)
+    let leadership = LeaderElection::new(Session::new(&a).with_lost_policy(LostPolicy::SessionOnly), &dir)
         .unwrap()
-        .with_lost_policy(LostPolicy::SessionOnly)
         .campaign()
         .await
         .unwrap();
     let (listener, mut rx) = events();
     let successor = {
-        let election = LeaderElection::new(&b, &dir).unwrap().with_listener(listener);
+        let election = LeaderElection::new(Session::new(&b).with_listener(listener), &dir).unwrap();
         tokio::spawn(async move { election.campaign().await })
     };
     queued(&mut rx).await;

@@ -13,17 +13,12 @@ use std::sync::Arc;
 use futures::future::{select_all, FutureExt};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-use zklock::node::{self, Marker};
 use zklock::zookeeper_client::Client;
-use zklock::{Guard, Listener, Mutex, QueueEvent, RwLock};
+use zklock::{Guard, Listener, Mutex, NodeKind, QueueEvent, RwLock, Session};
+use zklock_testkit::peers::{Counter, Peer};
 use zklock_testkit::unique_path;
 
 use crate::support::*;
-
-#[path = "../peers/launch.rs"]
-mod launch;
-
-use launch::{Counter, Peer};
 
 /// Lock rounds per contender in the counter tests (each round: acquire, read-pause-write, release).
 const ROUNDS: usize = 15;
@@ -50,14 +45,14 @@ enum Kind {
 }
 
 impl Kind {
-    /// The marker a node of this kind must carry (checked on every acquire, so the name formats are tested
-    /// too).
-    fn marker(self) -> Marker {
+    /// The kind of node zklock must read a node of this kind as (checked on every acquire, so the name formats
+    /// are tested too).
+    fn node_kind(self) -> NodeKind {
         match self {
-            Kind::Mutex | Kind::KazooAwareMutex | Kind::CuratorMutex => Marker::Lock,
-            Kind::Read | Kind::CuratorRead => Marker::Read,
-            Kind::Write | Kind::CuratorWrite => Marker::Write,
-            Kind::Kazoo => Marker::KazooLock,
+            Kind::Mutex | Kind::KazooAwareMutex | Kind::CuratorMutex => NodeKind::Lock,
+            Kind::Read | Kind::CuratorRead => NodeKind::Read,
+            Kind::Write | Kind::CuratorWrite => NodeKind::Write,
+            Kind::Kazoo => NodeKind::KazooLock,
         }
     }
 }
@@ -66,31 +61,27 @@ impl Kind {
 async fn acquire(client: &Client, dir: &str, kind: Kind, listener: Listener) -> Guard {
     let acquired = match kind {
         Kind::Mutex => {
-            Mutex::new(client, dir)
+            Mutex::new(Session::new(client).with_listener(listener), dir)
                 .unwrap()
-                .with_listener(listener)
                 .lock()
                 .await
         }
         Kind::KazooAwareMutex => {
-            Mutex::new(client, dir)
+            Mutex::new(Session::new(client).with_listener(listener), dir)
                 .unwrap()
                 .with_kazoo_contenders(true)
-                .with_listener(listener)
                 .lock()
                 .await
         }
         Kind::Read => {
-            RwLock::new(client, dir)
+            RwLock::new(Session::new(client).with_listener(listener), dir)
                 .unwrap()
-                .with_listener(listener)
                 .read()
                 .await
         }
         Kind::Write => {
-            RwLock::new(client, dir)
+            RwLock::new(Session::new(client).with_listener(listener), dir)
                 .unwrap()
-                .with_listener(listener)
                 .write()
                 .await
         }
@@ -225,14 +216,22 @@ impl Contender {
     }
 }
 
-/// Asserts that `path` is a contender node of `kind` in `dir`.
-fn check_node(kind: Kind, dir: &str, path: &str) {
+/// Asserts that `path` is a contender node of `kind` in `dir`, as zklock's view of the directory reads it.
+async fn check_node(observer: &Client, kind: Kind, dir: &str, path: &str) {
     let name = path
         .strip_prefix(dir)
         .and_then(|rest| rest.strip_prefix('/'))
         .unwrap_or_else(|| panic!("{kind:?} acquired {path}, not a node of {dir}"));
-    let contender = node::parse(name).unwrap_or_else(|| panic!("{kind:?}: zklock cannot parse {name}"));
-    assert_eq!(contender.marker, kind.marker(), "{kind:?}: node {name}");
+    let found = zklock::inspect(observer, dir)
+        .await
+        .unwrap()
+        .unwrap_or_else(|| panic!("{kind:?} acquired {path}, but {dir} does not exist"));
+    let contender = found
+        .participants
+        .iter()
+        .find(|p| p.name == name)
+        .unwrap_or_else(|| panic!("{kind:?}: zklock cannot parse {name}"));
+    assert_eq!(contender.kind, kind.node_kind(), "{kind:?}: node {name}");
 }
 
 /// `holders` take the lock one after the other while the earlier ones hold it (they must share it); then
@@ -244,7 +243,7 @@ async fn queue_order(hosts: &str, holders: &[Kind], waiters: &[Kind]) {
     let mut held = Vec::new();
     for &kind in holders {
         let mut contender = Contender::start(kind, hosts, &dir).await;
-        check_node(kind, &dir, &contender.acquired().await);
+        check_node(&observer, kind, &dir, &contender.acquired().await).await;
         held.push(contender);
     }
     let mut queued = Vec::new();
@@ -282,7 +281,7 @@ async fn queue_order(hosts: &str, holders: &[Kind], waiters: &[Kind]) {
                 }
             }
         };
-        check_node(waiters[next], &dir, &path);
+        check_node(&observer, waiters[next], &dir, &path).await;
         queued.remove(0).release().await;
         next += 1;
     }

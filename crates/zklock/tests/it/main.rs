@@ -7,6 +7,7 @@ mod barrier;
 mod double_barrier;
 mod election;
 mod guard;
+mod inspect;
 mod interop;
 mod mutex;
 mod mutex_faults;

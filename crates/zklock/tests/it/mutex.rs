@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use zklock::{Error, Mutex, QueueEvent};
+use zklock::{Error, Mutex, QueueEvent, Session};
 use zklock_testkit::{unique_path, Proxy};
 
 use crate::on_every_server;
@@ -60,7 +60,7 @@ on_every_server! {
             let (listener, mut rx) = events();
             let (dir, order) = (dir.clone(), order.clone());
             tasks.push(tokio::spawn(async move {
-                let guard = Mutex::new(&client, &dir).unwrap().with_listener(listener).lock().await.unwrap();
+                let guard = Mutex::new(Session::new(&client).with_listener(listener), &dir).unwrap().lock().await.unwrap();
                 order.lock().unwrap().push((i, guard.fencing_token(), guard.sequence()));
                 guard.release().await.unwrap();
             }));
@@ -111,7 +111,7 @@ on_every_server! {
             let (acquired_tx, acquired_rx) = tokio::sync::oneshot::channel::<()>();
             let dir = dir.clone();
             tasks.push(tokio::spawn(async move {
-                let guard = Mutex::new(&client, &dir).unwrap().with_listener(listener).lock().await.unwrap();
+                let guard = Mutex::new(Session::new(&client).with_listener(listener), &dir).unwrap().lock().await.unwrap();
                 acquired_tx.send(()).unwrap();
                 release_rx.await.unwrap();
                 guard.release().await.unwrap();
@@ -181,7 +181,7 @@ on_every_server! {
         // Dropped at each later await point the listener can name.
         for stage in ["created", "waiting"] {
             let (listener, mut rx) = events();
-            let mutex = Mutex::new(&waiter, &dir).unwrap().with_listener(listener);
+            let mutex = Mutex::new(Session::new(&waiter).with_listener(listener), &dir).unwrap();
             // Boxed, so that `drop` below really drops the future (a stack pin would only drop a reference).
             let mut acquire = Box::pin(mutex.lock());
             let reached = async {

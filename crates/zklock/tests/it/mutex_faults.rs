@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use zklock::{Error, LostPolicy, LostReason, Mutex};
+use zklock::{Error, LostPolicy, LostReason, Mutex, Session};
 use zklock_testkit::{expire_session, opcode, unique_path, Proxy, ZooKeeper};
 
 use crate::on_every_server;
@@ -104,9 +104,9 @@ on_every_server! {
         let dir = unique_path("mutex-disconnect");
         let proxy = Proxy::start(first_server(hosts)).await.unwrap();
         let client = client_with_timeout(&proxy.connect_string(), Duration::from_secs(4)).await;
-        let guard = Mutex::new(&client, &dir)
+        let session = Session::new(&client).with_lost_policy(LostPolicy::DisconnectedFor(Duration::from_millis(300)));
+        let guard = Mutex::new(session, &dir)
             .unwrap()
-            .with_lost_policy(LostPolicy::DisconnectedFor(Duration::from_millis(300)))
             .lock()
             .await
             .unwrap();
@@ -131,12 +131,14 @@ async fn ensemble_leader_killed_while_holding_and_waiting() {
     let timeout = Duration::from_secs(30);
     let holder_client = client_with_timeout(&hosts, timeout).await;
     let waiter_client = client_with_timeout(&hosts, timeout).await;
-    let holder = Mutex::new(&holder_client, &dir)
-        .unwrap()
-        .with_lost_policy(LostPolicy::SessionOnly)
-        .lock()
-        .await
-        .unwrap();
+    let holder = Mutex::new(
+        Session::new(&holder_client).with_lost_policy(LostPolicy::SessionOnly),
+        &dir,
+    )
+    .unwrap()
+    .lock()
+    .await
+    .unwrap();
     let waiter = {
         let dir = dir.clone();
         tokio::spawn(async move {

@@ -107,7 +107,7 @@ on_every_server! {
 
         // A blocking take waits for the next put.
         let (listener, mut rx) = events();
-        let waiting = queue.clone().with_listener(listener);
+        let waiting = Queue::new(queue.session().clone().with_listener(listener), queue.path()).unwrap();
         let take = tokio::spawn(async move { waiting.take().await });
         until(&mut rx, "the consumer to wait", |e| matches!(e, QueueEvent::Waiting { .. })).await;
         assert!(!take.is_finished());
@@ -149,7 +149,7 @@ on_every_server! {
 
         // A blocked safe take is woken by a put, and a dropped claim puts the item back.
         let (listener, mut rx) = events();
-        let waiting = b.clone().with_listener(listener);
+        let waiting = Queue::new(b.session().clone().with_listener(listener), b.path()).unwrap();
         let take = tokio::spawn(async move { waiting.take_safe().await.map(|item| item.data().to_vec()) });
         until(&mut rx, "the consumer to wait", |e| matches!(e, QueueEvent::Waiting { .. })).await;
         b.put(b"z").await.unwrap();

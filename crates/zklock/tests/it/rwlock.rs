@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use zklock::{Error, RwLock};
+use zklock::{Error, RwLock, Session};
 use zklock_testkit::{unique_path, Proxy};
 
 use crate::on_every_server;
@@ -88,13 +88,13 @@ on_every_server! {
         let w0 = RwLock::new(&c0, &dir).unwrap().write().await.unwrap();
         let (listener, mut rx1) = events();
         let r1 = {
-            let lock = RwLock::new(&c1, &dir).unwrap().with_listener(listener);
+            let lock = RwLock::new(Session::new(&c1).with_listener(listener), &dir).unwrap();
             tokio::spawn(async move { lock.read().await })
         };
         queued(&mut rx1).await;
         let (listener, mut rx2) = events();
         let w2 = {
-            let lock = RwLock::new(&c2, &dir).unwrap().with_listener(listener);
+            let lock = RwLock::new(Session::new(&c2).with_listener(listener), &dir).unwrap();
             tokio::spawn(async move { lock.write().await })
         };
         queued(&mut rx2).await;
@@ -119,7 +119,7 @@ on_every_server! {
         let (release_w2, release_rx) = tokio::sync::oneshot::channel::<()>();
         let (listener, mut rx) = events();
         let w2 = {
-            let lock = RwLock::new(&c2, &dir).unwrap().with_listener(listener);
+            let lock = RwLock::new(Session::new(&c2).with_listener(listener), &dir).unwrap();
             tokio::spawn(async move {
                 let guard = lock.write().await.unwrap();
                 w2_tx.send(()).unwrap();
@@ -132,7 +132,7 @@ on_every_server! {
         let reader_client = client(&proxy.connect_string()).await;
         let (listener, mut rx) = events();
         let reader = {
-            let lock = RwLock::new(&reader_client, &dir).unwrap().with_listener(listener);
+            let lock = RwLock::new(Session::new(&reader_client).with_listener(listener), &dir).unwrap();
             tokio::spawn(async move { lock.read().await })
         };
         queued(&mut rx).await;

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use zklock::{Error, LostPolicy, Semaphore};
+use zklock::{Error, LostPolicy, Semaphore, Session};
 use zklock_testkit::{expire_session, unique_path, ZooKeeper};
 
 use crate::on_every_server;
@@ -144,9 +144,12 @@ async fn ensemble_leader_killed_while_leases_are_held() {
         clients.push(client_with_timeout(&hosts, timeout).await);
     }
     let semaphore = |i: usize| {
-        Semaphore::new(&clients[i], &dir, 2)
-            .unwrap()
-            .with_lost_policy(LostPolicy::SessionOnly)
+        Semaphore::new(
+            Session::new(&clients[i]).with_lost_policy(LostPolicy::SessionOnly),
+            &dir,
+            2,
+        )
+        .unwrap()
     };
     let first = semaphore(0).acquire().await.unwrap();
     let second = semaphore(1).acquire().await.unwrap();

@@ -1,0 +1,343 @@
+//! How `zklock` exits: the exit statuses, written once, and the [`Failure`] that carries one to `main`.
+//!
+//! The constants are what the commands return; [`TABLE`] says what each status means for each command, and each
+//! command's `--help` shows its part of it ([`help`]). The same table, as the tests check:
+//!
+//! | status | commands | meaning |
+//! |---|---|---|
+//! | N | run, elect | the command's own exit status, once it has run to its end |
+//! | 0 | status, bench | success |
+//! | 0 | demo | every check of the summary passed |
+//! | 0 | serve | stopped by SIGINT or SIGTERM: clean shutdown, final snapshot written |
+//! | 1 | run | the lock is busy (--nonblock), or --timeout passed |
+//! | 1 | run, elect | zklock cannot look after the command (no signal handlers, or waiting for it failed) |
+//! | 1 | demo | a check of the summary failed |
+//! | 1 | serve | the transaction log cannot be written: no room for it at start, or a write or fsync failed while serving |
+//! | 2 | run, elect | usage error: bad arguments, or an invalid path |
+//! | 2 | status, demo, bench, serve | usage error: bad arguments |
+//! | 3 | run, elect | ZooKeeper cannot be reached or fails |
+//! | 3 | status, demo, bench | ZooKeeper (or the embedded server) cannot be reached or fails, or anything else failed |
+//! | 3 | serve | any other failure (bind, unreadable config, corrupt data directory) |
+//! | 4 | run | the lock was lost while the command ran, or could not be confirmed in time (zklock paused or starved): the command was stopped |
+//! | 4 | elect | leadership was lost while the command ran, or could not be confirmed in time (zklock paused or starved): the command was stopped |
+//! | 126 | run, elect | the command cannot be run |
+//! | 127 | run, elect | the command is not found |
+//! | 128+N | run, elect | the command died of signal N; 130/143: zklock got SIGINT/SIGTERM before the command started |
+//!
+//! A failure is returned, not printed where it happens: [`Failure`] carries its status and its message, and `main`
+//! prints the message once as `zklock: <message>` (`zklock serve: <message>` for `serve`). Lines printed while the
+//! command goes on (warnings, "stopping the command") are printed where they happen.
+
+use std::fmt::Write as _;
+
+use Cmd::{Bench, Demo, Elect, Run, Serve, Status};
+use Shown::{Code, Own, Signalled};
+
+/// Success.
+pub const OK: i32 = 0;
+/// `run`: the lock is busy (`--nonblock`), or `--timeout` passed.
+pub const BUSY: i32 = 1;
+/// `run`, `elect`: zklock cannot look after the command (no signal handlers, or waiting for it failed).
+pub const LOCAL_FAILURE: i32 = 1;
+/// `demo`: a check of the summary failed.
+pub const CHECK_FAILED: i32 = 1;
+/// `serve`: the transaction log cannot be written (at start or while serving).
+pub const LOG_UNWRITABLE: i32 = 1;
+/// Usage error (also clap's).
+pub const USAGE: i32 = 2;
+/// ZooKeeper cannot be reached or fails; for the commands without a child command, any failure.
+pub const FAILURE: i32 = 3;
+/// `run`, `elect`: the guard was lost while the command ran (the command was stopped).
+pub const LOST: i32 = 4;
+/// The command cannot be run.
+pub const CANNOT_RUN: i32 = 126;
+/// The command is not found.
+pub const NOT_FOUND: i32 = 127;
+/// Added to a signal's number: the command died of it, or it interrupted our wait.
+pub const SIGNALLED: i32 = 128;
+
+/// The shell's status for dying of signal number `signal`.
+pub fn signalled(signal: i32) -> i32 {
+    SIGNALLED + signal
+}
+
+/// The subcommands that have exit statuses of their own (the hidden watchdog's is internal, see `child.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cmd {
+    Run,
+    Elect,
+    Status,
+    Demo,
+    Bench,
+    Serve,
+}
+
+/// The status column of a [`Row`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shown {
+    /// One status.
+    Code(i32),
+    /// Whatever the command exited with ("N").
+    Own,
+    /// [`SIGNALLED`] + the signal's number ("128+N").
+    Signalled,
+}
+
+impl std::fmt::Display for Shown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Code(code) => write!(f, "{code}"),
+            Own => f.write_str("N"),
+            Signalled => write!(f, "{SIGNALLED}+N"),
+        }
+    }
+}
+
+/// What a status means for some commands.
+#[derive(Debug)]
+pub struct Row {
+    pub status: Shown,
+    pub commands: &'static [Cmd],
+    pub meaning: &'static str,
+}
+
+const fn row(status: Shown, commands: &'static [Cmd], meaning: &'static str) -> Row {
+    Row {
+        status,
+        commands,
+        meaning,
+    }
+}
+
+/// Every exit status of every command, in the order `--help` shows them.
+pub const TABLE: &[Row] = &[
+    row(Own, &[Run, Elect], "the command's own exit status, once it has run to its end"),
+    row(Code(OK), &[Status, Bench], "success"),
+    row(Code(OK), &[Demo], "every check of the summary passed"),
+    row(
+        Code(OK),
+        &[Serve],
+        "stopped by SIGINT or SIGTERM: clean shutdown, final snapshot written",
+    ),
+    row(Code(BUSY), &[Run], "the lock is busy (--nonblock), or --timeout passed"),
+    row(
+        Code(LOCAL_FAILURE),
+        &[Run, Elect],
+        "zklock cannot look after the command (no signal handlers, or waiting for it failed)",
+    ),
+    row(Code(CHECK_FAILED), &[Demo], "a check of the summary failed"),
+    row(
+        Code(LOG_UNWRITABLE),
+        &[Serve],
+        "the transaction log cannot be written: no room for it at start, or a write or fsync failed while serving",
+    ),
+    row(Code(USAGE), &[Run, Elect], "usage error: bad arguments, or an invalid path"),
+    row(Code(USAGE), &[Status, Demo, Bench, Serve], "usage error: bad arguments"),
+    row(Code(FAILURE), &[Run, Elect], "ZooKeeper cannot be reached or fails"),
+    row(
+        Code(FAILURE),
+        &[Status, Demo, Bench],
+        "ZooKeeper (or the embedded server) cannot be reached or fails, or anything else failed",
+    ),
+    row(
+        Code(FAILURE),
+        &[Serve],
+        "any other failure (bind, unreadable config, corrupt data directory)",
+    ),
+    row(
+        Code(LOST),
+        &[Run],
+        "the lock was lost while the command ran, or could not be confirmed in time (zklock paused or starved): \
+         the command was stopped",
+    ),
+    row(
+        Code(LOST),
+        &[Elect],
+        "leadership was lost while the command ran, or could not be confirmed in time (zklock paused or starved): \
+         the command was stopped",
+    ),
+    row(Code(CANNOT_RUN), &[Run, Elect], "the command cannot be run"),
+    row(Code(NOT_FOUND), &[Run, Elect], "the command is not found"),
+    row(
+        Signalled,
+        &[Run, Elect],
+        "the command died of signal N; 130/143: zklock got SIGINT/SIGTERM before the command started",
+    ),
+];
+
+/// Where `--help` wraps the meanings.
+const HELP_WIDTH: usize = 100;
+
+/// The "Exit status:" section of `command`'s `--help`.
+pub fn help(command: Cmd) -> String {
+    let rows: Vec<&Row> = TABLE
+        .iter()
+        .filter(|row| row.commands.contains(&command))
+        .collect();
+    let labels: Vec<String> = rows.iter().map(|row| row.status.to_string()).collect();
+    let width = labels.iter().map(String::len).max().unwrap_or(0);
+    let indent = 2 + width + 2;
+    let mut text = String::from("Exit status:");
+    for (row, label) in rows.iter().zip(&labels) {
+        let _ = write!(text, "\n  {label:<width$}  ");
+        let mut column = indent;
+        for (i, word) in row.meaning.split(' ').enumerate() {
+            if i > 0 && column + 1 + word.len() > HELP_WIDTH {
+                let _ = write!(text, "\n{:indent$}", "");
+                column = indent;
+            } else if i > 0 {
+                text.push(' ');
+                column += 1;
+            }
+            text.push_str(word);
+            column += word.len();
+        }
+    }
+    text
+}
+
+/// Why a command ends unsuccessfully: the exit status and what to tell the user (printed once, by `main`).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Failure {
+    pub status: i32,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(status: i32, message: impl Into<String>) -> Failure {
+        Failure {
+            status,
+            message: message.into(),
+        }
+    }
+}
+
+/// Whatever else goes wrong (connecting, the server, the workers) is a [`FAILURE`].
+impl From<anyhow::Error> for Failure {
+    fn from(err: anyhow::Error) -> Failure {
+        Failure::new(FAILURE, chain(&err))
+    }
+}
+
+/// An error and its causes, `a: b: c`, each cause once: many errors already show their source in their own text
+/// (`cannot bind the client port: Address in use (os error 98)`), and then the source is not repeated.
+fn chain(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let cause = cause.to_string();
+        if text.contains(&cause) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&cause);
+    }
+    text
+}
+
+/// The result of a command: the exit status, or the failure that ended it.
+pub type Result<T = i32> = std::result::Result<T, Failure>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// [`TABLE`] as the Markdown table in this module's documentation.
+    fn markdown() -> String {
+        let mut text = String::from("| status | commands | meaning |\n|---|---|---|\n");
+        for row in TABLE {
+            let commands: Vec<String> = row
+                .commands
+                .iter()
+                .map(|c| format!("{c:?}").to_lowercase())
+                .collect();
+            let _ = writeln!(
+                text,
+                "| {} | {} | {} |",
+                row.status,
+                commands.join(", "),
+                row.meaning
+            );
+        }
+        text
+    }
+
+    #[test]
+    fn the_module_documentation_shows_the_table() {
+        let source = include_str!("exit.rs");
+        let documented: String = source
+            .lines()
+            .filter_map(|line| line.strip_prefix("//! |"))
+            .map(|line| format!("|{line}\n"))
+            .collect();
+        assert_eq!(
+            documented,
+            markdown(),
+            "update the table in the module documentation"
+        );
+    }
+
+    #[test]
+    fn every_command_has_its_statuses_in_order() {
+        let order = |status: Shown| match status {
+            Own => -1,
+            Code(code) => code,
+            Signalled => SIGNALLED,
+        };
+        for command in [Run, Elect, Status, Demo, Bench, Serve] {
+            let statuses: Vec<Shown> = TABLE
+                .iter()
+                .filter(|row| row.commands.contains(&command))
+                .map(|row| row.status)
+                .collect();
+            for status in [Code(USAGE), Code(FAILURE)] {
+                assert!(statuses.contains(&status), "{command:?} lacks {status}");
+            }
+            assert!(
+                statuses.is_sorted_by_key(|status| order(*status)),
+                "{command:?}: {statuses:?} out of order"
+            );
+        }
+    }
+
+    #[test]
+    fn help_aligns_and_wraps_the_meanings() {
+        let help = help(Run);
+        assert!(
+            help.starts_with("Exit status:\n  N      the command's own exit status, once"),
+            "{help}"
+        );
+        assert!(
+            help.contains("\n  128+N  the command died of signal N;"),
+            "{help}"
+        );
+        for line in help.lines().skip(1) {
+            assert!(line.chars().count() <= HELP_WIDTH, "too long: {line:?}");
+            // Every meaning, and every continuation of one, starts in the column after "  128+N  ".
+            assert!(
+                line[7..9] == *"  " && !line[9..].starts_with(' '),
+                "misaligned: {line:?}"
+            );
+        }
+        assert!(help.contains("\n         "), "a long meaning is wrapped: {help}");
+        assert!(!help.contains("summary"), "only run's rows: {help}");
+    }
+
+    #[test]
+    fn a_cause_already_in_the_message_is_not_repeated() {
+        let bind = std::io::Error::new(std::io::ErrorKind::AddrInUse, "Address in use (os error 98)");
+        let err = anyhow::Error::from(zklock_server::Error::Bind(bind)).context("starting the server");
+        assert_eq!(
+            Failure::from(err),
+            Failure::new(
+                FAILURE,
+                "starting the server: cannot bind the client port: Address in use (os error 98)"
+            )
+        );
+        let err = anyhow::anyhow!("refused")
+            .context("connecting")
+            .context("worker 3");
+        assert_eq!(Failure::from(err).message, "worker 3: connecting: refused");
+    }
+}
