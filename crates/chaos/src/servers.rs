@@ -84,9 +84,14 @@ pub struct Embedded {
     tmpfs: Option<zklock_testkit::Tmpfs>,
 }
 
-/// The size of the tmpfs under the embedded server's data dir: room for the log preallocation (4 MiB) and a few
-/// log files and snapshots, small enough to fill in an instant.
-const TMPFS_SIZE: &str = "24m";
+/// The size of the tmpfs under the embedded server's data dir: room for the log preallocation (4 MiB), the log
+/// files kept back to the oldest of 3 snapshots (4 MiB each) and the snapshots; small enough to fill at once.
+const TMPFS_SIZE: &str = "64m";
+
+/// The embedded server's configuration in a campaign: a snapshot after every 4 MiB logged (ZooKeeper's
+/// `snapSizeLimitInKb`), so that old log files are pruned and the disk-full fault, which writes about that much
+/// each time, does not fill the tmpfs for good.
+const ZOO_CFG: &str = "tickTime=2000\nsnapSizeLimitInKb=4096\n";
 
 impl Embedded {
     fn start(zklock: &Path, dir: &Path, disk: bool) -> Result<Embedded> {
@@ -119,9 +124,13 @@ impl Embedded {
             .create(true)
             .append(true)
             .open(&self.log)?;
+        let config = self.log.with_file_name("zoo.cfg");
+        std::fs::write(&config, ZOO_CFG)?;
         let mut command = Command::new(&self.zklock);
         command
-            .args(["serve", "--listen", &self.addr.to_string(), "--data-dir"])
+            .args(["serve", "--listen", &self.addr.to_string(), "--config"])
+            .arg(&config)
+            .arg("--data-dir")
             .arg(&self.data)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)

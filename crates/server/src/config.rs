@@ -31,6 +31,12 @@ pub struct ServerConfig {
     /// `user:base64(sha1(user:password))` of a super user who bypasses every ACL
     /// (ZooKeeper's `zookeeper.DigestAuthenticationProvider.superDigest`).
     pub super_digest: Option<String>,
+    /// Transactions logged between snapshots (ZooKeeper's `snapCount`, default 100,000). Recovery replays at
+    /// most about this many, and log files older than the snapshots kept are deleted after each snapshot.
+    pub snap_count: u64,
+    /// Bytes logged between snapshots (ZooKeeper's `snapSizeLimitInKb`, default 4 GiB): with large writes this
+    /// bound comes before `snap_count`, so the log's disk use stays bounded by bytes, not only by count.
+    pub snap_size_limit: u64,
 }
 
 impl Default for ServerConfig {
@@ -50,6 +56,8 @@ impl Default for ServerConfig {
                 .collect(),
             max_outstanding_per_connection: 1000,
             super_digest: None,
+            snap_count: 100_000,
+            snap_size_limit: 4 << 30,
         }
     }
 }
@@ -83,7 +91,7 @@ pub enum ConfigError {
 impl ServerConfig {
     /// Reads a ZooKeeper `zoo.cfg` (Java properties subset: `key=value`, `#`/`!` comments). Understood keys:
     /// clientPort, clientPortAddress, dataDir, dataLogDir, tickTime, minSessionTimeout, maxSessionTimeout,
-    /// maxClientCnxns, jute.maxbuffer, 4lw.commands.whitelist. Others (server.N, initLimit, ...) are
+    /// maxClientCnxns, jute.maxbuffer, 4lw.commands.whitelist, snapCount, snapSizeLimitInKb. Others (server.N, initLimit, ...) are
     /// ignored because they concern replication, which this single-node server does not do.
     pub fn from_zoo_cfg(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
@@ -126,6 +134,16 @@ impl ServerConfig {
                 "maxSessionTimeout" => cfg.max_session_timeout = Some(ms(value)?),
                 "maxClientCnxns" => cfg.max_client_cnxns = value.parse().map_err(|_| bad())?,
                 "jute.maxbuffer" => cfg.max_frame_len = value.parse().map_err(|_| bad())?,
+                "snapCount" => cfg.snap_count = value.parse::<u64>().map_err(|_| bad())?.max(1),
+                // ZooKeeper: a value <= 0 turns the size trigger off.
+                "snapSizeLimitInKb" => {
+                    let kb: i64 = value.parse().map_err(|_| bad())?;
+                    cfg.snap_size_limit = if kb <= 0 {
+                        u64::MAX
+                    } else {
+                        (kb as u64).saturating_mul(1024)
+                    };
+                }
                 "4lw.commands.whitelist" => {
                     cfg.four_letter_words = value
                         .split(',')
@@ -159,6 +177,21 @@ impl ServerConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_the_snapshot_triggers() {
+        let cfg = ServerConfig::from_zoo_cfg_str("snapCount=500\nsnapSizeLimitInKb=2048\n", Path::new("z"))
+            .unwrap();
+        assert_eq!((cfg.snap_count, cfg.snap_size_limit), (500, 2 << 20));
+        let off = ServerConfig::from_zoo_cfg_str("snapSizeLimitInKb=-1\n", Path::new("z")).unwrap();
+        assert_eq!(
+            off.snap_size_limit,
+            u64::MAX,
+            "<= 0 turns the size trigger off, as in ZooKeeper"
+        );
+        let default = ServerConfig::default();
+        assert_eq!((default.snap_count, default.snap_size_limit), (100_000, 4 << 30));
+    }
 
     #[test]
     fn parses_zoo_cfg() {

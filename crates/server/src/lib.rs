@@ -44,7 +44,8 @@
 //! (timeout negotiation, tick-bucketed expiry, reconnect and move, expired reply), one-shot, persistent and
 //! persistent-recursive watches, container sweep, digest ACLs with an optional super digest, the built-in
 //! `/zookeeper` nodes, limits (frame size, connections per IP, outstanding requests per connection), and
-//! durability: every reply after the fsync of its txn, snapshots every 100,000 txns and at shutdown,
+//! durability: every reply after the fsync of its txn, snapshots every `snapCount` txns (100,000) or
+//! `snapSizeLimitInKb` logged bytes (4 GiB; log files roll at that size too, so pruning bounds the disk use) and at shutdown,
 //! sessions and zxid surviving restarts.
 //!
 //! # When the log cannot be written (a full disk)
@@ -141,6 +142,11 @@ impl Server {
         };
         let mut options = zklock_storage::StorageOptions::new(data_dir);
         options.log_dir = config.data_log_dir.clone();
+        // Old log files can only be pruned whole, after a snapshot: a log file no larger than what a snapshot
+        // is taken after keeps the disk use bounded by about (snapshots kept + 1) × `snap_size_limit`.
+        options.log_roll_bytes = options
+            .log_roll_bytes
+            .min(config.snap_size_limit.max(options.preallocate_bytes));
         let log_dir = options.log_dir().to_path_buf();
         let (storage, recovered) =
             tokio::task::spawn_blocking(move || zklock_storage::Storage::open(options)).await??;

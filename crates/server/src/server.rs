@@ -20,9 +20,6 @@ use crate::txn::Txn;
 /// How often empty containers are looked for (ZooKeeper's `znode.container.checkIntervalMs` default).
 const CONTAINER_SWEEP: Duration = Duration::from_secs(60);
 
-/// Txns between snapshots (ZooKeeper's `snapCount` default). Recovery replays at most about this many.
-pub const SNAPSHOT_EVERY: u64 = 100_000;
-
 /// Builds the shared state from recovered (or fresh) parts.
 pub fn make_shared(
     config: ServerConfig,
@@ -147,12 +144,14 @@ fn on_tick(shared: &Shared, next_sweep: &mut Instant) -> Option<(zklock_storage:
             st.commit(Txn::Delete { path });
         }
     }
-    if st.since_snapshot < SNAPSHOT_EVERY {
+    if st.since_snapshot < shared.config.snap_count && st.since_snapshot_bytes < shared.config.snap_size_limit
+    {
         return None;
     }
     let storage = st.storage().cloned()?;
     // Serialized under the lock so the blob is exactly the state at `last_zxid`; written outside it.
     st.since_snapshot = 0;
+    st.since_snapshot_bytes = 0;
     Some((storage, st.last_zxid, crate::persist::snapshot_blob(&st)))
 }
 

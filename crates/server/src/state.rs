@@ -80,6 +80,8 @@ pub struct State {
     durable: Arc<Durable>,
     /// Txns applied since the last snapshot.
     pub since_snapshot: u64,
+    /// Bytes logged since the last snapshot (records as the log stores them).
+    pub since_snapshot_bytes: u64,
     /// `super:hash` digest that bypasses ACLs, if configured.
     pub super_digest: Option<String>,
     /// Outboxes that got frames under the lock, flushed once it is released.
@@ -123,6 +125,7 @@ impl State {
             log,
             durable,
             since_snapshot: 0,
+            since_snapshot_bytes: 0,
             super_digest: None,
             dirty: Vec::new(),
         }
@@ -238,6 +241,8 @@ impl State {
             Durability::Storage(storage) => {
                 let durable = self.durable.clone();
                 let payload = LoggedTxn { time, txn }.to_bytes();
+                // A log record is its payload plus 28 bytes of framing (zklock-storage's format).
+                self.since_snapshot_bytes += payload.len() as u64 + 28;
                 storage.append(
                     zxid,
                     payload,
