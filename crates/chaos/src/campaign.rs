@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
+use crate::args::CampaignArgs;
 use crate::checker::{self, Rules, Violation};
 use crate::clock::now_ns;
 use crate::contenders::{Contenders, Launch, SlotReport};
@@ -16,46 +17,6 @@ use crate::register::Register;
 use crate::servers::{ServerKind, Servers};
 use crate::Recipe;
 use crate::{aftermath, report};
-
-/// The campaign's command line.
-#[derive(Debug, Clone, clap::Args)]
-pub struct CampaignArgs {
-    /// The server under test.
-    #[arg(long, value_enum, default_value = "embedded")]
-    pub server: ServerKind,
-    /// The workload.
-    #[arg(long, value_enum, default_value = "mutex")]
-    pub recipe: Recipe,
-    /// Contender processes.
-    #[arg(long, default_value_t = 4)]
-    pub clients: usize,
-    /// Seed of the fault schedule and of the contenders' choices (default: random, printed for replay).
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Length of the campaign, seconds. The last session timeout + 8 s are kept free of faults, to see recovery.
-    #[arg(long, default_value_t = 60)]
-    pub duration: u64,
-    /// The contenders' session timeout, seconds.
-    #[arg(long, default_value_t = 4)]
-    pub session_timeout: u64,
-    /// The faults to draw from (comma-separated; default: every one that applies to the server and workload).
-    #[arg(long, value_enum, value_delimiter = ',')]
-    pub faults: Vec<Fault>,
-    /// The negative control: the register accepts every token, so stale holders get through. The checker must
-    /// then find violations under the pause fault.
-    #[arg(long)]
-    pub no_fencing: bool,
-    /// Leases of the semaphore workload.
-    #[arg(long, default_value_t = 2)]
-    pub leases: usize,
-    /// The `zklock` binary (for `zklock serve` and `zklock run`); default: the one next to this binary.
-    #[arg(long)]
-    pub zklock: Option<PathBuf>,
-    /// Keep the campaign's files (register history, logs) in this directory; by default they are kept only when
-    /// the checker finds violations.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-}
 
 /// Runs the campaign; the process exit status.
 pub async fn main(args: CampaignArgs) -> i32 {

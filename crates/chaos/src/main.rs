@@ -13,6 +13,7 @@
 //! verdict; `worker.rs` and `command.rs` what runs inside the contender processes.
 
 mod aftermath;
+mod args;
 mod campaign;
 mod checker;
 mod clock;
@@ -58,7 +59,7 @@ struct Cli {
     #[command(subcommand)]
     internal: Option<Internal>,
     #[command(flatten)]
-    campaign: campaign::CampaignArgs,
+    campaign: args::CampaignArgs,
 }
 
 #[derive(Subcommand, Debug)]

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::campaign::CampaignArgs;
+use crate::args::CampaignArgs;
 use crate::checker::Violation;
 use crate::contenders::SlotReport;
 use crate::history::{Interval, Op};

@@ -19,6 +19,7 @@ use zookeeper_client::{self as zk, CreateMode, EventType};
 
 use crate::error::{Error, Result};
 use crate::events::QueueEvent;
+use crate::gone;
 use crate::guard::Guard;
 use crate::idioms::{self, IfExists};
 use crate::lost::LostSignal;
@@ -264,9 +265,9 @@ async fn check_turn<R: Rules + ?Sized>(
 ) -> Result<Step> {
     let me_name = node.name.as_deref().unwrap_or_default();
     let queue = node::sorted_contenders(children, |m| rules.keeps(m));
-    let queue = idioms::sweep_duplicates(node, queue).await?;
+    let queue = gone::sweep_duplicates(node, queue).await?;
     let Some(me) = queue.iter().position(|c| c.name == me_name) else {
-        return Err(idioms::node_gone(node, lost));
+        return Err(gone::node_gone(node, lost));
     };
     Ok(match rules.turn(&queue, me) {
         Turn::Ready => Step::Ready,

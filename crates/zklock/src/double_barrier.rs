@@ -23,10 +23,11 @@ use zookeeper_client::{self as zk, CreateMode};
 
 use crate::error::{Error, Result};
 use crate::events::QueueEvent;
+use crate::gone;
 use crate::idioms::{self, IfExists};
-use crate::inspect::{self, NodeKind, Participant, Recipe, Role};
 use crate::lost::{LostReason, LostSignal};
 use crate::own_node::OwnNode;
+use crate::participants::{self, NodeKind, Participant, Recipe, Role};
 use crate::path::child_path;
 use crate::retry::is_connection_loss;
 use crate::session::Session;
@@ -186,7 +187,7 @@ impl DoubleBarrier {
             }
             let children = listed.if_exists()?.unwrap_or_default();
             if !children.contains(&name) {
-                return Err(idioms::vanished(client, retry, lost, &me).await);
+                return Err(gone::vanished(client, retry, lost, &me).await);
             }
             let arrived = children.iter().filter(|c| is_participant(c)).count();
             if arrived >= self.members {
@@ -210,7 +211,7 @@ impl DoubleBarrier {
                     }
                     self.session.emit(QueueEvent::Woken { by: ready.clone() });
                 }
-                _ = lost.lost() => return Err(idioms::vanished(client, retry, lost, &me).await),
+                _ = lost.lost() => return Err(gone::vanished(client, retry, lost, &me).await),
             }
         }
     }
@@ -273,13 +274,13 @@ pub(crate) async fn inspect(
     }
     members.sort_unstable();
     let role = if ready { Role::Entered } else { Role::Waiting };
-    let read = inspect::read_nodes(session, path, &members).await?;
+    let read = participants::read_nodes(session, path, &members).await?;
     let participants = members
         .iter()
         .zip(read)
         .filter_map(|(name, read)| {
             let (data, stat) = read?;
-            Some(inspect::participant(
+            Some(participants::participant(
                 path,
                 name,
                 None,

@@ -5,10 +5,6 @@
 use zookeeper_client::{self as zk, Client, EventType, SessionState, WatchedEvent};
 
 use crate::error::{Error, Result};
-use crate::lost::{LostReason, LostSignal};
-use crate::node::Contender;
-use crate::own_node::OwnNode;
-use crate::path::child_path;
 use crate::retry::RetryPolicy;
 
 /// `NoNode` as an answer: for reads and deletes of nodes that may be gone, that is not an error.
@@ -76,31 +72,6 @@ pub(crate) fn session_error(event: &WatchedEvent) -> Option<Error> {
     session_ended(event.session_state)
 }
 
-/// Our node is gone: did our session end? The deletion of our ephemeral node can reach us before the news that
-/// the session ended, so this looks at everything known without asking: the node's lost signal, then the client.
-fn session_end_known(client: &Client, lost: &LostSignal) -> Option<Error> {
-    match lost.reason() {
-        Some(LostReason::SessionExpired) => Some(Error::SessionExpired),
-        Some(LostReason::ClientClosed) => Some(Error::Closed),
-        _ if client.state() == SessionState::Expired => Some(Error::SessionExpired),
-        _ => None,
-    }
-}
-
-/// The error for a wait that found our node gone, from what is known without asking: the end of the session if
-/// it is known to have ended, [`Error::NodeDeleted`] otherwise.
-pub(crate) fn node_gone(node: &OwnNode, lost: &LostSignal) -> Error {
-    session_end_known(&node.client, lost).unwrap_or_else(|| Error::NodeDeleted { path: node.path() })
-}
-
-/// Like [`node_gone`], but when nothing is known yet one more request decides (see [`confirm_gone`]).
-pub(crate) async fn vanished(client: &Client, retry: &RetryPolicy, lost: &LostSignal, path: &str) -> Error {
-    match session_end_known(client, lost) {
-        Some(err) => err,
-        None => confirm_gone(client, retry, path).await,
-    }
-}
-
 /// Our node at `path` is gone: deleted by somebody, or did our session end? One more request tells: on a dead
 /// session it fails with [`Error::SessionExpired`] or [`Error::Closed`]; on a live one somebody deleted our node
 /// ([`Error::NodeDeleted`]).
@@ -111,21 +82,4 @@ pub(crate) async fn confirm_gone(client: &Client, retry: &RetryPolicy, path: &st
             path: path.to_owned(),
         },
     }
-}
-
-/// Deletes every node of ours among `contenders` but `node` itself, and returns the others (`node` included). A
-/// second node of ours can only come from a create retried after a lost reply that did happen after all.
-pub(crate) async fn sweep_duplicates(node: &OwnNode, contenders: Vec<Contender>) -> Result<Vec<Contender>> {
-    let me = node.name.as_deref().unwrap_or_default();
-    let mut kept = Vec::with_capacity(contenders.len());
-    for contender in contenders {
-        if contender.name != me && contender.name.starts_with(&node.unique) {
-            let path = child_path(&node.dir, &contender.name);
-            tracing::warn!(%path, "removing a duplicate node of ours");
-            delete_if_exists(&node.client, &node.retry, &path, None).await?;
-        } else {
-            kept.push(contender);
-        }
-    }
-    Ok(kept)
 }

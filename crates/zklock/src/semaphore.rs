@@ -5,12 +5,13 @@ use std::time::Duration;
 use crate::contention::{self, Exclusive, Rules, Wait};
 use crate::error::Result;
 use crate::events::QueueEvent;
+use crate::gone;
 use crate::guard::Guard;
 use crate::idioms;
-use crate::inspect::{self, Participant, Recipe, Role};
 use crate::lost::{LostPolicy, LostReason, LostSignal};
 use crate::node::{self, Marker};
 use crate::own_node::OwnNode;
+use crate::participants::{self, Participant, Recipe, Role};
 use crate::path::child_path;
 use crate::session::Session;
 
@@ -191,9 +192,9 @@ impl Room<'_> {
     /// Whether the leases in `children` leave room for ours.
     async fn has_room(&self, node: &OwnNode, lost: &LostSignal, children: Vec<String>) -> Result<bool> {
         let me = node.name.as_deref().unwrap_or_default();
-        let leases = idioms::sweep_duplicates(node, node::sorted_contenders(children, is_lease)).await?;
+        let leases = gone::sweep_duplicates(node, node::sorted_contenders(children, is_lease)).await?;
         if !leases.iter().any(|lease| lease.name == me) {
-            return Err(idioms::node_gone(node, lost));
+            return Err(gone::node_gone(node, lost));
         }
         Ok(leases.len() <= self.leases)
     }
@@ -240,7 +241,7 @@ impl Rules for Room<'_> {
                     }
                 },
                 reason = lost.lost() => return Err(match reason {
-                    LostReason::NodeDeleted => idioms::node_gone(node, lost),
+                    LostReason::NodeDeleted => gone::node_gone(node, lost),
                     reason => reason.error(&node.path()),
                 }),
                 // Without the mutex another acquirer could be waiting too, and two waiting leases can block each
@@ -276,9 +277,9 @@ pub(crate) async fn inspect(
         GATE.keeps(m)
     });
     let head =
-        inspect::read_contenders(session, &locks_dir, &gate[..gate.len().min(1)], Role::Waiting).await?;
+        participants::read_contenders(session, &locks_dir, &gate[..gate.len().min(1)], Role::Waiting).await?;
     let (held, waiting): (Vec<Participant>, Vec<Participant>) =
-        inspect::read_contenders(session, &leases_dir, &leases, Role::Holder)
+        participants::read_contenders(session, &leases_dir, &leases, Role::Holder)
             .await?
             .into_iter()
             .partition(|lease| {
