@@ -248,10 +248,7 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
     if let Err(v) = checker::check_recovery(&ops, healed_ns, recovery_bound) {
         violations.push(v);
     }
-    let recoveries: Vec<u64> = records
-        .iter()
-        .filter_map(|r| checker::check_recovery(&ops, r.heal_ns, u64::MAX).ok())
-        .collect();
+    let (recoveries, isolated) = recovery_times(&ops, &records);
 
     report::write_files(&dir, &ops, &records, &intervals, &violations)?;
     report::report(
@@ -261,6 +258,7 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
         &records,
         &reports,
         &recoveries,
+        &isolated,
         &violations,
         &intervals,
     );
@@ -349,4 +347,76 @@ fn launch_for(
         argv,
         log: dir.join(format!("contender-{slot}.log")),
     }
+}
+
+/// From each fault's heal to the next new critical section, for every fault and for the "isolated" ones: those
+/// with no other fault in progress or starting in that time (the others measure the storm, not the one fault).
+pub fn recovery_times(
+    ops: &[crate::history::Op],
+    records: &[crate::nemesis::Record],
+) -> (Vec<u64>, Vec<u64>) {
+    let mut recoveries: Vec<u64> = Vec::new();
+    let mut isolated: Vec<u64> = Vec::new();
+    for (i, r) in records.iter().enumerate() {
+        let Ok(took) = checker::check_recovery(ops, r.heal_ns, u64::MAX) else {
+            continue;
+        };
+        recoveries.push(took);
+        let until = r.heal_ns + took;
+        let alone = records
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .all(|(_, o)| o.heal_ns <= r.heal_ns || o.start_ns >= until);
+        if alone {
+            isolated.push(took);
+        }
+    }
+    (recoveries, isolated)
+}
+
+/// `zklock-chaos __rescore DIR`: the recovery figures of a kept campaign, from its `register.history` and
+/// `faults.history` alone.
+pub fn rescore(dir: &std::path::Path) -> Result<()> {
+    use clap::ValueEnum as _;
+    let ops: Vec<crate::history::Op> = std::fs::read_to_string(dir.join("register.history"))?
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| l.parse().map_err(anyhow::Error::msg))
+        .collect::<Result<_>>()?;
+    let mut records = Vec::new();
+    for line in std::fs::read_to_string(dir.join("faults.history"))?.lines() {
+        let f: Vec<&str> = line.splitn(4, ' ').collect();
+        if line.starts_with('#') || f.len() < 3 {
+            continue;
+        }
+        let fault = Fault::value_variants()
+            .iter()
+            .copied()
+            .find(|v| format!("{v:?}") == f[0])
+            .ok_or_else(|| anyhow::anyhow!("unknown fault {:?}", f[0]))?;
+        records.push(crate::nemesis::Record {
+            fault,
+            target: f.get(3).unwrap_or(&"").to_string(),
+            start_ns: f[1].parse()?,
+            heal_ns: f[2].parse()?,
+            violation: None,
+        });
+    }
+    let (mut all, mut alone) = recovery_times(&ops, &records);
+    all.sort_unstable();
+    alone.sort_unstable();
+    let p = |v: &[u64], q: f64| report::percentile(v, q);
+    println!(
+        "faults={} recovered={} recovery_p50_ms={:.0} recovery_p99_ms={:.0} isolated={} isolated_p50_ms={:.0} \
+         isolated_p99_ms={:.0}",
+        records.len(),
+        all.len(),
+        p(&all, 0.5),
+        p(&all, 0.99),
+        alone.len(),
+        p(&alone, 0.5),
+        p(&alone, 0.99)
+    );
+    Ok(())
 }

@@ -70,6 +70,12 @@ enum Internal {
     /// (internal) the command `zklock run` runs in the `run` workload.
     #[command(name = "__command", hide = true)]
     Command(command::CommandArgs),
+    /// Recovery figures of a kept campaign directory (`--out DIR`), from its history files.
+    #[command(name = "__rescore", hide = true)]
+    Rescore {
+        /// The campaign's directory.
+        dir: std::path::PathBuf,
+    },
 }
 
 fn main() {
@@ -83,6 +89,13 @@ fn main() {
     let code = match cli.internal {
         Some(Internal::Worker(args)) => current_thread().block_on(worker::run(args)),
         Some(Internal::Command(args)) => current_thread().block_on(command::run(args)),
+        Some(Internal::Rescore { dir }) => match campaign::rescore(&dir) {
+            Ok(()) => 0,
+            Err(err) => {
+                eprintln!("zklock-chaos: {err:#}");
+                2
+            }
+        },
         None => {
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)

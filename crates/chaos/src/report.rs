@@ -51,7 +51,7 @@ pub fn name(value: impl clap::ValueEnum) -> String {
         .unwrap_or_default()
 }
 
-fn percentile(sorted: &[u64], p: f64) -> f64 {
+pub fn percentile(sorted: &[u64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }
@@ -67,6 +67,7 @@ pub fn report(
     records: &[Record],
     reports: &BTreeMap<usize, SlotReport>,
     recoveries: &[u64],
+    isolated: &[u64],
     violations: &[Violation],
     intervals: &[Interval],
 ) {
@@ -91,6 +92,8 @@ pub fn report(
     let accepted = ops.iter().filter(|o| o.accepted).count();
     let mut sorted = recoveries.to_vec();
     sorted.sort_unstable();
+    let mut alone = isolated.to_vec();
+    alone.sort_unstable();
     for v in violations.iter().take(50) {
         eprintln!("zklock-chaos: VIOLATION {v}");
     }
@@ -101,7 +104,8 @@ pub fn report(
     let exits: Vec<String> = exits.iter().map(|(k, v)| format!("{k}:{v}")).collect();
     eprintln!(
         "chaos-result recipe={} server={} fencing={} ops={} accepted={} rejected={} commands={} faults={} \
-         kinds={} recovery_p50_ms={:.0} recovery_p99_ms={:.0} exits={} violations={}",
+         kinds={} recovery_p50_ms={:.0} recovery_p99_ms={:.0} isolated={} isolated_p50_ms={:.0} \
+         isolated_p99_ms={:.0} exits={} violations={}",
         name(args.recipe),
         name(args.server),
         !args.no_fencing && !matches!(args.recipe, Recipe::Queue | Recipe::DoubleBarrier),
@@ -113,6 +117,9 @@ pub fn report(
         faults.join(","),
         percentile(&sorted, 0.5),
         percentile(&sorted, 0.99),
+        alone.len(),
+        percentile(&alone, 0.5),
+        percentile(&alone, 0.99),
         exits.join(","),
         violations.len()
     );
