@@ -1,7 +1,11 @@
-//! The command line, as clap sees it: every command's arguments, raw (each command validates its own), and each
-//! command's exit statuses in its `--help` (from [`crate::exit`]). Imports nothing else of this crate.
+//! The command line, as clap sees it: every command's arguments, and each command's exit statuses in its `--help`
+//! (from [`crate::exit`]). What can be checked without a server is checked here, once, so that a bad value is a
+//! usage error (exit 2) before anything starts: durations ([`seconds`]) and connect strings ([`connect_string`]).
+//! Paths are checked by the recipes (each command maps that to a usage error). Imports nothing else of this crate
+//! but the exit table.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -23,11 +27,13 @@ pub struct ConnectArgs {
         long = "connect",
         short = 'c',
         env = "ZKLOCK_CONNECT",
-        default_value = "127.0.0.1:2181"
+        default_value = "127.0.0.1:2181",
+        value_parser = connect_string
     )]
     pub hosts: String,
-    /// Requested session timeout in seconds (ZooKeeper clamps it to [2, 20] × its tickTime).
-    #[arg(long, default_value_t = 10.0)]
+    /// Requested session timeout (ZooKeeper clamps it to [2, 20] × its tickTime). A duration: 10, 1.5, 10s,
+    /// 1m30s, 500ms.
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = seconds, allow_negative_numbers = true)]
     pub session_timeout: f64,
 }
 
@@ -35,10 +41,10 @@ pub struct ConnectArgs {
 #[derive(Debug, Clone, Args)]
 pub struct OptionalConnectArgs {
     /// ZooKeeper connect string; without it an embedded, temporary server is started.
-    #[arg(long = "connect", short = 'c', env = "ZKLOCK_CONNECT")]
+    #[arg(long = "connect", short = 'c', env = "ZKLOCK_CONNECT", value_parser = connect_string)]
     pub hosts: Option<String>,
-    /// Requested session timeout in seconds.
-    #[arg(long, default_value_t = 10.0)]
+    /// Requested session timeout (a duration: 10, 1.5, 10s, 1m30s, 500ms).
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = seconds, allow_negative_numbers = true)]
     pub session_timeout: f64,
 }
 
@@ -75,13 +81,13 @@ pub struct RunArgs {
     /// Fail at once (exit 1) if the lock is held or queued for.
     #[arg(long, short = 'n', conflicts_with = "timeout")]
     pub nonblock: bool,
-    /// Give up (exit 1) after waiting this many seconds.
-    #[arg(long, short = 'w')]
+    /// Give up (exit 1) after waiting this long (a duration: 30, 1.5, 30s, 1m30s, 250ms).
+    #[arg(long, short = 'w', value_name = "DURATION", value_parser = seconds, allow_negative_numbers = true)]
     pub timeout: Option<f64>,
-    /// After the lock is lost, seconds between SIGTERM and SIGKILL to the command. The lock counts as lost early
+    /// After the lock is lost, the time between SIGTERM and SIGKILL to the command. The lock counts as lost early
     /// enough that the command is gone before ZooKeeper can expire our session (see `supervise::lost_policy`); if
     /// zklock itself is paused or starved, its watchdog stops the command in time on its own.
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = seconds, allow_negative_numbers = true)]
     pub kill_after: f64,
     /// Free text stored in the lock node for `zklock status`.
     #[arg(long)]
@@ -98,8 +104,8 @@ pub struct RunArgs {
 pub struct ElectArgs {
     #[command(flatten)]
     pub connect: ConnectArgs,
-    /// After leadership is lost, seconds between SIGTERM and SIGKILL to the command.
-    #[arg(long, default_value_t = 2.0)]
+    /// After leadership is lost, the time between SIGTERM and SIGKILL to the command.
+    #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = seconds, allow_negative_numbers = true)]
     pub kill_after: f64,
     /// Free text stored in our candidate node, shown to observers of the election.
     #[arg(long)]
@@ -115,7 +121,15 @@ pub struct ElectArgs {
 pub struct StatusArgs {
     #[command(flatten)]
     pub connect: ConnectArgs,
-    /// The lock directory.
+    /// Print one JSON object (path, recipe, holders with their fencing tokens, waiters in order, counts) instead
+    /// of the human view.
+    #[arg(long)]
+    pub json: bool,
+    /// Exit 0 if somebody holds it (a lock's holder or readers, the leader, a semaphore lease, members inside a
+    /// double barrier), 1 if not (also when it does not exist; a queue is never held). Output is unchanged.
+    #[arg(long)]
+    pub check: bool,
+    /// The recipe directory (a lock, an election, a semaphore, a queue, a barrier).
     pub path: String,
 }
 
@@ -138,8 +152,8 @@ pub struct DemoArgs {
 pub struct BenchArgs {
     #[command(flatten)]
     pub connect: OptionalConnectArgs,
-    /// Seconds per measurement.
-    #[arg(long, default_value_t = 5.0)]
+    /// Time per measurement (a duration: 5, 1.5, 5s, 500ms).
+    #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = seconds, allow_negative_numbers = true)]
     pub duration: f64,
     /// Clients for the contended measurement.
     #[arg(long, default_value_t = 8)]
@@ -151,8 +165,9 @@ pub struct BenchArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address to listen on (overrides clientPortAddress/clientPort of --config).
-    #[arg(long)]
+    /// Address to listen on [default: 127.0.0.1:2181, or clientPortAddress/clientPort of --config, which this
+    /// overrides].
+    #[arg(long, value_name = "ADDR")]
     pub listen: Option<std::net::SocketAddr>,
     /// Data directory (overrides dataDir of --config); a temporary one if neither is given.
     #[arg(long)]
@@ -160,4 +175,198 @@ pub struct ServeArgs {
     /// A zoo.cfg file.
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// Read the configuration, print where the server would listen and keep its data, and exit without serving.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Where `zklock serve` listens without `--listen` or `--config`: ZooKeeper's usual client port, on loopback only.
+pub const SERVE_DEFAULT_LISTEN: std::net::SocketAddr =
+    std::net::SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 2181);
+
+/// The longest duration any flag takes: beyond it a value is a mistake (or `inf`), not a wish.
+const LONGEST: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// A duration flag, as seconds: a bare number of seconds (`30`, `1.5`, for compatibility with earlier versions) or
+/// a human-friendly duration (`30s`, `1m30s`, `250ms`, `2h`). Infinite, NaN, negative and absurd (more than a year)
+/// values are refused, so that every later conversion to a [`Duration`] is safe.
+pub fn seconds(text: &str) -> Result<f64, String> {
+    let text = text.trim();
+    const EXAMPLES: &str = "use e.g. 30, 1.5, 30s, 1m30s or 250ms";
+    let duration = if let Ok(secs) = text.parse::<f64>() {
+        if secs.is_nan() {
+            return Err(format!("not a number; {EXAMPLES}"));
+        }
+        if secs.is_infinite() && secs > 0.0 {
+            return Err(format!("a duration must be finite (at most a year); {EXAMPLES}"));
+        }
+        if secs < 0.0 {
+            return Err("a duration cannot be negative".to_owned());
+        }
+        if secs > LONGEST.as_secs_f64() {
+            return Err("too long: durations are limited to a year".to_owned());
+        }
+        Duration::from_secs_f64(secs)
+    } else if text.starts_with('-') {
+        return Err("a duration cannot be negative".to_owned());
+    } else {
+        humantime::parse_duration(text).map_err(|err| format!("not a duration ({err}); {EXAMPLES}"))?
+    };
+    if duration > LONGEST {
+        return Err("too long: durations are limited to a year".to_owned());
+    }
+    Ok(duration.as_secs_f64())
+}
+
+/// A ZooKeeper connect string, `host:port[,host:port...][/chroot]`, checked before any connection is tried. Each
+/// server may be written `host`, `host:port`, `[ipv6]:port`, optionally with `tcp://`; a missing port is
+/// ZooKeeper's 2181. The chroot, if any, must be a valid absolute ZooKeeper path.
+pub fn connect_string(text: &str) -> Result<String, String> {
+    let (servers, chroot) = split_chroot(text);
+    if servers.is_empty() {
+        return Err("no servers: expected host:port[,host:port...][/chroot]".to_owned());
+    }
+    for server in servers.split(',') {
+        check_server(server.strip_prefix("tcp://").unwrap_or(server))
+            .map_err(|why| format!("{why} in {server:?}: expected host:port[,host:port...][/chroot]"))?;
+    }
+    if let Some(chroot) = chroot {
+        check_chroot(chroot).map_err(|why| format!("bad chroot {chroot:?}: {why}"))?;
+    }
+    Ok(text.to_owned())
+}
+
+/// The servers and the chroot: as zookeeper-client reads it, the chroot follows the last server (after its
+/// `tcp://`, if any).
+fn split_chroot(text: &str) -> (&str, Option<&str>) {
+    let last = text.rsplit(',').next().unwrap_or(text);
+    let offset = text.len() - last.len();
+    let body = last.strip_prefix("tcp://").map_or(0, |_| "tcp://".len());
+    match last[body..].find('/') {
+        Some(i) => (&text[..offset + body + i], Some(&text[offset + body + i..])),
+        None => (text, None),
+    }
+}
+
+fn check_server(server: &str) -> Result<(), String> {
+    if server.is_empty() {
+        return Err("an empty server".to_owned());
+    }
+    let (host, port) = if let Some(rest) = server.strip_prefix('[') {
+        let (host, after) = rest.split_once(']').ok_or("an unclosed '['")?;
+        match after {
+            "" => (host, None),
+            _ => (host, Some(after.strip_prefix(':').ok_or("junk after ']'")?)),
+        }
+    } else {
+        match server.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (server, None),
+        }
+    };
+    if host.is_empty() {
+        return Err("no host".to_owned());
+    }
+    let bracketed = server.starts_with('[');
+    if host.contains([' ', '[', ']', '/']) || (!bracketed && host.contains(':')) {
+        return Err(format!("a bad host {host:?}"));
+    }
+    if let Some(port) = port {
+        match port.parse::<u16>() {
+            Ok(1..) => {}
+            _ => return Err(format!("a bad port {port:?} (1 to 65535)")),
+        }
+    }
+    Ok(())
+}
+
+fn check_chroot(chroot: &str) -> Result<(), &'static str> {
+    if chroot == "/" {
+        return Ok(());
+    }
+    if chroot.ends_with('/') {
+        return Err("it ends with '/'");
+    }
+    for name in chroot[1..].split('/') {
+        match name {
+            "" => return Err("it has an empty node name"),
+            "." | ".." => return Err("relative paths are not allowed"),
+            _ if name.chars().any(char::is_control) => return Err("it has control characters"),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_take_seconds_and_human_forms() {
+        for (text, secs) in [
+            ("30", 30.0),
+            ("1.5", 1.5),
+            ("0", 0.0),
+            ("30s", 30.0),
+            ("1m30s", 90.0),
+            ("250ms", 0.25),
+            ("2h", 7200.0),
+            (" 5 ", 5.0),
+        ] {
+            assert_eq!(seconds(text), Ok(secs), "{text}");
+        }
+        for text in [
+            "inf",
+            "-inf",
+            "infinity",
+            "NaN",
+            "nan",
+            "-5",
+            "-5s",
+            "-0.1",
+            "1e30",
+            "400days",
+            "",
+            "5 parsecs",
+            "abc",
+        ] {
+            let err = seconds(text).expect_err(text);
+            assert!(!err.is_empty(), "{text}");
+        }
+        assert!(seconds("1e30").unwrap_err().contains("a year"));
+        assert!(seconds("-5").unwrap_err().contains("negative"));
+        assert!(seconds("inf").unwrap_err().contains("finite"));
+    }
+
+    #[test]
+    fn connect_strings_are_checked() {
+        for good in [
+            "127.0.0.1:2181",
+            "zk1:2181,zk2:2181,zk3:2181/app",
+            "zk1",
+            "[::1]:2181",
+            "tcp://zk1:2181,tcp://zk2:2181/chroot/deeper",
+            "h:1/",
+        ] {
+            assert_eq!(connect_string(good).as_deref(), Ok(good), "{good}");
+        }
+        for bad in [
+            "",
+            "/chroot",
+            "zk1:99999",
+            "zk1:0",
+            "zk1:port",
+            "zk1:2181,,zk2:2181",
+            ":2181",
+            "zk1:2181/app/",
+            "zk1:2181/a//b",
+            "zk1:2181/a/../b",
+            "[::1:2181",
+            "zk1:2181 zk2:2181",
+            "zk1/x:2181,zk2:2181",
+        ] {
+            assert!(connect_string(bad).is_err(), "{bad}");
+        }
+    }
 }

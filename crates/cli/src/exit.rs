@@ -11,10 +11,11 @@
 //! | 0 | serve | stopped by SIGINT or SIGTERM: clean shutdown, final snapshot written |
 //! | 1 | run | the lock is busy (--nonblock), or --timeout passed |
 //! | 1 | run, elect | zklock cannot look after the command (no signal handlers, or waiting for it failed) |
+//! | 1 | status | --check: nobody holds the path (or it does not exist) |
 //! | 1 | demo | a check of the summary failed |
 //! | 1 | serve | the transaction log cannot be written: no room for it at start, or a write or fsync failed while serving |
-//! | 2 | run, elect | usage error: bad arguments, or an invalid path |
-//! | 2 | status, demo, bench, serve | usage error: bad arguments |
+//! | 2 | run, elect, status | usage error: bad arguments, or an invalid path |
+//! | 2 | demo, bench, serve | usage error: bad arguments |
 //! | 3 | run, elect | ZooKeeper cannot be reached or fails |
 //! | 3 | status, demo, bench | ZooKeeper (or the embedded server) cannot be reached or fails, or anything else failed |
 //! | 3 | serve | any other failure (bind, unreadable config, corrupt data directory) |
@@ -22,7 +23,7 @@
 //! | 4 | elect | leadership was lost while the command ran, or could not be confirmed in time (zklock paused or starved): the command was stopped |
 //! | 126 | run, elect | the command cannot be run |
 //! | 127 | run, elect | the command is not found |
-//! | 128+N | run, elect | the command died of signal N; 130/143: zklock got SIGINT/SIGTERM before the command started |
+//! | 128+N | run, elect | the command died of signal N; 129/130/131/143: zklock got SIGHUP/SIGINT/SIGQUIT/SIGTERM before the command started |
 //!
 //! A failure is returned, not printed where it happens: [`Failure`] carries its status and its message, and `main`
 //! prints the message once as `zklock: <message>` (`zklock serve: <message>` for `serve`). Lines printed while the
@@ -125,14 +126,23 @@ pub const TABLE: &[Row] = &[
         &[Run, Elect],
         "zklock cannot look after the command (no signal handlers, or waiting for it failed)",
     ),
+    row(
+        Code(CHECK_FAILED),
+        &[Status],
+        "--check: nobody holds the path (or it does not exist)",
+    ),
     row(Code(CHECK_FAILED), &[Demo], "a check of the summary failed"),
     row(
         Code(LOG_UNWRITABLE),
         &[Serve],
         "the transaction log cannot be written: no room for it at start, or a write or fsync failed while serving",
     ),
-    row(Code(USAGE), &[Run, Elect], "usage error: bad arguments, or an invalid path"),
-    row(Code(USAGE), &[Status, Demo, Bench, Serve], "usage error: bad arguments"),
+    row(
+        Code(USAGE),
+        &[Run, Elect, Status],
+        "usage error: bad arguments, or an invalid path",
+    ),
+    row(Code(USAGE), &[Demo, Bench, Serve], "usage error: bad arguments"),
     row(Code(FAILURE), &[Run, Elect], "ZooKeeper cannot be reached or fails"),
     row(
         Code(FAILURE),
@@ -161,7 +171,8 @@ pub const TABLE: &[Row] = &[
     row(
         Signalled,
         &[Run, Elect],
-        "the command died of signal N; 130/143: zklock got SIGINT/SIGTERM before the command started",
+        "the command died of signal N; 129/130/131/143: zklock got SIGHUP/SIGINT/SIGQUIT/SIGTERM before the \
+         command started",
     ),
 ];
 

@@ -20,7 +20,7 @@ use crate::cli::{Cli, Command};
 use crate::exit::Failure;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::try_parse().unwrap_or_else(|err| usage_error(err));
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("ZKLOCK_LOG")
@@ -45,10 +45,48 @@ fn main() -> ExitCode {
     };
     // The one place a failure is told.
     let status = result.unwrap_or_else(|failure| {
-        eprintln!("{speaker}: {}", failure.message);
+        // Not eprintln!: after an SSH logout the terminal is gone and a failed write must not turn the status
+        // into a panic's 101.
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), "{speaker}: {}", failure.message);
         failure.status
     });
     ExitCode::from(u8::try_from(status).unwrap_or(1))
+}
+
+/// Ends the process on clap's error (exit 2 for usage errors; 0 for `--help`, `--version`), with a hint for the
+/// most common mistake: `zklock run /lock ls -l`, a command without the `--` before it.
+fn usage_error(err: clap::Error) -> ! {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let args: Vec<String> = std::env::args().collect();
+    let runs_a_command = matches!(args.get(1).map(String::as_str), Some("run" | "elect"));
+    let stray = match err.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(arg))
+            if err.kind() == ErrorKind::UnknownArgument && !arg.starts_with('-') =>
+        {
+            Some(arg.clone())
+        }
+        _ => None,
+    };
+    if let (true, Some(stray)) = (runs_a_command, stray) {
+        let mut fixed = vec!["zklock".to_owned()];
+        let at = args
+            .iter()
+            .skip(2)
+            .position(|arg| *arg == stray)
+            .map_or(args.len(), |i| i + 2);
+        fixed.extend(args[1..at].iter().cloned());
+        fixed.push("--".to_owned());
+        fixed.extend(args[at..].iter().cloned());
+        let text = err.render().to_string();
+        let (first, rest) = text.split_once('\n').unwrap_or((&text, ""));
+        eprint!(
+            "{first}\n\n  tip: put -- before the command: {}\n{rest}",
+            fixed.join(" ")
+        );
+        std::process::exit(exit::USAGE);
+    }
+    err.exit()
 }
 
 /// Who says a failure: `zklock serve` names itself, being the one command that runs as a service.

@@ -30,10 +30,8 @@ async fn run_with(
         if args.nonblock {
             mutex.try_lock().await
         } else if let Some(secs) = args.timeout {
-            mutex
-                .lock_timeout(Duration::from_secs_f64(secs.max(0.0)))
-                .await
-                .map(Some)
+            // Finite and at most a year: checked by `cli::seconds`.
+            mutex.lock_timeout(Duration::from_secs_f64(secs)).await.map(Some)
         } else {
             mutex.lock().await.map(Some)
         }

@@ -22,7 +22,7 @@ use anyhow::Context;
 use tokio::signal::unix::{signal, SignalKind};
 use zklock_server::{Error, Server, ServerConfig, StorageError};
 
-use crate::cli::ServeArgs;
+use crate::cli::{ServeArgs, SERVE_DEFAULT_LISTEN};
 use crate::exit::{self, Failure};
 
 pub async fn serve(args: ServeArgs) -> exit::Result {
@@ -30,7 +30,11 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
         Some(path) => {
             ServerConfig::from_zoo_cfg(path).with_context(|| format!("reading {}", path.display()))?
         }
-        None => ServerConfig::default(),
+        // ZooKeeper's usual client port, reachable from this machine only.
+        None => ServerConfig {
+            listen: SERVE_DEFAULT_LISTEN,
+            ..ServerConfig::default()
+        },
     };
     if let Some(listen) = args.listen {
         config.listen = listen;
@@ -38,8 +42,32 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
     if let Some(dir) = &args.data_dir {
         config.data_dir = Some(dir.clone());
     }
+    if args.dry_run {
+        let data = match &config.data_dir {
+            Some(dir) => dir.display().to_string(),
+            None => "a temporary directory".to_owned(),
+        };
+        println!(
+            "zklock server would listen on {} with its data in {data}",
+            config.listen
+        );
+        return Ok(exit::OK);
+    }
+    let listen = config.listen;
     let server = match Server::start(config).await {
         Ok(server) => server,
+        Err(Error::Bind(err)) => {
+            let reason = match err.kind() {
+                ErrorKind::AddrInUse => {
+                    "address in use (another server listens there; choose one with --listen)".to_owned()
+                }
+                _ => err.to_string(),
+            };
+            return Err(Failure::new(
+                exit::FAILURE,
+                format!("cannot listen on {listen}: {reason}"),
+            ));
+        }
         Err(Error::Storage(err @ StorageError::NoRoom { .. })) => {
             let message = format!("{err}; free space or use a bigger disk");
             return Err(Failure::new(exit::LOG_UNWRITABLE, message));

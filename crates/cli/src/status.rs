@@ -1,36 +1,84 @@
 //! `zklock status PATH`: who holds a recipe directory, and who waits, in order — as the library's
-//! [`zklock::inspect`] reads it (this file knows no node layouts).
+//! [`zklock::inspect`] reads it (this file knows no node layouts). `--json` prints the same as one JSON object for
+//! scripts; `--check` makes the exit status say whether somebody holds it.
 
 use std::time::SystemTime;
 
-use anyhow::{Context, Result};
+use serde::Serialize;
 use zklock::{Inspection, NodeKind, Participant, Recipe, RetryPolicy, Role, Session};
 use zookeeper_client::Client;
 
 use crate::cli::StatusArgs;
+use crate::exit::{self, Failure};
 use crate::zk as conn;
 
-pub async fn status(args: StatusArgs) -> Result<i32> {
-    let client = conn::connect_args(&args.connect).await?;
-    let result = show(&client, &args.path).await;
-    conn::close(client).await;
-    result
+/// `--check`: nobody holds it (or it does not exist).
+const FREE: i32 = 1;
+
+/// How `status` fails: a [`Failure`] (its exit status and message), which `main` takes with `Failure::from`.
+#[derive(Debug)]
+pub struct StatusFailure(Failure);
+
+impl From<StatusFailure> for Failure {
+    fn from(failure: StatusFailure) -> Failure {
+        failure.0
+    }
 }
 
-async fn show(client: &Client, path: &str) -> Result<i32> {
-    // One look: a connection loss is reported, not retried.
+impl From<Failure> for StatusFailure {
+    fn from(failure: Failure) -> StatusFailure {
+        StatusFailure(failure)
+    }
+}
+
+impl From<anyhow::Error> for StatusFailure {
+    fn from(err: anyhow::Error) -> StatusFailure {
+        StatusFailure(err.into())
+    }
+}
+
+pub async fn status(args: StatusArgs) -> Result<i32, StatusFailure> {
+    let client = conn::connect_args(&args.connect).await?;
+    let found = look(&client, &args.path).await;
+    conn::close(client).await;
+    let found = found?;
+    let held = found.as_ref().is_some_and(|found| {
+        found
+            .participants
+            .iter()
+            .any(|p| matches!(p.role, Role::Holder | Role::Entered))
+    });
+    if args.json {
+        let report = Report::new(&args.path, found.as_ref(), held);
+        let json = serde_json::to_string(&report)
+            .map_err(|err| Failure::new(exit::FAILURE, format!("cannot write JSON: {err}")))?;
+        println!("{json}");
+    } else {
+        show(&args.path, found);
+    }
+    Ok(if args.check && !held { FREE } else { exit::OK })
+}
+
+/// One look: a connection loss is reported, not retried. An invalid path is a usage error.
+async fn look(client: &Client, path: &str) -> exit::Result<Option<Inspection>> {
     let session = Session::new(client).with_retry(RetryPolicy {
         max_attempts: Some(1),
         ..RetryPolicy::default()
     });
+    zklock::inspect(&session, path).await.map_err(|err| match err {
+        zklock::Error::InvalidPath { .. } => Failure::new(exit::USAGE, err.to_string()),
+        err => Failure::new(exit::FAILURE, format!("looking at {path}: {err}")),
+    })
+}
+
+/// The human view.
+fn show(path: &str, found: Option<Inspection>) {
     let Some(Inspection {
         recipe, participants, ..
-    }) = zklock::inspect(&session, path)
-        .await
-        .with_context(|| format!("looking at {path}"))?
+    }) = found
     else {
         println!("{path}: does not exist (a free lock, an unset barrier, an empty queue)");
-        return Ok(0);
+        return;
     };
     let holders = participants.iter().filter(|p| p.role == Role::Holder).count();
     match recipe {
@@ -51,6 +99,7 @@ async fn show(client: &Client, path: &str) -> Result<i32> {
                 "{path}: double barrier {state}, {} participant(s) present",
                 participants.len()
             );
+            print_rows(&participants);
         }
         Recipe::Empty => {
             println!("{path}: exists with no contenders (a set barrier, or an idle lock directory)");
@@ -70,27 +119,42 @@ async fn show(client: &Client, path: &str) -> Result<i32> {
             print_rows(&participants);
         }
     }
-    Ok(0)
 }
 
 fn print_rows(rows: &[Participant]) {
     let now = SystemTime::now();
+    let width = rows.iter().map(|row| label(row).len()).max().unwrap_or(0);
     for (i, row) in rows.iter().enumerate() {
-        let role = if row.role == Role::Holder {
-            "holder "
-        } else {
-            "waiting"
-        };
         let age = now.duration_since(row.created).unwrap_or_default();
         println!(
-            "  {role} {:>3}. {}  [{}]  session 0x{:x}  queued {:.1}s ago  {}",
+            "  {:<width$} {:>3}. {}  [{}]  token {}  session 0x{:x}  queued {:.1}s ago  {}",
+            label(row),
             i + 1,
             row.name,
             kind(row.kind),
+            row.fencing_token,
             row.session_id,
             age.as_secs_f64(),
             String::from_utf8_lossy(&row.data)
         );
+    }
+}
+
+/// What a participant is called in its recipe: a lock's holder, an election's leader, a semaphore's lease holder,
+/// a read/write lock's reader or writer, a double barrier's member that has entered.
+fn label(row: &Participant) -> &'static str {
+    let holds = row.role == Role::Holder;
+    match row.kind {
+        NodeKind::Candidate if holds => "leader",
+        NodeKind::Candidate => "candidate",
+        NodeKind::Lease if holds => "lease holder",
+        NodeKind::Read | NodeKind::KazooRead if holds => "reader",
+        NodeKind::Read | NodeKind::KazooRead => "waiting reader",
+        NodeKind::Write if holds => "writer",
+        NodeKind::Write => "waiting writer",
+        _ if holds => "holder",
+        _ if row.role == Role::Entered => "entered",
+        _ => "waiting",
     }
 }
 
@@ -103,5 +167,138 @@ fn kind(kind: NodeKind) -> &'static str {
         NodeKind::Lease => "lease",
         NodeKind::Member => "member",
         _ => "other",
+    }
+}
+
+/// `--json`: one object. `recipe` is `null` when the directory does not exist; the recipe-specific fields of
+/// `counts` (and `ready`) appear only for their recipe.
+#[derive(Debug, Serialize)]
+struct Report<'a> {
+    path: &'a str,
+    exists: bool,
+    recipe: Option<&'static str>,
+    /// What `--check` tells.
+    held: bool,
+    /// Holders (the leader, lease holders, readers sharing a lock, members inside a double barrier).
+    holders: Vec<Row>,
+    /// Those waiting, in queue order.
+    waiters: Vec<Row>,
+    counts: Counts,
+    /// A double barrier: whether it has opened.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ready: Option<bool>,
+}
+
+#[derive(Debug, Default, Serialize)]
+struct Counts {
+    holders: usize,
+    waiters: usize,
+    /// A semaphore: acquirers queued for their turn to take a lease.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    acquirers: Option<usize>,
+    /// A queue: its items (claimed ones included).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    items: Option<usize>,
+    /// A queue: items claimed by a consumer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    claimed: Option<usize>,
+    /// Children of a directory no recipe uses.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    children: Option<usize>,
+}
+
+#[derive(Debug, Serialize)]
+struct Row {
+    name: String,
+    path: String,
+    sequence: Option<i64>,
+    kind: &'static str,
+    role: &'static str,
+    fencing_token: i64,
+    /// As `0x…`, the way ZooKeeper's tools show it.
+    session_id: String,
+    /// Milliseconds since the Unix epoch, by the server's clock.
+    created_ms: u128,
+    /// UTF-8, lossily.
+    data: String,
+}
+
+impl<'a> Report<'a> {
+    fn new(path: &'a str, found: Option<&Inspection>, held: bool) -> Report<'a> {
+        let Some(found) = found else {
+            return Report {
+                path,
+                exists: false,
+                recipe: None,
+                held,
+                holders: Vec::new(),
+                waiters: Vec::new(),
+                counts: Counts::default(),
+                ready: None,
+            };
+        };
+        let (holders, waiters): (Vec<&Participant>, Vec<&Participant>) = found
+            .participants
+            .iter()
+            .partition(|p| matches!(p.role, Role::Holder | Role::Entered));
+        let mut counts = Counts {
+            holders: holders.len(),
+            waiters: waiters.len(),
+            ..Counts::default()
+        };
+        let mut ready = None;
+        let recipe = match found.recipe {
+            Recipe::Lock => "lock",
+            Recipe::Election => "election",
+            Recipe::Semaphore { acquirers } => {
+                counts.acquirers = Some(acquirers);
+                "semaphore"
+            }
+            Recipe::Queue { items, claimed } => {
+                counts.items = Some(items);
+                counts.claimed = Some(claimed);
+                "queue"
+            }
+            Recipe::DoubleBarrier { ready: open } => {
+                ready = Some(open);
+                "double_barrier"
+            }
+            Recipe::Empty => "empty",
+            Recipe::Unrecognised { children } => {
+                counts.children = Some(children);
+                "unrecognised"
+            }
+            _ => "other",
+        };
+        Report {
+            path,
+            exists: true,
+            recipe: Some(recipe),
+            held,
+            holders: holders.into_iter().map(Row::new).collect(),
+            waiters: waiters.into_iter().map(Row::new).collect(),
+            counts,
+            ready,
+        }
+    }
+}
+
+impl Row {
+    fn new(p: &Participant) -> Row {
+        Row {
+            name: p.name.clone(),
+            path: p.path.clone(),
+            sequence: p.sequence,
+            kind: kind(p.kind),
+            role: label(p),
+            fencing_token: p.fencing_token,
+            session_id: format!("0x{:x}", p.session_id),
+            created_ms: p
+                .created
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_millis(),
+            data: String::from_utf8_lossy(&p.data).into_owned(),
+        }
     }
 }

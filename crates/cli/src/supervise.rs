@@ -1,10 +1,11 @@
 //! What `zklock run` and `zklock elect` share: a session with signal handlers, and holding a guard while a command
 //! runs. Their exit statuses are in [`crate::exit`].
 
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
-use tokio::signal::unix::{signal, Signal as SignalStream, SignalKind};
+use tokio::signal::unix::{signal as signal_stream, Signal as SignalStream, SignalKind};
 use zklock::{Guard, LostPolicy};
 
 use zookeeper_client::Client;
@@ -14,43 +15,84 @@ use crate::cli::ConnectArgs;
 use crate::exit::{self, Failure};
 use crate::zk;
 
-/// SIGINT and SIGTERM, which we forward to the command (or which end our wait before it starts).
+/// The signals we forward to the command's process group while it runs: SIGHUP (an SSH logout), SIGINT, SIGTERM,
+/// SIGQUIT, SIGUSR1 and SIGUSR2. Taking them also means none of them kills `zklock` outright, which would leave our
+/// session — and the lock — behind for a session timeout.
+pub const FORWARDED: [Signal; 6] = [
+    Signal::SIGHUP,
+    Signal::SIGINT,
+    Signal::SIGTERM,
+    Signal::SIGQUIT,
+    Signal::SIGUSR1,
+    Signal::SIGUSR2,
+];
+
+/// The forwarded signals that end our wait while no command runs (connecting, waiting for the guard, waiting to
+/// start the command). SIGUSR1 and SIGUSR2 are then ignored: there is nobody to forward them to.
+pub const ENDS_WAIT: [Signal; 4] = [Signal::SIGHUP, Signal::SIGINT, Signal::SIGTERM, Signal::SIGQUIT];
+
+/// Our handlers for the [`FORWARDED`] signals.
 pub struct Interrupts {
-    int: SignalStream,
-    term: SignalStream,
+    streams: Vec<(Signal, SignalStream)>,
 }
 
 impl Interrupts {
     pub fn install() -> std::io::Result<Interrupts> {
-        Ok(Interrupts {
-            int: signal(SignalKind::interrupt())?,
-            term: signal(SignalKind::terminate())?,
-        })
+        let streams = FORWARDED
+            .iter()
+            .map(|&signal| Ok((signal, signal_stream(SignalKind::from_raw(signal as i32))?)))
+            .collect::<std::io::Result<_>>()?;
+        Ok(Interrupts { streams })
     }
 
-    /// The next interrupt, as the signal that arrived.
+    /// The next signal that ends a wait ([`ENDS_WAIT`]); SIGUSR1 and SIGUSR2 arriving meanwhile are ignored (and
+    /// so not delivered to a command started later).
     pub async fn recv(&mut self) -> Signal {
-        tokio::select! {
-            _ = self.int.recv() => Signal::SIGINT,
-            _ = self.term.recv() => Signal::SIGTERM,
+        loop {
+            let signal = self.next().await;
+            if ENDS_WAIT.contains(&signal) {
+                return signal;
+            }
+            tracing::info!(%signal, "ignored: the command is not running");
         }
+    }
+
+    /// The next of the [`FORWARDED`] signals, to forward to the running command.
+    pub async fn next(&mut self) -> Signal {
+        std::future::poll_fn(|cx| {
+            for (signal, stream) in &mut self.streams {
+                if let Poll::Ready(Some(())) = stream.poll_recv(cx) {
+                    return Poll::Ready(*signal);
+                }
+            }
+            Poll::Pending
+        })
+        .await
     }
 }
 
-/// Connects (`--connect`), installs the signal handlers, runs `body`, and closes the session on the way out so
-/// that our nodes go now rather than a session timeout later.
+/// Installs the signal handlers, connects (`--connect`), runs `body`, and closes the session on the way out so
+/// that our nodes go now rather than a session timeout later. The handlers come first: a signal that ends our wait
+/// ([`ENDS_WAIT`]) — while connecting, or inside `body` — ends it through `body`'s return, and so only after the
+/// session is closed.
 pub async fn with_session(
     connect: &ConnectArgs,
     body: impl AsyncFnOnce(&Client, &mut Interrupts) -> exit::Result,
 ) -> exit::Result {
-    let client = zk::connect_args(connect).await?;
-    let result = match Interrupts::install() {
-        Ok(mut interrupts) => body(&client, &mut interrupts).await,
-        Err(err) => Err(Failure::new(
+    let mut interrupts = Interrupts::install().map_err(|err| {
+        Failure::new(
             exit::LOCAL_FAILURE,
             format!("cannot install signal handlers: {err}"),
-        )),
+        )
+    })?;
+    // Dropping a half-made connection leaves no node behind.
+    let client = tokio::select! {
+        client = zk::connect_args(connect) => client?,
+        signal = interrupts.recv() => {
+            return Err(interrupted(signal, format!("{signal} while connecting to ZooKeeper")));
+        }
     };
+    let result = body(&client, &mut interrupts).await;
     zk::close(client).await;
     result
 }
@@ -110,6 +152,10 @@ pub fn watchdog_deadline(
 
 /// Runs `command` while `guard` holds. `what` names the guard in messages ("the lock on /x", "leadership of /x").
 /// The guard is released only once the command is gone, so the next holder's command never overlaps ours.
+///
+/// The [`FORWARDED`] signals go to the command's process group while it runs, and we stay until it exits: a
+/// command that shrugs off SIGHUP keeps the guard. Before it starts, one that [ends a wait](ENDS_WAIT) releases the
+/// guard and returns 128 + N.
 ///
 /// Two things stop the command early: the guard's lost signal (we send SIGTERM, then SIGKILL after `kill_after`
 /// seconds), and — should this process be paused or starved and so stop renewing it — the watchdog's deadline,
@@ -173,7 +219,7 @@ pub async fn run_while_held(
     let exited = loop {
         tokio::select! {
             status = child.wait() => break status,
-            signal = interrupts.recv() => child.signal(signal),
+            signal = interrupts.next() => child.signal(signal),
             Ok(()) = validity.changed() => {
                 if let Some(deadline) = deadline(*validity.borrow_and_update()) {
                     child.renew(deadline);

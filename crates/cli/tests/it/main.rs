@@ -4,8 +4,10 @@ mod support;
 
 mod demo;
 mod elect;
+mod input;
 mod interop;
 mod pause;
 mod run;
 mod serve_disk_full;
+mod signals;
 mod status;

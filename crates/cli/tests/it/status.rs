@@ -1,5 +1,8 @@
-//! `zklock status`: holder and queue in order.
+//! `zklock status`: holder and queue in order; `--json`, `--check`, each recipe's labels.
 
+use std::process::Stdio;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
 use zklock::Mutex;
 use zklock_testkit::unique_path;
 
@@ -76,6 +79,14 @@ async fn shows_every_recipe() {
         stdout.contains("held by 2 of 2") && stdout.contains("[read]"),
         "{stdout}"
     );
+    assert_eq!(
+        stdout
+            .lines()
+            .filter(|l| l.trim_start().starts_with("reader "))
+            .count(),
+        2,
+        "{stdout}"
+    );
 
     // Election: the leader leads.
     let election = unique_path("cli-status-election");
@@ -104,6 +115,14 @@ async fn shows_every_recipe() {
         .unwrap();
     let stdout = text(&output(&["status", "--connect", &hosts, &sem]).await.stdout);
     assert!(stdout.contains("semaphore with 2 lease(s) held"), "{stdout}");
+    assert_eq!(
+        stdout
+            .lines()
+            .filter(|l| l.trim_start().starts_with("lease holder "))
+            .count(),
+        2,
+        "{stdout}"
+    );
 
     // Queue: three items.
     let queue_path = unique_path("cli-status-queue");
@@ -183,4 +202,229 @@ async fn semaphore_acquirer_waiting_for_room_is_not_a_holder() {
     held.release().await.unwrap();
     let session = waiter.await.unwrap().unwrap();
     assert_eq!(session, b_session);
+}
+
+/// Waits until `path` has `n` children.
+async fn children(watcher: &zookeeper_client::Client, path: &str, n: usize) {
+    loop {
+        let (children, watch) = watcher.list_and_watch_children(path).await.unwrap();
+        if children.len() == n {
+            return;
+        }
+        tokio::time::timeout(EVENTUALLY, watch.changed()).await.unwrap();
+    }
+}
+
+fn json(out: &std::process::Output) -> serde_json::Value {
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|err| panic!("{err}: {}", text(&out.stdout)))
+}
+
+/// `--json` shows the holder's fencing token — the one `zklock run` gave its command — its session and data, and
+/// the waiters in order; the human view shows the token too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_carries_the_holders_fencing_token() {
+    let hosts = zookeeper().await;
+    let path = unique_path("cli-status-json");
+    let gone = json(&output(&["status", "--connect", &hosts, "--json", &path]).await);
+    assert_eq!(gone["path"], path.as_str());
+    assert_eq!(gone["exists"], false, "{gone}");
+    assert_eq!(gone["held"], false, "{gone}");
+    assert_eq!(gone["holders"], serde_json::json!([]), "{gone}");
+
+    // `zklock run` holds the lock; its command prints its fencing token and waits for its stdin to close.
+    let mut run = zklock(&[
+        "run",
+        "--connect",
+        &hosts,
+        "--describe",
+        "nightly backup",
+        &path,
+        "--",
+        "sh",
+        "-c",
+        "echo \"$ZKLOCK_FENCING_TOKEN\"; cat >/dev/null",
+    ])
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut lines = BufReader::new(run.stdout.take().unwrap()).lines();
+    let token: i64 = tokio::time::timeout(EVENTUALLY, lines.next_line())
+        .await
+        .expect("the command started")
+        .unwrap()
+        .expect("a token")
+        .trim()
+        .parse()
+        .unwrap();
+
+    let b = client(&hosts).await;
+    let b_session = b.session_id().0;
+    let waiter = {
+        let path = path.clone();
+        tokio::spawn(async move {
+            Mutex::new(&b, &path)
+                .unwrap()
+                .with_data("second in line")
+                .lock()
+                .await
+                .map(|guard| guard.fencing_token())
+        })
+    };
+    children(&client(&hosts).await, &path, 2).await;
+
+    let found = json(&output(&["status", "--connect", &hosts, "--json", &path]).await);
+    assert_eq!(found["path"], path.as_str(), "{found}");
+    assert_eq!(found["exists"], true, "{found}");
+    assert_eq!(found["recipe"], "lock", "{found}");
+    assert_eq!(found["held"], true, "{found}");
+    assert_eq!(found["counts"]["holders"], 1, "{found}");
+    assert_eq!(found["counts"]["waiters"], 1, "{found}");
+    let holder = &found["holders"][0];
+    assert_eq!(holder["fencing_token"], token, "{found}");
+    assert_eq!(holder["role"], "holder", "{found}");
+    assert_eq!(holder["kind"], "lock", "{found}");
+    assert!(
+        holder["data"].as_str().unwrap().contains("nightly backup"),
+        "{found}"
+    );
+    let session = holder["session_id"].as_str().unwrap();
+    assert!(
+        session.starts_with("0x") && i64::from_str_radix(&session[2..], 16).unwrap() != 0,
+        "{found}"
+    );
+    assert!(holder["name"].as_str().unwrap().contains("-lock-"), "{found}");
+    let waiting = &found["waiters"][0];
+    assert_eq!(waiting["role"], "waiting", "{found}");
+    assert_eq!(waiting["data"], "second in line", "{found}");
+    assert_eq!(waiting["session_id"], format!("0x{b_session:x}"), "{found}");
+    assert!(waiting["fencing_token"].as_i64().unwrap() > token, "{found}");
+
+    let stdout = text(&output(&["status", "--connect", &hosts, &path]).await.stdout);
+    let holder_line = stdout.lines().nth(1).expect(&stdout);
+    assert!(holder_line.contains(&format!("token {token} ")), "{stdout}");
+
+    drop(run.stdin.take()); // the command's `read` ends
+    let out = tokio::time::timeout(EVENTUALLY, run.wait_with_output())
+        .await
+        .expect("zklock run exits")
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    let next = waiter.await.unwrap().unwrap();
+    assert_eq!(next, waiting["fencing_token"].as_i64().unwrap());
+}
+
+/// `--check`: 0 held, 1 free (or absent), 3 unreachable, 2 for an invalid path (with or without `--check`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_exits_0_held_1_free_3_unreachable_2_bad_path() {
+    let hosts = zookeeper().await;
+    let path = unique_path("cli-status-check");
+    let check = |path: String| {
+        let hosts = hosts.clone();
+        async move {
+            output(&["status", "--connect", &hosts, "--check", &path])
+                .await
+                .status
+                .code()
+        }
+    };
+    assert_eq!(check(path.clone()).await, Some(1), "absent: free");
+    let out = output(&["status", "--connect", &hosts, &path]).await;
+    assert_eq!(out.status.code(), Some(0), "without --check, free is success");
+
+    let a = client(&hosts).await;
+    let guard = Mutex::new(&a, &path).unwrap().lock().await.unwrap();
+    assert_eq!(check(path.clone()).await, Some(0), "held");
+    let out = output(&["status", "--connect", &hosts, "--check", "--json", &path]).await;
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(json(&out)["held"], true);
+    guard.release().await.unwrap();
+    assert_eq!(
+        check(path.clone()).await,
+        Some(1),
+        "released: an idle directory is free"
+    );
+
+    for bad in ["no-slash", "/a//b", "/trailing/"] {
+        let out = output(&["status", "--connect", &hosts, "--check", bad]).await;
+        assert_eq!(out.status.code(), Some(2), "{bad}: {}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("invalid path"),
+            "{}",
+            text(&out.stderr)
+        );
+        let out = output(&["status", "--connect", &hosts, bad]).await;
+        assert_eq!(out.status.code(), Some(2), "{bad}: {}", text(&out.stderr));
+    }
+
+    // A port nobody listens on: connection refused.
+    let refused = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap()
+    };
+    let out = output(&[
+        "status",
+        "--connect",
+        &refused.to_string(),
+        "--session-timeout",
+        "1",
+        "--check",
+        &path,
+    ])
+    .await;
+    assert_eq!(out.status.code(), Some(3), "stderr: {}", text(&out.stderr));
+}
+
+/// An election's nodes are a leader and candidates, not holders and waiters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn election_shows_leader_and_candidates() {
+    let hosts = zookeeper().await;
+    let (a, b) = (client(&hosts).await, client(&hosts).await);
+    let election = unique_path("cli-status-labels");
+    let leader = zklock::LeaderElection::new(&a, &election)
+        .unwrap()
+        .with_data("leads")
+        .campaign()
+        .await
+        .unwrap();
+    let candidate = {
+        let election = election.clone();
+        tokio::spawn(async move {
+            zklock::LeaderElection::new(&b, &election)
+                .unwrap()
+                .with_data("stands by")
+                .campaign()
+                .await
+                .map(|_| ())
+        })
+    };
+    children(&a, &election, 2).await;
+
+    let stdout = text(&output(&["status", "--connect", &hosts, &election]).await.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[0].contains("led by 1 of 2"), "{stdout}");
+    assert!(
+        lines[1].trim_start().starts_with("leader ") && lines[1].ends_with("leads"),
+        "{stdout}"
+    );
+    assert!(
+        lines[2].trim_start().starts_with("candidate ") && lines[2].ends_with("stands by"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("holder"), "{stdout}");
+
+    let found = json(&output(&["status", "--connect", &hosts, "--json", &election]).await);
+    assert_eq!(found["recipe"], "election", "{found}");
+    assert_eq!(found["holders"][0]["role"], "leader", "{found}");
+    assert_eq!(found["waiters"][0]["role"], "candidate", "{found}");
+    assert_eq!(
+        found["holders"][0]["fencing_token"],
+        leader.fencing_token(),
+        "{found}"
+    );
+
+    leader.release().await.unwrap();
+    candidate.await.unwrap().unwrap();
 }
