@@ -133,6 +133,10 @@ pub fn recover(st: &mut State, recovered: zklock_storage::Recovered) -> Result<(
         st.last_zxid = zxid;
     }
     let replayed = recovered.txns.len();
+    // What the log holds beyond the snapshot counts towards the next snapshot, so that a server restarted again
+    // and again before reaching `snapCount` / `snapSizeLimitInKb` still snapshots and prunes its log.
+    st.since_snapshot = replayed as u64;
+    st.since_snapshot_bytes = recovered.txns.iter().map(|(_, p)| p.len() as u64 + 28).sum();
     for (zxid, payload) in recovered.txns {
         let logged = LoggedTxn::from_bytes(&payload).map_err(|source| RecoveryError::Txn { zxid, source })?;
         st.apply(zxid, logged.time, &logged.txn, &mut Vec::new(), &mut Vec::new());

@@ -195,3 +195,50 @@ async fn logged_bytes_trigger_snapshots_and_keep_the_disk_use_bounded() {
     assert!(client.check_stat("/big-0").await.unwrap().is_none());
     server.shutdown().await.unwrap();
 }
+
+/// What a restarted server finds in its log beyond the snapshot counts towards the next one: a server killed
+/// again and again before it reaches the trigger still snapshots (and prunes) instead of growing its log forever.
+#[tokio::test]
+async fn the_log_replayed_at_start_counts_towards_the_next_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = ServerConfig {
+        data_dir: Some(dir.path().to_path_buf()),
+        tick_time: std::time::Duration::from_millis(200),
+        snap_size_limit: 4 << 20,
+        ..Default::default()
+    };
+    let snapshots = |dir: &std::path::Path| {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .filter(|e| {
+                let name = e.as_ref().unwrap().file_name().to_string_lossy().into_owned();
+                name.starts_with("snapshot.") && !name.ends_with(".tmp")
+            })
+            .count()
+    };
+    let data = vec![7u8; 256 * 1024];
+    // Three lives of 3 MiB each, none reaching 4 MiB on its own; dropped without `shutdown` (no final snapshot).
+    for life in 0..3 {
+        let server = Server::start(config.clone()).await.unwrap();
+        let (mut raw, _) = Raw::session(server.local_addr()).await;
+        for i in 0..12 {
+            raw.call(OpCode::Create, &create(&format!("/life-{life}-{i}"), &data, 0))
+                .await;
+        }
+        if snapshots(dir.path()) > 0 {
+            return; // the second life's log + the first's replayed one passed the trigger: done
+        }
+        drop(raw);
+        drop(server);
+    }
+    let server = Server::start(config).await.unwrap();
+    let deadline = std::time::Instant::now() + crate::common::WAIT;
+    while snapshots(dir.path()) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "9 MiB logged over three lives and still no snapshot"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    server.shutdown().await.unwrap();
+}
