@@ -70,9 +70,12 @@ impl Guard {
     /// [`lost`](Guard::lost) reports it). `None` before the first confirmed contact and once the guard is lost.
     ///
     /// A reply to a request we sent at time `t` proves that the server heard from us at or after `t`, so it cannot
-    /// expire the session before `t` + the negotiated session timeout. While the guard is held, its lost-signal task
-    /// sends an `exists` on our own node every session timeout / 6 after the last confirmed contact (one tiny request
-    /// per held guard; a guard held for less costs nothing more) and moves this instant on with each reply. Work
+    /// expire the session before `t` + the negotiated session timeout. From the first call of this method or of
+    /// [`session_validity`](Guard::session_validity) on, and while the guard is held, its lost-signal task sends an
+    /// `exists` on our own node every session timeout / 6 after the last confirmed contact (one tiny request; a
+    /// guard nobody asks costs nothing, and one held for less than that costs nothing more) and moves this instant
+    /// on with each reply. The first call may return an instant from the acquisition (or already past): ask early,
+    /// or hold the watch of [`session_validity`](Guard::session_validity). Work
     /// that must be over before the session can expire can so be given a deadline that does not depend on this
     /// process being scheduled: `zklock run` hands it, minus a margin, to a watchdog process that stops the command
     /// when it is not renewed in time. It is a [`std::time::Instant`] — CLOCK_MONOTONIC on Linux, the same clock in

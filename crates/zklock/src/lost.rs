@@ -9,13 +9,14 @@
 //! expired our session. A reply to a request we sent at time `t` proves that the server heard from us at or after
 //! `t`, so it cannot expire the session before `t` + the negotiated session timeout (ZooKeeper's expiry queue rounds
 //! up; in an ensemble the leader learns of a follower's touch later, which only delays the expiry). zookeeper-client
-//! does not tell when it last heard from the server, so the task asks itself: while the node is held it sends a
-//! `exists` on our own node (which also confirms that the node is still there) every sixth of the session timeout
-//! after the last confirmed contact, and records the instant each such request was *sent*.
+//! does not tell when it last heard from the server, so the task asks itself: once the owner has asked for the
+//! session validity, and while the node is held, it sends an `exists` on our own node (which also confirms that the
+//! node is still there) every sixth of the session timeout after the last confirmed contact, and records the
+//! instant each such request was *sent*.
 //!
-//! Cost: one `exists` watch on our own node (sent right after the create, never awaited on the acquire path), and
-//! while held one tiny `exists` request every session timeout / 6 (a guard held for less than that costs nothing
-//! more).
+//! Cost: one `exists` watch on our own node (sent right after the create, never awaited on the acquire path). Only
+//! a guard whose session validity was asked for (`zklock run` and `zklock elect` do) adds one tiny `exists` every
+//! session timeout / 6 while it is held; every other guard costs nothing more.
 //!
 //! The owner *dismisses* the task before it deletes the node itself (see [`OwnNode`](crate::own_node::OwnNode)):
 //! a dismissed task reports nothing, so the owner's own delete is never mistaken for somebody else's.
@@ -112,6 +113,8 @@ impl LostPolicy {
 pub(crate) struct LostSignal {
     reason: watch::Receiver<Option<LostReason>>,
     holding: watch::Sender<bool>,
+    /// Whether the owner asked for the session validity: only then does the task send heartbeats.
+    wanted: watch::Sender<bool>,
     valid_until: watch::Receiver<Option<std::time::Instant>>,
     dismissed: CancellationToken,
     task: tokio::task::AbortHandle,
@@ -131,6 +134,7 @@ impl LostSignal {
     pub(crate) fn start(client: &Client, path: &str, policy: LostPolicy, retry: &RetryPolicy) -> LostSignal {
         let (tx, reason) = watch::channel(None);
         let (holding, holding_rx) = watch::channel(false);
+        let (wanted, wanted_rx) = watch::channel(false);
         let (valid_tx, valid_until) = watch::channel(None);
         let dismissed = CancellationToken::new();
         let task = tokio::spawn(monitor(
@@ -142,12 +146,14 @@ impl LostSignal {
                 dismissed: dismissed.clone(),
             },
             holding_rx,
+            wanted_rx,
             tx,
             valid_tx,
         ));
         LostSignal {
             reason,
             holding,
+            wanted,
             valid_until,
             dismissed,
             task: task.abort_handle(),
@@ -172,8 +178,11 @@ impl LostSignal {
     }
 
     /// The instant before which the server cannot have expired our session, from the last confirmed contact;
-    /// `None` before the first one and once the node is lost. (Reasoning in the module documentation.)
+    /// `None` before the first one and once the node is lost. (Reasoning in the module documentation.) The first
+    /// call starts the heartbeats that keep it moving while the node is held.
     pub(crate) fn valid_until(&self) -> watch::Receiver<Option<std::time::Instant>> {
+        self.wanted
+            .send_if_modified(|wanted| !std::mem::replace(wanted, true));
         self.valid_until.clone()
     }
 
@@ -289,6 +298,7 @@ type Heartbeat = (
 async fn monitor(
     monitor: Monitor,
     mut holding: watch::Receiver<bool>,
+    mut wanted: watch::Receiver<bool>,
     tx: watch::Sender<Option<LostReason>>,
     valid_until: watch::Sender<Option<std::time::Instant>>,
 ) {
@@ -322,8 +332,8 @@ async fn monitor(
                     _ => None,
                 };
                 // One heartbeat at a time: a reply that takes long only delays the next one.
-                let next_heartbeat =
-                    (held && heartbeat.is_none()).then(|| contacts.next_heartbeat().max(not_before));
+                let next_heartbeat = (held && *wanted.borrow() && heartbeat.is_none())
+                    .then(|| contacts.next_heartbeat().max(not_before));
                 tokio::select! {
                     biased;
                     () = dismissed.cancelled() => return,
@@ -338,6 +348,11 @@ async fn monitor(
                         }
                     }
                     changed = holding.changed() => {
+                        if changed.is_err() {
+                            return; // the owner is gone
+                        }
+                    }
+                    changed = wanted.changed() => {
                         if changed.is_err() {
                             return; // the owner is gone
                         }

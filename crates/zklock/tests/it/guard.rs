@@ -45,6 +45,33 @@ on_every_server! {
         assert_eq!(guard.session_valid_until(), None, "a lost guard has no session validity");
     }
 
+    // Heartbeats cost a request per sixth of the session timeout, so only a guard whose session validity was asked
+    // for sends them: a guard nobody asks sends nothing after its watch is armed; asking starts them.
+    async fn heartbeats_only_once_the_validity_is_asked_for(hosts: &str) {
+        let dir = unique_path("guard-quiet");
+        let proxy = zklock_testkit::Proxy::start(first_server(hosts)).await.unwrap();
+        let holder = client_with_timeout(&proxy.connect_string(), Duration::from_secs(4)).await;
+        let timeout = holder.session_timeout();
+        let guard = Mutex::new(&holder, &dir).unwrap().lock().await.unwrap();
+        // The watch on our own node is armed with one `exists`, sent right after the create.
+        let exists = || proxy.requests(zklock_testkit::opcode::EXISTS);
+        let deadline = Instant::now() + EVENTUALLY;
+        while exists() == 0 {
+            assert!(Instant::now() < deadline, "the watch on our node was never armed");
+            tokio::task::yield_now().await;
+        }
+        // Four heartbeat periods with nobody asking: no event can show that nothing happens, so this waits.
+        tokio::time::sleep(timeout * 4 / 6).await;
+        assert_eq!(exists(), 1, "no heartbeat while nobody asks for the session validity");
+        let mut validity = guard.session_validity();
+        validity.borrow_and_update(); // the contact of the watch, seen
+        for _ in 0..2 {
+            eventually("a renewal", validity.changed()).await.expect("still held");
+        }
+        assert!(exists() >= 3, "asking started the heartbeats: {} exists", exists());
+        guard.release().await.unwrap();
+    }
+
     // Dropping a guard deletes its node; its lost signal must not take that for a deletion by somebody else
     // (which once showed up as a stray "lock node lost" warning in a fault-free benchmark).
     async fn dropped_guards_report_no_loss(hosts: &str) {
