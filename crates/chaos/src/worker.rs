@@ -94,84 +94,33 @@ async fn work(args: &WorkerArgs) -> Result<()> {
                 }
             },
         };
-        if args.recipe == Recipe::DoubleBarrier {
-            let work = Duration::from_millis(rng.gen_range(10..60));
-            match barrier_round(&zk, args, &mut register, &mut round, timeout * 2, work).await {
-                Ok(true) => held += 1,
-                Ok(false) => {}
-                Err(err) => {
-                    failed += 1;
-                    eprintln!("worker {}: barrier: {err}", args.client);
-                    if matches!(err, Error::SessionExpired | Error::Closed) {
-                        client = None;
-                    }
+        let work = Duration::from_millis(rng.gen_range(10..60));
+        let outcome = match args.recipe {
+            Recipe::DoubleBarrier => {
+                barrier_round(&zk, args, &mut register, &mut round, timeout * 2, work).await
+            }
+            Recipe::Queue => {
+                item += 1;
+                // Item ids: slot, launch and count, unique across the campaign.
+                let id = ((args.client as i64) << 48) | ((args.launch as i64 & 0xffff) << 32) | item as i64;
+                if rng.gen_bool(0.5) {
+                    produce(&zk, args, &mut register, id).await
+                } else {
+                    consume(&zk, &args.path, &mut register, timeout, work).await
                 }
             }
-            continue;
-        }
-        if args.recipe == Recipe::Queue {
-            item += 1;
-            // Item ids: slot, launch and count, unique across the campaign.
-            let id = ((args.client as i64) << 48) | ((args.launch as i64 & 0xffff) << 32) | item as i64;
-            let result = if rng.gen_bool(0.5) {
-                produce(&zk, args, &mut register, id).await
-            } else {
-                let work = Duration::from_millis(rng.gen_range(10..60));
-                consume(&zk, &args.path, &mut register, timeout, work).await
-            };
-            match result {
-                Ok(true) => held += 1,
-                Ok(false) => {}
-                Err(err) => {
-                    failed += 1;
-                    eprintln!("worker {}: queue: {err}", args.client);
-                    if matches!(err, Error::SessionExpired | Error::Closed) {
-                        client = None;
-                    }
-                }
-            }
-            continue;
-        }
-        let writer = match args.recipe {
-            Recipe::Rwlock => rng.gen_bool(0.4),
-            _ => true,
+            _ => lock_round(&zk, args, &mut register, &mut rng, timeout).await,
         };
-        let acquired = acquire(args, &zk, writer, timeout * 3).await;
-        let guard = match acquired {
-            Ok(guard) => guard,
+        match outcome {
+            Ok(true) => held += 1,
+            Ok(false) => {}
             Err(err) => {
                 failed += 1;
-                eprintln!("worker {}: acquire: {err}", args.client);
+                eprintln!("worker {}: {err}", args.client);
                 if matches!(err, Error::SessionExpired | Error::Closed) {
                     client = None;
                 }
-                continue;
             }
-        };
-        held += 1;
-        let kind = match args.recipe {
-            Recipe::Semaphore => Kind::Shared,
-            Recipe::Rwlock if !writer => Kind::Shared,
-            _ => Kind::Exclusive,
-        };
-        let sections = if args.recipe == Recipe::Election {
-            rng.gen_range(1..=3)
-        } else {
-            1
-        };
-        for _ in 0..sections {
-            let work = Duration::from_millis(rng.gen_range(20..120));
-            if !section(&mut register, &guard, kind, work).await? {
-                break;
-            }
-        }
-        if let Some(reason) = guard.lost_reason() {
-            eprintln!("worker {}: guard lost: {reason}", args.client);
-        }
-        match tokio::time::timeout(timeout, guard.release()).await {
-            Ok(Ok(())) => {}
-            Ok(Err(err)) => eprintln!("worker {}: release: {err}", args.client),
-            Err(_) => eprintln!("worker {}: release timed out", args.client),
         }
     }
     if let Some(client) = client {
@@ -187,6 +136,53 @@ async fn work(args: &WorkerArgs) -> Result<()> {
         args.client
     );
     Ok(())
+}
+
+/// One turn of a lock-like recipe: acquire (a reader or a writer, for the read/write lock), use the resource in
+/// one or more critical sections (1–3 for a leader's term), release. `Ok(false)`: not acquired in time.
+async fn lock_round(
+    zk: &Client,
+    args: &WorkerArgs,
+    register: &mut Connection,
+    rng: &mut StdRng,
+    timeout: Duration,
+) -> zklock::Result<bool> {
+    let writer = args.recipe != Recipe::Rwlock || rng.gen_bool(0.4);
+    let guard = match acquire(args, zk, writer, timeout * 3).await {
+        Ok(guard) => guard,
+        Err(Error::Timeout) => return Ok(false),
+        Err(err) => return Err(err),
+    };
+    let kind = match args.recipe {
+        Recipe::Semaphore => Kind::Shared,
+        Recipe::Rwlock if !writer => Kind::Shared,
+        _ => Kind::Exclusive,
+    };
+    let sections = if args.recipe == Recipe::Election {
+        rng.gen_range(1..=3)
+    } else {
+        1
+    };
+    for _ in 0..sections {
+        let work = Duration::from_millis(rng.gen_range(20..120));
+        match section(register, &guard, kind, work).await {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(err) => {
+                eprintln!("chaos: the register failed: {err:#}");
+                std::process::exit(2);
+            }
+        }
+    }
+    if let Some(reason) = guard.lost_reason() {
+        eprintln!("worker {}: guard lost: {reason}", args.client);
+    }
+    match tokio::time::timeout(timeout, guard.release()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(err)) => eprintln!("worker {}: release: {err}", args.client),
+        Err(_) => eprintln!("worker {}: release timed out", args.client),
+    }
+    Ok(true)
 }
 
 async fn acquire(args: &WorkerArgs, zk: &Client, writer: bool, timeout: Duration) -> zklock::Result<Guard> {
