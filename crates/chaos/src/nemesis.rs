@@ -9,6 +9,15 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use zklock_testkit::{opcode, Proxy};
+
+/// The writes whose reply (or request) `drop-reply` loses: every create, and `multi` (a queue's put and completion).
+const CREATES_AND_MULTI: &[i32] = &[
+    opcode::CREATE,
+    opcode::CREATE2,
+    opcode::CREATE_CONTAINER,
+    opcode::CREATE_TTL,
+    opcode::MULTI,
+];
 use zookeeper_client::{Acls, Client, CreateMode};
 
 use crate::clock::now_ns;
@@ -211,24 +220,34 @@ async fn inject(fault: Fault, hold: Duration, pick: u64, t: &Targets) -> Option<
             let i = t.claim_proxy(pick)?;
             let proxy = &t.proxies[i];
             let (ops, name): (&[i32], &str) = match pick % 3 {
-                0 => (opcode::ALL_CREATES, "create"),
+                0 => (CREATES_AND_MULTI, "create/multi"),
                 1 => (&[opcode::DELETE], "delete"),
                 _ => (&[opcode::GET_CHILDREN, opcode::GET_CHILDREN2], "getChildren"),
             };
-            let before = proxy.lost_replies();
-            proxy.drop_reply_and_cut(ops);
+            // Half of the time the reply is lost (the request was executed), half of the time the request itself.
+            let lose_request = (pick / 3) % 2 == 1;
+            let lost = || proxy.lost_replies() + proxy.lost_requests();
+            let before = lost();
+            if lose_request {
+                proxy.drop_requests_and_cut(ops, 1);
+            } else {
+                proxy.drop_reply_and_cut(ops);
+            }
             let deadline = tokio::time::Instant::now() + hold;
-            while proxy.lost_replies() == before && tokio::time::Instant::now() < deadline {
+            while lost() == before && tokio::time::Instant::now() < deadline {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            proxy.drop_reply_and_cut(&[]); // disarm if it did not fire
+            // Disarm if it did not fire.
+            proxy.drop_reply_and_cut(&[]);
+            proxy.drop_requests_and_cut(&[], 0);
             t.release_proxy(i);
-            let fired = if proxy.lost_replies() > before {
+            let what = if lose_request { "request" } else { "reply" };
+            let fired = if lost() > before {
                 ""
             } else {
                 " (no such request came)"
             };
-            format!("contender {i}, {name}{fired}")
+            format!("contender {i}, {name} {what}{fired}")
         }
         Fault::RestartServer => restart_server(t, hold).await,
         Fault::DiskFull => {

@@ -53,6 +53,7 @@
 //! locks with us) but not an API: use [`inspect`] to read a directory.
 #![forbid(unsafe_code)]
 
+mod abandoned;
 mod barrier;
 mod contention;
 mod double_barrier;

@@ -15,6 +15,7 @@
 use tokio_util::sync::CancellationToken;
 use zookeeper_client::{self as zk, Client};
 
+use crate::abandoned;
 use crate::error::Result;
 use crate::idioms;
 use crate::path::child_path;
@@ -115,7 +116,11 @@ impl Drop for OwnNode {
         let first = name
             .as_deref()
             .map(|name| client.delete(&child_path(&dir, name), None));
+        // Until the delete has ended, a new attempt of this session in this directory can wait for it (see
+        // `abandoned.rs`); registered before this drop returns.
+        let pending = abandoned::register(&client, &dir);
         runtime.spawn(async move {
+            let _pending = pending;
             if let Some(first) = first {
                 match first.await {
                     Ok(()) | Err(zk::Error::NoNode) => return,

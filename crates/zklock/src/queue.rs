@@ -2,8 +2,10 @@
 //!
 //! Items are persistent-sequential children `qn-<id>-<sequence>` of the queue directory; the order is the sequence
 //! number ZooKeeper appends (any child `qn-…<digits>` counts as an item, so the design documents' plain `qn-<seq>`
-//! nodes written by other tools are consumed too). The `<id>` is a fresh uuid per item: after a `put` whose reply
-//! was lost we find our item by it instead of enqueueing a second copy.
+//! nodes written by other tools are consumed too). The `<id>` is a fresh uuid per item, also the name of the
+//! item's ephemeral receipt `<queue>/receipts/<id>`, created in the same transaction: after a `put` whose reply was
+//! lost the receipt says whether the item was written (even if it was consumed meanwhile), so it is never enqueued
+//! twice; the receipt is deleted once the put is settled.
 //!
 //! Two ways to consume:
 //! * [`Queue::take`]: read the lowest item and delete it, both requests in one round trip; the consumer whose
@@ -15,7 +17,7 @@
 
 use std::time::Duration;
 
-use zookeeper_client::{self as zk, Client, CreateMode, MultiWriteError};
+use zookeeper_client::{self as zk, Client, CreateMode, MultiWriteError, MultiWriteResult};
 
 use crate::error::{Error, Result};
 use crate::events::QueueEvent;
@@ -30,6 +32,8 @@ use crate::session::Session;
 const ITEM_PREFIX: &str = "qn-";
 /// The child directory holding the claims of [`Queue::take_safe`].
 const CLAIMS: &str = "claims";
+/// The child directory holding the receipts of puts whose outcome is not settled yet (see [`Queue::put`]).
+const RECEIPTS: &str = "receipts";
 
 /// A distributed FIFO queue.
 ///
@@ -75,8 +79,9 @@ const CLAIMS: &str = "claims";
 ///
 /// # Limits
 /// * Do not mix `take` and `take_safe` consumers on one queue: `take` ignores claims.
-/// * A `put` whose reply was lost and whose item was consumed before we looked for it is enqueued again (we cannot
-///   tell it from never having been written). A `take` whose delete reply was lost, when the item is gone
+/// * A `put` whose reply was lost is never enqueued twice (its receipt decides), but if our session ends before
+///   we learn the outcome it fails with [`Error::SessionExpired`], item written or not. A `take` whose delete
+///   reply was lost, when the item is gone
 ///   afterwards, skips it: it may have been ours (and is then lost) or another consumer's; `take_safe` has no
 ///   such window (its completion is recognised by our claim being gone too).
 /// * Ordering assumes the directory's sequence counter has not wrapped (2³¹ items per directory).
@@ -127,39 +132,106 @@ impl Queue {
     }
 
     /// Appends an item; returns its node name.
+    ///
+    /// The item is created together with an ephemeral receipt `<queue>/receipts/<id>` in one transaction. After a
+    /// lost reply the receipt tells whether the item was written, even when a consumer has taken it meanwhile; it
+    /// is deleted in the background once the outcome is known (so a put costs two writes). In that one case — reply
+    /// lost, item already consumed when we looked — the item's full name is no longer known and the name returned
+    /// is its unique prefix `qn-<id>-`.
+    ///
+    /// # Errors
+    /// Besides the queue's usual errors: [`Error::SessionExpired`] if the session ended while the outcome of our
+    /// write was unknown — the item may or may not be in the queue (it is never enqueued twice).
     pub async fn put(&self, data: &[u8]) -> Result<String> {
-        let unique = format!("{ITEM_PREFIX}{}-", uuid::Uuid::new_v4().simple());
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let unique = format!("{ITEM_PREFIX}{id}-");
         let prefix = child_path(&self.path, &unique);
-        let mode = CreateMode::PersistentSequential.with_acls(self.session.acls());
+        let receipts = child_path(&self.path, RECEIPTS);
+        let receipt = child_path(&receipts, &id);
+        let item_mode = CreateMode::PersistentSequential.with_acls(self.session.acls());
+        let receipt_mode = CreateMode::Ephemeral.with_acls(self.session.acls());
         let mut attempt = 0;
         loop {
-            match self.client().create(&prefix, data, &mode).await {
-                Ok((_, sequence)) => return Ok(format!("{unique}{sequence}")),
-                Err(zk::Error::NoNode) => self.mkdir(&self.path).await?,
-                Err(err) if is_connection_loss(&err) => {
+            let mut multi = self.client().new_multi_writer();
+            multi.add_create(&prefix, data, &item_mode)?;
+            multi.add_create(&receipt, &[], &receipt_mode)?;
+            match multi.commit().await {
+                Ok(results) => {
+                    self.forget_receipt(&receipt);
+                    let name = results.into_iter().find_map(|result| match result {
+                        MultiWriteResult::Create { path, .. } => path
+                            .rsplit('/')
+                            .next()
+                            .filter(|name| name.starts_with(&unique))
+                            .map(str::to_owned),
+                        _ => None,
+                    });
+                    return Ok(name.unwrap_or(unique));
+                }
+                // The queue directory or its receipts directory does not exist yet.
+                Err(MultiWriteError::OperationFailed {
+                    source: zk::Error::NoNode,
+                    ..
+                }) => self.mkdir(&receipts).await?,
+                Err(MultiWriteError::RequestFailed { source }) if is_connection_loss(&source) => {
                     self.retry().pause(&mut attempt).await?;
-                    if let Some(name) = self.find_put(&unique).await? {
-                        tracing::info!(queue = %self.path, %name, "found our item after a lost put reply");
+                    if let Some(name) = self.find_put(&unique, &receipt).await? {
+                        self.forget_receipt(&receipt);
                         return Ok(name);
                     }
                 }
-                Err(err) => return Err(err.into()),
+                Err(err) => return Err(zk::Error::from(err).into()),
             }
         }
     }
 
-    /// After a lost create reply: did it happen? `sync` first, so a lagging ensemble member has seen everything the
-    /// leader committed before we look.
-    async fn find_put(&self, unique: &str) -> Result<Option<String>> {
+    /// After a lost reply: did our transaction happen? `sync` first, so a lagging ensemble member has seen
+    /// everything the leader committed before we look. Our receipt exists if and only if it did (it is ephemeral,
+    /// so a session that has ended since makes these requests fail with `SessionExpired` instead of answering
+    /// "no"). Returns the item's name, or its unique prefix if a consumer took it already.
+    async fn find_put(&self, unique: &str, receipt: &str) -> Result<Option<String>> {
         self.retry()
             .run(|| self.client().sync(&self.path))
             .await
             .if_exists()?;
-        Ok(self
+        if self
+            .retry()
+            .run(|| self.client().check_stat(receipt))
+            .await?
+            .is_none()
+        {
+            return Ok(None);
+        }
+        let name = self
             .list(&self.path)
             .await?
             .into_iter()
-            .find(|name| name.starts_with(unique)))
+            .find(|name| name.starts_with(unique));
+        match &name {
+            Some(name) => tracing::info!(queue = %self.path, %name, "found our item after a lost put reply"),
+            None => {
+                tracing::info!(queue = %self.path, item = %unique, "our item was put and taken before we looked")
+            }
+        }
+        Ok(Some(name.unwrap_or_else(|| unique.to_owned())))
+    }
+
+    /// Deletes a receipt whose put is settled, in the background: the request is sent now, only its reply (and,
+    /// after a connection loss, a retry) is awaited later. One that cannot be deleted goes with the session.
+    fn forget_receipt(&self, receipt: &str) {
+        let delete = self.client().delete(receipt, None);
+        let (client, retry, receipt) = (self.client().clone(), self.retry().clone(), receipt.to_owned());
+        tokio::spawn(async move {
+            let result = match delete.await {
+                Err(err) if is_connection_loss(&err) => {
+                    idioms::delete_if_exists(&client, &retry, &receipt, None).await
+                }
+                other => other.if_exists().map(drop),
+            };
+            if let Err(err) = result {
+                tracing::debug!(%receipt, %err, "removing a put receipt failed; it goes with the session");
+            }
+        });
     }
 
     /// Removes and returns the lowest item, waiting (with a child watch) while the queue is empty.
@@ -486,7 +558,7 @@ impl Queue {
     }
 }
 
-/// What [`inspect`](crate::inspect) shows of a queue directory (items or `claims` among its `children`): how
+/// What [`inspect`](crate::inspect) shows of a queue directory (items, `claims` or `receipts` among its `children`): how
 /// many items, and how many of them are claimed.
 pub(crate) async fn inspect(session: &Session, path: &str, children: &[String]) -> Result<Option<Recipe>> {
     let items = children
@@ -494,7 +566,8 @@ pub(crate) async fn inspect(session: &Session, path: &str, children: &[String]) 
         .filter(|name| item_sequence(name).is_some())
         .count();
     let has_claims = children.iter().any(|name| name == CLAIMS);
-    if items == 0 && !has_claims {
+    let has_receipts = children.iter().any(|name| name == RECEIPTS);
+    if items == 0 && !has_claims && !has_receipts {
         return Ok(None);
     }
     let claimed = if has_claims {

@@ -1,5 +1,5 @@
 //! A TCP proxy between ZooKeeper clients and one server that injects faults: cut connections, lose one reply,
-//! play dead. It understands just enough of the framing to count requests and notifications and to find replies.
+//! lose requests, play dead. It understands just enough of the framing to count requests and notifications and to find replies.
 //!
 //! Each client connection gets its own upstream connection. The first 4 bytes decide the mode: a four-letter word
 //! (`ruok`, ...) is relayed byte for byte; anything else is the ZooKeeper protocol and relayed frame by frame.
@@ -36,9 +36,12 @@ struct Shared {
     accepted: AtomicU64,
     notifications: AtomicU64,
     lost_replies: AtomicU64,
+    lost_requests: AtomicU64,
     requests: Mutex<HashMap<i32, u64>>,
     /// Armed by [`Proxy::drop_reply_and_cut`]: the opcodes whose next request loses its reply.
     armed: Mutex<Option<Vec<i32>>>,
+    /// Armed by [`Proxy::drop_requests_and_cut`]: the opcodes whose next requests are lost, and how many more.
+    swallow: Mutex<Option<(Vec<i32>, u32)>>,
     connections: Mutex<Vec<AbortHandle>>,
 }
 
@@ -55,6 +58,22 @@ impl Shared {
             *armed = None;
         }
         hit
+    }
+
+    /// Counts down and returns `true` if `opcode` is armed for [`Proxy::drop_requests_and_cut`].
+    fn take_swallow(&self, opcode: i32) -> bool {
+        let mut swallow = lock(&self.swallow);
+        let Some((opcodes, left)) = swallow.as_mut() else {
+            return false;
+        };
+        if !opcodes.contains(&opcode) {
+            return false;
+        }
+        *left -= 1;
+        if *left == 0 {
+            *swallow = None;
+        }
+        true
     }
 
     fn track(&self, task: AbortHandle) {
@@ -83,8 +102,10 @@ impl Proxy {
             accepted: AtomicU64::new(0),
             notifications: AtomicU64::new(0),
             lost_replies: AtomicU64::new(0),
+            lost_requests: AtomicU64::new(0),
             requests: Mutex::new(HashMap::new()),
             armed: Mutex::new(None),
+            swallow: Mutex::new(None),
             connections: Mutex::new(Vec::new()),
         });
         let acceptor = tokio::spawn(accept_loop(listener, shared.clone())).abort_handle();
@@ -127,6 +148,19 @@ impl Proxy {
     /// connection loss. Arming again replaces the previous set.
     pub fn drop_reply_and_cut(&self, opcodes: &[i32]) {
         *lock(&self.shared.armed) = Some(opcodes.to_vec());
+    }
+
+    /// Arms a "lost request" fault for the next `count` requests (on any connection) whose opcode is in `opcodes`:
+    /// each is swallowed before it reaches the server and its connection is closed at that moment. The client
+    /// sees a connection loss for a request that was never executed. Arming again replaces the previous one;
+    /// `count` 0 disarms.
+    pub fn drop_requests_and_cut(&self, opcodes: &[i32], count: u32) {
+        *lock(&self.shared.swallow) = (count > 0).then(|| (opcodes.to_vec(), count));
+    }
+
+    /// Number of requests swallowed by [`Proxy::drop_requests_and_cut`] so far.
+    pub fn lost_requests(&self) -> u64 {
+        self.shared.lost_requests.load(Ordering::SeqCst)
     }
 
     /// Whether a [`Proxy::drop_reply_and_cut`] fault is still waiting for its request.
@@ -266,6 +300,12 @@ where
                 light(shared).await;
                 if !std::mem::take(&mut connect_request) {
                     if let Some((xid, opcode)) = request_header(&frame) {
+                        if shared.take_swallow(opcode) {
+                            // Returning ends the relay: both connections close and the request goes nowhere.
+                            tracing::debug!(xid, opcode, "proxy swallowed a request and cuts the connection");
+                            shared.lost_requests.fetch_add(1, Ordering::SeqCst);
+                            return Ok(());
+                        }
                         shared.count_request(opcode);
                         if shared.take_armed(opcode) {
                             tracing::debug!(xid, opcode, "proxy will lose the reply to this request");

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
-use zklock::{DoubleBarrier, Error, LostReason, Participation, QueueEvent, Session};
+use zklock::{DoubleBarrier, Error, LostReason, Participation, QueueEvent, RetryPolicy, Session};
 use zklock_testkit::{expire_session, unique_path};
 
 use crate::barrier::{events, until};
@@ -245,5 +245,54 @@ on_every_server! {
         let mine = eventually("ours to enter", mine).await.unwrap().unwrap();
         eventually("both to leave", async { tokio::try_join!(mine.leave(), theirs.leave()) }).await.unwrap();
         await_children(&other, &dir, "an empty barrier", |c| c.is_empty()).await;
+    }
+}
+
+on_every_server! {
+    async fn abandoned_enter_does_not_count_when_the_participant_enters_again(hosts: &str) {
+        // Finding 6 of docs/reliability.md: an `enter` abandoned while its deletes are lost leaves its node behind for a
+        // while; the same participant entering again must not be counted twice (here: open a barrier of 2 alone).
+        let dir = unique_path("double-barrier-reenter");
+        let proxy = zklock_testkit::Proxy::start(first_server(hosts)).await.unwrap();
+        let client = client(&proxy.connect_string()).await;
+        // The abandoned node's delete, lost twice, is tried again only after about 3 s: the window in which the
+        // participant enters again.
+        let slow = RetryPolicy {
+            initial_backoff: Duration::from_secs(3),
+            max_backoff: Duration::from_secs(3),
+            max_attempts: None,
+        };
+        let (listener, mut rx) = events();
+        let barrier = DoubleBarrier::new(Session::new(&client).with_retry(slow).with_listener(listener), &dir, 2).unwrap();
+        let observer = crate::support::client(hosts).await;
+
+        let mut first = Box::pin(barrier.enter());
+        tokio::select! {
+            _ = &mut first => panic!("entered alone"),
+            _ = until(&mut rx, "the participant to wait", |e| matches!(e, QueueEvent::Waiting { .. })) => {}
+        }
+        proxy.drop_requests_and_cut(&[zklock_testkit::opcode::DELETE], 2);
+        drop(first);
+        eventually("the delete and its retry to be lost", async {
+            while proxy.lost_requests() < 2 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await;
+        assert_eq!(participants(&children(&observer, &dir).await).len(), 1, "the abandoned node is still there");
+
+        let again = barrier.clone();
+        let mut second = tokio::spawn(async move { again.enter().await });
+        tokio::select! {
+            entered = &mut second => panic!("entered with one participant: the abandoned node counted (ok: {})", matches!(entered, Ok(Ok(_)))),
+            _ = until(&mut rx, "the participant to wait again", |e| matches!(e, QueueEvent::Waiting { .. })) => {}
+        }
+        assert_eq!(participants(&children(&observer, &dir).await).len(), 1, "only the new node counts");
+
+        let other = DoubleBarrier::new(&observer, &dir, 2).unwrap();
+        let theirs = eventually("the other to enter", other.enter()).await.unwrap();
+        let mine = eventually("ours to enter", second).await.unwrap().unwrap();
+        eventually("both to leave", async { tokio::try_join!(mine.leave(), theirs.leave()) }).await.unwrap();
+        await_children(&observer, &dir, "an empty barrier", |c| c.is_empty()).await;
     }
 }

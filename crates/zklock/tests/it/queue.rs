@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use zklock::{Error, LostReason, Queue, QueueEvent};
+use zklock::{Error, LostReason, Queue, QueueEvent, RetryPolicy, Session};
 use zklock_testkit::{expire_session, unique_path};
 
 use crate::barrier::{events, until};
@@ -170,11 +170,12 @@ on_every_server! {
         queue.put(b"setup").await.unwrap();
         queue.take_safe().await.unwrap().complete().await.unwrap();
 
-        // A put whose reply is lost is found by its id, not enqueued twice.
-        proxy.drop_reply_and_cut(zklock_testkit::opcode::ALL_CREATES);
+        // A put whose reply is lost is found by its receipt, not enqueued twice.
+        proxy.drop_reply_and_cut(&[zklock_testkit::opcode::MULTI]);
         eventually("a put despite the lost reply", queue.put(b"once")).await.unwrap();
         assert_eq!(proxy.lost_replies(), 1, "the fault was injected");
         assert_eq!(queue.len().await.unwrap(), 1, "exactly one item");
+        await_children(&client, &format!("{dir}/receipts"), "the receipt to be deleted", |c| c.is_empty()).await;
 
         // A claim whose reply is lost is recognised as ours.
         proxy.drop_reply_and_cut(zklock_testkit::opcode::ALL_CREATES);
@@ -209,5 +210,35 @@ on_every_server! {
         }
         let item = queue.try_take_safe().await.unwrap().expect("the item is unclaimed");
         assert_eq!(item.complete().await.unwrap(), b"only");
+    }
+}
+
+on_every_server! {
+    async fn lost_put_reply_after_the_item_was_taken_is_not_put_again(hosts: &str) {
+        // Finding 7 of docs/reliability.md: the producer's transaction happened, its reply was lost, and a consumer
+        // took the item before the producer looked. Without the receipt the producer finds no item and puts it again.
+        let dir = unique_path("queue-lost-put-taken");
+        let proxy = zklock_testkit::Proxy::start(first_server(hosts)).await.unwrap();
+        let producer_client = client(&proxy.connect_string()).await;
+        // The producer looks again only after about 3 s: the window in which the consumer takes the item.
+        let slow = RetryPolicy {
+            initial_backoff: Duration::from_secs(3),
+            max_backoff: Duration::from_secs(3),
+            max_attempts: None,
+        };
+        let producer = Queue::new(Session::new(&producer_client).with_retry(slow), &dir).unwrap();
+        let consumer_client = client(hosts).await;
+        let consumer = Queue::new(&consumer_client, &dir).unwrap();
+        producer.put(b"setup").await.unwrap();
+        assert_eq!(consumer.take().await.unwrap(), b"setup");
+
+        proxy.drop_reply_and_cut(&[zklock_testkit::opcode::MULTI, zklock_testkit::opcode::CREATE, zklock_testkit::opcode::CREATE2]);
+        let put = tokio::spawn(async move { producer.put(b"once").await });
+        assert_eq!(eventually("the consumer to take the item", consumer.take()).await.unwrap(), b"once");
+        assert_eq!(proxy.lost_replies(), 1, "the fault was injected");
+        let name = eventually("the put to settle", put).await.unwrap().unwrap();
+        assert!(name.starts_with("qn-"), "{name}");
+        assert_eq!(consumer.len().await.unwrap(), 0, "the item was enqueued a second time");
+        await_children(&consumer_client, &format!("{dir}/receipts"), "the receipt to be deleted", |c| c.is_empty()).await;
     }
 }
