@@ -62,10 +62,12 @@ const READY: &str = "ready";
 /// The barrier counts participant *nodes*, as Curator's and kazoo's do. An `enter` cancelled or timed out while the
 /// connection is down cannot delete its node at once; the delete is retried in the background, and until it lands
 /// that node still counts as an arrival. So that a participant entering again is not counted twice, `enter` first
-/// waits for the background deletes of its own session's abandoned nodes in this barrier to end (found by the
-/// fault campaign: docs/reliability.md, finding 6). Another *process* cannot know about them: a participant that
-/// restarts with a new session while its old session's node is still there is counted twice until that session
-/// expires — the same as any ephemeral node of a dead process.
+/// waits for the background deletes of this process's abandoned nodes in this barrier to end (found by the
+/// fault campaign: docs/reliability.md, finding 6). Likewise when our client gave up its session (it could not
+/// reconnect in time) while the server still kept it: the next `enter` in this barrier from this process, on a new
+/// session, first deletes the old session's node (finding 8). Another *process* cannot know about them: a
+/// participant that restarts as a new process while its old session's node is still there is counted twice until
+/// the server expires that session — the same as any ephemeral node of a dead process.
 ///
 /// # Rounds
 /// One barrier path serves one round at a time. `ready` stays until the last participant leaves; somebody who
@@ -137,9 +139,10 @@ impl DoubleBarrier {
     /// Joins the barrier and waits until `members` participants have arrived.
     pub async fn enter(&self) -> Result<Participation> {
         let (client, retry) = (self.session.client(), self.session.retry());
-        // An earlier attempt of this session that was cancelled may have left its node here, its delete still
-        // being retried: it must be gone before ours exists, or one participant would count twice.
-        abandoned::settled(client, &self.path).await;
+        // An earlier attempt of this process that was cancelled, or whose session ended as far as our client
+        // knows, may have left its node here: it must be gone before ours exists, or one participant would count
+        // twice.
+        abandoned::settled(client, retry, &self.path).await?;
         let name = uuid::Uuid::new_v4().to_string();
         let mut node = OwnNode::new(client, &self.path, name.clone(), retry);
         // Named before the create is sent: if we are dropped, the delete by name goes out after the create on the

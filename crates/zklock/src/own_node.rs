@@ -116,23 +116,27 @@ impl Drop for OwnNode {
         let first = name
             .as_deref()
             .map(|name| client.delete(&child_path(&dir, name), None));
-        // Until the delete has ended, a new attempt of this session in this directory can wait for it (see
+        // Until the delete has ended, a new attempt of this process in this directory can wait for it (see
         // `abandoned.rs`); registered before this drop returns.
-        let pending = abandoned::register(&client, &dir);
+        let pending = abandoned::register(&dir);
         runtime.spawn(async move {
             let _pending = pending;
-            if let Some(first) = first {
-                match first.await {
-                    Ok(()) | Err(zk::Error::NoNode) => return,
-                    Err(err) if !crate::retry::is_connection_loss(&err) => {
-                        tracing::debug!(%dir, %err, "background removal of our node failed");
-                        return;
+            let result = match first {
+                Some(first) => match first.await {
+                    Ok(()) | Err(zk::Error::NoNode) => Ok(()),
+                    // The delete may or may not have happened: go the careful way.
+                    Err(err) if crate::retry::is_connection_loss(&err) => {
+                        delete_own(&client, &dir, &unique, name.as_deref(), &retry).await
                     }
-                    Err(_) => {} // the delete may or may not have happened: go the careful way
-                }
-            }
-            if let Err(err) = delete_own(&client, &dir, &unique, name.as_deref(), &retry).await {
-                tracing::debug!(%dir, %err, "background removal of our node failed");
+                    Err(err) => Err(err.into()),
+                },
+                None => delete_own(&client, &dir, &unique, name.as_deref(), &retry).await,
+            };
+            match (result, name) {
+                (Ok(()), _) => {}
+                // Our client gave up the session; the server may not have (see `abandoned.rs`).
+                (Err(err), Some(name)) if err.is_terminal() => abandoned::orphan(&dir, &name),
+                (Err(err), _) => tracing::debug!(%dir, %err, "background removal of our node failed"),
             }
         });
     }

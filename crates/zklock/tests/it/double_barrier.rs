@@ -296,3 +296,51 @@ on_every_server! {
         await_children(&observer, &dir, "an empty barrier", |c| c.is_empty()).await;
     }
 }
+
+on_every_server! {
+    async fn node_of_a_session_our_client_gave_up_does_not_count_twice(hosts: &str) {
+        // Finding 8 of docs/reliability.md: our client gives up its session (it cannot reconnect within the
+        // session timeout) while the server keeps it — here another connection keeps it alive, as a server restart
+        // does by restarting its session timers. The old node still counts; the same process entering again on a
+        // new session must not be counted twice.
+        let dir = unique_path("double-barrier-orphan");
+        let server = first_server(hosts);
+        let proxy = zklock_testkit::Proxy::start(server).await.unwrap();
+        let old = client_with_timeout(&proxy.connect_string(), Duration::from_secs(4)).await;
+        let (listener, mut rx) = events();
+        let barrier = DoubleBarrier::new(Session::new(&old).with_listener(listener), &dir, 2).unwrap();
+        let first = tokio::spawn(async move { barrier.enter().await.map(drop) });
+        until(&mut rx, "the participant to wait", |e| matches!(e, QueueEvent::Waiting { .. })).await;
+
+        proxy.set_blackhole(true);
+        let keeper = zklock::zookeeper_client::Client::connector()
+            .with_session(old.session().clone())
+            .with_session_timeout(Duration::from_secs(4))
+            .connect(&server.to_string())
+            .await
+            .expect("keep the session alive on another connection");
+        await_expired(&old).await;
+        let err = eventually("the first enter to fail", first).await.unwrap().unwrap_err();
+        assert!(err.is_terminal(), "{err:?}");
+        let observer = crate::support::client(hosts).await;
+        assert_eq!(participants(&children(&observer, &dir).await).len(), 1, "the old session's node is still there");
+
+        let new = crate::support::client(hosts).await;
+        let (listener, mut rx) = events();
+        let again = DoubleBarrier::new(Session::new(&new).with_listener(listener), &dir, 2).unwrap();
+        let mut second = tokio::spawn(async move { again.enter().await });
+        tokio::select! {
+            entered = &mut second => panic!("entered with one participant: the old session's node counted (ok: {})", matches!(entered, Ok(Ok(_)))),
+            _ = until(&mut rx, "the participant to wait again", |e| matches!(e, QueueEvent::Waiting { .. })) => {}
+        }
+        assert_eq!(participants(&children(&observer, &dir).await).len(), 1, "only the new node counts");
+
+        let other = DoubleBarrier::new(&observer, &dir, 2).unwrap();
+        let theirs = eventually("the other to enter", other.enter()).await.unwrap();
+        let mine = eventually("ours to enter", second).await.unwrap().unwrap();
+        eventually("both to leave", async { tokio::try_join!(mine.leave(), theirs.leave()) }).await.unwrap();
+        await_children(&observer, &dir, "an empty barrier", |c| c.is_empty()).await;
+        drop(keeper);
+        proxy.set_blackhole(false);
+    }
+}
