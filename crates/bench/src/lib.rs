@@ -4,17 +4,13 @@
 //! * [`lock`] — acquire+release loops of zklock's `Mutex` and zookeeper-client's `Client::lock`.
 //! * [`mixed`] — saturated mixed reads and writes from many sessions, with latency percentiles.
 //!
-//! The `compare-servers` binary runs them against the embedded server and real ZooKeeper 3.8; `zklock bench`
-//! (the CLI) runs the lock workloads against any server.
+//! `zklock bench` (the CLI) runs the lock workloads against any server; the `zklock-compare` crate (not published:
+//! it needs real ZooKeeper and the peers through the testkit) runs them against the embedded server, real ZooKeeper
+//! 3.8, Curator and kazoo. This crate depends on nothing test-only, so the shipped binary can link it.
 #![forbid(unsafe_code)]
 
 pub mod lock;
 pub mod mixed;
-// The peer and recipe comparisons (`compare-peers`) need the testkit, which only the `compare` feature brings.
-#[cfg(feature = "compare")]
-pub mod peers;
-#[cfg(feature = "compare")]
-pub mod recipes;
 
 /// What can fail while benchmarking.
 #[derive(Debug, thiserror::Error)]
@@ -60,7 +56,7 @@ pub(crate) fn sample_window(
 
 /// Runs `cycle` in a loop on every session (one task each) until `end`, counting the cycles that finish at or
 /// after `measure_from`; returns the count and the length of the measured window in seconds.
-pub(crate) async fn count_cycles<F, Fut>(
+pub async fn count_cycles<F, Fut>(
     sessions: &[zookeeper_client::Client],
     measure_from: std::time::Instant,
     end: std::time::Instant,

@@ -7,7 +7,7 @@
 //! and spawns from it.
 //!
 //! The parent-death signal reaches only the direct child, not processes it forked into its group (`sh -c 'a; b'`).
-//! So a small watchdog — `zklock` itself, re-executed as the hidden `__watchdog` command, in a process group of
+//! So a small watchdog — `zklock` itself, re-executed as the hidden `__watchdog` command (`main::WATCHDOG`), in a process group of
 //! its own — holds a pipe from us: when that pipe closes without a goodbye byte, because we died, it kills the whole
 //! process group of the command.
 //!
@@ -207,7 +207,7 @@ struct Watchdog {
 impl Watchdog {
     fn spawn(deadline: Option<Deadline>) -> io::Result<Watchdog> {
         let mut process = std::process::Command::new(std::env::current_exe()?)
-            .arg("__watchdog")
+            .arg(crate::WATCHDOG)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::null())
             .process_group(0)

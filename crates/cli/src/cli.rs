@@ -13,11 +13,26 @@ use crate::exit::{self, Cmd};
 
 /// Fair distributed locks and coordination on ZooKeeper.
 #[derive(Debug, Parser)]
-#[command(name = "zklock", version, about, propagate_version = true)]
+#[command(name = "zklock", version, about, propagate_version = true, after_help = LOG_HELP)]
 pub struct Cli {
+    /// More log output on stderr: -v info, -vv debug, -vvv trace (ZKLOCK_LOG, when set, overrides it).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true, conflicts_with = "quiet")]
+    pub verbose: u8,
+    /// Log errors only (ZKLOCK_LOG, when set, overrides it).
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
     #[command(subcommand)]
     pub command: Command,
 }
+
+/// The top-level `--help`'s word on logs (applied in `main.rs`).
+const LOG_HELP: &str = "\
+Logs go to stderr: warnings and errors by default (`serve`: info too); -q errors only; -v info, -vv debug, -vvv \
+trace.
+  ZKLOCK_LOG   when set, overrides -v/-q: tracing EnvFilter directives, e.g. ZKLOCK_LOG=debug or
+               ZKLOCK_LOG=info,zookeeper_client=warn
+  NO_COLOR     when set (non-empty), no colour; otherwise colour only when stderr is a terminal (no-color.org)
+`zklock serve --log-format json` writes one JSON object per line.";
 
 /// Where ZooKeeper is.
 #[derive(Debug, Clone, Args)]
@@ -51,9 +66,15 @@ pub struct OptionalConnectArgs {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a command while holding a cluster-wide lock (a distributed `flock`).
+    ///
+    /// The lock is a mutex; with --shared or --write, the read or the write side of a read/write lock; with
+    /// --leases N, one of N leases of a semaphore. Different kinds of lock on one PATH do not exclude each other,
+    /// so `zklock run` refuses (exit 2) a PATH in use by another kind.
     #[command(after_long_help = exit::help(Cmd::Run))]
     Run(RunArgs),
     /// Run a command only while this process is the elected leader; stop it as soon as leadership is lost.
+    ///
+    /// With --observe, campaign for nothing and print the leader on every change instead.
     #[command(after_long_help = exit::help(Cmd::Elect))]
     Elect(ElectArgs),
     /// Show the holder and the queue of a lock directory.
@@ -68,17 +89,38 @@ pub enum Command {
     /// Run the embedded ZooKeeper-compatible server.
     #[command(after_long_help = exit::help(Cmd::Serve))]
     Serve(ServeArgs),
-    /// Internal: stops a command's process group if `zklock run` dies or stops renewing its deadline (see
-    /// child.rs); fed through stdin.
-    #[command(name = "__watchdog", hide = true)]
-    Watchdog,
+    /// Print a shell completion script, e.g. `zklock completions bash > /etc/bash_completion.d/zklock`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), e.g. `zklock man > /usr/local/share/man/man1/zklock.1`.
+    Man,
 }
 
+/// Arguments of `zklock run`. Without `--shared`, `--write` or `--leases` it takes a mutex (Curator's
+/// `InterProcessMutex` layout); the kinds of lock do not exclude each other, so `run` refuses a PATH in use by
+/// another kind (see `run.rs`).
 #[derive(Debug, Args)]
 pub struct RunArgs {
     #[command(flatten)]
     pub connect: ConnectArgs,
-    /// Fail at once (exit 1) if the lock is held or queued for.
+    /// Take the read (shared) side of a read/write lock on PATH: any number of `--shared` commands run at once,
+    /// none while a `--write` command runs or waits ahead. Pairs with `--write`, not with a plain `run` (a mutex,
+    /// which a read/write lock does not exclude): `zklock run` refuses (exit 2) a PATH in use by another kind of
+    /// lock. Curator's `InterProcessReadWriteLock` layout.
+    #[arg(long, short = 's', conflicts_with_all = ["write", "leases"])]
+    pub shared: bool,
+    /// Take the write (exclusive) side of the read/write lock on PATH: alone, excluding `--shared` commands and
+    /// other `--write` commands.
+    #[arg(long, conflicts_with = "leases")]
+    pub write: bool,
+    /// Take one of N leases of a semaphore on PATH: at most N commands run at once. Every `run --leases` on the
+    /// same PATH must give the same N.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub leases: Option<u32>,
+    /// Fail at once (exit 1) if the lock is held or queued for (with --leases: no lease free, or another
+    /// acquirer ahead).
     #[arg(long, short = 'n', conflicts_with = "timeout")]
     pub nonblock: bool,
     /// Give up (exit 1) after waiting this long (a duration: 30, 1.5, 30s, 1m30s, 250ms).
@@ -104,16 +146,35 @@ pub struct RunArgs {
 pub struct ElectArgs {
     #[command(flatten)]
     pub connect: ConnectArgs,
+    /// Fail at once (exit 1) unless we lead at once: another candidate leads or is queued ahead. Our candidacy is
+    /// withdrawn.
+    #[arg(long, short = 'n', conflicts_with = "timeout")]
+    pub nonblock: bool,
+    /// Give up campaigning (exit 1, candidacy withdrawn) if we do not lead within this long (a duration: 30, 1.5,
+    /// 30s, 1m30s, 250ms).
+    #[arg(long, short = 'w', value_name = "DURATION", value_parser = seconds, allow_negative_numbers = true)]
+    pub timeout: Option<f64>,
     /// After leadership is lost, the time between SIGTERM and SIGKILL to the command.
     #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = seconds, allow_negative_numbers = true)]
     pub kill_after: f64,
     /// Free text stored in our candidate node, shown to observers of the election.
     #[arg(long)]
     pub describe: Option<String>,
+    /// Do not campaign and run no command: print the current leader (node, fencing token, session, data; or "no
+    /// leader") at once and again on every change, one line each, until SIGINT or SIGTERM (exit 0).
+    #[arg(
+        long,
+        conflicts_with_all = ["nonblock", "timeout", "kill_after", "describe", "command"]
+    )]
+    pub observe: bool,
+    /// With --observe: one JSON object per line, `{"path", "leader": {"node", "fencing_token", "session_id",
+    /// "data"} | null}`.
+    #[arg(long, requires = "observe", conflicts_with = "command")]
+    pub json: bool,
     /// The election directory, e.g. /elections/scheduler.
     pub path: String,
-    /// The command and its arguments (after `--`).
-    #[arg(last = true, required = true)]
+    /// The command and its arguments (after `--`); none with --observe.
+    #[arg(last = true, required_unless_present = "observe")]
     pub command: Vec<String>,
 }
 
@@ -178,6 +239,23 @@ pub struct ServeArgs {
     /// Read the configuration, print where the server would listen and keep its data, and exit without serving.
     #[arg(long)]
     pub dry_run: bool,
+    /// Serve Prometheus metrics (the figures of the `mntr` four-letter word, named as its keys: zk_znode_count,
+    /// zk_num_alive_connections, ...) over HTTP at http://ADDR/metrics, e.g. --metrics 127.0.0.1:9141.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<std::net::SocketAddr>,
+    /// The format of the log on stderr: `text` (for people) or `json` (one JSON object per line, for log
+    /// collectors).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, value_name = "FORMAT")]
+    pub log_format: LogFormat,
+}
+
+/// `zklock serve --log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line: `timestamp`, `level`, `target`, `message` and the event's fields.
+    Json,
 }
 
 /// Where `zklock serve` listens without `--listen` or `--config`: ZooKeeper's usual client port, on loopback only.

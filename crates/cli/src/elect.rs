@@ -1,18 +1,30 @@
-//! `zklock elect PATH -- CMD...`: run a command only while this process is the elected leader.
+//! `zklock elect PATH -- CMD...`: run a command only while this process is the elected leader. `--nonblock` and
+//! `--timeout` limit the campaign as they limit `run`'s wait; `zklock elect --observe PATH` campaigns for nothing
+//! and prints the leader on every change.
 
-use zklock::LeaderElection;
+use std::io::Write as _;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use serde::Serialize;
+use zklock::{Error, Leader, LeaderElection};
 
 use crate::cli::ElectArgs;
 use crate::exit::{self, Failure};
 use crate::supervise::{self, Interrupts};
 
-/// Campaigns, runs the command while leading, and returns the process exit status.
+/// Campaigns, runs the command while leading, and returns the process exit status (or, with `--observe`, follows
+/// the leadership until a signal).
 ///
 /// Must run on a current-thread runtime on the main thread: the command's parent-death signal is tied to the
 /// thread that forks it (see `child.rs`).
 pub async fn elect(args: ElectArgs) -> exit::Result {
     supervise::with_session(&args.connect, async |client, interrupts| {
-        elect_with(&args, client, interrupts).await
+        if args.observe {
+            observe(&args, client, interrupts).await
+        } else {
+            elect_with(&args, client, interrupts).await
+        }
     })
     .await
 }
@@ -27,15 +39,49 @@ async fn elect_with(
     let election = LeaderElection::new(session, &args.path)
         .map_err(|err| Failure::new(exit::USAGE, err.to_string()))?
         .with_data(supervise::describe(&args.command, args.describe.as_deref()));
-    // Dropping the campaign on a signal withdraws our candidacy.
+    let campaign = async {
+        if args.nonblock {
+            election.try_campaign().await
+        } else if let Some(secs) = args.timeout {
+            // Finite and at most a year: checked by `cli::seconds`.
+            election
+                .campaign_timeout(Duration::from_secs_f64(secs))
+                .await
+                .map(Some)
+        } else {
+            election.campaign().await.map(Some)
+        }
+    };
+    // Dropping the campaign on a signal withdraws our candidacy; so do a failed `try_campaign` and a timed-out
+    // `campaign_timeout`, before they return.
     let campaign = tokio::select! {
-        campaign = election.campaign() => campaign,
+        campaign = campaign => campaign,
         signal = interrupts.recv() => {
             return Err(supervise::interrupted(signal, format!("{signal} while campaigning for {}", args.path)));
         }
     };
-    let leadership = campaign
-        .map_err(|err| Failure::new(exit::FAILURE, format!("cannot campaign for {}: {err}", args.path)))?;
+    let leadership = match campaign {
+        Ok(Some(leadership)) => leadership,
+        Ok(None) => {
+            let message = format!(
+                "another candidate leads {} or is queued ahead of us (--nonblock)",
+                args.path
+            );
+            return Err(Failure::new(exit::BUSY, message));
+        }
+        Err(Error::Timeout) => {
+            let message = format!(
+                "timed out after {}s campaigning for {}",
+                args.timeout.unwrap_or_default(),
+                args.path
+            );
+            return Err(Failure::new(exit::BUSY, message));
+        }
+        Err(err) => {
+            let message = format!("cannot campaign for {}: {err}", args.path);
+            return Err(Failure::new(exit::FAILURE, message));
+        }
+    };
     let what = format!("leadership of {}", args.path);
     supervise::run_while_held(
         leadership,
@@ -47,4 +93,92 @@ async fn elect_with(
         interrupts,
     )
     .await
+}
+
+/// `--observe`: the leader now and after every change, one line each, until SIGINT or SIGTERM (exit 0). SIGHUP and
+/// SIGQUIT end it as they end any wait (128 + N); the end of the session is a failure (3).
+async fn observe(
+    args: &ElectArgs,
+    client: &zookeeper_client::Client,
+    interrupts: &mut Interrupts,
+) -> exit::Result {
+    let election =
+        LeaderElection::new(client, &args.path).map_err(|err| Failure::new(exit::USAGE, err.to_string()))?;
+    let mut observer = election.observe();
+    loop {
+        // `Observer::next` only reads: dropping it on a signal leaves nothing behind.
+        let next = tokio::select! {
+            next = observer.next() => next,
+            signal = interrupts.recv() => {
+                return match signal {
+                    Signal::SIGINT | Signal::SIGTERM => Ok(exit::OK),
+                    signal => Err(supervise::interrupted(signal, format!("{signal} while observing {}", args.path))),
+                };
+            }
+        };
+        let leader =
+            next.map_err(|err| Failure::new(exit::FAILURE, format!("observing {}: {err}", args.path)))?;
+        let line = if args.json {
+            let line = Observed::new(&args.path, leader.as_ref());
+            serde_json::to_string(&line)
+                .map_err(|err| Failure::new(exit::FAILURE, format!("cannot write JSON: {err}")))?
+        } else {
+            human(leader.as_ref())
+        };
+        // Not println!: a reader gone (EPIPE) must be a failure, not a panic. Stdout is line-buffered: each line
+        // goes out as it is written.
+        writeln!(std::io::stdout(), "{line}").map_err(|err| {
+            Failure::new(
+                exit::LOCAL_FAILURE,
+                format!("cannot write to standard output: {err}"),
+            )
+        })?;
+    }
+}
+
+/// One line of `--observe`: `leader <node> token <fencing token> session 0x<id> data <data>`, or `no leader`.
+fn human(leader: Option<&Leader>) -> String {
+    match leader {
+        Some(leader) => format!(
+            "leader {} token {} session 0x{:x} data {}",
+            leader.path,
+            leader.fencing_token,
+            leader.session_id,
+            String::from_utf8_lossy(&leader.data)
+        ),
+        None => "no leader".to_owned(),
+    }
+}
+
+/// One line of `--observe --json`.
+#[derive(Debug, Serialize)]
+struct Observed<'a> {
+    path: &'a str,
+    /// `null` while nobody leads.
+    leader: Option<ObservedLeader>,
+}
+
+#[derive(Debug, Serialize)]
+struct ObservedLeader {
+    /// The full path of the leader's node.
+    node: String,
+    fencing_token: i64,
+    /// As `0x…`, the way ZooKeeper's tools (and `zklock status --json`) show it.
+    session_id: String,
+    /// The leader's node data as UTF-8 (lossily): `host=… pid=… cmd=… [note=…]` for a `zklock elect`.
+    data: String,
+}
+
+impl<'a> Observed<'a> {
+    fn new(path: &'a str, leader: Option<&Leader>) -> Observed<'a> {
+        Observed {
+            path,
+            leader: leader.map(|leader| ObservedLeader {
+                node: leader.path.clone(),
+                fencing_token: leader.fencing_token,
+                session_id: format!("0x{:x}", leader.session_id),
+                data: String::from_utf8_lossy(&leader.data).into_owned(),
+            }),
+        }
+    }
 }

@@ -9,17 +9,21 @@
 //! | 0 | status, bench | success |
 //! | 0 | demo | every check of the summary passed |
 //! | 0 | serve | stopped by SIGINT or SIGTERM: clean shutdown, final snapshot written |
-//! | 1 | run | the lock is busy (--nonblock), or --timeout passed |
+//! | 0 | elect | --observe: stopped by SIGINT or SIGTERM |
+//! | 1 | run | the lock is busy (--nonblock: held or queued for; with --leases: no lease free), or --timeout passed |
+//! | 1 | elect | --nonblock: another candidate leads or is queued ahead; or --timeout passed before we led (either way our candidacy is withdrawn) |
 //! | 1 | run, elect | zklock cannot look after the command (no signal handlers, or waiting for it failed) |
 //! | 1 | status | --check: nobody holds the path (or it does not exist) |
+//! | 1 | elect | --observe: the output cannot be written |
 //! | 1 | demo | a check of the summary failed |
 //! | 1 | serve | the transaction log cannot be written: no room for it at start, or a write or fsync failed while serving |
-//! | 2 | run, elect, status | usage error: bad arguments, or an invalid path |
+//! | 2 | run | usage error: bad arguments, an invalid path, or a path in use by another kind of lock (a mutex, a read/write lock and a semaphore do not exclude each other, so run does not mix them) |
+//! | 2 | elect, status | usage error: bad arguments, or an invalid path |
 //! | 2 | demo, bench, serve | usage error: bad arguments |
 //! | 3 | run, elect | ZooKeeper cannot be reached or fails |
 //! | 3 | status, demo, bench | ZooKeeper (or the embedded server) cannot be reached or fails, or anything else failed |
 //! | 3 | serve | any other failure (bind, unreadable config, corrupt data directory) |
-//! | 4 | run | the lock was lost while the command ran, or could not be confirmed in time (zklock paused or starved): the command was stopped |
+//! | 4 | run | the lock (or lease) was lost while the command ran, or could not be confirmed in time (zklock paused or starved): the command was stopped |
 //! | 4 | elect | leadership was lost while the command ran, or could not be confirmed in time (zklock paused or starved): the command was stopped |
 //! | 126 | run, elect | the command cannot be run |
 //! | 127 | run, elect | the command is not found |
@@ -36,9 +40,11 @@ use Shown::{Code, Own, Signalled};
 
 /// Success.
 pub const OK: i32 = 0;
-/// `run`: the lock is busy (`--nonblock`), or `--timeout` passed.
+/// `run`: the lock is busy (`--nonblock`), or `--timeout` passed; `elect`: we would not lead at once (`--nonblock`),
+/// or `--timeout` passed.
 pub const BUSY: i32 = 1;
-/// `run`, `elect`: zklock cannot look after the command (no signal handlers, or waiting for it failed).
+/// `run`, `elect`: zklock cannot look after the command (no signal handlers, or waiting for it failed); `elect
+/// --observe`: its output cannot be written.
 pub const LOCAL_FAILURE: i32 = 1;
 /// `demo`: a check of the summary failed.
 pub const CHECK_FAILED: i32 = 1;
@@ -120,7 +126,22 @@ pub const TABLE: &[Row] = &[
         &[Serve],
         "stopped by SIGINT or SIGTERM: clean shutdown, final snapshot written",
     ),
-    row(Code(BUSY), &[Run], "the lock is busy (--nonblock), or --timeout passed"),
+    row(
+        Code(OK),
+        &[Elect],
+        "--observe: stopped by SIGINT or SIGTERM",
+    ),
+    row(
+        Code(BUSY),
+        &[Run],
+        "the lock is busy (--nonblock: held or queued for; with --leases: no lease free), or --timeout passed",
+    ),
+    row(
+        Code(BUSY),
+        &[Elect],
+        "--nonblock: another candidate leads or is queued ahead; or --timeout passed before we led (either way \
+         our candidacy is withdrawn)",
+    ),
     row(
         Code(LOCAL_FAILURE),
         &[Run, Elect],
@@ -131,6 +152,11 @@ pub const TABLE: &[Row] = &[
         &[Status],
         "--check: nobody holds the path (or it does not exist)",
     ),
+    row(
+        Code(LOCAL_FAILURE),
+        &[Elect],
+        "--observe: the output cannot be written",
+    ),
     row(Code(CHECK_FAILED), &[Demo], "a check of the summary failed"),
     row(
         Code(LOG_UNWRITABLE),
@@ -139,7 +165,13 @@ pub const TABLE: &[Row] = &[
     ),
     row(
         Code(USAGE),
-        &[Run, Elect, Status],
+        &[Run],
+        "usage error: bad arguments, an invalid path, or a path in use by another kind of lock (a mutex, a \
+         read/write lock and a semaphore do not exclude each other, so run does not mix them)",
+    ),
+    row(
+        Code(USAGE),
+        &[Elect, Status],
         "usage error: bad arguments, or an invalid path",
     ),
     row(Code(USAGE), &[Demo, Bench, Serve], "usage error: bad arguments"),
@@ -157,8 +189,8 @@ pub const TABLE: &[Row] = &[
     row(
         Code(LOST),
         &[Run],
-        "the lock was lost while the command ran, or could not be confirmed in time (zklock paused or starved): \
-         the command was stopped",
+        "the lock (or lease) was lost while the command ran, or could not be confirmed in time (zklock paused or \
+         starved): the command was stopped",
     ),
     row(
         Code(LOST),

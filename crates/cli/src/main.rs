@@ -6,6 +6,7 @@ mod cli;
 mod demo;
 mod elect;
 mod exit;
+mod manual;
 mod run;
 mod serve;
 mod status;
@@ -19,15 +20,16 @@ use clap::Parser;
 use crate::cli::{Cli, Command};
 use crate::exit::Failure;
 
+/// The hidden command `zklock run` and `zklock elect` start their watchdog with (see `child.rs`). It is not a clap
+/// subcommand, so that no `--help`, completion script or man page offers it.
+const WATCHDOG: &str = "__watchdog";
+
 fn main() -> ExitCode {
+    if std::env::args_os().nth(1).is_some_and(|arg| arg == WATCHDOG) && std::env::args_os().len() == 2 {
+        return ExitCode::from(u8::try_from(child::watchdog()).unwrap_or(1));
+    }
     let cli = Cli::try_parse().unwrap_or_else(|err| usage_error(err));
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("ZKLOCK_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_log_filter(&cli.command))),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    init_logging(&cli);
     let speaker = speaker(&cli.command);
     let result = match cli.command {
         // `run` forks the user's command: its parent-death signal is tied to the forking *thread*, so run on a
@@ -41,7 +43,8 @@ fn main() -> ExitCode {
         Command::Demo(args) => multi_thread().block_on(demo::demo(args)),
         Command::Bench(args) => multi_thread().block_on(bench::bench(args)),
         Command::Serve(args) => multi_thread().block_on(serve::serve(args)),
-        Command::Watchdog => Ok(child::watchdog()),
+        Command::Completions { shell } => manual::completions(shell),
+        Command::Man => manual::man(),
     };
     // The one place a failure is told.
     let status = result.unwrap_or_else(|failure| {
@@ -59,7 +62,9 @@ fn main() -> ExitCode {
 fn usage_error(err: clap::Error) -> ! {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     let args: Vec<String> = std::env::args().collect();
-    let runs_a_command = matches!(args.get(1).map(String::as_str), Some("run" | "elect"));
+    // The first word that is not a flag (global flags such as -v may come before it).
+    let subcommand = args.iter().skip(1).find(|arg| !arg.starts_with('-'));
+    let runs_a_command = matches!(subcommand.map(String::as_str), Some("run" | "elect"));
     let stray = match err.get(ContextKind::InvalidArg) {
         Some(ContextValue::String(arg))
             if err.kind() == ErrorKind::UnknownArgument && !arg.starts_with('-') =>
@@ -97,10 +102,53 @@ fn speaker(command: &Command) -> &'static str {
     }
 }
 
-fn default_log_filter(command: &Command) -> &'static str {
-    match command {
-        Command::Serve(_) => "info",
-        _ => "warn,zookeeper_client=error",
+/// Sets up the log on stderr. The filter: `ZKLOCK_LOG` (tracing `EnvFilter` directives) when set, else `-q`/`-v`,
+/// else the command's default. Colour only when stderr is a terminal and `NO_COLOR` is unset or empty
+/// (no-color.org). `serve --log-format json`: one JSON object per line, never coloured.
+fn init_logging(cli: &Cli) {
+    use std::io::IsTerminal as _;
+    use tracing_subscriber::EnvFilter;
+    let from_env = match std::env::var("ZKLOCK_LOG") {
+        Ok(directives) if !directives.trim().is_empty() => match EnvFilter::try_new(&directives) {
+            Ok(filter) => Some(filter),
+            Err(err) => {
+                use std::io::Write as _;
+                let speaker = speaker(&cli.command);
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "{speaker}: ignoring ZKLOCK_LOG={directives:?}: {err}"
+                );
+                None
+            }
+        },
+        _ => None,
+    };
+    let filter = from_env.unwrap_or_else(|| EnvFilter::new(log_filter(cli)));
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
+    let color = !no_color && std::io::stderr().is_terminal();
+    let json = matches!(&cli.command, Command::Serve(args) if args.log_format == cli::LogFormat::Json);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if json {
+        builder.json().flatten_event(true).with_ansi(false).init();
+    } else {
+        builder.with_ansi(color).init();
+    }
+}
+
+/// The log filter without `ZKLOCK_LOG`: `-q` errors only; `-v` info, `-vv` debug, `-vvv` trace; otherwise the
+/// command's default (warnings, but not zookeeper-client's own, which it retries through; `serve`: info).
+fn log_filter(cli: &Cli) -> &'static str {
+    match (cli.quiet, cli.verbose) {
+        (true, _) => "error",
+        (false, 0) => match cli.command {
+            Command::Serve(_) => "info",
+            _ => "warn,zookeeper_client=error",
+        },
+        (false, 1) => "info",
+        (false, 2) => "debug",
+        (false, _) => "trace",
     }
 }
 

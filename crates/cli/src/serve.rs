@@ -15,6 +15,12 @@
 //! unknown). ZooKeeper itself shuts down when its transaction log fails. A supervisor restarting the process is
 //! enough: once there is room, the restart recovers every acknowledged write from the same data directory (and
 //! while there is none, it fails at start with exit 1 and a message giving the room needed and available).
+//!
+//! # Metrics and logs
+//!
+//! `--metrics ADDR` serves the figures of `mntr` to Prometheus at `http://ADDR/metrics`
+//! (`zklock_server::Server::serve_metrics`; names and units in `crates/server/src/metrics.rs`). The log goes to
+//! stderr, as text or, with `--log-format json`, one JSON object per line (set up in `main.rs`).
 
 use std::io::ErrorKind;
 
@@ -47,14 +53,22 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
             Some(dir) => dir.display().to_string(),
             None => "a temporary directory".to_owned(),
         };
+        let metrics = match args.metrics {
+            Some(addr) => format!(", metrics at http://{addr}/metrics"),
+            None => String::new(),
+        };
         println!(
-            "zklock server would listen on {} with its data in {data}",
+            "zklock server would listen on {} with its data in {data}{metrics}",
             config.listen
         );
         return Ok(exit::OK);
     }
+    // Before the server starts and says where it listens: a SIGINT or SIGTERM sent as soon as the address is out
+    // must find the handlers in place (not end the process by default, skipping the shutdown).
+    let mut term = signal(SignalKind::terminate()).map_err(anyhow::Error::from)?;
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(anyhow::Error::from)?;
     let listen = config.listen;
-    let server = match Server::start(config).await {
+    let mut server = match Server::start(config).await {
         Ok(server) => server,
         Err(Error::Bind(err)) => {
             let reason = match err.kind() {
@@ -74,11 +88,36 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
         }
         Err(err) => return Err(anyhow::Error::from(err).context("starting the server").into()),
     };
+    let metrics = match args.metrics {
+        Some(addr) => match server.serve_metrics(addr).await {
+            Ok(bound) => Some(bound),
+            Err(err) => {
+                let reason = match &err {
+                    Error::MetricsBind(err) if err.kind() == ErrorKind::AddrInUse => {
+                        "address in use (choose another with --metrics)".to_owned()
+                    }
+                    Error::MetricsBind(err) => err.to_string(),
+                    other => other.to_string(),
+                };
+                if let Err(e) = server.shutdown().await {
+                    tracing::debug!(error = %e, "shutdown after the metrics address failed");
+                }
+                return Err(Failure::new(
+                    exit::FAILURE,
+                    format!("cannot serve metrics on {addr}: {reason}"),
+                ));
+            }
+        },
+        None => None,
+    };
     tracing::info!(addr = %server.local_addr(), "zklock server serving");
     println!("zklock server listening on {}", server.local_addr());
-    let mut term = signal(SignalKind::terminate()).map_err(anyhow::Error::from)?;
+    if let Some(bound) = metrics {
+        // The second line, after the address clients use (scripts read the first).
+        println!("zklock server metrics at http://{bound}/metrics");
+    }
     tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
+        _ = interrupt.recv() => {}
         _ = term.recv() => {}
         failure = server.log_failure() => {
             // Connections are closed and new sessions refused already; stop the rest and say why.

@@ -125,7 +125,7 @@ pub fn lost_policy(session_timeout: Duration, kill_after: f64) -> LostPolicy {
 
 /// What is stored in our node for `zklock status`: host, pid, command and the user's note.
 pub fn describe(command: &[String], note: Option<&str>) -> String {
-    let host = hostname::get()
+    let host = nix::unistd::gethostname()
         .map(|h| h.to_string_lossy().into_owned())
         .unwrap_or_default();
     let mut text = format!("host={host} pid={} cmd={}", std::process::id(), command.join(" "));

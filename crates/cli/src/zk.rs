@@ -83,7 +83,7 @@ pub async fn connect_args(args: &ConnectArgs) -> Result<Client> {
 
 /// Closes the session and waits (briefly) for ZooKeeper to confirm, so that our ephemeral nodes disappear now
 /// rather than a session timeout later. One helper for the binary and the benchmark workloads it runs: it lives in
-/// `zklock-bench`, which the binary depends on anyway (without the test-only `compare` feature).
+/// `zklock-bench`, which the binary depends on anyway (for `zklock bench`).
 pub use zklock_bench::close;
 
 /// Either the server named by `--connect`, or an embedded one started for this command.

@@ -50,7 +50,11 @@ pub async fn serve(shared: Arc<Shared>, mut socket: TcpStream, peer: SocketAddr,
     let cancel = shared.durable.serving().child_token();
 
     let stream = Arc::new(socket);
-    let outbox = Arc::new(Outbox::new(stream.clone(), cancel.clone()));
+    let outbox = Arc::new(Outbox::new(
+        stream.clone(),
+        cancel.clone(),
+        shared.latency.clone(),
+    ));
     let id = shared.lock().add_conn(Conn {
         outbox: outbox.clone(),
         session: 0,

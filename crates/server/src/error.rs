@@ -6,6 +6,9 @@ pub enum Error {
     /// The listening socket could not be bound.
     #[error("cannot bind the client port: {0}")]
     Bind(#[source] std::io::Error),
+    /// The metrics address ([`crate::Server::serve_metrics`]) could not be bound.
+    #[error("cannot bind the metrics address: {0}")]
+    MetricsBind(#[source] std::io::Error),
     /// The data directory could not be created or used.
     #[error("data directory: {0}")]
     DataDir(#[source] std::io::Error),

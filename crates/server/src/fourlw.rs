@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
+use crate::metrics::{self, Figures};
 use crate::shared::Shared;
 
 /// Version we report: the ZooKeeper release whose behaviour we match, tagged as ours.
@@ -91,51 +92,28 @@ fn render(shared: &Arc<Shared>, cmd: &str) -> String {
                 clients(&mut s);
                 s.push('\n');
             }
-            let _ = writeln!(s, "Latency min/avg/max: 0/0.0/0");
+            let latency = shared.latency.read();
+            let _ = writeln!(
+                s,
+                "Latency min/avg/max: {}/{}/{}",
+                latency.min_ms,
+                latency.avg_text(),
+                latency.max_ms
+            );
             let _ = writeln!(s, "Received: {}", st.counters.received);
             let _ = writeln!(s, "Sent: {}", st.counters.sent);
             let _ = writeln!(s, "Connections: {conns}");
-            let _ = writeln!(s, "Outstanding: 0");
+            let _ = writeln!(s, "Outstanding: {}", metrics::outstanding_requests(&st));
             let _ = writeln!(s, "Zxid: 0x{:x}", st.last_zxid);
             let _ = writeln!(s, "Mode: standalone");
-            // ZooKeeper's node map holds the root twice ("" and "/"), so its count is one higher.
-            let _ = writeln!(s, "Node count: {}", st.tree.node_count() + 1);
+            let _ = writeln!(s, "Node count: {}", metrics::znode_count(&st));
         }
         "cons" => {
             clients(&mut s);
             s.push('\n');
         }
-        "mntr" => {
-            let ephemerals: usize = st.tree.ephemerals().values().map(|v| v.len()).sum();
-            let data_size: usize = st
-                .tree
-                .nodes()
-                .map(|(p, n)| p.len() + n.data.as_ref().map_or(0, Vec::len))
-                .sum();
-            let pairs: Vec<(&str, String)> = vec![
-                ("zk_version", VERSION.to_string()),
-                ("zk_server_state", "standalone".into()),
-                ("zk_avg_latency", "0.0".into()),
-                ("zk_max_latency", "0".into()),
-                ("zk_min_latency", "0".into()),
-                ("zk_packets_received", st.counters.received.to_string()),
-                ("zk_packets_sent", st.counters.sent.to_string()),
-                ("zk_num_alive_connections", conns.to_string()),
-                ("zk_outstanding_requests", "0".into()),
-                ("zk_znode_count", (st.tree.node_count() + 1).to_string()),
-                ("zk_watch_count", watches.to_string()),
-                ("zk_ephemerals_count", ephemerals.to_string()),
-                ("zk_approximate_data_size", data_size.to_string()),
-                ("zk_open_file_descriptor_count", "0".into()),
-                ("zk_max_file_descriptor_count", "0".into()),
-                ("zk_uptime", shared.started.elapsed().as_millis().to_string()),
-                ("zk_global_sessions", st.sessions.len().to_string()),
-                ("zk_last_zxid", format!("0x{:x}", st.last_zxid)),
-            ];
-            for (k, v) in pairs {
-                let _ = writeln!(s, "{k}\t{v}");
-            }
-        }
+        // The same figures `zklock serve --metrics` serves (metrics.rs).
+        "mntr" => s.push_str(&Figures::read(shared, &st).mntr()),
         "envi" => {
             s.push_str("Environment:\n");
             let _ = writeln!(s, "zookeeper.version={VERSION}");

@@ -34,6 +34,8 @@
 //!   ACL/digest rules and path validation. `txn.rs` + `persist.rs`: what goes to `zklock-storage` and how a
 //!   start recovers (newest snapshot + replay of later txns through the same apply code).
 //! - `fourlw.rs`: four-letter words (`ruok srvr stat mntr cons envi wchs dump conf isro ...`).
+//! - `metrics.rs`: the figures `mntr` reports ([`Figures`]), read in one place, and the Prometheus endpoint that
+//!   serves the same figures ([`Server::serve_metrics`]).
 //!
 //! # Implemented
 //!
@@ -76,7 +78,8 @@
 //! - SASL/Kerberos and TLS: answered like a ZooKeeper without SASL configured; digest auth covers the
 //!   embedded use cases.
 //! - TTL nodes and quotas: off by default in ZooKeeper 3.8 too (`extendedTypesEnabled`, quota enforcement).
-//! - The admin HTTP server and JMX; `stat`-style latency figures are reported as 0.
+//! - The admin HTTP server and JMX (the figures of `mntr` are served to Prometheus by
+//!   [`Server::serve_metrics`]); `mntr`'s file descriptor counts are reported as 0.
 //! - Notifications queued for a client that stops reading are not bounded (replies are).
 #![forbid(unsafe_code)]
 
@@ -85,6 +88,7 @@ mod config;
 mod connection;
 mod error;
 mod fourlw;
+mod metrics;
 mod ops;
 mod outbox;
 mod path;
@@ -99,6 +103,7 @@ mod watch;
 
 pub use config::{ConfigError, ServerConfig};
 pub use error::Error;
+pub use metrics::{Figures, LatencyFigures};
 pub use zklock_storage::StorageError;
 
 use std::net::SocketAddr;
@@ -198,6 +203,34 @@ impl Server {
             dir: self.log_dir.clone(),
             error,
         }
+    }
+
+    /// Serves the figures `mntr` reports ([`Figures`]) in Prometheus text format at `http://ADDR/metrics`, from
+    /// now until [`Server::shutdown`], each scrape reading them anew. Returns the address bound (with the real port
+    /// when `addr` had port 0). Metric names are the `mntr` keys (`zk_znode_count`, …; see `metrics.rs`). Like
+    /// `mntr`, it answers ZooKeeper's not-serving line (HTTP 503) once the log cannot be written.
+    ///
+    /// # Errors
+    /// [`Error::MetricsBind`] when `addr` cannot be bound.
+    pub async fn serve_metrics(&mut self, addr: SocketAddr) -> Result<SocketAddr, Error> {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(Error::MetricsBind)?;
+        let bound = listener.local_addr().map_err(Error::MetricsBind)?;
+        self.tasks
+            .push(tokio::spawn(metrics::serve(self.shared.clone(), listener)));
+        tracing::info!(%bound, "serving metrics at http://{bound}/metrics");
+        Ok(bound)
+    }
+
+    /// The figures `mntr` reports, now; `None` once the server stopped serving because its log cannot be written
+    /// (when `mntr` answers the not-serving line).
+    pub fn figures(&self) -> Option<Figures> {
+        if self.shared.durable.failed() {
+            return None;
+        }
+        let st = self.shared.lock();
+        Some(metrics::Figures::read(&self.shared, &st))
     }
 
     /// The address the server listens on (with the real port when `listen` had port 0).

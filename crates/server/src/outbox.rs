@@ -17,10 +17,13 @@ use std::collections::VecDeque;
 use std::io::IoSlice;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Instant;
 
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
+
+use crate::metrics::Latency;
 
 /// At most this many frames per `writev`.
 const MAX_SLICES: usize = 64;
@@ -32,8 +35,9 @@ enum Item {
     Frame {
         after: i64,
         bytes: Vec<u8>,
-        /// A reply (counted against the outstanding bound) rather than a notification.
-        reply: bool,
+        /// For a reply (counted against the outstanding bound, and in the latency figures), when it was queued;
+        /// `None` for a notification.
+        queued: Option<Instant>,
     },
     /// Close the connection once everything before it is written.
     Close { after: i64 },
@@ -77,11 +81,13 @@ pub struct Outbox {
     pub received: AtomicUsize,
     /// Packets sent (for `cons`).
     pub sent: AtomicUsize,
+    /// The server's latency figures: each reply's time from queued to written.
+    latency: Arc<Latency>,
 }
 
 impl Outbox {
-    /// An outbox writing into `stream`.
-    pub fn new(stream: Arc<TcpStream>, cancel: CancellationToken) -> Outbox {
+    /// An outbox writing into `stream`, recording each reply's latency in `latency`.
+    pub fn new(stream: Arc<TcpStream>, cancel: CancellationToken, latency: Arc<Latency>) -> Outbox {
         Outbox {
             stream,
             queue: Mutex::new(Queue::default()),
@@ -92,6 +98,7 @@ impl Outbox {
             outstanding: AtomicUsize::new(0),
             received: AtomicUsize::new(0),
             sent: AtomicUsize::new(0),
+            latency,
         }
     }
 
@@ -110,7 +117,10 @@ impl Outbox {
         if reply {
             self.outstanding.fetch_add(1, Ordering::SeqCst);
         }
-        q.items.push_back(Item::Frame { after, bytes, reply });
+        // A reply's request was read and handled just now (under the state lock, in the same pass): its latency
+        // starts here. One clock read per reply, none per notification.
+        let queued = reply.then(Instant::now);
+        q.items.push_back(Item::Frame { after, bytes, queued });
     }
 
     /// Queues a close: once everything before it is written (and durable up to `after`), the write side is
@@ -240,8 +250,9 @@ impl Outbox {
     /// Drops the `n` bytes just written from the front of the queue.
     fn advance(&self, q: &mut Queue, mut n: usize) {
         let mut replies = 0;
+        let mut now = None;
         while n > 0 {
-            let Some(Item::Frame { bytes, reply, .. }) = q.items.front() else {
+            let Some(Item::Frame { bytes, queued, .. }) = q.items.front() else {
                 break;
             };
             let left = bytes.len() - q.offset;
@@ -251,7 +262,11 @@ impl Outbox {
             }
             n -= left;
             q.offset = 0;
-            replies += usize::from(*reply);
+            if let Some(queued) = *queued {
+                replies += 1;
+                let now = *now.get_or_insert_with(Instant::now);
+                self.latency.record(now.saturating_duration_since(queued));
+            }
             q.items.pop_front();
             self.sent.fetch_add(1, Ordering::Relaxed);
         }

@@ -46,6 +46,7 @@ pub fn make_shared(
         per_ip: Mutex::new(HashMap::new()),
         shutdown,
         started: std::time::Instant::now(),
+        latency: Arc::default(),
     })
 }
 

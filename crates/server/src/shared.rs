@@ -27,6 +27,8 @@ pub struct Shared {
     pub shutdown: CancellationToken,
     /// Server start time (for `srvr`/`mntr` uptime).
     pub started: std::time::Instant,
+    /// Reply latencies (for `srvr`, `stat`, `mntr` and the metrics endpoint).
+    pub latency: Arc<crate::metrics::Latency>,
 }
 
 impl Shared {

@@ -382,7 +382,11 @@ mod tests {
         std::mem::forget(client.unwrap()); // keep the peer open for the test's lifetime
         let stream = Arc::new(accepted.unwrap().0);
         st.add_conn(Conn {
-            outbox: Arc::new(Outbox::new(stream, tokio_util::sync::CancellationToken::new())),
+            outbox: Arc::new(Outbox::new(
+                stream,
+                tokio_util::sync::CancellationToken::new(),
+                Default::default(),
+            )),
             session: 0,
             peer: "127.0.0.1:1".parse().unwrap(),
             auth: vec![],

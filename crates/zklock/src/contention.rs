@@ -11,6 +11,8 @@
 //! * **Predecessor vanishing between list and watch.** The watch is set with `getData`, which fails with
 //!   `NoNode` (and leaves no watch behind) when the node is already gone; we then simply list again.
 //! * **Cancellation.** Our node is an [`OwnNode`], removed when dropped unless it became a guard.
+//! * **Metrics.** [`acquire`] is where every recipe's wait is measured: `zklock_acquire_wait_seconds` (see the
+//!   crate documentation), labelled with [`Rules::recipe`].
 
 use std::time::Duration;
 
@@ -62,6 +64,11 @@ pub(crate) trait Rules {
     /// The marker of the node we create.
     fn marker(&self) -> Marker;
 
+    /// The `recipe` label of this queue's metrics; by default named after the marker.
+    fn recipe(&self) -> &'static str {
+        recipe_of(self.marker())
+    }
+
     /// Whether children with this marker are contenders; by default only nodes like ours.
     fn keeps(&self, marker: Marker) -> bool {
         marker == self.marker()
@@ -96,6 +103,26 @@ impl Rules for Exclusive {
     fn marker(&self) -> Marker {
         self.0
     }
+
+    fn recipe(&self) -> &'static str {
+        match self.0 {
+            // The exclusive rule over `lock-` nodes is the semaphore's acquirers' turn (a Mutex has rules of its own,
+            // mutex.rs): told apart from the wait for a lease itself.
+            Marker::Lock => "semaphore_gate",
+            marker => recipe_of(marker),
+        }
+    }
+}
+
+/// The `recipe` label of a queue of nodes with this marker.
+fn recipe_of(marker: Marker) -> &'static str {
+    match marker {
+        Marker::Lock | Marker::KazooLock => "mutex",
+        Marker::Read | Marker::KazooRead => "rwlock_read",
+        Marker::Write => "rwlock_write",
+        Marker::Latch => "election",
+        Marker::Lease => "semaphore",
+    }
 }
 
 /// How long an acquire may wait for its turn.
@@ -115,7 +142,30 @@ impl Wait {
 /// Creates our node (holding `data`) in `dir` and waits, as `rules` decide and at most as long as `wait` allows,
 /// for our turn; hands back the guard. `Ok(None)` only for [`Wait::Never`] when it is not our turn (our node is
 /// then already removed). On an error, a timeout or cancellation our node is removed.
+///
+/// The one place an acquire's wait is measured: `zklock_acquire_wait_seconds{recipe, outcome}`, from the call to
+/// the guard (`acquired`), to `busy` (a try that found it taken), `timeout` or `error`; nothing when cancelled.
 pub(crate) async fn acquire(
+    session: &Session,
+    dir: &str,
+    data: &[u8],
+    rules: &impl Rules,
+    wait: Wait,
+) -> Result<Option<Guard>> {
+    let started = Instant::now();
+    let result = acquire_unmeasured(session, dir, data, rules, wait).await;
+    let outcome = match &result {
+        Ok(Some(_)) => "acquired",
+        Ok(None) => "busy",
+        Err(Error::Timeout) => "timeout",
+        Err(_) => "error",
+    };
+    metrics::histogram!("zklock_acquire_wait_seconds", "recipe" => rules.recipe(), "outcome" => outcome)
+        .record(started.elapsed());
+    result
+}
+
+async fn acquire_unmeasured(
     session: &Session,
     dir: &str,
     data: &[u8],
@@ -163,7 +213,7 @@ pub(crate) async fn acquire(
                 path: node.path(),
                 fencing_token: node.czxid,
             });
-            Ok(Some(Guard::new(node, lost)))
+            Ok(Some(Guard::new(node, lost, rules.recipe())))
         }
         Ok(false) => {
             drop(lost);
@@ -189,9 +239,9 @@ pub(crate) async fn enqueue(
     let prefix = format!("{}{}", child_path(dir, &unique), marker.as_str());
     let mut node = OwnNode::new(client, dir, unique, retry);
     let mode = CreateMode::EphemeralSequential.with_acls(session.acls());
+    // Creates sent so far (each ended in `NoNode` or a connection loss; `pause` counts the latter).
     let mut attempt = 0;
     loop {
-        attempt += 1;
         let create = client.create(&prefix, data, &mode);
         let listing = client.list_children(dir);
         let (created, listed) = tokio::join!(create, listing);
@@ -203,14 +253,12 @@ pub(crate) async fn enqueue(
                 return Ok((node, listed.ok()));
             }
             Err(zk::Error::NoNode) => {
+                attempt += 1;
                 let parents = CreateMode::Persistent.with_acls(session.acls());
                 retry.run(|| client.mkdir(dir, &parents)).await?;
             }
             Err(err) if is_connection_loss(&err) => {
-                if retry.max_attempts.is_some_and(|max| attempt >= max) {
-                    return Err(Error::ConnectionLoss { attempts: attempt });
-                }
-                tokio::time::sleep(retry.backoff(attempt)).await;
+                retry.pause(&mut attempt).await?;
                 if find_own(&mut node).await? {
                     return Ok((node, None));
                 }

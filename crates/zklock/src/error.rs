@@ -30,6 +30,13 @@ pub enum Error {
         /// The full path of the node.
         path: String,
     },
+    /// A fenced write ([`Guard::fenced_writes`](crate::Guard::fenced_writes)) found our node gone at the server:
+    /// the lock is no longer ours, and nothing was written.
+    #[error("the lock node {path} no longer exists: the lock was lost, nothing was written")]
+    LockLost {
+        /// The full path of our (former) node.
+        path: String,
+    },
     /// The path given to a recipe is not a valid ZooKeeper path.
     #[error("invalid path {path:?}: {reason}")]
     InvalidPath {

@@ -1,6 +1,7 @@
 //! What holding something looks like: one guard type for every recipe.
 
 use std::future::Future;
+use std::time::Instant;
 
 use crate::error::Result;
 use crate::lost::{LostReason, LostSignal};
@@ -23,11 +24,39 @@ pub struct Guard {
     // signal from taking our own delete for a loss: the node dismisses the signal itself first (see `own_node.rs`).
     lost: LostSignal,
     node: OwnNode,
+    held: Held,
+}
+
+/// How long a guard was held, recorded when it goes (released or dropped): the one place of
+/// `zklock_hold_seconds{recipe}` (see the crate documentation).
+#[derive(Debug)]
+struct Held {
+    since: Instant,
+    recipe: &'static str,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        metrics::histogram!("zklock_hold_seconds", "recipe" => self.recipe).record(self.since.elapsed());
+    }
 }
 
 impl Guard {
-    pub(crate) fn new(node: OwnNode, lost: LostSignal) -> Guard {
-        Guard { node, lost }
+    /// A guard of `node`, held from now on; `recipe` labels its metrics.
+    pub(crate) fn new(node: OwnNode, lost: LostSignal, recipe: &'static str) -> Guard {
+        Guard {
+            node,
+            lost,
+            held: Held {
+                since: Instant::now(),
+                recipe,
+            },
+        }
+    }
+
+    /// The client our node was created with (for [`crate::FencedWrites`]).
+    pub(crate) fn client(&self) -> &zookeeper_client::Client {
+        &self.node.client
     }
 
     /// The fencing token: our node's creation zxid.
@@ -105,7 +134,8 @@ impl Guard {
     /// Deletes our node and waits for ZooKeeper to confirm; retried across connection loss. Releasing a guard
     /// whose node is already gone succeeds.
     pub async fn release(self) -> Result<()> {
-        let Guard { node, lost } = self;
+        let Guard { node, lost, held } = self;
+        drop(held);
         drop(lost);
         node.delete().await
     }

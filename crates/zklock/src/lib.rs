@@ -15,7 +15,8 @@
 //!   session may be gone.
 //! * **Cancellation at every await point** — dropping an acquire future removes our node.
 //! * **Missing parents** are created as persistent nodes; **ordering** is by the sequence suffix only.
-//! * **Fencing** — [`Guard::fencing_token`] is our node's czxid, strictly increasing across holders.
+//! * **Fencing** — [`Guard::fencing_token`] is our node's czxid, strictly increasing across holders; for data kept
+//!   in ZooKeeper itself, [`Guard::fenced_writes`] makes the server refuse a lost holder's writes.
 //! * **A paused holder** — [`Guard::session_valid_until`] is the instant before which the server cannot have
 //!   expired our session, renewed while held: a deadline that a watchdog outside this process can enforce.
 //!
@@ -41,11 +42,31 @@
 //!   [`Term`]), [`Barrier`], [`DoubleBarrier`] (with [`Participation`]) and [`Queue`] (with [`Claimed`]). Each
 //!   keeps only its own settings: `with_data` (what `zklock status` shows), and on `Mutex` and `RwLock`
 //!   `with_kazoo_contenders`.
+//! * **[`MultiLock`]** — several [`Mutex`]es and [`RwLock`] sides held as one ([`Part`], [`MultiGuard`]), acquired
+//!   in a global order so multi-locks never deadlock.
 //! * **[`Guard`]** — what holding looks like for the queue recipes ([`MutexGuard`], [`ReadGuard`], [`WriteGuard`],
-//!   [`Lease`], [`Leadership`] are its names per recipe), with [`LostReason`].
+//!   [`Lease`], [`Leadership`] are its names per recipe), with [`LostReason`], and [`FencedWrites`]
+//!   ([`Guard::fenced_writes`]): ZooKeeper writes that commit only while the guard's node exists at the server.
 //! * **[`inspect`]** — a read-only look at any recipe directory: the [`Recipe`] it holds and its [`Participant`]s
 //!   ([`NodeKind`], [`Role`]), for status displays and operators.
 //! * **[`Error`] and [`Result`]**, and the re-exported [`zookeeper_client`].
+//!
+//! # Metrics
+//!
+//! The recipes record through the [`metrics`](https://docs.rs/metrics) facade (0.24) and install no recorder: an
+//! application that installs one (`metrics-exporter-prometheus`, say) gets these; without one each costs a no-op
+//! call. Each is recorded in one place of the crate.
+//!
+//! | name | kind | labels | what |
+//! |---|---|---|---|
+//! | `zklock_acquire_wait_seconds` | histogram | `recipe`, `outcome` | an acquire's time from the call to its end: `acquired`, `busy` (a `try_*` that found it taken), `timeout` or `error` (a cancelled acquire records nothing) |
+//! | `zklock_hold_seconds` | histogram | `recipe` | a guard's time from its acquisition until it was released or dropped (a lost guard's too, until its owner lets it go) |
+//! | `zklock_guards_lost_total` | counter | `reason` | held guards lost (also queue claims and double-barrier participations): `session_expired`, `client_closed`, `node_deleted`, `disconnected` |
+//! | `zklock_connection_loss_retries_total` | counter | — | requests sent again after a connection loss, by every recipe ([`RetryPolicy`]) |
+//!
+//! `recipe` is `mutex`, `rwlock_read`, `rwlock_write`, `election`, `semaphore` (waiting for a free lease) or
+//! `semaphore_gate` (a semaphore's acquirers waiting for their turn to look for one; a semaphore acquire is the two
+//! in a row).
 //!
 //! Private: node names and directory layouts (Curator's formats, a semaphore's `leases`/`locks`, a queue's `qn-`
 //! items and `claims`, a double barrier's `ready`), the rules each recipe applies to its queue, and the one
@@ -60,11 +81,13 @@ mod double_barrier;
 mod election;
 mod error;
 mod events;
+mod fenced;
 mod gone;
 mod guard;
 mod idioms;
 mod inspect;
 mod lost;
+mod multi_lock;
 mod mutex;
 mod node;
 mod own_node;
@@ -81,9 +104,11 @@ pub use double_barrier::{DoubleBarrier, Participation};
 pub use election::{Leader, LeaderElection, Leadership, Observer, Term};
 pub use error::{Error, Result};
 pub use events::{Listener, QueueEvent};
+pub use fenced::FencedWrites;
 pub use guard::Guard;
 pub use inspect::inspect;
 pub use lost::{LostPolicy, LostReason};
+pub use multi_lock::{MultiGuard, MultiLock, Part};
 pub use mutex::Mutex;
 pub use participants::{Inspection, NodeKind, Participant, Recipe, Role};
 pub use queue::{Claimed, Queue};

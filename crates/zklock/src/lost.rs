@@ -63,6 +63,17 @@ impl std::fmt::Display for LostReason {
 }
 
 impl LostReason {
+    /// The `reason` label of `zklock_guards_lost_total`.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            LostReason::SessionExpired => "session_expired",
+            LostReason::ClientClosed => "client_closed",
+            LostReason::NodeDeleted => "node_deleted",
+            LostReason::Disconnected => "disconnected",
+            LostReason::Released => "released",
+        }
+    }
+
     /// The error for an operation that waited on a node lost for this reason (`path`: the node).
     pub(crate) fn error(self, path: &str) -> crate::Error {
         match self {
@@ -389,6 +400,10 @@ async fn monitor(
     }
     valid_until.send_replace(None);
     tracing::warn!(%path, %reason, "lock node lost");
+    // A node lost while still waiting fails its acquire (an error, counted there); only a held one is a lost guard.
+    if *holding.borrow() {
+        metrics::counter!("zklock_guards_lost_total", "reason" => reason.label()).increment(1);
+    }
     tx.send_replace(Some(reason));
 }
 

@@ -49,11 +49,15 @@ impl RetryPolicy {
     }
 
     /// Counts one more attempt after a connection loss and pauses; fails once the policy gives up.
+    ///
+    /// Every retry after a connection loss passes here: the one place of `zklock_connection_loss_retries_total` (see
+    /// the crate documentation).
     pub(crate) async fn pause(&self, attempt: &mut u32) -> Result<()> {
         *attempt += 1;
         if self.max_attempts.is_some_and(|max| *attempt >= max) {
             return Err(Error::ConnectionLoss { attempts: *attempt });
         }
+        metrics::counter!("zklock_connection_loss_retries_total").increment(1);
         tokio::time::sleep(self.backoff(*attempt)).await;
         Ok(())
     }

@@ -73,11 +73,8 @@ impl Serve {
     /// SIGTERM, then waits: a clean shutdown exits 0.
     async fn terminate(self) -> (Option<i32>, String) {
         let pid = self.child.id().expect("running") as i32;
-        rustix::process::kill_process(
-            rustix::process::Pid::from_raw(pid).expect("pid"),
-            rustix::process::Signal::TERM,
-        )
-        .expect("SIGTERM");
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM)
+            .expect("SIGTERM");
         self.exited().await
     }
 }

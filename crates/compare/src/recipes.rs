@@ -1,4 +1,4 @@
-//! zklock's side of `compare-peers` beyond the Mutex (which [`crate::lock`] measures): read-heavy `RwLock`
+//! zklock's side of `compare-peers` beyond the Mutex (which [`zklock_bench::lock`] measures): read-heavy `RwLock`
 //! throughput, `LeaderElection` failover time and `DoubleBarrier` rounds — each shaped exactly like the matching
 //! Curator benchmark in `CuratorPeer.java`, one session per client.
 
@@ -8,7 +8,7 @@ use zklock::{DoubleBarrier, LeaderElection, QueueEvent, RwLock};
 use zookeeper_client as zk;
 
 use crate::peers::{Count, Departure};
-use crate::Result;
+use zklock_bench::Result;
 
 /// Bound on any single wait in these benchmarks (something must happen; a loaded machine gets generous time).
 const STEP_TIMEOUT: Duration = Duration::from_secs(120);
@@ -25,12 +25,12 @@ pub async fn rwlock(
     let dir = format!("/zklock-bench-rw-{:016x}", rand::random::<u64>());
     let mut sessions = Vec::new();
     for _ in 0..clients.max(1) {
-        sessions.push(crate::connect(hosts).await?);
+        sessions.push(zklock_bench::connect(hosts).await?);
     }
     let measure_from = Instant::now() + warmup;
     let end = measure_from + duration;
     let root = dir.clone();
-    let (count, seconds) = crate::count_cycles(&sessions, measure_from, end, move |client| {
+    let (count, seconds) = zklock_bench::count_cycles(&sessions, measure_from, end, move |client| {
         let dir = dir.clone();
         async move {
             let lock = RwLock::new(&client, &dir)?;
@@ -44,9 +44,9 @@ pub async fn rwlock(
     })
     .await?;
     for session in sessions {
-        crate::close(session).await;
+        zklock_bench::close(session).await;
     }
-    crate::remove_tree(hosts, &root, 1).await?;
+    zklock_bench::remove_tree(hosts, &root, 1).await?;
     Ok(Count { count, seconds })
 }
 
@@ -61,8 +61,8 @@ pub async fn failover(hosts: &str, root: &str, rounds: usize, departure: Departu
     let mut times = Vec::new();
     for round in 0..rounds {
         let path = format!("{root}/r{round}");
-        let first = crate::connect(hosts).await?;
-        let second = crate::connect(hosts).await?;
+        let first = zklock_bench::connect(hosts).await?;
+        let second = zklock_bench::connect(hosts).await?;
         let leader_election = LeaderElection::new(&first, &path)?;
         let leadership = leader_election.campaign().await?;
         let (queued_tx, queued_rx) = tokio::sync::oneshot::channel();
@@ -99,7 +99,7 @@ pub async fn failover(hosts: &str, root: &str, rounds: usize, departure: Departu
             .map_err(|_| zk::Error::Timeout)??;
         times.push(led_at - start);
         leadership?.release().await?;
-        crate::close(second).await;
+        zklock_bench::close(second).await;
     }
     remove_tree_deep(hosts, root).await?;
     Ok(times)
@@ -110,7 +110,7 @@ pub async fn failover(hosts: &str, root: &str, rounds: usize, departure: Departu
 pub async fn double_barrier(hosts: &str, root: &str, clients: usize, barriers: usize) -> Result<Duration> {
     let mut sessions = Vec::new();
     for _ in 0..clients {
-        sessions.push(crate::connect(hosts).await?);
+        sessions.push(zklock_bench::connect(hosts).await?);
     }
     let start = Instant::now();
     let mut tasks = Vec::new();
@@ -122,7 +122,7 @@ pub async fn double_barrier(hosts: &str, root: &str, clients: usize, barriers: u
                 let participation = barrier.enter_timeout(STEP_TIMEOUT).await?;
                 participation.leave_timeout(STEP_TIMEOUT).await?;
             }
-            Ok::<_, crate::BenchError>(())
+            Ok::<_, zklock_bench::BenchError>(())
         }));
     }
     for task in tasks {
@@ -130,7 +130,7 @@ pub async fn double_barrier(hosts: &str, root: &str, clients: usize, barriers: u
     }
     let elapsed = start.elapsed();
     for session in sessions {
-        crate::close(session).await;
+        zklock_bench::close(session).await;
     }
     remove_tree_deep(hosts, root).await?;
     Ok(elapsed)
@@ -138,5 +138,5 @@ pub async fn double_barrier(hosts: &str, root: &str, clients: usize, barriers: u
 
 /// Removes a benchmark root, its per-round directories and their children (best effort).
 pub async fn remove_tree_deep(hosts: &str, root: &str) -> Result<()> {
-    crate::remove_tree(hosts, root, 2).await
+    zklock_bench::remove_tree(hosts, root, 2).await
 }

@@ -3,7 +3,7 @@
 //! CPU time per 1,000 operations, and resident memory after the run.
 //!
 //! ```sh
-//! cargo build --release -p zklock-cli && cargo build --release -p zklock-bench --features compare
+//! cargo build --release -p zklock-cli && cargo build --release -p zklock-compare
 //! target/release/compare-servers [--seconds 5] [--clients 32] [--client-threads 0] [--warmup 2] [--rounds 3]
 //!                                [--only zookeeper|embedded]
 //! ```

@@ -11,7 +11,7 @@
 //! 4. Double barrier as in the ZooKeeper paper: `--barriers` barriers × `--members` clients, enter + leave.
 //!
 //! ```sh
-//! cargo build --release -p zklock-bench --features compare
+//! cargo build --release -p zklock-compare
 //! target/release/compare-peers [--seconds 4] [--repeat 2] [--warmup 1] [--rounds 10] [--barriers 200]
 //!                              [--members 50] [--client-threads 1]
 //! ```
@@ -24,8 +24,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use zklock_bench::lock::{self, LockImpl};
-use zklock_bench::peers::{self, Departure, LockKind, Toolchain};
-use zklock_bench::recipes;
+use zklock_compare::peers::{self, Departure, LockKind, Toolchain};
+use zklock_compare::recipes;
 use zklock_testkit::ZooKeeper;
 
 struct Args {

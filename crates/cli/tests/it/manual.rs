@@ -1,0 +1,83 @@
+//! `zklock completions` and `zklock man`: generated from the clap definitions, for every subcommand.
+
+use crate::support::{output, text};
+
+/// The subcommands a user sees (the internal `__watchdog` must not show up).
+const SUBCOMMANDS: &[&str] = &[
+    "run",
+    "elect",
+    "status",
+    "serve",
+    "demo",
+    "bench",
+    "completions",
+    "man",
+];
+
+#[tokio::test]
+async fn completions_cover_every_subcommand_for_each_shell() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = output(&["completions", shell]).await;
+        assert_eq!(out.status.code(), Some(0), "{shell}: {}", text(&out.stderr));
+        let script = text(&out.stdout);
+        for sub in SUBCOMMANDS {
+            assert!(script.contains(sub), "{shell}: no `{sub}` in the script");
+        }
+        assert!(
+            !script.contains("__watchdog"),
+            "{shell}: the internal command is offered"
+        );
+        // A flag of a subcommand, so the scripts go below the top level.
+        assert!(
+            script.contains("nonblock"),
+            "{shell}: `run --nonblock` is not completed"
+        );
+    }
+}
+
+#[tokio::test]
+async fn bash_completion_script_is_valid_bash() {
+    let out = output(&["completions", "bash"]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("zklock.bash");
+    std::fs::write(&script, &out.stdout).unwrap();
+    // `bash -n` parses without running; then sourcing must define the completion for `zklock`.
+    let check = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "bash -n {0} && source {0} && complete -p zklock",
+            script.display()
+        ))
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{}", text(&check.stderr));
+    assert!(text(&check.stdout).contains("zklock"), "{}", text(&check.stdout));
+}
+
+#[tokio::test]
+async fn man_page_has_a_section_per_subcommand() {
+    let out = output(&["man"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let page = text(&out.stdout);
+    assert!(
+        page.starts_with(".ie") || page.starts_with(".TH"),
+        "not roff: {}",
+        &page[..page.len().min(80)]
+    );
+    assert!(page.contains(".TH zklock 1"), "no title line");
+    for sub in SUBCOMMANDS {
+        assert!(
+            page.contains(&format!(".SH \"ZKLOCK {}\"", sub.to_uppercase())),
+            "no section for `{sub}`"
+        );
+    }
+    assert!(!page.contains("__watchdog"));
+    // The exit-status tables of `--help` are in the page too.
+    assert!(page.contains("Exit status"), "no exit statuses");
+}
+
+#[tokio::test]
+async fn unknown_shell_is_a_usage_error() {
+    let out = output(&["completions", "tcsh"]).await;
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}

@@ -1,0 +1,640 @@
+//! The command line's parity with the library: `run --shared` / `--write` (a read/write lock), `run --leases N` (a
+//! semaphore), `elect --nonblock` / `--timeout`, and `elect --observe`. Real `zklock` processes against the shared
+//! real ZooKeeper. The commands hold until the test writes a line to their standard input, and say when they start
+//! on their standard output, so the test waits for events, not for time.
+
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+use zklock_testkit::unique_path;
+use zookeeper_client::{self as zk, Client};
+
+use crate::support::*;
+
+/// A command that says it started (with its node) and holds until a line arrives on its standard input.
+const HOLD: &str = r#"echo "started $ZKLOCK_NODE"; read x"#;
+
+/// A running `zklock` whose command's standard output lines go, tagged, into a channel.
+struct Held {
+    tag: usize,
+    process: tokio::process::Child,
+    stdin: Option<tokio::process::ChildStdin>,
+}
+
+impl Held {
+    /// `zklock ARGS -- sh -c SCRIPT sh EXTRA...`, its output lines sent to `lines` as `(tag, line)`.
+    fn start(
+        tag: usize,
+        args: &[&str],
+        script: &str,
+        extra: &[&str],
+        lines: &mpsc::UnboundedSender<(usize, String)>,
+    ) -> Held {
+        let mut process = zklock(args)
+            .args(["--", "sh", "-c", script, "sh"])
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start zklock");
+        let stdin = process.stdin.take();
+        forward_lines(tag, process.stdout.take().unwrap(), lines.clone());
+        Held { tag, process, stdin }
+    }
+
+    fn pid(&self) -> i32 {
+        self.process.id().expect("running") as i32
+    }
+
+    /// Lets the command end (its `read` returns).
+    async fn release(&mut self) {
+        let mut stdin = self.stdin.take().expect("not released yet");
+        stdin.write_all(b"go\n").await.unwrap();
+        drop(stdin);
+    }
+
+    /// Waits (bounded) for `zklock` to exit; its exit status and stderr. A command not released yet keeps its
+    /// standard input open until then (an end of file would end its `read`).
+    async fn wait(mut self) -> (Option<i32>, String) {
+        let tag = self.tag;
+        let stdin = self.stdin.take();
+        let out: Output = tokio::time::timeout(EVENTUALLY, self.process.wait_with_output())
+            .await
+            .unwrap_or_else(|_| panic!("zklock #{tag} did not exit"))
+            .unwrap();
+        drop(stdin);
+        (out.status.code(), text(&out.stderr))
+    }
+}
+
+/// Sends each line of `from` to `to` as `(tag, line)`.
+fn forward_lines(
+    tag: usize,
+    from: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+    to: mpsc::UnboundedSender<(usize, String)>,
+) {
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(from).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if to.send((tag, line)).is_err() {
+                break;
+            }
+        }
+    });
+}
+
+/// The next line (bounded).
+async fn next_line(lines: &mut mpsc::UnboundedReceiver<(usize, String)>, what: &str) -> (usize, String) {
+    tokio::time::timeout(EVENTUALLY, lines.recv())
+        .await
+        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
+        .unwrap_or_else(|| panic!("no more output while waiting for {what}"))
+}
+
+/// Waits, with child watches, until `dir` has `count` children; returns them.
+async fn await_children(client: &Client, dir: &str, count: usize) -> Vec<String> {
+    let wait = async {
+        loop {
+            match client.list_and_watch_children(dir).await {
+                Ok((children, _)) if children.len() == count => return children,
+                Ok((_, watcher)) => drop(watcher.changed().await),
+                Err(zk::Error::NoNode) => {
+                    let (stat, watcher) = client.check_and_watch_stat(dir).await.unwrap();
+                    if stat.is_none() {
+                        drop(watcher.changed().await);
+                    }
+                }
+                Err(err) => panic!("listing {dir}: {err}"),
+            }
+        }
+    };
+    tokio::time::timeout(EVENTUALLY, wait)
+        .await
+        .unwrap_or_else(|_| panic!("{dir}: never {count} children"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shared_runs_overlap_and_a_writer_waits_for_both() {
+    let hosts = zookeeper().await;
+    let path = unique_path("cli-parity-rw");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_str().unwrap();
+    let admin = client(&hosts).await;
+    let (tx, mut lines) = mpsc::unbounded_channel();
+    // Each reader marks that it is done after its release; the writer checks that both are.
+    let reader = format!(r#"{HOLD}; touch "$1/$2.done""#);
+    let writer = r#"if [ -e "$1/r1.done" ] && [ -e "$1/r2.done" ]; then echo "after both"; else echo "too early"; exit 9; fi"#;
+    let shared = ["run", "--connect", &hosts, "--shared", &path];
+    let mut r1 = Held::start(1, &shared, &reader, &[dir, "r1"], &tx);
+    let mut r2 = Held::start(2, &shared, &reader, &[dir, "r2"], &tx);
+    // Both start while neither has been released: they hold the lock at the same time.
+    let mut started = Vec::new();
+    for _ in 0..2 {
+        let (tag, line) = next_line(&mut lines, "both readers to start").await;
+        assert!(
+            line.starts_with(&format!("started {path}/_c_")) && line.contains("-__READ__"),
+            "{line}"
+        );
+        started.push(tag);
+    }
+    started.sort();
+    assert_eq!(started, [1, 2]);
+    let w = Held::start(
+        3,
+        &["run", "--connect", &hosts, "--write", &path],
+        writer,
+        &[dir],
+        &tx,
+    );
+    // The writer is queued behind both readers...
+    let nodes = await_children(&admin, &path, 3).await;
+    assert_eq!(
+        nodes.iter().filter(|n| n.contains("-__WRIT__")).count(),
+        1,
+        "{nodes:?}"
+    );
+    // ... and stays so until both are done.
+    r1.release().await;
+    assert_eq!(r1.wait().await.0, Some(0));
+    r2.release().await;
+    assert_eq!(r2.wait().await.0, Some(0));
+    let (tag, line) = next_line(&mut lines, "the writer's command").await;
+    assert_eq!((tag, line.as_str()), (3, "after both"));
+    let (status, stderr) = w.wait().await;
+    assert_eq!(status, Some(0), "{stderr}");
+    assert!(admin.list_children(&path).await.unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_leases_let_exactly_two_of_three_run() {
+    let hosts = zookeeper().await;
+    let path = unique_path("cli-parity-leases");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_str().unwrap();
+    let admin = client(&hosts).await;
+    let (tx, mut lines) = mpsc::unbounded_channel();
+    // Each command marks itself running and says how many are (itself included) when it starts.
+    let script = r#"touch "$1/running.$$"; echo "started $(ls "$1" | grep -c '^running\.') $ZKLOCK_NODE"; read x; rm "$1/running.$$""#;
+    let args = ["run", "--connect", &hosts, "--leases", "2", &path];
+    let mut runs: Vec<Option<Held>> = (0..3)
+        .map(|tag| Some(Held::start(tag, &args, script, &[dir], &tx)))
+        .collect();
+    let running = |line: &str| -> usize {
+        let mut fields = line.split(' ');
+        assert_eq!(fields.next(), Some("started"), "{line}");
+        let count = fields.next().unwrap().parse().unwrap();
+        let node = fields.next().unwrap();
+        assert!(
+            node.starts_with(&format!("{path}/leases/_c_")) && node.contains("-lease-"),
+            "{line}"
+        );
+        count
+    };
+    // Two start without anybody being released: two at once.
+    let (first, line) = next_line(&mut lines, "the first lease holder").await;
+    assert!(running(&line) <= 2, "{line}");
+    let (second, line) = next_line(&mut lines, "the second lease holder").await;
+    assert!(running(&line) <= 2, "{line}");
+    // The third holds the acquirers' gate and waits with its lease node for room.
+    await_children(&admin, &format!("{path}/leases"), 3).await;
+    assert!(
+        lines.try_recv().is_err(),
+        "a third command started while two held leases"
+    );
+    // One leaves: the third starts, alongside the one still running.
+    let mut held = runs[first].take().unwrap();
+    held.release().await;
+    assert_eq!(held.wait().await.0, Some(0));
+    let (third, line) = next_line(&mut lines, "the third lease holder").await;
+    assert!(![first, second].contains(&third));
+    assert_eq!(running(&line), 2, "{line}");
+    for tag in [second, third] {
+        let mut held = runs[tag].take().unwrap();
+        held.release().await;
+        let (status, stderr) = held.wait().await;
+        assert_eq!(status, Some(0), "{stderr}");
+    }
+    assert!(admin
+        .list_children(&format!("{path}/leases"))
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kinds_of_lock_are_not_mixed_on_one_path() {
+    let hosts = zookeeper().await;
+    let (tx, mut lines) = mpsc::unbounded_channel();
+    let refused = async |args: &[&str], what: &str| {
+        let out = output(args).await;
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("in use by {what}")),
+            "{args:?}: {stderr}"
+        );
+    };
+    // A mutex holds: neither side of a read/write lock nor a semaphore may join.
+    let path = unique_path("cli-parity-mix");
+    let mut mutex = Held::start(0, &["run", "--connect", &hosts, &path], HOLD, &[], &tx);
+    next_line(&mut lines, "the mutex holder").await;
+    refused(
+        &[
+            "run",
+            "--connect",
+            &hosts,
+            "--shared",
+            "--nonblock",
+            &path,
+            "--",
+            "true",
+        ],
+        "a mutex",
+    )
+    .await;
+    refused(
+        &["run", "--connect", &hosts, "--write", &path, "--", "true"],
+        "a mutex",
+    )
+    .await;
+    refused(
+        &["run", "--connect", &hosts, "--leases", "2", &path, "--", "true"],
+        "a mutex or a read/write lock",
+    )
+    .await;
+    mutex.release().await;
+    assert_eq!(mutex.wait().await.0, Some(0));
+    // A reader holds: no mutex, no semaphore.
+    let mut reader = Held::start(
+        1,
+        &["run", "--connect", &hosts, "--shared", &path],
+        HOLD,
+        &[],
+        &tx,
+    );
+    next_line(&mut lines, "the reader").await;
+    refused(
+        &["run", "--connect", &hosts, &path, "--", "true"],
+        "a read/write lock",
+    )
+    .await;
+    refused(
+        &["run", "--connect", &hosts, "--leases", "1", &path, "--", "true"],
+        "a mutex or a read/write lock",
+    )
+    .await;
+    reader.release().await;
+    assert_eq!(reader.wait().await.0, Some(0));
+    // Free again: a plain run goes ahead.
+    let out = output(&["run", "--connect", &hosts, "--nonblock", &path, "--", "true"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // A semaphore's directory: no mutex, no read/write lock — also once idle, as long as it stays one.
+    let path = unique_path("cli-parity-mix-sem");
+    let mut lease = Held::start(
+        2,
+        &["run", "--connect", &hosts, "--leases", "3", &path],
+        HOLD,
+        &[],
+        &tx,
+    );
+    next_line(&mut lines, "the lease holder").await;
+    refused(&["run", "--connect", &hosts, &path, "--", "true"], "a semaphore").await;
+    refused(
+        &["run", "--connect", &hosts, "--shared", &path, "--", "true"],
+        "a semaphore",
+    )
+    .await;
+    lease.release().await;
+    assert_eq!(lease.wait().await.0, Some(0));
+    refused(
+        &["run", "--connect", &hosts, "--write", &path, "--", "true"],
+        "a semaphore",
+    )
+    .await;
+    let out = output(&["run", "--connect", &hosts, "--leases", "3", &path, "--", "true"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+/// The new guards stop the command when lost, as the mutex's does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_read_lock_or_lease_stops_the_command() {
+    let hosts = zookeeper().await;
+    let admin = client(&hosts).await;
+    let (tx, mut lines) = mpsc::unbounded_channel();
+    for (tag, flags, what) in [
+        (0, &["--shared"][..], "lost the read lock"),
+        (1, &["--write"][..], "lost the write lock"),
+        (2, &["--leases", "2"][..], "lost a lease"),
+    ] {
+        let path = unique_path("cli-parity-lost");
+        let mut args = vec!["run", "--connect", &hosts, "--kill-after", "1"];
+        args.extend(flags);
+        args.push(&path);
+        let held = Held::start(tag, &args, HOLD, &[], &tx);
+        let (_, line) = next_line(&mut lines, "the command").await;
+        let node = line.strip_prefix("started ").unwrap();
+        admin.delete(node, None).await.unwrap();
+        let (status, stderr) = held.wait().await;
+        assert_eq!(status, Some(4), "{flags:?}: {stderr}");
+        assert!(stderr.contains(what), "{flags:?}: {stderr}");
+    }
+}
+
+/// Waits (an event: a pidfd becomes readable when its process ends, any process) until `pid` has exited.
+async fn exited(pid: i32) {
+    let pid = rustix::process::Pid::from_raw(pid).expect("a valid pid");
+    let pidfd = match rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::SRCH) => return,
+        Err(err) => panic!("pidfd_open: {err}"),
+    };
+    tokio::time::timeout(
+        EVENTUALLY,
+        tokio::task::spawn_blocking(move || {
+            let mut fds = [rustix::event::PollFd::new(&pidfd, rustix::event::PollFlags::IN)];
+            while rustix::event::poll(&mut fds, None).expect("poll") == 0 {}
+        }),
+    )
+    .await
+    .expect("the command exited")
+    .unwrap();
+}
+
+/// The watchdog guards the new kinds of guard too: with `zklock` paused (SIGSTOP) while its command holds a read lock
+/// or a lease, the command is stopped without `zklock`'s help (before ZooKeeper could expire the session); resumed,
+/// `zklock` exits 4.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_reader_or_lease_holder_is_stopped_by_the_watchdog() {
+    let hosts = zookeeper().await;
+    let (tx, mut lines) = mpsc::unbounded_channel();
+    for (tag, flags) in [(0, &["--shared"][..]), (1, &["--leases", "2"][..])] {
+        let path = unique_path("cli-parity-pause");
+        let mut args = vec![
+            "run",
+            "--connect",
+            &hosts,
+            "--session-timeout",
+            "4",
+            "--kill-after",
+            "1",
+        ];
+        args.extend(flags);
+        args.push(&path);
+        let held = Held::start(tag, &args, r#"echo "started $$"; read x"#, &[], &tx);
+        let (_, line) = next_line(&mut lines, "the command").await;
+        let command: i32 = line.strip_prefix("started ").unwrap().parse().unwrap();
+        let zklock = Pid::from_raw(held.pid());
+        kill(zklock, Signal::SIGSTOP).unwrap();
+        exited(command).await;
+        kill(zklock, Signal::SIGCONT).unwrap();
+        let (status, stderr) = held.wait().await;
+        assert_eq!(status, Some(4), "{flags:?}: {stderr}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn elect_nonblock_is_busy_while_another_leads() {
+    let hosts = zookeeper().await;
+    let path = unique_path("cli-parity-elect-nb");
+    let admin = client(&hosts).await;
+    let (tx, mut lines) = mpsc::unbounded_channel();
+    let mut leader = Held::start(0, &["elect", "--connect", &hosts, &path], HOLD, &[], &tx);
+    next_line(&mut lines, "the leader's command").await;
+    let out = output(&[
+        "elect",
+        "--connect",
+        &hosts,
+        "--nonblock",
+        &path,
+        "--",
+        "echo",
+        "led",
+    ])
+    .await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("another candidate leads") && stderr.contains("--nonblock"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "the command did not run");
+    assert_eq!(
+        admin.list_children(&path).await.unwrap().len(),
+        1,
+        "only the leader's node"
+    );
+    leader.release().await;
+    assert_eq!(leader.wait().await.0, Some(0));
+    // Nobody leads: --nonblock leads at once.
+    let out = output(&[
+        "elect",
+        "--connect",
+        &hosts,
+        "--nonblock",
+        &path,
+        "--",
+        "echo",
+        "led",
+    ])
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "led\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn elect_timeout_gives_up_and_withdraws() {
+    let hosts = zookeeper().await;
+    let path = unique_path("cli-parity-elect-timeout");
+    let admin = client(&hosts).await;
+    let (tx, mut lines) = mpsc::unbounded_channel();
+    let mut leader = Held::start(0, &["elect", "--connect", &hosts, &path], HOLD, &[], &tx);
+    let (_, line) = next_line(&mut lines, "the leader's command").await;
+    let leader_node = line
+        .strip_prefix("started ")
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let began = Instant::now();
+    let candidate = zklock(&[
+        "elect",
+        "--connect",
+        &hosts,
+        "--timeout",
+        "1s",
+        &path,
+        "--",
+        "echo",
+        "led",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    // It campaigns: its node queues behind the leader's...
+    await_children(&admin, &path, 2).await;
+    // ... and it gives up after the timeout.
+    let out = tokio::time::timeout(EVENTUALLY, candidate.wait_with_output())
+        .await
+        .expect("zklock elect --timeout exits")
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(began.elapsed() >= Duration::from_secs(1));
+    assert!(stderr.contains("timed out after 1s campaigning"), "{stderr}");
+    assert!(out.stdout.is_empty(), "the command did not run");
+    assert_eq!(
+        admin.list_children(&path).await.unwrap(),
+        [leader_node],
+        "no candidate node left behind"
+    );
+    leader.release().await;
+    assert_eq!(leader.wait().await.0, Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn elect_observe_prints_each_leader() {
+    let hosts = zookeeper().await;
+    let path = unique_path("cli-parity-observe");
+    let admin = client(&hosts).await;
+    let (tx, mut lines) = mpsc::unbounded_channel();
+    let (obs_tx, mut observed) = mpsc::unbounded_channel();
+    let observer = |tag: usize, json: bool| {
+        let mut args = vec!["elect", "--connect", &hosts, "--observe", &path];
+        if json {
+            args.push("--json");
+        }
+        let mut process = zklock(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        forward_lines(tag, process.stdout.take().unwrap(), obs_tx.clone());
+        process
+    };
+    let json = observer(0, true);
+    let human = observer(1, false);
+    // Nobody leads yet: both say so first (in either order).
+    let mut first = [
+        next_line(&mut observed, "no leader").await,
+        next_line(&mut observed, "no leader").await,
+    ];
+    first.sort();
+    assert_eq!(first[0], (0, format!(r#"{{"path":"{path}","leader":null}}"#)));
+    assert_eq!(first[1], (1, "no leader".to_owned()));
+    let a = Held::start(0, &["elect", "--connect", &hosts, &path], HOLD, &[], &tx);
+    let (_, line) = next_line(&mut lines, "A's command").await;
+    let a_node = line.strip_prefix("started ").unwrap().to_owned();
+    let mut b = Held::start(1, &["elect", "--connect", &hosts, &path], HOLD, &[], &tx);
+    await_children(&admin, &path, 2).await;
+    // Each observer's next line is A, then (once A's zklock is stopped) B.
+    let leader_of = |observed: &(usize, String)| -> Option<(String, i64, String)> {
+        let (tag, line) = observed;
+        if *tag == 0 {
+            let value: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(value["path"], path.as_str(), "{line}");
+            let leader = value.get("leader").filter(|l| !l.is_null())?;
+            assert!(leader["session_id"].as_str().unwrap().starts_with("0x"), "{line}");
+            Some((
+                leader["node"].as_str().unwrap().to_owned(),
+                leader["fencing_token"].as_i64().unwrap(),
+                leader["data"].as_str().unwrap().to_owned(),
+            ))
+        } else {
+            if line == "no leader" {
+                return None;
+            }
+            let fields: Vec<&str> = line.splitn(8, ' ').collect();
+            assert_eq!(
+                (fields[0], fields[2], fields[4], fields[6]),
+                ("leader", "token", "session", "data"),
+                "{line}"
+            );
+            Some((
+                fields[1].to_owned(),
+                fields[3].parse().unwrap(),
+                fields[7].to_owned(),
+            ))
+        }
+    };
+    let mut a_tokens = Vec::new();
+    for _ in 0..2 {
+        let line = next_line(&mut observed, "A as leader").await;
+        let (node, token, data) = leader_of(&line).unwrap_or_else(|| panic!("a leader: {line:?}"));
+        assert_eq!(node, a_node, "{line:?}");
+        assert!(data.contains(&format!("pid={} ", a.pid())), "{line:?}");
+        a_tokens.push(token);
+    }
+    let a_pid = a.pid();
+    kill(Pid::from_raw(a_pid), Signal::SIGTERM).unwrap();
+    let (status, stderr) = a.wait().await;
+    assert_eq!(
+        status,
+        Some(143),
+        "its command died of the forwarded SIGTERM: {stderr}"
+    );
+    next_line(&mut lines, "B's command").await;
+    let mut seen = [false, false];
+    while seen != [true, true] {
+        let line = next_line(&mut observed, "B as leader").await;
+        // A moment without a leader may be reported in between.
+        let Some((node, token, data)) = leader_of(&line) else {
+            continue;
+        };
+        assert_ne!(node, a_node, "{line:?}");
+        assert!(data.contains(&format!("pid={} ", b.pid())), "{line:?}");
+        assert!(token > a_tokens[0], "{line:?}");
+        assert!(!seen[line.0], "one line per change: {line:?}");
+        seen[line.0] = true;
+    }
+    for mut process in [json, human] {
+        kill(Pid::from_raw(process.id().unwrap() as i32), Signal::SIGINT).unwrap();
+        let status = tokio::time::timeout(EVENTUALLY, process.wait())
+            .await
+            .expect("the observer exits")
+            .unwrap();
+        assert_eq!(status.code(), Some(0));
+    }
+    b.release().await;
+    assert_eq!(b.wait().await.0, Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_errors_exit_2() {
+    let hosts = zookeeper().await;
+    let path = unique_path("cli-parity-usage");
+    let flags: [&[&str]; 14] = [
+        &["run", "--leases", "0"],
+        &["run", "--leases", "two"],
+        &["run", "--shared", "--leases", "2"],
+        &["run", "--write", "--leases", "2"],
+        &["run", "--shared", "--write"],
+        &["run", "--shared", "--nonblock", "--timeout", "1"],
+        &["elect", "--nonblock", "--timeout", "1"],
+        &["elect", "--timeout", "inf"],
+        &["elect", "--timeout", "-1s"],
+        &["elect", "--json"],
+        &["elect", "--observe"],
+        &["elect", "--observe", "--nonblock"],
+        &["elect", "--observe", "--timeout", "1"],
+        &["elect", "--observe", "--describe", "x"],
+    ];
+    for flags in flags {
+        let mut args = vec![flags[0], "--connect", &hosts];
+        args.extend(&flags[1..]);
+        // A command: with --observe it is the mistake; without, what would run were the flags accepted.
+        args.extend([path.as_str(), "--", "true"]);
+        let out = output(&args).await;
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out.stderr));
+        assert!(!out.stderr.is_empty(), "{args:?}");
+    }
+    // An invalid path is a usage error too, with --observe as without.
+    let out = output(&["elect", "--connect", &hosts, "--observe", "no-slash"]).await;
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}

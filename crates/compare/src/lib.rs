@@ -1,0 +1,12 @@
+//! Side-by-side comparisons that need real ZooKeeper and the peers' toolchains (through `zklock-testkit`), run by
+//! hand; the workloads they share with `zklock bench` live in `zklock-bench`.
+//!
+//! * [`peers`] — Apache Curator and kazoo, driven as processes (`compare-peers`).
+//! * [`recipes`] — zklock's side of `compare-peers` beyond the Mutex: read-heavy `RwLock`, election fail-over,
+//!   double barrier.
+//!
+//! Binaries: `compare-servers` (the embedded server against real ZooKeeper 3.8) and `compare-peers`.
+#![forbid(unsafe_code)]
+
+pub mod peers;
+pub mod recipes;

@@ -1,0 +1,367 @@
+//! The server's figures — what `mntr` reports — read in one place ([`Figures::read`]) and told two ways: as
+//! `mntr`'s tab-separated pairs (`fourlw.rs`) and in Prometheus text format over HTTP ([`serve`], started by
+//! [`Server::serve_metrics`](crate::Server::serve_metrics), which `zklock serve --metrics ADDR` uses).
+//!
+//! # Why an endpoint that renders on each scrape, and not the `metrics` facade with an exporter
+//!
+//! The figures already live in the server's state (the tree, the session and watch tables, the connections'
+//! outboxes, the latency counters below). Rendering them when Prometheus asks, under the same lock `mntr` takes,
+//! gives every scrape the state of that instant and computes each figure in exactly one place. The `metrics`
+//! facade with `metrics-exporter-prometheus` would instead need the server to copy every figure into a
+//! process-wide recorder — on a timer, so a scrape would see figures up to one period old, and through a global
+//! that an embedded server (several of them run in one test process) must not install. So the endpoint is a small
+//! HTTP/1 service on hyper, the well-kept HTTP implementation tokio's ecosystem builds on, and the text format
+//! (a few `# HELP`/`# TYPE` lines and numbers) is written here.
+//!
+//! # Names
+//!
+//! Each Prometheus metric is named as the `mntr` key it mirrors (`zk_znode_count`, `zk_watch_count`, …), with the
+//! same value and unit (latencies in milliseconds, uptime in milliseconds, sizes in bytes), so a figure can be
+//! checked against `echo mntr | nc host port`. The two text keys become labels of `zk_info`. Left out: the file
+//! descriptor counts, which `mntr` reports as 0 (the server does not read them), and fsync times, which the
+//! storage does not record.
+
+use std::convert::Infallible;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+
+use crate::fourlw::{NOT_SERVING, VERSION};
+use crate::shared::Shared;
+use crate::state::State;
+
+/// Reply latencies since the server started: each reply's time from being queued (right after its request was
+/// read and handled) to being written to the socket, which includes the wait for the fsync of a write. Four
+/// relaxed atomic updates per reply; read by `srvr`, `stat`, `mntr` and the metrics endpoint.
+#[derive(Debug)]
+pub struct Latency {
+    count: AtomicU64,
+    total_micros: AtomicU64,
+    min_micros: AtomicU64,
+    max_micros: AtomicU64,
+}
+
+impl Default for Latency {
+    fn default() -> Self {
+        Latency {
+            count: AtomicU64::new(0),
+            total_micros: AtomicU64::new(0),
+            min_micros: AtomicU64::new(u64::MAX),
+            max_micros: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Latency {
+    /// Counts one reply that took `latency`.
+    pub fn record(&self, latency: Duration) {
+        let micros = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.total_micros.fetch_add(micros, Ordering::Relaxed);
+        self.min_micros.fetch_min(micros, Ordering::Relaxed);
+        self.max_micros.fetch_max(micros, Ordering::Relaxed);
+    }
+
+    /// The figures as ZooKeeper reports them: whole milliseconds for min and max, a fraction for the average; all
+    /// 0 before the first reply.
+    pub fn read(&self) -> LatencyFigures {
+        let count = self.count.load(Ordering::Relaxed);
+        if count == 0 {
+            return LatencyFigures::default();
+        }
+        let total = self.total_micros.load(Ordering::Relaxed);
+        LatencyFigures {
+            min_ms: self.min_micros.load(Ordering::Relaxed) / 1000,
+            avg_ms: total as f64 / count as f64 / 1000.0,
+            max_ms: self.max_micros.load(Ordering::Relaxed) / 1000,
+        }
+    }
+}
+
+/// Reply latency in milliseconds, as `srvr` (`Latency min/avg/max`) and `mntr` report it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[non_exhaustive]
+pub struct LatencyFigures {
+    /// The shortest, in whole milliseconds.
+    pub min_ms: u64,
+    /// The average.
+    pub avg_ms: f64,
+    /// The longest, in whole milliseconds.
+    pub max_ms: u64,
+}
+
+impl LatencyFigures {
+    /// The average as ZooKeeper prints it (`0.0`, `0.1234`).
+    pub fn avg_text(&self) -> String {
+        let text = format!("{:.4}", self.avg_ms);
+        let text = text.trim_end_matches('0');
+        if text.ends_with('.') {
+            format!("{text}0")
+        } else {
+            text.to_owned()
+        }
+    }
+}
+
+/// What `mntr` reports, read at one instant under the state lock.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Figures {
+    /// `zk_version`.
+    pub version: &'static str,
+    /// `zk_server_state`: always `standalone`.
+    pub server_state: &'static str,
+    /// `zk_min_latency`, `zk_avg_latency`, `zk_max_latency`.
+    pub latency: LatencyFigures,
+    /// `zk_packets_received`: requests received since start.
+    pub packets_received: u64,
+    /// `zk_packets_sent`: replies and notifications queued since start.
+    pub packets_sent: u64,
+    /// `zk_num_alive_connections`: open client connections (four-letter words and HTTP not counted).
+    pub alive_connections: usize,
+    /// `zk_outstanding_requests`: requests whose reply is not written yet (most wait for their fsync).
+    pub outstanding_requests: usize,
+    /// `zk_znode_count`: nodes in the tree, counted as ZooKeeper counts them (its node map holds the root twice).
+    pub znode_count: usize,
+    /// `zk_watch_count`: watches set.
+    pub watch_count: usize,
+    /// `zk_ephemerals_count`: ephemeral nodes.
+    pub ephemerals_count: usize,
+    /// `zk_approximate_data_size`: bytes of paths and data in the tree.
+    pub approximate_data_size: usize,
+    /// `zk_uptime`: milliseconds since the server started.
+    pub uptime_ms: u64,
+    /// `zk_global_sessions`: open sessions.
+    pub global_sessions: usize,
+    /// `zk_last_zxid`: the last zxid applied.
+    pub last_zxid: i64,
+}
+
+/// `zk_znode_count` (and `srvr`'s node count): ZooKeeper's node map holds the root twice ("" and "/"), so its
+/// count is one higher than ours.
+pub fn znode_count(st: &State) -> usize {
+    st.tree.node_count() + 1
+}
+
+/// `zk_outstanding_requests` (and `srvr`'s `Outstanding`): replies queued on every connection, not yet written.
+pub fn outstanding_requests(st: &State) -> usize {
+    st.conns
+        .values()
+        .map(|c| c.outbox.outstanding.load(Ordering::Relaxed))
+        .sum()
+}
+
+impl Figures {
+    /// Reads every figure; the caller holds the state lock (`st`).
+    pub(crate) fn read(shared: &Shared, st: &State) -> Figures {
+        Figures {
+            version: VERSION,
+            server_state: "standalone",
+            latency: shared.latency.read(),
+            packets_received: st.counters.received,
+            packets_sent: st.counters.sent,
+            alive_connections: st.conns.len(),
+            outstanding_requests: outstanding_requests(st),
+            znode_count: znode_count(st),
+            watch_count: st.watches.counts().1,
+            ephemerals_count: st.tree.ephemerals().values().map(|v| v.len()).sum(),
+            approximate_data_size: st
+                .tree
+                .nodes()
+                .map(|(p, n)| p.len() + n.data.as_ref().map_or(0, Vec::len))
+                .sum(),
+            uptime_ms: u64::try_from(shared.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            global_sessions: st.sessions.len(),
+            last_zxid: st.last_zxid,
+        }
+    }
+
+    /// `mntr`'s answer: ZooKeeper's tab-separated key/value lines, in its order.
+    pub fn mntr(&self) -> String {
+        let pairs: [(&str, String); 18] = [
+            ("zk_version", self.version.to_owned()),
+            ("zk_server_state", self.server_state.to_owned()),
+            ("zk_avg_latency", self.latency.avg_text()),
+            ("zk_max_latency", self.latency.max_ms.to_string()),
+            ("zk_min_latency", self.latency.min_ms.to_string()),
+            ("zk_packets_received", self.packets_received.to_string()),
+            ("zk_packets_sent", self.packets_sent.to_string()),
+            ("zk_num_alive_connections", self.alive_connections.to_string()),
+            ("zk_outstanding_requests", self.outstanding_requests.to_string()),
+            ("zk_znode_count", self.znode_count.to_string()),
+            ("zk_watch_count", self.watch_count.to_string()),
+            ("zk_ephemerals_count", self.ephemerals_count.to_string()),
+            ("zk_approximate_data_size", self.approximate_data_size.to_string()),
+            // Not read by this server; kept for parsers that expect the keys.
+            ("zk_open_file_descriptor_count", "0".into()),
+            ("zk_max_file_descriptor_count", "0".into()),
+            ("zk_uptime", self.uptime_ms.to_string()),
+            ("zk_global_sessions", self.global_sessions.to_string()),
+            ("zk_last_zxid", format!("0x{:x}", self.last_zxid)),
+        ];
+        let mut s = String::new();
+        for (k, v) in pairs {
+            let _ = writeln!(s, "{k}\t{v}");
+        }
+        s
+    }
+
+    /// The figures in Prometheus text format (version 0.0.4), named as their `mntr` keys.
+    pub fn prometheus(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "# HELP zk_info The server's version and state (mntr's zk_version and zk_server_state).\n\
+             # TYPE zk_info gauge\n\
+             zk_info{{version=\"{}\",server_state=\"{}\"}} 1",
+            label_value(self.version),
+            label_value(self.server_state)
+        );
+        let l = &self.latency;
+        let rows: [(&str, &str, &str, String); 14] = [
+            ("zk_avg_latency", "gauge", "Average reply latency since start, in milliseconds (from the reply being queued to its being written, fsync included).", l.avg_ms.to_string()),
+            ("zk_max_latency", "gauge", "Longest reply latency since start, in whole milliseconds.", l.max_ms.to_string()),
+            ("zk_min_latency", "gauge", "Shortest reply latency since start, in whole milliseconds.", l.min_ms.to_string()),
+            ("zk_packets_received", "counter", "Requests received since start.", self.packets_received.to_string()),
+            ("zk_packets_sent", "counter", "Replies and notifications sent since start.", self.packets_sent.to_string()),
+            ("zk_num_alive_connections", "gauge", "Open client connections.", self.alive_connections.to_string()),
+            ("zk_outstanding_requests", "gauge", "Requests whose reply is not written yet.", self.outstanding_requests.to_string()),
+            ("zk_znode_count", "gauge", "Nodes in the tree, counted as ZooKeeper counts them (the root twice).", self.znode_count.to_string()),
+            ("zk_watch_count", "gauge", "Watches set.", self.watch_count.to_string()),
+            ("zk_ephemerals_count", "gauge", "Ephemeral nodes.", self.ephemerals_count.to_string()),
+            ("zk_approximate_data_size", "gauge", "Bytes of paths and data in the tree.", self.approximate_data_size.to_string()),
+            ("zk_uptime", "gauge", "Milliseconds since the server started.", self.uptime_ms.to_string()),
+            ("zk_global_sessions", "gauge", "Open sessions.", self.global_sessions.to_string()),
+            ("zk_last_zxid", "gauge", "The last zxid applied.", self.last_zxid.to_string()),
+        ];
+        for (name, kind, help, value) in rows {
+            let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+        }
+        s
+    }
+}
+
+/// A label value as the text format wants it: backslash, double quote and line feed escaped.
+fn label_value(text: &str) -> String {
+    text.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// At most this many scrape connections at once; more are closed at once (a scraper needs one).
+const MAX_CONNECTIONS: usize = 64;
+
+/// A scraper that connects must send its request headers within this long.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Serves `GET /metrics` on `listener` until the server shuts down.
+pub(crate) async fn serve(shared: Arc<Shared>, listener: TcpListener) {
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((socket, peer)) => {
+                    if conns.len() >= MAX_CONNECTIONS {
+                        tracing::warn!(%peer, limit = MAX_CONNECTIONS, "too many metrics connections; closing");
+                        continue;
+                    }
+                    let shared = shared.clone();
+                    conns.spawn(async move {
+                        let service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
+                            let response = respond(&shared, &request);
+                            async move { Ok::<_, Infallible>(response) }
+                        });
+                        let served = hyper::server::conn::http1::Builder::new()
+                            .timer(TokioTimer::new())
+                            .header_read_timeout(HEADER_TIMEOUT)
+                            .serve_connection(TokioIo::new(socket), service)
+                            .await;
+                        if let Err(error) = served {
+                            tracing::debug!(%peer, %error, "metrics connection failed");
+                        }
+                    });
+                }
+                Err(error) => {
+                    // E.g. EMFILE: back off briefly instead of spinning.
+                    tracing::warn!(%error, "accepting a metrics connection failed");
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+                        _ = shared.shutdown.cancelled() => break,
+                    }
+                }
+            },
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            _ = shared.shutdown.cancelled() => break,
+        }
+    }
+    conns.abort_all();
+}
+
+/// The answer to one HTTP request: the figures at `/metrics`, 404 elsewhere, 405 for anything but GET and HEAD,
+/// and, like `mntr`, ZooKeeper's not-serving line (503) once the log cannot be written.
+fn respond<B>(shared: &Shared, request: &Request<B>) -> Response<String> {
+    let (status, body) = if request.uri().path() != "/metrics" {
+        (
+            StatusCode::NOT_FOUND,
+            "not found; the metrics are at /metrics\n".to_owned(),
+        )
+    } else if request.method() != Method::GET && request.method() != Method::HEAD {
+        (StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD\n".to_owned())
+    } else if shared.durable.failed() {
+        (StatusCode::SERVICE_UNAVAILABLE, format!("{NOT_SERVING}\n"))
+    } else {
+        let figures = {
+            let st = shared.lock();
+            Figures::read(shared, &st)
+        };
+        (StatusCode::OK, figures.prometheus())
+    };
+    let content_type = if status == StatusCode::OK {
+        "text/plain; version=0.0.4; charset=utf-8"
+    } else {
+        "text/plain; charset=utf-8"
+    };
+    let mut response = Response::new(body);
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    if status == StatusCode::METHOD_NOT_ALLOWED {
+        headers.insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_is_reported_in_milliseconds_as_zookeeper_does() {
+        let latency = Latency::default();
+        assert_eq!(
+            latency.read(),
+            LatencyFigures::default(),
+            "all 0 before any reply"
+        );
+        assert_eq!(latency.read().avg_text(), "0.0");
+        latency.record(Duration::from_micros(500));
+        latency.record(Duration::from_micros(2_500));
+        let figures = latency.read();
+        assert_eq!((figures.min_ms, figures.max_ms), (0, 2));
+        assert_eq!(figures.avg_text(), "1.5");
+        assert_eq!(figures.avg_ms.to_string(), "1.5");
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(label_value(r#"a"b\c"#), r#"a\"b\\c"#);
+        assert_eq!(label_value("a\nb"), r"a\nb");
+    }
+}

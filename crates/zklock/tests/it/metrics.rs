@@ -1,0 +1,275 @@
+//! The recipes' metrics (names in the crate documentation), seen by `metrics-util`'s `DebuggingRecorder`.
+//!
+//! Each test installs its own recorder with `metrics::with_local_recorder` around a current-thread runtime: every
+//! task of the test — the recipes' lost-signal monitors and zookeeper-client's connection tasks included — runs on
+//! the thread the recorder is installed on, so tests running in parallel never see each other's figures, and no
+//! global recorder is set. The servers are the shared embedded one (in its own runtime: it records nothing).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
+use metrics_util::MetricKind;
+use zklock::{Error, LeaderElection, LostReason, Mutex, RwLock, Semaphore, Session};
+use zklock_testkit::{opcode, unique_path, Proxy};
+
+use crate::support::*;
+
+const WAIT: &str = "zklock_acquire_wait_seconds";
+const HOLD: &str = "zklock_hold_seconds";
+const LOST: &str = "zklock_guards_lost_total";
+const RETRIES: &str = "zklock_connection_loss_retries_total";
+
+/// A metric's identity: kind, name and labels (sorted).
+type Key = (MetricKind, String, Vec<(String, String)>);
+
+/// What a test recorded so far. The debugging recorder drains on every snapshot, so the snapshots are added up.
+#[derive(Default)]
+struct Recorded {
+    counters: HashMap<Key, u64>,
+    histograms: HashMap<Key, Vec<f64>>,
+}
+
+impl Recorded {
+    fn take(&mut self, snapshotter: &Snapshotter) -> &Self {
+        for (key, _, _, value) in snapshotter.snapshot().into_vec() {
+            let (kind, key) = key.into_parts();
+            let (name, labels) = key.into_parts();
+            let mut labels: Vec<(String, String)> = labels
+                .into_iter()
+                .map(|l| (l.key().to_owned(), l.value().to_owned()))
+                .collect();
+            labels.sort();
+            let id = (kind, name.as_str().to_owned(), labels);
+            match value {
+                DebugValue::Counter(n) => *self.counters.entry(id).or_default() += n,
+                DebugValue::Histogram(values) => self
+                    .histograms
+                    .entry(id)
+                    .or_default()
+                    .extend(values.into_iter().map(|v| v.into_inner())),
+                DebugValue::Gauge(_) => panic!("the recipes record no gauges"),
+            }
+        }
+        self
+    }
+
+    fn id(kind: MetricKind, name: &str, labels: &[(&str, &str)]) -> Key {
+        let mut labels: Vec<(String, String)> = labels
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        labels.sort();
+        (kind, name.to_owned(), labels)
+    }
+
+    /// The samples of a histogram with exactly these labels.
+    fn samples(&self, name: &str, labels: &[(&str, &str)]) -> Vec<f64> {
+        let id = Self::id(MetricKind::Histogram, name, labels);
+        self.histograms.get(&id).cloned().unwrap_or_default()
+    }
+
+    /// A counter with exactly these labels (0 if never incremented).
+    fn counter(&self, name: &str, labels: &[(&str, &str)]) -> u64 {
+        let id = Self::id(MetricKind::Counter, name, labels);
+        self.counters.get(&id).copied().unwrap_or(0)
+    }
+
+    /// Every counter of this name, whatever its labels.
+    fn counter_total(&self, name: &str) -> u64 {
+        self.counters
+            .iter()
+            .filter(|((_, n, _), _)| n == name)
+            .map(|(_, v)| v)
+            .sum()
+    }
+}
+
+/// Runs `test` on a current-thread runtime with a recorder of its own; `test` gets the recorder's snapshotter.
+fn with_recorder<F: Future<Output = ()>>(test: impl FnOnce(Snapshotter) -> F) {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    metrics::with_local_recorder(&recorder, || runtime.block_on(test(snapshotter)));
+}
+
+/// How long the holder works while the waiter waits.
+const WORK: Duration = Duration::from_millis(100);
+
+/// The holder holds the lock for its work ([`WORK`]) while a waiter waits: the waiter's acquire wait and the holder's
+/// hold are both at least that; a try that finds the lock taken is `busy`. Nothing was lost and nothing retried.
+#[test]
+fn acquire_wait_and_hold_are_recorded() {
+    with_recorder(|snapshotter| async move {
+        let hosts = embedded().await;
+        let dir = unique_path("metrics-wait");
+        let (a, b) = (client(&hosts).await, client(&hosts).await);
+        let holder = Mutex::new(&a, &dir).unwrap().lock().await.unwrap();
+        assert!(
+            Mutex::new(&b, &dir).unwrap().try_lock().await.unwrap().is_none(),
+            "taken"
+        );
+        let (listener, mut events) = events();
+        let waiter = Mutex::new(Session::new(&b).with_listener(listener), &dir).unwrap();
+        let waiting = tokio::spawn(async move { waiter.lock().await });
+        queued(&mut events).await;
+        // The work itself (not a wait for anything): the interval both figures must cover.
+        let work = Instant::now();
+        tokio::time::sleep(WORK).await;
+        let worked = work.elapsed().as_secs_f64();
+        holder.release().await.unwrap();
+        let waiter = eventually("the waiter's turn", waiting).await.unwrap().unwrap();
+        waiter.release().await.unwrap();
+
+        let mut recorded = Recorded::default();
+        let recorded = recorded.take(&snapshotter);
+        let waits = recorded.samples(WAIT, &[("recipe", "mutex"), ("outcome", "acquired")]);
+        assert_eq!(waits.len(), 2, "the holder's and the waiter's acquire: {waits:?}");
+        assert!(
+            waits.iter().any(|w| *w >= worked),
+            "the waiter waited through the holder's work ({worked} s): {waits:?}"
+        );
+        let busy = recorded.samples(WAIT, &[("recipe", "mutex"), ("outcome", "busy")]);
+        assert_eq!(busy.len(), 1, "the try_lock: {busy:?}");
+        let holds = recorded.samples(HOLD, &[("recipe", "mutex")]);
+        assert_eq!(holds.len(), 2, "both guards were released: {holds:?}");
+        assert!(
+            holds.iter().any(|h| *h >= worked),
+            "the holder held through its work ({worked} s): {holds:?}"
+        );
+        assert_eq!(recorded.counter_total(LOST), 0, "nothing was lost");
+        assert_eq!(recorded.counter(RETRIES, &[]), 0, "nothing was retried");
+    });
+}
+
+/// Each recipe's waits and holds carry its own label; a timeout is `timeout`, and a dropped guard's hold counts too.
+#[test]
+fn every_recipe_is_labelled() {
+    with_recorder(|snapshotter| async move {
+        let hosts = embedded().await;
+        let (a, b) = (client(&hosts).await, client(&hosts).await);
+        let rwlock = unique_path("metrics-rwlock");
+        let read = RwLock::new(&a, &rwlock).unwrap().read().await.unwrap();
+        let timed_out = RwLock::new(&b, &rwlock)
+            .unwrap()
+            .write_timeout(Duration::from_millis(50))
+            .await
+            .unwrap_err();
+        assert_eq!(timed_out, Error::Timeout);
+        read.release().await.unwrap();
+        let write = RwLock::new(&b, &rwlock).unwrap().write().await.unwrap();
+        drop(write);
+        let leadership = LeaderElection::new(&a, &unique_path("metrics-election"))
+            .unwrap()
+            .campaign()
+            .await
+            .unwrap();
+        leadership.release().await.unwrap();
+        let lease = Semaphore::new(&a, &unique_path("metrics-semaphore"), 2)
+            .unwrap()
+            .acquire()
+            .await
+            .unwrap();
+        lease.release().await.unwrap();
+
+        let mut recorded = Recorded::default();
+        let recorded = recorded.take(&snapshotter);
+        for recipe in [
+            "rwlock_read",
+            "rwlock_write",
+            "election",
+            "semaphore",
+            "semaphore_gate",
+        ] {
+            let waits = recorded.samples(WAIT, &[("recipe", recipe), ("outcome", "acquired")]);
+            assert_eq!(waits.len(), 1, "{recipe}: {waits:?}");
+            let holds = recorded.samples(HOLD, &[("recipe", recipe)]);
+            assert_eq!(holds.len(), 1, "{recipe}: {holds:?}");
+        }
+        let timeouts = recorded.samples(WAIT, &[("recipe", "rwlock_write"), ("outcome", "timeout")]);
+        assert_eq!(timeouts.len(), 1, "{timeouts:?}");
+        // The deadline is set just before the measured call, and timers fire at the deadline or after it.
+        assert!(timeouts[0] >= 0.045, "a timeout waits its time: {timeouts:?}");
+        assert!(recorded
+            .samples(WAIT, &[("recipe", "mutex"), ("outcome", "acquired")])
+            .is_empty());
+    });
+}
+
+/// A held guard whose node somebody deletes is counted by reason; a waiter whose node is deleted (its acquire fails)
+/// and a released guard are not.
+#[test]
+fn lost_guards_are_counted_by_reason() {
+    with_recorder(|snapshotter| async move {
+        let hosts = embedded().await;
+        let dir = unique_path("metrics-lost");
+        let (a, b, admin) = (client(&hosts).await, client(&hosts).await, client(&hosts).await);
+        let mut recorded = Recorded::default();
+
+        let holder = Mutex::new(&a, &dir).unwrap().lock().await.unwrap();
+        let (listener, mut events) = events();
+        let waiter = Mutex::new(Session::new(&b).with_listener(listener), &dir).unwrap();
+        let waiting = tokio::spawn(async move { waiter.lock().await.map(|_| ()) });
+        queued(&mut events).await;
+        let queue = children(&admin, &dir).await;
+        let holder_name = holder.path().rsplit('/').next().unwrap().to_owned();
+        let waiter_node = queue.iter().find(|c| **c != holder_name).unwrap();
+        admin.delete(&format!("{dir}/{waiter_node}"), None).await.unwrap();
+        let err = eventually("the waiter to fail", waiting)
+            .await
+            .unwrap()
+            .unwrap_err();
+        assert!(matches!(err, Error::NodeDeleted { .. }), "{err:?}");
+        assert_eq!(
+            recorded.take(&snapshotter).counter_total(LOST),
+            0,
+            "a waiter is no guard"
+        );
+
+        admin.delete(&holder.path(), None).await.unwrap();
+        assert_eq!(
+            eventually("the lost signal", holder.lost()).await,
+            LostReason::NodeDeleted
+        );
+        let lost = recorded.take(&snapshotter);
+        assert_eq!(lost.counter(LOST, &[("reason", "node_deleted")]), 1);
+        assert_eq!(lost.counter_total(LOST), 1);
+        holder.release().await.unwrap();
+
+        let released = Mutex::new(&a, &dir).unwrap().lock().await.unwrap();
+        released.release().await.unwrap();
+        assert_eq!(
+            recorded.take(&snapshotter).counter_total(LOST),
+            1,
+            "a release is no loss"
+        );
+    });
+}
+
+/// A create whose reply is lost (the proxy drops it and cuts the connection) is recovered by a retry, and counted.
+#[test]
+fn retries_after_connection_loss_are_counted() {
+    with_recorder(|snapshotter| async move {
+        let hosts = embedded().await;
+        let dir = unique_path("metrics-retry");
+        let proxy = Proxy::start(first_server(&hosts)).await.unwrap();
+        let client = client(&proxy.connect_string()).await;
+        let mut recorded = Recorded::default();
+        assert_eq!(recorded.take(&snapshotter).counter(RETRIES, &[]), 0);
+        proxy.drop_reply_and_cut(opcode::ALL_CREATES);
+        let guard = eventually(
+            "the lock despite the lost reply",
+            Mutex::new(&client, &dir).unwrap().lock(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(proxy.lost_replies(), 1, "the fault was injected");
+        let retries = recorded.take(&snapshotter).counter(RETRIES, &[]);
+        assert!(retries >= 1, "the lost create was retried: {retries}");
+        guard.release().await.unwrap();
+    });
+}
