@@ -27,6 +27,39 @@ pub async fn drain(connect: &str, path: &str, register: &Register) -> anyhow::Re
     anyhow::bail!("more than 100,000 items left")
 }
 
+/// Takes every item left in the priority queue, like [`drain`], recording each look and item as a consumer does.
+pub async fn drain_priority(connect: &str, path: &str, register: &Register) -> anyhow::Result<()> {
+    let client = Client::connector()
+        .with_session_timeout(Duration::from_secs(10))
+        .connect(connect)
+        .await?;
+    let mut conn = crate::register::Connection::open(&register.addr().to_string(), u32::MAX).await?;
+    for _ in 0..100_000 {
+        if !crate::worker::consume_priority(&client, path, &mut conn, Duration::ZERO).await? {
+            return Ok(());
+        }
+    }
+    anyhow::bail!("more than 100,000 items left")
+}
+
+/// Reads the counter once every contender has ended and records its value (`final`) for the checker.
+pub async fn record_final_count(connect: &str, path: &str, register: &Register) -> anyhow::Result<()> {
+    let client = Client::connector()
+        .with_session_timeout(Duration::from_secs(10))
+        .connect(connect)
+        .await?;
+    let value = zklock::AtomicLong::new(&client, path)?.get().await?;
+    let mut conn = crate::register::Connection::open(&register.addr().to_string(), u32::MAX).await?;
+    conn.op(
+        crate::history::Kind::Shared,
+        0,
+        crate::history::Action::Final,
+        value,
+    )
+    .await?;
+    Ok(())
+}
+
 /// Waits until the server (the leader, in an ensemble) has no session left: `zk_global_sessions` of `mntr`.
 pub async fn wait_no_sessions(
     members: &[std::net::SocketAddr],

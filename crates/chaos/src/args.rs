@@ -31,7 +31,10 @@ pub struct CampaignArgs {
     #[arg(long, value_enum, value_delimiter = ',')]
     pub faults: Vec<Fault>,
     /// The negative control: the register accepts every token, so stale holders get through. The checker must
-    /// then find violations under the pause fault.
+    /// then find violations under the pause fault. For `--recipe counter`: the contenders increment by a read and
+    /// a write with no compare-and-set between them, and the checker must find lost increments. For `group` and
+    /// `two-phase-commit`: the contenders report what they wished instead of what happened (a view never
+    /// updated; a coordinator's commit without waiting, a participant's own vote as the outcome).
     #[arg(long)]
     pub no_fencing: bool,
     /// Leases of the semaphore workload.

@@ -118,7 +118,11 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
         }
         None => temp.path().to_owned(),
     };
-    let fence = if args.no_fencing || matches!(args.recipe, Recipe::Queue | Recipe::DoubleBarrier) {
+    let fence = if args.no_fencing
+        || matches!(
+            args.recipe,
+            Recipe::Queue | Recipe::DoubleBarrier | Recipe::Counter | Recipe::PriorityQueue
+        ) {
         Fence::Off
     } else {
         match args.recipe {
@@ -126,6 +130,12 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
             Recipe::Rwlock => Fence::read_write(),
             _ => Fence::leases(1),
         }
+    };
+    // The group and two-phase commit workloads record facts, not critical sections: nothing to fence.
+    let fence = if matches!(args.recipe, Recipe::Group | Recipe::TwoPhaseCommit) {
+        Fence::Off
+    } else {
+        fence
     };
     let rules = Rules {
         shared_limit: match args.recipe {
@@ -227,12 +237,34 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
             violations.push(format!("queue: draining what is left failed: {err}"));
         }
     }
+    if args.recipe == Recipe::PriorityQueue {
+        if let Err(err) = aftermath::drain_priority(&direct, &path, &register).await {
+            violations.push(format!("priority queue: draining what is left failed: {err}"));
+        }
+    }
+    if args.recipe == Recipe::Counter {
+        if let Err(err) = aftermath::record_final_count(&direct, &path, &register).await {
+            violations.push(format!("counter: reading its final value failed: {err}"));
+        }
+    }
     if let Err(left) = aftermath::wait_no_sessions(&members, bound).await {
         violations.push(format!("cleanliness: {left}"));
     }
     let ops = register.ops();
-    if args.recipe == Recipe::Queue {
+    if args.recipe == Recipe::Group {
+        violations.extend(crate::group::check(&ops, session.as_nanos() as u64));
+    } else if args.recipe == Recipe::TwoPhaseCommit {
+        violations.extend(crate::two_phase_commit::check(&ops));
+    } else if args.recipe == Recipe::Queue {
         violations.extend(checker::check_queue(&ops));
+    } else if args.recipe == Recipe::PriorityQueue {
+        violations.extend(checker::check_queue(&ops));
+        // Judged on single servers only: an ensemble member may not have seen an acknowledged put yet.
+        if args.server != ServerKind::Ensemble {
+            violations.extend(checker::check_priority_order(&ops, session.as_nanos() as u64));
+        }
+    } else if args.recipe == Recipe::Counter {
+        violations.extend(checker::check_counter(&ops));
     } else if args.recipe == Recipe::DoubleBarrier {
         violations.extend(checker::check_barrier(&ops, args.clients));
     } else {
@@ -330,11 +362,13 @@ fn launch_for(
             s(&"--session-timeout-ms"),
             s(&(args.session_timeout * 1000)),
             s(&"--leases"),
-            s(&if args.recipe == Recipe::DoubleBarrier {
-                args.clients
-            } else {
-                args.leases
-            }),
+            s(
+                &if matches!(args.recipe, Recipe::DoubleBarrier | Recipe::TwoPhaseCommit) {
+                    args.clients
+                } else {
+                    args.leases
+                },
+            ),
             s(&"--until-ns"),
             s(&until_ns),
             s(&"--seed"),
@@ -343,6 +377,13 @@ fn launch_for(
             s(&"{k}"),
         ]
     };
+    let mut argv = argv;
+    if args.recipe == Recipe::Counter && args.no_fencing {
+        argv.push("--naive".to_owned()); // the counter's negative control
+    }
+    if matches!(args.recipe, Recipe::Group | Recipe::TwoPhaseCommit) && args.no_fencing {
+        argv.push("--naive".to_owned()); // their negative controls: report what was wished, not what happened
+    }
     Launch {
         argv,
         log: dir.join(format!("contender-{slot}.log")),

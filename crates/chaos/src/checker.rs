@@ -197,6 +197,195 @@ pub fn check_queue(ops: &[Op]) -> Vec<Violation> {
     violations
 }
 
+/// Checks a counter's history (`AtomicLong::increment` by every contender, the value read at the end): the
+/// final value lies between the acknowledged increments and the attempted ones (an increment whose outcome is
+/// unknown — failed, timed out, or its process killed — may count or not, never twice); no two acknowledged
+/// increments made the same value; and an increment that began after another was acknowledged made a larger value
+/// (the counter is linearizable).
+pub fn check_counter(ops: &[Op]) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let mut attempted: std::collections::HashSet<i64> = std::collections::HashSet::new();
+    let mut made: BTreeMap<i64, i64> = BTreeMap::new(); // value -> the increment that made it
+    let mut highest_acknowledged: Option<(i64, i64)> = None; // (value, increment) acknowledged so far
+    let mut floor_at_start: HashMap<i64, (i64, i64)> = HashMap::new(); // increment -> highest acknowledged then
+    let mut acknowledged = 0i64;
+    let mut final_value = None;
+    for op in ops {
+        match op.action {
+            Action::Add => {
+                attempted.insert(op.token);
+                if let Some(floor) = highest_acknowledged {
+                    floor_at_start.insert(op.token, floor);
+                }
+            }
+            Action::Added => {
+                acknowledged += 1;
+                if !attempted.contains(&op.token) {
+                    violations.push(format!(
+                        "counter: increment {:#x} acknowledged but never begun",
+                        op.token
+                    ));
+                }
+                if let Some(other) = made.insert(op.value, op.token) {
+                    violations.push(format!(
+                        "counter: increments {other:#x} and {:#x} were both acknowledged as making {}: one of them \
+                         was lost",
+                        op.token, op.value
+                    ));
+                }
+                if let Some(&(floor, before)) = floor_at_start.get(&op.token) {
+                    if op.value <= floor {
+                        violations.push(format!(
+                            "counter: increment {:#x} began after {before:#x} was acknowledged as making {floor}, \
+                             but made {}",
+                            op.token, op.value
+                        ));
+                    }
+                }
+                if highest_acknowledged.is_none_or(|(value, _)| op.value > value) {
+                    highest_acknowledged = Some((op.value, op.token));
+                }
+            }
+            Action::Final => final_value = Some(op.value),
+            _ => {}
+        }
+    }
+    let Some(value) = final_value else {
+        violations.push("counter: its final value was never read".to_owned());
+        return violations;
+    };
+    let attempts = attempted.len() as i64;
+    if value < acknowledged {
+        violations.push(format!(
+            "counter: final value {value} but {acknowledged} increments were acknowledged: increments were lost"
+        ));
+    }
+    if value > attempts {
+        violations.push(format!(
+            "counter: final value {value} but only {attempts} increments were attempted: one counted twice"
+        ));
+    }
+    if let Some((&highest, &increment)) = made.iter().next_back() {
+        if highest > value {
+            violations.push(format!(
+                "counter: increment {increment:#x} was acknowledged as making {highest}, above the final {value}"
+            ));
+        }
+    }
+    violations
+}
+
+/// One look of a priority-queue consumer for an item (`seek` to its `take` or `miss`), as the register saw it.
+#[derive(Debug, Clone, Copy)]
+struct Look {
+    client: u32,
+    /// Position and time of its `seek`.
+    seek: usize,
+    seek_ns: u64,
+    /// Until when a claim made in this look may have lived: its end's time, or — for a look that never ended (its
+    /// process was killed) — the contender's next record plus twice the session timeout (by then the dead
+    /// session and its claims have expired), or the drain's start.
+    until_ns: u64,
+    /// What it ended with: the item taken, `None` for a miss.
+    took: Option<i64>,
+    /// Whether it may have held a claim on another item than the one it took: a failed look, or one that never
+    /// ended.
+    may_hold_any: bool,
+}
+
+/// Checks a priority queue's order: no item is taken while an item with a lower priority number was waiting — put
+/// and acknowledged before the taker began looking, never taken before, and not claimable by anybody else during
+/// the look. "Anybody else" is every other look that overlapped it and could have held that item: one that took
+/// it, or one that failed or never ended (its claims lived until its session did). A look that took another item
+/// held no claim on this one: a consumer claims the first free item it finds, and keeps the claim it makes.
+///
+/// Sound on a single server only: on an ensemble a consumer's server may not have seen an acknowledged put yet.
+pub fn check_priority_order(ops: &[Op], session_timeout_ns: u64) -> Vec<Violation> {
+    let drain_ns = ops
+        .iter()
+        .find(|op| op.client == u32::MAX)
+        .map_or(u64::MAX, |op| op.at_ns);
+    // Every look, in the order they began.
+    let mut looks: Vec<Look> = Vec::new();
+    let mut open: HashMap<u32, usize> = HashMap::new();
+    for (i, op) in ops.iter().enumerate() {
+        // A new record of a contender whose look is still open: that process died in its look (a slot's next
+        // process starts only after the last one ended).
+        if let Some(&look) = open.get(&op.client) {
+            if !matches!(op.action, Action::Take | Action::Miss) {
+                let limit = op.at_ns.saturating_add(2 * session_timeout_ns);
+                looks[look].until_ns = limit.min(drain_ns);
+                open.remove(&op.client);
+            }
+        }
+        match op.action {
+            Action::Seek => {
+                open.insert(op.client, looks.len());
+                looks.push(Look {
+                    client: op.client,
+                    seek: i,
+                    seek_ns: op.at_ns,
+                    until_ns: drain_ns,
+                    took: None,
+                    may_hold_any: true,
+                });
+            }
+            Action::Take | Action::Miss => {
+                if let Some(look) = open.remove(&op.client) {
+                    looks[look].until_ns = op.at_ns;
+                    looks[look].took = (op.action == Action::Take).then_some(op.token);
+                    looks[look].may_hold_any = op.action == Action::Miss && op.value != 0;
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut violations = Vec::new();
+    let mut waiting: BTreeMap<i64, (i64, usize)> = BTreeMap::new(); // item -> (priority, position of its put)
+    let mut taken: std::collections::HashSet<i64> = std::collections::HashSet::new();
+    let mut current: HashMap<u32, usize> = HashMap::new(); // client -> its look in progress
+    let mut next_look = 0;
+    for (i, op) in ops.iter().enumerate() {
+        while next_look < looks.len() && looks[next_look].seek <= i {
+            current.insert(looks[next_look].client, next_look);
+            next_look += 1;
+        }
+        match op.action {
+            Action::Put if !taken.contains(&op.token) => {
+                waiting.insert(op.token, (op.value, i));
+            }
+            Action::Take => {
+                let Some(&me) = current.get(&op.client) else {
+                    continue;
+                };
+                let look = looks[me];
+                for (&item, &(priority, put)) in &waiting {
+                    if priority >= op.value || put >= look.seek || item == op.token {
+                        continue;
+                    }
+                    let excused = looks.iter().enumerate().any(|(j, other)| {
+                        j != me
+                            && other.seek_ns < op.at_ns
+                            && other.until_ns > look.seek_ns
+                            && (other.took == Some(item) || other.may_hold_any)
+                    });
+                    if !excused {
+                        violations.push(format!(
+                            "priority order: client {} took item {:#x} (priority {}) while item {item:#x} (priority \
+                             {priority}, acknowledged before it began looking) waited unclaimed",
+                            op.client, op.token, op.value
+                        ));
+                    }
+                }
+                waiting.remove(&op.token);
+                taken.insert(op.token);
+            }
+            _ => {}
+        }
+    }
+    violations
+}
+
 /// Checks that no two commands of `zklock run` were running at the same time.
 pub fn check_intervals(intervals: &[Interval]) -> Vec<Violation> {
     let mut sorted: Vec<&Interval> = intervals.iter().collect();
@@ -228,8 +417,27 @@ pub fn check_intervals(intervals: &[Interval]) -> Vec<Violation> {
 /// Returns the recovery time in ns, or the violation.
 pub fn check_recovery(ops: &[Op], healed_ns: u64, bound_ns: u64) -> Result<u64, Violation> {
     let mut seen_before: std::collections::HashSet<(u32, i64)> = std::collections::HashSet::new();
-    // Arriving at a barrier, giving up and leaving are not acquisitions.
-    let acquiring = |op: &&Op| !matches!(op.action, Action::Arrive | Action::Abandon | Action::Left);
+    // Arriving at a barrier, giving up and leaving are not acquisitions; nor is beginning an increment or a look,
+    // an unknown outcome, or reading the final count.
+    let acquiring = |op: &&Op| {
+        !matches!(
+            op.action,
+            Action::Arrive
+                | Action::Abandon
+                | Action::Left
+                | Action::Add
+                | Action::Unsure
+                | Action::Final
+                | Action::Seek
+                | Action::Miss
+                | Action::Part
+                | Action::Look
+                | Action::Seen
+                | Action::View
+                | Action::Begin
+                | Action::Vote
+        )
+    };
     for op in ops.iter().filter(|op| op.accepted).filter(acquiring) {
         if op.at_ns <= healed_ns {
             seen_before.insert(op.section());
@@ -411,6 +619,134 @@ mod tests {
         let v = check_queue(&bad);
         assert!(v.iter().any(|v| v.contains("never taken")), "{v:?}");
         assert!(v.iter().any(|v| v.contains("delivered twice")), "{v:?}");
+    }
+
+    #[test]
+    fn lost_and_doubled_increments_are_caught() {
+        let add = |client, id| op(client, id, Shared, Add, 0);
+        let added = |client, id, value| op(client, id, Shared, Added, value);
+        let last = |value| op(u32::MAX, 0, Shared, Final, value);
+        // Increment 3 failed (outcome unknown) and did happen: the final value may count it.
+        let ok = numbered(vec![
+            add(1, 1),
+            add(2, 2),
+            added(2, 2, 1),
+            added(1, 1, 2),
+            add(1, 3),
+            op(1, 3, Shared, Unsure, 0),
+            add(2, 4),
+            added(2, 4, 4),
+            last(4),
+        ]);
+        assert_eq!(check_counter(&ok), Vec::<String>::new());
+        // Two increments that both made 1 (a lost update), and a final value below the acknowledged count.
+        let lost = numbered(vec![
+            add(1, 1),
+            add(2, 2),
+            added(1, 1, 1),
+            added(2, 2, 1),
+            last(1),
+        ]);
+        let v = check_counter(&lost);
+        assert!(v.iter().any(|v| v.contains("both acknowledged")), "{v:?}");
+        assert!(v.iter().any(|v| v.contains("were lost")), "{v:?}");
+        // One increment, counted twice.
+        let twice = numbered(vec![add(1, 1), added(1, 1, 1), last(2)]);
+        let v = check_counter(&twice);
+        assert!(v.iter().any(|v| v.contains("counted twice")), "{v:?}");
+        // An increment begun after another's acknowledgement made a smaller value.
+        let stale = numbered(vec![
+            add(1, 1),
+            add(2, 2),
+            added(2, 2, 2),
+            add(3, 3),
+            added(3, 3, 1),
+            added(1, 1, 3),
+            last(3),
+        ]);
+        let v = check_counter(&stale);
+        assert!(v.iter().any(|v| v.contains("began after")), "{v:?}");
+        assert!(check_counter(&numbered(vec![add(1, 1)]))
+            .iter()
+            .any(|v| v.contains("never read")));
+    }
+
+    #[test]
+    fn taking_past_a_waiting_item_of_a_lower_priority_number_is_caught() {
+        const SESSION: u64 = 1_000_000_000;
+        let put = |client, id, priority| op(client, id, Shared, Put, priority);
+        let seek = |client| op(client, 0, Shared, Seek, 0);
+        let take = |client, id, priority| op(client, id, Shared, Take, priority);
+        let miss = |client, failed| op(client, 0, Shared, Miss, failed);
+        // Item 1 (priority 0) waits, unclaimed, while client 2 looks and takes item 2 (priority 3).
+        let bad = numbered(vec![
+            put(1, 1, 0),
+            put(1, 2, 3),
+            seek(2),
+            take(2, 2, 3),
+            seek(2),
+            take(2, 1, 0),
+        ]);
+        let v = check_priority_order(&bad, SESSION);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(
+            v[0].contains("item 0x2 (priority 3) while item 0x1 (priority 0"),
+            "{v:?}"
+        );
+        // In order: fine. Put after the look began: the taker may not have seen it.
+        let ok = numbered(vec![
+            put(1, 1, 0),
+            put(1, 2, 3),
+            seek(2),
+            take(2, 1, 0),
+            seek(2),
+            take(2, 2, 3),
+        ]);
+        assert_eq!(check_priority_order(&ok, SESSION), Vec::<String>::new());
+        let late = numbered(vec![put(1, 2, 3), seek(2), put(1, 1, 0), take(2, 2, 3)]);
+        assert_eq!(check_priority_order(&late, SESSION), Vec::<String>::new());
+        // Client 3 claimed item 1 meanwhile (it took it), or failed, or died in its look: excused.
+        for other in [
+            vec![seek(3), take(3, 1, 0)],
+            vec![seek(3), miss(3, 1)],
+            vec![seek(3)],
+        ] {
+            let mut ops = vec![put(1, 1, 0), put(1, 2, 3), seek(2)];
+            ops.insert(2, other[0]);
+            ops.push(take(2, 2, 3));
+            ops.extend(other[1..].iter().copied());
+            let ops = numbered(ops);
+            assert_eq!(
+                check_priority_order(&ops, SESSION),
+                Vec::<String>::new(),
+                "{ops:?}"
+            );
+        }
+        // A look that took another item, or found nothing free, held no claim on item 1: not excused.
+        for other in [vec![seek(3), take(3, 5, 1)], vec![seek(3), miss(3, 0)]] {
+            let mut ops = vec![put(1, 1, 0), put(1, 2, 3), put(1, 5, 1)];
+            ops.extend([other[0], seek(2), other[1], take(2, 2, 3)]);
+            let v = check_priority_order(&numbered(ops), SESSION);
+            assert!(v.iter().any(|v| v.contains("item 0x1")), "{v:?}");
+        }
+        // A contender that died in its look (its slot's next process speaks while the look is open) is excused
+        // only until twice the session timeout after that.
+        let at = |op: Op, at_ns: u64| Op {
+            at_ns,
+            seq: at_ns,
+            ..op
+        };
+        let died = numbered(vec![put(1, 1, 0), put(1, 2, 3), seek(3), put(3, 9, 2)]);
+        let spoke = died[3].at_ns;
+        let mut within = died.clone();
+        within.push(at(seek(2), spoke + 1));
+        within.push(at(take(2, 2, 3), spoke + 3 * SESSION));
+        assert_eq!(check_priority_order(&within, SESSION), Vec::<String>::new());
+        let mut after = died;
+        after.push(at(seek(2), spoke + 2 * SESSION + 1));
+        after.push(at(take(2, 2, 3), spoke + 3 * SESSION));
+        let v = check_priority_order(&after, SESSION);
+        assert!(v.iter().any(|v| v.contains("item 0x1")), "{v:?}");
     }
 
     #[test]

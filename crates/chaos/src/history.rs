@@ -24,9 +24,10 @@ pub enum Action {
     Enter,
     /// Done using the resource.
     Leave,
-    /// Queue: an item was put and the put acknowledged (its id in `token`).
+    /// Queue: an item was put and the put acknowledged (its id in `token`; a priority queue's: its priority in
+    /// `value`).
     Put,
-    /// Queue: an item was taken and is being processed.
+    /// Queue: an item was taken and is being processed (a priority queue's: its priority in `value`).
     Take,
     /// Queue: an item's processing was completed (the item removed from the queue).
     Done,
@@ -38,6 +39,35 @@ pub enum Action {
     Abandon,
     /// Double barrier: `leave` returned.
     Left,
+    /// Counter: an increment is about to be sent (its id in `token`).
+    Add,
+    /// Counter: the increment was acknowledged (`value`: the value it made).
+    Added,
+    /// Counter: the increment failed or was given up, its outcome unknown.
+    Unsure,
+    /// Counter: the value read once every contender ended (`value`).
+    Final,
+    /// Priority queue: a consumer starts looking for an item to take.
+    Seek,
+    /// Priority queue: the look ended without an item (`value` 0: none was free; 1: it failed, and a claim it
+    /// made may have lived until its session ended).
+    Miss,
+    /// Group: our join was acknowledged (our member id in `token`).
+    Join,
+    /// Group: our leave was acknowledged (our member id in `token`).
+    Part,
+    /// Group: a look at the group starts (our member id in `token`).
+    Look,
+    /// Group: a member (`token`) the look of member `value` showed.
+    Seen,
+    /// Group: a member (`token`; 0: the header) of the final view of member `value`.
+    View,
+    /// Two-phase commit: the coordinator opens transaction `token` with participant `value` (one per participant).
+    Begin,
+    /// Two-phase commit: a participant's vote in transaction `token` (`value` 1 commit, 0 abort), before it is sent.
+    Vote,
+    /// Two-phase commit: the outcome of transaction `token` as a party learnt it (`value` 1 commit, 0 abort).
+    Outcome,
 }
 
 /// One operation the register received, accepted or rejected, in the order it handled them.
@@ -102,6 +132,20 @@ impl fmt::Display for Action {
             Action::Pass => "pass",
             Action::Abandon => "abandon",
             Action::Left => "left",
+            Action::Add => "add",
+            Action::Added => "added",
+            Action::Unsure => "unsure",
+            Action::Final => "final",
+            Action::Seek => "seek",
+            Action::Miss => "miss",
+            Action::Join => "join",
+            Action::Part => "part",
+            Action::Look => "look",
+            Action::Seen => "seen",
+            Action::View => "view",
+            Action::Begin => "begin",
+            Action::Vote => "vote",
+            Action::Outcome => "outcome",
         })
     }
 }
@@ -121,6 +165,20 @@ impl FromStr for Action {
             "pass" => Ok(Action::Pass),
             "abandon" => Ok(Action::Abandon),
             "left" => Ok(Action::Left),
+            "add" => Ok(Action::Add),
+            "added" => Ok(Action::Added),
+            "unsure" => Ok(Action::Unsure),
+            "final" => Ok(Action::Final),
+            "seek" => Ok(Action::Seek),
+            "miss" => Ok(Action::Miss),
+            "join" => Ok(Action::Join),
+            "part" => Ok(Action::Part),
+            "look" => Ok(Action::Look),
+            "seen" => Ok(Action::Seen),
+            "view" => Ok(Action::View),
+            "begin" => Ok(Action::Begin),
+            "vote" => Ok(Action::Vote),
+            "outcome" => Ok(Action::Outcome),
             other => Err(format!("unknown action {other:?}")),
         }
     }

@@ -20,11 +20,13 @@ mod clock;
 mod command;
 mod contenders;
 mod fence;
+mod group;
 mod history;
 mod nemesis;
 mod register;
 mod report;
 mod servers;
+mod two_phase_commit;
 mod worker;
 
 use clap::{Parser, Subcommand};
@@ -46,6 +48,18 @@ pub enum Recipe {
     Queue,
     /// `DoubleBarrier` with every contender a participant, one barrier path per round.
     DoubleBarrier,
+    /// `AtomicLong`: contenders increment one counter; its final value must be the acknowledged increments plus
+    /// at most those whose outcome was unknown.
+    Counter,
+    /// `PriorityQueue` with `take_safe`: as `queue`, and no item taken while an acknowledged item of a lower
+    /// priority number was waiting unclaimed (judged on single servers).
+    PriorityQueue,
+    /// `Group`: members join and leave; no look shows a member after its leave was acknowledged, and once faults
+    /// stop every member's live view converges to the members there.
+    Group,
+    /// `TwoPhaseCommit`: every contender coordinates transactions and takes part in the others'; no transaction
+    /// with two outcomes, and a commit only if every participant voted commit.
+    TwoPhaseCommit,
 }
 
 #[derive(Parser, Debug)]

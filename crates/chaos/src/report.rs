@@ -108,7 +108,16 @@ pub fn report(
          isolated_p99_ms={:.0} exits={} violations={}",
         name(args.recipe),
         name(args.server),
-        !args.no_fencing && !matches!(args.recipe, Recipe::Queue | Recipe::DoubleBarrier),
+        !args.no_fencing
+            && !matches!(
+                args.recipe,
+                Recipe::Queue
+                    | Recipe::DoubleBarrier
+                    | Recipe::Counter
+                    | Recipe::PriorityQueue
+                    | Recipe::Group
+                    | Recipe::TwoPhaseCommit
+            ),
         ops.len(),
         accepted,
         ops.len() - accepted,

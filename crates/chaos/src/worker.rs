@@ -47,11 +47,21 @@ pub struct WorkerArgs {
     /// Which process of its slot this is (mixed into the seed).
     #[arg(long, default_value_t = 0)]
     pub launch: u64,
+    /// The counter workload's negative control: increment by reading the value and setting it plus one, with no
+    /// compare-and-set between the two. For the group and two-phase commit workloads: report what was wished
+    /// instead of what happened.
+    #[arg(long)]
+    pub naive: bool,
 }
 
 /// The worker's main loop; returns the process exit status.
 pub async fn run(args: WorkerArgs) -> i32 {
-    match work(&args).await {
+    let worked = match args.recipe {
+        Recipe::Group => crate::group::work(&args).await,
+        Recipe::TwoPhaseCommit => crate::two_phase_commit::work(&args).await,
+        _ => work(&args).await,
+    };
+    match worked {
         Ok(()) => 0,
         Err(err) => {
             eprintln!("worker {}: {err:#}", args.client);
@@ -107,6 +117,30 @@ async fn work(args: &WorkerArgs) -> Result<()> {
                     produce(&zk, args, &mut register, id).await
                 } else {
                     consume(&zk, &args.path, &mut register, timeout, work).await
+                }
+            }
+            Recipe::Counter => {
+                item += 1;
+                let counted = count(&zk, args, &mut register, item_id(args, item), timeout).await;
+                tokio::time::sleep(work / 2).await; // a pace, so that contention is not all there is
+                counted
+            }
+            Recipe::PriorityQueue => {
+                // Two items per put turn, one per take turn, a third of the turns putting: items of several
+                // priorities wait together, so the order is worth judging.
+                if rng.gen_bool(1.0 / 3.0) {
+                    let mut put = Ok(true);
+                    for _ in 0..2 {
+                        item += 1;
+                        let (id, priority) = (item_id(args, item), rng.gen_range(0..4));
+                        put = produce_priority(&zk, args, &mut register, id, priority).await;
+                        if put.is_err() {
+                            break;
+                        }
+                    }
+                    put
+                } else {
+                    consume_priority(&zk, &args.path, &mut register, work).await
                 }
             }
             _ => lock_round(&zk, args, &mut register, &mut rng, timeout).await,
@@ -200,7 +234,15 @@ async fn acquire(args: &WorkerArgs, zk: &Client, writer: bool, timeout: Duration
                 .campaign_timeout(timeout)
                 .await
         }
-        Recipe::Run | Recipe::Queue | Recipe::DoubleBarrier => unreachable!("not a lock workload"),
+        Recipe::Run
+        | Recipe::Queue
+        | Recipe::DoubleBarrier
+        | Recipe::Counter
+        | Recipe::PriorityQueue
+        | Recipe::Group
+        | Recipe::TwoPhaseCommit => {
+            unreachable!("not a lock workload")
+        }
     }
 }
 
@@ -260,6 +302,104 @@ pub async fn consume(
     claimed.complete().await?;
     record(register, Action::Done, id).await;
     Ok(true)
+}
+
+/// An id unique across the campaign: slot, launch and count.
+fn item_id(args: &WorkerArgs, count: u64) -> i64 {
+    ((args.client as i64) << 48) | ((args.launch as i64 & 0xffff) << 32) | count as i64
+}
+
+/// One increment of the counter, recorded before it is sent (`add`) and when its outcome is known (`added` with
+/// the value it made) or not (`unsure`: it failed or timed out, and may or may not have happened).
+async fn count(
+    zk: &Client,
+    args: &WorkerArgs,
+    register: &mut Connection,
+    id: i64,
+    timeout: Duration,
+) -> zklock::Result<bool> {
+    let counter = zklock::AtomicLong::new(zk, &args.path)?;
+    record_value(register, Action::Add, id, 0).await;
+    let increment = async {
+        if args.naive {
+            // The negative control: read, then write the value plus one, whatever happened in between.
+            let value = counter.get().await?;
+            counter.set(value + 1).await
+        } else {
+            counter.increment().await
+        }
+    };
+    match tokio::time::timeout(timeout * 3, increment).await {
+        Ok(Ok(changed)) => {
+            record_value(register, Action::Added, id, changed.post).await;
+            Ok(true)
+        }
+        Ok(Err(err)) => {
+            record_value(register, Action::Unsure, id, 0).await;
+            Err(err)
+        }
+        Err(_) => {
+            record_value(register, Action::Unsure, id, 0).await;
+            Ok(false)
+        }
+    }
+}
+
+/// Puts item `id` with `priority`; records it (with its priority) once acknowledged.
+async fn produce_priority(
+    zk: &Client,
+    args: &WorkerArgs,
+    register: &mut Connection,
+    id: i64,
+    priority: i32,
+) -> zklock::Result<bool> {
+    zklock::PriorityQueue::new(zk, &args.path)?
+        .put(format!("{id} {priority}").as_bytes(), priority)
+        .await?;
+    record_value(register, Action::Put, id, i64::from(priority)).await;
+    Ok(true)
+}
+
+/// Looks once for an item with `try_take_safe` (no cancellation: a claim never outlives the look's record), records
+/// the look (`seek`) and its end — the item taken (`take`, with its priority) or `miss` — then "processes" it for
+/// `work`, completes it and records that (`done`). Nothing free: waits `work` before the next look.
+pub async fn consume_priority(
+    zk: &Client,
+    path: &str,
+    register: &mut Connection,
+    work: Duration,
+) -> zklock::Result<bool> {
+    let queue = zklock::PriorityQueue::new(zk, path)?;
+    record_value(register, Action::Seek, 0, 0).await;
+    let claimed = match queue.try_take_safe().await {
+        Ok(Some(claimed)) => claimed,
+        Ok(None) => {
+            record_value(register, Action::Miss, 0, 0).await;
+            tokio::time::sleep(work).await;
+            return Ok(false);
+        }
+        Err(err) => {
+            record_value(register, Action::Miss, 0, 1).await;
+            return Err(err);
+        }
+    };
+    let (id, priority) = std::str::from_utf8(claimed.data())
+        .ok()
+        .and_then(|text| text.split_once(' '))
+        .and_then(|(id, priority)| Some((id.parse().ok()?, priority.parse().ok()?)))
+        .unwrap_or((-1, -1));
+    record_value(register, Action::Take, id, priority).await;
+    tokio::time::sleep(work).await;
+    claimed.complete().await?;
+    record_value(register, Action::Done, id, priority).await;
+    Ok(true)
+}
+
+async fn record_value(register: &mut Connection, action: Action, token: i64, value: i64) {
+    if let Err(err) = register.op(Kind::Shared, token, action, value).await {
+        eprintln!("chaos: the register failed: {err:#}");
+        std::process::exit(2);
+    }
 }
 
 async fn record(register: &mut Connection, action: Action, id: i64) {

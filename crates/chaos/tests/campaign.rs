@@ -1,5 +1,5 @@
 //! Short fault campaigns, part of the README's test command: every workload on the embedded server, the lock and
-//! `zklock run` on real ZooKeeper (standalone and a 3-member ensemble), the negative control, and one random seed
+//! `zklock run` on real ZooKeeper (standalone and a 3-member ensemble), the negative controls, and one random seed
 //! (printed, for replay).
 //!
 //! Each runs the real `zklock-chaos` binary, which starts its own server and contender processes and exits 0 only
@@ -146,4 +146,122 @@ fn without_fencing_the_pause_fault_is_caught() {
     );
     assert_eq!(code, Some(1), "{summary}");
     assert!(stderr.contains("VIOLATION"), "{stderr}");
+}
+
+/// A short campaign (20 s, session timeout 2 s) of the faults that lose a write's reply or leave its outcome
+/// unknown — lost replies and requests, kills, expiry, cut connections, pauses — that must find nothing.
+fn clean_short(recipe: &str, seed: &str) {
+    let (code, summary, stderr) = chaos(&[
+        "--server",
+        "embedded",
+        "--recipe",
+        recipe,
+        "--clients",
+        "3",
+        "--duration",
+        "20",
+        "--session-timeout",
+        "2",
+        "--faults",
+        "drop-reply,kill,cut,expire,pause",
+        "--seed",
+        seed,
+    ]);
+    let (ops, faults, violations) = numbers(&summary);
+    assert_eq!((code, violations), (Some(0), 0), "{summary}\n{stderr}");
+    assert!(
+        ops >= 20,
+        "too little work to judge anything: {summary}\n{stderr}"
+    );
+    assert!(faults >= 1, "no fault was injected: {summary}\n{stderr}");
+}
+
+#[test]
+fn counter_on_embedded() {
+    clean_short("counter", "72");
+}
+
+#[test]
+fn priority_queue_on_embedded() {
+    clean_short("priority-queue", "72");
+}
+
+/// The counter's negative control: increments that read and then write, with no compare-and-set between, lose
+/// updates, and the checker must see it.
+#[test]
+fn counter_without_compare_and_set_is_caught() {
+    let (code, summary, stderr) = chaos(&[
+        "--server",
+        "embedded",
+        "--recipe",
+        "counter",
+        "--clients",
+        "3",
+        "--duration",
+        "20",
+        "--session-timeout",
+        "2",
+        "--faults",
+        "cut",
+        "--seed",
+        "72",
+        "--no-fencing",
+    ]);
+    let (_, _, violations) = numbers(&summary);
+    assert!(
+        violations >= 1,
+        "the checker missed the lost increments: {summary}\n{stderr}"
+    );
+    assert_eq!(code, Some(1), "{summary}");
+    assert!(stderr.contains("VIOLATION counter:"), "{stderr}");
+}
+
+#[test]
+fn group_on_embedded() {
+    clean_short("group", "73");
+}
+
+#[test]
+fn two_phase_commit_on_embedded() {
+    clean_short("two-phase-commit", "73");
+}
+
+/// The negative controls of `group` and `two-phase-commit`: contenders that report what they wished instead of what
+/// happened — a view never updated; a coordinator's commit without waiting for the votes, a participant's own vote
+/// as the outcome — and the checker must see it.
+fn wishes_are_caught(recipe: &str, caught: &str) {
+    let (code, summary, stderr) = chaos(&[
+        "--server",
+        "embedded",
+        "--recipe",
+        recipe,
+        "--clients",
+        "3",
+        "--duration",
+        "20",
+        "--session-timeout",
+        "2",
+        "--faults",
+        "cut",
+        "--seed",
+        "74",
+        "--no-fencing",
+    ]);
+    let (_, _, violations) = numbers(&summary);
+    assert!(
+        violations >= 1,
+        "the checker missed the wishful reports: {summary}\n{stderr}"
+    );
+    assert_eq!(code, Some(1), "{summary}");
+    assert!(stderr.contains(caught), "{stderr}");
+}
+
+#[test]
+fn group_views_never_updated_are_caught() {
+    wishes_are_caught("group", "VIOLATION group: the final view");
+}
+
+#[test]
+fn two_phase_commit_outcomes_wished_are_caught() {
+    wishes_are_caught("two-phase-commit", "VIOLATION two-phase commit:");
 }

@@ -7,7 +7,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use base64::Engine as _;
 use clap::{Args, Parser, Subcommand};
+use zookeeper_client::{Acl, AuthId, Permission};
 
 use crate::exit::{self, Cmd};
 
@@ -50,6 +52,167 @@ pub struct ConnectArgs {
     /// 1m30s, 500ms.
     #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = seconds, allow_negative_numbers = true)]
     pub session_timeout: f64,
+    #[command(flatten)]
+    pub security: SecurityArgs,
+}
+
+/// Who we are to ZooKeeper, and TLS: every command that connects to a ZooKeeper it is given takes these (resolved
+/// and read in `zk.rs`). Credentials given on the command line are visible to every user of the machine (`ps`);
+/// `ZKLOCK_AUTH` and `--auth-file` keep them out of it.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Authentication and TLS")]
+pub struct SecurityArgs {
+    /// Authenticate as SCHEME:CREDENTIALS, e.g. digest:alice:secret (repeatable). Other users can read it in `ps`:
+    /// prefer ZKLOCK_AUTH (one SCHEME:CREDENTIALS per line, used when no --auth is given) or --auth-file.
+    #[arg(long = "auth", value_name = "SCHEME:CREDENTIALS", value_parser = credential)]
+    pub auth: Vec<Credential>,
+    /// Authenticate with each SCHEME:CREDENTIALS line of FILE (besides --auth or ZKLOCK_AUTH); blank lines and
+    /// lines starting with # are skipped. Keep it private (chmod 600): zklock warns otherwise.
+    #[arg(long, value_name = "FILE")]
+    pub auth_file: Option<PathBuf>,
+    /// Connect with TLS, trusting the CA certificates (PEM) in FILE: every server of --connect without a scheme is
+    /// then reached over TLS, so give the servers' secure client ports (secureClientPort); one written
+    /// tcp://host:port stays plaintext. Servers written tcp+tls://host:port need it too.
+    #[arg(long, value_name = "FILE", env = "ZKLOCK_TLS_CA")]
+    pub tls_ca: Option<PathBuf>,
+    /// Our client certificate (PEM) for TLS, for servers that ask for one (ssl.clientAuth); with --tls-key.
+    #[arg(long, value_name = "FILE", env = "ZKLOCK_TLS_CERT", requires_all = ["tls_key", "tls_ca"])]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE", env = "ZKLOCK_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+}
+
+/// The ACLs of the nodes a command creates (`run`, `elect`, `demo`); turned into a session's ACLs in `zk.rs`.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Authentication and TLS")]
+pub struct AclArgs {
+    /// The ACL of the nodes zklock creates: `world` (anybody may do anything), `creator` (only sessions with our
+    /// credentials), or a comma-separated list of those and digest:USER:HASH entries, each optionally with
+    /// :PERMS from cdrwa (e.g. creator,digest:bob:HASH:cdrwa,world:r); HASH is base64(sha1(USER:PASSWORD)).
+    /// [default: creator with credentials, world without]
+    #[arg(long, value_name = "ACL", value_parser = acl_spec)]
+    pub acl: Option<AclSpec>,
+    /// The ACL of the directories zklock creates when missing (same form as --acl). [default: the --acl entries
+    /// plus world:r, so that anybody may see who holds or waits but nobody else may queue]
+    #[arg(long, value_name = "ACL", value_parser = acl_spec)]
+    pub parent_acl: Option<AclSpec>,
+}
+
+/// One `SCHEME:CREDENTIALS` to authenticate with (`--auth`, `ZKLOCK_AUTH`, `--auth-file`). Its `Debug` hides the
+/// credentials.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credential {
+    /// The authentication scheme, e.g. `digest`.
+    pub scheme: String,
+    /// What the scheme takes, e.g. `alice:secret` for `digest`.
+    pub credentials: String,
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credential")
+            .field("scheme", &self.scheme)
+            .field("credentials", &"<hidden>")
+            .finish()
+    }
+}
+
+/// A `SCHEME:CREDENTIALS` ([`Credential`]). Errors never repeat the credentials, so that a bad `ZKLOCK_AUTH` or
+/// `--auth-file` line is not shown on a terminal or in a log.
+pub fn credential(text: &str) -> Result<Credential, String> {
+    let Some((scheme, credentials)) = text.split_once(':') else {
+        return Err("expected SCHEME:CREDENTIALS, e.g. digest:alice:secret".to_owned());
+    };
+    if scheme.is_empty()
+        || !scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+    {
+        return Err("expected SCHEME:CREDENTIALS, e.g. digest:alice:secret: a bad scheme".to_owned());
+    }
+    if credentials.is_empty() {
+        return Err(format!("no credentials after {scheme}:"));
+    }
+    if scheme == "digest"
+        && credentials
+            .split_once(':')
+            .is_none_or(|(user, _)| user.is_empty())
+    {
+        return Err("digest credentials are USER:PASSWORD, e.g. digest:alice:secret".to_owned());
+    }
+    Ok(Credential {
+        scheme: scheme.to_owned(),
+        credentials: credentials.to_owned(),
+    })
+}
+
+/// An ACL given to `--acl` or `--parent-acl`: ZooKeeper ACL entries, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AclSpec {
+    /// The entries, as ZooKeeper takes them (`creator` is ZooKeeper's `auth` scheme).
+    pub entries: Vec<Acl>,
+}
+
+/// `world`, `creator` or `digest:USER:HASH`, each optionally `:PERMS`, separated by commas (see [`AclArgs`]).
+/// ZooKeeper's own spellings `world:anyone[:PERMS]` and `auth::PERMS` are taken too. A digest's HASH must be what
+/// ZooKeeper stores, base64(sha1(USER:PASSWORD)) — 28 characters — so that a password given by mistake is refused
+/// rather than made into an ACL nobody can match.
+pub fn acl_spec(text: &str) -> Result<AclSpec, String> {
+    const FORMS: &str =
+        "expected world, creator or digest:USER:HASH, each optionally :PERMS (letters of cdrwa)";
+    let mut entries = Vec::new();
+    for entry in text.split(',').map(str::trim) {
+        let parts: Vec<&str> = entry.split(':').collect();
+        let (id, perms) = match parts[..] {
+            ["world" | "anyone"] | ["world", "anyone"] => (AuthId::anyone(), None),
+            ["world" | "anyone", perms] | ["world", "anyone", perms] => (AuthId::anyone(), Some(perms)),
+            ["creator"] | ["auth"] | ["auth", ""] => (AuthId::authed(), None),
+            ["creator", perms] | ["auth", "", perms] => (AuthId::authed(), Some(perms)),
+            ["digest", user, hash] | ["digest", user, hash, _] => {
+                if user.is_empty() {
+                    return Err(format!("{entry:?}: no user"));
+                }
+                let decoded = base64::engine::general_purpose::STANDARD.decode(hash);
+                if !decoded.is_ok_and(|digest| digest.len() == 20) {
+                    return Err(format!(
+                        "{entry:?}: HASH must be base64(sha1(USER:PASSWORD)) (28 characters), not the password: \
+                         printf '%s' '{user}:PASSWORD' | openssl dgst -binary -sha1 | base64"
+                    ));
+                }
+                (
+                    AuthId::new("digest", &format!("{user}:{hash}")),
+                    parts.get(3).copied(),
+                )
+            }
+            [""] => return Err("an empty entry".to_owned()),
+            _ => return Err(format!("{entry:?}: {FORMS}")),
+        };
+        let permission = match perms {
+            None => Permission::ALL,
+            Some(perms) => permissions(perms).map_err(|why| format!("{entry:?}: {why}"))?,
+        };
+        entries.push(Acl::new(permission, id));
+    }
+    Ok(AclSpec { entries })
+}
+
+/// ZooKeeper's permission letters: c(reate), d(elete), r(ead), w(rite), a(dmin).
+fn permissions(letters: &str) -> Result<Permission, String> {
+    if letters.is_empty() {
+        return Err("no permissions after ':' (letters of cdrwa)".to_owned());
+    }
+    letters.chars().try_fold(Permission::NONE, |all, letter| {
+        let one = match letter.to_ascii_lowercase() {
+            'c' => Permission::CREATE,
+            'd' => Permission::DELETE,
+            'r' => Permission::READ,
+            'w' => Permission::WRITE,
+            'a' => Permission::ADMIN,
+            _ => return Err(format!("unknown permission {letter:?} (letters of cdrwa)")),
+        };
+        Ok(all | one)
+    })
 }
 
 /// Like [`ConnectArgs`], but without `--connect` an embedded server is started.
@@ -80,6 +243,12 @@ pub enum Command {
     /// Show the holder and the queue of a lock directory.
     #[command(after_long_help = exit::help(Cmd::Status))]
     Status(StatusArgs),
+    /// Read, set or add to a counter kept in one node (Curator's DistributedAtomicLong or SharedCount).
+    ///
+    /// `get` prints the value; `set VALUE` and `add [VALUE]` (1 by default; negative to subtract) print the value
+    /// after the change. Every change is a compare-and-set that is counted once even when a reply is lost.
+    #[command(after_long_help = exit::help(Cmd::Counter))]
+    Counter(CounterArgs),
     /// The design documents' demo: N workers with their own sessions hand a lock over in FIFO order.
     #[command(after_long_help = exit::help(Cmd::Demo))]
     Demo(DemoArgs),
@@ -89,6 +258,24 @@ pub enum Command {
     /// Run the embedded ZooKeeper-compatible server.
     #[command(after_long_help = exit::help(Cmd::Serve))]
     Serve(ServeArgs),
+    /// Take a lock, a lease or leadership away from its holder: delete the holder's node (or a waiter's, with
+    /// --node), or ask the holder to give up (--request).
+    ///
+    /// A deleted holder loses its guard: `zklock run` and `zklock elect` stop their command (SIGTERM, then SIGKILL
+    /// after their --kill-after) and exit 4, and the next in line takes over. With --request the node's data
+    /// becomes `__REVOKE__` (Curator's revocation protocol): `zklock run` and `zklock elect` honour it the same way,
+    /// and so does a Curator lock made revocable; a holder that does not listen ignores it.
+    #[command(after_long_help = exit::help(Cmd::Revoke))]
+    Revoke(RevokeArgs),
+    /// Remove the empty recipe directories under a path: what the server does by itself with container nodes
+    /// (ZooKeeper 3.5+, zklock serve), for directories made before or elsewhere.
+    ///
+    /// Depth first, it removes PATH and every node below it that has no children, no data, is not ephemeral, and
+    /// has had children (as ZooKeeper's container sweep does: a directory made and never used, or a set barrier,
+    /// stays). A directory that gains a child meanwhile is left alone: ZooKeeper refuses to delete a node with
+    /// children. /zookeeper is never touched.
+    #[command(after_long_help = exit::help(Cmd::Reap))]
+    Reap(ReapArgs),
     /// Print a shell completion script, e.g. `zklock completions bash > /etc/bash_completion.d/zklock`.
     Completions {
         /// The shell.
@@ -105,6 +292,8 @@ pub enum Command {
 pub struct RunArgs {
     #[command(flatten)]
     pub connect: ConnectArgs,
+    #[command(flatten)]
+    pub acl: AclArgs,
     /// Take the read (shared) side of a read/write lock on PATH: any number of `--shared` commands run at once,
     /// none while a `--write` command runs or waits ahead. Pairs with `--write`, not with a plain `run` (a mutex,
     /// which a read/write lock does not exclude): `zklock run` refuses (exit 2) a PATH in use by another kind of
@@ -146,6 +335,8 @@ pub struct RunArgs {
 pub struct ElectArgs {
     #[command(flatten)]
     pub connect: ConnectArgs,
+    #[command(flatten)]
+    pub acl: AclArgs,
     /// Fail at once (exit 1) unless we lead at once: another candidate leads or is queued ahead. Our candidacy is
     /// withdrawn.
     #[arg(long, short = 'n', conflicts_with = "timeout")]
@@ -178,6 +369,39 @@ pub struct ElectArgs {
     pub command: Vec<String>,
 }
 
+/// Arguments of `zklock revoke`.
+#[derive(Debug, Args)]
+pub struct RevokeArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Revoke this participant instead of the holders: a holder or a waiter, by its node's name (as `zklock status`
+    /// shows it) or full path.
+    #[arg(long, value_name = "NAME")]
+    pub node: Option<String>,
+    /// Ask the holder to give up instead of deleting its node (Curator's revocation protocol: its data becomes
+    /// `__REVOKE__`). `zklock run`, `zklock elect` and Curator locks made revocable release; others ignore it.
+    #[arg(long)]
+    pub request: bool,
+    /// Show what would be revoked, and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The directory of a lock (mutex or read/write lock), a semaphore or an election. Without --node every holder
+    /// is revoked: the mutex's holder, all readers sharing a read/write lock, every lease holder, the leader.
+    pub path: String,
+}
+
+/// Arguments of `zklock reap`.
+#[derive(Debug, Args)]
+pub struct ReapArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Show what would be removed, and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The prefix: PATH itself and everything below it (/ for the whole tree).
+    pub path: String,
+}
+
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     #[command(flatten)]
@@ -194,10 +418,59 @@ pub struct StatusArgs {
     pub path: String,
 }
 
+/// Arguments of `zklock counter`.
+#[derive(Debug, Args)]
+pub struct CounterArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    #[command(flatten)]
+    pub acl: AclArgs,
+    /// The counter's layout: `long` (8 bytes, Curator's DistributedAtomicLong) or `shared` (4 bytes, Curator's
+    /// SharedCount). [default: what the node holds — 4 bytes a shared count, 8 a long; a new counter is a long]
+    #[arg(long, value_enum)]
+    pub kind: Option<CounterKind>,
+    /// Print one JSON object (path, kind, value; the value before the change for set and add; the node's version
+    /// for get) instead of the value alone.
+    #[arg(long)]
+    pub json: bool,
+    /// What to do.
+    #[arg(value_enum)]
+    pub action: CounterAction,
+    /// The counter's node, e.g. /counters/orders.
+    pub path: String,
+    /// set: the new value; add: what to add (default 1; a negative number subtracts).
+    #[arg(allow_negative_numbers = true)]
+    pub value: Option<i64>,
+}
+
+/// `zklock counter ACTION`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CounterAction {
+    /// Print the value (0, or a shared count's 0, if the node does not exist).
+    Get,
+    /// Set the value.
+    Set,
+    /// Add to the value.
+    Add,
+}
+
+/// `zklock counter --kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CounterKind {
+    /// 8 bytes, big-endian: Curator's DistributedAtomicLong.
+    Long,
+    /// 4 bytes, big-endian: Curator's SharedCount.
+    Shared,
+}
+
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     #[command(flatten)]
     pub connect: OptionalConnectArgs,
+    #[command(flatten)]
+    pub security: SecurityArgs,
+    #[command(flatten)]
+    pub acl: AclArgs,
     /// Number of workers, each with its own session.
     #[arg(long, default_value_t = 10)]
     pub workers: usize,
@@ -297,15 +570,15 @@ pub fn seconds(text: &str) -> Result<f64, String> {
 }
 
 /// A ZooKeeper connect string, `host:port[,host:port...][/chroot]`, checked before any connection is tried. Each
-/// server may be written `host`, `host:port`, `[ipv6]:port`, optionally with `tcp://`; a missing port is
-/// ZooKeeper's 2181. The chroot, if any, must be a valid absolute ZooKeeper path.
+/// server may be written `host`, `host:port`, `[ipv6]:port`, optionally with `tcp://` or `tcp+tls://` (TLS); a
+/// missing port is ZooKeeper's 2181. The chroot, if any, must be a valid absolute ZooKeeper path.
 pub fn connect_string(text: &str) -> Result<String, String> {
     let (servers, chroot) = split_chroot(text);
     if servers.is_empty() {
         return Err("no servers: expected host:port[,host:port...][/chroot]".to_owned());
     }
     for server in servers.split(',') {
-        check_server(server.strip_prefix("tcp://").unwrap_or(server))
+        check_server(without_scheme(server))
             .map_err(|why| format!("{why} in {server:?}: expected host:port[,host:port...][/chroot]"))?;
     }
     if let Some(chroot) = chroot {
@@ -314,12 +587,20 @@ pub fn connect_string(text: &str) -> Result<String, String> {
     Ok(text.to_owned())
 }
 
+/// A server of a connect string without its `tcp://` or `tcp+tls://`.
+pub fn without_scheme(server: &str) -> &str {
+    server
+        .strip_prefix("tcp://")
+        .or_else(|| server.strip_prefix("tcp+tls://"))
+        .unwrap_or(server)
+}
+
 /// The servers and the chroot: as zookeeper-client reads it, the chroot follows the last server (after its
-/// `tcp://`, if any).
-fn split_chroot(text: &str) -> (&str, Option<&str>) {
+/// `tcp://` or `tcp+tls://`, if any).
+pub fn split_chroot(text: &str) -> (&str, Option<&str>) {
     let last = text.rsplit(',').next().unwrap_or(text);
     let offset = text.len() - last.len();
-    let body = last.strip_prefix("tcp://").map_or(0, |_| "tcp://".len());
+    let body = last.len() - without_scheme(last).len();
     match last[body..].find('/') {
         Some(i) => (&text[..offset + body + i], Some(&text[offset + body + i..])),
         None => (text, None),
@@ -443,8 +724,89 @@ mod tests {
             "[::1:2181",
             "zk1:2181 zk2:2181",
             "zk1/x:2181,zk2:2181",
+            "tcp+tls://",
+            "tcp+tls://zk1:0",
         ] {
             assert!(connect_string(bad).is_err(), "{bad}");
         }
+        for good in [
+            "tcp+tls://zk1:2281",
+            "tcp+tls://zk1:2281,tcp://zk2:2181/app",
+            "zk1:2281,tcp+tls://zk2/app",
+        ] {
+            assert_eq!(connect_string(good).as_deref(), Ok(good), "{good}");
+        }
+        assert_eq!(
+            split_chroot("tcp+tls://zk1:2281/app"),
+            ("tcp+tls://zk1:2281", Some("/app"))
+        );
+    }
+
+    #[test]
+    fn credentials_are_checked_without_repeating_them() {
+        let alice = credential("digest:alice:pass:with:colons,and,commas").unwrap();
+        assert_eq!(
+            (alice.scheme.as_str(), alice.credentials.as_str()),
+            ("digest", "alice:pass:with:colons,and,commas")
+        );
+        assert!(
+            !format!("{alice:?}").contains("pass"),
+            "Debug hides the credentials"
+        );
+        assert_eq!(credential("x509:anything").unwrap().scheme, "x509");
+        for bad in [
+            "hunter2",
+            ":hunter2",
+            "digest:",
+            "digest:hunter2",
+            "digest::hunter2",
+            "a b:hunter2",
+        ] {
+            let err = credential(bad).expect_err(bad);
+            assert!(!err.contains("hunter2"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn acls_take_zookeepers_forms() {
+        let all = |id: AuthId| Acl::new(Permission::ALL, id);
+        let hash = "xQJmxLMiHGwaqBvst5y6rkB6HQs="; // base64(sha1("super:admin")), as ZooKeeper documents it
+        let bob = AuthId::new("digest", &format!("bob:{hash}"));
+        for (text, entries) in [
+            ("world", vec![all(AuthId::anyone())]),
+            ("world:anyone:cdrwa", vec![all(AuthId::anyone())]),
+            ("creator", vec![all(AuthId::authed())]),
+            (
+                "auth::rw",
+                vec![Acl::new(Permission::READ | Permission::WRITE, AuthId::authed())],
+            ),
+            (
+                &format!("creator, digest:bob:{hash}:r ,world:R"),
+                vec![
+                    all(AuthId::authed()),
+                    Acl::new(Permission::READ, bob.clone()),
+                    Acl::new(Permission::READ, AuthId::anyone()),
+                ],
+            ),
+            (&format!("digest:bob:{hash}"), vec![all(bob)]),
+        ] {
+            assert_eq!(acl_spec(text), Ok(AclSpec { entries }), "{text}");
+        }
+        for bad in [
+            "",
+            "creator,",
+            "everyone",
+            "world:x",
+            "creator:",
+            "digest:bob",
+            "digest::xQJmxLMiHGwaqBvst5y6rkB6HQs=",
+            "digest:bob:secret-password",
+            "ip:10.0.0.1",
+        ] {
+            assert!(acl_spec(bad).is_err(), "{bad}");
+        }
+        assert!(acl_spec("digest:bob:secret-password")
+            .unwrap_err()
+            .contains("openssl dgst"));
     }
 }

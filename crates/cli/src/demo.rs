@@ -1,4 +1,9 @@
 //! `zklock demo`: the design documents' ten-worker demo, with a summary that checks itself.
+//!
+//! It cleans up after itself: its lock directory `<--path>/run-<hex>` is removed once the workers are done, and so
+//! are `--path` and its parents if the demo made them (they did not exist before) and nothing else is in them
+//! now. (On servers with container nodes they would go by themselves a minute later; this makes it at once, and
+//! also on servers without.)
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
@@ -42,7 +47,10 @@ pub async fn demo(args: DemoArgs) -> exit::Result {
     if args.workers == 0 {
         return Err(Failure::new(exit::FAILURE, "--workers must be at least 1"));
     }
-    let target = Target::resolve(&args.connect).await?;
+    // Credentials, TLS and ACLs are read before an embedded server starts: a mistake in them ends nothing running.
+    let security = zk::Security::from_args(&args.security)?;
+    zk::NodeAcls::from_args(&args.security, &args.acl)?;
+    let target = Target::resolve(&args.connect).await?.with_security(security);
     let server = if target.embedded.is_some() {
         "embedded server"
     } else {
@@ -59,6 +67,35 @@ pub async fn demo(args: DemoArgs) -> exit::Result {
         records: StdMutex::new(vec![Record::default(); args.workers]),
     });
     let path = format!("{}/run-{:08x}", args.path.trim_end_matches('/'), rand_suffix());
+    // Our own session for the look before and the clean-up after.
+    let janitor = target
+        .connect()
+        .await
+        .context("connecting to look at the demo's directory")?;
+    let made = match missing_dirs(&janitor, &args.path).await {
+        Ok(made) => made,
+        Err(err) => {
+            zk::close(janitor).await;
+            return Err(err.into());
+        }
+    };
+    let result = run_workers(&args, &target, &shared, &path).await;
+    let cleaned = clean_up(&janitor, &path, &made).await;
+    zk::close(janitor).await;
+    result?;
+    let ok = summarize(&shared, args.workers);
+    match cleaned {
+        Ok(removed) if !removed.is_empty() => println!("cleaned up: removed {}", removed.join(", ")),
+        Ok(_) => {}
+        Err(err) => eprintln!("zklock: cleaning up {path}: {err}"),
+    }
+    target.shutdown().await?;
+    Ok(if ok { exit::OK } else { exit::CHECK_FAILED })
+}
+
+/// Starts one worker per session and waits for them all.
+async fn run_workers(args: &DemoArgs, target: &Target, shared: &Arc<Shared>, path: &str) -> Result<()> {
+    let acls = zk::NodeAcls::from_args(&args.security, &args.acl)?;
     let mut tasks = Vec::new();
     for worker in 0..args.workers {
         let client = target
@@ -69,9 +106,10 @@ pub async fn demo(args: DemoArgs) -> exit::Result {
             worker,
             format_args!("connected, session 0x{:x}", client.session_id().0),
         );
-        let (shared, path, hold) = (shared.clone(), path.clone(), Duration::from_millis(args.hold));
+        let (shared, path, hold) = (shared.clone(), path.to_owned(), Duration::from_millis(args.hold));
+        let acls = acls.clone();
         tasks.push(tokio::spawn(async move {
-            let result = work(worker, &client, &path, hold, &shared).await;
+            let result = work(worker, &client, &acls, &path, hold, &shared).await;
             zk::close(client).await;
             result
         }));
@@ -81,9 +119,41 @@ pub async fn demo(args: DemoArgs) -> exit::Result {
             .context("worker panicked")?
             .with_context(|| format!("worker {worker}"))?;
     }
-    let ok = summarize(&shared, args.workers);
-    target.shutdown().await?;
-    Ok(if ok { exit::OK } else { exit::CHECK_FAILED })
+    Ok(())
+}
+
+/// `dir` and those of its parents that do not exist, deepest first: what the demo's mutex will create.
+async fn missing_dirs(client: &zookeeper_client::Client, dir: &str) -> Result<Vec<String>> {
+    let mut missing = Vec::new();
+    let mut dir = dir.trim_end_matches('/');
+    while !dir.is_empty() {
+        let found = client
+            .check_stat(dir)
+            .await
+            .with_context(|| format!("looking at {dir}"))?;
+        if found.is_some() {
+            break;
+        }
+        missing.push(dir.to_owned());
+        dir = &dir[..dir.rfind('/').unwrap_or(0)];
+    }
+    Ok(missing)
+}
+
+/// Removes the run's lock directory, then the directories the demo made (`made`, deepest first) as long as they
+/// are empty; returns what it removed. A directory gone already (a container the server deleted) is no error.
+async fn clean_up(client: &zookeeper_client::Client, run: &str, made: &[String]) -> Result<Vec<String>> {
+    let mut removed = Vec::new();
+    for dir in std::iter::once(run).chain(made.iter().map(String::as_str)) {
+        match client.delete(dir, None).await {
+            Ok(()) => removed.push(dir.to_owned()),
+            Err(zookeeper_client::Error::NoNode) => {}
+            // Somebody else's directories or another demo's run are in it: it stays, and so do its parents.
+            Err(zookeeper_client::Error::NotEmpty) => break,
+            Err(err) => return Err(err).with_context(|| format!("removing {dir}")),
+        }
+    }
+    Ok(removed)
 }
 
 fn rand_suffix() -> u32 {
@@ -97,6 +167,7 @@ fn rand_suffix() -> u32 {
 async fn work(
     worker: usize,
     client: &zookeeper_client::Client,
+    acls: &zk::NodeAcls,
     path: &str,
     hold: Duration,
     shared: &Arc<Shared>,
@@ -111,8 +182,11 @@ async fn work(
         }
         QueueEvent::Acquired { .. } => {}
     });
-    let mutex = Mutex::new(zklock::Session::new(client).with_listener(listener), path)?
-        .with_data(format!("zklock demo worker {worker}"));
+    let mutex = Mutex::new(
+        acls.apply(zklock::Session::new(client)).with_listener(listener),
+        path,
+    )?
+    .with_data(format!("zklock demo worker {worker}"));
     let guard = mutex.lock().await?;
     let acquired_at = shared.start.elapsed();
     if shared.holder.swap(worker, Ordering::SeqCst) != NOBODY {

@@ -34,7 +34,7 @@ async fn elect_with(
     client: &zookeeper_client::Client,
     interrupts: &mut Interrupts,
 ) -> exit::Result {
-    let session = zklock::Session::new(client)
+    let session = crate::zk::session(client, &args.connect.security, &args.acl)?
         .with_lost_policy(supervise::lost_policy(client.session_timeout(), args.kill_after));
     let election = LeaderElection::new(session, &args.path)
         .map_err(|err| Failure::new(exit::USAGE, err.to_string()))?
@@ -78,7 +78,11 @@ async fn elect_with(
             return Err(Failure::new(exit::BUSY, message));
         }
         Err(err) => {
-            let message = format!("cannot campaign for {}: {err}", args.path);
+            let message = format!(
+                "cannot campaign for {}: {err}{}",
+                args.path,
+                crate::zk::refused(&err)
+            );
             return Err(Failure::new(exit::FAILURE, message));
         }
     };
@@ -144,7 +148,7 @@ fn human(leader: Option<&Leader>) -> String {
             leader.path,
             leader.fencing_token,
             leader.session_id,
-            String::from_utf8_lossy(&leader.data)
+            crate::status::shown_data(leader.data_readable, &leader.data)
         ),
         None => "no leader".to_owned(),
     }
@@ -165,8 +169,9 @@ struct ObservedLeader {
     fencing_token: i64,
     /// As `0x…`, the way ZooKeeper's tools (and `zklock status --json`) show it.
     session_id: String,
-    /// The leader's node data as UTF-8 (lossily): `host=… pid=… cmd=… [note=…]` for a `zklock elect`.
-    data: String,
+    /// The leader's node data as UTF-8 (lossily): `host=… pid=… cmd=… [note=…]` for a `zklock elect`; `null` when
+    /// the node's ACL keeps it from this session.
+    data: Option<String>,
 }
 
 impl<'a> Observed<'a> {
@@ -177,7 +182,9 @@ impl<'a> Observed<'a> {
                 node: leader.path.clone(),
                 fencing_token: leader.fencing_token,
                 session_id: format!("0x{:x}", leader.session_id),
-                data: String::from_utf8_lossy(&leader.data).into_owned(),
+                data: leader
+                    .data_readable
+                    .then(|| String::from_utf8_lossy(&leader.data).into_owned()),
             }),
         }
     }

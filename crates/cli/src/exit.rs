@@ -10,21 +10,32 @@
 //! | 0 | demo | every check of the summary passed |
 //! | 0 | serve | stopped by SIGINT or SIGTERM: clean shutdown, final snapshot written |
 //! | 0 | elect | --observe: stopped by SIGINT or SIGTERM |
+//! | 0 | revoke | revoked: every node named was deleted (with --request: asked to give up); --dry-run: there is something to revoke |
+//! | 0 | reap | success, whether or not there was anything to remove |
+//! | 0 | counter | success: the value is printed (get: as it is; set, add: after our change) |
 //! | 1 | run | the lock is busy (--nonblock: held or queued for; with --leases: no lease free), or --timeout passed |
 //! | 1 | elect | --nonblock: another candidate leads or is queued ahead; or --timeout passed before we led (either way our candidacy is withdrawn) |
 //! | 1 | run, elect | zklock cannot look after the command (no signal handlers, or waiting for it failed) |
 //! | 1 | status | --check: nobody holds the path (or it does not exist) |
 //! | 1 | elect | --observe: the output cannot be written |
 //! | 1 | demo | a check of the summary failed |
+//! | 1 | revoke | nothing to revoke: PATH does not exist, nobody holds it, --node names no participant, or the nodes went before we got to them |
+//! | 1 | reap | some empty directories could not be removed or looked into: their ACL does not allow it (each is named on stderr) |
 //! | 1 | serve | the transaction log cannot be written: no room for it at start, or a write or fsync failed while serving |
 //! | 2 | run | usage error: bad arguments, an invalid path, or a path in use by another kind of lock (a mutex, a read/write lock and a semaphore do not exclude each other, so run does not mix them) |
 //! | 2 | elect, status | usage error: bad arguments, or an invalid path |
 //! | 2 | demo, bench, serve | usage error: bad arguments |
+//! | 2 | revoke | usage error: bad arguments, an invalid path, or PATH is not a lock, a semaphore or an election |
+//! | 2 | reap | usage error: bad arguments, or an invalid path |
+//! | 2 | counter | usage error: bad arguments, an invalid path, a VALUE that does not fit the counter (a shared count holds a 32-bit integer), or PATH holds data that is no counter of that kind (nothing is changed) |
 //! | 3 | run, elect | ZooKeeper cannot be reached or fails |
 //! | 3 | status, demo, bench | ZooKeeper (or the embedded server) cannot be reached or fails, or anything else failed |
 //! | 3 | serve | any other failure (bind, unreadable config, corrupt data directory) |
-//! | 4 | run | the lock (or lease) was lost while the command ran, or could not be confirmed in time (zklock paused or starved): the command was stopped |
-//! | 4 | elect | leadership was lost while the command ran, or could not be confirmed in time (zklock paused or starved): the command was stopped |
+//! | 3 | revoke | ZooKeeper cannot be reached or fails, or the node's ACL does not let us revoke it |
+//! | 3 | reap | ZooKeeper cannot be reached or fails |
+//! | 3 | counter | ZooKeeper cannot be reached or fails; set, add: also when the session ended before the outcome of the change was known (it happened once or not at all, as the message says) |
+//! | 4 | run | the lock (or lease) was lost while the command ran (also: revoked, or a revocation was requested — the lock was then released), or could not be confirmed in time (zklock paused or starved): the command was stopped |
+//! | 4 | elect | leadership was lost while the command ran (also: revoked, or a revocation was requested — it was then given up), or could not be confirmed in time (zklock paused or starved): the command was stopped |
 //! | 126 | run, elect | the command cannot be run |
 //! | 127 | run, elect | the command is not found |
 //! | 128+N | run, elect | the command died of signal N; 129/130/131/143: zklock got SIGHUP/SIGINT/SIGQUIT/SIGTERM before the command started |
@@ -35,7 +46,7 @@
 
 use std::fmt::Write as _;
 
-use Cmd::{Bench, Demo, Elect, Run, Serve, Status};
+use Cmd::{Bench, Counter, Demo, Elect, Reap, Revoke, Run, Serve, Status};
 use Shown::{Code, Own, Signalled};
 
 /// Success.
@@ -50,6 +61,10 @@ pub const LOCAL_FAILURE: i32 = 1;
 pub const CHECK_FAILED: i32 = 1;
 /// `serve`: the transaction log cannot be written (at start or while serving).
 pub const LOG_UNWRITABLE: i32 = 1;
+/// `revoke`: nothing to revoke.
+pub const NOTHING_TO_REVOKE: i32 = 1;
+/// `reap`: some empty directories could not be removed (their ACL does not allow it).
+pub const NOT_ALL_REAPED: i32 = 1;
 /// Usage error (also clap's).
 pub const USAGE: i32 = 2;
 /// ZooKeeper cannot be reached or fails; for the commands without a child command, any failure.
@@ -77,6 +92,9 @@ pub enum Cmd {
     Demo,
     Bench,
     Serve,
+    Revoke,
+    Reap,
+    Counter,
 }
 
 /// The status column of a [`Row`].
@@ -132,6 +150,22 @@ pub const TABLE: &[Row] = &[
         "--observe: stopped by SIGINT or SIGTERM",
     ),
     row(
+        Code(OK),
+        &[Revoke],
+        "revoked: every node named was deleted (with --request: asked to give up); --dry-run: there is something \
+         to revoke",
+    ),
+    row(
+        Code(OK),
+        &[Reap],
+        "success, whether or not there was anything to remove",
+    ),
+    row(
+        Code(OK),
+        &[Counter],
+        "success: the value is printed (get: as it is; set, add: after our change)",
+    ),
+    row(
         Code(BUSY),
         &[Run],
         "the lock is busy (--nonblock: held or queued for; with --leases: no lease free), or --timeout passed",
@@ -159,6 +193,18 @@ pub const TABLE: &[Row] = &[
     ),
     row(Code(CHECK_FAILED), &[Demo], "a check of the summary failed"),
     row(
+        Code(NOTHING_TO_REVOKE),
+        &[Revoke],
+        "nothing to revoke: PATH does not exist, nobody holds it, --node names no participant, or the nodes went \
+         before we got to them",
+    ),
+    row(
+        Code(NOT_ALL_REAPED),
+        &[Reap],
+        "some empty directories could not be removed or looked into: their ACL does not allow it (each is named \
+         on stderr)",
+    ),
+    row(
         Code(LOG_UNWRITABLE),
         &[Serve],
         "the transaction log cannot be written: no room for it at start, or a write or fsync failed while serving",
@@ -175,6 +221,22 @@ pub const TABLE: &[Row] = &[
         "usage error: bad arguments, or an invalid path",
     ),
     row(Code(USAGE), &[Demo, Bench, Serve], "usage error: bad arguments"),
+    row(
+        Code(USAGE),
+        &[Revoke],
+        "usage error: bad arguments, an invalid path, or PATH is not a lock, a semaphore or an election",
+    ),
+    row(
+        Code(USAGE),
+        &[Reap],
+        "usage error: bad arguments, or an invalid path",
+    ),
+    row(
+        Code(USAGE),
+        &[Counter],
+        "usage error: bad arguments, an invalid path, a VALUE that does not fit the counter (a shared count holds \
+         a 32-bit integer), or PATH holds data that is no counter of that kind (nothing is changed)",
+    ),
     row(Code(FAILURE), &[Run, Elect], "ZooKeeper cannot be reached or fails"),
     row(
         Code(FAILURE),
@@ -187,16 +249,29 @@ pub const TABLE: &[Row] = &[
         "any other failure (bind, unreadable config, corrupt data directory)",
     ),
     row(
+        Code(FAILURE),
+        &[Revoke],
+        "ZooKeeper cannot be reached or fails, or the node's ACL does not let us revoke it",
+    ),
+    row(Code(FAILURE), &[Reap], "ZooKeeper cannot be reached or fails"),
+    row(
+        Code(FAILURE),
+        &[Counter],
+        "ZooKeeper cannot be reached or fails; set, add: also when the session ended before the outcome of the \
+         change was known (it happened once or not at all, as the message says)",
+    ),
+    row(
         Code(LOST),
         &[Run],
-        "the lock (or lease) was lost while the command ran, or could not be confirmed in time (zklock paused or \
-         starved): the command was stopped",
+        "the lock (or lease) was lost while the command ran (also: revoked, or a revocation was requested — the \
+         lock was then released), or could not be confirmed in time (zklock paused or starved): the command was \
+         stopped",
     ),
     row(
         Code(LOST),
         &[Elect],
-        "leadership was lost while the command ran, or could not be confirmed in time (zklock paused or starved): \
-         the command was stopped",
+        "leadership was lost while the command ran (also: revoked, or a revocation was requested — it was then \
+         given up), or could not be confirmed in time (zklock paused or starved): the command was stopped",
     ),
     row(Code(CANNOT_RUN), &[Run, Elect], "the command cannot be run"),
     row(Code(NOT_FOUND), &[Run, Elect], "the command is not found"),
@@ -255,10 +330,29 @@ impl Failure {
     }
 }
 
-/// Whatever else goes wrong (connecting, the server, the workers) is a [`FAILURE`].
+/// A usage error found only once a command runs — an unreadable `--auth-file` or `--tls-ca`, a bad `ZKLOCK_AUTH` —
+/// carried in an `anyhow::Error` from where it is found: it becomes a [`USAGE`] failure.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// Whatever else goes wrong (connecting, the server, the workers) is a [`FAILURE`]; a [`UsageError`] is a
+/// [`USAGE`] failure.
 impl From<anyhow::Error> for Failure {
     fn from(err: anyhow::Error) -> Failure {
-        Failure::new(FAILURE, chain(&err))
+        let status = if err.downcast_ref::<UsageError>().is_some() {
+            USAGE
+        } else {
+            FAILURE
+        };
+        Failure::new(status, chain(&err))
     }
 }
 
@@ -328,7 +422,7 @@ mod tests {
             Code(code) => code,
             Signalled => SIGNALLED,
         };
-        for command in [Run, Elect, Status, Demo, Bench, Serve] {
+        for command in [Run, Elect, Status, Demo, Bench, Serve, Revoke, Reap, Counter] {
             let statuses: Vec<Shown> = TABLE
                 .iter()
                 .filter(|row| row.commands.contains(&command))

@@ -3,10 +3,13 @@
 mod bench;
 mod child;
 mod cli;
+mod counter;
 mod demo;
 mod elect;
 mod exit;
 mod manual;
+mod reap;
+mod revoke;
 mod run;
 mod serve;
 mod status;
@@ -40,9 +43,12 @@ fn main() -> ExitCode {
         Command::Status(args) => multi_thread()
             .block_on(status::status(args))
             .map_err(Failure::from),
+        Command::Counter(args) => multi_thread().block_on(counter::counter(args)),
         Command::Demo(args) => multi_thread().block_on(demo::demo(args)),
         Command::Bench(args) => multi_thread().block_on(bench::bench(args)),
         Command::Serve(args) => multi_thread().block_on(serve::serve(args)),
+        Command::Revoke(args) => multi_thread().block_on(revoke::revoke(args)),
+        Command::Reap(args) => multi_thread().block_on(reap::reap(args)),
         Command::Completions { shell } => manual::completions(shell),
         Command::Man => manual::man(),
     };

@@ -204,7 +204,7 @@ async fn run_with(
     client: &zookeeper_client::Client,
     interrupts: &mut Interrupts,
 ) -> exit::Result {
-    let session = zklock::Session::new(client)
+    let session = crate::zk::session(client, &args.connect.security, &args.acl)?
         .with_lost_policy(supervise::lost_policy(client.session_timeout(), args.kill_after));
     let lock = Lock::new(args, session).map_err(|err| Failure::new(exit::USAGE, err.to_string()))?;
     // Fail fast rather than queue where we would be refused anyway.
@@ -235,7 +235,7 @@ async fn run_with(
             return Err(Failure::new(exit::BUSY, message));
         }
         Err(err) => {
-            let message = format!("cannot lock {}: {err}", args.path);
+            let message = format!("cannot lock {}: {err}{}", args.path, crate::zk::refused(&err));
             return Err(Failure::new(exit::FAILURE, message));
         }
     };

@@ -16,6 +16,17 @@
 //! enough: once there is room, the restart recovers every acknowledged write from the same data directory (and
 //! while there is none, it fails at start with exit 1 and a message giving the room needed and available).
 //!
+//! # Security: digest ACLs, a super user, TLS
+//!
+//! Everything comes from `--config` (a zoo.cfg), with the keys real ZooKeeper 3.8 reads from its zoo.cfg, so one
+//! file configures both: `DigestAuthenticationProvider.superDigest=super:<base64 sha1>` (ZooKeeper turns unknown
+//! zoo.cfg keys into `zookeeper.`-prefixed system properties, so it reads this line as its
+//! `-Dzookeeper.DigestAuthenticationProvider.superDigest`), and `secureClientPort` with the client `ssl.*` keys for
+//! TLS (`zklock_server::TlsConfig`). There is deliberately no `--super-digest` flag: a digest on the command line
+//! is in every `ps` listing, and it can be brute-forced offline. Keys the server does not apply are reported at
+//! start, one warning line each, naming the key and why (`zklock_server::IgnoredKey`); `--dry-run` reports them
+//! too, reads the key and trust stores, and prints both addresses.
+//!
 //! # Metrics and logs
 //!
 //! `--metrics ADDR` serves the figures of `mntr` to Prometheus at `http://ADDR/metrics`
@@ -44,11 +55,21 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
     };
     if let Some(listen) = args.listen {
         config.listen = listen;
+        // A TLS-only zoo.cfg (secureClientPort without clientPort) serves plaintext too when told where.
+        config.plain_client_port = true;
     }
     if let Some(dir) = &args.data_dir {
         config.data_dir = Some(dir.clone());
     }
     if args.dry_run {
+        // What the start would report.
+        for ignored in &config.ignored {
+            tracing::warn!("{ignored}");
+        }
+        if let Some(tls) = &config.tls {
+            tls.check()
+                .map_err(|e| Failure::new(exit::FAILURE, format!("TLS on {}: {e}", tls.listen)))?;
+        }
         let data = match &config.data_dir {
             Some(dir) => dir.display().to_string(),
             None => "a temporary directory".to_owned(),
@@ -57,10 +78,12 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
             Some(addr) => format!(", metrics at http://{addr}/metrics"),
             None => String::new(),
         };
-        println!(
-            "zklock server would listen on {} with its data in {data}{metrics}",
-            config.listen
-        );
+        let addresses = match (&config.tls, config.plain_client_port) {
+            (None, _) => format!("on {} ", config.listen),
+            (Some(tls), true) => format!("on {} and with TLS on {} ", config.listen, tls.listen),
+            (Some(tls), false) => format!("with TLS on {} only ", tls.listen),
+        };
+        println!("zklock server would listen {addresses}with its data in {data}{metrics}");
         return Ok(exit::OK);
     }
     // Before the server starts and says where it listens: a SIGINT or SIGTERM sent as soon as the address is out
@@ -68,6 +91,8 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
     let mut term = signal(SignalKind::terminate()).map_err(anyhow::Error::from)?;
     let mut interrupt = signal(SignalKind::interrupt()).map_err(anyhow::Error::from)?;
     let listen = config.listen;
+    let secure_listen = config.tls.as_ref().map(|tls| tls.listen);
+    let plain = config.plain_client_port;
     let mut server = match Server::start(config).await {
         Ok(server) => server,
         Err(Error::Bind(err)) => {
@@ -81,6 +106,22 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
                 exit::FAILURE,
                 format!("cannot listen on {listen}: {reason}"),
             ));
+        }
+        Err(Error::SecureBind(addr, err)) => {
+            let reason = match err.kind() {
+                ErrorKind::AddrInUse => {
+                    "address in use (another server listens there; change secureClientPort)".to_owned()
+                }
+                _ => err.to_string(),
+            };
+            return Err(Failure::new(
+                exit::FAILURE,
+                format!("cannot listen with TLS on {addr}: {reason}"),
+            ));
+        }
+        Err(Error::Tls(err)) => {
+            let on = secure_listen.map_or_else(String::new, |addr| format!(" on {addr}"));
+            return Err(Failure::new(exit::FAILURE, format!("TLS{on}: {err}")));
         }
         Err(Error::Storage(err @ StorageError::NoRoom { .. })) => {
             let message = format!("{err}; free space or use a bigger disk");
@@ -110,8 +151,14 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
         },
         None => None,
     };
-    tracing::info!(addr = %server.local_addr(), "zklock server serving");
-    println!("zklock server listening on {}", server.local_addr());
+    tracing::info!(addr = %server.local_addr(), secure = ?server.secure_addr(), "zklock server serving");
+    // Scripts read the first line: the plain client port's address, then the secure one's.
+    if plain {
+        println!("zklock server listening on {}", server.local_addr());
+    }
+    if let Some(secure) = server.secure_addr() {
+        println!("zklock server listening with TLS on {secure}");
+    }
     if let Some(bound) = metrics {
         // The second line, after the address clients use (scripts read the first).
         println!("zklock server metrics at http://{bound}/metrics");

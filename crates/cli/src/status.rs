@@ -46,7 +46,7 @@ pub async fn status(args: StatusArgs) -> Result<i32, StatusFailure> {
         found
             .participants
             .iter()
-            .any(|p| matches!(p.role, Role::Holder | Role::Entered))
+            .any(|p| matches!(p.role, Role::Holder | Role::Entered | Role::Member))
     });
     if args.json {
         let report = Report::new(&args.path, found.as_ref(), held);
@@ -74,7 +74,10 @@ async fn look(client: &Client, path: &str) -> exit::Result<Option<Inspection>> {
 /// The human view.
 fn show(path: &str, found: Option<Inspection>) {
     let Some(Inspection {
-        recipe, participants, ..
+        recipe,
+        participants,
+        items_by_priority,
+        ..
     }) = found
     else {
         println!("{path}: does not exist (a free lock, an unset barrier, an empty queue)");
@@ -89,6 +92,18 @@ fn show(path: &str, found: Option<Inspection>) {
         Recipe::Queue { items, claimed } => {
             println!("{path}: queue with {items} item(s), {claimed} claimed by a consumer");
         }
+        Recipe::PriorityQueue { items, claimed } => {
+            println!("{path}: priority queue with {items} item(s), {claimed} claimed by a consumer");
+            for (priority, items) in items_by_priority {
+                println!("  priority {priority:>11}: {items} item(s)");
+            }
+        }
+        Recipe::AtomicLong { value, version } => {
+            println!("{path}: counter (DistributedAtomicLong) {value}, version {version}");
+        }
+        Recipe::SharedCount { value, version } => {
+            println!("{path}: shared count {value}, version {version}");
+        }
         Recipe::DoubleBarrier { ready } => {
             let state = if ready {
                 "entered (ready)"
@@ -98,6 +113,27 @@ fn show(path: &str, found: Option<Inspection>) {
             println!(
                 "{path}: double barrier {state}, {} participant(s) present",
                 participants.len()
+            );
+            print_rows(&participants);
+        }
+        Recipe::Group => {
+            println!(
+                "{path}: group with {} member(s), in the order they joined",
+                participants.len()
+            );
+            print_rows(&participants);
+        }
+        Recipe::Transaction {
+            participants: named,
+            joined,
+            votes,
+            commit_votes,
+            outcome,
+        } => {
+            let decided = outcome.map_or_else(|| "undecided".to_owned(), |d| format!("decided: {d}"));
+            println!(
+                "{path}: two-phase commit transaction, {decided}; {votes} of {named} participant(s) voted \
+                 ({commit_votes} commit), {joined} joined"
             );
             print_rows(&participants);
         }
@@ -135,14 +171,23 @@ fn print_rows(rows: &[Participant]) {
             row.fencing_token,
             row.session_id,
             age.as_secs_f64(),
-            String::from_utf8_lossy(&row.data)
+            shown_data(row.data_readable, &row.data)
         );
+    }
+}
+
+/// What the human view shows of a node's data: the data, or that our session may not read it (its ACL).
+pub fn shown_data(readable: bool, data: &[u8]) -> std::borrow::Cow<'_, str> {
+    if readable {
+        String::from_utf8_lossy(data)
+    } else {
+        "(data not readable: the node's ACL keeps it from this session)".into()
     }
 }
 
 /// What a participant is called in its recipe: a lock's holder, an election's leader, a semaphore's lease holder,
 /// a read/write lock's reader or writer, a double barrier's member that has entered.
-fn label(row: &Participant) -> &'static str {
+pub fn label(row: &Participant) -> &'static str {
     let holds = row.role == Role::Holder;
     match row.kind {
         NodeKind::Candidate if holds => "leader",
@@ -152,6 +197,10 @@ fn label(row: &Participant) -> &'static str {
         NodeKind::Read | NodeKind::KazooRead => "waiting reader",
         NodeKind::Write if holds => "writer",
         NodeKind::Write => "waiting writer",
+        NodeKind::GroupMember | NodeKind::ShallowGroupMember => "member",
+        NodeKind::Coordinator => "coordinator",
+        NodeKind::Vote => "voted",
+        NodeKind::TransactionParticipant => "joined",
         _ if holds => "holder",
         _ if row.role == Role::Entered => "entered",
         _ => "waiting",
@@ -166,6 +215,11 @@ fn kind(kind: NodeKind) -> &'static str {
         NodeKind::Candidate => "election",
         NodeKind::Lease => "lease",
         NodeKind::Member => "member",
+        NodeKind::GroupMember => "party",
+        NodeKind::ShallowGroupMember => "shallow party",
+        NodeKind::Coordinator => "coordinator",
+        NodeKind::Vote => "vote",
+        NodeKind::TransactionParticipant => "participant",
         _ => "other",
     }
 }
@@ -187,6 +241,18 @@ struct Report<'a> {
     /// A double barrier: whether it has opened.
     #[serde(skip_serializing_if = "Option::is_none")]
     ready: Option<bool>,
+    /// A counter: its value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    value: Option<i64>,
+    /// A counter: its node's version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version: Option<i32>,
+    /// A priority queue: its items per priority, first out first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    priorities: Option<Vec<Priority>>,
+    /// A two-phase commit transaction: `commit`, `abort` or `undecided`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    outcome: Option<&'static str>,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -205,6 +271,22 @@ struct Counts {
     /// Children of a directory no recipe uses.
     #[serde(skip_serializing_if = "Option::is_none")]
     children: Option<usize>,
+    /// A two-phase commit transaction: the participants its coordinator named, how many joined, voted, voted commit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    participants: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    joined: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    votes: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    commit_votes: Option<usize>,
+}
+
+/// A priority queue's items of one priority.
+#[derive(Debug, Serialize)]
+struct Priority {
+    priority: i32,
+    items: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -219,8 +301,8 @@ struct Row {
     session_id: String,
     /// Milliseconds since the Unix epoch, by the server's clock.
     created_ms: u128,
-    /// UTF-8, lossily.
-    data: String,
+    /// UTF-8, lossily; `null` when the node's ACL keeps it from this session.
+    data: Option<String>,
 }
 
 impl<'a> Report<'a> {
@@ -235,18 +317,24 @@ impl<'a> Report<'a> {
                 waiters: Vec::new(),
                 counts: Counts::default(),
                 ready: None,
+                value: None,
+                version: None,
+                priorities: None,
+                outcome: None,
             };
         };
         let (holders, waiters): (Vec<&Participant>, Vec<&Participant>) = found
             .participants
             .iter()
-            .partition(|p| matches!(p.role, Role::Holder | Role::Entered));
+            .partition(|p| matches!(p.role, Role::Holder | Role::Entered | Role::Member | Role::Voted));
         let mut counts = Counts {
             holders: holders.len(),
             waiters: waiters.len(),
             ..Counts::default()
         };
         let mut ready = None;
+        let (mut value, mut version, mut priorities) = (None, None, None);
+        let mut outcome = None;
         let recipe = match found.recipe {
             Recipe::Lock => "lock",
             Recipe::Election => "election",
@@ -259,9 +347,54 @@ impl<'a> Report<'a> {
                 counts.claimed = Some(claimed);
                 "queue"
             }
+            Recipe::PriorityQueue { items, claimed } => {
+                counts.items = Some(items);
+                counts.claimed = Some(claimed);
+                priorities = Some(
+                    found
+                        .items_by_priority
+                        .iter()
+                        .map(|&(priority, items)| Priority { priority, items })
+                        .collect(),
+                );
+                "priority_queue"
+            }
+            Recipe::AtomicLong {
+                value: now,
+                version: at,
+            } => {
+                (value, version) = (Some(now), Some(at));
+                "atomic_long"
+            }
+            Recipe::SharedCount {
+                value: now,
+                version: at,
+            } => {
+                (value, version) = (Some(i64::from(now)), Some(at));
+                "shared_count"
+            }
             Recipe::DoubleBarrier { ready: open } => {
                 ready = Some(open);
                 "double_barrier"
+            }
+            Recipe::Group => "group",
+            Recipe::Transaction {
+                participants,
+                joined,
+                votes,
+                commit_votes,
+                outcome: decided,
+            } => {
+                counts.participants = Some(participants);
+                counts.joined = Some(joined);
+                counts.votes = Some(votes);
+                counts.commit_votes = Some(commit_votes);
+                outcome = Some(match decided {
+                    Some(zklock::Decision::Commit) => "commit",
+                    Some(zklock::Decision::Abort) => "abort",
+                    None => "undecided",
+                });
+                "transaction"
             }
             Recipe::Empty => "empty",
             Recipe::Unrecognised { children } => {
@@ -279,6 +412,10 @@ impl<'a> Report<'a> {
             waiters: waiters.into_iter().map(Row::new).collect(),
             counts,
             ready,
+            value,
+            version,
+            priorities,
+            outcome,
         }
     }
 }
@@ -298,7 +435,9 @@ impl Row {
                 .duration_since(SystemTime::UNIX_EPOCH)
                 .unwrap_or_default()
                 .as_millis(),
-            data: String::from_utf8_lossy(&p.data).into_owned(),
+            data: p
+                .data_readable
+                .then(|| String::from_utf8_lossy(&p.data).into_owned()),
         }
     }
 }

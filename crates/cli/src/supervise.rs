@@ -157,11 +157,12 @@ pub fn watchdog_deadline(
 /// command that shrugs off SIGHUP keeps the guard. Before it starts, one that [ends a wait](ENDS_WAIT) releases the
 /// guard and returns 128 + N.
 ///
-/// Two things stop the command early: the guard's lost signal (we send SIGTERM, then SIGKILL after `kill_after`
-/// seconds), and — should this process be paused or starved and so stop renewing it — the watchdog's deadline,
-/// derived from [`Guard::session_validity`] (see `child.rs`). Either way the exit status is [`exit::LOST`]. A loss
-/// while the command runs is said at once, while the command is still being stopped, and then returned as
-/// `Ok(exit::LOST)`: nothing is left to say.
+/// Three things stop the command early: the guard's lost signal (we send SIGTERM, then SIGKILL after `kill_after`
+/// seconds), a revocation request ([`Guard::revocation_requested`], e.g. from `zklock revoke --request`: the same
+/// stop, then the guard is released), and — should this process be paused or starved and so stop renewing it —
+/// the watchdog's deadline, derived from [`Guard::session_validity`] (see `child.rs`). Either way the exit status is
+/// [`exit::LOST`]. A loss or a revocation while the command runs is said at once, while the command is still being
+/// stopped, and then returned as `Ok(exit::LOST)`: nothing is left to say.
 pub async fn run_while_held(
     guard: Guard,
     path: &str,
@@ -177,6 +178,8 @@ pub async fn run_while_held(
     };
     let lost = guard.lost();
     tokio::pin!(lost);
+    let revoked = guard.revocation_requested();
+    tokio::pin!(revoked);
     let mut validity = guard.session_validity();
     // Start the command only with a deadline still ahead: after a long wait for the lock, the last confirmed
     // contact may be old, and the lost signal's heartbeat renews it within a round trip.
@@ -191,6 +194,13 @@ pub async fn run_while_held(
             Ok(()) = validity.changed() => {}
             reason = &mut lost => {
                 return Err(Failure::new(exit::LOST, format!("lost {what} ({reason}) before the command started")));
+            }
+            () = &mut revoked => {
+                let _ = guard.release().await;
+                return Err(Failure::new(
+                    exit::LOST,
+                    format!("revocation of {what} was requested before the command started; released it"),
+                ));
             }
             signal = interrupts.recv() => {
                 let _ = guard.release().await;
@@ -229,6 +239,15 @@ pub async fn run_while_held(
                 // Said now, while the command is still being stopped.
                 eprintln!("zklock: lost {what} ({reason}); stopping the command (pid {})", child.pid());
                 child.stop(kill_after).await;
+                return Ok(exit::LOST);
+            }
+            () = &mut revoked => {
+                // Honoured: the command goes first, then the guard, so the next holder's command never overlaps.
+                eprintln!("zklock: revocation of {what} requested; stopping the command (pid {})", child.pid());
+                child.stop(kill_after).await;
+                if let Err(err) = guard.release().await {
+                    eprintln!("zklock: releasing {what}: {err}");
+                }
                 return Ok(exit::LOST);
             }
         }

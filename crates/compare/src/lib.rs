@@ -5,8 +5,14 @@
 //! * [`recipes`] — zklock's side of `compare-peers` beyond the Mutex: read-heavy `RwLock`, election fail-over,
 //!   double barrier.
 //!
-//! Binaries: `compare-servers` (the embedded server against real ZooKeeper 3.8) and `compare-peers`.
+//! * [`naive`] — the design documents' naive lock (every release wakes every waiter), a baseline only.
+//! * [`scale`] — `compare-scale`: how costs grow with waiters, lock paths and znodes (tables, JSON, SVG charts).
+//!
+//! Binaries: `compare-servers` (the embedded server against real ZooKeeper 3.8), `compare-peers` and
+//! `compare-scale`.
 #![forbid(unsafe_code)]
 
+pub mod naive;
 pub mod peers;
 pub mod recipes;
+pub mod scale;

@@ -83,7 +83,11 @@ impl Toolchain {
     }
 
     fn curator(&self, args: &[String]) -> Result<Peer> {
-        let mut command = self.curator.command(JVM_FLAGS);
+        self.curator_with(JVM_FLAGS, args)
+    }
+
+    fn curator_with(&self, jvm_flags: &[&str], args: &[String]) -> Result<Peer> {
+        let mut command = self.curator.command(jvm_flags);
         command.arg("bench").args(args);
         Peer::spawn(format!("curator bench {}", args.join(" ")), command)
     }
@@ -354,4 +358,62 @@ pub async fn curator_double_barrier(
     };
     peer.finish().await?;
     Ok(run)
+}
+
+/// The JVM's flags for many sessions in one JVM (`bench waiters`): a larger heap, and smaller thread stacks, since
+/// every Curator session brings its own threads (the ZooKeeper client's send and event threads, Curator's
+/// connection-state and background threads) and the benchmark one more to block in `acquire()`.
+const MANY_SESSIONS_JVM_FLAGS: &[&str] = &["-Xmx2g", "-Xss512k"];
+
+/// What a Curator waiters run measured.
+#[derive(Debug, Clone)]
+pub struct WaitersRun {
+    /// Hand-off latencies (release call to the next acquire returning), in order.
+    pub samples: Vec<Duration>,
+    /// The timed window, seconds.
+    pub seconds: f64,
+}
+
+/// Curator `InterProcessMutex` with `clients` sessions (one JVM, a thread each) queued on `path`: once all nodes
+/// are in `path`, `settled` is awaited (e.g. until every waiter has set its watch), then `on_start` runs (e.g. to
+/// read counters) and up to `handoffs` hand-offs are timed inside the JVM, for at most `seconds`; `on_done` runs
+/// once they are over, before the peer closes its sessions. See `bench waiters` in `CuratorPeer.java`.
+#[allow(clippy::too_many_arguments)]
+pub async fn curator_waiters(
+    tools: &Toolchain,
+    hosts: &str,
+    path: &str,
+    clients: usize,
+    handoffs: usize,
+    seconds: f64,
+    settled: impl std::future::Future<Output = ()>,
+    on_start: impl FnOnce(),
+    on_done: impl FnOnce(),
+) -> Result<WaitersRun> {
+    let args = [
+        "waiters",
+        hosts,
+        path,
+        &clients.to_string(),
+        &handoffs.to_string(),
+        &seconds.to_string(),
+    ]
+    .map(str::to_string);
+    let mut peer = tools.curator_with(MANY_SESSIONS_JVM_FLAGS, &args)?;
+    peer.expect("READY").await?;
+    peer.send("GO").await?;
+    peer.expect("QUEUED").await?;
+    settled.await;
+    on_start();
+    peer.send("START").await?;
+    let words = peer.expect("DONE").await?;
+    on_done();
+    let count: usize = number(&peer, &words, 0)?;
+    let seconds = number(&peer, &words, 1)?;
+    let mut samples = Vec::with_capacity(count);
+    for i in 0..count {
+        samples.push(Duration::from_micros(number(&peer, &words, 2 + i)?));
+    }
+    peer.finish().await?;
+    Ok(WaitersRun { samples, seconds })
 }

@@ -6,7 +6,8 @@ use std::net::IpAddr;
 use zklock_codec::{Acl, ErrorCode, Id};
 
 /// The identities a connection has proved: always `ip:<peer>`, plus one `digest` id per `auth` request, plus
-/// `super` when a digest matched the configured super digest.
+/// `super` when a digest matched the configured super digest; over TLS with a verified client certificate,
+/// `x509:<subject>` (and `super:<subject>` for the configured x509 super user).
 pub type AuthIds = Vec<Id>;
 
 /// The ids in the order ZooKeeper lists them (creator ACLs, whoAmI). ZooKeeper keeps a connection's ids in a
@@ -14,7 +15,7 @@ pub type AuthIds = Vec<Id>;
 /// with the default table of 16 bins doubled whenever the set reaches 3/4 of it — and in insertion order
 /// within a bin; `auth` (insertion order here) maps onto that. (After a resize Java may reorder a bin; with
 /// fewer than 12 ids per connection, which is every real case, the order is exact.)
-pub fn in_zookeeper_order(auth: &AuthIds) -> Vec<&Id> {
+pub fn in_zookeeper_order(auth: &[Id]) -> Vec<&Id> {
     let mut table = 16usize;
     while auth.len() >= table - table / 4 {
         table *= 2;
@@ -57,8 +58,9 @@ pub fn digest_id(user_password: &str) -> String {
 }
 
 /// Validates a client ACL and expands the `auth` scheme to the connection's authenticated ids, removing
-/// duplicates. Empty ACLs, unknown schemes, malformed ids and `auth` without any identity are `InvalidAcl`.
-pub fn fixup(acl: &[Acl], auth: &AuthIds) -> Result<Vec<Acl>, ErrorCode> {
+/// duplicates. Empty ACLs, unknown schemes, malformed ids and `auth` without any identity are `InvalidAcl`. The
+/// `x509` scheme is known only when `x509` is (a secure client port is configured), as in ZooKeeper.
+pub fn fixup(acl: &[Acl], auth: &AuthIds, x509: bool) -> Result<Vec<Acl>, ErrorCode> {
     if acl.is_empty() {
         return Err(ErrorCode::InvalidAcl);
     }
@@ -72,12 +74,12 @@ pub fn fixup(acl: &[Acl], auth: &AuthIds) -> Result<Vec<Acl>, ErrorCode> {
         match a.id.scheme.as_str() {
             "world" if a.id.id == "anyone" => push(a.clone()),
             "auth" => {
-                // Only schemes whose ids are real credentials count ("ip" is authenticated too in ZooKeeper,
-                // but it is implicit for every connection, so ZooKeeper's providers skip it here as well).
+                // Only the ids of providers that authenticate count (ZooKeeper's `isAuthenticated`): digest and
+                // x509, not ip (implicit for every connection) nor super (no provider).
                 let mut any = false;
                 for id in in_zookeeper_order(auth)
                     .into_iter()
-                    .filter(|id| id.scheme == "digest")
+                    .filter(|id| id.scheme == "digest" || id.scheme == "x509")
                 {
                     any = true;
                     push(Acl {
@@ -91,6 +93,7 @@ pub fn fixup(acl: &[Acl], auth: &AuthIds) -> Result<Vec<Acl>, ErrorCode> {
             }
             "digest" if a.id.id.split(':').count() == 2 => push(a.clone()),
             "ip" if parse_ip_pattern(&a.id.id).is_some() => push(a.clone()),
+            "x509" if x509 && valid_x500_name(&a.id.id) => push(a.clone()),
             _ => return Err(ErrorCode::InvalidAcl),
         }
     }
@@ -109,6 +112,7 @@ pub fn check(acl: &[Acl], perm: i32, auth: &AuthIds) -> Result<(), ErrorCode> {
             "ip" => auth
                 .iter()
                 .any(|id| id.scheme == "ip" && ip_matches(&a.id.id, &id.id)),
+            "x509" => auth.iter().any(|id| id.scheme == "x509" && id.id == a.id.id),
             _ => false,
         };
         if ok {
@@ -130,6 +134,57 @@ pub fn redact(acl: &[Acl]) -> Vec<Acl> {
             a
         })
         .collect()
+}
+
+/// Whether `name` parses as an X.500 distinguished name (what ZooKeeper's `X509AuthenticationProvider.isValid`
+/// asks of `new X500Principal(name)`): empty, or `type=value` pairs separated by `,` (or `;`) and `+`, the type a
+/// keyword or a dotted OID, with `\`-escapes and quoted values allowed in the value.
+fn valid_x500_name(name: &str) -> bool {
+    if name.trim().is_empty() {
+        return true;
+    }
+    let mut parts = Vec::new();
+    let (mut current, mut escaped, mut quoted) = (String::new(), false, false);
+    for c in name.chars() {
+        match c {
+            _ if escaped => {
+                escaped = false;
+                current.push(c);
+            }
+            '\\' => {
+                escaped = true;
+                current.push(c);
+            }
+            '"' => {
+                quoted = !quoted;
+                current.push(c);
+            }
+            ',' | ';' | '+' if !quoted => parts.push(std::mem::take(&mut current)),
+            _ => current.push(c),
+        }
+    }
+    if escaped || quoted {
+        return false;
+    }
+    parts.push(current);
+    parts.iter().all(|part| {
+        part.split_once('=').is_some_and(|(kind, _)| {
+            let kind = kind.trim();
+            let kind = kind
+                .strip_prefix("OID.")
+                .or_else(|| kind.strip_prefix("oid."))
+                .unwrap_or(kind);
+            let oid = !kind.is_empty()
+                && kind
+                    .split('.')
+                    .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                && kind.contains('.');
+            let keyword = !kind.is_empty()
+                && kind.bytes().next().is_some_and(|b| b.is_ascii_alphabetic())
+                && kind.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+            oid || keyword
+        })
+    })
 }
 
 /// Parses `addr` or `addr/bits`.
@@ -178,15 +233,15 @@ mod tests {
     #[test]
     fn fixup_rules() {
         let auth = vec![id("ip", "127.0.0.1")];
-        assert_eq!(fixup(&[], &auth), Err(ErrorCode::InvalidAcl));
+        assert_eq!(fixup(&[], &auth, false), Err(ErrorCode::InvalidAcl));
         let auth_acl = [Acl {
             perms: perms::ALL,
             id: id("auth", ""),
         }];
-        assert_eq!(fixup(&auth_acl, &auth), Err(ErrorCode::InvalidAcl));
+        assert_eq!(fixup(&auth_acl, &auth, false), Err(ErrorCode::InvalidAcl));
         let with_digest = vec![id("ip", "127.0.0.1"), id("digest", "u:h")];
         assert_eq!(
-            fixup(&auth_acl, &with_digest).unwrap(),
+            fixup(&auth_acl, &with_digest, false).unwrap(),
             vec![Acl {
                 perms: perms::ALL,
                 id: id("digest", "u:h")
@@ -198,7 +253,8 @@ mod tests {
                     perms: 1,
                     id: id("world", "x")
                 }],
-                &auth
+                &auth,
+                false
             ),
             Err(ErrorCode::InvalidAcl)
         );
@@ -208,7 +264,8 @@ mod tests {
                     perms: 1,
                     id: id("foo", "x")
                 }],
-                &auth
+                &auth,
+                false
             ),
             Err(ErrorCode::InvalidAcl)
         );
@@ -236,6 +293,43 @@ mod tests {
     }
 
     #[test]
+    fn x509_ids() {
+        let x509 = |name: &str| Acl {
+            perms: perms::ALL,
+            id: id("x509", name),
+        };
+        let auth = vec![id("ip", "127.0.0.1"), id("x509", "CN=app,O=example")];
+        assert_eq!(
+            fixup(&[x509("CN=app,O=example")], &auth, false),
+            Err(ErrorCode::InvalidAcl),
+            "no x509 scheme without a secure client port"
+        );
+        assert!(fixup(&[x509("CN=app,O=example")], &auth, true).is_ok());
+        assert_eq!(
+            fixup(&[x509("no equals sign")], &auth, true),
+            Err(ErrorCode::InvalidAcl)
+        );
+        let creator = fixup(
+            &[Acl {
+                perms: perms::ALL,
+                id: id("auth", ""),
+            }],
+            &auth,
+            true,
+        )
+        .unwrap();
+        assert_eq!(creator, vec![x509("CN=app,O=example")]);
+        assert_eq!(check(&creator, perms::READ, &auth), Ok(()));
+        assert_eq!(
+            check(&creator, perms::READ, &vec![id("x509", "CN=other")]),
+            Err(ErrorCode::NoAuth)
+        );
+        assert!(valid_x500_name("CN=a\\,b,O=\"x, y\"+OU=z,2.5.4.3=c"));
+        assert!(valid_x500_name(""));
+        assert!(!valid_x500_name("CN=a,"));
+    }
+
+    #[test]
     fn ids_are_listed_in_zookeepers_set_order() {
         // Java: "digest" ids of alice and bob (passwords pw-alice, pw-bob) fall in bins 15 and 11, the
         // connection's ip id in bin 12 (computed with String/Id.hashCode and ConcurrentHashMap.spread).
@@ -253,6 +347,7 @@ mod tests {
                 id: id("auth", ""),
             }],
             &auth,
+            false,
         )
         .unwrap();
         let ids: Vec<&Id> = creator.iter().map(|a| &a.id).collect();

@@ -28,15 +28,27 @@ pub struct ServerConfig {
     pub four_letter_words: Vec<String>,
     /// Most requests one connection may have in flight before the server stops reading from it.
     pub max_outstanding_per_connection: usize,
-    /// `user:base64(sha1(user:password))` of a super user who bypasses every ACL
-    /// (ZooKeeper's `zookeeper.DigestAuthenticationProvider.superDigest`).
+    /// `user:base64(sha1(user:password))` of a super user who bypasses every ACL once authenticated with that
+    /// digest (ZooKeeper's system property `zookeeper.DigestAuthenticationProvider.superDigest`; in zoo.cfg the key
+    /// `DigestAuthenticationProvider.superDigest`, which ZooKeeper reads as the same property).
     pub super_digest: Option<String>,
+    /// Whether clients are served in plaintext on `listen` (default `true`). `false` makes a TLS-only server and
+    /// needs `tls`: what a zoo.cfg with secureClientPort and without clientPort asks for.
+    pub plain_client_port: bool,
+    /// TLS on a second, secure client port (zoo.cfg's secureClientPort and `ssl.*` keys); `None` = no TLS.
+    pub tls: Option<TlsConfig>,
+    /// The zoo.cfg keys [`ServerConfig::from_zoo_cfg`] did not apply, and why; [`crate::Server::start`] logs one
+    /// warning line for each.
+    pub ignored: Vec<IgnoredKey>,
     /// Transactions logged between snapshots (ZooKeeper's `snapCount`, default 100,000). Recovery replays at
     /// most about this many, and log files older than the snapshots kept are deleted after each snapshot.
     pub snap_count: u64,
     /// Bytes logged between snapshots (ZooKeeper's `snapSizeLimitInKb`, default 4 GiB): with large writes this
     /// bound comes before `snap_count`, so the log's disk use stays bounded by bytes, not only by count.
     pub snap_size_limit: u64,
+    /// How often empty container nodes are looked for and deleted: those that had children and have none now
+    /// (ZooKeeper's `znode.container.checkIntervalMs`, a Java system property there; default 60 s).
+    pub container_check_interval: Duration,
 }
 
 impl Default for ServerConfig {
@@ -56,9 +68,219 @@ impl Default for ServerConfig {
                 .collect(),
             max_outstanding_per_connection: 1000,
             super_digest: None,
+            plain_client_port: true,
+            tls: None,
+            ignored: Vec::new(),
             snap_count: 100_000,
             snap_size_limit: 4 << 30,
+            container_check_interval: Duration::from_secs(60),
         }
+    }
+}
+
+/// TLS on the secure client port, as ZooKeeper 3.8 configures it in zoo.cfg: `secureClientPort`,
+/// `secureClientPortAddress` and the client `ssl.*` keys (`ssl.keyStore.*`, `ssl.trustStore.*`, `ssl.clientAuth`,
+/// `ssl.protocol`, `ssl.enabledProtocols`), plus `X509AuthenticationProvider.superUser`.
+///
+/// A client that presents a certificate the trust store verifies is authenticated as `x509:<subject>` (the
+/// subject distinguished name in RFC 2253 form, e.g. `CN=app,O=example`), as ZooKeeper's
+/// `X509AuthenticationProvider` does; ACLs may then name that id (`x509:CN=app,O=example`) or use the `auth`
+/// scheme.
+#[derive(Debug, Clone)]
+pub struct TlsConfig {
+    /// Where TLS clients connect (`secureClientPortAddress:secureClientPort`; the address defaults to the wildcard
+    /// 0.0.0.0, as in ZooKeeper, not to clientPortAddress). Port 0 picks a free port.
+    pub listen: SocketAddr,
+    /// The server's private key and certificate chain (`ssl.keyStore.*`); required.
+    pub key_store: Option<Store>,
+    /// The CA certificates client certificates are verified against (`ssl.trustStore.*`); required unless
+    /// `client_auth` is [`ClientAuth::None`].
+    pub trust_store: Option<Store>,
+    /// Whether clients must (`need`, ZooKeeper's default), may (`want`) or do not (`none`) present a certificate.
+    pub client_auth: ClientAuth,
+    /// The TLS versions offered (`ssl.enabledProtocols`, else `ssl.protocol`, else TLSv1.2 only, as ZooKeeper 3.8).
+    pub protocols: Vec<TlsProtocol>,
+    /// A certificate subject (RFC 2253) whose holder is a super user who bypasses every ACL
+    /// (`X509AuthenticationProvider.superUser`).
+    pub super_user: Option<String>,
+}
+
+impl TlsConfig {
+    /// TLS on `listen` with the key store `key_store` and no client certificates: the simplest working setup.
+    pub fn new(listen: SocketAddr, key_store: Store) -> TlsConfig {
+        TlsConfig {
+            listen,
+            key_store: Some(key_store),
+            trust_store: None,
+            client_auth: ClientAuth::None,
+            protocols: vec![TlsProtocol::Tls12],
+            super_user: None,
+        }
+    }
+
+    /// Reads the key and trust stores and builds the TLS configuration, without listening: what
+    /// [`crate::Server::start`] does first, for checking a configuration (`zklock serve --dry-run`).
+    ///
+    /// # Errors
+    /// A missing or unreadable store, a wrong password, a key that does not match its certificate, ...
+    pub fn check(&self) -> Result<(), crate::TlsError> {
+        crate::tls::server_config(self).map(drop)
+    }
+}
+
+/// A key store or trust store file (`ssl.keyStore.*` / `ssl.trustStore.*`).
+#[derive(Clone)]
+pub struct Store {
+    /// The file (`ssl.*.location`).
+    pub path: PathBuf,
+    /// Its password (`ssl.*.password`, or the contents of the file `ssl.*.passwordPath`, which wins, as in
+    /// ZooKeeper). PKCS12 files need it; PEM files must hold an unencrypted key.
+    pub password: Option<String>,
+    /// Its format (`ssl.*.type`); `None` = from the file name's extension (`.pem`, `.p12`), as ZooKeeper does.
+    pub kind: Option<StoreKind>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.path)
+            .field("password", &self.password.as_ref().map(|_| "<hidden>"))
+            .field("kind", &self.kind)
+            .finish()
+    }
+}
+
+impl Store {
+    /// A store file of the given kind, without a password.
+    pub fn new(path: impl Into<PathBuf>, kind: StoreKind) -> Store {
+        Store {
+            path: path.into(),
+            password: None,
+            kind: Some(kind),
+        }
+    }
+
+    /// The kind: `kind`, or guessed from the extension (`.pem`, `.p12`, `.jks`, `.bcfks`) as ZooKeeper does.
+    pub fn resolved_kind(&self) -> Option<StoreKind> {
+        self.kind.or_else(|| {
+            let name = self.path.file_name()?.to_str()?;
+            let extension = &name[name.rfind('.')?..];
+            [
+                StoreKind::Pem,
+                StoreKind::Pkcs12,
+                StoreKind::Jks,
+                StoreKind::Bcfks,
+            ]
+            .into_iter()
+            .find(|k| k.extension() == extension)
+        })
+    }
+}
+
+/// The format of a key or trust store (`ssl.keyStore.type`: ZooKeeper's names, in any case).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreKind {
+    /// PEM: a key store holds the private key (PKCS#8, PKCS#1 or SEC1, unencrypted) and the certificate chain, leaf
+    /// first; a trust store holds CA certificates.
+    Pem,
+    /// PKCS#12 (what `keytool` and `openssl pkcs12` write).
+    Pkcs12,
+    /// Java's old JKS format: not readable here (convert it to PKCS12 with `keytool -importkeystore`).
+    Jks,
+    /// Bouncy Castle's BCFKS: not readable here.
+    Bcfks,
+}
+
+impl StoreKind {
+    fn parse(value: &str) -> Result<Option<StoreKind>, ()> {
+        Ok(Some(match value.to_ascii_uppercase().as_str() {
+            "" => return Ok(None),
+            "PEM" => StoreKind::Pem,
+            "PKCS12" => StoreKind::Pkcs12,
+            "JKS" => StoreKind::Jks,
+            "BCFKS" => StoreKind::Bcfks,
+            _ => return Err(()),
+        }))
+    }
+
+    /// The file name extension ZooKeeper recognises the kind by.
+    pub fn extension(self) -> &'static str {
+        match self {
+            StoreKind::Pem => ".pem",
+            StoreKind::Pkcs12 => ".p12",
+            StoreKind::Jks => ".jks",
+            StoreKind::Bcfks => ".bcfks",
+        }
+    }
+}
+
+/// `ssl.clientAuth`: whether a TLS client must present a certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ClientAuth {
+    /// A certificate the trust store verifies is required (ZooKeeper's default).
+    #[default]
+    Need,
+    /// A certificate is asked for and verified if presented; a client without one is served too.
+    Want,
+    /// No certificate is asked for.
+    None,
+}
+
+impl ClientAuth {
+    fn parse(value: &str) -> Result<ClientAuth, ()> {
+        match value.to_ascii_lowercase().as_str() {
+            "" | "need" => Ok(ClientAuth::Need),
+            "want" => Ok(ClientAuth::Want),
+            "none" => Ok(ClientAuth::None),
+            _ => Err(()),
+        }
+    }
+}
+
+/// A TLS version (`ssl.protocol`, `ssl.enabledProtocols`: `TLSv1.2`, `TLSv1.3`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsProtocol {
+    /// TLS 1.2.
+    Tls12,
+    /// TLS 1.3.
+    Tls13,
+}
+
+const PROTOCOLS: &str = "the embedded server speaks TLSv1.2 and TLSv1.3 only";
+
+impl TlsProtocol {
+    fn parse(value: &str) -> Result<TlsProtocol, ()> {
+        match value {
+            "TLSv1.2" => Ok(TlsProtocol::Tls12),
+            "TLSv1.3" => Ok(TlsProtocol::Tls13),
+            _ => Err(()),
+        }
+    }
+}
+
+/// A zoo.cfg key that was not applied, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IgnoredKey {
+    /// The file.
+    pub path: PathBuf,
+    /// 1-based line number.
+    pub line: usize,
+    /// The key (or the whole line, when it has no `=`).
+    pub key: String,
+    /// Why it is ignored, e.g. "not supported by the embedded server (a replication setting: ...)".
+    pub reason: String,
+}
+
+impl std::fmt::Display for IgnoredKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}:{}: ignoring {}: {}",
+            self.path.display(),
+            self.line,
+            self.key,
+            self.reason
+        )
     }
 }
 
@@ -86,13 +308,225 @@ pub enum ConfigError {
         /// The offending value.
         value: String,
     },
+    /// A key asks for something the embedded server cannot do.
+    #[error("{path}:{line}: {key}={value} is not supported: {reason}")]
+    Unsupported {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// The key.
+        key: String,
+        /// The offending value.
+        value: String,
+        /// Why not.
+        reason: String,
+    },
+}
+
+/// The zoo.cfg `ssl.*` keys of one store, as read.
+#[derive(Default)]
+struct StoreKeys {
+    path: Option<PathBuf>,
+    password: Option<String>,
+    password_path: Option<PathBuf>,
+    kind: Option<StoreKind>,
+}
+
+impl StoreKeys {
+    fn build(self) -> Result<Option<Store>, ConfigError> {
+        let Some(path) = self.path else {
+            return Ok(None);
+        };
+        let password = match self.password_path {
+            // ZooKeeper 3.8 (SecretUtils.readSecret): the whole file, less one trailing line separator; it wins over
+            // the password key.
+            Some(file) => {
+                let text = std::fs::read_to_string(&file)
+                    .map_err(|source| ConfigError::Read { path: file, source })?;
+                Some(text.strip_suffix('\n').unwrap_or(&text).to_string())
+            }
+            None => self.password,
+        };
+        Ok(Some(Store {
+            path,
+            password,
+            kind: self.kind,
+        }))
+    }
+}
+
+/// The TLS keys of a zoo.cfg, as read.
+#[derive(Default)]
+struct TlsKeys {
+    port: Option<u16>,
+    addr: Option<IpAddr>,
+    key_store: StoreKeys,
+    trust_store: StoreKeys,
+    client_auth: ClientAuth,
+    protocol: Option<TlsProtocol>,
+    enabled: Option<Vec<TlsProtocol>>,
+    super_user: Option<String>,
+    /// Every TLS key's line, to report them when there is no secureClientPort.
+    lines: Vec<(usize, String)>,
+}
+
+/// The keys that configure TLS, which mean nothing without a secureClientPort.
+const TLS_KEYS: &[&str] = &[
+    "secureClientPortAddress",
+    "X509AuthenticationProvider.superUser",
+    "ssl.keyStore.location",
+    "ssl.keyStore.password",
+    "ssl.keyStore.passwordPath",
+    "ssl.keyStore.type",
+    "ssl.trustStore.location",
+    "ssl.trustStore.password",
+    "ssl.trustStore.passwordPath",
+    "ssl.trustStore.type",
+    "ssl.clientAuth",
+    "ssl.protocol",
+    "ssl.enabledProtocols",
+];
+
+/// `user:` then 28 base64 characters (a SHA-1).
+fn looks_like_digest(value: &str) -> bool {
+    use base64::Engine as _;
+    value.split_once(':').is_some_and(|(user, hash)| {
+        !user.is_empty()
+            && base64::engine::general_purpose::STANDARD
+                .decode(hash)
+                .is_ok_and(|h| h.len() == 20)
+    })
+}
+
+const REPLICATION: &str =
+    "not supported by the embedded server (a replication setting: it is a single node, never part of an ensemble)";
+
+/// Why a zoo.cfg key the parser does not apply is ignored; `None` when ignoring it changes nothing (its value asks
+/// for what the embedded server does anyway).
+fn ignored_because(key: &str, value: &str) -> Option<String> {
+    let is = |v: &str| value.eq_ignore_ascii_case(v);
+    let not_supported = |why: &str| Some(format!("not supported by the embedded server ({why})"));
+    match key {
+        // One connection layer serves both ports; ZooKeeper needs Netty for TLS, the embedded server does not.
+        "serverCnxnFactory" => None,
+        "standaloneEnabled" if is("true") => None,
+        "reconfigEnabled" if is("false") => None,
+        "admin.enableServer" if is("false") => None,
+        "forceSync" if is("yes") => None,
+        "skipACL" if is("no") => None,
+        "extendedTypesEnabled" if is("false") => None,
+        "ssl.hostnameVerification" | "ssl.clientHostnameVerification" => None,
+        "ssl.crl" | "ssl.ocsp" if is("false") => None,
+        "authProvider.1"
+        | "authProvider.2"
+        | "authProvider.3"
+        | "authProvider.x509"
+        | "authProvider.digest"
+        | "authProvider.ip"
+            if matches!(
+                value,
+                "org.apache.zookeeper.server.auth.DigestAuthenticationProvider"
+                    | "org.apache.zookeeper.server.auth.X509AuthenticationProvider"
+                    | "org.apache.zookeeper.server.auth.IPAuthenticationProvider"
+            ) =>
+        {
+            None
+        }
+        _ if key.starts_with("authProvider.") => not_supported(
+            "only the built-in ip, digest and x509 schemes; no SASL or custom authentication providers",
+        ),
+        "initLimit"
+        | "syncLimit"
+        | "connectToLearnerMasterLimit"
+        | "electionAlg"
+        | "electionPortBindRetry"
+        | "quorumListenOnAllIPs"
+        | "peerType"
+        | "syncEnabled"
+        | "dynamicConfigFile"
+        | "observerMasterPort"
+        | "standaloneEnabled"
+        | "reconfigEnabled"
+        | "localSessionsEnabled"
+        | "localSessionsUpgradingEnabled"
+        | "sslQuorum"
+        | "sslQuorumReloadCertFiles"
+        | "portUnification"
+        | "oraclePath"
+        | "leaderServes"
+        | "cnxTimeout"
+        | "quorum.cnxn.threads.size" => Some(REPLICATION.into()),
+        _ if key.starts_with("server.")
+            || key.starts_with("group.")
+            || key.starts_with("weight.")
+            || key.starts_with("multiAddress.")
+            || key.starts_with("quorum.auth.")
+            || key.starts_with("ssl.quorum.")
+            || key.starts_with("learner.") =>
+        {
+            Some(REPLICATION.into())
+        }
+        "autopurge.snapRetainCount" | "autopurge.purgeInterval" => {
+            not_supported("it deletes old snapshots and logs itself after each snapshot")
+        }
+        _ if key.starts_with("metricsProvider.") => {
+            not_supported("`zklock serve --metrics ADDR` serves the mntr figures to Prometheus")
+        }
+        _ if key.starts_with("admin.") => {
+            not_supported("it has no AdminServer; the four-letter words answer on the client port")
+        }
+        "forceSync" => not_supported("it always syncs its log before answering"),
+        "skipACL" => not_supported("ACLs are always checked"),
+        "extendedTypesEnabled" | "emulate353TTLNodes" => not_supported("no TTL nodes"),
+        "client.portUnification" => {
+            not_supported("plaintext and TLS are served on separate ports: clientPort and secureClientPort")
+        }
+        "ssl.ciphersuites" => not_supported("rustls's default cipher suites are used"),
+        "ssl.crl" | "ssl.ocsp" => not_supported("no certificate revocation checks"),
+        "ssl.context.supplier.class" | "ssl.authProvider" | "ssl.sslProvider" => {
+            not_supported("TLS is rustls with the built-in x509 scheme")
+        }
+        "ssl.handshakeDetectionTimeoutMillis"
+        | "client.certReload"
+        | "netty.server.outstandingHandshake.limit" => not_supported("a Netty setting"),
+        _ if key.starts_with("jvm.pause.") => not_supported("no JVM"),
+        "clientPortListenBacklog"
+        | "maxCnxns"
+        | "globalOutstandingLimit"
+        | "preAllocSize"
+        | "commitLogCount"
+        | "txnLogSizeLimitInKb"
+        | "fsync.warningthresholdms"
+        | "maxResponseCacheSize"
+        | "maxGetChildrenResponseCacheSize"
+        | "digest.enabled"
+        | "audit.enable"
+        | "watchManagerName"
+        | "closeSessionTxn.enabled"
+        | "enforceQuota"
+        | "requestThrottleLimit"
+        | "flushDelay"
+        | "maxBatchSize" => not_supported("a ZooKeeper tuning setting it has no counterpart for"),
+        _ => Some("unknown key".into()),
+    }
 }
 
 impl ServerConfig {
-    /// Reads a ZooKeeper `zoo.cfg` (Java properties subset: `key=value`, `#`/`!` comments). Understood keys:
-    /// clientPort, clientPortAddress, dataDir, dataLogDir, tickTime, minSessionTimeout, maxSessionTimeout,
-    /// maxClientCnxns, jute.maxbuffer, 4lw.commands.whitelist, snapCount, snapSizeLimitInKb. Others (server.N, initLimit, ...) are
-    /// ignored because they concern replication, which this single-node server does not do.
+    /// Reads a ZooKeeper `zoo.cfg` (Java properties subset: `key=value`, `#`/`!` comments).
+    ///
+    /// Applied: clientPort, clientPortAddress, secureClientPort, secureClientPortAddress, dataDir, dataLogDir,
+    /// tickTime, minSessionTimeout, maxSessionTimeout, maxClientCnxns, jute.maxbuffer, 4lw.commands.whitelist,
+    /// snapCount, snapSizeLimitInKb, znode.container.checkIntervalMs (a Java system property for ZooKeeper, see
+    /// [`ServerConfig::container_check_interval`]), `DigestAuthenticationProvider.superDigest`,
+    /// `X509AuthenticationProvider.superUser`, and the client `ssl.*` keys (see [`TlsConfig`]). Every other key is
+    /// listed in [`ServerConfig::ignored`] with the reason (a replication setting, an unknown key, ...), which
+    /// [`crate::Server::start`] logs as one warning each; keys whose value asks for what the embedded server does
+    /// anyway (`serverCnxnFactory`, `admin.enableServer=false`, `forceSync=yes`, the built-in `authProvider.N`
+    /// classes, ...) are accepted silently.
+    ///
+    /// Without clientPort (and clientPortAddress) but with secureClientPort, the server serves TLS only, as
+    /// ZooKeeper does; with neither, it listens on 0.0.0.0:2181.
     pub fn from_zoo_cfg(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_path_buf(),
@@ -106,14 +540,24 @@ impl ServerConfig {
             listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 2181),
             ..Default::default()
         };
-        let mut port: u16 = 2181;
+        let mut port: Option<u16> = None;
         let mut addr: Option<IpAddr> = None;
+        let mut tls = TlsKeys::default();
         for (i, raw) in text.lines().enumerate() {
             let line = raw.trim();
             if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
                 continue;
             }
+            let ignore = |cfg: &mut ServerConfig, key: &str, reason: String| {
+                cfg.ignored.push(IgnoredKey {
+                    path: path.to_path_buf(),
+                    line: i + 1,
+                    key: key.to_string(),
+                    reason,
+                });
+            };
             let Some((key, value)) = line.split_once(['=', ':']) else {
+                ignore(&mut cfg, line, "no `=` on the line".into());
                 continue;
             };
             let (key, value) = (key.trim(), value.trim());
@@ -123,9 +567,16 @@ impl ServerConfig {
                 key: key.to_string(),
                 value: value.to_string(),
             };
+            let unsupported = |reason: &str| ConfigError::Unsupported {
+                path: path.to_path_buf(),
+                line: i + 1,
+                key: key.to_string(),
+                value: value.to_string(),
+                reason: reason.to_string(),
+            };
             let ms = |v: &str| v.parse::<u64>().map(Duration::from_millis).map_err(|_| bad());
             match key {
-                "clientPort" => port = value.parse().map_err(|_| bad())?,
+                "clientPort" => port = Some(value.parse().map_err(|_| bad())?),
                 "clientPortAddress" => addr = Some(value.parse().map_err(|_| bad())?),
                 "dataDir" => cfg.data_dir = Some(PathBuf::from(value)),
                 "dataLogDir" => cfg.data_log_dir = Some(PathBuf::from(value)),
@@ -135,6 +586,10 @@ impl ServerConfig {
                 "maxClientCnxns" => cfg.max_client_cnxns = value.parse().map_err(|_| bad())?,
                 "jute.maxbuffer" => cfg.max_frame_len = value.parse().map_err(|_| bad())?,
                 "snapCount" => cfg.snap_count = value.parse::<u64>().map_err(|_| bad())?.max(1),
+                // A Java system property for ZooKeeper (`-Dznode.container.checkIntervalMs=…`); zoo.cfg here.
+                "znode.container.checkIntervalMs" => {
+                    cfg.container_check_interval = ms(value)?.max(Duration::from_millis(1))
+                }
                 // ZooKeeper: a value <= 0 turns the size trigger off.
                 "snapSizeLimitInKb" => {
                     let kb: i64 = value.parse().map_err(|_| bad())?;
@@ -151,7 +606,65 @@ impl ServerConfig {
                         .filter(|s| !s.is_empty())
                         .collect()
                 }
-                _ => {}
+                // ZooKeeper turns every zoo.cfg key it does not know into the system property `zookeeper.<key>`, so
+                // this line sets `zookeeper.DigestAuthenticationProvider.superDigest` there too.
+                "DigestAuthenticationProvider.superDigest" => {
+                    if !looks_like_digest(value) {
+                        ignore(
+                            &mut cfg,
+                            key,
+                            "not of the form user:base64(sha1(user:password)) (28 characters after the colon), \
+                             so no password can match it"
+                                .into(),
+                        );
+                    }
+                    cfg.super_digest = (!value.is_empty()).then(|| value.to_string());
+                }
+                "zookeeper.DigestAuthenticationProvider.superDigest" => ignore(
+                    &mut cfg,
+                    key,
+                    "unknown key: in zoo.cfg the super digest is DigestAuthenticationProvider.superDigest \
+                     (ZooKeeper adds the `zookeeper.` prefix itself)"
+                        .into(),
+                ),
+                "secureClientPort" => {
+                    let p: u16 = value.parse().map_err(|_| bad())?;
+                    tls.port = (p != 0).then_some(p);
+                }
+                "secureClientPortAddress" => tls.addr = Some(value.parse().map_err(|_| bad())?),
+                "X509AuthenticationProvider.superUser" => {
+                    tls.super_user = (!value.is_empty()).then(|| value.to_string())
+                }
+                "ssl.keyStore.location" => tls.key_store.path = Some(PathBuf::from(value)),
+                "ssl.keyStore.password" => tls.key_store.password = Some(value.to_string()),
+                "ssl.keyStore.passwordPath" => tls.key_store.password_path = Some(PathBuf::from(value)),
+                "ssl.keyStore.type" => tls.key_store.kind = StoreKind::parse(value).map_err(|_| bad())?,
+                "ssl.trustStore.location" => tls.trust_store.path = Some(PathBuf::from(value)),
+                "ssl.trustStore.password" => tls.trust_store.password = Some(value.to_string()),
+                "ssl.trustStore.passwordPath" => tls.trust_store.password_path = Some(PathBuf::from(value)),
+                "ssl.trustStore.type" => tls.trust_store.kind = StoreKind::parse(value).map_err(|_| bad())?,
+                "ssl.clientAuth" => tls.client_auth = ClientAuth::parse(value).map_err(|_| bad())?,
+                "ssl.protocol" => {
+                    tls.protocol = Some(TlsProtocol::parse(value).map_err(|()| unsupported(PROTOCOLS))?)
+                }
+                "ssl.enabledProtocols" => {
+                    let protocols = value
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|p| !p.is_empty())
+                        .map(TlsProtocol::parse)
+                        .collect::<Result<Vec<_>, ()>>()
+                        .map_err(|()| unsupported(PROTOCOLS))?;
+                    tls.enabled = Some(protocols);
+                }
+                _ => {
+                    if let Some(reason) = ignored_because(key, value) {
+                        ignore(&mut cfg, key, reason);
+                    }
+                }
+            }
+            if TLS_KEYS.contains(&key) {
+                tls.lines.push((i + 1, key.to_string()));
             }
         }
         if cfg.tick_time.is_zero() {
@@ -162,7 +675,42 @@ impl ServerConfig {
                 value: "0".into(),
             });
         }
-        cfg.listen = SocketAddr::new(addr.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)), port);
+        cfg.listen = SocketAddr::new(
+            addr.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
+            port.unwrap_or(2181),
+        );
+        match tls.port {
+            Some(secure_port) => {
+                // ZooKeeper: no clientPort (nor clientPortAddress) with a secureClientPort is a TLS-only server.
+                cfg.plain_client_port = port.is_some() || addr.is_some();
+                cfg.tls = Some(TlsConfig {
+                    // ZooKeeper's secureClientPortAddress defaults to the wildcard, whatever clientPortAddress says.
+                    listen: SocketAddr::new(
+                        tls.addr.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
+                        secure_port,
+                    ),
+                    key_store: tls.key_store.build()?,
+                    trust_store: tls.trust_store.build()?,
+                    client_auth: tls.client_auth,
+                    // ZooKeeper 3.8: ssl.enabledProtocols defaults to ssl.protocol, which defaults to TLSv1.2.
+                    protocols: tls
+                        .enabled
+                        .unwrap_or_else(|| vec![tls.protocol.unwrap_or(TlsProtocol::Tls12)]),
+                    super_user: tls.super_user,
+                });
+            }
+            None => {
+                for (line, key) in tls.lines {
+                    cfg.ignored.push(IgnoredKey {
+                        path: path.to_path_buf(),
+                        line,
+                        key,
+                        reason: "no secureClientPort, so no TLS".into(),
+                    });
+                }
+            }
+        }
+        cfg.ignored.sort_by_key(|ignored| ignored.line);
         Ok(cfg)
     }
 
@@ -207,6 +755,25 @@ mod tests {
         assert_eq!(
             cfg.session_timeout_bounds(),
             (Duration::from_secs(2), Duration::from_secs(20))
+        );
+    }
+
+    #[test]
+    fn each_ignored_key_is_reported_once() {
+        let text = "clientPort=2181\nssl.quorum.keyStore.location=/q.p12\nssl.keyStore.location=/k.pem\n\
+                    secureClientPortAddress=127.0.0.1\nmetricsProvider.className=x\nskipACL=no\n";
+        let cfg = ServerConfig::from_zoo_cfg_str(text, Path::new("zoo.cfg")).unwrap();
+        let ignored: Vec<String> = cfg.ignored.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            ignored,
+            [
+                format!("zoo.cfg:2: ignoring ssl.quorum.keyStore.location: {REPLICATION}"),
+                "zoo.cfg:3: ignoring ssl.keyStore.location: no secureClientPort, so no TLS".to_string(),
+                "zoo.cfg:4: ignoring secureClientPortAddress: no secureClientPort, so no TLS".to_string(),
+                "zoo.cfg:5: ignoring metricsProvider.className: not supported by the embedded server \
+                 (`zklock serve --metrics ADDR` serves the mntr figures to Prometheus)"
+                    .to_string(),
+            ]
         );
     }
 

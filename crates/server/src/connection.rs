@@ -9,8 +9,6 @@ use bytes::{Buf, BytesMut};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use tokio::io::AsyncReadExt;
-use tokio::net::TcpStream;
 use zklock_codec::frame::decode_frame;
 use zklock_codec::Id;
 
@@ -19,19 +17,30 @@ use crate::ops::{self, session::Handshake, Flow};
 use crate::outbox::Outbox;
 use crate::shared::{IpSlot, Shared};
 use crate::state::Conn;
+use crate::stream::Stream;
 
-/// Serves one accepted socket until it closes.
-pub async fn serve(shared: Arc<Shared>, mut socket: TcpStream, peer: SocketAddr, _slot: IpSlot) {
-    let _ = socket.set_nodelay(true);
+/// Serves one accepted socket (or a TLS connection's plaintext, see `tls.rs`) until it closes. `peer` is the
+/// client's address; the connection's identities are `ip:<peer>` and then `ids` (a TLS client certificate's).
+pub async fn serve(shared: Arc<Shared>, socket: Stream, peer: SocketAddr, _slot: IpSlot, ids: Vec<Id>) {
+    if let Stream::Tcp(tcp) = &socket {
+        let _ = tcp.set_nodelay(true);
+    }
     let mut buf = BytesMut::with_capacity(8 * 1024);
 
     // A four-letter word replaces the length prefix of the first frame.
     while buf.len() < 4 {
         tokio::select! {
-            n = socket.read_buf(&mut buf) => match n {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
-            },
+            ready = socket.readable() => {
+                if ready.is_err() {
+                    return;
+                }
+                match read_some(&socket, &mut buf) {
+                    Ok(0) => return,
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(_) => return,
+                }
+            }
             _ = shared.shutdown.cancelled() => return,
         }
     }
@@ -59,10 +68,12 @@ pub async fn serve(shared: Arc<Shared>, mut socket: TcpStream, peer: SocketAddr,
         outbox: outbox.clone(),
         session: 0,
         peer,
-        auth: vec![Id {
+        auth: std::iter::once(Id {
             scheme: "ip".into(),
             id: peer.ip().to_string(),
-        }],
+        })
+        .chain(ids)
+        .collect(),
         last_op: "NA",
         last_reply_zxid: 0,
     });
@@ -125,7 +136,7 @@ pub async fn serve(shared: Arc<Shared>, mut socket: TcpStream, peer: SocketAddr,
     })
     .await;
     outbox.abort();
-    let _ = socket2::SockRef::from(&*stream).shutdown(std::net::Shutdown::Both);
+    let _ = stream.shutdown(std::net::Shutdown::Both);
 }
 
 /// How long a closing connection may take to write out its queued frames.
@@ -194,7 +205,7 @@ fn handle_buffered(
 /// Reads what the socket has. A read that did not fill the buffer has drained the socket, so the readiness is
 /// cleared right away instead of by one more read that would only return `WouldBlock`: one syscall per request
 /// saved. (Safe with tokio's readiness tracking: data arriving after the read sets it again.)
-fn read_some(stream: &TcpStream, buf: &mut BytesMut) -> std::io::Result<usize> {
+fn read_some(stream: &Stream, buf: &mut BytesMut) -> std::io::Result<usize> {
     let mut drained = 0;
     let result = stream.try_io(tokio::io::Interest::READABLE, || {
         let space = buf.capacity() - buf.len();
@@ -214,7 +225,7 @@ fn read_some(stream: &TcpStream, buf: &mut BytesMut) -> std::io::Result<usize> {
 
 /// Waits for something on the output side: the socket writable again after it filled up (then flushes),
 /// replies drained, or the connection told to end. `false` when the connection must end.
-async fn wait_for_output(shared: &Shared, stream: &TcpStream, outbox: &Arc<Outbox>) -> bool {
+async fn wait_for_output(shared: &Shared, stream: &Stream, outbox: &Arc<Outbox>) -> bool {
     if outbox.cancel.is_cancelled() || outbox.is_closed() {
         return false;
     }
@@ -226,7 +237,7 @@ async fn wait_for_output(shared: &Shared, stream: &TcpStream, outbox: &Arc<Outbo
 
 /// One wait on the output side: if the socket filled up, until it is writable (then flushes what is ready);
 /// otherwise until the outbox wakes us (replies drained, socket full, closed). `false` if the socket failed.
-async fn output_step(shared: &Shared, stream: &TcpStream, outbox: &Arc<Outbox>) -> bool {
+async fn output_step(shared: &Shared, stream: &Stream, outbox: &Arc<Outbox>) -> bool {
     if outbox.is_blocked() {
         if stream.writable().await.is_err() {
             return false;

@@ -6,6 +6,16 @@ pub enum Error {
     /// The listening socket could not be bound.
     #[error("cannot bind the client port: {0}")]
     Bind(#[source] std::io::Error),
+    /// The secure client port could not be bound.
+    #[error("cannot bind the secure client port {0}: {1}")]
+    SecureBind(std::net::SocketAddr, #[source] std::io::Error),
+    /// The TLS configuration of the secure client port is unusable (a store missing or unreadable, a wrong
+    /// password, ...).
+    #[error("{0}")]
+    Tls(#[from] crate::tls::TlsError),
+    /// Neither a plain nor a secure client port is configured.
+    #[error("no client port: plain_client_port is false and there is no TLS configuration")]
+    NoClientPort,
     /// The metrics address ([`crate::Server::serve_metrics`]) could not be bound.
     #[error("cannot bind the metrics address: {0}")]
     MetricsBind(#[source] std::io::Error),

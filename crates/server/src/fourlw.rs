@@ -5,11 +5,10 @@
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
 
 use crate::metrics::{self, Figures};
 use crate::shared::Shared;
+use crate::stream::Stream;
 
 /// Version we report: the ZooKeeper release whose behaviour we match, tagged as ours.
 pub const VERSION: &str = concat!(
@@ -30,7 +29,7 @@ pub fn detect(first: &[u8]) -> Option<&'static str> {
 }
 
 /// Writes the answer and closes.
-pub async fn answer(shared: &Arc<Shared>, cmd: &'static str, mut wr: TcpStream) {
+pub async fn answer(shared: &Arc<Shared>, cmd: &'static str, wr: Stream) {
     let allowed = shared
         .config
         .four_letter_words
@@ -42,7 +41,7 @@ pub async fn answer(shared: &Arc<Shared>, cmd: &'static str, mut wr: TcpStream) 
         format!("{cmd} is not executed because it is not in the whitelist.\n")
     };
     let _ = wr.write_all(text.as_bytes()).await;
-    let _ = wr.shutdown().await;
+    let _ = wr.shutdown(std::net::Shutdown::Write);
 }
 
 /// ZooKeeper's answer to most words while it is not serving.
@@ -160,7 +159,14 @@ fn render(shared: &Arc<Shared>, cmd: &str) -> String {
         }
         "conf" => {
             let c = &shared.config;
-            let _ = writeln!(s, "clientPort={}", c.listen.port());
+            let plain = if c.plain_client_port {
+                i32::from(c.listen.port())
+            } else {
+                -1
+            };
+            let _ = writeln!(s, "clientPort={plain}");
+            let secure = c.tls.as_ref().map_or(-1, |tls| i32::from(tls.listen.port()));
+            let _ = writeln!(s, "secureClientPort={secure}");
             let _ = writeln!(s, "tickTime={}", c.tick_time.as_millis());
             let _ = writeln!(s, "maxClientCnxns={}", c.max_client_cnxns);
             let (min, max) = c.session_timeout_bounds();

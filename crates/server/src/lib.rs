@@ -18,7 +18,9 @@
 //! # Architecture
 //!
 //! - `connection.rs`: one task per connection reads frames and handles every complete one under one
-//!   acquisition of the state lock.
+//!   acquisition of the state lock. `stream.rs`: the socket it reads — a client's TCP socket, or for a TLS client
+//!   (`tls.rs`, rustls, on the secure client port) one end of a Unix socket pair whose other end a bridge task
+//!   copies to and from the TLS stream, so both kinds of connection share every line of the code below.
 //! - `outbox.rs`: a connection's outgoing queue. Each frame waits until the log is durable up to the zxid it
 //!   depends on and is then written (non-blocking `writev`) by whichever thread made it sendable: the
 //!   connection's own task for replies that are durable already (most reads), the task that queued a
@@ -44,7 +46,9 @@
 //! getChildren(2), sync, check, multi, multiRead, auth (digest), setWatches(2), addWatch,
 //! checkWatches/removeWatches, getEphemerals, getAllChildrenNumber, whoAmI, ping, closeSession. Sessions
 //! (timeout negotiation, tick-bucketed expiry, reconnect and move, expired reply), one-shot, persistent and
-//! persistent-recursive watches, container sweep, digest ACLs with an optional super digest, the built-in
+//! persistent-recursive watches, container sweep, digest ACLs with an optional super digest, TLS on a secure
+//! client port beside the plain one ([`TlsConfig`]: PEM or PKCS12 stores, `ssl.clientAuth`, client certificates
+//! as `x509` ids, an x509 super user), zoo.cfg keys it does not apply reported at start ([`IgnoredKey`]), the built-in
 //! `/zookeeper` nodes, limits (frame size, connections per IP, outstanding requests per connection), and
 //! durability: every reply after the fsync of its txn, snapshots every `snapCount` txns (100,000) or
 //! `snapSizeLimitInKb` logged bytes (4 GiB; log files roll at that size too, so pruning bounds the disk use) and at shutdown,
@@ -75,8 +79,10 @@
 //!
 //! - Replication, observers, reconfig (answered `ReconfigDisabled`): a single node never pretends to be an
 //!   ensemble; use real ZooKeeper for that.
-//! - SASL/Kerberos and TLS: answered like a ZooKeeper without SASL configured; digest auth covers the
-//!   embedded use cases.
+//! - SASL/Kerberos and custom authentication providers: answered like a ZooKeeper without SASL configured; digest
+//!   auth and client certificates cover the embedded use cases.
+//! - Of TLS: JKS and BCFKS stores, encrypted PEM keys, cipher suite lists, revocation checks, port unification
+//!   (`client.portUnification`); X.509 v1 certificates are refused (rustls/webpki), which Java accepts.
 //! - TTL nodes and quotas: off by default in ZooKeeper 3.8 too (`extendedTypesEnabled`, quota enforcement).
 //! - The admin HTTP server and JMX (the figures of `mntr` are served to Prometheus by
 //!   [`Server::serve_metrics`]); `mntr`'s file descriptor counts are reported as 0.
@@ -97,13 +103,18 @@ mod server;
 mod session;
 mod shared;
 mod state;
+mod stream;
+mod tls;
 mod tree;
 mod txn;
 mod watch;
 
-pub use config::{ConfigError, ServerConfig};
+pub use config::{
+    ClientAuth, ConfigError, IgnoredKey, ServerConfig, Store, StoreKind, TlsConfig, TlsProtocol,
+};
 pub use error::Error;
 pub use metrics::{Figures, LatencyFigures};
+pub use tls::TlsError;
 pub use zklock_storage::StorageError;
 
 use std::net::SocketAddr;
@@ -117,6 +128,8 @@ use crate::state::Durability;
 /// A running server. Dropping it without [`Server::shutdown`] stops accepting but does not wait.
 pub struct Server {
     local_addr: SocketAddr,
+    /// The secure client port's address, when TLS is configured.
+    secure_addr: Option<SocketAddr>,
     shared: Arc<Shared>,
     tasks: Vec<JoinHandle<()>>,
     /// Where the transaction log lives (for error messages).
@@ -134,7 +147,16 @@ impl Server {
     /// of the log ([`StorageError::NoRoom`], inside [`Error::Storage`]), and storage corruption (see
     /// `zklock-storage` for the torn-tail policy: a torn last record is a clean end of log, damage elsewhere
     /// refuses to start).
-    pub async fn start(config: ServerConfig) -> Result<Server, Error> {
+    pub async fn start(mut config: ServerConfig) -> Result<Server, Error> {
+        for ignored in &config.ignored {
+            tracing::warn!("{ignored}");
+        }
+        // The stores are read before anything else: a TLS mistake must not leave a half-started server.
+        let acceptor = match &config.tls {
+            Some(tls) => Some(tls::Acceptor::new(tls)?),
+            None if !config.plain_client_port => return Err(Error::NoClientPort),
+            None => None,
+        };
         let (data_dir, temp_dir) = match &config.data_dir {
             Some(dir) => (dir.clone(), None),
             None => {
@@ -156,10 +178,34 @@ impl Server {
         let (storage, recovered) =
             tokio::task::spawn_blocking(move || zklock_storage::Storage::open(options)).await??;
 
-        let listener = tokio::net::TcpListener::bind(config.listen)
-            .await
-            .map_err(Error::Bind)?;
-        let local_addr = listener.local_addr().map_err(Error::Bind)?;
+        let listener = if config.plain_client_port {
+            let listener = tokio::net::TcpListener::bind(config.listen)
+                .await
+                .map_err(Error::Bind)?;
+            config.listen = listener.local_addr().map_err(Error::Bind)?;
+            Some(listener)
+        } else {
+            None
+        };
+        let secure = match (&acceptor, config.tls.as_mut()) {
+            (Some(acceptor), Some(tls)) => {
+                let listener = tokio::net::TcpListener::bind(tls.listen)
+                    .await
+                    .map_err(|e| Error::SecureBind(tls.listen, e))?;
+                // With the real port, for `conf` and the owner.
+                tls.listen = listener
+                    .local_addr()
+                    .map_err(|e| Error::SecureBind(tls.listen, e))?;
+                Some((listener, acceptor.clone()))
+            }
+            _ => None,
+        };
+        let secure_addr = config.tls.as_ref().map(|tls| tls.listen);
+        let local_addr = if config.plain_client_port {
+            config.listen
+        } else {
+            secure_addr.unwrap_or(config.listen)
+        };
         // Session ids are seeded from the clock, so they stay unique across restarts; recovered sessions
         // move the counter past themselves as well.
         let sessions = session::Sessions::new(config.tick_time, session::initial_session_id(state::now_ms()));
@@ -173,13 +219,22 @@ impl Server {
             storage.on_batch(Box::new(move || durable.wake_waiters()));
             st.set_log(Durability::Storage(storage));
         }
-        let tasks = vec![
-            tokio::spawn(server::accept_loop(shared.clone(), listener)),
-            tokio::spawn(server::ticker(shared.clone())),
-        ];
-        tracing::info!(%local_addr, "zklock server listening");
+        let mut tasks = vec![tokio::spawn(server::ticker(shared.clone()))];
+        if let Some(listener) = listener {
+            tasks.push(tokio::spawn(server::accept_loop(shared.clone(), listener, None)));
+            tracing::info!(%local_addr, "zklock server listening");
+        }
+        if let Some((listener, acceptor)) = secure {
+            tasks.push(tokio::spawn(server::accept_loop(
+                shared.clone(),
+                listener,
+                Some(acceptor),
+            )));
+            tracing::info!(addr = ?secure_addr, "zklock server listening with TLS");
+        }
         Ok(Server {
             local_addr,
+            secure_addr,
             shared,
             tasks,
             log_dir,
@@ -233,22 +288,28 @@ impl Server {
         Some(metrics::Figures::read(&self.shared, &st))
     }
 
-    /// The address the server listens on (with the real port when `listen` had port 0).
+    /// The address the server listens on for plaintext clients (with the real port when `listen` had port 0);
+    /// for a TLS-only server (`plain_client_port: false`), the secure client port's.
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
     }
 
-    /// A ZooKeeper connect string for this server, `"127.0.0.1:PORT"` (a wildcard listen address is
-    /// reported as the matching loopback address, which clients can always reach).
+    /// The secure client port's address (with the real port), when TLS is configured.
+    pub fn secure_addr(&self) -> Option<SocketAddr> {
+        self.secure_addr
+    }
+
+    /// A ZooKeeper connect string for this server, `"127.0.0.1:PORT"` with the address of
+    /// [`Server::local_addr`] (a wildcard listen address is reported as the matching loopback address, which
+    /// clients can always reach).
     pub fn connect_string(&self) -> String {
-        let mut addr = self.local_addr;
-        if addr.ip().is_unspecified() {
-            addr.set_ip(match addr {
-                SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
-                SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
-            });
-        }
-        addr.to_string()
+        reachable(self.local_addr).to_string()
+    }
+
+    /// The connect string of the secure client port (`"127.0.0.1:PORT"`, as [`Server::connect_string`]), for a
+    /// TLS client; `None` without TLS.
+    pub fn secure_connect_string(&self) -> Option<String> {
+        self.secure_addr.map(|addr| reachable(addr).to_string())
     }
 
     /// Stops accepting, closes every connection after flushing its queued replies, writes a final
@@ -282,6 +343,17 @@ impl Server {
         }
         Ok(())
     }
+}
+
+/// `addr`, with a wildcard IP replaced by the loopback address of its family.
+fn reachable(mut addr: SocketAddr) -> SocketAddr {
+    if addr.ip().is_unspecified() {
+        addr.set_ip(match addr {
+            SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    addr
 }
 
 impl Drop for Server {

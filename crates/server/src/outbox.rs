@@ -19,11 +19,11 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
-use tokio::net::TcpStream;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::metrics::Latency;
+use crate::stream::Stream;
 
 /// At most this many frames per `writev`.
 const MAX_SLICES: usize = 64;
@@ -65,7 +65,7 @@ struct Queue {
 /// The outgoing side of one connection.
 #[derive(Debug)]
 pub struct Outbox {
-    stream: Arc<TcpStream>,
+    stream: Arc<Stream>,
     queue: Mutex<Queue>,
     /// Registered with [`Durable`] as waiting for a zxid.
     waiting: AtomicBool,
@@ -87,7 +87,7 @@ pub struct Outbox {
 
 impl Outbox {
     /// An outbox writing into `stream`, recording each reply's latency in `latency`.
-    pub fn new(stream: Arc<TcpStream>, cancel: CancellationToken, latency: Arc<Latency>) -> Outbox {
+    pub fn new(stream: Arc<Stream>, cancel: CancellationToken, latency: Arc<Latency>) -> Outbox {
         Outbox {
             stream,
             queue: Mutex::new(Queue::default()),
@@ -222,7 +222,7 @@ impl Outbox {
                         q.items.clear();
                         q.closed = true;
                         drop(q);
-                        let _ = socket2::SockRef::from(&*self.stream).shutdown(std::net::Shutdown::Write);
+                        let _ = self.stream.shutdown(std::net::Shutdown::Write);
                         self.cancel.cancel();
                         self.wake.notify_one();
                         return;

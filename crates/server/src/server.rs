@@ -1,4 +1,11 @@
 //! The running server: accept loop, background ticks (session expiry, container sweep), shutdown.
+//!
+//! The container sweep is ZooKeeper's `ContainerManager`: every `container_check_interval`
+//! (`znode.container.checkIntervalMs`, 60 s by default) each container node that has had a child (`cversion > 0`)
+//! and has none now is deleted. A container created a moment ago and not yet used is left alone, so a client's
+//! `mkdir` followed by its create does not race the sweep; a used one may go between a client's look and its
+//! create, which then fails with `NoNode` (the client creates the directory again). The sweep runs under the state
+//! lock, so the check and the delete are one step: a container that gained a child is never deleted.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -17,9 +24,6 @@ use crate::state::{Durability, Durable, State};
 use crate::tree::DataTree;
 use crate::txn::Txn;
 
-/// How often empty containers are looked for (ZooKeeper's `znode.container.checkIntervalMs` default).
-const CONTAINER_SWEEP: Duration = Duration::from_secs(60);
-
 /// Builds the shared state from recovered (or fresh) parts.
 pub fn make_shared(
     config: ServerConfig,
@@ -32,6 +36,9 @@ pub fn make_shared(
     let durable = Arc::new(Durable::new(last_zxid, shutdown.child_token()));
     let mut state = State::new(tree, sessions, last_zxid, log, durable.clone());
     state.super_digest = config.super_digest.clone();
+    // ZooKeeper registers the x509 scheme when a secure client port is configured (`configureSSLAuth`): only then
+    // may ACLs name x509 ids.
+    state.x509 = config.tls.is_some();
     let (min, max) = config.session_timeout_bounds();
     let ms = |d: Duration| i32::try_from(d.as_millis()).unwrap_or(i32::MAX);
     let limits = SessionLimits {
@@ -50,8 +57,9 @@ pub fn make_shared(
     })
 }
 
-/// Accepts connections until shutdown, then waits (bounded) for them to finish.
-pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
+/// Accepts connections until shutdown, then waits (bounded) for them to finish. With `tls`, each connection starts
+/// with a TLS handshake (the secure client port).
+pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, tls: Option<crate::tls::Acceptor>) {
     let mut conns = JoinSet::new();
     loop {
         tokio::select! {
@@ -62,7 +70,15 @@ pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
                         drop(socket);
                         continue;
                     };
-                    conns.spawn(connection::serve(shared.clone(), socket, peer, slot));
+                    match &tls {
+                        None => {
+                            let socket = crate::stream::Stream::Tcp(socket);
+                            conns.spawn(connection::serve(shared.clone(), socket, peer, slot, Vec::new()));
+                        }
+                        Some(tls) => {
+                            conns.spawn(crate::tls::serve(shared.clone(), socket, peer, slot, tls.clone()));
+                        }
+                    }
                 }
                 Err(e) => {
                     // E.g. EMFILE: back off briefly instead of spinning.
@@ -89,13 +105,18 @@ pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
     }
 }
 
-/// Every tick: expire sessions whose deadline passed and take a snapshot when due; every minute: delete
-/// empty containers.
+/// Every tick: expire sessions whose deadline passed and take a snapshot when due; every
+/// `container_check_interval`: delete empty containers (a tick shorter than `tickTime` when that interval is).
 pub async fn ticker(shared: Arc<Shared>) {
-    let tick = shared.config.tick_time.max(Duration::from_millis(1));
+    let sweep_every = shared.config.container_check_interval;
+    let tick = shared
+        .config
+        .tick_time
+        .min(sweep_every)
+        .max(Duration::from_millis(1));
     let mut interval = tokio::time::interval(tick);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut next_sweep = Instant::now() + CONTAINER_SWEEP;
+    let mut next_sweep = Instant::now() + sweep_every;
     loop {
         tokio::select! {
             _ = interval.tick() => {}
@@ -130,7 +151,7 @@ fn on_tick(shared: &Shared, next_sweep: &mut Instant) -> Option<(zklock_storage:
         }
     }
     if Instant::now() >= *next_sweep {
-        *next_sweep = Instant::now() + CONTAINER_SWEEP;
+        *next_sweep = Instant::now() + shared.config.container_check_interval;
         let empty: Vec<String> = st
             .tree
             .containers()

@@ -84,6 +84,8 @@ pub struct State {
     pub since_snapshot_bytes: u64,
     /// `super:hash` digest that bypasses ACLs, if configured.
     pub super_digest: Option<String>,
+    /// Whether ACLs may name `x509` ids (a secure client port is configured).
+    pub x509: bool,
     /// Outboxes that got frames under the lock, flushed once it is released.
     pub dirty: Vec<Arc<Outbox>>,
 }
@@ -127,6 +129,7 @@ impl State {
             since_snapshot: 0,
             since_snapshot_bytes: 0,
             super_digest: None,
+            x509: false,
             dirty: Vec::new(),
         }
     }
@@ -380,7 +383,7 @@ mod tests {
         let client = tokio::net::TcpStream::connect(listener.local_addr().unwrap());
         let (client, accepted) = tokio::join!(client, listener.accept());
         std::mem::forget(client.unwrap()); // keep the peer open for the test's lifetime
-        let stream = Arc::new(accepted.unwrap().0);
+        let stream = Arc::new(crate::stream::Stream::Tcp(accepted.unwrap().0));
         st.add_conn(Conn {
             outbox: Arc::new(Outbox::new(
                 stream,

@@ -5,17 +5,23 @@ use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 
-/// The three ports of one member (`peer` and `election` are unused by a standalone server).
+/// The ports of one member (`peer` and `election` are unused by a standalone server, `secure` is 0 without TLS).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct MemberPorts {
     pub client: u16,
     pub peer: u16,
     pub election: u16,
+    pub secure: u16,
 }
 
 impl MemberPorts {
     pub(crate) fn client_addr(&self) -> SocketAddr {
         SocketAddr::from((Ipv4Addr::LOCALHOST, self.client))
+    }
+
+    /// The secure client port's address, when the member has one.
+    pub(crate) fn secure_addr(&self) -> Option<SocketAddr> {
+        (self.secure != 0).then(|| SocketAddr::from((Ipv4Addr::LOCALHOST, self.secure)))
     }
 }
 
@@ -88,6 +94,17 @@ fn zoo_cfg(data_dir: &Path, index: usize, all: &[MemberPorts], settings: &Settin
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
     .collect();
+    if mine.secure != 0 {
+        // TLS needs ZooKeeper's Netty connection factory (it serves the plain port too). The `ssl.*` keys come from
+        // the builder's `config` entries.
+        entries.push((
+            "serverCnxnFactory".into(),
+            "org.apache.zookeeper.server.NettyServerCnxnFactory".into(),
+        ));
+        entries.push(("secureClientPort".into(), mine.secure.to_string()));
+        // ZooKeeper's default is the wildcard address, whatever clientPortAddress says.
+        entries.push(("secureClientPortAddress".into(), Ipv4Addr::LOCALHOST.to_string()));
+    }
     if all.len() > 1 {
         for (i, ports) in all.iter().enumerate() {
             let value = format!("{}:{}:{}", Ipv4Addr::LOCALHOST, ports.peer, ports.election);
@@ -129,6 +146,7 @@ mod tests {
                 client: 100 + i,
                 peer: 200 + i,
                 election: 300 + i,
+                secure: 0,
             })
             .collect()
     }
@@ -145,6 +163,22 @@ mod tests {
         assert!(text.contains("forceSync=yes\n"));
         assert!(!text.contains("forceSync=no"));
         assert!(!text.contains("server."));
+        assert!(!text.contains("secureClientPort"));
+    }
+
+    #[test]
+    fn a_secure_port_brings_the_netty_factory() {
+        let settings = Settings {
+            tick_time_ms: 2000,
+            overrides: vec![("ssl.clientAuth".into(), "none".into())],
+        };
+        let mut all = ports(1);
+        all[0].secure = 400;
+        let text = zoo_cfg(Path::new("/d"), 0, &all, &settings);
+        assert!(text.contains("secureClientPort=400\n"));
+        assert!(text.contains("secureClientPortAddress=127.0.0.1\n"));
+        assert!(text.contains("serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n"));
+        assert!(text.ends_with("ssl.clientAuth=none\n"));
     }
 
     #[test]

@@ -45,6 +45,18 @@ fn locate() -> Result<Installation, String> {
     let server_jar = require(&jar_dir, "zookeeper.jar")?;
     require(&jar_dir, "zookeeper-jute.jar")?;
     let mut classpath = server_jar.display().to_string();
+    // Netty (the connection factory TLS needs) uses jars that Debian's zookeeper.jar manifest leaves out of its
+    // `Class-Path`: without them a secure client port fails with NoClassDefFoundError.
+    for jar in [
+        "netty-codec.jar",
+        "netty-resolver.jar",
+        "netty-transport-native-unix-common.jar",
+    ] {
+        let jar = jar_dir.join(jar);
+        if jar.is_file() {
+            classpath = format!("{classpath}:{}", jar.display());
+        }
+    }
     // slf4j needs a binding or it logs nothing at all; log4j 1.2 is what the Debian package's
     // conf_example/log4j.properties is written for.
     let binding = jar_dir.join("slf4j-log4j12.jar");

@@ -2,7 +2,8 @@
 //! fault-injecting TCP proxy.
 //!
 //! * [`ZooKeeper`] — a standalone server or an ensemble of real ZooKeeper JVMs on 127.0.0.1 (Debian package
-//!   `zookeeper`), with kill/restart of members; [`shared_standalone`] / [`shared_ensemble`] for one instance per
+//!   `zookeeper`), with kill/restart of members, optionally a TLS client port ([`Builder::secure_client_port`],
+//!   stores made with [`keytool`]); [`shared_standalone`] / [`shared_ensemble`] for one instance per
 //!   test binary, and [`unique_path`] so tests sharing one never collide.
 //! * [`expire_session`] — expire a client's session now, as ZooKeeper's own tests do.
 //! * [`Proxy`] — cut connections, lose a reply, play dead, count requests and notifications.
@@ -13,11 +14,13 @@
 //! Every server process is tied to the test process with `PR_SET_PDEATHSIG`, so none outlives it.
 #![deny(unsafe_code)]
 
+pub mod certs;
 mod config;
 mod embedded;
 mod fourlw;
 mod frame;
 pub mod install;
+pub mod keytool;
 pub mod peers;
 pub mod ports;
 mod proxy;
@@ -28,13 +31,15 @@ mod tempdirs;
 mod tmpfs;
 mod zookeeper;
 
-pub use embedded::shared_embedded;
+pub use embedded::{shared_embedded, start_embedded};
 pub use fourlw::four_letter_word;
 pub use proxy::Proxy;
 pub use session::expire_session;
 pub use shared::{shared_ensemble, shared_standalone};
 pub use spawn::spawn_tied_to_process;
 pub use tmpfs::Tmpfs;
+/// The embedded server's settings, for [`start_embedded`] (so that tests need no dependency on the server crate).
+pub use zklock_server::ServerConfig;
 pub use zookeeper::{Builder, ZooKeeper, DEFAULT_START_TIMEOUT, DEFAULT_TICK_TIME_MS};
 
 use rand::Rng;

@@ -38,6 +38,10 @@ pub struct Builder {
     members: usize,
     settings: Settings,
     start_timeout: Duration,
+    /// `-Dkey=value` flags of every member's JVM.
+    system_properties: Vec<(String, String)>,
+    /// Whether every member has a secure (TLS) client port.
+    secure: bool,
 }
 
 impl Builder {
@@ -65,6 +69,25 @@ impl Builder {
     pub fn config(mut self, key: &str, value: &str) -> Self {
         self.settings.overrides.retain(|(k, _)| k != key);
         self.settings.overrides.push((key.to_string(), value.to_string()));
+        self
+    }
+
+    /// Sets a Java system property of every member's JVM (`-Dkey=value`), replacing an earlier value for the same key:
+    /// for the settings ZooKeeper reads only from system properties, such as `znode.container.checkIntervalMs`
+    /// (how often empty container nodes are deleted; 60 s by default).
+    pub fn system_property(mut self, key: &str, value: &str) -> Self {
+        self.system_properties.retain(|(k, _)| k != key);
+        self.system_properties.push((key.to_string(), value.to_string()));
+        self
+    }
+
+    /// Gives every member a secure client port as well (`secureClientPort` on 127.0.0.1, with ZooKeeper's Netty
+    /// connection factory, which TLS needs): see [`ZooKeeper::secure_addr`]. The TLS settings are `zoo.cfg` entries
+    /// set with [`Builder::config`]: `ssl.keyStore.location`, `ssl.keyStore.password`, `ssl.keyStore.type` (`PEM`
+    /// or `PKCS12`; [`crate::keytool`] makes PKCS12 stores), `ssl.trustStore.*`, `ssl.clientAuth` (`need`, the
+    /// default, `want` or `none`).
+    pub fn secure_client_port(mut self) -> Self {
+        self.secure = true;
         self
     }
 
@@ -111,10 +134,12 @@ impl Builder {
                 } else {
                     (free_port()?, free_port()?)
                 };
+                let secure = if self.secure { free_port()? } else { 0 };
                 Ok(MemberPorts {
                     client,
                     peer,
                     election,
+                    secure,
                 })
             })
             .collect::<io::Result<Vec<_>>>()
@@ -135,6 +160,7 @@ impl Builder {
             members,
             settings: self.settings.clone(),
             start_timeout: self.start_timeout,
+            system_properties: self.system_properties.clone(),
             _dir: dir,
         };
         for index in 0..self.members {
@@ -173,6 +199,8 @@ pub struct ZooKeeper {
     members: Vec<Member>,
     settings: Settings,
     start_timeout: Duration,
+    /// `-Dkey=value` flags of every member's JVM ([`Builder::system_property`]).
+    system_properties: Vec<(String, String)>,
     /// Removed on drop, after `Drop for ZooKeeper` killed the processes writing into it.
     _dir: TempDir,
 }
@@ -194,6 +222,8 @@ impl ZooKeeper {
                 overrides: Vec::new(),
             },
             start_timeout: DEFAULT_START_TIMEOUT,
+            system_properties: Vec::new(),
+            secure: false,
         }
     }
 
@@ -225,6 +255,22 @@ impl ZooKeeper {
     /// The client address of member `i`.
     pub fn member_addr(&self, i: usize) -> SocketAddr {
         self.members[i].ports.client_addr()
+    }
+
+    /// The secure (TLS) client address of member `i`, when started with [`Builder::secure_client_port`].
+    pub fn secure_addr(&self, i: usize) -> Option<SocketAddr> {
+        self.members[i].ports.secure_addr()
+    }
+
+    /// `"127.0.0.1:s1,127.0.0.1:s2,..."`: the secure client addresses, for a TLS client (empty without
+    /// [`Builder::secure_client_port`]).
+    pub fn secure_connect_string(&self) -> String {
+        self.members
+            .iter()
+            .filter_map(|m| m.ports.secure_addr())
+            .map(|addr| addr.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     /// Number of members (1 for a standalone server).
@@ -353,6 +399,9 @@ impl ZooKeeper {
             "-Dzookeeper.jmx.log4j.disable=true",
         ]);
         command.arg(format!("-Dzookeeper.log.dir={}", member.dir.root.display()));
+        for (key, value) in &self.system_properties {
+            command.arg(format!("-D{key}={value}"));
+        }
         if install.log4j {
             command.arg(format!(
                 "-Dlog4j.configuration=file:{}",

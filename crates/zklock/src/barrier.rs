@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use zookeeper_client::CreateMode;
+use zookeeper_client::{self as zk, CreateMode};
 
 use crate::error::{Error, Result};
 use crate::events::QueueEvent;
@@ -76,14 +76,26 @@ impl Barrier {
         &self.session
     }
 
-    /// Closes the barrier: creates the node (and missing parents) as persistent nodes. Setting a barrier that is
-    /// already set is fine.
+    /// Closes the barrier: creates the node (with the session's [`acls`](Session::acls)) and its missing parents
+    /// (with its [`parent_acls`](Session::parent_acls)) as persistent nodes. Setting a barrier that is already
+    /// set is fine.
     pub async fn set(&self) -> Result<()> {
         let (client, retry) = (self.session.client(), self.session.retry());
         let mode = CreateMode::Persistent.with_acls(self.session.acls());
-        // `mkdir` is `mkdir -p`: it creates missing parents and treats an existing node as success, so retrying it
-        // after a lost reply is harmless.
-        retry.run(|| client.mkdir(&self.path, &mode)).await
+        let parent = self.path.rsplit_once('/').map_or("/", |(parent, _)| parent);
+        loop {
+            // An existing node is success — set already, or by our own create whose reply was lost — so retrying
+            // is harmless.
+            match retry.run(|| client.create(&self.path, &[], &mode)).await {
+                Ok(_) | Err(Error::ZooKeeper(zk::Error::NodeExists)) => return Ok(()),
+                // `mkdir` is `mkdir -p`: it creates missing parents and treats an existing node as success.
+                Err(Error::ZooKeeper(zk::Error::NoNode)) if !parent.is_empty() => {
+                    let parents = CreateMode::Persistent.with_acls(self.session.parent_acls());
+                    retry.run(|| client.mkdir(parent, &parents)).await?;
+                }
+                Err(err) => return Err(err),
+            }
+        }
     }
 
     /// Opens the barrier: deletes the node, releasing every waiter. Removing a barrier that is not set is fine.

@@ -252,10 +252,11 @@ pub(crate) async fn enqueue(
                 node.czxid = stat.czxid;
                 return Ok((node, listed.ok()));
             }
+            // No directory: never made, or a container deleted by the server since (also between our `mkdir` and
+            // this create). Make it (again) and retry.
             Err(zk::Error::NoNode) => {
                 attempt += 1;
-                let parents = CreateMode::Persistent.with_acls(session.acls());
-                retry.run(|| client.mkdir(dir, &parents)).await?;
+                idioms::mkdir_containers(client, retry, dir, session.parent_acls()).await?;
             }
             Err(err) if is_connection_loss(&err) => {
                 retry.pause(&mut attempt).await?;
@@ -343,11 +344,10 @@ async fn wait_turn<R: Rules + ?Sized>(
             return Ok(());
         };
         let path = child_path(&node.dir, &name);
-        let watched = node
-            .retry
-            .run(|| node.client.get_and_watch_data(&path))
-            .await
-            .if_exists()?;
+        // With `getData`; or, when the contender's ACL keeps its node from us, a watch on the directory (ordering
+        // needs names only).
+        let watched =
+            crate::participants::read_and_watch_node(&node.client, &node.retry, &node.dir, &name).await?;
         // Gone between our listing and the watch: look again.
         let Some((_, _, watcher)) = watched else {
             continue;

@@ -175,7 +175,7 @@ impl DoubleBarrier {
                 // Our name is unique: an existing node is ours, from an attempt whose reply was lost.
                 Some(Err(zk::Error::NodeExists)) => {}
                 Some(Err(zk::Error::NoNode)) => {
-                    let parents = CreateMode::Persistent.with_acls(self.session.acls());
+                    let parents = CreateMode::Persistent.with_acls(self.session.parent_acls());
                     retry.run(|| client.mkdir(&self.path, &parents)).await?;
                     continue;
                 }

@@ -12,6 +12,7 @@ use crate::guard::Guard;
 use crate::idioms::{self, IfExists};
 use crate::lost::LostReason;
 use crate::node::{self, Marker};
+use crate::participants;
 use crate::path::child_path;
 use crate::session::Session;
 
@@ -74,8 +75,12 @@ pub struct LeaderElection {
 pub struct Leader {
     /// The full path of the leader's node.
     pub path: String,
-    /// The data the leader stored in its node ([`LeaderElection::with_data`]), e.g. its address.
+    /// The data the leader stored in its node ([`LeaderElection::with_data`]), e.g. its address; empty when it is
+    /// not [`data_readable`](Leader::data_readable).
     pub data: Vec<u8>,
+    /// Whether our session may read the leader's data: `false` when the node's ACL denies us `READ` (the rest is
+    /// known all the same: see [`Participant::data_readable`](crate::Participant::data_readable)).
+    pub data_readable: bool,
     /// The leader's fencing token (its node's czxid).
     pub fencing_token: i64,
     /// The id of the leader's session.
@@ -142,21 +147,15 @@ impl LeaderElection {
         Ok(guard.expect("a timed acquire returns a guard or an error"))
     }
 
-    /// The current leader, if there is one.
+    /// The current leader, if there is one. A leader whose node's ACL keeps its data from our session is shown
+    /// all the same, with [`data_readable`](Leader::data_readable) `false`.
     pub async fn leader(&self) -> Result<Option<Leader>> {
         loop {
             let Some(head) = self.head().await? else {
                 return Ok(None);
             };
             let path = child_path(&self.path, &head);
-            let client = self.session.client();
-            match self
-                .session
-                .retry()
-                .run(|| client.get_data(&path))
-                .await
-                .if_exists()?
-            {
+            match participants::read_node(self.session.client(), self.session.retry(), &path).await? {
                 Some((data, stat)) => return Ok(Some(leader(path, data, &stat))),
                 // The leader left between the listing and the read: the next one leads now.
                 None => continue,
@@ -220,10 +219,11 @@ impl LeaderElection {
     }
 }
 
-fn leader(path: String, data: Vec<u8>, stat: &zk::Stat) -> Leader {
+fn leader(path: String, data: Option<Vec<u8>>, stat: &zk::Stat) -> Leader {
     Leader {
         path,
-        data,
+        data_readable: data.is_some(),
+        data: data.unwrap_or_default(),
         fencing_token: stat.czxid,
         session_id: stat.ephemeral_owner,
     }
@@ -264,7 +264,7 @@ impl Observer {
                 Some(head) => {
                     let path = child_path(dir, &head);
                     let Some((data, stat, watcher)) =
-                        retry.run(|| client.get_and_watch_data(&path)).await.if_exists()?
+                        participants::read_and_watch_node(client, retry, dir, &head).await?
                     else {
                         continue;
                     };

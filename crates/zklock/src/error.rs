@@ -37,6 +37,41 @@ pub enum Error {
         /// The full path of our (former) node.
         path: String,
     },
+    /// A node holds data the recipe cannot read: a counter that is not 4 bytes ([`SharedCount`](crate::SharedCount))
+    /// or 8 bytes ([`AtomicLong`](crate::AtomicLong)), a [`TwoPhaseCommit`](crate::TwoPhaseCommit) vote or outcome
+    /// that is neither `commit` nor `abort`. Nothing was changed.
+    #[error("{path} holds {len} bytes, not {expected}")]
+    CorruptData {
+        /// The full path of the node.
+        path: String,
+        /// How many bytes it holds.
+        len: usize,
+        /// What the recipe expected.
+        expected: &'static str,
+    },
+    /// [`TwoPhaseCommit::begin`](crate::TwoPhaseCommit::begin): a transaction with this id exists already.
+    #[error("the transaction {path} exists already")]
+    TransactionExists {
+        /// The transaction node's full path.
+        path: String,
+    },
+    /// [`TwoPhaseCommit::join`](crate::TwoPhaseCommit::join): the transaction does not name this participant.
+    #[error("the transaction {path} does not name {participant:?} as a participant")]
+    NotAParticipant {
+        /// The transaction node's full path.
+        path: String,
+        /// The name we gave.
+        participant: String,
+    },
+    /// [`TwoPhaseCommit::join`](crate::TwoPhaseCommit::join): this participant took part in the transaction already
+    /// (another process under its name, or an earlier attempt that went away before voting).
+    #[error("{participant:?} has taken part in the transaction {path} already")]
+    AlreadyJoined {
+        /// The transaction node's full path.
+        path: String,
+        /// The participant.
+        participant: String,
+    },
     /// The path given to a recipe is not a valid ZooKeeper path.
     #[error("invalid path {path:?}: {reason}")]
     InvalidPath {

@@ -6,6 +6,7 @@ use std::time::Instant;
 use crate::error::Result;
 use crate::lost::{LostReason, LostSignal};
 use crate::own_node::OwnNode;
+use crate::revocation::Revocation;
 
 /// Proof of holding a lock, a lease or leadership, for as long as it is not lost.
 ///
@@ -16,6 +17,8 @@ use crate::own_node::OwnNode;
 ///   it next to your critical section.
 /// * [`session_valid_until`](Guard::session_valid_until) — the instant before which the server cannot have expired
 ///   our session, renewed while held: a deadline for work that must stop even if this process is paused.
+/// * [`revocation_requested`](Guard::revocation_requested) — completes when somebody asks this holder to give up
+///   (Curator's revocation protocol): honour it by releasing.
 /// * [`release`](Guard::release) deletes the node and waits for ZooKeeper to confirm. Dropping the guard deletes it
 ///   in the background instead (best effort; in any case ZooKeeper deletes it when the session ends).
 #[derive(Debug)]
@@ -25,6 +28,8 @@ pub struct Guard {
     lost: LostSignal,
     node: OwnNode,
     held: Held,
+    /// The watch for revocation requests, started on first ask.
+    revocation: Revocation,
 }
 
 /// How long a guard was held, recorded when it goes (released or dropped): the one place of
@@ -51,6 +56,7 @@ impl Guard {
                 since: Instant::now(),
                 recipe,
             },
+            revocation: Revocation::default(),
         }
     }
 
@@ -131,10 +137,52 @@ impl Guard {
         self.lost.valid_until()
     }
 
+    /// Completes when somebody asks this holder to give up: [`crate::request_revocation`], `zklock revoke
+    /// --request`, or Curator's `Revoker.attemptRevoke` set our node's data to `__REVOKE__` (Curator's revocation
+    /// protocol). Revocation is cooperative: honour it by finishing up and [releasing](Guard::release) — that is
+    /// what `zklock run` and `zklock elect` do — or ignore it. A request made before the first call, even while
+    /// this guard still waited in the queue, counts. Never completes once the node is gone (select it next to
+    /// [`lost`](Guard::lost)).
+    ///
+    /// The first call starts a watch on our node's data (one request, and one more after each change of it);
+    /// later calls share it. The future owns what it needs.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # async fn example(client: zookeeper_client::Client) -> zklock::Result<()> {
+    /// let guard = zklock::Mutex::new(&client, "/locks/reindex")?.lock().await?;
+    /// tokio::select! {
+    ///     reason = guard.lost() => eprintln!("lost: {reason}"),
+    ///     () = guard.revocation_requested() => eprintln!("asked to give up: stopping early"),
+    ///     () = async { /* the work */ } => {}
+    /// }
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Cancellation safety
+    /// Cancellation safe: dropping the future loses nothing; the watch goes on for the next call.
+    pub fn revocation_requested(&self) -> impl Future<Output = ()> + Send + 'static {
+        self.revocation
+            .requested(&self.node.client, &self.node.path(), &self.node.retry)
+    }
+
+    /// Whether a revocation request has been seen (always `false` before the first call of
+    /// [`revocation_requested`](Guard::revocation_requested), which starts looking).
+    pub fn is_revocation_requested(&self) -> bool {
+        self.revocation.is_requested()
+    }
+
     /// Deletes our node and waits for ZooKeeper to confirm; retried across connection loss. Releasing a guard
     /// whose node is already gone succeeds.
     pub async fn release(self) -> Result<()> {
-        let Guard { node, lost, held } = self;
+        let Guard {
+            node,
+            lost,
+            held,
+            revocation,
+        } = self;
+        drop(revocation);
         drop(held);
         drop(lost);
         node.delete().await

@@ -1,8 +1,9 @@
 //! The ZooKeeper idioms the recipes share, each written once: a missing node as an answer rather than an error,
-//! the end of the session in a watch notification, "our node is gone — deleted, or did our session end?", and the
-//! sweep of duplicate nodes of ours.
+//! the end of the session in a watch notification, "our node is gone — deleted, or did our session end?", the
+//! sweep of duplicate nodes of ours, queue directories made as container nodes, and deletes left to the
+//! background.
 
-use zookeeper_client::{self as zk, Client, EventType, SessionState, WatchedEvent};
+use zookeeper_client::{self as zk, Acls, Client, CreateMode, EventType, SessionState, WatchedEvent};
 
 use crate::error::{Error, Result};
 use crate::retry::RetryPolicy;
@@ -39,6 +40,35 @@ pub(crate) async fn list_or_empty(client: &Client, retry: &RetryPolicy, dir: &st
         .unwrap_or_default())
 }
 
+/// Creates the queue directory `dir` and every missing parent as **container** nodes with `acls`, like Curator's
+/// `creatingParentContainersIfNeeded`: the server deletes a container once it has had children and has none left
+/// (ZooKeeper 3.5+ and the embedded server check every `znode.container.checkIntervalMs`, a minute by default), so
+/// lock directories go by themselves when their last contender leaves, and so do the parents this created once
+/// their last directory has gone. Nodes that exist already are left as they are (a persistent parent stays).
+///
+/// A server without containers (before 3.5) answers `Unimplemented`: then they are made persistent, as before, and
+/// `zklock reap` removes them when empty.
+///
+/// The directory can vanish again between this and our create in it (a used, empty container is deleted by the
+/// server's next sweep): the create then fails with `NoNode` and the caller comes back here. A container created
+/// here, unused yet, is never deleted by a sweep, so that does not repeat.
+pub(crate) async fn mkdir_containers(
+    client: &Client,
+    retry: &RetryPolicy,
+    dir: &str,
+    acls: Acls<'_>,
+) -> Result<()> {
+    let containers = CreateMode::Container.with_acls(acls);
+    match retry.run(|| client.mkdir(dir, &containers)).await {
+        Err(Error::ZooKeeper(zk::Error::Unimplemented)) => {
+            tracing::debug!(%dir, "the server has no container nodes: creating persistent directories");
+            let persistent = CreateMode::Persistent.with_acls(acls);
+            retry.run(|| client.mkdir(dir, &persistent)).await
+        }
+        made => made,
+    }
+}
+
 /// Deletes `path` (only at `version`, if given); a node already gone is fine.
 pub(crate) async fn delete_if_exists(
     client: &Client,
@@ -51,6 +81,25 @@ pub(crate) async fn delete_if_exists(
         .await
         .if_exists()
         .map(drop)
+}
+
+/// Deletes `path` (any version) in the background — a receipt whose write is settled, say: the request is sent
+/// now, only its reply (and, after a connection loss, a retry) is awaited later. A node that cannot be deleted is
+/// left to the end of the session if it is ephemeral; `what` names it in the debug log.
+pub(crate) fn delete_in_background(client: &Client, retry: &RetryPolicy, path: &str, what: &'static str) {
+    let delete = client.delete(path, None);
+    let (client, retry, path) = (client.clone(), retry.clone(), path.to_owned());
+    tokio::spawn(async move {
+        let result = match delete.await {
+            Err(err) if crate::retry::is_connection_loss(&err) => {
+                delete_if_exists(&client, &retry, &path, None).await
+            }
+            other => other.if_exists().map(drop),
+        };
+        if let Err(err) = result {
+            tracing::debug!(%path, %err, "removing {what} failed");
+        }
+    });
 }
 
 /// The error for a session in `state`, if the session has ended: expired, or closed (also by failed

@@ -12,7 +12,8 @@ use crate::session::Session;
 /// `getParticipantNodes()` or kazoo's `contenders()`, for every recipe). `None` if the directory does not exist.
 ///
 /// It is a snapshot: participants come and go while it looks, and one that left between the listing and the read
-/// of its node is not shown.
+/// of its node is not shown. It needs `READ` on the directory only: a participant whose node's ACL keeps its data
+/// from our session is shown all the same, with [`data_readable`](crate::Participant::data_readable) `false`.
 ///
 /// # Example
 /// ```no_run
@@ -37,15 +38,23 @@ pub async fn inspect(session: impl Into<Session>, path: &str) -> Result<Option<I
     let Some(children) = retry.run(|| client.list_children(&path)).await.if_exists()? else {
         return Ok(None);
     };
+    let mut items_by_priority = Vec::new();
     let (recipe, participants) =
         if let Some(found) = crate::semaphore::inspect(&session, &path, &children).await? {
             found
-        } else if let Some(recipe) = crate::queue::inspect(&session, &path, &children).await? {
+        } else if let Some((recipe, priorities)) = crate::queue::inspect(&session, &path, &children).await? {
+            items_by_priority = priorities;
             (recipe, Vec::new())
         } else if let Some(found) = contenders(&session, &path, children.clone()).await? {
             found
+        } else if let Some(found) = crate::group::inspect(&session, &path, &children).await? {
+            found
+        } else if let Some(found) = crate::two_phase_commit::inspect(&session, &path, &children).await? {
+            found
         } else if let Some(found) = crate::double_barrier::inspect(&session, &path, &children).await? {
             found
+        } else if let Some(recipe) = crate::counter::inspect(&session, &path, &children).await? {
+            (recipe, Vec::new())
         } else if children.is_empty() {
             (Recipe::Empty, Vec::new())
         } else {
@@ -60,6 +69,7 @@ pub async fn inspect(session: impl Into<Session>, path: &str) -> Result<Option<I
         path,
         recipe,
         participants,
+        items_by_priority,
     }))
 }
 

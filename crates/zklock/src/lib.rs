@@ -14,7 +14,12 @@
 //!   our node by anybody else, and (by [`LostPolicy`], on by default) when disconnected for long enough that the
 //!   session may be gone.
 //! * **Cancellation at every await point** — dropping an acquire future removes our node.
-//! * **Missing parents** are created as persistent nodes; **ordering** is by the sequence suffix only.
+//! * **Missing directories** of the queue recipes ([`Mutex`], [`RwLock`], [`Semaphore`], [`LeaderElection`]) and
+//!   their missing parents are created as container nodes where the server has them (ZooKeeper 3.5+, the embedded
+//!   server), as Curator does: the server deletes them once their last contender has gone. A directory deleted
+//!   between our look and our create is made again. **Ordering** is by the sequence suffix only.
+//! * **Revocation** — a holder can be asked to give up: [`request_revocation`] (Curator's `Revoker`) reaches
+//!   [`Guard::revocation_requested`]; [`revoke`] deletes a participant's node outright (its guard is lost).
 //! * **Fencing** — [`Guard::fencing_token`] is our node's czxid, strictly increasing across holders; for data kept
 //!   in ZooKeeper itself, [`Guard::fenced_writes`] makes the server refuse a lost holder's writes.
 //! * **A paused holder** — [`Guard::session_valid_until`] is the instant before which the server cannot have
@@ -35,13 +40,23 @@
 //! This is the shape intended for 1.0; everything not listed here is private.
 //!
 //! * **[`Session`]** — the client's ZooKeeper session plus the policies every recipe shares: [`RetryPolicy`],
-//!   [`LostPolicy`], an optional [`Listener`] of [`QueueEvent`]s, and the ACL of created nodes. Its `with_*`
-//!   builders are the only place these are set. Every recipe's constructor takes `impl Into<Session>`: a
+//!   [`LostPolicy`], an optional [`Listener`] of [`QueueEvent`]s, and the ACLs of created nodes and directories.
+//!   Its `with_*` builders are the only place these are set. Every recipe's constructor takes `impl Into<Session>`: a
 //!   `&Client` (default policies), a [`Session`] or a `&Session`.
 //! * **The recipes** — [`Mutex`], [`RwLock`], [`Semaphore`], [`LeaderElection`] (with [`Observer`], [`Leader`],
 //!   [`Term`]), [`Barrier`], [`DoubleBarrier`] (with [`Participation`]) and [`Queue`] (with [`Claimed`]). Each
 //!   keeps only its own settings: `with_data` (what `zklock status` shows), and on `Mutex` and `RwLock`
 //!   `with_kazoo_contenders`.
+//! * **[`PriorityQueue`]** — the [`Queue`] with a priority per item (lowest number first, FIFO within a priority), in
+//!   Curator's `DistributedPriorityQueue` layout.
+//! * **[`SharedCount`] and [`AtomicLong`]** — counters in one node, byte-compatible with Curator's `SharedCount` (with
+//!   [`Versioned`] values and a change watch) and `DistributedAtomicLong` (with [`AtomicValue`]); every change is a
+//!   compare-and-set with a receipt, so a lost reply never counts it twice.
+//! * **[`Group`]** — group membership ([`Membership`], [`Member`], the live view [`Members`] and its
+//!   [`MemberEvent`]s), in kazoo's `Party` or `ShallowParty` layout ([`GroupLayout`]), so Python and Rust processes
+//!   share groups.
+//! * **[`TwoPhaseCommit`]** — the two-phase commit recipe ([`Coordinator`], [`Ballot`], [`Decision`]): one outcome
+//!   for everybody, commit only if every participant voted commit, abort when a party goes away before deciding.
 //! * **[`MultiLock`]** — several [`Mutex`]es and [`RwLock`] sides held as one ([`Part`], [`MultiGuard`]), acquired
 //!   in a global order so multi-locks never deadlock.
 //! * **[`Guard`]** — what holding looks like for the queue recipes ([`MutexGuard`], [`ReadGuard`], [`WriteGuard`],
@@ -49,6 +64,8 @@
 //!   ([`Guard::fenced_writes`]): ZooKeeper writes that commit only while the guard's node exists at the server.
 //! * **[`inspect`]** — a read-only look at any recipe directory: the [`Recipe`] it holds and its [`Participant`]s
 //!   ([`NodeKind`], [`Role`]), for status displays and operators.
+//! * **[`request_revocation`] and [`revoke`]** — ask a participant to give up (Curator's revocation protocol,
+//!   heard through [`Guard::revocation_requested`]), or delete its node.
 //! * **[`Error`] and [`Result`]**, and the re-exported [`zookeeper_client`].
 //!
 //! # Metrics
@@ -69,7 +86,7 @@
 //! in a row).
 //!
 //! Private: node names and directory layouts (Curator's formats, a semaphore's `leases`/`locks`, a queue's `qn-`
-//! items and `claims`, a double barrier's `ready`), the rules each recipe applies to its queue, and the one
+//! items and `claims`, a priority queue's `queue-` items, a counter's receipts, a double barrier's `ready`), the rules each recipe applies to its queue, and the one
 //! contention mechanism they share. The node *formats* are an interoperability promise (Curator and kazoo share
 //! locks with us) but not an API: use [`inspect`] to read a directory.
 #![forbid(unsafe_code)]
@@ -77,12 +94,14 @@
 mod abandoned;
 mod barrier;
 mod contention;
+mod counter;
 mod double_barrier;
 mod election;
 mod error;
 mod events;
 mod fenced;
 mod gone;
+mod group;
 mod guard;
 mod idioms;
 mod inspect;
@@ -93,29 +112,37 @@ mod node;
 mod own_node;
 mod participants;
 mod path;
+mod priority_queue;
 mod queue;
 mod retry;
+mod revocation;
 mod rwlock;
 mod semaphore;
 mod session;
+mod two_phase_commit;
 
 pub use barrier::Barrier;
+pub use counter::{AtomicLong, AtomicValue, SharedCount, Versioned};
 pub use double_barrier::{DoubleBarrier, Participation};
 pub use election::{Leader, LeaderElection, Leadership, Observer, Term};
 pub use error::{Error, Result};
 pub use events::{Listener, QueueEvent};
 pub use fenced::FencedWrites;
+pub use group::{Group, GroupLayout, Member, MemberEvent, Members, Membership};
 pub use guard::Guard;
 pub use inspect::inspect;
 pub use lost::{LostPolicy, LostReason};
 pub use multi_lock::{MultiGuard, MultiLock, Part};
 pub use mutex::Mutex;
 pub use participants::{Inspection, NodeKind, Participant, Recipe, Role};
+pub use priority_queue::PriorityQueue;
 pub use queue::{Claimed, Queue};
 pub use retry::RetryPolicy;
+pub use revocation::{request_revocation, revoke};
 pub use rwlock::{ReadGuard, RwLock, WriteGuard};
 pub use semaphore::{Lease, Semaphore};
 pub use session::Session;
+pub use two_phase_commit::{Ballot, Coordinator, Decision, TwoPhaseCommit};
 pub use zookeeper_client;
 
 /// The guard of a [`Mutex`].

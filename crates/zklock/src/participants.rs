@@ -4,13 +4,13 @@
 
 use std::time::{Duration, SystemTime};
 
-use zookeeper_client::Stat;
+use zookeeper_client::{self as zk, Client, OneshotWatcher, Stat};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::idioms::IfExists;
 use crate::node::{Contender, Marker};
 use crate::path::child_path;
-use crate::retry::is_connection_loss;
+use crate::retry::{is_connection_loss, RetryPolicy};
 use crate::session::Session;
 
 /// What [`inspect`] found in a recipe directory.
@@ -24,6 +24,9 @@ pub struct Inspection {
     /// Who takes part, in order: holders (or the leader) first, then those waiting in queue order. A queue's items
     /// are counted in [`Recipe::Queue`], not listed here.
     pub participants: Vec<Participant>,
+    /// A [`PriorityQueue`](crate::PriorityQueue)'s items per priority, first out (lowest number) first; empty for
+    /// every other recipe.
+    pub items_by_priority: Vec<(i32, usize)>,
 }
 
 /// Which recipe a directory's children show.
@@ -46,10 +49,50 @@ pub enum Recipe {
         /// How many of them a [`take_safe`](crate::Queue::take_safe) consumer has claimed.
         claimed: usize,
     },
+    /// A [`PriorityQueue`](crate::PriorityQueue) (or Curator's `DistributedPriorityQueue`); its items per
+    /// priority are in [`Inspection::items_by_priority`].
+    PriorityQueue {
+        /// How many items it holds (claimed ones included).
+        items: usize,
+        /// How many of them a [`take_safe`](crate::PriorityQueue::take_safe) consumer has claimed.
+        claimed: usize,
+    },
+    /// A [`SharedCount`](crate::SharedCount) (or Curator's): a node without children holding 4 bytes.
+    SharedCount {
+        /// The count.
+        value: i32,
+        /// The node's version.
+        version: i32,
+    },
+    /// An [`AtomicLong`](crate::AtomicLong) (or Curator's `DistributedAtomicLong`): a node without children holding
+    /// 8 bytes.
+    AtomicLong {
+        /// The value.
+        value: i64,
+        /// The node's version.
+        version: i32,
+    },
     /// A [`DoubleBarrier`](crate::DoubleBarrier): the participants are the members present.
     DoubleBarrier {
         /// Whether the barrier has opened (enough members arrived).
         ready: bool,
+    },
+    /// A [`Group`](crate::Group) (or kazoo's `Party` / `ShallowParty`): the participants are its members, in the
+    /// order they joined.
+    Group,
+    /// One [`TwoPhaseCommit`](crate::TwoPhaseCommit) transaction node: the participants are its coordinator, the
+    /// votes cast and the participants that have joined without voting yet.
+    Transaction {
+        /// How many participants the coordinator named.
+        participants: usize,
+        /// How many of them have joined (alive or not).
+        joined: usize,
+        /// How many have voted.
+        votes: usize,
+        /// How many of the votes are commit.
+        commit_votes: usize,
+        /// The outcome, once decided.
+        outcome: Option<crate::Decision>,
     },
     /// A node without children: a set [`Barrier`](crate::Barrier), or a directory nobody uses right now.
     Empty,
@@ -80,8 +123,12 @@ pub struct Participant {
     pub fencing_token: i64,
     /// When the node was created (by the server's clock).
     pub created: SystemTime,
-    /// The data stored in the node (`with_data`).
+    /// The data stored in the node (`with_data`); empty when it is not [`data_readable`](Participant::data_readable).
     pub data: Vec<u8>,
+    /// Whether our session may read the node's data. `false` when the node's ACL denies us `READ` (ZooKeeper's
+    /// `NoAuth`): `data` is then unknown (and empty), while everything else — name, order, session, fencing token,
+    /// creation time — is still known, from the node's name and its stat, which ZooKeeper shows to anybody.
+    pub data_readable: bool,
 }
 
 /// What kind of node a [`Participant`] is, read from its name.
@@ -104,6 +151,16 @@ pub enum NodeKind {
     Lease,
     /// A double-barrier member.
     Member,
+    /// A group member in kazoo's `Party` layout (a [`Group`](crate::Group)'s default).
+    GroupMember,
+    /// A group member in kazoo's `ShallowParty` layout.
+    ShallowGroupMember,
+    /// A two-phase commit transaction's coordinator.
+    Coordinator,
+    /// A two-phase commit vote (its data: `commit` or `abort`).
+    Vote,
+    /// A two-phase commit participant that has joined (and not voted yet).
+    TransactionParticipant,
 }
 
 /// Where a [`Participant`] stands.
@@ -116,6 +173,10 @@ pub enum Role {
     Waiting,
     /// Has entered an open double barrier.
     Entered,
+    /// Belongs to a group.
+    Member,
+    /// Has voted in a two-phase commit transaction.
+    Voted,
 }
 
 impl From<Marker> for NodeKind {
@@ -159,14 +220,14 @@ pub(crate) async fn read_contenders(
         .collect())
 }
 
-/// A participant from its node's name, data and stat.
+/// A participant from its node's name, data (`None`: not readable) and stat.
 pub(crate) fn participant(
     dir: &str,
     name: &str,
     sequence: Option<i64>,
     kind: NodeKind,
     role: Role,
-    data: Vec<u8>,
+    data: Option<Vec<u8>>,
     stat: &Stat,
 ) -> Participant {
     Participant {
@@ -178,18 +239,19 @@ pub(crate) fn participant(
         session_id: stat.ephemeral_owner,
         fencing_token: stat.czxid,
         created: SystemTime::UNIX_EPOCH + Duration::from_millis(stat.ctime.max(0) as u64),
-        data,
+        data_readable: data.is_some(),
+        data: data.unwrap_or_default(),
     }
 }
 
 /// Reads the data and stat of the children `names` of `dir`: all requests are sent at once (ZooKeeper answers them
 /// in order on the one session), each retried on its own after a connection loss. `None` for a node gone since
-/// the listing.
+/// the listing; data `None` for a node whose data our session may not read (see [`unreadable`]).
 pub(crate) async fn read_nodes(
     session: &Session,
     dir: &str,
     names: &[&str],
-) -> Result<Vec<Option<(Vec<u8>, Stat)>>> {
+) -> Result<Vec<Option<(Option<Vec<u8>>, Stat)>>> {
     let (client, retry) = (session.client(), session.retry());
     let paths: Vec<String> = names.iter().map(|name| child_path(dir, name)).collect();
     // `zookeeper-client` sends a request when the method is called: these are all on their way now.
@@ -200,7 +262,78 @@ pub(crate) async fn read_nodes(
             Err(err) if is_connection_loss(&err) => retry.run(|| client.get_data(path)).await,
             other => other.map_err(Into::into),
         };
-        nodes.push(read.if_exists()?);
+        let node = match read {
+            Err(err) if is_no_auth(&err) => unreadable(client, retry, path).await?,
+            read => read.if_exists()?.map(|(data, stat)| (Some(data), stat)),
+        };
+        nodes.push(node);
     }
     Ok(nodes)
+}
+
+/// Reads one node like [`read_nodes`]: `None` when it is gone, data `None` when our session may not read it.
+pub(crate) async fn read_node(
+    client: &Client,
+    retry: &RetryPolicy,
+    path: &str,
+) -> Result<Option<(Option<Vec<u8>>, Stat)>> {
+    match retry.run(|| client.get_data(path)).await {
+        Err(err) if is_no_auth(&err) => unreadable(client, retry, path).await,
+        read => Ok(read.if_exists()?.map(|(data, stat)| (Some(data), stat))),
+    }
+}
+
+/// Reads the child `name` of `dir` like [`read_node`] and watches it: the watcher fires when the node is deleted
+/// or changed. A node whose data our session may not read cannot be watched itself — ZooKeeper sends a node's
+/// watch events only to sessions allowed to read it (3.8; the embedded server alike) — so then `dir` is watched
+/// instead, with a child watch: it fires when any child comes or goes (a waiter behind an unreadable node wakes for
+/// every change in the queue, not only its predecessor's going; it looks again and waits again).
+pub(crate) async fn read_and_watch_node(
+    client: &Client,
+    retry: &RetryPolicy,
+    dir: &str,
+    name: &str,
+) -> Result<Option<(Option<Vec<u8>>, Stat, OneshotWatcher)>> {
+    let path = child_path(dir, name);
+    match retry.run(|| client.get_and_watch_data(&path)).await {
+        Err(err) if is_no_auth(&err) => {
+            tracing::debug!(%path, "no permission to read the node: watching its directory instead");
+            let Some((children, watcher)) = retry
+                .run(|| client.list_and_watch_children(dir))
+                .await
+                .if_exists()?
+            else {
+                return Ok(None);
+            };
+            if !children.iter().any(|child| child == name) {
+                return Ok(None);
+            }
+            // Gone since the listing: the child watch has fired (or will), and `None` says so at once.
+            Ok(unreadable(client, retry, &path)
+                .await?
+                .map(|(data, stat)| (data, stat, watcher)))
+        }
+        read => Ok(read
+            .if_exists()?
+            .map(|(data, stat, watcher)| (Some(data), stat, watcher))),
+    }
+}
+
+/// A node whose data ZooKeeper would not give us (`NoAuth`): its stat alone, from `exists`, which ZooKeeper
+/// answers without checking the node's ACL — the contender's session, fencing token and creation time stay known.
+async fn unreadable(
+    client: &Client,
+    retry: &RetryPolicy,
+    path: &str,
+) -> Result<Option<(Option<Vec<u8>>, Stat)>> {
+    tracing::debug!(%path, "no permission to read the node's data");
+    Ok(retry
+        .run(|| client.check_stat(path))
+        .await?
+        .map(|stat| (None, stat)))
+}
+
+/// ZooKeeper's answer to a read the node's ACL does not allow.
+fn is_no_auth(err: &Error) -> bool {
+    matches!(err, Error::ZooKeeper(zk::Error::NoAuth))
 }

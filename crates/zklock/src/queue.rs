@@ -1,4 +1,5 @@
-//! The distributed FIFO queue of the design documents.
+//! The distributed FIFO queue of the design documents, and the machinery it shares with the priority queue
+//! (`priority_queue.rs`): [`Items`], a queue directory whose items are named by a [`Layout`].
 //!
 //! Items are persistent-sequential children `qn-<id>-<sequence>` of the queue directory; the order is the sequence
 //! number ZooKeeper appends (any child `qn-…<digits>` counts as an item, so the design documents' plain `qn-<seq>`
@@ -14,6 +15,9 @@
 //! * [`Queue::take_safe`]: first claim the lowest unclaimed item with an ephemeral `<queue>/claims/<item>` node
 //!   (claim and read in one round trip), process it, then [`Claimed::complete`] deletes item and claim in one
 //!   `multi`. A consumer that dies mid-take loses its claim with its session, and the item is available again.
+//!
+//! The priority queue differs only in its item names (the priority comes first in the order) and in its items'
+//! data (Curator's envelope): [`Layout`] says which, and everything else here serves both.
 
 use std::time::Duration;
 
@@ -28,9 +32,9 @@ use crate::path::child_path;
 use crate::retry::{is_connection_loss, RetryPolicy};
 use crate::session::Session;
 
-/// The prefix of every item node.
+/// The prefix of every item node of a FIFO queue.
 const ITEM_PREFIX: &str = "qn-";
-/// The child directory holding the claims of [`Queue::take_safe`].
+/// The child directory holding the claims of `take_safe`.
 const CLAIMS: &str = "claims";
 /// The child directory holding the receipts of puts whose outcome is not settled yet (see [`Queue::put`]).
 const RECEIPTS: &str = "receipts";
@@ -87,17 +91,7 @@ const RECEIPTS: &str = "receipts";
 /// * Ordering assumes the directory's sequence counter has not wrapped (2³¹ items per directory).
 #[derive(Debug, Clone)]
 pub struct Queue {
-    session: Session,
-    path: String,
-}
-
-/// The outcome of one pass over the queue.
-enum Pass<T> {
-    Took(T),
-    /// Nothing to take (for `take_safe`: nothing unclaimed).
-    Empty,
-    /// Every item we saw was taken by somebody else first: look again.
-    Raced,
+    items: Items,
 }
 
 impl Queue {
@@ -108,27 +102,18 @@ impl Queue {
     /// [`Error::InvalidPath`] if `path` is not a valid ZooKeeper path.
     pub fn new(session: impl Into<Session>, path: &str) -> Result<Queue> {
         Ok(Queue {
-            session: session.into(),
-            path: crate::path::validate(path)?,
+            items: Items::new(session.into(), path, Layout::Fifo)?,
         })
     }
 
     /// The queue directory.
     pub fn path(&self) -> &str {
-        &self.path
+        self.items.path()
     }
 
     /// The session and policies this queue uses.
     pub fn session(&self) -> &Session {
-        &self.session
-    }
-
-    fn client(&self) -> &Client {
-        self.session.client()
-    }
-
-    fn retry(&self) -> &RetryPolicy {
-        self.session.retry()
+        self.items.session()
     }
 
     /// Appends an item; returns its node name.
@@ -144,29 +129,170 @@ impl Queue {
     /// write was unknown — the item may or may not be in the queue (it is never enqueued twice).
     pub async fn put(&self, data: &[u8]) -> Result<String> {
         let id = uuid::Uuid::new_v4().simple().to_string();
-        let unique = format!("{ITEM_PREFIX}{id}-");
-        let prefix = child_path(&self.path, &unique);
+        self.items.put(&format!("{ITEM_PREFIX}{id}-"), &id, data).await
+    }
+
+    /// Removes and returns the lowest item, waiting (with a child watch) while the queue is empty.
+    pub async fn take(&self) -> Result<Vec<u8>> {
+        self.items.take().await
+    }
+
+    /// Like [`take`](Queue::take), but gives up after `timeout` with [`Error::Timeout`].
+    pub async fn take_timeout(&self, timeout: Duration) -> Result<Vec<u8>> {
+        self.items.take_timeout(timeout).await
+    }
+
+    /// Removes and returns the lowest item, or `None` at once if the queue is empty.
+    pub async fn try_take(&self) -> Result<Option<Vec<u8>>> {
+        self.items.try_take().await
+    }
+
+    /// The data of the lowest item (claimed or not), without removing it; `None` if the queue is empty.
+    pub async fn peek(&self) -> Result<Option<Vec<u8>>> {
+        self.items.peek().await
+    }
+
+    /// The number of items in the queue right now (including claimed ones).
+    pub async fn len(&self) -> Result<usize> {
+        self.items.len().await
+    }
+
+    /// Whether the queue is empty right now.
+    pub async fn is_empty(&self) -> Result<bool> {
+        Ok(self.len().await? == 0)
+    }
+
+    /// Claims the lowest unclaimed item, waiting while there is none. The item stays in the queue, invisible to
+    /// other `take_safe` consumers, until [`Claimed::complete`] removes it; if the claim goes away first (dropped,
+    /// [`abandoned`](Claimed::abandon), or our session ends) the item is available again, still in its place.
+    pub async fn take_safe(&self) -> Result<Claimed> {
+        self.items.take_safe().await
+    }
+
+    /// Like [`take_safe`](Queue::take_safe), but returns `None` at once if no item is unclaimed.
+    pub async fn try_take_safe(&self) -> Result<Option<Claimed>> {
+        self.items.try_take_safe().await
+    }
+}
+
+/// How a queue names, orders and encodes its items: the one thing in which a [`Queue`] and a
+/// [`PriorityQueue`](crate::PriorityQueue) differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Layout {
+    /// `qn-<id>-<sequence>`, lowest sequence first; the data as given.
+    Fifo,
+    /// Curator's `queue-<priority><sequence>`, lowest priority number first and FIFO within a priority; the data
+    /// in Curator's envelope (see `priority_queue.rs`).
+    Priority,
+}
+
+impl Layout {
+    /// An item's place in the queue — (priority, sequence), lowest first — or `None` for a child that is no item
+    /// of this layout.
+    pub(crate) fn key(self, name: &str) -> Option<(i64, i64)> {
+        match self {
+            Layout::Fifo => item_sequence(name).map(|seq| (0, seq)),
+            Layout::Priority => {
+                crate::priority_queue::item_key(name).map(|(priority, seq)| (i64::from(priority), seq))
+            }
+        }
+    }
+
+    /// The data a consumer gets from an item node's data.
+    fn decode(self, data: Vec<u8>) -> Vec<u8> {
+        match self {
+            Layout::Fifo => data,
+            Layout::Priority => crate::priority_queue::open_envelope(data),
+        }
+    }
+}
+
+/// A queue directory and the layout of its items: everything [`Queue`] and
+/// [`PriorityQueue`](crate::PriorityQueue) do, written once.
+#[derive(Debug, Clone)]
+pub(crate) struct Items {
+    session: Session,
+    path: String,
+    layout: Layout,
+}
+
+/// The outcome of one pass over the queue.
+enum Pass<T> {
+    Took(T),
+    /// Nothing to take (for `take_safe`: nothing unclaimed).
+    Empty,
+    /// Every item we saw was taken by somebody else first: look again.
+    Raced,
+}
+
+impl Items {
+    /// The queue in the directory `path`, its items named by `layout`.
+    pub(crate) fn new(session: Session, path: &str, layout: Layout) -> Result<Items> {
+        Ok(Items {
+            session,
+            path: crate::path::validate(path)?,
+            layout,
+        })
+    }
+
+    pub(crate) fn path(&self) -> &str {
+        &self.path
+    }
+
+    pub(crate) fn session(&self) -> &Session {
+        &self.session
+    }
+
+    fn client(&self) -> &Client {
+        self.session.client()
+    }
+
+    fn retry(&self) -> &RetryPolicy {
+        self.session.retry()
+    }
+
+    /// Creates an item `<queue>/<prefix><sequence>` holding `data` (already encoded for the layout), together
+    /// with its ephemeral receipt `<queue>/receipts/<id>`, in one transaction; returns the item's name.
+    ///
+    /// Every attempt creates the same receipt, so at most one attempt can commit. After a lost reply the receipt
+    /// tells whether ours did, even when a consumer has taken the item meanwhile, and its creation zxid — the
+    /// item's, as one transaction made both — tells which item among those named `<prefix>…` is ours. The receipt
+    /// is deleted in the background once the outcome is known. In the one case where the reply was lost and the
+    /// item was consumed before we looked, its name is no longer known and `prefix` is returned.
+    pub(crate) async fn put(&self, prefix: &str, id: &str, data: &[u8]) -> Result<String> {
+        let item = child_path(&self.path, prefix);
         let receipts = child_path(&self.path, RECEIPTS);
-        let receipt = child_path(&receipts, &id);
+        let receipt = child_path(&receipts, id);
         let item_mode = CreateMode::PersistentSequential.with_acls(self.session.acls());
         let receipt_mode = CreateMode::Ephemeral.with_acls(self.session.acls());
         let mut attempt = 0;
         loop {
             let mut multi = self.client().new_multi_writer();
-            multi.add_create(&prefix, data, &item_mode)?;
+            multi.add_create(&item, data, &item_mode)?;
             multi.add_create(&receipt, &[], &receipt_mode)?;
             match multi.commit().await {
                 Ok(results) => {
-                    self.forget_receipt(&receipt);
+                    idioms::delete_in_background(self.client(), self.retry(), &receipt, "a put receipt");
                     let name = results.into_iter().find_map(|result| match result {
                         MultiWriteResult::Create { path, .. } => path
                             .rsplit('/')
                             .next()
-                            .filter(|name| name.starts_with(&unique))
+                            .filter(|name| name.starts_with(prefix) && self.layout.key(name).is_some())
                             .map(str::to_owned),
                         _ => None,
                     });
-                    return Ok(name.unwrap_or(unique));
+                    return Ok(name.unwrap_or_else(|| prefix.to_owned()));
+                }
+                // An earlier attempt whose reply was lost did commit after all: its receipt is there.
+                Err(MultiWriteError::OperationFailed {
+                    index: 1,
+                    source: zk::Error::NodeExists,
+                }) => {
+                    let Some(name) = self.find_put(prefix, &receipt).await? else {
+                        return Err(zk::Error::NodeExists.into());
+                    };
+                    idioms::delete_in_background(self.client(), self.retry(), &receipt, "a put receipt");
+                    return Ok(name);
                 }
                 // The queue directory or its receipts directory does not exist yet.
                 Err(MultiWriteError::OperationFailed {
@@ -175,8 +301,8 @@ impl Queue {
                 }) => self.mkdir(&receipts).await?,
                 Err(MultiWriteError::RequestFailed { source }) if is_connection_loss(&source) => {
                     self.retry().pause(&mut attempt).await?;
-                    if let Some(name) = self.find_put(&unique, &receipt).await? {
-                        self.forget_receipt(&receipt);
+                    if let Some(name) = self.find_put(prefix, &receipt).await? {
+                        idioms::delete_in_background(self.client(), self.retry(), &receipt, "a put receipt");
                         return Ok(name);
                     }
                 }
@@ -188,54 +314,50 @@ impl Queue {
     /// After a lost reply: did our transaction happen? `sync` first, so a lagging ensemble member has seen
     /// everything the leader committed before we look. Our receipt exists if and only if it did (it is ephemeral,
     /// so a session that has ended since makes these requests fail with `SessionExpired` instead of answering
-    /// "no"). Returns the item's name, or its unique prefix if a consumer took it already.
-    async fn find_put(&self, unique: &str, receipt: &str) -> Result<Option<String>> {
+    /// "no"). Returns the item's name — the item named `<prefix>…` created in the receipt's transaction — or
+    /// `prefix` if a consumer took it already.
+    async fn find_put(&self, prefix: &str, receipt: &str) -> Result<Option<String>> {
         self.retry()
             .run(|| self.client().sync(&self.path))
             .await
             .if_exists()?;
-        if self
-            .retry()
-            .run(|| self.client().check_stat(receipt))
-            .await?
-            .is_none()
-        {
+        let Some(receipt) = self.retry().run(|| self.client().check_stat(receipt)).await? else {
             return Ok(None);
-        }
-        let name = self
+        };
+        let candidates: Vec<String> = self
             .list(&self.path)
             .await?
             .into_iter()
-            .find(|name| name.starts_with(unique));
-        match &name {
-            Some(name) => tracing::info!(queue = %self.path, %name, "found our item after a lost put reply"),
-            None => {
-                tracing::info!(queue = %self.path, item = %unique, "our item was put and taken before we looked")
+            .filter(|name| name.starts_with(prefix) && self.layout.key(name).is_some())
+            .collect();
+        let paths: Vec<String> = candidates
+            .iter()
+            .map(|name| child_path(&self.path, name))
+            .collect();
+        // All sent at once: `zookeeper-client` sends a request when the method is called.
+        let stats: Vec<_> = paths.iter().map(|path| self.client().check_stat(path)).collect();
+        let mut found = None;
+        for ((name, path), stat) in candidates.iter().zip(&paths).zip(stats) {
+            let stat = match stat.await {
+                Err(err) if is_connection_loss(&err) => {
+                    self.retry().run(|| self.client().check_stat(path)).await?
+                }
+                other => other?,
+            };
+            if found.is_none() && stat.is_some_and(|stat| stat.czxid == receipt.czxid) {
+                found = Some(name.clone());
             }
         }
-        Ok(Some(name.unwrap_or_else(|| unique.to_owned())))
-    }
-
-    /// Deletes a receipt whose put is settled, in the background: the request is sent now, only its reply (and,
-    /// after a connection loss, a retry) is awaited later. One that cannot be deleted goes with the session.
-    fn forget_receipt(&self, receipt: &str) {
-        let delete = self.client().delete(receipt, None);
-        let (client, retry, receipt) = (self.client().clone(), self.retry().clone(), receipt.to_owned());
-        tokio::spawn(async move {
-            let result = match delete.await {
-                Err(err) if is_connection_loss(&err) => {
-                    idioms::delete_if_exists(&client, &retry, &receipt, None).await
-                }
-                other => other.if_exists().map(drop),
-            };
-            if let Err(err) = result {
-                tracing::debug!(%receipt, %err, "removing a put receipt failed; it goes with the session");
+        match &found {
+            Some(name) => tracing::info!(queue = %self.path, %name, "found our item after a lost put reply"),
+            None => {
+                tracing::info!(queue = %self.path, item = %prefix, "our item was put and taken before we looked")
             }
-        });
+        }
+        Ok(Some(found.unwrap_or_else(|| prefix.to_owned())))
     }
 
-    /// Removes and returns the lowest item, waiting (with a child watch) while the queue is empty.
-    pub async fn take(&self) -> Result<Vec<u8>> {
+    pub(crate) async fn take(&self) -> Result<Vec<u8>> {
         let mut attempt = 0;
         loop {
             match self.take_pass().await? {
@@ -246,15 +368,13 @@ impl Queue {
         }
     }
 
-    /// Like [`take`](Queue::take), but gives up after `timeout` with [`Error::Timeout`].
-    pub async fn take_timeout(&self, timeout: Duration) -> Result<Vec<u8>> {
+    pub(crate) async fn take_timeout(&self, timeout: Duration) -> Result<Vec<u8>> {
         tokio::time::timeout(timeout, self.take())
             .await
             .map_err(|_| Error::Timeout)?
     }
 
-    /// Removes and returns the lowest item, or `None` at once if the queue is empty.
-    pub async fn try_take(&self) -> Result<Option<Vec<u8>>> {
+    pub(crate) async fn try_take(&self) -> Result<Option<Vec<u8>>> {
         loop {
             match self.take_pass().await? {
                 Pass::Took(data) => return Ok(Some(data)),
@@ -264,10 +384,9 @@ impl Queue {
         }
     }
 
-    /// The data of the lowest item (claimed or not), without removing it; `None` if the queue is empty.
-    pub async fn peek(&self) -> Result<Option<Vec<u8>>> {
+    pub(crate) async fn peek(&self) -> Result<Option<Vec<u8>>> {
         loop {
-            let items = sorted_items(self.list(&self.path).await?);
+            let items = self.sorted(self.list(&self.path).await?);
             if items.is_empty() {
                 return Ok(None);
             }
@@ -280,26 +399,17 @@ impl Queue {
                     .await
                     .if_exists()?
                 {
-                    return Ok(Some(data));
+                    return Ok(Some(self.layout.decode(data)));
                 }
             }
         }
     }
 
-    /// The number of items in the queue right now (including claimed ones).
-    pub async fn len(&self) -> Result<usize> {
-        Ok(sorted_items(self.list(&self.path).await?).len())
+    pub(crate) async fn len(&self) -> Result<usize> {
+        Ok(self.sorted(self.list(&self.path).await?).len())
     }
 
-    /// Whether the queue is empty right now.
-    pub async fn is_empty(&self) -> Result<bool> {
-        Ok(self.len().await? == 0)
-    }
-
-    /// Claims the lowest unclaimed item, waiting while there is none. The item stays in the queue, invisible to
-    /// other `take_safe` consumers, until [`Claimed::complete`] removes it; if the claim goes away first (dropped,
-    /// [`abandoned`](Claimed::abandon), or our session ends) the item is available again, still in its place.
-    pub async fn take_safe(&self) -> Result<Claimed> {
+    pub(crate) async fn take_safe(&self) -> Result<Claimed> {
         let mut attempt = 0;
         loop {
             match self.claim_pass().await? {
@@ -310,8 +420,7 @@ impl Queue {
         }
     }
 
-    /// Like [`take_safe`](Queue::take_safe), but returns `None` at once if no item is unclaimed.
-    pub async fn try_take_safe(&self) -> Result<Option<Claimed>> {
+    pub(crate) async fn try_take_safe(&self) -> Result<Option<Claimed>> {
         loop {
             match self.claim_pass().await? {
                 Pass::Took(claimed) => return Ok(Some(claimed)),
@@ -321,15 +430,20 @@ impl Queue {
         }
     }
 
+    /// The items among `children`, first out first.
+    fn sorted(&self, children: Vec<String>) -> Vec<String> {
+        sorted_items(children, self.layout)
+    }
+
     /// One look at the queue: try the items lowest first until one delete succeeds.
     async fn take_pass(&self) -> Result<Pass<Vec<u8>>> {
-        let items = sorted_items(self.list(&self.path).await?);
+        let items = self.sorted(self.list(&self.path).await?);
         if items.is_empty() {
             return Ok(Pass::Empty);
         }
         for name in items {
             if let Some(data) = self.take_item(&name).await? {
-                return Ok(Pass::Took(data));
+                return Ok(Pass::Took(self.layout.decode(data)));
             }
         }
         Ok(Pass::Raced)
@@ -371,7 +485,8 @@ impl Queue {
         let claims_dir = child_path(&self.path, CLAIMS);
         let (items, claims) = tokio::join!(self.list(&self.path), self.list(&claims_dir));
         let claims = claims?;
-        let free: Vec<String> = sorted_items(items?)
+        let free: Vec<String> = self
+            .sorted(items?)
             .into_iter()
             .filter(|name| !claims.contains(name))
             .collect();
@@ -449,7 +564,7 @@ impl Queue {
             };
             match read.if_exists()? {
                 Some((data, _)) => {
-                    claimed.data = data;
+                    claimed.data = self.layout.decode(data);
                     let lost =
                         LostSignal::start(self.client(), &claim, self.session.lost_policy(), self.retry());
                     lost.set_holding();
@@ -503,7 +618,7 @@ impl Queue {
             Some(Err(err)) if is_connection_loss(&err) => return self.retry().pause(attempt).await,
             Some(Err(err)) => return Err(err.into()),
         };
-        if sorted_items(items).iter().any(|name| !claimed.contains(name)) {
+        if self.sorted(items).iter().any(|name| !claimed.contains(name)) {
             return Ok(());
         }
         self.session.emit(QueueEvent::Waiting {
@@ -553,21 +668,30 @@ impl Queue {
     }
 
     async fn mkdir(&self, dir: &str) -> Result<()> {
-        let mode = CreateMode::Persistent.with_acls(self.session.acls());
+        let mode = CreateMode::Persistent.with_acls(self.session.parent_acls());
         self.retry().run(|| self.client().mkdir(dir, &mode)).await
     }
 }
 
-/// What [`inspect`](crate::inspect) shows of a queue directory (items, `claims` or `receipts` among its `children`): how
-/// many items, and how many of them are claimed.
-pub(crate) async fn inspect(session: &Session, path: &str, children: &[String]) -> Result<Option<Recipe>> {
-    let items = children
+/// What [`inspect`](crate::inspect) shows of a queue directory (items, `claims` or `receipts` among its
+/// `children`): a priority queue if any child is a priority item, else a FIFO queue; how many items, how many of
+/// them are claimed, and a priority queue's items per priority (first out first).
+pub(crate) async fn inspect(
+    session: &Session,
+    path: &str,
+    children: &[String],
+) -> Result<Option<(Recipe, Vec<(i32, usize)>)>> {
+    let priorities: Vec<i32> = children
+        .iter()
+        .filter_map(|name| crate::priority_queue::item_key(name).map(|(priority, _)| priority))
+        .collect();
+    let fifo_items = children
         .iter()
         .filter(|name| item_sequence(name).is_some())
         .count();
     let has_claims = children.iter().any(|name| name == CLAIMS);
     let has_receipts = children.iter().any(|name| name == RECEIPTS);
-    if items == 0 && !has_claims && !has_receipts {
+    if priorities.is_empty() && fifo_items == 0 && !has_claims && !has_receipts {
         return Ok(None);
     }
     let claimed = if has_claims {
@@ -578,10 +702,29 @@ pub(crate) async fn inspect(session: &Session, path: &str, children: &[String]) 
     } else {
         0
     };
-    Ok(Some(Recipe::Queue { items, claimed }))
+    if priorities.is_empty() {
+        return Ok(Some((
+            Recipe::Queue {
+                items: fifo_items,
+                claimed,
+            },
+            Vec::new(),
+        )));
+    }
+    let mut per_priority = std::collections::BTreeMap::<i32, usize>::new();
+    for priority in &priorities {
+        *per_priority.entry(*priority).or_default() += 1;
+    }
+    Ok(Some((
+        Recipe::PriorityQueue {
+            items: priorities.len(),
+            claimed,
+        },
+        per_priority.into_iter().collect(),
+    )))
 }
 
-/// The sequence number of a queue item; `None` for children that are not items.
+/// The sequence number of a FIFO queue item; `None` for children that are not items.
 fn item_sequence(name: &str) -> Option<i64> {
     let rest = name.strip_prefix(ITEM_PREFIX)?;
     let start = rest.rfind(|c: char| !c.is_ascii_digit()).map_or(0, |at| at + 1);
@@ -592,11 +735,11 @@ fn item_sequence(name: &str) -> Option<i64> {
     digits.parse().ok()
 }
 
-/// The items among `children`, lowest sequence first.
-fn sorted_items(children: Vec<String>) -> Vec<String> {
-    let mut items: Vec<(i64, String)> = children
+/// The items of `layout` among `children`, first out first.
+fn sorted_items(children: Vec<String>, layout: Layout) -> Vec<String> {
+    let mut items: Vec<((i64, i64), String)> = children
         .into_iter()
-        .filter_map(|name| item_sequence(&name).map(|seq| (seq, name)))
+        .filter_map(|name| layout.key(&name).map(|key| (key, name)))
         .collect();
     items.sort();
     items.into_iter().map(|(_, name)| name).collect()
@@ -805,15 +948,49 @@ mod tests {
         assert_eq!(item_sequence("claims"), None);
         assert_eq!(item_sequence("qn-"), None);
         assert_eq!(item_sequence("qn-abc"), None);
-        let sorted = sorted_items(vec![
-            "qn-ffff-0000000010".into(),
-            "claims".into(),
-            "qn-0000000002".into(),
-            "qn-aaaa-0000000007".into(),
-        ]);
+        let sorted = sorted_items(
+            vec![
+                "qn-ffff-0000000010".into(),
+                "claims".into(),
+                "qn-0000000002".into(),
+                "qn-aaaa-0000000007".into(),
+                "queue-1000000000000000001".into(),
+            ],
+            Layout::Fifo,
+        );
         assert_eq!(
             sorted,
             vec!["qn-0000000002", "qn-aaaa-0000000007", "qn-ffff-0000000010"]
         );
+    }
+
+    #[test]
+    fn priority_items_come_by_priority_then_sequence() {
+        let sorted = sorted_items(
+            vec![
+                "queue-1000000050000000001".into(), // priority 5
+                "queue-0FFFFFFFF0000000004".into(), // priority -1
+                "queue-1000000010000000003".into(), // priority 1, later
+                "qn-0000000000".into(),
+                "receipts".into(),
+                "queue-1000000010000000002".into(), // priority 1, earlier
+                "queue-0800000000000000009".into(), // priority i32::MIN
+            ],
+            Layout::Priority,
+        );
+        assert_eq!(
+            sorted,
+            vec![
+                "queue-0800000000000000009",
+                "queue-0FFFFFFFF0000000004",
+                "queue-1000000010000000002",
+                "queue-1000000010000000003",
+                "queue-1000000050000000001",
+            ]
+        );
+        // The same order as Curator's: it sorts the names as strings.
+        let mut by_name = sorted.clone();
+        by_name.sort();
+        assert_eq!(by_name, sorted);
     }
 }

@@ -256,7 +256,8 @@ impl Rules for Room<'_> {
     }
 }
 
-/// What [`inspect`](crate::inspect) shows of a semaphore directory (`leases` and `locks` among its `children`): the
+/// What [`inspect`](crate::inspect) shows of a semaphore directory (`leases` or `locks` among its `children`: both
+/// are container nodes, so the server deletes `locks` while nobody acquires, and `leases` while nobody holds): the
 /// lease nodes, holders first, and how many acquirers queue in the gate.
 ///
 /// The acquirer at the head of the gate creates its lease node *before* it knows whether there is room, and keeps
@@ -267,7 +268,7 @@ pub(crate) async fn inspect(
     path: &str,
     children: &[String],
 ) -> Result<Option<(Recipe, Vec<Participant>)>> {
-    if !(children.iter().any(|c| c == LEASES) && children.iter().any(|c| c == LOCKS)) {
+    if !children.iter().any(|c| c == LEASES || c == LOCKS) {
         return Ok(None);
     }
     let (client, retry) = (session.client(), session.retry());

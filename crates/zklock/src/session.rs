@@ -10,7 +10,7 @@ use crate::retry::RetryPolicy;
 
 /// The client's ZooKeeper session plus the policies recipes share: how operations are retried across connection
 /// loss ([`RetryPolicy`]), when a held guard counts as lost because of a disconnection ([`LostPolicy`]), who hears
-/// progress events ([`Listener`]), and the ACL of the nodes recipes create.
+/// progress events ([`Listener`]), and the ACLs of the nodes recipes create.
 ///
 /// Every recipe is built on one: `Mutex::new(session, path)`, `LeaderElection::new(session, path)`, …. A
 /// `&Client` converts into a `Session` with the default policies, so `Mutex::new(&client, path)` is all most code
@@ -19,6 +19,32 @@ use crate::retry::RetryPolicy;
 ///
 /// The ZooKeeper session itself belongs to the [`Client`]: when it expires every ephemeral node of every recipe on
 /// it is gone, and a `zookeeper-client` session never comes back — connect a new client.
+///
+/// # ACLs
+///
+/// Recipes create two sorts of nodes: their **own nodes** (a contender's, a lease's, a queue item, a barrier) and
+/// the **directories** they create when missing (the recipe's directory and its missing parents). Each gets an
+/// ACL of its own: [`with_acls`](Session::with_acls) for the nodes, [`with_parent_acls`](Session::with_parent_acls)
+/// for the directories (the nodes' ACL unless set). A directory that exists already keeps the ACL it has.
+///
+/// **The default is `world:anyone` with every permission** (ZooKeeper's `OPEN_ACL_UNSAFE`, Curator's and kazoo's
+/// default too), whether the session is authenticated or not. A [`Client`] does not tell whether credentials were
+/// added when it was connected (asking the server, `whoami`, is a round trip ZooKeeper before 3.7 does not answer),
+/// and a default that changed silently with the credentials would also lock out Curator or kazoo peers that share
+/// a lock under other credentials. So an authenticated application says what it wants, typically
+/// `with_acls(Acls::creator_all())`: only sessions with the same credentials may then read, change or delete the
+/// nodes. (An unauthenticated session cannot create nodes with `creator_all`: ZooKeeper answers `InvalidACL`.) The
+/// `zklock` command line picks `creator_all` by itself when it is given credentials.
+///
+/// Ordering needs names only: listing a directory needs `READ` on it, not on its children. A contender whose node
+/// our session may not read is still ordered, waited for and shown: ZooKeeper sends a node's watch events only to
+/// sessions allowed to read it, so a recipe waiting behind such a node watches the directory's children instead
+/// (it then wakes for every change in the queue, looks again, and waits again); and [`inspect`](crate::inspect),
+/// [`LeaderElection::leader`](crate::LeaderElection::leader) and [`Observer`](crate::Observer) show such a
+/// participant from its name and stat (`exists` checks no ACL) with its data marked unreadable. To let others see
+/// who holds a lock without seeing the data, give the directories `world:anyone` `READ` besides the creator's
+/// rights. Keep your own identity in the nodes' ACL with `READ`: the [`Guard`](crate::Guard)'s lost signal
+/// watches our own node, and hears of its deletion only if it may read it.
 ///
 /// # Example
 /// ```no_run
@@ -48,17 +74,19 @@ struct Inner {
     lost_policy: LostPolicy,
     listener: Option<Listener>,
     acls: Vec<Acl>,
+    /// The directories' ACL; `None`: the nodes' ACL.
+    parent_acls: Option<Vec<Acl>>,
 }
 
-/// The ACL of the nodes recipes create unless [`Session::with_acls`] says otherwise.
+/// The ACL of the nodes recipes create unless [`Session::with_acls`] says otherwise: see "ACLs" on [`Session`].
 fn default_acls() -> Acls<'static> {
     Acls::anyone_all()
 }
 
 impl Session {
     /// The session of `client` with the default policies: retry across connection loss until the session ends,
-    /// [`LostPolicy::HalfSessionTimeout`], no listener, and nodes created with the ACL `world:anyone` with every
-    /// permission.
+    /// [`LostPolicy::HalfSessionTimeout`], no listener, and nodes and directories created with the ACL
+    /// `world:anyone` with every permission (see "ACLs" above for why, and how to change it).
     pub fn new(client: &Client) -> Session {
         Session::of(client.clone())
     }
@@ -71,6 +99,7 @@ impl Session {
                 lost_policy: LostPolicy::default(),
                 listener: None,
                 acls: default_acls().to_vec(),
+                parent_acls: None,
             }),
         }
     }
@@ -99,10 +128,43 @@ impl Session {
         self
     }
 
-    /// The ACL of every node the recipes create: their own nodes, and the persistent directories created as
-    /// parents.
+    /// The ACL of the nodes the recipes create: their own nodes, and also the directories they create unless
+    /// [`with_parent_acls`](Session::with_parent_acls) gives those another. See "ACLs" on [`Session`].
+    ///
+    /// # Example
+    /// ```no_run
+    /// # async fn example() -> zklock::Result<()> {
+    /// use zklock::zookeeper_client::{Acl, Acls, AuthId, Client, Permission};
+    ///
+    /// let client = Client::connector()
+    ///     .with_auth("digest", b"alice:secret")
+    ///     .connect("127.0.0.1:2181")
+    ///     .await?;
+    /// // Only sessions authenticated as alice may read, change or delete our nodes; anybody may list the
+    /// // directories (so `zklock status` shows who holds the lock), nobody else may create in them.
+    /// let directories = [
+    ///     Acl::new(Permission::ALL, AuthId::authed()),
+    ///     Acl::new(Permission::READ, AuthId::anyone()),
+    /// ];
+    /// let session = zklock::Session::new(&client)
+    ///     .with_acls(Acls::creator_all())
+    ///     .with_parent_acls(Acls::new(&directories));
+    /// let guard = zklock::Mutex::new(&session, "/locks/payroll")?.lock().await?;
+    /// # guard.release().await?;
+    /// # Ok(()) }
+    /// ```
     pub fn with_acls(mut self, acls: Acls<'_>) -> Session {
         self.inner_mut().acls = acls.to_vec();
+        self
+    }
+
+    /// The ACL of the directories the recipes create when missing: a recipe's directory, its missing parents, and
+    /// the sub-directories some recipes keep (a semaphore's `leases` and `locks`, a queue's `claims` and
+    /// `receipts`). Without it they get the nodes' ACL ([`with_acls`](Session::with_acls)). Every participant
+    /// needs `CREATE` and `READ` on a recipe's directory; `DELETE` on it is what removing a node takes. A directory
+    /// that exists already is left as it is.
+    pub fn with_parent_acls(mut self, acls: Acls<'_>) -> Session {
+        self.inner_mut().parent_acls = Some(acls.to_vec());
         self
     }
 
@@ -129,6 +191,12 @@ impl Session {
     /// The ACL of the nodes the recipes create.
     pub fn acls(&self) -> Acls<'_> {
         Acls::new(&self.inner.acls)
+    }
+
+    /// The ACL of the directories the recipes create ([`with_parent_acls`](Session::with_parent_acls), or else the
+    /// nodes' ACL).
+    pub fn parent_acls(&self) -> Acls<'_> {
+        Acls::new(self.inner.parent_acls.as_deref().unwrap_or(&self.inner.acls))
     }
 
     /// Hands `event` to the listener, if there is one.

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use zookeeper_client::{self as zk, Client};
+use zookeeper_client::Client;
+
+use crate::support::await_children;
 
 /// Generous bound for "this must happen" on a loaded machine.
 const EVENTUALLY: Duration = Duration::from_secs(30);
@@ -156,26 +158,6 @@ async fn connect(hosts: &str) -> Client {
         .expect("connect")
 }
 
-/// Waits, with child watches, until the election directory has `count` candidates.
-async fn await_candidates(client: &Client, dir: &str, count: usize) -> Vec<String> {
-    let wait = async {
-        loop {
-            match client.list_and_watch_children(dir).await {
-                Ok((children, _)) if children.len() == count => return children,
-                Ok((_, watcher)) => drop(watcher.changed().await),
-                Err(zk::Error::NoNode) => {
-                    let (_, watcher) = client.check_and_watch_stat(dir).await.unwrap();
-                    drop(watcher.changed().await);
-                }
-                Err(err) => panic!("listing {dir}: {err}"),
-            }
-        }
-    };
-    tokio::time::timeout(EVENTUALLY, wait)
-        .await
-        .unwrap_or_else(|_| panic!("{dir}: never {count} candidates"))
-}
-
 fn temp_log() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("elected.log");
@@ -193,7 +175,7 @@ async fn handover_after_kill_and_sigterm(hosts: &str) {
     assert_eq!(lines[0].zklock, first.pid(), "the only candidate leads");
     let first_shell = lines[0].shell;
     let mut second = Elect::start(hosts, &dir, &log);
-    await_candidates(&admin, &dir, 2).await;
+    await_children(&admin, &dir, 2).await;
 
     // kill -9 the leader: its command must die with it, and the second must take over within the session timeout
     // (ZooKeeper expires sessions on tick boundaries: allow two ticks of 2 s and some scheduling slack).
@@ -222,7 +204,7 @@ async fn handover_after_kill_and_sigterm(hosts: &str) {
 
     // A graceful hand-over: SIGTERM to the leader stops its command, then it resigns and the third leads.
     let mut third = Elect::start(hosts, &dir, &log);
-    await_candidates(&admin, &dir, 2).await;
+    await_children(&admin, &dir, 2).await;
     second.signal(Signal::SIGTERM);
     assert!(
         second.wait().await.success(),
@@ -245,7 +227,7 @@ async fn handover_after_kill_and_sigterm(hosts: &str) {
     third.signal(Signal::SIGTERM);
     assert!(third.wait().await.success());
     assert_never_overlapping(&read_log(&log));
-    await_candidates(&admin, &dir, 0).await;
+    await_children(&admin, &dir, 0).await;
 }
 
 /// Leadership lost (our node deleted by somebody else): the command is stopped and `zklock elect` exits with 4.
@@ -255,7 +237,7 @@ async fn lost_leadership_stops_the_command(hosts: &str) {
     let admin = connect(hosts).await;
     let mut leader = Elect::start(hosts, &dir, &log);
     wait_for_log(&log, "the leader's command", |l| !l.is_empty()).await;
-    let nodes = await_candidates(&admin, &dir, 1).await;
+    let nodes = await_children(&admin, &dir, 1).await;
     admin.delete(&format!("{dir}/{}", nodes[0]), None).await.unwrap();
     assert_eq!(
         leader.wait().await.code(),

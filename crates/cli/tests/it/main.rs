@@ -2,6 +2,8 @@
 
 mod support;
 
+mod cleanup;
+mod counter;
 mod demo;
 mod elect;
 mod input;
@@ -11,7 +13,10 @@ mod manual;
 mod metrics;
 mod parity;
 mod pause;
+mod revoke;
 mod run;
+mod secure;
 mod serve_disk_full;
+mod serve_tls;
 mod signals;
 mod status;

@@ -10,6 +10,9 @@ const SUBCOMMANDS: &[&str] = &[
     "serve",
     "demo",
     "bench",
+    "revoke",
+    "reap",
+    "counter",
     "completions",
     "man",
 ];

@@ -11,7 +11,6 @@ use nix::unistd::Pid;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use zklock_testkit::unique_path;
-use zookeeper_client::{self as zk, Client};
 
 use crate::support::*;
 
@@ -94,28 +93,6 @@ async fn next_line(lines: &mut mpsc::UnboundedReceiver<(usize, String)>, what: &
         .await
         .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
         .unwrap_or_else(|| panic!("no more output while waiting for {what}"))
-}
-
-/// Waits, with child watches, until `dir` has `count` children; returns them.
-async fn await_children(client: &Client, dir: &str, count: usize) -> Vec<String> {
-    let wait = async {
-        loop {
-            match client.list_and_watch_children(dir).await {
-                Ok((children, _)) if children.len() == count => return children,
-                Ok((_, watcher)) => drop(watcher.changed().await),
-                Err(zk::Error::NoNode) => {
-                    let (stat, watcher) = client.check_and_watch_stat(dir).await.unwrap();
-                    if stat.is_none() {
-                        drop(watcher.changed().await);
-                    }
-                }
-                Err(err) => panic!("listing {dir}: {err}"),
-            }
-        }
-    };
-    tokio::time::timeout(EVENTUALLY, wait)
-        .await
-        .unwrap_or_else(|_| panic!("{dir}: never {count} children"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -343,26 +320,6 @@ async fn a_lost_read_lock_or_lease_stops_the_command() {
         assert_eq!(status, Some(4), "{flags:?}: {stderr}");
         assert!(stderr.contains(what), "{flags:?}: {stderr}");
     }
-}
-
-/// Waits (an event: a pidfd becomes readable when its process ends, any process) until `pid` has exited.
-async fn exited(pid: i32) {
-    let pid = rustix::process::Pid::from_raw(pid).expect("a valid pid");
-    let pidfd = match rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) {
-        Ok(fd) => fd,
-        Err(rustix::io::Errno::SRCH) => return,
-        Err(err) => panic!("pidfd_open: {err}"),
-    };
-    tokio::time::timeout(
-        EVENTUALLY,
-        tokio::task::spawn_blocking(move || {
-            let mut fds = [rustix::event::PollFd::new(&pidfd, rustix::event::PollFlags::IN)];
-            while rustix::event::poll(&mut fds, None).expect("poll") == 0 {}
-        }),
-    )
-    .await
-    .expect("the command exited")
-    .unwrap();
 }
 
 /// The watchdog guards the new kinds of guard too: with `zklock` paused (SIGSTOP) while its command holds a read lock

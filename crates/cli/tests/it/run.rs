@@ -164,27 +164,6 @@ async fn child_is_stopped_when_the_lock_is_lost() {
     assert!(!alive(child), "the command was stopped");
 }
 
-/// Waits (an event: a pidfd becomes readable when its process ends — any process, not only our children) until
-/// `pid` has exited.
-async fn exited(pid: i32) {
-    let pid = rustix::process::Pid::from_raw(pid).expect("a valid pid");
-    let pidfd = match rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) {
-        Ok(fd) => fd,
-        Err(rustix::io::Errno::SRCH) => return, // already gone (and reaped)
-        Err(err) => panic!("pidfd_open: {err}"),
-    };
-    tokio::time::timeout(
-        EVENTUALLY,
-        tokio::task::spawn_blocking(move || {
-            let mut fds = [rustix::event::PollFd::new(&pidfd, rustix::event::PollFlags::IN)];
-            while rustix::event::poll(&mut fds, None).expect("poll") == 0 {}
-        }),
-    )
-    .await
-    .expect("the process exited")
-    .unwrap();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn child_dies_with_zklock_even_on_kill_9() {
     let hosts = zookeeper().await;

@@ -428,3 +428,114 @@ async fn election_shows_leader_and_candidates() {
     leader.release().await.unwrap();
     candidate.await.unwrap().unwrap();
 }
+
+/// A group's members in the order they joined, with their data; a two-phase commit transaction's outcome, votes
+/// and coordinator; `--json` and `--check` for both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shows_groups_and_transactions() {
+    let hosts = zookeeper().await;
+    let (a, b) = (client(&hosts).await, client(&hosts).await);
+    let check = |path: String| {
+        let hosts = hosts.clone();
+        async move {
+            output(&["status", "--connect", &hosts, "--check", &path])
+                .await
+                .status
+                .code()
+        }
+    };
+
+    let group = unique_path("cli-status-group");
+    let first = zklock::Group::new(&a, &group)
+        .unwrap()
+        .with_data("first member")
+        .join()
+        .await
+        .unwrap();
+    let second = zklock::Group::new(&b, &group)
+        .unwrap()
+        .with_data("second member")
+        .join()
+        .await
+        .unwrap();
+    let stdout = text(&output(&["status", "--connect", &hosts, &group]).await.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[0].contains("group with 2 member(s)"), "{stdout}");
+    assert!(
+        lines[1].trim_start().starts_with("member ") && lines[1].contains("[party]"),
+        "{stdout}"
+    );
+    assert!(
+        lines[1].contains("first member") && lines[2].contains("second member"),
+        "{stdout}"
+    );
+    let report = json(&output(&["status", "--connect", &hosts, "--json", &group]).await);
+    assert_eq!(
+        (report["recipe"].as_str(), report["held"].as_bool()),
+        (Some("group"), Some(true)),
+        "{report}"
+    );
+    assert_eq!(report["holders"][1]["data"], "second member", "{report}");
+    assert_eq!(check(group.clone()).await, Some(0), "a group with members");
+    first.leave().await.unwrap();
+    second.leave().await.unwrap();
+    assert_eq!(check(group.clone()).await, Some(1), "nobody left");
+
+    let transactions = unique_path("cli-status-2pc");
+    let tx = format!("{transactions}/tx");
+    let coordinator = zklock::TwoPhaseCommit::new(&a, &transactions)
+        .unwrap()
+        .begin("tx", &["x", "y"])
+        .await
+        .unwrap();
+    let x = {
+        let tpc = zklock::TwoPhaseCommit::new(&b, &transactions).unwrap();
+        tokio::spawn(async move { tpc.join("tx", "x").await?.vote(zklock::Decision::Commit).await })
+    };
+    children(&a, &tx, 4).await; // coordinator-, joined-x, alive-…-x, vote-x
+    let stdout = text(&output(&["status", "--connect", &hosts, &tx]).await.stdout);
+    assert!(
+        stdout.contains(
+            "two-phase commit transaction, undecided; 1 of 2 participant(s) voted (1 commit), 1 joined"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.lines().any(|l| l.trim_start().starts_with("coordinator ")),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("voted ") && l.ends_with("commit")),
+        "{stdout}"
+    );
+    let report = json(&output(&["status", "--connect", &hosts, "--json", &tx]).await);
+    assert_eq!(
+        (report["recipe"].as_str(), report["outcome"].as_str()),
+        (Some("transaction"), Some("undecided")),
+        "{report}"
+    );
+    assert_eq!(
+        (
+            report["counts"]["participants"].as_u64(),
+            report["counts"]["votes"].as_u64()
+        ),
+        (Some(2), Some(1)),
+        "{report}"
+    );
+    assert_eq!(check(tx.clone()).await, Some(0), "the coordinator holds it open");
+    let y = zklock::TwoPhaseCommit::new(&a, &transactions)
+        .unwrap()
+        .join("tx", "y")
+        .await
+        .unwrap();
+    assert_eq!(
+        y.vote(zklock::Decision::Abort).await.unwrap(),
+        zklock::Decision::Abort
+    );
+    assert_eq!(coordinator.decide().await.unwrap(), zklock::Decision::Abort);
+    assert_eq!(x.await.unwrap().unwrap(), zklock::Decision::Abort);
+    let report = json(&output(&["status", "--connect", &hosts, "--json", &tx]).await);
+    assert_eq!(report["outcome"], "abort", "{report}");
+}

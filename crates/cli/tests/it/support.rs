@@ -3,7 +3,7 @@
 use std::process::Output;
 use std::time::Duration;
 
-use zookeeper_client::Client;
+use zookeeper_client::{self as zk, Client};
 
 /// Generous bound for "this must happen" on a loaded 2-core machine.
 pub const EVENTUALLY: Duration = Duration::from_secs(60);
@@ -41,4 +41,47 @@ pub async fn client(hosts: &str) -> Client {
 
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Waits (an event: a pidfd becomes readable when its process ends — any process, not only our children) until
+/// `pid` has exited.
+pub async fn exited(pid: i32) {
+    let pid = rustix::process::Pid::from_raw(pid).expect("a valid pid");
+    let pidfd = match rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::SRCH) => return, // already gone (and reaped)
+        Err(err) => panic!("pidfd_open: {err}"),
+    };
+    tokio::time::timeout(
+        EVENTUALLY,
+        tokio::task::spawn_blocking(move || {
+            let mut fds = [rustix::event::PollFd::new(&pidfd, rustix::event::PollFlags::IN)];
+            while rustix::event::poll(&mut fds, None).expect("poll") == 0 {}
+        }),
+    )
+    .await
+    .expect("the process exited")
+    .unwrap();
+}
+
+/// Waits, with child watches, until `dir` has `count` children; returns them.
+pub async fn await_children(client: &Client, dir: &str, count: usize) -> Vec<String> {
+    let wait = async {
+        loop {
+            match client.list_and_watch_children(dir).await {
+                Ok((children, _)) if children.len() == count => return children,
+                Ok((_, watcher)) => drop(watcher.changed().await),
+                Err(zk::Error::NoNode) => {
+                    let (stat, watcher) = client.check_and_watch_stat(dir).await.unwrap();
+                    if stat.is_none() {
+                        drop(watcher.changed().await);
+                    }
+                }
+                Err(err) => panic!("listing {dir}: {err}"),
+            }
+        }
+    };
+    tokio::time::timeout(EVENTUALLY, wait)
+        .await
+        .unwrap_or_else(|_| panic!("{dir}: never {count} children"))
 }

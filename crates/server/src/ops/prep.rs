@@ -24,6 +24,8 @@ pub struct Pending {
 /// The tree as earlier ops of the same multi have left it (ZooKeeper's outstanding `ChangeRecord`s).
 pub struct View<'a> {
     tree: &'a DataTree,
+    /// Whether ACLs may name x509 ids (a secure client port is configured).
+    x509: bool,
     overlay: HashMap<String, Option<Pending>>,
 }
 
@@ -46,8 +48,15 @@ impl<'a> View<'a> {
     pub fn new(tree: &'a DataTree) -> Self {
         View {
             tree,
+            x509: false,
             overlay: HashMap::new(),
         }
+    }
+
+    /// The same view, with the x509 scheme known to ACLs or not.
+    pub fn with_x509(mut self, x509: bool) -> Self {
+        self.x509 = x509;
+        self
     }
 
     fn get(&self, path: &str) -> Option<Pending> {
@@ -149,7 +158,7 @@ pub fn create(view: &View, auth: &AuthIds, session: i64, args: &CreateArgs) -> R
         return Err(ErrorCode::BadArguments);
     }
     let parent_path = parent_for_create(args.path)?;
-    let acl = acl::fixup(args.acl, auth)?;
+    let acl = acl::fixup(args.acl, auth, view.x509)?;
     let parent = view.get(parent_path).ok_or(ErrorCode::NoNode)?;
     acl::check(&parent.acl, perms::CREATE, auth)?;
     let path = if mode.is_sequential() {
@@ -224,7 +233,7 @@ pub fn set_data(
 /// setACL.
 pub fn set_acl(view: &View, auth: &AuthIds, path: &str, acl: &[Acl], version: i32) -> Result<Txn, ErrorCode> {
     valid(path)?;
-    let acl = acl::fixup(acl, auth)?;
+    let acl = acl::fixup(acl, auth, view.x509)?;
     let node = view.get(path).ok_or(ErrorCode::NoNode)?;
     acl::check(&node.acl, perms::ADMIN, auth)?;
     let aversion = check_version(node.aversion, version)?;

@@ -173,7 +173,9 @@ fn push_unique(ids: &mut Vec<Id>, id: Id) {
     }
 }
 
-/// whoAmI: the connection's identities, user names only (digest hashes are not echoed).
+/// whoAmI: the connection's identities as ZooKeeper's `AuthUtil.getClientInfos` lists them: the user name of
+/// each (a digest id's user, not its hash; an ip's address; an x509 subject), `super` with an empty one (it has
+/// no authentication provider).
 pub fn who_am_i(st: &State, conn: ConnId) -> Reply {
     let client_info = st
         .conns
@@ -181,7 +183,6 @@ pub fn who_am_i(st: &State, conn: ConnId) -> Reply {
         .map(|c| {
             acl::in_zookeeper_order(&c.auth)
                 .into_iter()
-                .filter(|id| id.scheme != "super")
                 .map(|id| ClientInfo {
                     auth_scheme: id.scheme.clone(),
                     user: match id.scheme.as_str() {
@@ -189,6 +190,7 @@ pub fn who_am_i(st: &State, conn: ConnId) -> Reply {
                             .id
                             .split_once(':')
                             .map_or(id.id.clone(), |(u, _)| u.to_string()),
+                        "super" => String::new(),
                         _ => id.id.clone(),
                     },
                 })

@@ -55,7 +55,7 @@ pub fn create(
         acl: &req.acl,
         flags: req.flags,
     };
-    let prepared = prep::create(&View::new(&st.tree), &auth, session, &args);
+    let prepared = prep::create(&View::new(&st.tree).with_x509(st.x509), &auth, session, &args);
     Ok(commit(st, prepared)
         .map(|(txn, stat)| {
             // prep::create only ever returns Txn::Create; the fallback keeps this total.
@@ -78,14 +78,25 @@ pub fn create(
 pub fn delete(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply, Malformed> {
     let req = DeleteRequest::decode(r)?;
     let auth = auth_of(st, conn);
-    let prepared = prep::delete(&View::new(&st.tree), &auth, &req.path, req.version);
+    let prepared = prep::delete(
+        &View::new(&st.tree).with_x509(st.x509),
+        &auth,
+        &req.path,
+        req.version,
+    );
     Ok(commit(st, prepared).map(|_| Reply::empty()).into())
 }
 
 pub fn set_data(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply, Malformed> {
     let req = SetDataRequest::decode(r)?;
     let auth = auth_of(st, conn);
-    let prepared = prep::set_data(&View::new(&st.tree), &auth, &req.path, &req.data, req.version);
+    let prepared = prep::set_data(
+        &View::new(&st.tree).with_x509(st.x509),
+        &auth,
+        &req.path,
+        &req.data,
+        req.version,
+    );
     Ok(commit(st, prepared)
         .map(|(_, stat)| {
             Reply::ok(&StatResponse {
@@ -98,7 +109,13 @@ pub fn set_data(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Repl
 pub fn set_acl(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply, Malformed> {
     let req = SetAclRequest::decode(r)?;
     let auth = auth_of(st, conn);
-    let prepared = prep::set_acl(&View::new(&st.tree), &auth, &req.path, &req.acl, req.version);
+    let prepared = prep::set_acl(
+        &View::new(&st.tree).with_x509(st.x509),
+        &auth,
+        &req.path,
+        &req.acl,
+        req.version,
+    );
     Ok(commit(st, prepared)
         .map(|(_, stat)| {
             Reply::ok(&SetAclResponse {

@@ -13,6 +13,8 @@
 //! - `sessions`: expiry by timeout, moving a session, ephemerals gone before the close reply.
 //! - `recovery`: `zklock serve` as a process (built with `cargo build -p zklock-cli` if missing, see
 //!   `serve.rs`): SIGKILL under load, kazoo's 500 nodes, torn log tail, corrupted record.
+//! - `tls`: a secure client port (keytool-made PKCS12 stores), client certificates, digest ACLs and the super users,
+//!   against real ZooKeeper started with TLS and a super digest.
 //! - `fuzz`: random bytes at a live socket (proptest, bounded): the server survives and keeps serving.
 
 mod clients;
@@ -24,4 +26,5 @@ mod scripted;
 mod serve;
 mod sessions;
 mod support;
+mod tls;
 mod wire;

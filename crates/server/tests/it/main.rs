@@ -1,8 +1,10 @@
 //! Integration tests of the embedded server (one test binary): the Rust `zookeeper-client` for client-level
-//! behaviour, and a raw jute socket (our codec) for wire details a client library hides.
+//! behaviour (over TLS too: `tls.rs`), and a raw jute socket (our codec) for wire details a client library hides.
 
 mod client;
 mod common;
+mod containers;
 mod disk_full;
 mod durability;
 mod raw;
+mod tls;

@@ -35,6 +35,9 @@ struct Shared {
     blackhole: watch::Sender<bool>,
     accepted: AtomicU64,
     notifications: AtomicU64,
+    /// Bytes of whole frames relayed, server to clients and clients to server (ZooKeeper protocol only).
+    bytes_to_clients: AtomicU64,
+    bytes_to_server: AtomicU64,
     lost_replies: AtomicU64,
     lost_requests: AtomicU64,
     requests: Mutex<HashMap<i32, u64>>,
@@ -101,6 +104,8 @@ impl Proxy {
             blackhole: watch::Sender::new(false),
             accepted: AtomicU64::new(0),
             notifications: AtomicU64::new(0),
+            bytes_to_clients: AtomicU64::new(0),
+            bytes_to_server: AtomicU64::new(0),
             lost_replies: AtomicU64::new(0),
             lost_requests: AtomicU64::new(0),
             requests: Mutex::new(HashMap::new()),
@@ -180,6 +185,18 @@ impl Proxy {
     /// it is written, so a client that has seen it also sees it counted.
     pub fn notifications(&self) -> u64 {
         self.shared.notifications.load(Ordering::SeqCst)
+    }
+
+    /// Bytes forwarded from the server to clients so far: whole frames (length prefix included) of the ZooKeeper
+    /// protocol — replies, notifications, ping replies and the ConnectResponse; not four-letter words. Counted
+    /// before the frame is written, like [`Proxy::notifications`].
+    pub fn bytes_to_clients(&self) -> u64 {
+        self.shared.bytes_to_clients.load(Ordering::SeqCst)
+    }
+
+    /// Bytes forwarded from clients to the server so far, counted like [`Proxy::bytes_to_clients`].
+    pub fn bytes_to_server(&self) -> u64 {
+        self.shared.bytes_to_server.load(Ordering::SeqCst)
     }
 
     /// Number of requests with this opcode forwarded to the server so far (counted before forwarding, so by the
@@ -313,6 +330,9 @@ where
                         }
                     }
                 }
+                shared
+                    .bytes_to_server
+                    .fetch_add(frame.len() as u64, Ordering::SeqCst);
                 to.write_all(&frame).await?;
             }
             Read::Unframed(length) => {
@@ -363,6 +383,9 @@ where
                         shared.notifications.fetch_add(1, Ordering::SeqCst);
                     }
                 }
+                shared
+                    .bytes_to_clients
+                    .fetch_add(frame.len() as u64, Ordering::SeqCst);
                 to.write_all(&frame).await?;
             }
             Read::Unframed(length) => {

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
-use zklock::{DoubleBarrier, Error, LostReason, Participation, QueueEvent, RetryPolicy, Session};
+use zklock::{DoubleBarrier, Error, LostReason, Participation, QueueEvent, Session};
 use zklock_testkit::{expire_session, unique_path};
 
 use crate::barrier::{events, until};
@@ -257,11 +257,7 @@ on_every_server! {
         let client = client(&proxy.connect_string()).await;
         // The abandoned node's delete, lost twice, is tried again only after about 3 s: the window in which the
         // participant enters again.
-        let slow = RetryPolicy {
-            initial_backoff: Duration::from_secs(3),
-            max_backoff: Duration::from_secs(3),
-            max_attempts: None,
-        };
+        let slow = slow_retry(3);
         let (listener, mut rx) = events();
         let barrier = DoubleBarrier::new(Session::new(&client).with_retry(slow).with_listener(listener), &dir, 2).unwrap();
         let observer = crate::support::client(hosts).await;

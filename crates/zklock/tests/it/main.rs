@@ -3,10 +3,14 @@
 
 mod support;
 
+mod acl;
 mod barrier;
+mod containers;
+mod counter;
 mod double_barrier;
 mod election;
 mod fenced;
+mod group;
 mod guard;
 mod inspect;
 mod interop;
@@ -14,6 +18,9 @@ mod metrics;
 mod multi_lock;
 mod mutex;
 mod mutex_faults;
+mod priority_queue;
 mod queue;
+mod revocation;
 mod rwlock;
 mod semaphore;
+mod two_phase_commit;

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use zklock::{Error, LostReason, Queue, QueueEvent, RetryPolicy, Session};
+use zklock::{Error, LostReason, Queue, QueueEvent, Session};
 use zklock_testkit::{expire_session, unique_path};
 
 use crate::barrier::{events, until};
@@ -221,11 +221,7 @@ on_every_server! {
         let proxy = zklock_testkit::Proxy::start(first_server(hosts)).await.unwrap();
         let producer_client = client(&proxy.connect_string()).await;
         // The producer looks again only after about 3 s: the window in which the consumer takes the item.
-        let slow = RetryPolicy {
-            initial_backoff: Duration::from_secs(3),
-            max_backoff: Duration::from_secs(3),
-            max_attempts: None,
-        };
+        let slow = slow_retry(3);
         let producer = Queue::new(Session::new(&producer_client).with_retry(slow), &dir).unwrap();
         let consumer_client = client(hosts).await;
         let consumer = Queue::new(&consumer_client, &dir).unwrap();

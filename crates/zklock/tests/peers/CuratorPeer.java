@@ -13,6 +13,11 @@
 //                      release.
 //           hold       acquire once, print "ACQUIRED <node path>", wait for a line (or EOF) on stdin,
 //                      release, print "RELEASED".
+//           revocable  like hold, but the lock is made revocable first (InterProcessMutex.makeRevocable):
+//                      when a revocation request arrives (the node's data set to __REVOKE__), print
+//                      "REVOCATION_REQUESTED" and release as if a line had come.
+//           revoke     PATH is a participant's node: Revoker.attemptRevoke(client, PATH) (sets its data to
+//                      __REVOKE__), then print "REVOKE_SENT" and exit. LOCK is not used.
 //
 // increment/observe print "READY" once connected and wait for a "GO" line, so that the test can start every
 // contender at the same moment (a JVM takes about a second to start); they print "DONE" at the end.
@@ -37,6 +42,37 @@
 //       members each) one after the other: enter(), leave(). "READY", waits for "GO", prints
 //       "BARRIERS <count> <seconds>"; or, when no barrier completes for 20 s, "STALLED <barriers completed by
 //       every client> <seconds until the last of them>" (and exits 0 without waiting for the stuck threads).
+//   java CuratorPeer bench waiters CONNECT PATH CLIENTS HANDOFFS SECONDS
+//       Hand-offs with CLIENTS sessions queued on one InterProcessMutex (compare-scale's waiters section). CLIENTS
+//       daemon threads, each with its own CuratorFramework, loop acquire() + release(); the first holder keeps the
+//       lock until every client's node is in PATH. "READY" once every client is connected, waits for "GO",
+//       queues everybody, prints "QUEUED", waits for "START", then times HANDOFFS hand-offs (fewer if SECONDS pass
+//       first): from a holder's release() call to the next holder's acquire() returning. The last holder keeps
+//       the lock. Prints "DONE <hand-offs> <seconds> <latency in µs>...", waits for a line (or EOF), closes the
+//       sessions (for at most 5 s; the rest expire after the JVM exits) and exits 0.
+//
+// Counter and priority-queue modes, for zklock's counter and priority_queue interop tests (see recipes() below):
+//
+//   java CuratorPeer recipes CONNECT
+//       Prints "READY" once connected, then reads one command per line from stdin and answers each with one line:
+//         long-get PATH                DistributedAtomicLong.get()                   -> VALUE <value>
+//         long-add PATH DELTA          add(DELTA), again until it succeeds           -> ADDED <pre> <post>
+//         long-set PATH VALUE          forceSet(VALUE)                               -> SET
+//         long-cas PATH OLD NEW        compareAndSet(OLD, NEW)                       -> CAS <succeeded> <pre> <post>
+//         long-increments PATH N       N increments, each again until it succeeds    -> DONE
+//         count-get PATH SEED          a started SharedCount, kept for the commands below (its VersionedValue
+//                                      now is remembered as "seen")                  -> COUNT <value> <version>
+//         count-set PATH VALUE         setCount(VALUE) on the kept SharedCount       -> COUNT <value> <version>
+//         count-tryset PATH VALUE      trySetCount(seen, VALUE)                      -> TRYSET <true|false>
+//         count-watch PATH VALUE       a listener on the kept SharedCount            -> WATCHING; then, from the
+//                                      listener, "CHANGED <VALUE>" once it hears the count change to VALUE
+//         pq-put PATH PRIORITY TEXT    DistributedPriorityQueue.put(TEXT, PRIORITY) (UTF-8 items, put in the
+//                                      foreground)                                   -> PUT
+//         pq-consume PATH LOCK         starts a consumer (lockPath LOCK, or none for "-") that keeps what it
+//                                      consumes, in order                            -> CONSUMING
+//         pq-stop PATH                 closes that consumer                          -> CONSUMED <text>,<text>,...
+//                                      (or "-" if it consumed nothing)
+//       EOF ends it (exit 0); a failure prints a stack trace on stderr and exits 2.
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -58,6 +94,7 @@ import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.Revoker;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public final class CuratorPeer {
@@ -77,9 +114,12 @@ public final class CuratorPeer {
         if (args.length > 0 && args[0].equals("bench")) {
             return bench(args);
         }
+        if (args.length > 0 && args[0].equals("recipes")) {
+            return recipes(args[1]);
+        }
         if (args.length < 4) {
             System.err.println(
-                    "usage: CuratorPeer mutex|read|write increment|observe|hold CONNECT PATH [ROUNDS FILE]");
+                    "usage: CuratorPeer mutex|read|write increment|observe|hold|revocable|revoke CONNECT PATH [ROUNDS FILE]");
             return 2;
         }
         String kind = args[0];
@@ -91,8 +131,38 @@ public final class CuratorPeer {
             if (!client.blockUntilConnected(60, TimeUnit.SECONDS)) {
                 throw new IllegalStateException("could not connect to " + args[2]);
             }
+            if (action.equals("revoke")) {
+                Revoker.attemptRevoke(client, args[3]);
+                say("REVOKE_SENT");
+                return 0;
+            }
             InterProcessMutex lock = lock(client, kind, args[3]);
             switch (action) {
+                case "revocable": {
+                    // Released by the main thread (Curator's locks belong to the thread that acquired them) on
+                    // whichever comes first: the revocation request, or a line (or EOF) on stdin.
+                    CountDownLatch release = new CountDownLatch(1);
+                    lock.makeRevocable(forLock -> {
+                        say("REVOCATION_REQUESTED");
+                        release.countDown();
+                    });
+                    lock.acquire();
+                    say("ACQUIRED " + ourNode(lock));
+                    Thread reader = new Thread(() -> {
+                        try {
+                            stdin.readLine();
+                        } catch (Exception ignored) {
+                            // EOF or a closed pipe: release all the same.
+                        }
+                        release.countDown();
+                    });
+                    reader.setDaemon(true);
+                    reader.start();
+                    release.await();
+                    lock.release();
+                    say("RELEASED");
+                    return 0;
+                }
                 case "hold":
                     lock.acquire();
                     say("ACQUIRED " + ourNode(lock));
@@ -188,6 +258,9 @@ public final class CuratorPeer {
                 return benchFailover(connect, path, Integer.parseInt(args[4]), args[5]);
             case "dbarrier":
                 return benchDoubleBarrier(connect, path, Integer.parseInt(args[4]), Integer.parseInt(args[5]));
+            case "waiters":
+                return benchWaiters(connect, path, Integer.parseInt(args[4]), Integer.parseInt(args[5]),
+                        Double.parseDouble(args[6]));
             default:
                 throw new IllegalArgumentException("unknown benchmark " + what);
         }
@@ -404,6 +477,273 @@ public final class CuratorPeer {
         }
         for (CuratorFramework client : all) {
             client.close();
+        }
+        return 0;
+    }
+
+    private static void expectLine(BufferedReader stdin, String word) throws Exception {
+        String line = stdin.readLine();
+        if (!word.equals(line)) {
+            throw new IllegalStateException("expected " + word + ", got " + line);
+        }
+    }
+
+    private static int benchWaiters(String connect, String path, int clients, int handoffs, double seconds)
+            throws Exception {
+        List<CuratorFramework> all = connectAll(connect, clients);
+        BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        say("READY");
+        expectLine(stdin, "GO");
+        CountDownLatch start = new CountDownLatch(1);
+        CountDownLatch done = new CountDownLatch(1);
+        AtomicLong releasedAt = new AtomicLong();
+        AtomicLong deadline = new AtomicLong(Long.MAX_VALUE);
+        java.util.concurrent.atomic.AtomicLongArray samples = new java.util.concurrent.atomic.AtomicLongArray(handoffs);
+        java.util.concurrent.atomic.AtomicInteger taken = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicReference<Throwable> failure = new java.util.concurrent.atomic.AtomicReference<>();
+        for (int i = 0; i < clients; i++) {
+            InterProcessMutex mutex = new InterProcessMutex(all.get(i), path);
+            Thread thread = new Thread(() -> {
+                try {
+                    while (true) {
+                        mutex.acquire();
+                        if (start.getCount() > 0) {
+                            start.await(); // the first holder keeps the lock until everybody is queued
+                        } else {
+                            long now = System.nanoTime();
+                            long at = releasedAt.getAndSet(0);
+                            if (at != 0) {
+                                int k = taken.getAndIncrement();
+                                samples.set(k, now - at);
+                                if (k + 1 >= handoffs || now >= deadline.get()) {
+                                    done.countDown();
+                                    return; // keeps the lock: nothing moves any more
+                                }
+                            }
+                        }
+                        releasedAt.set(System.nanoTime());
+                        mutex.release();
+                    }
+                } catch (Throwable t) {
+                    if (done.getCount() > 0) {
+                        failure.compareAndSet(null, t);
+                        done.countDown();
+                    }
+                }
+            });
+            thread.setDaemon(true);
+            thread.start();
+        }
+        long bound = System.nanoTime() + 600_000_000_000L;
+        while (true) {
+            org.apache.zookeeper.data.Stat stat = all.get(0).checkExists().forPath(path);
+            if (stat != null && stat.getNumChildren() >= clients) {
+                break;
+            }
+            if (failure.get() != null) {
+                throw new IllegalStateException("a contender failed while queueing", failure.get());
+            }
+            if (System.nanoTime() > bound) {
+                throw new IllegalStateException("not every contender queued within 600 s");
+            }
+            Thread.sleep(20);
+        }
+        Thread.sleep(100 + clients / 20); // the last ones set their watches
+        say("QUEUED");
+        expectLine(stdin, "START");
+        long begin = System.nanoTime();
+        deadline.set(begin + (long) (seconds * 1e9));
+        start.countDown();
+        done.await((long) seconds + 60, TimeUnit.SECONDS);
+        long end = System.nanoTime();
+        if (failure.get() != null) {
+            throw new IllegalStateException("a contender failed", failure.get());
+        }
+        int count = Math.min(taken.get(), handoffs);
+        StringBuilder line = new StringBuilder("DONE " + count + " " + (end - begin) / 1e9);
+        for (int k = 0; k < count; k++) {
+            line.append(' ').append(samples.get(k) / 1000);
+        }
+        say(line.toString());
+        stdin.readLine(); // the caller reads its counters before our closes delete nodes and fire watches
+        // Each session's own handle: closeSession goes out at once and the server deletes our nodes. Bounded:
+        // ZooKeeper's Java client serialises much of its work on one JVM-wide monitor (the shared
+        // ZooKeeper.States constant), so a thousand closes take minutes; whatever is still open after 5 s is
+        // left to expire with the JVM's exit (the caller waits for its nodes to go).
+        java.util.concurrent.ExecutorService closer = java.util.concurrent.Executors.newFixedThreadPool(64);
+        for (CuratorFramework client : all) {
+            closer.submit(() -> {
+                client.getZookeeperClient().getZooKeeper().close();
+                return null;
+            });
+        }
+        closer.shutdown();
+        closer.awaitTermination(5, TimeUnit.SECONDS);
+        return 0;
+    }
+
+    // ---------------------------------------------------------------------------------------------------------
+    // Counter and priority-queue modes (zklock's counter and priority_queue interop tests): see the header.
+
+    private static int recipes(String connect) throws Exception {
+        BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        java.util.Map<String, org.apache.curator.framework.recipes.shared.SharedCount> counts =
+                new java.util.HashMap<>();
+        java.util.Map<String, org.apache.curator.framework.recipes.shared.VersionedValue<Integer>> seen =
+                new java.util.HashMap<>();
+        java.util.Map<String, org.apache.curator.framework.recipes.queue.DistributedPriorityQueue<String>> consumers =
+                new java.util.HashMap<>();
+        java.util.Map<String, java.util.List<String>> consumed = new java.util.HashMap<>();
+        org.apache.curator.framework.recipes.queue.QueueSerializer<String> utf8 =
+                new org.apache.curator.framework.recipes.queue.QueueSerializer<String>() {
+                    @Override
+                    public byte[] serialize(String item) {
+                        return item.getBytes(StandardCharsets.UTF_8);
+                    }
+
+                    @Override
+                    public String deserialize(byte[] bytes) {
+                        return new String(bytes, StandardCharsets.UTF_8);
+                    }
+                };
+        try (CuratorFramework client = connectAll(connect, 1).get(0)) {
+            say("READY");
+            String line;
+            while ((line = stdin.readLine()) != null) {
+                String[] c = line.trim().split(" ", 4);
+                String path = c.length > 1 ? c[1] : "";
+                org.apache.curator.framework.recipes.atomic.DistributedAtomicLong atomic =
+                        new org.apache.curator.framework.recipes.atomic.DistributedAtomicLong(client, path,
+                                new org.apache.curator.retry.RetryNTimes(20, 10));
+                switch (c[0]) {
+                    case "long-get":
+                        say("VALUE " + atomic.get().postValue());
+                        break;
+                    case "long-add": {
+                        org.apache.curator.framework.recipes.atomic.AtomicValue<Long> added;
+                        do {
+                            added = atomic.add(Long.parseLong(c[2]));
+                        } while (!added.succeeded());
+                        say("ADDED " + added.preValue() + " " + added.postValue());
+                        break;
+                    }
+                    case "long-set":
+                        atomic.forceSet(Long.parseLong(c[2]));
+                        say("SET");
+                        break;
+                    case "long-cas": {
+                        org.apache.curator.framework.recipes.atomic.AtomicValue<Long> swapped =
+                                atomic.compareAndSet(Long.parseLong(c[2]), Long.parseLong(c[3]));
+                        say("CAS " + swapped.succeeded() + " " + swapped.preValue() + " " + swapped.postValue());
+                        break;
+                    }
+                    case "long-increments":
+                        for (int i = Integer.parseInt(c[2]); i > 0; i--) {
+                            while (!atomic.increment().succeeded()) {
+                                // contended: Curator gave up after its retries; try again
+                            }
+                        }
+                        say("DONE");
+                        break;
+                    case "count-get": {
+                        org.apache.curator.framework.recipes.shared.SharedCount count =
+                                new org.apache.curator.framework.recipes.shared.SharedCount(client, path,
+                                        Integer.parseInt(c[2]));
+                        count.start();
+                        counts.put(path, count);
+                        org.apache.curator.framework.recipes.shared.VersionedValue<Integer> now =
+                                count.getVersionedValue();
+                        seen.put(path, now);
+                        say("COUNT " + now.getValue() + " " + now.getVersion());
+                        break;
+                    }
+                    case "count-set": {
+                        org.apache.curator.framework.recipes.shared.SharedCount count = counts.get(path);
+                        count.setCount(Integer.parseInt(c[2]));
+                        org.apache.curator.framework.recipes.shared.VersionedValue<Integer> now =
+                                count.getVersionedValue();
+                        say("COUNT " + now.getValue() + " " + now.getVersion());
+                        break;
+                    }
+                    case "count-tryset":
+                        say("TRYSET " + counts.get(path).trySetCount(seen.get(path), Integer.parseInt(c[2])));
+                        break;
+                    case "count-watch": {
+                        java.util.concurrent.atomic.AtomicBoolean heard = new java.util.concurrent.atomic.AtomicBoolean();
+                        counts.get(path).addListener(new org.apache.curator.framework.recipes.shared.SharedCountListener() {
+                            @Override
+                            public void countHasChanged(
+                                    org.apache.curator.framework.recipes.shared.SharedCountReader reader, int value) {
+                                if (value == Integer.parseInt(c[2]) && !heard.getAndSet(true)) {
+                                    say("CHANGED " + value);
+                                }
+                            }
+
+                            @Override
+                            public void stateChanged(CuratorFramework unused,
+                                    org.apache.curator.framework.state.ConnectionState state) {}
+                        });
+                        say("WATCHING");
+                        break;
+                    }
+                    case "pq-put": {
+                        org.apache.curator.framework.recipes.queue.DistributedPriorityQueue<String> queue =
+                                org.apache.curator.framework.recipes.queue.QueueBuilder
+                                        .builder(client, null, utf8, path)
+                                        .putInBackground(false)
+                                        .buildPriorityQueue(0);
+                        queue.start();
+                        queue.put(c[3], Integer.parseInt(c[2]));
+                        queue.close();
+                        say("PUT");
+                        break;
+                    }
+                    case "pq-consume": {
+                        java.util.List<String> items = java.util.Collections.synchronizedList(new ArrayList<>());
+                        org.apache.curator.framework.recipes.queue.QueueConsumer<String> consumer =
+                                new org.apache.curator.framework.recipes.queue.QueueConsumer<String>() {
+                                    @Override
+                                    public void consumeMessage(String item) {
+                                        items.add(item);
+                                    }
+
+                                    @Override
+                                    public void stateChanged(CuratorFramework unused,
+                                            org.apache.curator.framework.state.ConnectionState state) {}
+                                };
+                        org.apache.curator.framework.recipes.queue.QueueBuilder<String> builder =
+                                org.apache.curator.framework.recipes.queue.QueueBuilder
+                                        .builder(client, consumer, utf8, path)
+                                        .executor(Runnable::run);
+                        if (!c[2].equals("-")) {
+                            builder = builder.lockPath(c[2]);
+                        }
+                        org.apache.curator.framework.recipes.queue.DistributedPriorityQueue<String> queue =
+                                builder.buildPriorityQueue(0);
+                        queue.start();
+                        consumers.put(path, queue);
+                        consumed.put(path, items);
+                        say("CONSUMING");
+                        break;
+                    }
+                    case "pq-stop": {
+                        consumers.remove(path).close();
+                        java.util.List<String> items = consumed.remove(path);
+                        synchronized (items) {
+                            say("CONSUMED " + (items.isEmpty() ? "-" : String.join(",", items)));
+                        }
+                        break;
+                    }
+                    default:
+                        throw new IllegalArgumentException("unknown command " + line);
+                }
+            }
+            for (org.apache.curator.framework.recipes.shared.SharedCount count : counts.values()) {
+                count.close();
+            }
+            for (org.apache.curator.framework.recipes.queue.DistributedPriorityQueue<String> queue : consumers.values()) {
+                queue.close();
+            }
         }
         return 0;
     }

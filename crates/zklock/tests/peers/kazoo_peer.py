@@ -22,7 +22,19 @@ share the GIL, so N contenders are N processes):
 loops acquire+release of ``kazoo.recipe.lock.Lock`` (mutex), or of ``ReadLock`` with probability READ_FRACTION
 and ``WriteLock`` otherwise (rwlock). Prints "READY" once connected, waits for "GO", runs WARMUP_S seconds
 unmeasured then SECONDS measured, prints "COUNT <acquisitions> <measured seconds>".
+
+Group mode, for zklock's group-membership interoperability tests:
+
+    python3 kazoo_peer.py party|shallow-party CONNECT PATH IDENTIFIER
+
+joins ``kazoo.recipe.party.Party`` (or ``ShallowParty``) at PATH with IDENTIFIER, prints "JOINED <node path>",
+then answers lines on stdin: "members" prints "MEMBERS <JSON list>" (what kazoo's iteration yields — the members'
+data for Party, their identifiers for ShallowParty — sorted); "await N" waits (with a child watch, at most 60 s)
+until kazoo counts N members, then prints the same; "leave" leaves and prints "LEFT". EOF leaves and exits.
 """
+
+import json
+import threading
 
 import random
 import sys
@@ -82,9 +94,51 @@ def bench(args):
         client.close()
 
 
+def party(args):
+    kind, hosts, path, identifier = args[0], args[1], args[2], args[3]
+    client = KazooClient(hosts=hosts, timeout=10.0)
+    client.start(timeout=60)
+    try:
+        if kind == "party":
+            group = client.Party(path, identifier)
+        else:
+            group = client.ShallowParty(path, identifier)
+        group.join()
+        say("JOINED %s" % group.create_path)
+        for line in sys.stdin:
+            words = line.split()
+            if not words:
+                continue
+            if words[0] == "members":
+                say("MEMBERS " + json.dumps(sorted(group)))
+            elif words[0] == "await":
+                wanted = int(words[1])
+                deadline = time.monotonic() + 60
+                while True:
+                    changed = threading.Event()
+                    client.get_children(path, watch=lambda event: changed.set())
+                    if len(group) == wanted:
+                        break
+                    if not changed.wait(max(0.0, deadline - time.monotonic())):
+                        raise RuntimeError("kazoo never counted %d members: %r" % (wanted, sorted(group)))
+                say("MEMBERS " + json.dumps(sorted(group)))
+            elif words[0] == "leave":
+                group.leave()
+                say("LEFT")
+            else:
+                raise ValueError("unknown command %r" % line)
+        group.leave()
+        return 0
+    finally:
+        client.stop()
+        client.close()
+
+
 def run(args):
     if args and args[0] == "bench":
         return bench(args[1:])
+    if args and args[0] in ("party", "shallow-party"):
+        return party(args)
     if len(args) < 3:
         sys.stderr.write("usage: kazoo_peer.py increment|hold CONNECT PATH [ROUNDS FILE]\n")
         return 2

@@ -1,0 +1,389 @@
+//! The `two-phase-commit` workload: every contender coordinates transactions of its own (over a random set of
+//! the contenders as participants) and takes part in the others' — as separate tasks with sessions of their own, so
+//! that a fault on one process hits a coordinator and a participant at once. And its checker.
+//!
+//! What is recorded at the register (`token`: the transaction id, unique across the campaign: slot, launch,
+//! count; the transaction node is named by it in hex):
+//! * `begin` — one per participant (value: its slot), before the coordinator opens the transaction;
+//! * `vote` — by the participant (value: 1 commit, 0 abort), before its vote is sent;
+//! * `outcome` — by every party that learnt the outcome (value: 1 commit, 0 abort).
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::time::Duration;
+
+use anyhow::Result;
+use rand::rngs::StdRng;
+use rand::seq::IteratorRandom;
+use rand::{Rng, SeedableRng};
+use tokio::sync::{mpsc, oneshot};
+use zklock::{Decision, Error, TwoPhaseCommit};
+use zookeeper_client::{Client, SessionState};
+
+use crate::checker::Violation;
+use crate::clock::now_ns;
+use crate::history::{Action, Kind, Op};
+use crate::register::Connection;
+use crate::worker::WorkerArgs;
+
+/// The probability of a commit vote.
+const COMMIT: f64 = 0.85;
+
+fn tx_id(args: &WorkerArgs, count: u64) -> i64 {
+    ((args.client as i64) << 48) | ((args.launch as i64 & 0xffff) << 32) | count as i64
+}
+
+fn value(decision: Decision) -> i64 {
+    match decision {
+        Decision::Commit => 1,
+        Decision::Abort => 0,
+    }
+}
+
+async fn record(register: &mut Connection, action: Action, token: i64, value: i64) {
+    if let Err(err) = register.op(Kind::Shared, token, action, value).await {
+        eprintln!("chaos: the register failed: {err:#}");
+        std::process::exit(2);
+    }
+}
+
+async fn connect(args: &WorkerArgs) -> Option<Client> {
+    let timeout = Duration::from_millis(args.session_timeout_ms);
+    let connecting = Client::connector()
+        .with_session_timeout(timeout)
+        .connect(&args.connect);
+    match tokio::time::timeout(timeout * 2, connecting).await {
+        Ok(Ok(client)) => Some(client),
+        Ok(Err(err)) => {
+            eprintln!("worker {}: connecting: {err}", args.client);
+            None
+        }
+        Err(_) => {
+            eprintln!("worker {}: connecting timed out", args.client);
+            None
+        }
+    }
+}
+
+fn usable(client: &Option<Client>) -> Option<Client> {
+    client
+        .as_ref()
+        .filter(|c| !matches!(c.state(), SessionState::Expired | SessionState::Closed))
+        .cloned()
+}
+
+/// One worker of the `two-phase-commit` workload: a coordinator and a participant, side by side. `args.leases` is
+/// the number of contenders; `args.naive` (the negative control, `--no-fencing`): everybody reports what it
+/// wished instead of what was decided — the coordinator `commit` as soon as it has opened the transaction, a
+/// participant its own vote.
+pub async fn work(args: &WorkerArgs) -> Result<()> {
+    let (coordinated, participated) = tokio::join!(coordinate(args), participate(args));
+    coordinated.and(participated)
+}
+
+async fn coordinate(args: &WorkerArgs) -> Result<()> {
+    let mut rng = StdRng::seed_from_u64(args.seed ^ args.launch.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let mut register = Connection::open(&args.register, args.client).await?;
+    let timeout = Duration::from_millis(args.session_timeout_ms);
+    let slots = args.leases.max(1);
+    let mut client: Option<Client> = None;
+    let mut count = 0u64;
+    while now_ns() < args.until_ns {
+        let Some(zk) = usable(&client) else {
+            client = connect(args).await;
+            if client.is_none() {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            continue;
+        };
+        count += 1;
+        let tx = tx_id(args, count);
+        let txid = format!("{tx:x}");
+        let n = rng.gen_range(1..=slots);
+        let mut chosen: Vec<usize> = (0..slots).choose_multiple(&mut rng, n);
+        chosen.sort_unstable();
+        for p in &chosen {
+            record(&mut register, Action::Begin, tx, *p as i64).await;
+        }
+        let names: Vec<String> = chosen.iter().map(|p| format!("p{p}")).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let tpc = TwoPhaseCommit::new(&zk, &args.path)?;
+        let coordinator = match tokio::time::timeout(timeout, tpc.begin(&txid, &names)).await {
+            Ok(Ok(coordinator)) => coordinator,
+            Ok(Err(err)) => {
+                eprintln!("worker {}: begin {txid}: {err}", args.client);
+                if err.is_terminal() {
+                    client = None;
+                }
+                continue;
+            }
+            Err(_) => {
+                eprintln!("worker {}: begin {txid} timed out", args.client);
+                continue;
+            }
+        };
+        if args.naive {
+            record(&mut register, Action::Outcome, tx, 1).await;
+            // Gone without deciding: the participants abort.
+            drop(coordinator);
+        } else {
+            match tokio::time::timeout(timeout * 4, coordinator.decide_timeout(timeout * 2)).await {
+                Ok(Ok(decision)) => record(&mut register, Action::Outcome, tx, value(decision)).await,
+                Ok(Err(err)) => {
+                    eprintln!("worker {}: deciding {txid}: {err}", args.client);
+                    if err.is_terminal() {
+                        client = None;
+                    }
+                }
+                Err(_) => eprintln!("worker {}: deciding {txid} timed out", args.client),
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(rng.gen_range(20..150))).await;
+    }
+    if let Some(client) = client {
+        crate::group::close(client).await;
+    }
+    Ok(())
+}
+
+/// A record a participant task asks for; the answer says it is recorded.
+type Request = (Action, i64, i64, oneshot::Sender<()>);
+
+async fn participate(args: &WorkerArgs) -> Result<()> {
+    let mut register = Connection::open(&args.register, args.client).await?;
+    let me = format!("p{}", args.client);
+    let (requests, mut inbox) = mpsc::unbounded_channel::<Request>();
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut client: Option<Client> = None;
+    let mut handled: HashSet<String> = HashSet::new();
+    while now_ns() < args.until_ns {
+        let zk = match usable(&client) {
+            Some(zk) => zk,
+            None => {
+                client = connect(args).await;
+                // A new session looks again at every transaction not decided yet.
+                handled.clear();
+                if client.is_none() {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                continue;
+            }
+        };
+        let listed = match zk.list_and_watch_children(&args.path).await {
+            Ok((children, watcher)) => Some((children, watcher)),
+            Err(zookeeper_client::Error::NoNode) => match zk.check_and_watch_stat(&args.path).await {
+                Ok((None, watcher)) => Some((Vec::new(), watcher)),
+                Ok(_) => continue,
+                Err(err) => {
+                    eprintln!("worker {}: watching {}: {err}", args.client, args.path);
+                    None
+                }
+            },
+            Err(err) => {
+                eprintln!("worker {}: listing {}: {err}", args.client, args.path);
+                None
+            }
+        };
+        let Some((children, watcher)) = listed else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        for txid in children {
+            if handled.insert(txid.clone()) {
+                let (zk, args, me, requests) = (zk.clone(), args.clone(), me.clone(), requests.clone());
+                tasks.spawn(async move { take_part(&zk, &args, &me, &txid, &requests).await });
+            }
+        }
+        let deadline =
+            tokio::time::Instant::now() + Duration::from_nanos(args.until_ns.saturating_sub(now_ns()));
+        let changed = watcher.changed();
+        tokio::pin!(changed);
+        loop {
+            tokio::select! {
+                _ = &mut changed => break,
+                Some((action, token, value, done)) = inbox.recv() => {
+                    record(&mut register, action, token, value).await;
+                    let _ = done.send(());
+                }
+                Some(_) = tasks.join_next() => {}
+                _ = tokio::time::sleep_until(deadline) => break,
+            }
+        }
+    }
+    tasks.abort_all();
+    if let Some(client) = client {
+        crate::group::close(client).await;
+    }
+    Ok(())
+}
+
+/// Records through the participant loop's register connection; returns once it is recorded.
+async fn ask(requests: &mpsc::UnboundedSender<Request>, action: Action, token: i64, value: i64) {
+    let (done, recorded) = oneshot::channel();
+    if requests.send((action, token, value, done)).is_ok() {
+        let _ = recorded.await;
+    }
+}
+
+/// Takes part in transaction `txid` if it names us and is not decided yet: join, vote, learn the outcome.
+async fn take_part(
+    zk: &Client,
+    args: &WorkerArgs,
+    me: &str,
+    txid: &str,
+    requests: &mpsc::UnboundedSender<Request>,
+) {
+    let Ok(tx) = i64::from_str_radix(txid, 16) else {
+        return;
+    };
+    let timeout = Duration::from_millis(args.session_timeout_ms);
+    let Ok(tpc) = TwoPhaseCommit::new(zk, &args.path) else {
+        return;
+    };
+    if !matches!(tpc.outcome(txid).await, Ok(None)) {
+        return; // decided before we looked, or we cannot tell
+    }
+    let outcome = match tokio::time::timeout(timeout, tpc.join(txid, me)).await {
+        Err(_) | Ok(Err(Error::NotAParticipant { .. })) => return,
+        // An earlier process of this slot joined: learn how it ended.
+        Ok(Err(Error::AlreadyJoined { .. })) => {
+            tokio::time::timeout(timeout * 4, tpc.await_outcome(txid)).await
+        }
+        Ok(Err(err)) => {
+            eprintln!("worker {}: joining {txid}: {err}", args.client);
+            return;
+        }
+        Ok(Ok(ballot)) => {
+            let mut rng = StdRng::seed_from_u64(args.seed ^ tx as u64);
+            let vote = if rng.gen_bool(COMMIT) {
+                Decision::Commit
+            } else {
+                Decision::Abort
+            };
+            tokio::time::sleep(Duration::from_millis(rng.gen_range(0..50))).await; // preparing
+            ask(requests, Action::Vote, tx, value(vote)).await;
+            if args.naive {
+                ask(requests, Action::Outcome, tx, value(vote)).await;
+            }
+            tokio::time::timeout(timeout * 8, ballot.vote(vote)).await
+        }
+    };
+    match outcome {
+        Ok(Ok(decision)) if !args.naive => ask(requests, Action::Outcome, tx, value(decision)).await,
+        Ok(Ok(_)) => {}
+        Ok(Err(err)) => eprintln!("worker {}: {txid}: {err}", args.client),
+        Err(_) => eprintln!("worker {}: {txid}: no outcome in time", args.client),
+    }
+}
+
+/// The checker of the `two-phase-commit` workload: no transaction with two outcomes reported, and a commit only
+/// when every participant the coordinator named recorded a commit vote (votes are recorded before they are sent).
+pub fn check(ops: &[Op]) -> Vec<Violation> {
+    let mut begins: BTreeMap<i64, BTreeSet<u32>> = BTreeMap::new();
+    let mut votes: BTreeMap<(i64, u32), BTreeSet<i64>> = BTreeMap::new();
+    let mut outcomes: BTreeMap<i64, BTreeMap<i64, BTreeSet<u32>>> = BTreeMap::new();
+    for op in ops {
+        match op.action {
+            Action::Begin => {
+                begins.entry(op.token).or_default().insert(op.value as u32);
+            }
+            Action::Vote => {
+                votes.entry((op.token, op.client)).or_default().insert(op.value);
+            }
+            Action::Outcome => {
+                outcomes
+                    .entry(op.token)
+                    .or_default()
+                    .entry(op.value)
+                    .or_default()
+                    .insert(op.client);
+            }
+            _ => {}
+        }
+    }
+    let mut violations = Vec::new();
+    for (tx, reported) in &outcomes {
+        if reported.len() > 1 {
+            violations.push(format!(
+                "two-phase commit: transaction {tx:#x} has two outcomes: commit reported by clients {:?}, abort by {:?}",
+                reported.get(&1).cloned().unwrap_or_default(),
+                reported.get(&0).cloned().unwrap_or_default()
+            ));
+        }
+        if reported.contains_key(&1) {
+            for p in begins.get(tx).into_iter().flatten() {
+                let cast = votes.get(&(*tx, *p)).cloned().unwrap_or_default();
+                if cast != BTreeSet::from([1]) {
+                    violations.push(format!(
+                        "two-phase commit: transaction {tx:#x} committed, but participant {p} voted {}",
+                        match (cast.contains(&1), cast.contains(&0)) {
+                            (false, false) => "nothing",
+                            (false, true) => "abort",
+                            _ => "both ways",
+                        }
+                    ));
+                }
+            }
+        }
+    }
+    if outcomes.is_empty() {
+        violations.push("two-phase commit: no transaction was decided".to_owned());
+    }
+    violations
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(client: u32, action: Action, token: i64, value: i64) -> Op {
+        Op {
+            seq: 0,
+            at_ns: 0,
+            client,
+            token,
+            kind: Kind::Shared,
+            action,
+            value,
+            accepted: true,
+        }
+    }
+
+    #[test]
+    fn split_outcomes_and_unfounded_commits_are_caught() {
+        let ok = [
+            op(0, Action::Begin, 7, 1),
+            op(0, Action::Begin, 7, 2),
+            op(1, Action::Vote, 7, 1),
+            op(2, Action::Vote, 7, 1),
+            op(0, Action::Outcome, 7, 1),
+            op(1, Action::Outcome, 7, 1),
+            op(0, Action::Begin, 8, 1),
+            op(1, Action::Vote, 8, 0),
+            op(1, Action::Outcome, 8, 0),
+            op(0, Action::Outcome, 8, 0),
+        ];
+        assert_eq!(check(&ok), Vec::<String>::new());
+        let bad = [
+            op(0, Action::Begin, 7, 1),
+            op(0, Action::Begin, 7, 2),
+            op(1, Action::Vote, 7, 1),
+            op(2, Action::Vote, 7, 0),
+            op(0, Action::Outcome, 7, 1),
+            op(2, Action::Outcome, 7, 0),
+            op(0, Action::Begin, 8, 1),
+            op(0, Action::Outcome, 8, 1), // participant 1 never voted
+        ];
+        let v = check(&bad);
+        assert!(
+            v.iter().any(|v| v.contains("7") && v.contains("two outcomes")),
+            "{v:?}"
+        );
+        assert!(v.iter().any(|v| v.contains("participant 2 voted abort")), "{v:?}");
+        assert!(
+            v.iter().any(|v| v.contains("participant 1 voted nothing")),
+            "{v:?}"
+        );
+        assert_eq!(v.len(), 3, "{v:?}");
+        assert_eq!(check(&[]).len(), 1, "nothing decided at all");
+    }
+}

@@ -1,0 +1,229 @@
+//! `zklock counter get|set|add`: Curator's two counter layouts, their exit statuses, concurrent adds from several
+//! processes; and `zklock status` on counters and priority queues.
+
+use std::collections::BTreeSet;
+
+use zklock::{PriorityQueue, SharedCount};
+use zklock_testkit::unique_path;
+use zookeeper_client as zk;
+
+use crate::support::*;
+
+/// Runs `zklock counter ARGS… --connect HOSTS`; returns the exit status, stdout and stderr.
+async fn counter(hosts: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    let mut all = vec!["counter", "--connect", hosts];
+    all.extend_from_slice(args);
+    let out = output(&all).await;
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_set_and_add_a_long_and_a_shared_count() {
+    let hosts = zookeeper().await;
+    let observer = client(&hosts).await;
+    let path = unique_path("cli-counter-long");
+    assert_eq!(
+        counter(&hosts, &["get", &path]).await,
+        (Some(0), "0\n".into(), String::new())
+    );
+    assert_eq!(
+        observer.check_stat(&path).await.unwrap(),
+        None,
+        "get creates nothing"
+    );
+    assert_eq!(
+        counter(&hosts, &["add", &path]).await.1,
+        "1\n",
+        "add adds 1 by default"
+    );
+    assert_eq!(counter(&hosts, &["add", &path, "-3"]).await.1, "-2\n");
+    assert_eq!(counter(&hosts, &["set", &path, "42"]).await.1, "42\n");
+    assert_eq!(
+        observer.get_data(&path).await.unwrap().0,
+        42i64.to_be_bytes(),
+        "Curator's 8 bytes"
+    );
+    let (code, json, _) = counter(&hosts, &["--json", "get", &path]).await;
+    assert_eq!(code, Some(0));
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json["kind"], "long");
+    assert_eq!(json["value"], 42);
+    assert_eq!(json["version"], 2);
+    let (_, json, _) = counter(&hosts, &["add", "--json", &path, "8"]).await;
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        (json["previous"].as_i64(), json["value"].as_i64()),
+        (Some(42), Some(50))
+    );
+
+    // A shared count (4 bytes) is recognised by its data, and changed as one.
+    let shared = unique_path("cli-counter-shared");
+    SharedCount::new(&observer, &shared, 0)
+        .unwrap()
+        .set(7)
+        .await
+        .unwrap();
+    assert_eq!(counter(&hosts, &["get", &shared]).await.1, "7\n");
+    assert_eq!(counter(&hosts, &["add", &shared, "5"]).await.1, "12\n");
+    assert_eq!(
+        observer.get_data(&shared).await.unwrap().0,
+        12i32.to_be_bytes(),
+        "still Curator's 4 bytes"
+    );
+    let new_shared = unique_path("cli-counter-new-shared");
+    assert_eq!(
+        counter(&hosts, &["--kind", "shared", "set", &new_shared, "-9"])
+            .await
+            .1,
+        "-9\n"
+    );
+    assert_eq!(
+        observer.get_data(&new_shared).await.unwrap().0,
+        (-9i32).to_be_bytes()
+    );
+
+    // `zklock status` shows both.
+    let stdout = text(&output(&["status", "--connect", &hosts, &path]).await.stdout);
+    assert!(
+        stdout.contains("counter (DistributedAtomicLong) 50, version 3"),
+        "{stdout}"
+    );
+    let stdout = text(&output(&["status", "--connect", &hosts, &shared]).await.stdout);
+    assert!(stdout.contains("shared count 12, version 1"), "{stdout}");
+    let out = output(&["status", "--json", "--check", "--connect", &hosts, &shared]).await;
+    assert_eq!(out.status.code(), Some(1), "a counter is never held");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (json["recipe"].as_str(), json["value"].as_i64()),
+        (Some("shared_count"), Some(12))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_errors_and_failures_have_their_statuses() {
+    let hosts = zookeeper().await;
+    let observer = client(&hosts).await;
+    // Something that is no counter is refused and left as it is.
+    let other = unique_path("cli-counter-other");
+    let mode = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    observer.create(&other, b"abc", &mode).await.unwrap();
+    let (code, _, stderr) = counter(&hosts, &["add", &other]).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("holds 3 bytes") && stderr.contains("nothing was changed"),
+        "{stderr}"
+    );
+    assert_eq!(observer.get_data(&other).await.unwrap().0, b"abc");
+    let (code, _, stderr) = counter(&hosts, &["--kind", "shared", "get", &other]).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    // A value a shared count cannot hold; a shared count asked to be a long.
+    let shared = unique_path("cli-counter-range");
+    SharedCount::new(&observer, &shared, 0)
+        .unwrap()
+        .set(1)
+        .await
+        .unwrap();
+    let (code, _, stderr) = counter(&hosts, &["set", &shared, "2147483648"]).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("does not fit a shared count"), "{stderr}");
+    let (code, _, stderr) = counter(&hosts, &["--kind", "long", "add", &shared]).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(observer.get_data(&shared).await.unwrap().0, 1i32.to_be_bytes());
+    // Bad arguments.
+    for args in [
+        &["get", "relative"][..],
+        &["get", &shared, "5"],
+        &["set", &shared],
+        &["add", &shared, "many"],
+        &["count", &shared],
+    ] {
+        let (code, _, stderr) = counter(&hosts, args).await;
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+    }
+    // No server.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let nobody = closed.local_addr().unwrap().to_string();
+    drop(closed);
+    let (code, _, stderr) = counter(&nobody, &["get", &shared]).await;
+    assert_eq!(code, Some(3), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adds_from_many_processes_are_each_counted_once() {
+    const PROCESSES: i64 = 6;
+    let hosts = zookeeper().await;
+    for kind in ["long", "shared"] {
+        let path = unique_path("cli-counter-many");
+        let runs: Vec<_> = (0..PROCESSES)
+            .map(|_| {
+                let (hosts, path) = (hosts.clone(), path.clone());
+                tokio::spawn(async move { counter(&hosts, &["--kind", kind, "add", &path]).await })
+            })
+            .collect();
+        let mut seen = BTreeSet::new();
+        for run in runs {
+            let (code, stdout, stderr) = run.await.unwrap();
+            assert_eq!(code, Some(0), "{stderr}");
+            seen.insert(stdout.trim().parse::<i64>().unwrap());
+        }
+        assert_eq!(
+            seen,
+            (1..=PROCESSES).collect(),
+            "{kind}: each add saw its own value"
+        );
+        assert_eq!(
+            counter(&hosts, &["get", &path]).await.1,
+            format!("{PROCESSES}\n"),
+            "{kind}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_shows_a_priority_queue_by_priority() {
+    let hosts = zookeeper().await;
+    let client = client(&hosts).await;
+    let path = unique_path("cli-status-pqueue");
+    let queue = PriorityQueue::new(&client, &path).unwrap();
+    for (data, priority) in [("a", 5), ("b", -1), ("c", 5), ("d", 0)] {
+        queue.put(data.as_bytes(), priority).await.unwrap();
+    }
+    let claimed = queue.take_safe().await.unwrap();
+    assert_eq!(claimed.data(), b"b");
+    let stdout = text(&output(&["status", "--connect", &hosts, &path]).await.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(
+        lines[0].contains("priority queue with 4 item(s), 1 claimed"),
+        "{stdout}"
+    );
+    let by_priority: Vec<String> = lines[1..]
+        .iter()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(
+        by_priority,
+        [
+            "priority -1: 1 item(s)",
+            "priority 0: 1 item(s)",
+            "priority 5: 2 item(s)"
+        ],
+        "{stdout}"
+    );
+    let out = output(&["status", "--json", "--connect", &hosts, &path]).await;
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["recipe"], "priority_queue");
+    assert_eq!(
+        (
+            json["counts"]["items"].as_u64(),
+            json["counts"]["claimed"].as_u64()
+        ),
+        (Some(4), Some(1))
+    );
+    assert_eq!(
+        json["priorities"],
+        serde_json::json!([
+            {"priority": -1, "items": 1}, {"priority": 0, "items": 1}, {"priority": 5, "items": 2}
+        ])
+    );
+    claimed.complete().await.unwrap();
+}

@@ -1,0 +1,306 @@
+//! The distributed priority queue of the ZooKeeper recipes: the priority is in the item's name, the lowest
+//! priority number comes out first, and items of one priority come out in the order they were put.
+//!
+//! Everything but the names and the items' data is the FIFO queue's (`queue.rs`, [`Items`] with
+//! [`Layout::Priority`]): puts with receipts, `take` and `take_safe` with claims, the waiting consumers.
+//!
+//! The names and the data are Apache Curator's `DistributedPriorityQueue`'s, so that Java services share a queue
+//! with us:
+//! * an item is `<queue>/queue-<P><HHHHHHHH><sequence>`, persistent-sequential: `HHHHHHHH` is the priority's 32
+//!   bits in upper-case hex (two's complement) and `P` is `0` for a negative priority, `1` otherwise, so that the
+//!   names sort as the numbers do; ZooKeeper appends the ten-digit sequence. Curator sorts the names as strings,
+//!   we by (priority, sequence): the same order.
+//! * the data is Curator's `ItemSerializer` envelope around the payload: the version `0x00010001` (4 bytes,
+//!   big-endian), then per payload the byte `0x01`, its length (4 bytes, big-endian) and its bytes, then the byte
+//!   `0x02`. We write one payload per item.
+
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::queue::{Claimed, Items, Layout};
+use crate::session::Session;
+
+/// The prefix of every item node (Curator's `DistributedQueue` item name).
+const ITEM_PREFIX: &str = "queue-";
+/// The version word that opens Curator's envelope.
+const ENVELOPE_VERSION: [u8; 4] = [0x00, 0x01, 0x00, 0x01];
+/// The envelope's marker before a payload.
+const ENVELOPE_ITEM: u8 = 0x01;
+/// The envelope's end marker.
+const ENVELOPE_END: u8 = 0x02;
+
+/// A distributed priority queue: every item has a priority (an `i32`), the item with the lowest priority number
+/// comes out first, and items of one priority come out in the order they were put.
+///
+/// It is the [`Queue`](crate::Queue) with the priority first in the order, and it takes the same options: `take`
+/// (read and delete in one round trip) or `take_safe` (claim, process, [`Claimed::complete`]; a consumer that dies
+/// mid-take gives the item back), puts with receipts (a put whose reply was lost is never enqueued twice), and a
+/// waiting consumer woken by every change of the directory (see "Herd effect" on [`Queue`](crate::Queue)).
+///
+/// # Curator
+/// Items are named and encoded as Curator's `DistributedPriorityQueue` does (`queue-<priority><sequence>`, the
+/// data in Curator's `ItemSerializer` envelope; lower numbers first in both), so a Curator producer's items come
+/// out of our consumers in priority order and ours out of Curator's consumers, with the bytes given to `put` as the
+/// item Curator's `QueueSerializer` reads. Claims are `<queue>/claims/<item>`, ephemeral: a Curator consumer built
+/// with `lockPath(<queue>/claims)` uses the same nodes, so its consumers and our `take_safe` consumers never take
+/// one item together (tested both ways, `tests/it/priority_queue.rs`). Curator's consumers log the `claims` and
+/// `receipts` children as "foreign nodes" and skip them.
+///
+/// # Example
+/// ```no_run
+/// # async fn example(client: zookeeper_client::Client) -> zklock::Result<()> {
+/// let queue = zklock::PriorityQueue::new(&client, "/queues/builds")?;
+/// queue.put(b"nightly build", 10).await?;
+/// queue.put(b"hotfix build", 0).await?;
+/// assert_eq!(queue.take().await?, b"hotfix build"); // the lower number first
+///
+/// // At-least-once processing that survives a crashed consumer:
+/// let claimed = queue.take_safe().await?;
+/// /* process claimed.data() */
+/// claimed.complete().await?;
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// [`Error::SessionExpired`](crate::Error::SessionExpired) / [`Error::Closed`](crate::Error::Closed) when the
+/// session ends; [`Error::ConnectionLoss`](crate::Error::ConnectionLoss) only if the
+/// [`RetryPolicy`](crate::RetryPolicy) caps attempts; [`Error::ZooKeeper`](crate::Error::ZooKeeper) for anything
+/// else the server refuses (e.g. `NoAuth`).
+///
+/// # Events
+/// The [`Session`]'s listener receives [`QueueEvent::Waiting`](crate::QueueEvent::Waiting) each time a consumer
+/// starts waiting for items and [`QueueEvent::Woken`](crate::QueueEvent::Woken) when its watch fires.
+///
+/// # Cancellation safety
+/// As [`Queue`](crate::Queue)'s: `put` is not (dropped after sending, the item may or may not be enqueued — never
+/// twice); `take` and `try_take` are not once the delete of an item is in flight; `take_safe` and `try_take_safe`
+/// are (a dropped future or [`Claimed`] gives the item back); `peek` and `len` change nothing.
+///
+/// # Limits
+/// * Priority order is what each consumer sees when it looks. On an ensemble a consumer's server may lag behind a
+///   producer's (ZooKeeper's reads are sequentially consistent per session, not linearizable), so an item put a
+///   moment ago elsewhere may not be seen yet by a consumer that takes a later one.
+/// * Do not mix `take` and `take_safe` consumers on one queue (nor Curator consumers without a `lockPath` of
+///   `<queue>/claims` with our `take_safe` ones): `take` ignores claims.
+/// * An item Curator put with `putMulti` holds several payloads in one node: `take` returns its data as Curator
+///   wrote it, envelope and all. Data that is not an envelope (a node written by another tool) is returned as it
+///   is.
+/// * A `put` whose reply was lost is never enqueued twice, but if our session ends before we learn the outcome it
+///   fails with [`Error::SessionExpired`](crate::Error::SessionExpired), item written or not.
+/// * Ordering assumes the directory's sequence counter has not wrapped (2³¹ items per directory).
+#[derive(Debug, Clone)]
+pub struct PriorityQueue {
+    items: Items,
+}
+
+impl PriorityQueue {
+    /// A priority queue in the directory `path` (created with its parents on the first `put`), on `session` — a
+    /// [`Session`] or a `&Client`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath) if `path` is not a valid ZooKeeper path.
+    pub fn new(session: impl Into<Session>, path: &str) -> Result<PriorityQueue> {
+        Ok(PriorityQueue {
+            items: Items::new(session.into(), path, Layout::Priority)?,
+        })
+    }
+
+    /// The queue directory.
+    pub fn path(&self) -> &str {
+        self.items.path()
+    }
+
+    /// The session and policies this queue uses.
+    pub fn session(&self) -> &Session {
+        self.items.session()
+    }
+
+    /// Appends an item with `priority` (lower numbers come out first); returns its node name
+    /// (`queue-<priority><sequence>`).
+    ///
+    /// Like [`Queue::put`](crate::Queue::put), the item is created together with an ephemeral receipt in one
+    /// transaction, so a put whose reply was lost is found, not made twice; our item is then the one of the
+    /// receipt's transaction (its creation zxid). If a consumer took it before we looked, the name returned is
+    /// its prefix `queue-<priority>`.
+    ///
+    /// # Errors
+    /// Besides the queue's usual errors: [`Error::SessionExpired`](crate::Error::SessionExpired) if the session
+    /// ended while the outcome of our write was unknown — the item may or may not be in the queue (it is never
+    /// enqueued twice).
+    pub async fn put(&self, data: &[u8], priority: i32) -> Result<String> {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        self.items.put(&item_prefix(priority), &id, &envelope(data)).await
+    }
+
+    /// Removes and returns the first item (lowest priority number, then the oldest), waiting (with a child watch)
+    /// while the queue is empty.
+    pub async fn take(&self) -> Result<Vec<u8>> {
+        self.items.take().await
+    }
+
+    /// Like [`take`](PriorityQueue::take), but gives up after `timeout` with
+    /// [`Error::Timeout`](crate::Error::Timeout).
+    pub async fn take_timeout(&self, timeout: Duration) -> Result<Vec<u8>> {
+        self.items.take_timeout(timeout).await
+    }
+
+    /// Removes and returns the first item, or `None` at once if the queue is empty.
+    pub async fn try_take(&self) -> Result<Option<Vec<u8>>> {
+        self.items.try_take().await
+    }
+
+    /// The data of the first item (claimed or not), without removing it; `None` if the queue is empty.
+    pub async fn peek(&self) -> Result<Option<Vec<u8>>> {
+        self.items.peek().await
+    }
+
+    /// The number of items in the queue right now (including claimed ones).
+    pub async fn len(&self) -> Result<usize> {
+        self.items.len().await
+    }
+
+    /// Whether the queue is empty right now.
+    pub async fn is_empty(&self) -> Result<bool> {
+        Ok(self.len().await? == 0)
+    }
+
+    /// Claims the first unclaimed item, waiting while there is none; see [`Queue::take_safe`](crate::Queue::take_safe).
+    /// A claimed item keeps its place: if the claim goes away before [`Claimed::complete`], it is the first again.
+    pub async fn take_safe(&self) -> Result<Claimed> {
+        self.items.take_safe().await
+    }
+
+    /// Like [`take_safe`](PriorityQueue::take_safe), but returns `None` at once if no item is unclaimed.
+    pub async fn try_take_safe(&self) -> Result<Option<Claimed>> {
+        self.items.try_take_safe().await
+    }
+}
+
+/// `queue-<P><HHHHHHHH>`: Curator's name of an item of `priority`, before ZooKeeper's sequence.
+fn item_prefix(priority: i32) -> String {
+    let sign = if priority >= 0 { '1' } else { '0' };
+    format!("{ITEM_PREFIX}{sign}{:08X}", priority as u32)
+}
+
+/// The priority and sequence of a priority queue item (`queue-<P><8 hex><10 digits>`); `None` for children that are
+/// not items. The sign digit must agree with the priority's sign.
+pub(crate) fn item_key(name: &str) -> Option<(i32, i64)> {
+    let rest = name.strip_prefix(ITEM_PREFIX)?;
+    if rest.len() != 19 || !rest.is_ascii() {
+        return None;
+    }
+    let (sign, rest) = rest.split_at(1);
+    let (hex, sequence) = rest.split_at(8);
+    let priority = u32::from_str_radix(hex, 16).ok()? as i32;
+    let negative = match sign {
+        "0" => true,
+        "1" => false,
+        _ => return None,
+    };
+    if negative != (priority < 0) || !sequence.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((priority, sequence.parse().ok()?))
+}
+
+/// `data` in Curator's `ItemSerializer` envelope, as one payload.
+fn envelope(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len() + 10);
+    out.extend_from_slice(&ENVELOPE_VERSION);
+    out.push(ENVELOPE_ITEM);
+    out.extend_from_slice(&(data.len() as u32).to_be_bytes());
+    out.extend_from_slice(data);
+    out.push(ENVELOPE_END);
+    out
+}
+
+/// The payload of an envelope holding exactly one; anything else (several payloads, or no envelope) as it is.
+pub(crate) fn open_envelope(data: Vec<u8>) -> Vec<u8> {
+    let Some(body) = data.strip_prefix(&ENVELOPE_VERSION[..]) else {
+        return data;
+    };
+    let mut payloads = Vec::new();
+    let mut at = 0;
+    loop {
+        match body.get(at) {
+            Some(&ENVELOPE_END) => break,
+            Some(&ENVELOPE_ITEM) => {
+                let Some(len) = body.get(at + 1..at + 5) else {
+                    return data;
+                };
+                let len = u32::from_be_bytes(len.try_into().expect("four bytes")) as usize;
+                let Some(payload) = body.get(at + 5..(at + 5).saturating_add(len)) else {
+                    return data;
+                };
+                payloads.push(payload);
+                at += 5 + len;
+            }
+            _ => return data,
+        }
+    }
+    match payloads[..] {
+        [one] => one.to_vec(),
+        _ => data,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_curators() {
+        // DistributedPriorityQueue.priorityToString: "%s%08X", "1" for priority >= 0, "0" below.
+        assert_eq!(item_prefix(0), "queue-100000000");
+        assert_eq!(item_prefix(10), "queue-10000000A");
+        assert_eq!(item_prefix(-1), "queue-0FFFFFFFF");
+        assert_eq!(item_prefix(i32::MIN), "queue-080000000");
+        assert_eq!(item_prefix(i32::MAX), "queue-17FFFFFFF");
+        for priority in [0, 1, 10, -1, -2, i32::MIN, i32::MAX] {
+            let name = format!("{}0000000042", item_prefix(priority));
+            assert_eq!(item_key(&name), Some((priority, 42)), "{name}");
+        }
+        // Prefixes sort as their priorities do.
+        let mut priorities = [5, -3, 0, i32::MAX, -1, i32::MIN, 1];
+        let mut names: Vec<String> = priorities.iter().map(|&p| item_prefix(p)).collect();
+        priorities.sort();
+        names.sort();
+        assert_eq!(
+            names,
+            priorities.iter().map(|&p| item_prefix(p)).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn other_children_are_no_items() {
+        for name in [
+            "queue-0000000001",          // Curator's plain DistributedQueue
+            "queue-0000000010000000001", // sign says negative, value is not
+            "queue-1FFFFFFFF0000000001", // sign says positive, value is not
+            "queue-10000000G0000000001",
+            "queue-100000000000000000x",
+            "queue-1000000000000000000-1",
+            "qn-0000000001",
+            "claims",
+            "receipts",
+        ] {
+            assert_eq!(item_key(name), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn envelopes_are_curators() {
+        // ItemSerializer.serialize of one item "hi": version, ITEM, length, bytes, EOF.
+        assert_eq!(envelope(b"hi"), [0, 1, 0, 1, 1, 0, 0, 0, 2, b'h', b'i', 2]);
+        assert_eq!(envelope(b""), [0, 1, 0, 1, 1, 0, 0, 0, 0, 2]);
+        for data in [&b""[..], b"x", b"payload with \x00 and \x02 inside"] {
+            assert_eq!(open_envelope(envelope(data)), data);
+        }
+        // Several payloads (Curator's putMulti), a broken envelope, plain data: returned as they are.
+        let multi = vec![0, 1, 0, 1, 1, 0, 0, 0, 1, b'a', 1, 0, 0, 0, 1, b'b', 2];
+        assert_eq!(open_envelope(multi.clone()), multi);
+        let truncated = vec![0, 1, 0, 1, 1, 0, 0, 0, 9, b'a', 2];
+        assert_eq!(open_envelope(truncated.clone()), truncated);
+        assert_eq!(open_envelope(b"plain".to_vec()), b"plain");
+    }
+}
