@@ -42,6 +42,9 @@ pub enum Recipe {
     Semaphore,
     /// `LeaderElection`: each term's writes under the leader's token.
     Election,
+    /// `MultiLock` of two mutexes (`<path>/a`, `<path>/b`), named in a random order at every acquire: read-modify-write
+    /// of the counter under the set, fenced with the token of the lock taken first in the global order.
+    MultiLock,
     /// `zklock run` processes whose commands do the critical section.
     Run,
     /// `Queue` with `take_safe`: every acknowledged item taken, none completed twice.

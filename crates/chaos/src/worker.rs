@@ -181,6 +181,9 @@ async fn lock_round(
     rng: &mut StdRng,
     timeout: Duration,
 ) -> zklock::Result<bool> {
+    if args.recipe == Recipe::MultiLock {
+        return multi_lock_round(zk, args, register, rng, timeout).await;
+    }
     let writer = args.recipe != Recipe::Rwlock || rng.gen_bool(0.4);
     let guard = match acquire(args, zk, writer, timeout * 3).await {
         Ok(guard) => guard,
@@ -219,6 +222,42 @@ async fn lock_round(
     Ok(true)
 }
 
+/// One turn of the multi-lock workload: both locks, named in a random order (the library must acquire them in its
+/// global order, or two contenders deadlock and liveness fails), one critical section fenced with the token of the
+/// first lock in that order — every holder of the set holds it — then release.
+async fn multi_lock_round(
+    zk: &Client,
+    args: &WorkerArgs,
+    register: &mut Connection,
+    rng: &mut StdRng,
+    timeout: Duration,
+) -> zklock::Result<bool> {
+    let (a, b) = (format!("{}/a", args.path), format!("{}/b", args.path));
+    let (first, second) = if rng.gen_bool(0.5) { (a, b) } else { (b, a) };
+    let multi = zklock::MultiLock::new([
+        zklock::Part::Mutex(zklock::Mutex::new(zk, &first)?),
+        zklock::Part::Mutex(zklock::Mutex::new(zk, &second)?),
+    ])?;
+    let held = match multi.lock_timeout(timeout * 3).await {
+        Ok(held) => held,
+        Err(Error::Timeout) => return Ok(false),
+        Err(err) => return Err(err),
+    };
+    let work = Duration::from_millis(rng.gen_range(20..120));
+    if !held.is_lost() {
+        if let Err(err) = section(register, &held.guards()[0], Kind::Exclusive, work).await {
+            eprintln!("chaos: the register failed: {err:#}");
+            std::process::exit(2);
+        }
+    }
+    match tokio::time::timeout(timeout, held.release()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(err)) => eprintln!("worker {}: release: {err}", args.client),
+        Err(_) => eprintln!("worker {}: release timed out", args.client),
+    }
+    Ok(true)
+}
+
 async fn acquire(args: &WorkerArgs, zk: &Client, writer: bool, timeout: Duration) -> zklock::Result<Guard> {
     match args.recipe {
         Recipe::Mutex => zklock::Mutex::new(zk, &args.path)?.lock_timeout(timeout).await,
@@ -235,6 +274,7 @@ async fn acquire(args: &WorkerArgs, zk: &Client, writer: bool, timeout: Duration
                 .await
         }
         Recipe::Run
+        | Recipe::MultiLock
         | Recipe::Queue
         | Recipe::DoubleBarrier
         | Recipe::Counter

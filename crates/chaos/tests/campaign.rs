@@ -186,6 +186,11 @@ fn priority_queue_on_embedded() {
     clean_short("priority-queue", "72");
 }
 
+#[test]
+fn multi_lock_on_embedded() {
+    clean_short("multi-lock", "74");
+}
+
 /// The counter's negative control: increments that read and then write, with no compare-and-set between, lose
 /// updates, and the checker must see it.
 #[test]

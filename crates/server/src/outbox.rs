@@ -69,6 +69,9 @@ pub struct Outbox {
     queue: Mutex<Queue>,
     /// Registered with [`Durable`] as waiting for a zxid.
     waiting: AtomicBool,
+    /// In the state's dirty list (set and cleared only under the state lock): marking is O(1), not a scan of the
+    /// list, so one commit that notifies k connections costs O(k).
+    pub(crate) marked: AtomicBool,
     /// The connection task waits for replies to drain (it reached the outstanding bound).
     throttled: AtomicBool,
     /// Wakes the connection task: the socket filled up, replies drained, or the outbox closed.
@@ -92,6 +95,7 @@ impl Outbox {
             stream,
             queue: Mutex::new(Queue::default()),
             waiting: AtomicBool::new(false),
+            marked: AtomicBool::new(false),
             throttled: AtomicBool::new(false),
             wake: Notify::new(),
             cancel,

@@ -72,6 +72,10 @@ impl Drop for StateGuard<'_> {
             return;
         };
         let dirty = std::mem::take(&mut guard.dirty);
+        // Still under the lock: the next reply queued for one of these marks it again.
+        for outbox in &dirty {
+            outbox.marked.store(false, std::sync::atomic::Ordering::Relaxed);
+        }
         drop(guard);
         for outbox in dirty {
             outbox.flush(self.durable);

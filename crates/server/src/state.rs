@@ -224,7 +224,8 @@ impl State {
     }
 
     fn mark_dirty(dirty: &mut Vec<Arc<Outbox>>, outbox: &Arc<Outbox>) {
-        if !dirty.iter().any(|d| Arc::ptr_eq(d, outbox)) {
+        // Under the state lock, like the clearing in `StateGuard::drop`: relaxed is enough.
+        if !outbox.marked.swap(true, std::sync::atomic::Ordering::Relaxed) {
             dirty.push(outbox.clone());
         }
     }
