@@ -24,7 +24,7 @@ use crate::checker::Violation;
 use crate::clock::now_ns;
 use crate::history::{Action, Kind, Op};
 use crate::register::Connection;
-use crate::worker::WorkerArgs;
+use crate::worker_args::WorkerArgs;
 
 /// Every member joins, and stays, this long before the end (faults stopped well before: the last session timeout
 /// + 8 s of the campaign are fault-free).

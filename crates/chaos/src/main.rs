@@ -28,6 +28,7 @@ mod report;
 mod servers;
 mod two_phase_commit;
 mod worker;
+mod worker_args;
 
 use clap::{Parser, Subcommand};
 
@@ -83,7 +84,7 @@ struct Cli {
 enum Internal {
     /// (internal) one contender process.
     #[command(name = "__worker", hide = true)]
-    Worker(worker::WorkerArgs),
+    Worker(worker_args::WorkerArgs),
     /// (internal) the command `zklock run` runs in the `run` workload.
     #[command(name = "__command", hide = true)]
     Command(command::CommandArgs),

@@ -23,7 +23,7 @@ use crate::checker::Violation;
 use crate::clock::now_ns;
 use crate::history::{Action, Kind, Op};
 use crate::register::Connection;
-use crate::worker::WorkerArgs;
+use crate::worker_args::WorkerArgs;
 
 /// The probability of a commit vote.
 const COMMIT: f64 = 0.85;

@@ -12,47 +12,8 @@ use zookeeper_client::{Client, SessionState};
 use crate::clock::now_ns;
 use crate::history::{Action, Kind};
 use crate::register::{Answer, Connection};
+use crate::worker_args::WorkerArgs;
 use crate::Recipe;
-
-/// What a worker is told on its command line.
-#[derive(Debug, Clone, clap::Args)]
-pub struct WorkerArgs {
-    /// The workload.
-    #[arg(long, value_enum)]
-    pub recipe: Recipe,
-    /// ZooKeeper connect string.
-    #[arg(long)]
-    pub connect: String,
-    /// The recipe's path.
-    #[arg(long)]
-    pub path: String,
-    /// The register's address.
-    #[arg(long)]
-    pub register: String,
-    /// This contender's number.
-    #[arg(long)]
-    pub client: u32,
-    /// Session timeout, milliseconds.
-    #[arg(long)]
-    pub session_timeout_ms: u64,
-    /// Semaphore leases; double barrier participants.
-    #[arg(long, default_value_t = 2)]
-    pub leases: usize,
-    /// `CLOCK_MONOTONIC` nanoseconds at which to finish.
-    #[arg(long)]
-    pub until_ns: u64,
-    /// Seed of this worker's choices (work time, reader or writer).
-    #[arg(long)]
-    pub seed: u64,
-    /// Which process of its slot this is (mixed into the seed).
-    #[arg(long, default_value_t = 0)]
-    pub launch: u64,
-    /// The counter workload's negative control: increment by reading the value and setting it plus one, with no
-    /// compare-and-set between the two. For the group and two-phase commit workloads: report what was wished
-    /// instead of what happened.
-    #[arg(long)]
-    pub naive: bool,
-}
 
 /// The worker's main loop; returns the process exit status.
 pub async fn run(args: WorkerArgs) -> i32 {

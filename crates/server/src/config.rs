@@ -117,15 +117,6 @@ impl TlsConfig {
             super_user: None,
         }
     }
-
-    /// Reads the key and trust stores and builds the TLS configuration, without listening: what
-    /// [`crate::Server::start`] does first, for checking a configuration (`zklock serve --dry-run`).
-    ///
-    /// # Errors
-    /// A missing or unreadable store, a wrong password, a key that does not match its certificate, ...
-    pub fn check(&self) -> Result<(), crate::TlsError> {
-        crate::tls::server_config(self).map(drop)
-    }
 }
 
 /// A key store or trust store file (`ssl.keyStore.*` / `ssl.trustStore.*`).

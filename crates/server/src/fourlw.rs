@@ -6,16 +6,9 @@ use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::metrics::{self, Figures};
+use crate::metrics::{self, Figures, NOT_SERVING, VERSION};
 use crate::shared::Shared;
 use crate::stream::Stream;
-
-/// Version we report: the ZooKeeper release whose behaviour we match, tagged as ours.
-pub const VERSION: &str = concat!(
-    "3.8.0-zklock-",
-    env!("CARGO_PKG_VERSION"),
-    ", built on 1970-01-01 00:00 UTC"
-);
 
 /// Every command ZooKeeper knows (so an unlisted one gets the whitelist message, not a protocol error).
 const KNOWN: &[&str] = &[
@@ -43,9 +36,6 @@ pub async fn answer(shared: &Arc<Shared>, cmd: &'static str, wr: Stream) {
     let _ = wr.write_all(text.as_bytes()).await;
     let _ = wr.shutdown(std::net::Shutdown::Write);
 }
-
-/// ZooKeeper's answer to most words while it is not serving.
-pub const NOT_SERVING: &str = "This ZooKeeper instance is not currently serving requests";
 
 fn render(shared: &Arc<Shared>, cmd: &str) -> String {
     if shared.durable.failed() {

@@ -94,6 +94,7 @@ mod config;
 mod connection;
 mod error;
 mod fourlw;
+mod latency;
 mod metrics;
 mod ops;
 mod outbox;
@@ -113,7 +114,8 @@ pub use config::{
     ClientAuth, ConfigError, IgnoredKey, ServerConfig, Store, StoreKind, TlsConfig, TlsProtocol,
 };
 pub use error::Error;
-pub use metrics::{Figures, LatencyFigures};
+pub use latency::LatencyFigures;
+pub use metrics::Figures;
 pub use tls::TlsError;
 pub use zklock_storage::StorageError;
 

@@ -22,7 +22,7 @@ use std::time::Instant;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::metrics::Latency;
+use crate::latency::Latency;
 use crate::stream::Stream;
 
 /// At most this many frames per `writev`.

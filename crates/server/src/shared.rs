@@ -28,7 +28,7 @@ pub struct Shared {
     /// Server start time (for `srvr`/`mntr` uptime).
     pub started: std::time::Instant,
     /// Reply latencies (for `srvr`, `stat`, `mntr` and the metrics endpoint).
-    pub latency: Arc<crate::metrics::Latency>,
+    pub latency: Arc<crate::latency::Latency>,
 }
 
 impl Shared {

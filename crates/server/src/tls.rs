@@ -471,6 +471,17 @@ fn escape_rfc2253(value: &str) -> String {
     out
 }
 
+impl TlsConfig {
+    /// Reads the key and trust stores and builds the TLS configuration, without listening: what
+    /// [`crate::Server::start`] does first, for checking a configuration (`zklock serve --dry-run`).
+    ///
+    /// # Errors
+    /// A missing or unreadable store, a wrong password, a key that does not match its certificate, ...
+    pub fn check(&self) -> Result<(), crate::TlsError> {
+        server_config(self).map(drop)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

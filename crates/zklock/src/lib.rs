@@ -95,6 +95,7 @@ mod abandoned;
 mod barrier;
 mod contention;
 mod counter;
+mod curator_priority;
 mod double_barrier;
 mod election;
 mod error;

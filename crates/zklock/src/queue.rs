@@ -193,7 +193,7 @@ impl Layout {
         match self {
             Layout::Fifo => item_sequence(name).map(|seq| (0, seq)),
             Layout::Priority => {
-                crate::priority_queue::item_key(name).map(|(priority, seq)| (i64::from(priority), seq))
+                crate::curator_priority::item_key(name).map(|(priority, seq)| (i64::from(priority), seq))
             }
         }
     }
@@ -202,7 +202,7 @@ impl Layout {
     fn decode(self, data: Vec<u8>) -> Vec<u8> {
         match self {
             Layout::Fifo => data,
-            Layout::Priority => crate::priority_queue::open_envelope(data),
+            Layout::Priority => crate::curator_priority::open_envelope(data),
         }
     }
 }
@@ -683,7 +683,7 @@ pub(crate) async fn inspect(
 ) -> Result<Option<(Recipe, Vec<(i32, usize)>)>> {
     let priorities: Vec<i32> = children
         .iter()
-        .filter_map(|name| crate::priority_queue::item_key(name).map(|(priority, _)| priority))
+        .filter_map(|name| crate::curator_priority::item_key(name).map(|(priority, _)| priority))
         .collect();
     let fifo_items = children
         .iter()

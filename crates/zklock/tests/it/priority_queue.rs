@@ -223,7 +223,9 @@ on_every_server! {
         assert_eq!(eventually("the consumer to take the item", consumer.take()).await.unwrap(), b"once");
         assert_eq!(proxy.lost_replies(), 1, "the fault was injected");
         let name = eventually("the put to settle", put).await.unwrap().unwrap();
-        assert_eq!(name, "queue-0FFFFFFF9", "the prefix of an item taken before we looked");
+        // The prefix of an item taken before we looked; on a machine so loaded that the consumer took longer than
+        // the producer's pause, the producer saw its item first and returns its whole name.
+        assert!(name.starts_with("queue-0FFFFFFF9"), "{name}");
         assert_eq!(consumer.len().await.unwrap(), 0, "the item was enqueued a second time");
         await_children(&consumer_client, &format!("{dir}/receipts"), "the receipt to be deleted", |c| c.is_empty())
             .await;
