@@ -72,3 +72,24 @@ on_every_server! {
         assert_eq!(data(&admin, &target).await, b"fresh", "the expired holder overwrote the new holder's write");
     }
 }
+
+on_every_server! {
+    async fn a_commit_whose_reply_is_lost_is_reported_and_not_retried(hosts: &str) {
+        let dir = unique_path("fenced-lost-reply");
+        let target = format!("{dir}-config");
+        let proxy = zklock_testkit::Proxy::start(first_server(hosts)).await.unwrap();
+        let client = client(&proxy.connect_string()).await;
+        client.create(&target, b"v0", &persistent()).await.unwrap();
+        let guard = Mutex::new(&client, &dir).unwrap().lock().await.unwrap();
+        let mut writes = guard.fenced_writes();
+        writes.set_data(&target, b"v1", None).unwrap();
+        proxy.drop_reply_and_cut(&[zklock_testkit::opcode::MULTI]);
+        assert_eq!(writes.commit().await.unwrap_err(), Error::ConnectionLoss { attempts: 1 });
+        assert_eq!(proxy.lost_replies(), 1, "the fault was injected");
+        // The transaction was applied once: the outcome was unknown to us, and it was not sent again.
+        let observer = crate::support::client(hosts).await;
+        observer.sync(&target).await.unwrap();
+        let (value, stat) = observer.get_data(&target).await.unwrap();
+        assert_eq!((value.as_slice(), stat.version), (&b"v1"[..], 1));
+    }
+}

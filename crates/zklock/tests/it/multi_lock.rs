@@ -99,6 +99,28 @@ on_every_server! {
     }
 }
 
+on_every_server! {
+    async fn session_expiry_loses_the_set_and_frees_every_part(hosts: &str) {
+        let (a, b) = (unique_path("multi-expiry-a"), unique_path("multi-expiry-b"));
+        let parts = |client: &zklock::zookeeper_client::Client| {
+            MultiLock::new([
+                Part::Mutex(Mutex::new(client, &a).unwrap()),
+                Part::Write(RwLock::new(client, &b).unwrap()),
+            ])
+            .unwrap()
+        };
+        let holder = client(hosts).await;
+        let held = parts(&holder).lock().await.unwrap();
+        let lost = held.lost();
+        zklock_testkit::expire_session(hosts, &holder).await;
+        assert_expired(eventually("the set's lost signal", lost).await);
+        // Every part is free again: another session takes the whole set.
+        let other = client(hosts).await;
+        let taken = eventually("the set, after the expiry", parts(&other).lock()).await.unwrap();
+        taken.release().await.unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_path_twice_or_no_part_is_refused() {
     let client = client(&embedded().await).await;
