@@ -83,7 +83,7 @@ macro_rules! record {
     ($( $(#[$meta:meta])* pub struct $name:ident { $( $(#[$fmeta:meta])* pub $field:ident : $ty:ty, )* } )*) => {
         $(
             $(#[$meta])*
-            #[derive(Debug, Clone, PartialEq, Eq, Default)]
+            #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
             pub struct $name {
                 $( $(#[$fmeta])* pub $field: $ty, )*
             }

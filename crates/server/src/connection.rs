@@ -25,7 +25,10 @@ pub async fn serve(shared: Arc<Shared>, socket: Stream, peer: SocketAddr, _slot:
     if let Stream::Tcp(tcp) = &socket {
         let _ = tcp.set_nodelay(true);
     }
-    let mut buf = BytesMut::with_capacity(8 * 1024);
+    // Small to start with: a session's requests are mostly tens of bytes, and ten thousand idle sessions with 8 KiB
+    // each were 80 MB of resident memory (docs/benchmarks.md, "Server size"). It grows when a read fills it
+    // (`read_some`) and to the size of a frame whose length is known (`handle_buffered`).
+    let mut buf = BytesMut::with_capacity(INITIAL_READ_BUFFER);
 
     // A four-letter word replaces the length prefix of the first frame.
     while buf.len() < 4 {
@@ -171,7 +174,18 @@ fn handle_buffered(
         }
         let (body, used) = match decode_frame(buf, max_frame) {
             Ok(Some(frame)) => frame,
-            Ok(None) => return Buffered::NeedInput,
+            Ok(None) => {
+                // Room for the rest of the frame at once, when its length is known (bounded by `max_frame`).
+                if let Some(len) = buf
+                    .get(..4)
+                    .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize)
+                {
+                    if len <= max_frame {
+                        buf.reserve((4 + len).saturating_sub(buf.len()));
+                    }
+                }
+                return Buffered::NeedInput;
+            }
             Err(e) => {
                 tracing::warn!(%peer, error = %e, "bad frame; closing connection");
                 return Buffered::Close;
@@ -202,10 +216,20 @@ fn handle_buffered(
     // The guard's drop writes the replies that are durable already.
 }
 
+/// The read buffer a connection starts with.
+const INITIAL_READ_BUFFER: usize = 512;
+
+/// The most a read buffer grows by doubling (a bigger frame still gets room for itself).
+const MAX_READ_BUFFER: usize = 64 * 1024;
+
 /// Reads what the socket has. A read that did not fill the buffer has drained the socket, so the readiness is
 /// cleared right away instead of by one more read that would only return `WouldBlock`: one syscall per request
 /// saved. (Safe with tokio's readiness tracking: data arriving after the read sets it again.)
 fn read_some(stream: &Stream, buf: &mut BytesMut) -> std::io::Result<usize> {
+    if buf.len() == buf.capacity() {
+        // Full: a burst of pipelined requests. Double (up to a bound), so that bursts take few reads.
+        buf.reserve(buf.capacity().clamp(INITIAL_READ_BUFFER, MAX_READ_BUFFER));
+    }
     let mut drained = 0;
     let result = stream.try_io(tokio::io::Interest::READABLE, || {
         let space = buf.capacity() - buf.len();

@@ -51,8 +51,13 @@ fn render(shared: &Arc<Shared>, cmd: &str) -> String {
             _ => {}
         }
     }
+    match cmd {
+        // Without the state lock: answering must not wait behind (or stop) the requests being served.
+        "ruok" => return "imok".into(),
+        "isro" => return "rw".into(),
+        _ => {}
+    }
     let st = shared.lock();
-    let (watched_paths, watches) = st.watches.counts();
     let conns = st.conns.len();
     let mut s = String::new();
     let clients = |s: &mut String| {
@@ -72,8 +77,6 @@ fn render(shared: &Arc<Shared>, cmd: &str) -> String {
         }
     };
     match cmd {
-        "ruok" => s.push_str("imok"),
-        "isro" => s.push_str("rw"),
         "srvr" | "stat" => {
             let _ = writeln!(s, "Zookeeper version: {VERSION}");
             if cmd == "stat" {
@@ -119,6 +122,8 @@ fn render(shared: &Arc<Shared>, cmd: &str) -> String {
             );
         }
         "wchs" => {
+            // A scan of every watched path, as ZooKeeper's `wchs` does; asked for only by this word.
+            let (watched_paths, watches) = st.watches.counts();
             let _ = writeln!(
                 s,
                 "{} connections watching {watched_paths} paths",

@@ -107,13 +107,9 @@ impl Figures {
             alive_connections: st.conns.len(),
             outstanding_requests: outstanding_requests(st),
             znode_count: znode_count(st),
-            watch_count: st.watches.counts().1,
-            ephemerals_count: st.tree.ephemerals().values().map(|v| v.len()).sum(),
-            approximate_data_size: st
-                .tree
-                .nodes()
-                .map(|(p, n)| p.len() + n.data.as_ref().map_or(0, Vec::len))
-                .sum(),
+            watch_count: st.watches.total(),
+            ephemerals_count: st.tree.ephemeral_count(),
+            approximate_data_size: st.tree.data_size(),
             uptime_ms: u64::try_from(shared.started.elapsed().as_millis()).unwrap_or(u64::MAX),
             global_sessions: st.sessions.len(),
             last_zxid: st.last_zxid,

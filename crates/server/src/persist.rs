@@ -97,10 +97,25 @@ fn decode_snapshot(blob: &[u8]) -> Result<Decoded, String> {
     }
     let count = r.read_i32().map_err(e)?.max(0) as usize;
     let mut nodes = Vec::with_capacity(count.min(r.remaining() / 64));
+    let mut last_acl: Option<(&[u8], crate::tree::SharedAcl)> = None;
     for _ in 0..count {
         let path = r.read_string().map_err(e)?;
         let data = r.read_buffer().map_err(e)?;
-        let acl = r.read_vec_or_empty().map_err(e)?;
+        // Neighbours mostly share their ACL: when the bytes are those of the previous node's ACL (the encoding is
+        // self-delimiting), that ACL is taken without decoding it again (the tree interns the rest).
+        let at = r.rest();
+        let acl = match &last_acl {
+            Some((bytes, acl)) if at.starts_with(bytes) => {
+                r = Reader::new(&at[bytes.len()..]);
+                acl.clone()
+            }
+            _ => {
+                let acl: Vec<zklock_codec::Acl> = r.read_vec_or_empty().map_err(e)?;
+                let shared: crate::tree::SharedAcl = acl.into();
+                last_acl = Some((&at[..at.len() - r.rest().len()], shared.clone()));
+                shared
+            }
+        };
         let node = Node {
             data,
             acl,

@@ -5,7 +5,7 @@
 //! containers in `ephemeralOwner`. Seeding from the clock makes ids unique across restarts even before
 //! anything is persisted; recovered sessions move the counter past themselves as well.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -25,14 +25,20 @@ pub struct Session {
     pub passwd: Vec<u8>,
     /// The connection currently attached, if any.
     pub conn: Option<ConnId>,
-    /// Expiry deadline, rounded up to the next tick (ZooKeeper's `ExpiryQueue` buckets).
-    pub expires_at: Instant,
+    /// Expiry deadline, rounded up to the next tick (ZooKeeper's `ExpiryQueue` buckets). Changed only by
+    /// [`Sessions::touch`], which keeps the buckets in step.
+    expires_at: Instant,
 }
 
 /// All sessions.
+///
+/// Expiry, as ZooKeeper's `ExpiryQueue`: sessions are kept in buckets by deadline (deadlines are rounded up to a
+/// tick, so a busy session's touches mostly land in the bucket it is already in and cost one comparison), and a
+/// tick looks only at the buckets that are due — never at every session.
 #[derive(Debug)]
 pub struct Sessions {
     map: HashMap<i64, Session>,
+    buckets: BTreeMap<Instant, HashSet<i64>>,
     next_id: i64,
     tick: Duration,
     origin: Instant,
@@ -53,6 +59,7 @@ impl Sessions {
     pub fn new(tick: Duration, first_id: i64) -> Self {
         Sessions {
             map: HashMap::new(),
+            buckets: BTreeMap::new(),
             next_id: first_id,
             tick: tick.max(Duration::from_millis(1)),
             origin: Instant::now(),
@@ -77,7 +84,8 @@ impl Sessions {
     /// Adds (or replaces) a session, starting its timer now.
     pub fn insert(&mut self, id: i64, timeout_ms: i32, passwd: Vec<u8>) {
         let expires_at = self.deadline(timeout_ms);
-        self.map.insert(
+        self.buckets.entry(expires_at).or_default().insert(id);
+        let replaced = self.map.insert(
             id,
             Session {
                 id,
@@ -87,6 +95,11 @@ impl Sessions {
                 expires_at,
             },
         );
+        if let Some(old) = replaced {
+            if old.expires_at != expires_at {
+                self.unbucket(id, old.expires_at);
+            }
+        }
         if id >= self.next_id && id >> 56 == SERVER_ID {
             self.next_id = id + 1;
         }
@@ -94,7 +107,19 @@ impl Sessions {
 
     /// Removes a session.
     pub fn remove(&mut self, id: i64) -> Option<Session> {
-        self.map.remove(&id)
+        let session = self.map.remove(&id)?;
+        self.unbucket(id, session.expires_at);
+        Some(session)
+    }
+
+    /// Takes `id` out of the bucket of `deadline`, dropping the bucket when it empties.
+    fn unbucket(&mut self, id: i64, deadline: Instant) {
+        if let Some(bucket) = self.buckets.get_mut(&deadline) {
+            bucket.remove(&id);
+            if bucket.is_empty() {
+                self.buckets.remove(&deadline);
+            }
+        }
     }
 
     /// Looks up a session.
@@ -109,21 +134,27 @@ impl Sessions {
 
     /// Restarts a session's timer (any packet from its client does this).
     pub fn touch(&mut self, id: i64) {
-        if let Some(timeout) = self.map.get(&id).map(|s| s.timeout_ms) {
-            let deadline = self.deadline(timeout);
-            if let Some(s) = self.map.get_mut(&id) {
-                s.expires_at = deadline;
-            }
+        let Some((timeout, old)) = self.map.get(&id).map(|s| (s.timeout_ms, s.expires_at)) else {
+            return;
+        };
+        let deadline = self.deadline(timeout);
+        if deadline == old {
+            return;
+        }
+        self.unbucket(id, old);
+        self.buckets.entry(deadline).or_default().insert(id);
+        if let Some(s) = self.map.get_mut(&id) {
+            s.expires_at = deadline;
         }
     }
 
-    /// Sessions whose deadline has passed.
+    /// Sessions whose deadline has passed (they stay until [`Sessions::remove`]d), sorted. Looks only at the
+    /// buckets that are due.
     pub fn expired(&self, now: Instant) -> Vec<i64> {
         let mut ids: Vec<i64> = self
-            .map
-            .values()
-            .filter(|s| s.expires_at <= now)
-            .map(|s| s.id)
+            .buckets
+            .range(..=now)
+            .flat_map(|(_, ids)| ids.iter().copied())
             .collect();
         ids.sort_unstable();
         ids
@@ -161,5 +192,24 @@ mod tests {
         assert!(s.expired(Instant::now()).is_empty());
         tokio::time::advance(Duration::from_millis(2001)).await;
         assert_eq!(s.expired(Instant::now()), vec![id]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn touches_move_a_session_between_buckets_and_remove_empties_them() {
+        let mut s = Sessions::new(Duration::from_millis(100), initial_session_id(0));
+        let (a, b) = (s.next_id(), s.next_id());
+        s.insert(a, 1000, new_password());
+        s.insert(b, 1000, new_password());
+        for _ in 0..20 {
+            tokio::time::advance(Duration::from_millis(250)).await;
+            s.touch(a);
+        }
+        assert_eq!(s.expired(Instant::now()), vec![b], "a was touched, b was not");
+        assert!(s.remove(b).is_some());
+        assert_eq!(s.buckets.len(), 1, "one bucket left: a's");
+        tokio::time::advance(Duration::from_millis(1200)).await;
+        assert_eq!(s.expired(Instant::now()), vec![a]);
+        s.remove(a);
+        assert!(s.buckets.is_empty() && s.expired(Instant::now()).is_empty());
     }
 }

@@ -4,10 +4,15 @@
 //! here apply post-state without re-checking permissions. They are deterministic given (state, txn, zxid,
 //! time), which is what makes log replay reproduce the tree exactly.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 use zklock_codec::{Acl, Stat};
 
 use crate::path;
+
+/// An ACL as the tree keeps it: one shared copy per distinct ACL (a tree of a million nodes typically has a
+/// handful), as ZooKeeper's `ReferenceCountedACLCache` does.
+pub type SharedAcl = Arc<[Acl]>;
 
 /// `ephemeralOwner` marking a container node.
 pub const CONTAINER_OWNER: i64 = i64::MIN;
@@ -17,8 +22,8 @@ pub const CONTAINER_OWNER: i64 = i64::MIN;
 pub struct Node {
     /// Data; `None` (null) differs from empty.
     pub data: Option<Vec<u8>>,
-    /// ACL (already fixed up).
-    pub acl: Vec<Acl>,
+    /// ACL (already fixed up), shared with every node that has the same one.
+    pub acl: SharedAcl,
     /// Stat fields (numChildren and dataLength are derived).
     pub czxid: i64,
     /// zxid of the last setData.
@@ -38,8 +43,8 @@ pub struct Node {
     pub ephemeral_owner: i64,
     /// zxid of the last child create or delete.
     pub pzxid: i64,
-    /// Child names. A `BTreeSet` so listings, snapshots and replays are deterministic.
-    pub children: BTreeSet<String>,
+    /// Child names, unordered as in ZooKeeper (whose `DataNode` keeps a `HashSet`: clients sort what they list).
+    pub children: Children,
     /// The zxid of the latest change a read of this node can see: its create, setData and setACL, and the
     /// create or delete of a child. A read waits only until this zxid is durable, not for unrelated writes
     /// in flight (see [`crate::state`]). Not persisted: after recovery everything is durable, so it is
@@ -48,7 +53,7 @@ pub struct Node {
 }
 
 impl Node {
-    fn new(data: Option<Vec<u8>>, acl: Vec<Acl>, owner: i64, zxid: i64, time: i64) -> Self {
+    fn new(data: Option<Vec<u8>>, acl: SharedAcl, owner: i64, zxid: i64, time: i64) -> Self {
         Node {
             data,
             acl,
@@ -61,7 +66,7 @@ impl Node {
             aversion: 0,
             ephemeral_owner: owner,
             pzxid: zxid,
-            children: BTreeSet::new(),
+            children: Children::default(),
             changed: zxid,
         }
     }
@@ -96,6 +101,43 @@ impl Node {
     }
 }
 
+/// A node's child names: a hash set, which builds in O(n) on restart (a sorted set had to sort a million names
+/// first), allocated only once the node has a child (most nodes never do: 8 bytes each instead of 40).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+// The box is the point: an empty `HashSet` with its hasher is 40 bytes in every node, a `None` box 8.
+#[allow(clippy::box_collection)]
+pub struct Children(Option<Box<HashSet<Box<str>, Hasher>>>);
+
+impl Children {
+    /// Number of children.
+    pub fn len(&self) -> usize {
+        self.0.as_ref().map_or(0, |set| set.len())
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The names, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().flat_map(|set| set.iter().map(|name| &**name))
+    }
+
+    fn insert(&mut self, name: &str) {
+        self.0.get_or_insert_with(Default::default).insert(name.into());
+    }
+
+    fn remove(&mut self, name: &str) {
+        if let Some(set) = &mut self.0 {
+            set.remove(name);
+            if set.is_empty() {
+                self.0 = None;
+            }
+        }
+    }
+}
+
 /// Whether an `ephemeralOwner` value names a session (ZooKeeper's `EphemeralType.NORMAL`).
 pub fn is_session_owner(owner: i64) -> bool {
     owner != 0 && owner != CONTAINER_OWNER && (owner >> 56) & 0xff != 0xff
@@ -107,19 +149,36 @@ pub enum Event {
     /// Node created.
     Created(String),
     /// Node deleted, with the ACL it had (watchers need READ on it to hear of it).
-    Deleted(String, Vec<Acl>),
+    Deleted(String, SharedAcl),
     /// Data changed.
     DataChanged(String),
     /// A child was created or deleted.
     ChildrenChanged(String),
 }
 
+/// The node map's hasher: foldhash (what hashbrown uses by default), seeded at random per process, so paths chosen
+/// by a client cannot be made to collide; SipHash was 5 % of a restart with a million nodes.
+pub type Hasher = foldhash::fast::RandomState;
+
 /// The tree.
+///
+/// Memory (measured by `compare-scale`, docs/benchmarks.md): nodes are boxed, so the hash table holds a key and a
+/// pointer per node (a table is up to half empty right after it grows, and a slot of a whole node would be six times
+/// bigger); keys and child names are `Box<str>` (no spare capacity); ACLs are shared ([`SharedAcl`]).
 #[derive(Debug, Clone)]
 pub struct DataTree {
-    nodes: HashMap<String, Node>,
+    nodes: HashMap<Box<str>, Box<Node>, Hasher>,
     ephemerals: HashMap<i64, BTreeSet<String>>,
     containers: BTreeSet<String>,
+    /// One copy of every distinct ACL in use (and some no longer in use, until [`DataTree::intern`] sweeps).
+    acls: HashSet<SharedAcl>,
+    /// When `acls` is swept next: at twice its size after the last sweep.
+    acls_sweep_at: usize,
+    /// Ephemeral nodes (`mntr`'s `zk_ephemerals_count`), kept as they come and go.
+    ephemeral_count: usize,
+    /// Bytes of paths and data (`mntr`'s `zk_approximate_data_size`, as ZooKeeper counts it), kept as nodes
+    /// come, go and change.
+    data_size: usize,
 }
 
 impl Default for DataTree {
@@ -134,32 +193,73 @@ impl DataTree {
     /// child creates (so `/` reports cversion −1 and `/zookeeper` −2), and `/zookeeper/config` readable
     /// by anyone, writable by nobody, with aversion −1.
     pub fn new() -> Self {
-        let mut t = DataTree {
-            nodes: HashMap::new(),
-            ephemerals: HashMap::new(),
-            containers: BTreeSet::new(),
-        };
-        let open = Acl::open_unsafe();
-        t.nodes
-            .insert("/".into(), Node::new(Some(vec![]), open.clone(), 0, 0, 0));
+        let mut t = DataTree::empty();
+        let open = t.intern(Acl::open_unsafe());
+        t.insert_node("/", Node::new(Some(vec![]), open.clone(), 0, 0, 0));
         for p in ["/zookeeper", "/zookeeper/quota", "/zookeeper/config"] {
-            t.nodes
-                .insert(p.into(), Node::new(Some(vec![]), open.clone(), 0, 0, 0));
+            t.insert_node(p, Node::new(Some(vec![]), open.clone(), 0, 0, 0));
             if let Some(parent) = t.nodes.get_mut(path::parent(p)) {
-                parent.children.insert(path::basename(p).to_string());
+                parent.children.insert(path::basename(p));
             }
         }
+        let read_only = t.intern(vec![Acl {
+            perms: zklock_codec::perms::READ,
+            id: zklock_codec::Id {
+                scheme: "world".into(),
+                id: "anyone".into(),
+            },
+        }]);
         if let Some(n) = t.nodes.get_mut("/zookeeper/config") {
-            n.acl = vec![Acl {
-                perms: zklock_codec::perms::READ,
-                id: zklock_codec::Id {
-                    scheme: "world".into(),
-                    id: "anyone".into(),
-                },
-            }];
+            n.acl = read_only;
             n.aversion = -1;
         }
         t
+    }
+
+    fn empty() -> Self {
+        DataTree {
+            nodes: HashMap::default(),
+            ephemerals: HashMap::new(),
+            containers: BTreeSet::new(),
+            acls: HashSet::new(),
+            acls_sweep_at: 64,
+            ephemeral_count: 0,
+            data_size: 0,
+        }
+    }
+
+    /// The shared copy of `acl`. Copies no node uses any more are dropped once the table has doubled since the
+    /// last sweep, so a stream of distinct ACLs cannot grow it without bound.
+    pub fn intern(&mut self, acl: impl Into<SharedAcl> + AsRef<[Acl]>) -> SharedAcl {
+        if let Some(shared) = self.acls.get(acl.as_ref()) {
+            return shared.clone();
+        }
+        if self.acls.len() >= self.acls_sweep_at {
+            self.acls.retain(|a| Arc::strong_count(a) > 1);
+            self.acls_sweep_at = (self.acls.len() * 2).max(64);
+        }
+        let shared: SharedAcl = acl.into();
+        self.acls.insert(shared.clone());
+        shared
+    }
+
+    /// Puts a node in the map, keeping the counters.
+    fn insert_node(&mut self, path: &str, node: Node) {
+        self.data_size += path.len() + node.data.as_ref().map_or(0, Vec::len);
+        if node.is_ephemeral() {
+            self.ephemeral_count += 1;
+        }
+        if let Some(old) = self.nodes.insert(path.into(), Box::new(node)) {
+            self.forget(path, &old);
+        }
+    }
+
+    /// Takes a node out of the counters.
+    fn forget(&mut self, path: &str, node: &Node) {
+        self.data_size -= path.len() + node.data.as_ref().map_or(0, Vec::len);
+        if node.is_ephemeral() {
+            self.ephemeral_count -= 1;
+        }
     }
 
     /// Whether `path` is one of the built-in nodes that can never be deleted.
@@ -172,7 +272,7 @@ impl DataTree {
 
     /// Looks up a node.
     pub fn get(&self, path: &str) -> Option<&Node> {
-        self.nodes.get(path)
+        self.nodes.get(path).map(|n| &**n)
     }
 
     /// The zxid a read of `path` depends on: the node's latest change, or for a missing node the latest
@@ -196,9 +296,19 @@ impl DataTree {
         self.nodes.len()
     }
 
+    /// Ephemeral nodes (kept as they come and go: no scan).
+    pub fn ephemeral_count(&self) -> usize {
+        self.ephemeral_count
+    }
+
+    /// Bytes of paths and data, as ZooKeeper's `approximateDataSize` counts them (kept as nodes change: no scan).
+    pub fn data_size(&self) -> usize {
+        self.data_size
+    }
+
     /// All nodes (for snapshots and `dump`).
-    pub fn nodes(&self) -> impl Iterator<Item = (&String, &Node)> {
-        self.nodes.iter()
+    pub fn nodes(&self) -> impl Iterator<Item = (&str, &Node)> {
+        self.nodes.iter().map(|(p, n)| (&**p, &**n))
     }
 
     /// Ephemeral paths by session.
@@ -224,7 +334,7 @@ impl DataTree {
         let mut count = 0;
         let mut stack = vec![path.to_string()];
         while let Some(p) = stack.pop() {
-            if let Some(n) = self.nodes.get(&p) {
+            if let Some(n) = self.nodes.get(p.as_str()) {
                 count += n.children.len();
                 stack.extend(n.children.iter().map(|c| path::join(&p, c)));
             }
@@ -232,17 +342,17 @@ impl DataTree {
         count
     }
 
-    /// A tree from snapshot nodes; children lists and the ephemeral / container indexes are rebuilt.
+    /// A tree from snapshot nodes; children lists, the ephemeral / container indexes, the shared ACLs and the
+    /// counters are rebuilt. O(n): children are gathered per parent as the nodes go by (the snapshot holds nodes in
+    /// no particular order, so a parent may come after its children) and handed to their parents at the end.
     pub fn from_nodes(nodes: Vec<(String, Node)>) -> Self {
-        let mut t = DataTree {
-            nodes: HashMap::new(),
-            ephemerals: HashMap::new(),
-            containers: BTreeSet::new(),
-        };
-        let paths: Vec<String> = nodes.iter().map(|(p, _)| p.clone()).collect();
+        let mut t = DataTree::empty();
+        t.nodes.reserve(nodes.len());
+        let mut by_parent: HashMap<String, Children, Hasher> = HashMap::default();
         for (path, mut node) in nodes {
-            node.children.clear();
+            node.children = Children::default();
             node.changed = node.czxid.max(node.mzxid).max(node.pzxid);
+            node.acl = t.intern(node.acl);
             if node.is_ephemeral() {
                 t.ephemerals
                     .entry(node.ephemeral_owner)
@@ -252,11 +362,24 @@ impl DataTree {
             if node.ephemeral_owner == CONTAINER_OWNER {
                 t.containers.insert(path.clone());
             }
-            t.nodes.insert(path, node);
+            if path != "/" {
+                let (parent, name) = (path::parent(&path), path::basename(&path));
+                match by_parent.get_mut(parent) {
+                    Some(children) => {
+                        children.insert(name);
+                    }
+                    None => {
+                        let mut children = Children::default();
+                        children.insert(name);
+                        by_parent.insert(parent.to_string(), children);
+                    }
+                }
+            }
+            t.insert_node(&path, node);
         }
-        for path in paths.iter().filter(|p| p.as_str() != "/") {
-            if let Some(parent) = t.nodes.get_mut(path::parent(path)) {
-                parent.children.insert(path::basename(path).to_string());
+        for (parent, children) in by_parent {
+            if let Some(node) = t.nodes.get_mut(parent.as_str()) {
+                node.children = children;
             }
         }
         t
@@ -280,7 +403,7 @@ impl DataTree {
             tracing::error!(path, "create txn without parent; skipped");
             return;
         };
-        parent.children.insert(path::basename(path).to_string());
+        parent.children.insert(path::basename(path));
         parent.cversion = parent_cversion;
         parent.pzxid = parent.pzxid.max(zxid);
         parent.changed = parent.changed.max(zxid);
@@ -290,8 +413,8 @@ impl DataTree {
         if owner == CONTAINER_OWNER {
             self.containers.insert(path.to_string());
         }
-        self.nodes
-            .insert(path.to_string(), Node::new(data, acl, owner, zxid, time));
+        let acl = self.intern(acl);
+        self.insert_node(path, Node::new(data, acl, owner, zxid, time));
         events.push(Event::Created(path.to_string()));
         events.push(Event::ChildrenChanged(parent_path.to_string()));
     }
@@ -302,6 +425,7 @@ impl DataTree {
             tracing::error!(path, "delete txn for a missing node; skipped");
             return;
         };
+        self.forget(path, &node);
         if node.is_ephemeral() {
             if let Some(set) = self.ephemerals.get_mut(&node.ephemeral_owner) {
                 set.remove(path);
@@ -317,7 +441,7 @@ impl DataTree {
             parent.pzxid = parent.pzxid.max(zxid);
             parent.changed = parent.changed.max(zxid);
         }
-        events.push(Event::Deleted(path.to_string(), node.acl));
+        events.push(Event::Deleted(path.to_string(), node.acl.clone()));
         events.push(Event::ChildrenChanged(parent_path.to_string()));
     }
 
@@ -335,16 +459,25 @@ impl DataTree {
             tracing::error!(path, "setData txn for a missing node; skipped");
             return;
         };
+        let (old, new) = (
+            node.data.as_ref().map_or(0, Vec::len),
+            data.as_ref().map_or(0, Vec::len),
+        );
         node.data = data;
         node.version = version;
         node.mzxid = zxid;
         node.mtime = time;
         node.changed = node.changed.max(zxid);
+        self.data_size = self.data_size - old + new;
         events.push(Event::DataChanged(path.to_string()));
     }
 
     /// Applies a setACL with the node's new aversion (fires no watch, like ZooKeeper).
     pub fn set_acl(&mut self, path: &str, acl: Vec<Acl>, aversion: i32, zxid: i64) {
+        if !self.nodes.contains_key(path) {
+            return;
+        }
+        let acl = self.intern(acl);
         if let Some(node) = self.nodes.get_mut(path) {
             node.acl = acl;
             node.aversion = aversion;
@@ -433,7 +566,7 @@ mod tests {
         t.delete("/b", 8, &mut ev);
         assert_eq!(t.changed_at("/b"), 8, "the parent records the delete");
         assert_eq!(t.changed_at("no-slash"), 8);
-        let restored = DataTree::from_nodes(t.nodes().map(|(p, n)| (p.clone(), n.clone())).collect());
+        let restored = DataTree::from_nodes(t.nodes().map(|(p, n)| (p.to_string(), n.clone())).collect());
         assert_eq!(restored.changed_at("/a"), 6, "rebuilt from the stat zxids");
     }
 }

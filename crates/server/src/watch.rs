@@ -21,6 +21,8 @@ pub type ConnId = u64;
 struct Table {
     by_path: HashMap<String, HashMap<ConnId, Kind>>,
     by_conn: HashMap<ConnId, HashSet<String>>,
+    /// Registrations in the table, kept as they come and go (`mntr`'s `zk_watch_count` without a scan).
+    watches: usize,
 }
 
 /// Which kind of registration.
@@ -37,10 +39,14 @@ pub enum Kind {
 impl Table {
     /// Registers `conn` on `path`, replacing the mode it had there (ZooKeeper's `setWatcherMode`).
     fn add(&mut self, path: &str, conn: ConnId, kind: Kind) {
-        self.by_path
+        let replaced = self
+            .by_path
             .entry(path.to_string())
             .or_default()
             .insert(conn, kind);
+        if replaced.is_none() {
+            self.watches += 1;
+        }
         self.by_conn.entry(conn).or_default().insert(path.to_string());
     }
 
@@ -52,6 +58,7 @@ impl Table {
         if watchers.remove(&conn).is_none() {
             return false;
         }
+        self.watches -= 1;
         if watchers.is_empty() {
             self.by_path.remove(path);
         }
@@ -93,6 +100,7 @@ impl Table {
                         }
                     }
                 }
+                self.watches -= emptied.len();
                 for conn in emptied {
                     watchers.remove(&conn);
                     if let Some(paths) = self.by_conn.get_mut(&conn) {
@@ -113,7 +121,9 @@ impl Table {
     fn remove_conn(&mut self, conn: ConnId) {
         for p in self.by_conn.remove(&conn).unwrap_or_default() {
             if let Some(w) = self.by_path.get_mut(&p) {
-                w.remove(&conn);
+                if w.remove(&conn).is_some() {
+                    self.watches -= 1;
+                }
                 if w.is_empty() {
                     self.by_path.remove(&p);
                 }
@@ -122,7 +132,7 @@ impl Table {
     }
 
     fn count(&self) -> usize {
-        self.by_path.values().map(HashMap::len).sum()
+        self.watches
     }
 }
 
@@ -133,20 +143,38 @@ pub struct WatchManager {
     child: Table,
 }
 
+/// Where each path is deleted within one txn's events: `(index, ACL it had)`, in order.
+type Deletions<'t> = HashMap<&'t str, Vec<(usize, &'t [Acl])>>;
+
+fn deletions(events: &[Event]) -> Deletions<'_> {
+    let mut out: Deletions<'_> = HashMap::new();
+    for (i, e) in events.iter().enumerate() {
+        if let Event::Deleted(p, acl) = e {
+            out.entry(p.as_str()).or_default().push((i, &acl[..]));
+        }
+    }
+    out
+}
+
 /// The ACL of the node an event (at index `i` of `events`) is about, as ZooKeeper passes it to the
 /// watchers: the node as it is after the txn, or, if a later op of the same txn deleted it, as it was
-/// when deleted.
-fn acl_at<'t>(tree: &'t DataTree, events: &'t [Event], i: usize, path: &str) -> Option<&'t [Acl]> {
+/// when deleted. `deletions` is built once per txn (a `multi` touching k watched nodes costs O(k), not O(k²)).
+fn acl_at<'t>(
+    tree: &'t DataTree,
+    events: &'t [Event],
+    deletions: &mut Option<Deletions<'t>>,
+    i: usize,
+    path: &str,
+) -> Option<&'t [Acl]> {
     if let Event::Deleted(_, acl) = &events[i] {
         return Some(acl);
     }
-    events[i + 1..]
-        .iter()
-        .find_map(|e| match e {
-            Event::Deleted(d, acl) if d == path => Some(acl.as_slice()),
-            _ => None,
-        })
-        .or_else(|| tree.get(path).map(|n| n.acl.as_slice()))
+    deletions
+        .get_or_insert_with(|| self::deletions(events))
+        .get(path)
+        .and_then(|at| at.iter().find(|(j, _)| *j > i))
+        .map(|&(_, acl)| acl)
+        .or_else(|| tree.get(path).map(|n| &n.acl[..]))
 }
 
 /// The identities of a connection that is gone.
@@ -223,6 +251,7 @@ impl WatchManager {
         out: &mut Vec<Notification>,
     ) {
         let none = HashSet::new();
+        let mut deletions = None;
         for (i, e) in events.iter().enumerate() {
             let (ty, p, conns) = match e {
                 Event::Created(p) => (
@@ -249,7 +278,7 @@ impl WatchManager {
             if conns.is_empty() {
                 continue;
             }
-            let acl = acl_at(tree, events, i, p);
+            let acl = acl_at(tree, events, &mut deletions, i, p);
             let mut conns: Vec<_> = conns
                 .into_iter()
                 .filter(|c| {
@@ -262,7 +291,12 @@ impl WatchManager {
         }
     }
 
-    /// (watched paths, total watches) for `srvr`/`mntr`/`wchs`.
+    /// Total watches (`mntr`), without a scan.
+    pub fn total(&self) -> usize {
+        self.data.count() + self.child.count()
+    }
+
+    /// (watched paths, total watches) for `wchs`: the path count is a scan of the watched paths.
     pub fn counts(&self) -> (usize, usize) {
         let paths: HashSet<&String> = self
             .data
@@ -297,7 +331,7 @@ mod tests {
     }
 
     fn deleted(p: &str) -> Event {
-        Event::Deleted(p.into(), vec![])
+        Event::Deleted(p.into(), Vec::new().into())
     }
 
     #[test]
@@ -395,7 +429,7 @@ mod tests {
         let mut out = vec![];
         let tree = DataTree::new();
         w.trigger(
-            &[Event::Deleted("/a".into(), acl)],
+            &[Event::Deleted("/a".into(), acl.into())],
             &tree,
             |c| (c == 1).then_some(&reader),
             &mut out,

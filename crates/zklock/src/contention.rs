@@ -14,6 +14,8 @@
 //! * **Metrics.** [`acquire`] is where every recipe's wait is measured: `zklock_acquire_wait_seconds` (see the
 //!   crate documentation), labelled with [`Rules::recipe`].
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -298,10 +300,12 @@ async fn find_own(node: &mut OwnNode) -> Result<bool> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Step {
     Ready,
-    /// Watch this child; `sole` if it is our only blocker.
+    /// Watch this child; `sole` if it is our only blocker. Otherwise `ahead` is the contender just before it (what
+    /// it waits for, under the exclusive rule): its deletion is when we look at the queue again (see [`wait_turn`]).
     Wait {
         name: String,
         sole: bool,
+        ahead: Option<String>,
     },
 }
 
@@ -323,11 +327,24 @@ async fn check_turn<R: Rules + ?Sized>(
         Turn::Wait { watch, sole } => Step::Wait {
             name: queue[watch].name.clone(),
             sole,
+            ahead: (!sole && watch > 0).then(|| queue[watch - 1].name.clone()),
         },
     })
 }
 
-/// Waits until it is our turn, watching only the contender the rules name.
+/// A watch on the contender we wait for: its name and its pending notification.
+type Watched = (String, Pin<Box<dyn Future<Output = zk::WatchedEvent> + Send>>);
+
+/// Waits until it is our turn, watching only the contender the rules name — and, when that one is not our only
+/// blocker, also the contender just before it.
+///
+/// Why the second watch: in a queue of N, the contender we wait for is usually deleted because it held and
+/// released, and then nothing else blocks us — but a listing taken before it held cannot tell, so its deletion
+/// would cost a listing of all N names between the release and our turn. The contender just before it is
+/// deleted first (when *it* releases); that is when we list again, while our predecessor holds, and learn that
+/// our predecessor is now the only blocker (`sole`): its deletion is then our turn at once. The hand-off stays
+/// "delete → notification → holder" at any queue length (docs/benchmarks.md, "Waiters"); a release notifies the
+/// next holder and the waiter behind it — two waiters, never more.
 async fn wait_turn<R: Rules + ?Sized>(
     rules: &R,
     session: &Session,
@@ -335,27 +352,54 @@ async fn wait_turn<R: Rules + ?Sized>(
     lost: &LostSignal,
     mut listing: Option<Vec<String>>,
 ) -> Result<()> {
+    // Kept across looks at the queue while the contender we wait for stays the same.
+    let mut watching: Option<Watched> = None;
     loop {
         let children = match listing.take() {
             Some(children) => children,
             None => node.retry.run(|| node.client.list_children(&node.dir)).await?,
         };
-        let Step::Wait { name, sole } = check_turn(rules, node, lost, children).await? else {
+        let Step::Wait { name, sole, ahead } = check_turn(rules, node, lost, children).await? else {
             return Ok(());
         };
         let path = child_path(&node.dir, &name);
-        // With `getData`; or, when the contender's ACL keeps its node from us, a watch on the directory (ordering
-        // needs names only).
-        let watched =
-            crate::participants::read_and_watch_node(&node.client, &node.retry, &node.dir, &name).await?;
-        // Gone between our listing and the watch: look again.
-        let Some((_, _, watcher)) = watched else {
-            continue;
+        let mut changed = match watching.take() {
+            Some((watched, changed)) if watched == name => changed,
+            _ => {
+                // With `getData`; or, when the contender's ACL keeps its node from us, a watch on the directory
+                // (ordering needs names only).
+                let watched =
+                    crate::participants::read_and_watch_node(&node.client, &node.retry, &node.dir, &name)
+                        .await?;
+                // Gone between our listing and the watch: look again.
+                let Some((_, _, watcher)) = watched else {
+                    continue;
+                };
+                tracing::debug!(waiting_on = %path, "waiting for the contender ahead of us");
+                session.emit(QueueEvent::Waiting { on: path.clone() });
+                Box::pin(watcher.changed())
+            }
         };
-        tracing::debug!(waiting_on = %path, "waiting for the contender ahead of us");
-        session.emit(QueueEvent::Waiting { on: path.clone() });
+        let early = match ahead {
+            Some(ahead) => match watch_ahead(&node.client, &child_path(&node.dir, &ahead)).await {
+                Ahead::Watching(watcher) => Some(watcher),
+                // Gone already: the queue has moved since our listing; look again, still watching `name`.
+                Ahead::Gone => {
+                    watching = Some((name, changed));
+                    continue;
+                }
+                Ahead::Unwatched => None,
+            },
+            None => None,
+        };
+        let early = async move {
+            match early {
+                Some(watcher) => watcher.changed().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
-            event = watcher.changed() => match event.event_type {
+            event = &mut changed => match event.event_type {
                 EventType::NodeDeleted if sole => {
                     session.emit(QueueEvent::Woken { by: path });
                     return Ok(());
@@ -365,7 +409,34 @@ async fn wait_turn<R: Rules + ?Sized>(
                 },
                 _ => session.emit(QueueEvent::Woken { by: path }),
             },
+            event = early => match event.event_type {
+                EventType::Session => if let Some(err) = idioms::session_error(&event) {
+                    return Err(err);
+                },
+                // The contender before ours changed (most often: it held and released): look again.
+                _ => watching = Some((name, changed)),
+            },
             reason = lost.lost() => return Err(reason.error(&node.path())),
+        }
+    }
+}
+
+/// The look-ahead watch of [`wait_turn`].
+enum Ahead {
+    Watching(zk::OneshotWatcher),
+    Gone,
+    /// Not watched (no permission to read it, or a request that failed): we only look again later, when the
+    /// contender we wait for goes — never wrong, only slower.
+    Unwatched,
+}
+
+async fn watch_ahead(client: &zk::Client, path: &str) -> Ahead {
+    match client.get_and_watch_data(path).await {
+        Ok((_, _, watcher)) => Ahead::Watching(watcher),
+        Err(zk::Error::NoNode) => Ahead::Gone,
+        Err(err) => {
+            tracing::debug!(%path, %err, "not watching the contender two ahead of us");
+            Ahead::Unwatched
         }
     }
 }

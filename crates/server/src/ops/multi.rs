@@ -169,7 +169,7 @@ pub fn multi_read(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Re
                 MultiOp::GetChildren(g) => st.tree.get(&g.path).ok_or(ErrorCode::NoNode).and_then(|n| {
                     acl::check(&n.acl, zklock_codec::perms::READ, &auth)?;
                     Ok(MultiResult::GetChildren(GetChildrenResponse {
-                        children: n.children.iter().cloned().collect(),
+                        children: n.children.iter().map(str::to_string).collect(),
                     }))
                 }),
                 _ => Err(ErrorCode::MarshallingError), // rejected above

@@ -18,7 +18,7 @@ pub struct Pending {
     aversion: i32,
     owner: i64,
     num_children: usize,
-    acl: Vec<Acl>,
+    acl: crate::tree::SharedAcl,
 }
 
 /// The tree as earlier ops of the same multi have left it (ZooKeeper's outstanding `ChangeRecord`s).
@@ -95,7 +95,7 @@ impl<'a> View<'a> {
                     aversion: 0,
                     owner: *owner,
                     num_children: 0,
-                    acl: acl.clone(),
+                    acl: acl.as_slice().into(),
                 };
                 self.overlay.insert(path.clone(), Some(node));
             }
@@ -116,7 +116,7 @@ impl<'a> View<'a> {
             Txn::SetAcl { path, acl, aversion } => {
                 if let Some(mut p) = self.get(path) {
                     p.aversion = *aversion;
-                    p.acl = acl.clone();
+                    p.acl = acl.as_slice().into();
                     self.overlay.insert(path.clone(), Some(p));
                 }
             }

@@ -62,7 +62,7 @@ pub fn get_children(
     Ok(Reply::from((|| {
         let n = st.tree.get(&req.path).ok_or(ErrorCode::NoNode)?;
         acl::check(&n.acl, perms::READ, &auth)?;
-        let children: Vec<String> = n.children.iter().cloned().collect();
+        let children: Vec<String> = n.children.iter().map(str::to_string).collect();
         let reply = if with_stat {
             Reply::ok(&GetChildren2Response {
                 children,
@@ -88,7 +88,7 @@ pub fn get_acl(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply
         acl::check(&n.acl, perms::READ | perms::ADMIN, &auth)?;
         // Without ADMIN the digest hashes are hidden (they are brute-forceable).
         let acl = match acl::check(&n.acl, perms::ADMIN, &auth) {
-            Ok(()) => n.acl.clone(),
+            Ok(()) => n.acl.to_vec(),
             Err(_) => acl::redact(&n.acl),
         };
         Ok(Reply::ok(&GetAclResponse { acl, stat: n.stat() }))

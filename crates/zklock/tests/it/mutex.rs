@@ -93,7 +93,7 @@ on_every_server! {
         after.release().await.unwrap();
     }
 
-    async fn one_notification_per_release(hosts: &str) {
+    async fn no_herd_a_release_notifies_two_waiters_at_most(hosts: &str) {
         // Every waiter talks through its own proxy, so we can count the watch notifications each one receives.
         const WAITERS: usize = 5;
         let dir = unique_path("mutex-herd");
@@ -128,10 +128,21 @@ on_every_server! {
             eventually("the next waiter to acquire", acquired).await.unwrap();
             let now = counts(&proxies);
             for (j, count) in now.iter().enumerate() {
-                // Earlier holders: one wake-up, plus possibly the watch on their own node firing at their release
-                // (unless the client dropped that watch first). The holder: exactly its one wake-up. Later
-                // waiters: nothing at all — no herd.
-                let expected = if j < k { 1..=2 } else if j == k { 1..=1 } else { 0..=0 };
+                // A release notifies the next holder and the waiter behind it (whose look-ahead watch is on the
+                // releaser: it lists the queue while the new holder holds), nobody else. Earlier holders: their
+                // look-ahead (waiter 0 had none: the holder was its only blocker), their wake-up, and possibly the
+                // watch on their own node firing at their release. The new holder: its wake-up and its look-ahead.
+                // The waiter behind it: its look-ahead, if it has arrived yet. Later waiters: nothing — no herd.
+                let look_ahead = usize::from(j > 0) as u64;
+                let expected = if j < k {
+                    1..=2 + look_ahead
+                } else if j == k {
+                    1..=1 + look_ahead
+                } else if j == k + 1 {
+                    0..=1
+                } else {
+                    0..=0
+                };
                 assert!(expected.contains(count), "after hand-off {k}: notifications per waiter {now:?}");
             }
             release.send(()).unwrap();
@@ -139,7 +150,62 @@ on_every_server! {
         for task in tasks {
             eventually("waiters to finish", task).await.unwrap();
         }
-        assert!(counts(&proxies).iter().all(|c| (1..=2).contains(c)), "{:?}", counts(&proxies));
+        assert!(counts(&proxies).iter().all(|c| (1..=3).contains(c)), "{:?}", counts(&proxies));
+    }
+
+    async fn a_waiter_deep_in_the_queue_lists_before_its_turn_not_after(hosts: &str) {
+        // holder ← w0 ← w1 ← w2. w1 first listed behind two nodes, so w0's deletion alone cannot tell it that its
+        // turn has come; it lists again when the holder releases (its look-ahead watch), while w0 holds, and so
+        // takes over from w0 with no listing between w0's release and its turn. Without the look-ahead watch it
+        // would list after w0's deletion (a listing of the whole queue on every hand-off).
+        let dir = unique_path("mutex-lookahead");
+        let holder_client = client(hosts).await;
+        let holder = Mutex::new(&holder_client, &dir).unwrap().lock().await.unwrap();
+        let mut waiters = Vec::new();
+        for _ in 0..3 {
+            let proxy = Proxy::start(first_server(hosts)).await.unwrap();
+            let client = client(&proxy.connect_string()).await;
+            let (listener, mut rx) = events();
+            let (release_tx, release_rx) = tokio::sync::oneshot::channel::<()>();
+            let (acquired_tx, acquired_rx) = tokio::sync::oneshot::channel::<()>();
+            let dir = dir.clone();
+            let task = tokio::spawn(async move {
+                let guard = Mutex::new(Session::new(&client).with_listener(listener), &dir).unwrap().lock().await.unwrap();
+                acquired_tx.send(()).unwrap();
+                release_rx.await.unwrap();
+                guard.release().await.unwrap();
+            });
+            until(&mut rx, "the waiter to queue", |e| matches!(e, QueueEvent::Waiting { .. })).await;
+            waiters.push((proxy, release_tx, acquired_rx, task));
+        }
+        let listings = |proxy: &Proxy| {
+            proxy.requests(zklock_testkit::opcode::GET_CHILDREN) + proxy.requests(zklock_testkit::opcode::GET_CHILDREN2)
+        };
+        let queued: Vec<u64> = waiters.iter().map(|(proxy, ..)| listings(proxy)).collect();
+        holder.release().await.unwrap();
+        let (w0_proxy, w0_release, w0_acquired, w0_task) = waiters.remove(0);
+        eventually("w0 to acquire", w0_acquired).await.unwrap();
+        assert_eq!(listings(&w0_proxy), queued[0], "w0 waited for the holder alone: no listing");
+        // w1 lists once more, on the holder's release, while w0 holds.
+        let w1_proxy = &waiters[0].0;
+        eventually("w1 to look at the queue again", async {
+            while listings(w1_proxy) < queued[1] + 1 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await;
+        let before_handoff = listings(w1_proxy);
+        w0_release.send(()).unwrap();
+        eventually("w0 to release", w0_task).await.unwrap();
+        let (w1_proxy, w1_release, w1_acquired, w1_task) = waiters.remove(0);
+        eventually("w1 to acquire", w1_acquired).await.unwrap();
+        assert_eq!(listings(&w1_proxy), before_handoff, "w1's turn came with w0's deletion: no listing after it");
+        w1_release.send(()).unwrap();
+        eventually("w1 to release", w1_task).await.unwrap();
+        let (_w2_proxy, w2_release, w2_acquired, w2_task) = waiters.remove(0);
+        eventually("w2 to acquire", w2_acquired).await.unwrap();
+        w2_release.send(()).unwrap();
+        eventually("w2 to release", w2_task).await.unwrap();
     }
 
     async fn try_lock_never_queues(hosts: &str) {
