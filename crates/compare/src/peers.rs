@@ -386,6 +386,7 @@ pub async fn curator_waiters(
     clients: usize,
     handoffs: usize,
     seconds: f64,
+    hold: Duration,
     settled: impl std::future::Future<Output = ()>,
     on_start: impl FnOnce(),
     on_done: impl FnOnce(),
@@ -397,6 +398,7 @@ pub async fn curator_waiters(
         &clients.to_string(),
         &handoffs.to_string(),
         &seconds.to_string(),
+        &hold.as_millis().to_string(),
     ]
     .map(str::to_string);
     let mut peer = tools.curator_with(MANY_SESSIONS_JVM_FLAGS, &args)?;

@@ -128,15 +128,14 @@ pub(crate) struct LostSignal {
     wanted: watch::Sender<bool>,
     valid_until: watch::Receiver<Option<std::time::Instant>>,
     dismissed: CancellationToken,
-    task: tokio::task::AbortHandle,
 }
 
 impl Drop for LostSignal {
     fn drop(&mut self) {
-        // Dismissed first: an abort takes effect only when the task next yields, so a task being polled on another
-        // thread right now could otherwise still report.
+        // Dismissed, not aborted: a dismissed task reports nothing and ends by itself — at once, or when our own
+        // delete (sent after this) has fired the watch on our node (bounded by the session timeout; see
+        // `node_gone`). An aborted task would drop that watch unfired, which costs a `removeWatches` request.
         self.dismissed.cancel();
-        self.task.abort();
     }
 }
 
@@ -148,7 +147,8 @@ impl LostSignal {
         let (wanted, wanted_rx) = watch::channel(false);
         let (valid_tx, valid_until) = watch::channel(None);
         let dismissed = CancellationToken::new();
-        let task = tokio::spawn(monitor(
+        // Not aborted, ever: it ends by itself once dismissed (see `Drop`).
+        tokio::spawn(monitor(
             Monitor {
                 client: client.clone(),
                 path: path.to_owned(),
@@ -167,7 +167,6 @@ impl LostSignal {
             wanted,
             valid_until,
             dismissed,
-            task: task.abort_handle(),
         }
     }
 
@@ -266,11 +265,27 @@ async fn node_gone(
 ) -> Option<LostReason> {
     let mut attempt = 0;
     loop {
+        // Dismissed before we ever asked (a guard released before this task first ran): the owner's delete is out
+        // or about to be, and a watch set after it would wait for a creation that never comes.
+        if dismissed.is_cancelled() {
+            return None;
+        }
         // `zookeeper-client` sends the request when the method is called.
         let sent = std::time::Instant::now();
+        let request = client.check_and_watch_stat(&path);
+        tokio::pin!(request);
         let watched = tokio::select! {
-            watched = client.check_and_watch_stat(&path) => watched,
-            () = dismissed.cancelled() => return None,
+            watched = &mut request => watched,
+            () = dismissed.cancelled() => {
+                // The reply may still set the watch (the request is out): our delete fires it in its turn.
+                let _ = tokio::time::timeout(linger, async {
+                    if let Ok((Some(_), watcher)) = request.await {
+                        watcher.changed().await;
+                    }
+                })
+                .await;
+                return None;
+            }
         };
         match watched {
             Ok((None, _)) => return Some(deletion_reason(&client, &path, &retry).await),

@@ -66,6 +66,11 @@ pub struct Options {
     /// Waiters: Curator runs one JVM with ~5 threads per session; above this N it is not run (a bound of the
     /// machine — threads count against the kernel's pid limit, shared by every process — not of Curator).
     pub curator_max: usize,
+    /// Waiters: how long a holder holds before it releases, in ms — the work a lock protects. Long enough for the
+    /// waiter behind the new holder to list the queue (zklock's look-ahead) before the next release at N = 5,000;
+    /// 0 measures back-to-back hand-offs, where that listing is still under way at the release.
+    #[serde(default)]
+    pub hold_ms: f64,
     /// Waiters: hand-offs timed per run (fewer if `handoff_seconds` pass first).
     pub handoffs: usize,
     /// Waiters: the time bound of one timed run.
@@ -111,6 +116,7 @@ impl Options {
             waiters: vec![10, 100, 1000, 5000],
             contenders: Contender::ALL.to_vec(),
             curator_max: 1000,
+            hold_ms: 10.0,
             handoffs: 200,
             handoff_seconds: 5.0,
             count_handoffs: 30,
@@ -195,6 +201,7 @@ impl Options {
                         .collect::<Result<_>>()?
                 }
                 "--curator-max" => options.curator_max = value()?.parse()?,
+                "--hold-ms" => options.hold_ms = value()?.parse()?,
                 "--handoffs" => options.handoffs = value()?.parse()?,
                 "--handoff-seconds" => options.handoff_seconds = value()?.parse()?,
                 "--count-handoffs" => options.count_handoffs = value()?.parse()?,
@@ -212,9 +219,15 @@ impl Options {
                 "--zk-heap" => options.zk_heap = Some(value()?),
                 "--setup-timeout" => options.setup_timeout_seconds = value()?.parse()?,
                 "--from-json" => from_json = Some(PathBuf::from(value()?)),
-                "-h" | "--help" => bail!("{USAGE}"),
+                "-h" | "--help" => {
+                    println!("{USAGE}");
+                    std::process::exit(0);
+                }
                 other => bail!("unknown argument {other}\n{USAGE}"),
             }
+        }
+        if !(0.0..=10_000.0).contains(&options.hold_ms) {
+            bail!("--hold-ms: between 0 and 10000");
         }
         if options.handoffs == 0 || options.count_handoffs == 0 || options.lock_rounds == 0 {
             bail!("--handoffs, --count-handoffs and --lock-rounds must be at least 1");
@@ -252,7 +265,7 @@ fn workspace_path(relative: &str) -> PathBuf {
 pub const USAGE: &str = "usage: compare-scale [--quick] [--out DIR] [--sections waiters,locks,size] \
 [--only zookeeper|embedded]
   waiters: [--waiters 10,100,1000,5000] [--contenders zklock,curator,zookeeper-client,naive] [--curator-max 1000]
-           [--handoffs 200] [--handoff-seconds 5] [--count-handoffs 30] [--count-seconds 2]
+           [--hold-ms 10] [--handoffs 200] [--handoff-seconds 5] [--count-handoffs 30] [--count-seconds 2]
   locks:   [--lock-paths 1,10,100,1000] [--lock-sessions 64] [--lock-seconds 4] [--lock-warmup 1] [--lock-rounds 2]
   size:    [--znodes 10000,100000,1000000] [--sessions 10000] [--znode-bytes 100] [--readers 8] [--read-seconds 3]
   [--zk-heap SIZE] [--setup-timeout SECONDS]

@@ -107,6 +107,9 @@ pub struct WaitersRow {
     pub bytes_per_acquisition: Option<f64>,
     /// Requests (pings excluded) the clients sent per acquisition.
     pub requests_per_acquisition: Option<f64>,
+    /// Requests per acquisition by kind (`create`, `getChildren`, …), from the counting run.
+    #[serde(default)]
+    pub requests_by_kind: std::collections::BTreeMap<String, f64>,
     /// Seconds to connect and queue everybody (timed run).
     pub setup_seconds: Option<f64>,
 }
@@ -126,6 +129,7 @@ impl WaitersRow {
             notifications_per_release: None,
             bytes_per_acquisition: None,
             requests_per_acquisition: None,
+            requests_by_kind: Default::default(),
             setup_seconds: None,
         }
     }
@@ -137,11 +141,28 @@ impl WaitersRow {
 }
 
 /// Counters of the proxy (differences over a window).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct Counters {
     notifications: u64,
     bytes: u64,
     requests: u64,
+    /// Requests by kind (`opcode_name`).
+    by_kind: std::collections::BTreeMap<&'static str, u64>,
+}
+
+/// The request kinds a lock sends, by name (the rest are counted as `other`).
+fn opcode_name(op: i32) -> &'static str {
+    match op {
+        1 | 15 => "create",
+        2 => "delete",
+        3 => "exists",
+        4 => "getData",
+        8 | 12 => "getChildren",
+        9 => "sync",
+        14 => "multi",
+        17 | 18 => "removeWatches",
+        _ => "other",
+    }
 }
 
 /// Every request opcode but ping: creates, deletes, reads, watches, multi, sync, closeSession.
@@ -158,6 +179,10 @@ fn counters(proxy: Option<&Proxy>) -> Counters {
         notifications: proxy.notifications(),
         bytes: proxy.bytes_to_clients(),
         requests: REQUEST_OPCODES.iter().map(|&op| proxy.requests(op)).sum(),
+        by_kind: REQUEST_OPCODES.iter().fold(Default::default(), |mut kinds, &op| {
+            *kinds.entry(opcode_name(op)).or_default() += proxy.requests(op);
+            kinds
+        }),
     }
 }
 
@@ -168,6 +193,17 @@ impl std::ops::Sub for Counters {
             notifications: self.notifications.saturating_sub(before.notifications),
             bytes: self.bytes.saturating_sub(before.bytes),
             requests: self.requests.saturating_sub(before.requests),
+            by_kind: self
+                .by_kind
+                .iter()
+                .map(|(&kind, &n)| {
+                    (
+                        kind,
+                        n.saturating_sub(before.by_kind.get(kind).copied().unwrap_or(0)),
+                    )
+                })
+                .filter(|&(_, n)| n > 0)
+                .collect(),
         }
     }
 }
@@ -247,14 +283,19 @@ fn describe(row: &WaitersRow) -> String {
     }
     let f = |v: Option<f64>, digits: usize| v.map_or("–".to_string(), |v| format!("{v:.digits$}"));
     format!(
-        "{} hand-offs in {:.2} s, p50 {} ms, p99 {} ms; per hand-off {} notifications, {} bytes, {} requests",
+        "{} hand-offs in {:.2} s, p50 {} ms, p99 {} ms; per hand-off {} notifications, {} bytes, {} requests ({})",
         row.handoffs,
         row.seconds,
         f(row.p50_ms, 3),
         f(row.p99_ms, 3),
         f(row.notifications_per_release, 1),
         f(row.bytes_per_acquisition, 0),
-        f(row.requests_per_acquisition, 1)
+        f(row.requests_per_acquisition, 1),
+        row.requests_by_kind
+            .iter()
+            .map(|(kind, n)| format!("{kind} {n:.1}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     )
 }
 
@@ -322,6 +363,12 @@ async fn measure(
         notifications_per_release: per(counted.counted.notifications),
         bytes_per_acquisition: per(counted.counted.bytes),
         requests_per_acquisition: per(counted.counted.requests),
+        requests_by_kind: counted
+            .counted
+            .by_kind
+            .iter()
+            .filter_map(|(&kind, &n)| Some((kind.to_string(), per(n)?)))
+            .collect(),
         setup_seconds: Some(timed.setup.as_secs_f64()),
     }
 }
@@ -355,6 +402,7 @@ async fn one_run(
                 n,
                 handoffs,
                 seconds,
+                Duration::from_secs_f64(options.hold_ms / 1000.0),
                 settled,
                 || started = Some((setup.elapsed(), counters(proxy))),
                 || after = Some(counters(proxy)),
@@ -395,6 +443,8 @@ struct Shared {
     watching: AtomicUsize,
     /// Sessions on the lock.
     n: usize,
+    /// How long a holder holds (`--hold-ms`).
+    hold: Duration,
 }
 
 impl Shared {
@@ -418,6 +468,13 @@ impl Shared {
             }
         }
         false
+    }
+
+    /// The holder's work: `--hold-ms`.
+    async fn hold(&self) {
+        if !self.hold.is_zero() {
+            tokio::time::sleep(self.hold).await;
+        }
     }
 
     fn releasing(&self) {
@@ -459,6 +516,7 @@ async fn in_process(
         holders: watch::Sender::new(0),
         watching: AtomicUsize::new(0),
         n,
+        hold: Duration::from_secs_f64(options.hold_ms / 1000.0),
     });
     let mut tasks = JoinSet::new();
     let result = async {
@@ -614,6 +672,7 @@ async fn contend(contender: Contender, client: zk::Client, dir: String, shared: 
                 if shared.acquired().await {
                     return hold_forever(guard).await;
                 }
+                shared.hold().await;
                 shared.releasing();
                 guard.release().await?;
             }
@@ -628,6 +687,7 @@ async fn contend(contender: Contender, client: zk::Client, dir: String, shared: 
                 if shared.acquired().await {
                     return hold_forever(lock).await;
                 }
+                shared.hold().await;
                 shared.releasing();
                 // Its only release: dropping sends the delete in the background.
                 drop(lock);
@@ -658,6 +718,7 @@ async fn contend(contender: Contender, client: zk::Client, dir: String, shared: 
                     }
                 };
                 let _ = tokio::time::timeout(Duration::from_secs(10), settled).await;
+                shared.hold().await;
                 shared.releasing();
                 guard.release().await?;
                 // Somebody else's turn before ours again, so that every hand-off wakes the herd.

@@ -72,6 +72,28 @@ on_every_server! {
         guard.release().await.unwrap();
     }
 
+    // The watch on our own node is fired by our own delete, not removed: a watch dropped unfired costs a
+    // `removeWatches` request (zookeeper-client sends one), which every release once paid — an aborted monitor task
+    // dropped it. Released or dropped, lock after lock: none.
+    async fn a_release_costs_no_remove_watches(hosts: &str) {
+        let dir = unique_path("guard-no-remove-watches");
+        let proxy = zklock_testkit::Proxy::start(first_server(hosts)).await.unwrap();
+        let client = client(&proxy.connect_string()).await;
+        let mutex = Mutex::new(&client, &dir).unwrap();
+        for round in 0..10 {
+            let guard = mutex.lock().await.unwrap();
+            let lost = guard.lost();
+            if round % 2 == 0 {
+                guard.release().await.unwrap();
+            } else {
+                drop(guard);
+            }
+            assert_eq!(eventually("the dismissed signal to end", lost).await, LostReason::Released);
+        }
+        await_children(&client, &dir, "every node to go", |c| c.is_empty()).await;
+        assert_eq!(proxy.requests(zklock_testkit::opcode::REMOVE_WATCHES), 0);
+    }
+
     // Dropping a guard deletes its node; its lost signal must not take that for a deletion by somebody else
     // (which once showed up as a stray "lock node lost" warning in a fault-free benchmark).
     async fn dropped_guards_report_no_loss(hosts: &str) {

@@ -42,7 +42,7 @@
 //       members each) one after the other: enter(), leave(). "READY", waits for "GO", prints
 //       "BARRIERS <count> <seconds>"; or, when no barrier completes for 20 s, "STALLED <barriers completed by
 //       every client> <seconds until the last of them>" (and exits 0 without waiting for the stuck threads).
-//   java CuratorPeer bench waiters CONNECT PATH CLIENTS HANDOFFS SECONDS
+//   java CuratorPeer bench waiters CONNECT PATH CLIENTS HANDOFFS SECONDS [HOLD_MS]
 //       Hand-offs with CLIENTS sessions queued on one InterProcessMutex (compare-scale's waiters section). CLIENTS
 //       daemon threads, each with its own CuratorFramework, loop acquire() + release(); the first holder keeps the
 //       lock until every client's node is in PATH. "READY" once every client is connected, waits for "GO",
@@ -260,7 +260,7 @@ public final class CuratorPeer {
                 return benchDoubleBarrier(connect, path, Integer.parseInt(args[4]), Integer.parseInt(args[5]));
             case "waiters":
                 return benchWaiters(connect, path, Integer.parseInt(args[4]), Integer.parseInt(args[5]),
-                        Double.parseDouble(args[6]));
+                        Double.parseDouble(args[6]), args.length > 7 ? Long.parseLong(args[7]) : 0);
             default:
                 throw new IllegalArgumentException("unknown benchmark " + what);
         }
@@ -488,8 +488,8 @@ public final class CuratorPeer {
         }
     }
 
-    private static int benchWaiters(String connect, String path, int clients, int handoffs, double seconds)
-            throws Exception {
+    private static int benchWaiters(String connect, String path, int clients, int handoffs, double seconds,
+            long holdMillis) throws Exception {
         List<CuratorFramework> all = connectAll(connect, clients);
         BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         say("READY");
@@ -520,6 +520,9 @@ public final class CuratorPeer {
                                     return; // keeps the lock: nothing moves any more
                                 }
                             }
+                        }
+                        if (holdMillis > 0) {
+                            Thread.sleep(holdMillis); // the holder's work
                         }
                         releasedAt.set(System.nanoTime());
                         mutex.release();
