@@ -104,9 +104,6 @@ pub async fn serve(shared: Arc<Shared>, socket: Stream, peer: SocketAddr, _slot:
                 Buffered::Close => break 'conn,
             }
         }
-        if buf.capacity() - buf.len() < 4096 {
-            buf.reserve(8 * 1024);
-        }
         tokio::select! {
             ready = stream.readable() => {
                 if ready.is_err() {

@@ -117,7 +117,7 @@ fn decode_snapshot(blob: &[u8]) -> Result<Decoded, String> {
             }
         };
         let node = Node {
-            data,
+            data: data.map(Vec::into_boxed_slice),
             acl,
             czxid: r.read_i64().map_err(e)?,
             mzxid: r.read_i64().map_err(e)?,

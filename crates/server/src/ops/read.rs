@@ -39,7 +39,7 @@ pub fn get_data(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Repl
         let n = st.tree.get(&req.path).ok_or(ErrorCode::NoNode)?;
         acl::check(&n.acl, perms::READ, &auth)?;
         let reply = Reply::ok(&GetDataResponse {
-            data: n.data.clone(),
+            data: n.data.as_deref().map(<[u8]>::to_vec),
             stat: n.stat(),
         });
         if req.watch {
