@@ -15,7 +15,7 @@ use zklock_codec::jute::{put_buffer, put_i32, put_i64, put_str, put_vec};
 use zklock_codec::{Decode, DecodeError, Reader};
 
 use crate::state::State;
-use crate::tree::{DataTree, Node};
+use crate::tree::{DataTree, Node, TreeBuilder};
 use crate::txn::LoggedTxn;
 
 const MAGIC: &[u8; 8] = b"ZKLKTREE";
@@ -74,7 +74,7 @@ pub fn snapshot_blob(st: &State) -> Vec<u8> {
 }
 
 /// A decoded snapshot: nodes and sessions `(id, timeout, password)`.
-type Decoded = (Vec<(String, Node)>, Vec<(i64, i32, Vec<u8>)>);
+type Decoded = (DataTree, Vec<(i64, i32, Vec<u8>)>);
 
 fn decode_snapshot(blob: &[u8]) -> Result<Decoded, String> {
     let Some(rest) = blob.strip_prefix(MAGIC.as_slice()) else {
@@ -96,7 +96,7 @@ fn decode_snapshot(blob: &[u8]) -> Result<Decoded, String> {
         ));
     }
     let count = r.read_i32().map_err(e)?.max(0) as usize;
-    let mut nodes = Vec::with_capacity(count.min(r.remaining() / 64));
+    let mut nodes = TreeBuilder::with_capacity(count.min(r.remaining() / 64));
     let mut last_acl: Option<(&[u8], crate::tree::SharedAcl)> = None;
     for _ in 0..count {
         let path = r.read_string().map_err(e)?;
@@ -129,19 +129,21 @@ fn decode_snapshot(blob: &[u8]) -> Result<Decoded, String> {
             ephemeral_owner: r.read_i64().map_err(e)?,
             pzxid: r.read_i64().map_err(e)?,
             children: Default::default(),
-            changed: 0, // rebuilt by DataTree::from_nodes
+            changed: 0, // rebuilt by the TreeBuilder
         };
-        nodes.push((path, node));
+        nodes.push(path, node);
     }
-    Ok((nodes, sessions))
+    Ok((nodes.finish(), sessions))
 }
 
 /// Rebuilds `st` from what storage recovered: the snapshot, then every later txn in order.
 pub fn recover(st: &mut State, recovered: zklock_storage::Recovered) -> Result<(), RecoveryError> {
     if let Some((zxid, blob)) = recovered.snapshot {
-        let (nodes, sessions) =
+        let (tree, sessions) =
             decode_snapshot(&blob).map_err(|reason| RecoveryError::Snapshot { zxid, reason })?;
-        st.tree = DataTree::from_nodes(nodes);
+        // The blob is done with: its pages go back before the log is replayed.
+        drop(blob);
+        st.tree = tree;
         for (id, timeout, passwd) in sessions {
             st.sessions.insert(id, timeout, passwd);
         }

@@ -124,6 +124,12 @@ impl Children {
         self.0.iter().flat_map(|set| set.iter().map(|name| &**name))
     }
 
+    fn from_names(names: Vec<Box<str>>) -> Children {
+        let mut set = HashSet::with_capacity_and_hasher(names.len(), Hasher::default());
+        set.extend(names);
+        Children((!set.is_empty()).then(|| Box::new(set)))
+    }
+
     fn insert(&mut self, name: &str) {
         self.0.get_or_insert_with(Default::default).insert(name.into());
     }
@@ -342,47 +348,14 @@ impl DataTree {
         count
     }
 
-    /// A tree from snapshot nodes; children lists, the ephemeral / container indexes, the shared ACLs and the
-    /// counters are rebuilt. O(n): children are gathered per parent as the nodes go by (the snapshot holds nodes in
-    /// no particular order, so a parent may come after its children) and handed to their parents at the end.
+    /// A tree from snapshot nodes (see [`TreeBuilder`]).
+    #[cfg(test)]
     pub fn from_nodes(nodes: Vec<(String, Node)>) -> Self {
-        let mut t = DataTree::empty();
-        t.nodes.reserve(nodes.len());
-        let mut by_parent: HashMap<String, Children, Hasher> = HashMap::default();
-        for (path, mut node) in nodes {
-            node.children = Children::default();
-            node.changed = node.czxid.max(node.mzxid).max(node.pzxid);
-            node.acl = t.intern(node.acl);
-            if node.is_ephemeral() {
-                t.ephemerals
-                    .entry(node.ephemeral_owner)
-                    .or_default()
-                    .insert(path.clone());
-            }
-            if node.ephemeral_owner == CONTAINER_OWNER {
-                t.containers.insert(path.clone());
-            }
-            if path != "/" {
-                let (parent, name) = (path::parent(&path), path::basename(&path));
-                match by_parent.get_mut(parent) {
-                    Some(children) => {
-                        children.insert(name);
-                    }
-                    None => {
-                        let mut children = Children::default();
-                        children.insert(name);
-                        by_parent.insert(parent.to_string(), children);
-                    }
-                }
-            }
-            t.insert_node(&path, node);
+        let mut builder = TreeBuilder::with_capacity(nodes.len());
+        for (path, node) in nodes {
+            builder.push(path, node);
         }
-        for (parent, children) in by_parent {
-            if let Some(node) = t.nodes.get_mut(parent.as_str()) {
-                node.children = children;
-            }
-        }
-        t
+        builder.finish()
     }
 
     /// Applies a create. `parent_cversion` is the parent's cversion after the create.
@@ -483,6 +456,67 @@ impl DataTree {
             node.aversion = aversion;
             node.changed = node.changed.max(zxid);
         }
+    }
+}
+
+/// Builds a tree from snapshot nodes as they are decoded, one at a time (no intermediate list of a million nodes):
+/// children lists, the ephemeral / container indexes, the shared ACLs and the counters are rebuilt. O(n): children
+/// are gathered per parent as the nodes go by (the snapshot holds nodes in no particular order, so a parent may
+/// come after its children) and handed to their parents at the end.
+pub struct TreeBuilder {
+    t: DataTree,
+    /// Child names by parent, gathered in a list (growing a list is a copy; growing a hash set rehashes every name)
+    /// and put in a set of the right size at the end.
+    by_parent: HashMap<String, Vec<Box<str>>, Hasher>,
+}
+
+impl TreeBuilder {
+    /// A builder for about `nodes` nodes.
+    pub fn with_capacity(nodes: usize) -> TreeBuilder {
+        let mut t = DataTree::empty();
+        t.nodes.reserve(nodes);
+        TreeBuilder {
+            t,
+            by_parent: HashMap::default(),
+        }
+    }
+
+    /// Adds one node (its `children` and `changed` are rebuilt).
+    pub fn push(&mut self, path: String, mut node: Node) {
+        let t = &mut self.t;
+        node.children = Children::default();
+        node.changed = node.czxid.max(node.mzxid).max(node.pzxid);
+        node.acl = t.intern(node.acl);
+        if node.is_ephemeral() {
+            t.ephemerals
+                .entry(node.ephemeral_owner)
+                .or_default()
+                .insert(path.clone());
+        }
+        if node.ephemeral_owner == CONTAINER_OWNER {
+            t.containers.insert(path.clone());
+        }
+        if path != "/" {
+            let (parent, name) = (path::parent(&path), path::basename(&path));
+            match self.by_parent.get_mut(parent) {
+                Some(children) => children.push(name.into()),
+                None => {
+                    self.by_parent.insert(parent.to_string(), vec![name.into()]);
+                }
+            }
+        }
+        t.insert_node(&path, node);
+    }
+
+    /// The tree.
+    pub fn finish(self) -> DataTree {
+        let TreeBuilder { mut t, by_parent } = self;
+        for (parent, names) in by_parent {
+            if let Some(node) = t.nodes.get_mut(parent.as_str()) {
+                node.children = Children::from_names(names);
+            }
+        }
+        t
     }
 }
 

@@ -1,8 +1,9 @@
 //! Distributed locks and coordination recipes on ZooKeeper, correct under faults first.
 //!
 //! Built on the [`zookeeper_client`] crate (tokio). Every recipe takes a place in a queue directory of
-//! ephemeral-sequential nodes and waits for its turn watching only the node it depends on, so a release wakes
-//! exactly one waiter (no herd effect). That mechanism lives in one place (`contention.rs`); each recipe is a small
+//! ephemeral-sequential nodes and waits for its turn watching the node it depends on (and the one just before that,
+//! to list the queue ahead of its turn), so a release wakes the next holder and at most one waiter more: no herd
+//! effect at any queue length. That mechanism lives in one place (`contention.rs`); each recipe is a small
 //! set of rules on top of it.
 //!
 //! What every recipe handles:
