@@ -82,8 +82,11 @@ fn quick_scale_run_completes_with_sane_figures() {
                 match contender {
                     // A release wakes the whole herd: every other session is waiting on its watch.
                     Contender::Naive => assert!(notifications >= 0.5 * herd, "{row:?}"),
-                    // A fair lock wakes one waiter (zklock also hears of its own node's deletion).
-                    _ => assert!((0.5..=2.5).contains(&notifications), "{row:?}"),
+                    // zklock wakes the next holder and the waiter behind it (its look-ahead), and hears of its own
+                    // node's deletion: 3 at most.
+                    Contender::Zklock => assert!((0.5..=3.5).contains(&notifications), "{row:?}"),
+                    // Curator and zookeeper-client wake one waiter.
+                    _ => assert!((0.5..=1.5).contains(&notifications), "{row:?}"),
                 }
             }
         }
