@@ -180,8 +180,6 @@ pub struct DataTree {
     acls: HashSet<SharedAcl>,
     /// When `acls` is swept next: at twice its size after the last sweep.
     acls_sweep_at: usize,
-    /// Ephemeral nodes (`mntr`'s `zk_ephemerals_count`), kept as they come and go.
-    ephemeral_count: usize,
     /// Bytes of paths and data (`mntr`'s `zk_approximate_data_size`, as ZooKeeper counts it), kept as nodes
     /// come, go and change.
     data_size: usize,
@@ -229,7 +227,6 @@ impl DataTree {
             containers: BTreeSet::new(),
             acls: HashSet::new(),
             acls_sweep_at: 64,
-            ephemeral_count: 0,
             data_size: 0,
         }
     }
@@ -249,23 +246,17 @@ impl DataTree {
         shared
     }
 
-    /// Puts a node in the map, keeping the counters.
+    /// Puts a node in the map, keeping the data size.
     fn insert_node(&mut self, path: &str, node: Node) {
         self.data_size += path.len() + node.data.as_ref().map_or(0, |d| d.len());
-        if node.is_ephemeral() {
-            self.ephemeral_count += 1;
-        }
         if let Some(old) = self.nodes.insert(path.into(), Box::new(node)) {
             self.forget(path, &old);
         }
     }
 
-    /// Takes a node out of the counters.
+    /// Takes a node out of the data size.
     fn forget(&mut self, path: &str, node: &Node) {
         self.data_size -= path.len() + node.data.as_ref().map_or(0, |d| d.len());
-        if node.is_ephemeral() {
-            self.ephemeral_count -= 1;
-        }
     }
 
     /// Whether `path` is one of the built-in nodes that can never be deleted.
@@ -302,9 +293,10 @@ impl DataTree {
         self.nodes.len()
     }
 
-    /// Ephemeral nodes (kept as they come and go: no scan).
+    /// Ephemeral nodes: a sum over the sessions that own some (the per-session sets are the index), not a scan
+    /// of the tree.
     pub fn ephemeral_count(&self) -> usize {
-        self.ephemeral_count
+        self.ephemerals.values().map(BTreeSet::len).sum()
     }
 
     /// Bytes of paths and data, as ZooKeeper's `approximateDataSize` counts them (kept as nodes change: no scan).
@@ -346,16 +338,6 @@ impl DataTree {
             }
         }
         count
-    }
-
-    /// A tree from snapshot nodes (see [`TreeBuilder`]).
-    #[cfg(test)]
-    pub fn from_nodes(nodes: Vec<(String, Node)>) -> Self {
-        let mut builder = TreeBuilder::with_capacity(nodes.len());
-        for (path, node) in nodes {
-            builder.push(path, node);
-        }
-        builder.finish()
     }
 
     /// Applies a create. `parent_cversion` is the parent's cversion after the create.
@@ -600,7 +582,11 @@ mod tests {
         t.delete("/b", 8, &mut ev);
         assert_eq!(t.changed_at("/b"), 8, "the parent records the delete");
         assert_eq!(t.changed_at("no-slash"), 8);
-        let restored = DataTree::from_nodes(t.nodes().map(|(p, n)| (p.to_string(), n.clone())).collect());
+        let mut restored = TreeBuilder::with_capacity(t.node_count());
+        for (p, n) in t.nodes() {
+            restored.push(p.to_string(), n.clone());
+        }
+        let restored = restored.finish();
         assert_eq!(restored.changed_at("/a"), 6, "rebuilt from the stat zxids");
     }
 }

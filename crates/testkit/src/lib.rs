@@ -71,6 +71,8 @@ pub mod opcode {
     pub const GET_CHILDREN2: i32 = 12;
     /// `multi`.
     pub const MULTI: i32 = 14;
+    /// `checkWatches`.
+    pub const CHECK_WATCHES: i32 = 17;
     /// `removeWatches`.
     pub const REMOVE_WATCHES: i32 = 18;
     /// `create2` (create returning a stat; what `zookeeper-client` sends).

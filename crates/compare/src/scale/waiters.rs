@@ -153,14 +153,14 @@ struct Counters {
 /// The request kinds a lock sends, by name (the rest are counted as `other`).
 fn opcode_name(op: i32) -> &'static str {
     match op {
-        1 | 15 => "create",
-        2 => "delete",
-        3 => "exists",
-        4 => "getData",
-        8 | 12 => "getChildren",
-        9 => "sync",
-        14 => "multi",
-        17 | 18 => "removeWatches",
+        opcode::CREATE | opcode::CREATE2 => "create",
+        opcode::DELETE => "delete",
+        opcode::EXISTS => "exists",
+        opcode::GET_DATA => "getData",
+        opcode::GET_CHILDREN | opcode::GET_CHILDREN2 => "getChildren",
+        opcode::SYNC => "sync",
+        opcode::MULTI => "multi",
+        opcode::CHECK_WATCHES | opcode::REMOVE_WATCHES => "removeWatches",
         _ => "other",
     }
 }

@@ -178,9 +178,6 @@ on_every_server! {
             until(&mut rx, "the waiter to queue", |e| matches!(e, QueueEvent::Waiting { .. })).await;
             waiters.push((proxy, release_tx, acquired_rx, task));
         }
-        let listings = |proxy: &Proxy| {
-            proxy.requests(zklock_testkit::opcode::GET_CHILDREN) + proxy.requests(zklock_testkit::opcode::GET_CHILDREN2)
-        };
         let queued: Vec<u64> = waiters.iter().map(|(proxy, ..)| listings(proxy)).collect();
         holder.release().await.unwrap();
         let (w0_proxy, w0_release, w0_acquired, w0_task) = waiters.remove(0);
@@ -188,12 +185,7 @@ on_every_server! {
         assert_eq!(listings(&w0_proxy), queued[0], "w0 waited for the holder alone: no listing");
         // w1 lists once more, on the holder's release, while w0 holds.
         let w1_proxy = &waiters[0].0;
-        eventually("w1 to look at the queue again", async {
-            while listings(w1_proxy) < queued[1] + 1 {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-        })
-        .await;
+        listed_again(w1_proxy, queued[1], "w1 to look at the queue again").await;
         let before_handoff = listings(w1_proxy);
         w0_release.send(()).unwrap();
         eventually("w0 to release", w0_task).await.unwrap();

@@ -137,19 +137,11 @@ on_every_server! {
             tokio::spawn(async move { lock.read().await })
         };
         queued(&mut rx).await;
-        let listings = |proxy: &Proxy| {
-            proxy.requests(zklock_testkit::opcode::GET_CHILDREN) + proxy.requests(zklock_testkit::opcode::GET_CHILDREN2)
-        };
         let queued_listings = listings(&proxy);
         assert_eq!(proxy.notifications(), 0);
         w1.release().await.unwrap();
         eventually("the second writer to take over", w2_rx).await.unwrap();
-        eventually("the reader to look at the queue again", async {
-            while listings(&proxy) < queued_listings + 1 {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-        })
-        .await;
+        listed_again(&proxy, queued_listings, "the reader to look at the queue again").await;
         assert!(!reader.is_finished());
         let before_turn = listings(&proxy);
         release_w2.send(()).unwrap();

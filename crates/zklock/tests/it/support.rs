@@ -55,6 +55,22 @@ pub async fn embedded() -> String {
         .unwrap()
 }
 
+/// Listings (`getChildren`, `getChildren2`) a session sent through `proxy`.
+pub fn listings(proxy: &zklock_testkit::Proxy) -> u64 {
+    proxy.requests(zklock_testkit::opcode::GET_CHILDREN)
+        + proxy.requests(zklock_testkit::opcode::GET_CHILDREN2)
+}
+
+/// Waits until the session behind `proxy` has sent more than `seen` listings.
+pub async fn listed_again(proxy: &zklock_testkit::Proxy, seen: u64, what: &str) {
+    eventually(what, async {
+        while listings(proxy) <= seen {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+}
+
 /// The first server of a connect string (proxies sit in front of one server).
 pub fn first_server(hosts: &str) -> SocketAddr {
     hosts
