@@ -210,6 +210,8 @@ async fn acquire_unmeasured(
     };
     match ours {
         Ok(true) => {
+            // Not a round trip: at most a wait for the monitor task's first poll (see `LostSignal::armed`).
+            lost.armed().await;
             lost.set_holding();
             session.emit(QueueEvent::Acquired {
                 path: node.path(),

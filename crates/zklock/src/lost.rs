@@ -128,6 +128,8 @@ pub(crate) struct LostSignal {
     wanted: watch::Sender<bool>,
     valid_until: watch::Receiver<Option<std::time::Instant>>,
     dismissed: CancellationToken,
+    /// Turns true once the task has sent the `exists` that sets the watch on our node (or closes if it ends first).
+    armed: watch::Receiver<bool>,
 }
 
 impl Drop for LostSignal {
@@ -147,6 +149,7 @@ impl LostSignal {
         let (wanted, wanted_rx) = watch::channel(false);
         let (valid_tx, valid_until) = watch::channel(None);
         let dismissed = CancellationToken::new();
+        let (armed_tx, armed) = watch::channel(false);
         // Not aborted, ever: it ends by itself once dismissed (see `Drop`).
         tokio::spawn(monitor(
             Monitor {
@@ -155,6 +158,7 @@ impl LostSignal {
                 policy,
                 retry: retry.clone(),
                 dismissed: dismissed.clone(),
+                armed: armed_tx,
             },
             holding_rx,
             wanted_rx,
@@ -167,7 +171,17 @@ impl LostSignal {
             wanted,
             valid_until,
             dismissed,
+            armed,
         }
+    }
+
+    /// Completes once the watch on our node has been requested (or the task has ended). `zookeeper-client` sends a
+    /// request when it is made, in order with the session's others: a delete of ours made after this comes after
+    /// that `exists`, so the watch is set on the node and fired by the delete — never set on a node already gone
+    /// (a creation watch that would wait for nothing and have to be removed with a request of its own).
+    pub(crate) async fn armed(&self) {
+        let mut armed = self.armed.clone();
+        let _ = armed.wait_for(|armed| *armed).await;
     }
 
     /// Starts watching `node`, and has the node dismiss this signal before it deletes itself (see
@@ -261,6 +275,7 @@ async fn node_gone(
     retry: RetryPolicy,
     contacts: &Contacts<'_>,
     dismissed: &CancellationToken,
+    armed: &watch::Sender<bool>,
     linger: Duration,
 ) -> Option<LostReason> {
     let mut attempt = 0;
@@ -273,6 +288,7 @@ async fn node_gone(
         // `zookeeper-client` sends the request when the method is called.
         let sent = std::time::Instant::now();
         let request = client.check_and_watch_stat(&path);
+        armed.send_replace(true);
         tokio::pin!(request);
         let watched = tokio::select! {
             watched = &mut request => watched,
@@ -342,6 +358,8 @@ struct Monitor {
     retry: RetryPolicy,
     /// Cancelled by the owner before it deletes the node itself; from then on the task reports nothing.
     dismissed: CancellationToken,
+    /// Set once the first `exists` is sent (see [`LostSignal::armed`]).
+    armed: watch::Sender<bool>,
 }
 
 /// A heartbeat in flight: when it was sent, and its reply.
@@ -363,6 +381,7 @@ async fn monitor(
         policy,
         retry,
         dismissed,
+        armed,
     } = monitor;
     let mut states = client.state_watcher();
     let session_timeout = client.session_timeout();
@@ -381,6 +400,7 @@ async fn monitor(
                 retry,
                 &contacts,
                 &dismissed,
+                &armed,
                 session_timeout,
             );
             tokio::pin!(gone);
