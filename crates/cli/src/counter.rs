@@ -15,7 +15,7 @@
 //! holding something that is no counter of that kind: nothing is changed); 3 ZooKeeper failing.
 
 use serde::Serialize;
-use zklock::{AtomicLong, Session, SharedCount};
+use zklock::{AtomicLong, Recipe, Session, SharedCount};
 use zookeeper_client::{self as zk, Client};
 
 use crate::cli::{CounterAction, CounterArgs, CounterKind};
@@ -67,6 +67,9 @@ struct Done<'a> {
 async fn counter_with<'a>(args: &'a CounterArgs, session: &Session, value: i64) -> exit::Result<Done<'a>> {
     let path = args.path.as_str();
     let failed = |err: zklock::Error| failure(args.action, path, err);
+    if !is_counter(args, session).await? && args.action == CounterAction::Get {
+        eprintln!("zklock: {path} does not exist: 0 is the value a counter starts from");
+    }
     let kind = match args.kind {
         Some(kind) => kind,
         None => detect(session.client(), path).await.map_err(failed)?,
@@ -130,6 +133,38 @@ async fn counter_with<'a>(args: &'a CounterArgs, session: &Session, value: i64) 
         }
     }
     Ok(done)
+}
+
+/// Whether `path` exists as a counter (`false`: it does not exist yet); a usage failure when it is something else —
+/// a lock's or a queue's directory, any node with children other than a counter's receipts, an empty node that has
+/// had children — so that `set` and `add` never write a counter's bytes into another recipe's node.
+async fn is_counter(args: &CounterArgs, session: &Session) -> exit::Result<bool> {
+    let path = args.path.as_str();
+    let failed = |err: zklock::Error| failure(args.action, path, err);
+    let Some(found) = zklock::inspect(session, path).await.map_err(failed)? else {
+        return Ok(false);
+    };
+    let client = session.client();
+    let what = match found.recipe {
+        Recipe::AtomicLong { .. } | Recipe::SharedCount { .. } => return Ok(true),
+        // An empty node: a counter that was never set (Curator reads it as 0), unless it has had children — an idle
+        // lock's directory, say (a counter's receipts come with its first value).
+        Recipe::Empty => match session
+            .retry()
+            .run(|| client.check_stat(path))
+            .await
+            .map_err(failed)?
+        {
+            None => return Ok(false),
+            Some(stat) if stat.cversion == 0 || stat.data_length > 0 => return Ok(true),
+            Some(_) => "an empty recipe directory (it has had children: a lock's, say)".to_owned(),
+        },
+        recipe => crate::status::recipe_name(&recipe),
+    };
+    Err(Failure::new(
+        exit::USAGE,
+        format!("{path} is {what}, not a counter: nothing was changed"),
+    ))
 }
 
 /// The kind of counter the node at `path` holds: 4 bytes a shared count, anything else (8 bytes, none, no node) a

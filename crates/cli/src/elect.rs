@@ -77,6 +77,7 @@ async fn elect_with(
             );
             return Err(Failure::new(exit::BUSY, message));
         }
+        Err(err @ Error::InUse { .. }) => return Err(supervise::in_use(&err, "zklock elect")),
         Err(err) => {
             let message = format!(
                 "cannot campaign for {}: {err}{}",

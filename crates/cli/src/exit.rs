@@ -22,12 +22,13 @@
 //! | 1 | revoke | nothing to revoke: PATH does not exist, nobody holds it, --node names no participant, or the nodes went before we got to them |
 //! | 1 | reap | some empty directories could not be removed or looked into: their ACL does not allow it (each is named on stderr) |
 //! | 1 | serve | the transaction log cannot be written: no room for it at start, or a write or fsync failed while serving |
-//! | 2 | run | usage error: bad arguments, an invalid path, or a path in use by another kind of lock (a mutex, a read/write lock and a semaphore do not exclude each other, so run does not mix them) |
-//! | 2 | elect, status | usage error: bad arguments, or an invalid path |
+//! | 2 | run | usage error: bad arguments, an invalid path, or a path in use by another kind of lock or recipe — zklock's, Curator's or kazoo's — that a run of this kind cannot be ordered with (a mutex, a read/write lock and a semaphore do not exclude each other, so run does not mix them; kazoo's locks are queued behind, not refused) |
+//! | 2 | elect | usage error: bad arguments, an invalid path, or a path in use by a lock or another recipe that an election cannot be ordered with |
+//! | 2 | status | usage error: bad arguments, or an invalid path |
 //! | 2 | demo, bench, serve | usage error: bad arguments |
 //! | 2 | revoke | usage error: bad arguments, an invalid path, or PATH is not a lock, a semaphore or an election |
 //! | 2 | reap | usage error: bad arguments, or an invalid path |
-//! | 2 | counter | usage error: bad arguments, an invalid path, a VALUE that does not fit the counter (a shared count holds a 32-bit integer), or PATH holds data that is no counter of that kind (nothing is changed) |
+//! | 2 | counter | usage error: bad arguments, an invalid path, a VALUE that does not fit the counter (a shared count holds a 32-bit integer), or PATH is no counter of that kind — other data, a lock's or a queue's directory, any node with children (nothing is changed) |
 //! | 3 | run, elect | ZooKeeper cannot be reached or fails |
 //! | 3 | status, demo, bench | ZooKeeper (or the embedded server) cannot be reached or fails, or anything else failed |
 //! | 3 | serve | any other failure (bind, unreadable config, corrupt data directory) |
@@ -212,14 +213,18 @@ pub const TABLE: &[Row] = &[
     row(
         Code(USAGE),
         &[Run],
-        "usage error: bad arguments, an invalid path, or a path in use by another kind of lock (a mutex, a \
-         read/write lock and a semaphore do not exclude each other, so run does not mix them)",
+        "usage error: bad arguments, an invalid path, or a path in use by another kind of lock or recipe — \
+         zklock's, Curator's or kazoo's — that a run of this kind cannot be ordered with (a mutex, a read/write \
+         lock and a semaphore do not exclude each other, so run does not mix them; kazoo's locks are queued \
+         behind, not refused)",
     ),
     row(
         Code(USAGE),
-        &[Elect, Status],
-        "usage error: bad arguments, or an invalid path",
+        &[Elect],
+        "usage error: bad arguments, an invalid path, or a path in use by a lock or another recipe that an \
+         election cannot be ordered with",
     ),
+    row(Code(USAGE), &[Status], "usage error: bad arguments, or an invalid path"),
     row(Code(USAGE), &[Demo, Bench, Serve], "usage error: bad arguments"),
     row(
         Code(USAGE),
@@ -235,7 +240,8 @@ pub const TABLE: &[Row] = &[
         Code(USAGE),
         &[Counter],
         "usage error: bad arguments, an invalid path, a VALUE that does not fit the counter (a shared count holds \
-         a 32-bit integer), or PATH holds data that is no counter of that kind (nothing is changed)",
+         a 32-bit integer), or PATH is no counter of that kind — other data, a lock's or a queue's directory, any \
+         node with children (nothing is changed)",
     ),
     row(Code(FAILURE), &[Run, Elect], "ZooKeeper cannot be reached or fails"),
     row(

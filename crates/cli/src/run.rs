@@ -2,16 +2,17 @@
 //! lock (`--shared`, `--write`), or one of the N leases of a semaphore (`--leases N`).
 //!
 //! The three kinds of lock are the library's `Mutex`, `RwLock` and `Semaphore`, each with its own node layout
-//! (Curator's), and none of them excludes another: a mutex holder and a reader on one PATH would both run. So `run`
-//! refuses to mix them on one PATH (exit 2, [`other_kind`]): it looks before it queues, to fail fast, and again once
-//! it holds, before the command starts. The second look is what makes it safe. Of two `run`s of different kinds on
-//! one PATH, each looks after its own node was created, on its own session (which reads its own writes), and
-//! ZooKeeper orders all creates: so the one whose node came later sees the other's node — unless that one is gone,
-//! and then so is its command — and refuses. (Both may refuse; never both run.)
+//! (Curator's), and none of them excludes another: a mutex holder and a reader on one PATH would both run. The
+//! library decides, in one place for every recipe, who may share a directory (`zklock::Error::InUse`): a `run` of
+//! another kind on PATH — or a Curator or kazoo recipe zklock cannot be ordered with, or another recipe's
+//! directory — makes `run` refuse with exit 2 and say what is there. Each acquire looks after its own node was
+//! created, and ZooKeeper orders all creates, so of two conflicting `run`s the later one refuses (both may refuse;
+//! never both run). kazoo's `Lock`, `WriteLock` and `ReadLock` nodes are contenders `run` queues behind, by sequence
+//! number.
 
 use std::time::Duration;
 
-use zklock::{Error, Guard, Mutex, NodeKind, Recipe, RwLock, Semaphore, Session};
+use zklock::{Error, Guard, Mutex, NodeKind, Role, RwLock, Semaphore, Session};
 
 use crate::cli::RunArgs;
 use crate::exit::{self, Failure};
@@ -47,28 +48,6 @@ enum Wait {
     Forever,
 }
 
-/// The kinds of lock that `run` does not let share a PATH.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Mutex,
-    ReadWrite,
-    Semaphore,
-}
-
-impl Kind {
-    fn name(self) -> &'static str {
-        match self {
-            Kind::Mutex => "a mutex (zklock run without --shared, --write or --leases)",
-            Kind::ReadWrite => "a read/write lock (zklock run --shared or --write)",
-            Kind::Semaphore => "a semaphore (zklock run --leases)",
-        }
-    }
-}
-
-/// The semaphore's own children of its directory: the lease nodes' and the acquirers' directories (the layout of
-/// Curator's `InterProcessSemaphoreV2`, as `zklock::Semaphore` documents it).
-const SEMAPHORE_CHILDREN: [&str; 2] = ["leases", "locks"];
-
 impl Lock {
     fn new(args: &RunArgs, session: Session) -> zklock::Result<Lock> {
         let data = supervise::describe(&args.command, args.describe.as_deref());
@@ -82,22 +61,6 @@ impl Lock {
         } else {
             Lock::Mutex(Mutex::new(session, &args.path)?.with_data(data))
         })
-    }
-
-    fn kind(&self) -> Kind {
-        match self {
-            Lock::Mutex(_) => Kind::Mutex,
-            Lock::Read(_) | Lock::Write(_) => Kind::ReadWrite,
-            Lock::Lease(_) => Kind::Semaphore,
-        }
-    }
-
-    fn session(&self) -> &Session {
-        match self {
-            Lock::Mutex(mutex) => mutex.session(),
-            Lock::Read(lock) | Lock::Write(lock) => lock.session(),
-            Lock::Lease(semaphore) => semaphore.session(),
-        }
     }
 
     /// The guard, or `None` if busy (`Wait::Never`).
@@ -128,74 +91,42 @@ impl Lock {
         }
     }
 
-    /// Why `--nonblock` gave up.
-    fn busy(&self, path: &str) -> String {
+    fn session(&self) -> &Session {
         match self {
-            Lock::Mutex(_) | Lock::Write(_) => format!("{path} is locked by another holder (--nonblock)"),
+            Lock::Mutex(mutex) => mutex.session(),
+            Lock::Read(lock) | Lock::Write(lock) => lock.session(),
+            Lock::Lease(semaphore) => semaphore.session(),
+        }
+    }
+
+    /// Why `--nonblock` gave up, saying who holds PATH (one more look; a race with a release only makes it vaguer).
+    async fn busy(&self, path: &str) -> String {
+        let holders = match zklock::inspect(self.session(), path).await {
+            Ok(Some(found)) => found
+                .participants
+                .into_iter()
+                .filter(|p| p.role == Role::Holder)
+                .map(|p| p.kind)
+                .collect(),
+            _ => Vec::new(),
+        };
+        let readers = holders
+            .iter()
+            .filter(|kind| matches!(kind, NodeKind::Read | NodeKind::KazooRead))
+            .count();
+        let by = match (holders.len(), readers) {
+            (0, _) => "queued for by another contender".to_owned(),
+            (n, r) if n == r => format!("read-locked by {r} reader(s)"),
+            _ => "locked by another holder".to_owned(),
+        };
+        match self {
+            Lock::Mutex(_) | Lock::Write(_) => format!("{path} is {by} (--nonblock)"),
             Lock::Read(_) => format!("{path} is write-locked, or a writer is queued for it (--nonblock)"),
             Lock::Lease(semaphore) => format!(
                 "no lease of {path} is free (all {} taken, or another acquirer is ahead) (--nonblock)",
                 semaphore.leases()
             ),
         }
-    }
-}
-
-/// Whether another kind of `run` lock uses `path`: what it is, if so.
-async fn other_kind(lock: &Lock, path: &str) -> zklock::Result<Option<String>> {
-    let session = lock.session();
-    let kind = lock.kind();
-    if kind == Kind::Semaphore {
-        // `inspect` shows a semaphore's leases, not other contenders beside its directories: look at the children.
-        let client = session.client();
-        let children = match session.retry().run(|| client.list_children(path)).await {
-            Ok(children) => children,
-            Err(Error::ZooKeeper(zookeeper_client::Error::NoNode)) => return Ok(None),
-            Err(err) => return Err(err),
-        };
-        return Ok(children
-            .into_iter()
-            .find(|child| !SEMAPHORE_CHILDREN.contains(&child.as_str()))
-            .map(|child| {
-                format!(
-                    "a mutex or a read/write lock (zklock run without --leases) or another recipe: it has the node \
-                     {child:?}, which a semaphore does not make"
-                )
-            }));
-    }
-    let Some(found) = zklock::inspect(session, path).await? else {
-        return Ok(None);
-    };
-    if matches!(found.recipe, Recipe::Semaphore { .. }) {
-        return Ok(Some(Kind::Semaphore.name().to_owned()));
-    }
-    let other = found.participants.iter().find_map(|p| match (kind, p.kind) {
-        (Kind::Mutex, NodeKind::Read | NodeKind::Write) => Some(Kind::ReadWrite),
-        (Kind::ReadWrite, NodeKind::Lock) => Some(Kind::Mutex),
-        _ => None,
-    });
-    Ok(other.map(|other| other.name().to_owned()))
-}
-
-/// [`other_kind`], as `run`'s failure: a usage error when another kind uses PATH; 3 when ZooKeeper fails; a signal
-/// ends the look (128 + N).
-async fn refuse_other_kind(lock: &Lock, path: &str, interrupts: &mut Interrupts) -> exit::Result<()> {
-    let found = tokio::select! {
-        found = other_kind(lock, path) => found,
-        signal = interrupts.recv() => {
-            return Err(supervise::interrupted(signal, format!("{signal} while looking at {path}")));
-        }
-    };
-    match found {
-        Ok(None) => Ok(()),
-        Ok(Some(other)) => Err(Failure::new(
-            exit::USAGE,
-            format!(
-                "{path} is in use by {other}; different kinds of lock on one path do not exclude each other, so \
-                 zklock run does not mix them: use the same kind as the others (or another path)"
-            ),
-        )),
-        Err(err) => Err(Failure::new(exit::FAILURE, format!("looking at {path}: {err}"))),
     }
 }
 
@@ -207,8 +138,6 @@ async fn run_with(
     let session = crate::zk::session(client, &args.connect.security, &args.acl)?
         .with_lost_policy(supervise::lost_policy(client.session_timeout(), args.kill_after));
     let lock = Lock::new(args, session).map_err(|err| Failure::new(exit::USAGE, err.to_string()))?;
-    // Fail fast rather than queue where we would be refused anyway.
-    refuse_other_kind(&lock, &args.path, interrupts).await?;
     let wait = if args.nonblock {
         Wait::Never
     } else if let Some(secs) = args.timeout {
@@ -225,7 +154,7 @@ async fn run_with(
     };
     let guard = match acquired {
         Ok(Some(guard)) => guard,
-        Ok(None) => return Err(Failure::new(exit::BUSY, lock.busy(&args.path))),
+        Ok(None) => return Err(Failure::new(exit::BUSY, lock.busy(&args.path).await)),
         Err(Error::Timeout) => {
             let message = format!(
                 "timed out after {}s waiting for {}",
@@ -234,16 +163,12 @@ async fn run_with(
             );
             return Err(Failure::new(exit::BUSY, message));
         }
+        Err(err @ Error::InUse { .. }) => return Err(supervise::in_use(&err, "zklock run")),
         Err(err) => {
             let message = format!("cannot lock {}: {err}{}", args.path, crate::zk::refused(&err));
             return Err(Failure::new(exit::FAILURE, message));
         }
     };
-    // The look that makes mixing safe (see the module documentation): after our node exists, before the command.
-    if let Err(failure) = refuse_other_kind(&lock, &args.path, interrupts).await {
-        let _ = guard.release().await;
-        return Err(failure);
-    }
     supervise::run_while_held(
         guard,
         &args.path,

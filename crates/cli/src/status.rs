@@ -157,32 +157,103 @@ fn show(path: &str, found: Option<Inspection>) {
     }
 }
 
+/// Each participant in three lines that fit 100 columns: who (role, place, kind) and its data; since when (the
+/// server's creation time of its node, in UTC, and how long ago), its fencing token (holders only: a waiter's would
+/// mean nothing yet) and its session; its node's name (what `zklock revoke --node` takes).
 fn print_rows(rows: &[Participant]) {
     let now = SystemTime::now();
     let width = rows.iter().map(|row| label(row).len()).max().unwrap_or(0);
+    let places = rows.len().to_string().len();
     for (i, row) in rows.iter().enumerate() {
-        let age = now.duration_since(row.created).unwrap_or_default();
-        println!(
-            "  {:<width$} {:>3}. {}  [{}]  token {}  session 0x{:x}  queued {:.1}s ago  {}",
+        let head = format!(
+            "  {:<width$} {:>places$}. [{}] ",
             label(row),
             i + 1,
-            row.name,
-            kind(row.kind),
-            row.fencing_token,
-            row.session_id,
-            age.as_secs_f64(),
-            shown_data(row.data_readable, &row.data)
+            kind(row.kind)
         );
+        let indent = " ".repeat(head.chars().count());
+        let room = LINE.saturating_sub(head.chars().count()).max(20);
+        println!("{head}{}", fit(&shown_data(row.data_readable, &row.data), room));
+        let token = if row.role == Role::Holder {
+            format!("  token {}", row.fencing_token)
+        } else {
+            String::new()
+        };
+        println!(
+            "{indent}since {}{token}  session 0x{:x}",
+            since(row.created, now),
+            row.session_id
+        );
+        println!("{indent}node {}", row.name);
     }
 }
 
-/// What the human view shows of a node's data: the data, or that our session may not read it (its ACL).
-pub fn shown_data(readable: bool, data: &[u8]) -> std::borrow::Cow<'_, str> {
+/// The width the human view keeps to.
+const LINE: usize = 100;
+
+/// When a node was created, in UTC (the time of day within a day, else the date too), and how long ago:
+/// `10:46:33 UTC (3h02m ago)`.
+fn since(created: SystemTime, now: SystemTime) -> String {
+    let age = now.duration_since(created).unwrap_or_default();
+    let stamp = humantime::format_rfc3339_seconds(created).to_string(); // 2026-11-26T10:46:33Z
+    let stamp = if age.as_secs() < 86_400 {
+        stamp.get(11..19).unwrap_or(&stamp).to_owned()
+    } else {
+        stamp.replace('T', " ").trim_end_matches('Z').to_owned()
+    };
+    format!("{stamp} UTC ({} ago)", human_duration(age))
+}
+
+/// `45s`, `12m05s`, `3h02m`, `4d07h`.
+fn human_duration(age: std::time::Duration) -> String {
+    let s = age.as_secs();
+    match s {
+        0..60 => format!("{s}s"),
+        60..3_600 => format!("{}m{:02}s", s / 60, s % 60),
+        3_600..86_400 => format!("{}h{:02}m", s / 3_600, s % 3_600 / 60),
+        _ => format!("{}d{:02}h", s / 86_400, s % 86_400 / 3_600),
+    }
+}
+
+/// At most `room` characters of `text`, cut with `…`.
+fn fit(text: &str, room: usize) -> String {
+    if text.chars().count() <= room {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(room.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+/// What the human view shows of a node's data: the data, quoted, with every control character, line break and
+/// terminal escape written out (`\n`, `\u{1b}`) — another client wrote it, and it must not make lines of its own
+/// or drive the terminal — or that our session may not read it (its ACL).
+pub fn shown_data(readable: bool, data: &[u8]) -> String {
     if readable {
-        String::from_utf8_lossy(data)
+        format!("{:?}", String::from_utf8_lossy(data))
     } else {
         "(data not readable: the node's ACL keeps it from this session)".into()
     }
+}
+
+/// What a recipe's node is, in words: `a lock's directory`, `a queue`… (for messages that name what a path holds).
+pub fn recipe_name(recipe: &Recipe) -> String {
+    match recipe {
+        Recipe::Lock => "a lock's directory",
+        Recipe::Election => "an election's directory",
+        Recipe::Semaphore { .. } => "a semaphore's directory",
+        Recipe::Queue { .. } => "a queue",
+        Recipe::PriorityQueue { .. } => "a priority queue",
+        Recipe::SharedCount { .. } => "a shared count",
+        Recipe::AtomicLong { .. } => "a counter",
+        Recipe::DoubleBarrier { .. } => "a double barrier",
+        Recipe::Group => "a group",
+        Recipe::Transaction { .. } => "a two-phase commit transaction",
+        Recipe::Empty => "an empty node",
+        Recipe::Unrecognised { .. } => "a node whose children belong to no recipe zklock knows",
+        _ => "another recipe's node",
+    }
+    .to_owned()
 }
 
 /// What a participant is called in its recipe: a lock's holder, an election's leader, a semaphore's lease holder,

@@ -102,6 +102,17 @@ pub fn interrupted(signal: Signal, message: String) -> Failure {
     Failure::new(exit::signalled(signal as i32), message)
 }
 
+/// `zklock run`'s or `zklock elect`'s refusal of a path another recipe uses ([`zklock::Error::InUse`]): a usage
+/// error (exit 2), saying what is there.
+pub fn in_use(err: &zklock::Error, command: &str) -> Failure {
+    Failure::new(
+        exit::USAGE,
+        format!(
+            "{err}; {command} never runs beside it: use the same kind of lock as the others, or another path"
+        ),
+    )
+}
+
 /// When the guard of a running command counts as lost: early enough that the command is stopped (SIGTERM, then
 /// SIGKILL after `kill_after` seconds) before the server can have expired our session and let the next holder in.
 ///

@@ -71,9 +71,11 @@ pub(crate) trait Rules {
         recipe_of(self.marker())
     }
 
-    /// Whether children with this marker are contenders; by default only nodes like ours.
+    /// Whether children with this marker are contenders we queue with; by default those
+    /// [`Marker::queues_with`] ours. Every other contender node in the directory is a conflict: the acquire fails
+    /// with [`Error::InUse`] rather than act as if the directory were free (see [`check_turn`]).
     fn keeps(&self, marker: Marker) -> bool {
-        marker == self.marker()
+        self.marker().queues_with(marker)
     }
 
     /// Our turn, given the sorted contenders and our index among them; by default the exclusive rule.
@@ -319,6 +321,16 @@ async fn check_turn<R: Rules + ?Sized>(
     children: Vec<String>,
 ) -> Result<Step> {
     let me_name = node.name.as_deref().unwrap_or_default();
+    // A node we cannot be ordered with: the two recipes would not exclude each other. Checked at every look, so of
+    // two conflicting acquires the later one sees the earlier one's node (ZooKeeper orders the creates, and each
+    // looks after its own create): both may refuse, never both hold.
+    if let Some((other, what)) = conflict(node, &children, |m| rules.keeps(m)).await? {
+        return Err(Error::InUse {
+            path: node.dir.clone(),
+            node: other,
+            what,
+        });
+    }
     let queue = node::sorted_contenders(children, |m| rules.keeps(m));
     let queue = gone::sweep_duplicates(node, queue).await?;
     let Some(me) = queue.iter().position(|c| c.name == me_name) else {
@@ -332,6 +344,34 @@ async fn check_turn<R: Rules + ?Sized>(
             ahead: (!sole && watch > 0).then(|| queue[watch - 1].name.clone()),
         },
     })
+}
+
+/// The first child of our queue directory that we may not share it with ([`node::conflict`]), or a semaphore using
+/// it (its `leases` or `locks` directory holding contenders: looked into only when one is there, which no queue of
+/// ours has).
+async fn conflict(
+    node: &OwnNode,
+    children: &[String],
+    keep: impl Fn(Marker) -> bool,
+) -> Result<Option<(String, &'static str)>> {
+    if let Some(found) = node::conflict(children, keep) {
+        return Ok(Some(found));
+    }
+    let mut inside = [Vec::new(), Vec::new()];
+    for (dir, listed) in [node::LEASES, node::LOCKS].into_iter().zip(&mut inside) {
+        if children.iter().any(|c| c == dir) {
+            *listed = idioms::list_or_empty(&node.client, &node.retry, &child_path(&node.dir, dir)).await?;
+        }
+    }
+    let [leases, locks] = inside;
+    Ok(node::is_semaphore(children, &leases, &locks).then(|| {
+        let dir = if leases.is_empty() {
+            node::LOCKS
+        } else {
+            node::LEASES
+        };
+        (dir.to_owned(), node::SEMAPHORE)
+    }))
 }
 
 /// A watch on the contender we wait for: its name and its pending notification.

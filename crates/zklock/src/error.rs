@@ -30,6 +30,21 @@ pub enum Error {
         /// The full path of the node.
         path: String,
     },
+    /// The directory is in use by another kind of recipe whose nodes ours cannot be ordered with (a mutex among a
+    /// read/write lock's nodes, a lock in a semaphore's directory, an election among lock contenders…): the two
+    /// would not exclude each other, so we do not take part (`Marker::queues_with` in `node.rs` decides, for
+    /// every recipe). Our node has been removed.
+    #[error(
+        "{path} is in use by {what} (its node {node}): the two do not exclude each other, so we do not join"
+    )]
+    InUse {
+        /// The directory.
+        path: String,
+        /// The other recipe's node (its name).
+        node: String,
+        /// What the other recipe is, in words.
+        what: &'static str,
+    },
     /// A fenced write ([`Guard::fenced_writes`](crate::Guard::fenced_writes)) found our node gone at the server:
     /// the lock is no longer ours, and nothing was written.
     #[error("the lock node {path} no longer exists: the lock was lost, nothing was written")]

@@ -25,6 +25,26 @@
 //!   in ZooKeeper itself, [`Guard::fenced_writes`] makes the server refuse a lost holder's writes.
 //! * **A paused holder** — [`Guard::session_valid_until`] is the instant before which the server cannot have
 //!   expired our session, renewed while held: a deadline that a watchdog outside this process can enforce.
+//! * **Who contends** — one table decides which nodes share a queue (`Marker::queues_with` in `node.rs`), for every
+//!   recipe and so for every `zklock` command: a contender node of a kind we cannot be ordered with (a Curator
+//!   reader in a mutex's directory, a lock contender in an election's, a semaphore's `leases` beside a lock…) fails
+//!   the acquire with [`Error::InUse`] — a lock is never taken as if the directory were free while another recipe's
+//!   holder is there. Checked at every look at the queue, so of two conflicting acquires the later one refuses.
+//!
+//! # Sharing a lock with Curator and kazoo
+//!
+//! | peer | its nodes | zklock queues with them | the peer sees ours |
+//! |---|---|---|---|
+//! | Curator `InterProcessMutex` | `_c_<uuid>-lock-<seq>` | yes ([`Mutex`]: the same format) | yes |
+//! | Curator `InterProcessReadWriteLock` | `_c_<uuid>-__READ__<seq>`, `-__WRIT__<seq>` | yes ([`RwLock`]) | yes |
+//! | Curator `LeaderLatch` | `_c_<uuid>-latch-<seq>` | yes ([`LeaderElection`]) | yes |
+//! | kazoo `Lock`, `WriteLock`, `Election` | `<hex>__lock__<seq>` | yes, by sequence ([`Mutex`], [`RwLock`] writers, [`LeaderElection`]) | `Lock`, `WriteLock`: only when made with `extra_lock_patterns=["-lock-"]` (beside a `RwLock`: `["__READ__", "__WRIT__"]`); `Election` takes no patterns: never |
+//! | kazoo `ReadLock` | `<hex>__rlock__<seq>` | yes ([`Mutex`], [`RwLock`]) | with `extra_lock_patterns=["__WRIT__"]` (beside a `Mutex`: `["-lock-"]`) |
+//!
+//! kazoo (≥ 2.8) ignores nodes of other formats unless its recipe is made with `extra_lock_patterns`: a kazoo
+//! contender made without it that comes *after* a zklock holder does not wait for it. zklock cannot see how a
+//! kazoo process was configured; configure every kazoo process that shares a path. `with_kazoo_contenders(false)`
+//! turns kazoo's nodes into a conflict ([`Error::InUse`]) instead.
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {

@@ -50,7 +50,8 @@ pub struct Mutex {
     kazoo: bool,
 }
 
-/// The mutex's rules: the exclusive rule over `lock-` nodes and, when asked, kazoo's `__lock__` nodes.
+/// The mutex's rules: the exclusive rule over `lock-` nodes and kazoo's `__lock__`/`__rlock__` nodes (unless told
+/// not to share with kazoo: then those are a conflict).
 struct Lock {
     kazoo: bool,
 }
@@ -61,7 +62,7 @@ impl Rules for Lock {
     }
 
     fn keeps(&self, marker: Marker) -> bool {
-        marker == Marker::Lock || (self.kazoo && marker == Marker::KazooLock)
+        Marker::Lock.queues_with(marker) && (self.kazoo || !marker.is_kazoo())
     }
 }
 
@@ -73,7 +74,7 @@ impl Mutex {
             session: session.into(),
             path: crate::path::validate(path)?,
             data: Vec::new(),
-            kazoo: false,
+            kazoo: true,
         })
     }
 
@@ -83,7 +84,14 @@ impl Mutex {
         self
     }
 
-    /// Also queue behind kazoo's `Lock` contenders (`<hex>__lock__<seq>`) in the same directory.
+    /// Whether to queue behind kazoo's contenders in the same directory (`<hex>__lock__<seq>`: kazoo's `Lock`,
+    /// `WriteLock` and `Election`; `<hex>__rlock__<seq>`: its `ReadLock`) — by sequence number, like ours. On by
+    /// default; with `false` a kazoo node in the directory makes the acquire fail with
+    /// [`Error::InUse`](crate::Error::InUse) — never is it ignored.
+    ///
+    /// kazoo's `Lock` sees *our* nodes only when made with `extra_lock_patterns=["-lock-"]` (kazoo ≥ 2.8); without
+    /// it a kazoo contender that comes after us does not wait for us. See the crate documentation, "Sharing a
+    /// lock with Curator and kazoo".
     pub fn with_kazoo_contenders(mut self, recognize: bool) -> Mutex {
         self.kazoo = recognize;
         self

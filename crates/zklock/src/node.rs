@@ -41,6 +41,46 @@ impl Marker {
         }
     }
 
+    /// Whether a node of this marker and one of `other` may share a queue directory: the one place that decides
+    /// who contends with whom on a path, for every recipe (as `Rules::keeps`'s
+    /// default) and so for every command. Nodes that share a queue are ordered by sequence number; a node that may
+    /// not share it is a conflict (the acquire fails with `Error::InUse`), never ignored.
+    ///
+    /// kazoo's `__lock__` is the node of kazoo's `Lock`, `WriteLock` and `Election` alike — an exclusive contender
+    /// whichever it is — so it queues with our exclusive nodes (mutex, writer, candidate) and with readers. kazoo's
+    /// `__rlock__` readers queue with both locks. Curator's read/write nodes do not queue with a mutex's `lock-`
+    /// nodes (Curator's read lock never looks at them), nor does an election's `latch-`; a semaphore's leases
+    /// live in a directory of their own.
+    pub const fn queues_with(self, other: Marker) -> bool {
+        use Marker::*;
+        match self {
+            Lock => matches!(other, Lock | KazooLock | KazooRead),
+            Read | Write => matches!(other, Read | Write | KazooLock | KazooRead),
+            KazooLock => !matches!(other, Lease),
+            KazooRead => !matches!(other, Latch | Lease),
+            Latch => matches!(other, Latch | KazooLock),
+            Lease => matches!(other, Lease),
+        }
+    }
+
+    /// Whether this is one of kazoo's markers.
+    pub const fn is_kazoo(self) -> bool {
+        matches!(self, Marker::KazooLock | Marker::KazooRead)
+    }
+
+    /// What a node of this marker is, in words (for `Error::InUse`).
+    pub const fn describe(self) -> &'static str {
+        match self {
+            Marker::Lock => "a mutex (zklock Mutex, Curator InterProcessMutex)",
+            Marker::Read => "a read/write lock's reader (zklock RwLock, Curator InterProcessReadWriteLock)",
+            Marker::Write => "a read/write lock's writer (zklock RwLock, Curator InterProcessReadWriteLock)",
+            Marker::Latch => "a leader election (zklock LeaderElection, Curator LeaderLatch)",
+            Marker::Lease => "a semaphore lease (zklock Semaphore, Curator InterProcessSemaphoreV2)",
+            Marker::KazooLock => "a kazoo Lock, WriteLock or Election",
+            Marker::KazooRead => "a kazoo ReadLock",
+        }
+    }
+
     const ALL: [Marker; 7] = [
         Marker::Read,
         Marker::Write,
@@ -87,6 +127,64 @@ pub fn parse(name: &str) -> Option<Contender> {
         name: name.to_owned(),
         sequence,
         marker,
+    })
+}
+
+/// A semaphore's child directory of the lease nodes (Curator's `InterProcessSemaphoreV2` layout).
+pub const LEASES: &str = "leases";
+/// A semaphore's child directory of the mutex that serialises its acquirers (Curator's `lock-` nodes).
+pub const LOCKS: &str = "locks";
+/// What a semaphore is, in words.
+pub const SEMAPHORE: &str =
+    "a semaphore (zklock Semaphore, zklock run --leases, Curator InterProcessSemaphoreV2)";
+
+/// Whether a directory whose children are `children` is a semaphore's, given the children of its `leases` and
+/// `locks` directories (empty when absent): one of the two is there, they hold nothing but contender nodes, and
+/// either some are there or the directory holds nothing else but contender nodes (an idle semaphore stays one).
+/// A directory that merely has a child named `locks` — a parent of lock directories, say — is not one.
+pub fn is_semaphore(children: &[String], leases: &[String], locks: &[String]) -> bool {
+    let is_dir = |c: &String| c == LEASES || c == LOCKS;
+    let is_contender = |c: &String| parse(c).is_some();
+    let inside = || leases.iter().chain(locks);
+    children.iter().any(is_dir)
+        && inside().all(is_contender)
+        && (inside().next().is_some() || children.iter().all(|c| is_dir(c) || is_contender(c)))
+}
+
+/// Children that are no contender of a queue but show that another recipe uses the directory, and which one:
+/// a group member (kazoo's `Party` and `ShallowParty`), a kazoo `Semaphore`'s lease (`<32 hex>`), queue items
+/// (zklock's and kazoo's `Queue`, Curator's priority queue). (A
+/// semaphore's directories are told by their contents: [`is_semaphore`].)
+pub fn other_recipe(name: &str) -> Option<&'static str> {
+    let hex32 = |s: &str| {
+        s.len() == 32
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    if hex32(name) {
+        Some("a kazoo Semaphore (its lease node)")
+    } else if name
+        .get(..33)
+        .is_some_and(|head| hex32(&head[..32]) && head.ends_with('-'))
+    {
+        Some("a group (zklock Group, kazoo ShallowParty)")
+    } else if name.contains("__party__") {
+        Some("a group (zklock Group, kazoo Party)")
+    } else if name.starts_with("qn-") || name.starts_with("queue-") || name.starts_with("entry-") {
+        Some("a queue")
+    } else {
+        None
+    }
+}
+
+/// The first child of a queue directory that a contender whose rules keep the markers `keep` accepts cannot share
+/// the directory with: a contender node of a marker it does not keep, or another recipe's node
+/// ([`other_recipe`]). Returns the child's name and what it is.
+pub fn conflict(children: &[String], keep: impl Fn(Marker) -> bool) -> Option<(String, &'static str)> {
+    children.iter().find_map(|name| match parse(name) {
+        Some(c) if !keep(c.marker) => Some((name.clone(), c.marker.describe())),
+        Some(_) => None,
+        None => other_recipe(name).map(|what| (name.clone(), what)),
     })
 }
 
@@ -141,6 +239,64 @@ mod tests {
         assert_eq!(parse("_c_x-lock-"), None);
         assert_eq!(parse("_c_x-lock-12ab"), None);
         assert_eq!(parse("qn-0000000001"), None);
+    }
+
+    #[test]
+    fn who_queues_with_whom_is_symmetric_and_every_kind_queues_with_itself() {
+        for a in Marker::ALL {
+            assert!(a.queues_with(a), "{a:?}");
+            for b in Marker::ALL {
+                assert_eq!(a.queues_with(b), b.queues_with(a), "{a:?} / {b:?}");
+            }
+        }
+        // kazoo's exclusive node queues with every lock and the election; Curator's readers never with a mutex.
+        assert!(Marker::Lock.queues_with(Marker::KazooLock));
+        assert!(Marker::Latch.queues_with(Marker::KazooLock));
+        assert!(!Marker::Lock.queues_with(Marker::Read));
+        assert!(!Marker::Latch.queues_with(Marker::Lock));
+        assert!(!Marker::Lease.queues_with(Marker::Lock));
+    }
+
+    #[test]
+    fn a_conflict_is_a_contender_not_kept_or_another_recipes_node() {
+        let children = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        let mutex = |m: Marker| Marker::Lock.queues_with(m);
+        let ours = "_c_0d9a4b8e-6f7a-4f2e-9a4b-2b1c3d4e5f60-lock-0000000001";
+        assert_eq!(
+            conflict(
+                &children(&[ours, "1f0e2d3c4b5a69788796a5b4c3d2e1f0__lock__0000000002"]),
+                mutex
+            ),
+            None
+        );
+        assert_eq!(conflict(&children(&[ours, "unrelated", "locks"]), mutex), None);
+        let reader = "_c_x-__READ__0000000000";
+        assert_eq!(
+            conflict(&children(&[reader, ours]), mutex),
+            Some((reader.to_owned(), Marker::Read.describe()))
+        );
+        for other in [
+            "1f0e2d3c4b5a69788796a5b4c3d2e1f0",
+            "1f0e2d3c4b5a69788796a5b4c3d2e1f0__party__",
+            "qn-0000000001",
+        ] {
+            assert!(conflict(&children(&[ours, other]), mutex).is_some(), "{other}");
+        }
+    }
+
+    #[test]
+    fn a_semaphore_is_told_by_its_directories_contents() {
+        let v = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        let lease = v(&["_c_x-lease-0000000001"]);
+        let gate = v(&["_c_y-lock-0000000002"]);
+        assert!(is_semaphore(&v(&["leases", "locks"]), &lease, &gate));
+        assert!(is_semaphore(&v(&["leases"]), &lease, &[]));
+        // Idle, with nothing else: still one.
+        assert!(is_semaphore(&v(&["leases", "locks"]), &[], &[]));
+        // A parent of lock directories, one called `locks`.
+        assert!(!is_semaphore(&v(&["locks", "zookeeper"]), &[], &v(&["deploy"])));
+        assert!(!is_semaphore(&v(&["locks"]), &[], &v(&["deploy", "backup"])));
+        assert!(!is_semaphore(&v(&["zookeeper"]), &[], &[]));
     }
 
     #[test]

@@ -64,7 +64,7 @@ pub struct RwLock {
     kazoo: bool,
 }
 
-/// The rules of one side of the lock: readers, writers, and (when asked) kazoo's read (`__rlock__`) and write
+/// The rules of one side of the lock: readers, writers, and (unless told not to) kazoo's read (`__rlock__`) and write
 /// (`__lock__`) contenders share the queue; a reader waits by [`read_turn`], a writer by the exclusive rule.
 struct Side {
     marker: Marker,
@@ -77,8 +77,7 @@ impl Rules for Side {
     }
 
     fn keeps(&self, marker: Marker) -> bool {
-        matches!(marker, Marker::Read | Marker::Write)
-            || (self.kazoo && matches!(marker, Marker::KazooRead | Marker::KazooLock))
+        self.marker.queues_with(marker) && (self.kazoo || !marker.is_kazoo())
     }
 
     fn turn(&self, queue: &[Contender], me: usize) -> Turn {
@@ -114,7 +113,7 @@ impl RwLock {
             session: session.into(),
             path: crate::path::validate(path)?,
             data: Vec::new(),
-            kazoo: false,
+            kazoo: true,
         })
     }
 
@@ -124,8 +123,10 @@ impl RwLock {
         self
     }
 
-    /// Also queue with kazoo's `ReadLock` (`<hex>__rlock__<seq>`) and `WriteLock` (`<hex>__lock__<seq>`)
-    /// contenders in the same directory.
+    /// Whether to queue with kazoo's `ReadLock` (`<hex>__rlock__<seq>`) and `WriteLock` (`<hex>__lock__<seq>`)
+    /// contenders in the same directory. On by default; with `false` a kazoo node in the directory makes the
+    /// acquire fail with [`Error::InUse`](crate::Error::InUse). kazoo's locks see our nodes only when made with
+    /// `extra_lock_patterns` naming `__READ__` and `__WRIT__`.
     pub fn with_kazoo_contenders(mut self, recognize: bool) -> RwLock {
         self.kazoo = recognize;
         self

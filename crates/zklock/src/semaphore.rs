@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::contention::{self, Exclusive, Rules, Wait};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::events::QueueEvent;
 use crate::gone;
 use crate::guard::Guard;
@@ -76,11 +76,6 @@ pub struct Semaphore {
     data: Vec<u8>,
 }
 
-/// The child directory of the lease nodes.
-const LEASES: &str = "leases";
-/// The child directory of the mutex that serialises acquirers (Curator's `lock-` nodes).
-const LOCKS: &str = "locks";
-
 /// The mutex that serialises acquirers.
 const GATE: Exclusive = Exclusive(Marker::Lock);
 
@@ -149,11 +144,30 @@ impl Semaphore {
     async fn acquire_with(&self, wait: Wait) -> Result<Option<Lease>> {
         // The turn only matters while it is held, and a mere disconnection must not abort a blocking acquire.
         let gate_session = self.session.clone().with_lost_policy(LostPolicy::SessionOnly);
-        let locks_dir = child_path(&self.path, LOCKS);
+        let locks_dir = child_path(&self.path, node::LOCKS);
         let Some(turn) = contention::acquire(&gate_session, &locks_dir, &self.data, &GATE, wait).await?
         else {
             return Ok(None);
         };
+        // The directory is the semaphore's alone: a contender of another recipe beside our `leases` and `locks` (a
+        // mutex's node, say) would not exclude us, nor we it. Looked at while our gate node exists, so of the two the
+        // later one refuses (a queue recipe looks into `leases` and `locks`: contention.rs).
+        let children = idioms::list_or_empty(self.session.client(), self.session.retry(), &self.path).await?;
+        if let Some((other, what)) = node::conflict(&children, |_| false) {
+            turn.release().await?;
+            // Our gate directory would make the other recipe's directory look like an idle semaphore's: gone with
+            // us, unless another acquirer is in it (the server refuses to delete a node with children then).
+            let (client, retry) = (self.session.client(), self.session.retry());
+            match idioms::delete_if_exists(client, retry, &locks_dir, None).await {
+                Ok(()) | Err(Error::ZooKeeper(zookeeper_client::Error::NotEmpty)) => {}
+                Err(err) => return Err(err),
+            }
+            return Err(Error::InUse {
+                path: self.path.clone(),
+                node: other,
+                what,
+            });
+        }
         // Declared after `turn`, so that on cancellation the lease node is dropped (and its delete sent) first.
         let lease = self.take_lease(wait, &turn).await;
         let released = turn.release().await;
@@ -175,7 +189,7 @@ impl Semaphore {
 }
 
 fn leases_dir(path: &str) -> String {
-    child_path(path, LEASES)
+    child_path(path, node::LEASES)
 }
 
 fn is_lease(marker: Marker) -> bool {
@@ -257,8 +271,8 @@ impl Rules for Room<'_> {
 }
 
 /// What [`inspect`](crate::inspect) shows of a semaphore directory (`leases` or `locks` among its `children`: both
-/// are container nodes, so the server deletes `locks` while nobody acquires, and `leases` while nobody holds): the
-/// lease nodes, holders first, and how many acquirers queue in the gate.
+/// are container nodes, so the server deletes `locks` while nobody acquires, and `leases` while nobody holds; and
+/// [`node::is_semaphore`] says it is one): the leases held, then every acquirer queued in the gate, in order.
 ///
 /// The acquirer at the head of the gate creates its lease node *before* it knows whether there is room, and keeps
 /// it while it waits: that node (owned by the head's session, created after the head's gate node) waits; it holds
@@ -268,26 +282,33 @@ pub(crate) async fn inspect(
     path: &str,
     children: &[String],
 ) -> Result<Option<(Recipe, Vec<Participant>)>> {
-    if !children.iter().any(|c| c == LEASES || c == LOCKS) {
+    if !children.iter().any(|c| c == node::LEASES || c == node::LOCKS) {
         return Ok(None);
     }
     let (client, retry) = (session.client(), session.retry());
-    let (leases_dir, locks_dir) = (leases_dir(path), child_path(path, LOCKS));
-    let leases = node::sorted_contenders(idioms::list_or_empty(client, retry, &leases_dir).await?, is_lease);
-    let gate = node::sorted_contenders(idioms::list_or_empty(client, retry, &locks_dir).await?, |m| {
-        GATE.keeps(m)
-    });
-    let head =
-        participants::read_contenders(session, &locks_dir, &gate[..gate.len().min(1)], Role::Waiting).await?;
+    let (leases_dir, locks_dir) = (leases_dir(path), child_path(path, node::LOCKS));
+    let leases = idioms::list_or_empty(client, retry, &leases_dir).await?;
+    let locks = idioms::list_or_empty(client, retry, &locks_dir).await?;
+    if !node::is_semaphore(children, &leases, &locks) {
+        return Ok(None);
+    }
+    let leases = node::sorted_contenders(leases, is_lease);
+    let gate = node::sorted_contenders(locks, |m| GATE.keeps(m));
+    // Every acquirer in the gate, in its order. The one at its head may have made a lease node already, before
+    // knowing whether there is room: that lease is not held yet; it is shown (waiting) in the head's place.
+    let mut queued = participants::read_contenders(session, &locks_dir, &gate, Role::Waiting).await?;
     let (held, waiting): (Vec<Participant>, Vec<Participant>) =
         participants::read_contenders(session, &leases_dir, &leases, Role::Holder)
             .await?
             .into_iter()
             .partition(|lease| {
-                !head.first().is_some_and(|head| {
+                !queued.first().is_some_and(|head| {
                     lease.session_id == head.session_id && lease.fencing_token > head.fencing_token
                 })
             });
+    if !waiting.is_empty() {
+        queued.remove(0);
+    }
     let waiting = waiting.into_iter().map(|lease| Participant {
         role: Role::Waiting,
         ..lease
@@ -296,6 +317,6 @@ pub(crate) async fn inspect(
         Recipe::Semaphore {
             acquirers: gate.len(),
         },
-        held.into_iter().chain(waiting).collect(),
+        held.into_iter().chain(waiting).chain(queued).collect(),
     )))
 }

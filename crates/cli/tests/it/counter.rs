@@ -22,9 +22,11 @@ async fn get_set_and_add_a_long_and_a_shared_count() {
     let hosts = zookeeper().await;
     let observer = client(&hosts).await;
     let path = unique_path("cli-counter-long");
-    assert_eq!(
-        counter(&hosts, &["get", &path]).await,
-        (Some(0), "0\n".into(), String::new())
+    let (status, stdout, stderr) = counter(&hosts, &["get", &path]).await;
+    assert_eq!((status, stdout.as_str()), (Some(0), "0\n"));
+    assert!(
+        stderr.contains("does not exist"),
+        "a missing counter is said to be: {stderr}"
     );
     assert_eq!(
         observer.check_stat(&path).await.unwrap(),
@@ -226,4 +228,66 @@ async fn status_shows_a_priority_queue_by_priority() {
         ])
     );
     claimed.complete().await.unwrap();
+}
+
+/// `set` and `add` on a node that is no counter — a lock's directory (held, or idle), a queue, a node with other
+/// children — refuse with exit 2 and write nothing; `get` says what it is too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_is_no_counter_is_refused_and_left_alone() {
+    let hosts = zookeeper().await;
+    let a = client(&hosts).await;
+    let lock = unique_path("cli-counter-lock");
+    let guard = zklock::Mutex::new(&a, &lock).unwrap().lock().await.unwrap();
+    let queue = unique_path("cli-counter-queue");
+    zklock::Queue::new(&a, &queue).unwrap().put(b"job").await.unwrap();
+    let plain = unique_path("cli-counter-parent");
+    a.create(
+        &plain,
+        b"",
+        &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+    )
+    .await
+    .unwrap();
+    a.create(
+        &format!("{plain}/child"),
+        b"",
+        &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+    )
+    .await
+    .unwrap();
+    for (path, what) in [
+        (&lock, "a lock's directory"),
+        (&queue, "a queue"),
+        (&plain, "no recipe"),
+    ] {
+        let before = a.get_data(path).await.unwrap();
+        for args in [
+            &["set", path.as_str(), "5"][..],
+            &["add", path.as_str()],
+            &["get", path.as_str()],
+        ] {
+            let (status, stdout, stderr) = counter(&hosts, args).await;
+            assert_eq!(status, Some(2), "{args:?}: {stdout} {stderr}");
+            assert!(
+                stderr.contains(what) && stderr.contains("not a counter"),
+                "{args:?}: {stderr}"
+            );
+        }
+        assert_eq!(a.get_data(path).await.unwrap(), before, "{path}: nothing written");
+    }
+    guard.release().await.unwrap();
+    // An idle directory — it has had children, as a lock's has once its last contender left — is no counter either.
+    let idle = unique_path("cli-counter-idle");
+    let mode = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    a.create(&idle, b"", &mode).await.unwrap();
+    a.create(&format!("{idle}/gone"), b"", &mode).await.unwrap();
+    a.delete(&format!("{idle}/gone"), None).await.unwrap();
+    let (status, _, stderr) = counter(&hosts, &["add", &idle]).await;
+    assert_eq!(status, Some(2), "{stderr}");
+    assert!(stderr.contains("has had children"), "{stderr}");
+    assert_eq!(
+        a.get_data(&idle).await.unwrap().0,
+        Vec::<u8>::new(),
+        "nothing written"
+    );
 }

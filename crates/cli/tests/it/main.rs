@@ -1,11 +1,13 @@
 //! End-to-end tests of the `zklock` binary against real servers. One binary for the crate.
 
+#[macro_use]
 mod support;
 
 mod cleanup;
 mod counter;
 mod demo;
 mod elect;
+mod foreign;
 mod input;
 mod interop;
 mod logs;

@@ -241,7 +241,7 @@ async fn kinds_of_lock_are_not_mixed_on_one_path() {
     .await;
     refused(
         &["run", "--connect", &hosts, "--leases", "2", &path, "--", "true"],
-        "a mutex or a read/write lock",
+        "a mutex",
     )
     .await;
     mutex.release().await;
@@ -260,9 +260,24 @@ async fn kinds_of_lock_are_not_mixed_on_one_path() {
         "a read/write lock",
     )
     .await;
+    // A writer is busy, and says why: readers hold it.
+    let out = output(&[
+        "run",
+        "--connect",
+        &hosts,
+        "--write",
+        "--nonblock",
+        &path,
+        "--",
+        "true",
+    ])
+    .await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("read-locked by 1 reader(s)"), "{stderr}");
     refused(
         &["run", "--connect", &hosts, "--leases", "1", &path, "--", "true"],
-        "a mutex or a read/write lock",
+        "a read/write lock",
     )
     .await;
     reader.release().await;

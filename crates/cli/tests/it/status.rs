@@ -49,18 +49,29 @@ async fn shows_holder_and_queue_in_order() {
     assert_eq!(out.status.code(), Some(0));
     let lines: Vec<&str> = stdout.lines().collect();
     assert!(lines[0].contains("held by 1 of 2"), "{stdout}");
+    // Three lines each: who and the data; since when, the token (holders only) and the session; the node.
     assert!(
-        lines[1].contains("holder") && lines[1].contains("first holder"),
+        lines[1].contains("holder") && lines[1].contains("\"first holder\""),
         "{stdout}"
     );
     assert!(
-        lines[1].contains(&format!("0x{:x}", a.session_id().0)),
+        lines[2].contains(" UTC (") && lines[2].contains(" ago)") && lines[2].contains("token "),
         "{stdout}"
     );
     assert!(
-        lines[2].contains("waiting") && lines[2].contains("second in line"),
+        lines[2].contains(&format!("0x{:x}", a.session_id().0)),
         "{stdout}"
     );
+    assert!(lines[3].trim_start().starts_with("node _c_"), "{stdout}");
+    assert!(
+        lines[4].contains("waiting") && lines[4].contains("second in line"),
+        "{stdout}"
+    );
+    assert!(
+        !lines[5].contains("token"),
+        "a waiter has no fencing token yet: {stdout}"
+    );
+    assert!(lines.iter().all(|line| line.chars().count() <= 100), "{stdout}");
     guard.release().await.unwrap();
     waiter.await.unwrap().unwrap();
 }
@@ -197,8 +208,8 @@ async fn semaphore_acquirer_waiting_for_room_is_not_a_holder() {
     );
     let holder_line = stdout.lines().find(|l| l.contains("holder ")).expect(&stdout);
     let waiting_line = stdout.lines().find(|l| l.contains("waiting")).expect(&stdout);
-    assert!(holder_line.ends_with("holder"), "{stdout}");
-    assert!(waiting_line.ends_with("waits for room"), "{stdout}");
+    assert!(holder_line.ends_with("\"holder\""), "{stdout}");
+    assert!(waiting_line.ends_with("\"waits for room\""), "{stdout}");
     held.release().await.unwrap();
     let session = waiter.await.unwrap().unwrap();
     assert_eq!(session, b_session);
@@ -303,7 +314,7 @@ async fn json_carries_the_holders_fencing_token() {
     assert!(waiting["fencing_token"].as_i64().unwrap() > token, "{found}");
 
     let stdout = text(&output(&["status", "--connect", &hosts, &path]).await.stdout);
-    let holder_line = stdout.lines().nth(1).expect(&stdout);
+    let holder_line = stdout.lines().nth(2).expect(&stdout);
     assert!(holder_line.contains(&format!("token {token} ")), "{stdout}");
 
     drop(run.stdin.take()); // the command's `read` ends
@@ -406,11 +417,11 @@ async fn election_shows_leader_and_candidates() {
     let lines: Vec<&str> = stdout.lines().collect();
     assert!(lines[0].contains("led by 1 of 2"), "{stdout}");
     assert!(
-        lines[1].trim_start().starts_with("leader ") && lines[1].ends_with("leads"),
+        lines[1].trim_start().starts_with("leader ") && lines[1].ends_with("\"leads\""),
         "{stdout}"
     );
     assert!(
-        lines[2].trim_start().starts_with("candidate ") && lines[2].ends_with("stands by"),
+        lines[4].trim_start().starts_with("candidate ") && lines[4].ends_with("\"stands by\""),
         "{stdout}"
     );
     assert!(!stdout.contains("holder"), "{stdout}");
@@ -466,7 +477,7 @@ async fn shows_groups_and_transactions() {
         "{stdout}"
     );
     assert!(
-        lines[1].contains("first member") && lines[2].contains("second member"),
+        lines[1].contains("first member") && lines[4].contains("second member"),
         "{stdout}"
     );
     let report = json(&output(&["status", "--connect", &hosts, "--json", &group]).await);
@@ -507,7 +518,7 @@ async fn shows_groups_and_transactions() {
     assert!(
         stdout
             .lines()
-            .any(|l| l.trim_start().starts_with("voted ") && l.ends_with("commit")),
+            .any(|l| l.trim_start().starts_with("voted ") && l.ends_with("\"commit\"")),
         "{stdout}"
     );
     let report = json(&output(&["status", "--connect", &hosts, "--json", &tx]).await);
@@ -538,4 +549,102 @@ async fn shows_groups_and_transactions() {
     assert_eq!(x.await.unwrap().unwrap(), zklock::Decision::Abort);
     let report = json(&output(&["status", "--connect", &hosts, "--json", &tx]).await);
     assert_eq!(report["outcome"], "abort", "{report}");
+}
+
+/// A semaphore's acquirers are all listed in their order, not only counted; a directory that merely has a child
+/// named `locks` (a parent of lock directories) is no semaphore, and `run` is not refused there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn semaphore_waiters_are_listed_and_a_child_named_locks_is_no_semaphore() {
+    let hosts = zookeeper().await;
+    let (a, b, c, observer) = (
+        client(&hosts).await,
+        client(&hosts).await,
+        client(&hosts).await,
+        client(&hosts).await,
+    );
+    let sem = unique_path("cli-status-semaphore-queue");
+    let held = zklock::Semaphore::new(&a, &sem, 1)
+        .unwrap()
+        .with_data("holds")
+        .acquire()
+        .await
+        .unwrap();
+    let mut waiters = Vec::new();
+    for (client, data) in [(b, "first to wait"), (c, "second to wait")] {
+        let path = sem.clone();
+        waiters.push(tokio::spawn(async move {
+            let lease = zklock::Semaphore::new(&client, &path, 1)
+                .unwrap()
+                .with_data(data)
+                .acquire()
+                .await
+                .unwrap();
+            lease.release().await.unwrap();
+        }));
+        children(&observer, &format!("{sem}/locks"), waiters.len()).await;
+    }
+    let stdout = text(&output(&["status", "--connect", &hosts, &sem]).await.stdout);
+    assert!(
+        stdout.contains("semaphore with 1 lease(s) held, 2 acquirer(s) queued"),
+        "{stdout}"
+    );
+    let firsts: Vec<&str> = stdout.lines().filter(|l| l.contains(". [")).collect();
+    assert_eq!(firsts.len(), 3, "{stdout}");
+    assert!(
+        firsts[0].contains("lease holder") && firsts[0].ends_with("\"holds\""),
+        "{stdout}"
+    );
+    assert!(
+        firsts[1].contains("waiting") && firsts[1].ends_with("\"first to wait\""),
+        "{stdout}"
+    );
+    assert!(
+        firsts[2].contains("waiting") && firsts[2].ends_with("\"second to wait\""),
+        "{stdout}"
+    );
+    held.release().await.unwrap();
+    for waiter in waiters {
+        waiter.await.unwrap();
+    }
+
+    // A parent of lock directories, one of them called `locks`.
+    let parent = unique_path("cli-status-parent");
+    let lock = Mutex::new(&a, &format!("{parent}/locks/deploy"))
+        .unwrap()
+        .lock()
+        .await
+        .unwrap();
+    let stdout = text(&output(&["status", "--connect", &hosts, &parent]).await.stdout);
+    assert!(!stdout.contains("semaphore"), "{stdout}");
+    let out = output(&["run", "--connect", &hosts, "--nonblock", &parent, "--", "true"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    lock.release().await.unwrap();
+}
+
+/// Data written by other clients is shown, never obeyed: newlines and terminal escapes are written out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_from_other_clients_cannot_fake_lines_or_drive_the_terminal() {
+    let hosts = zookeeper().await;
+    let path = unique_path("cli-status-untrusted");
+    let a = client(&hosts).await;
+    let evil = "deploy\n  holder  9. [lock] \"fake\"\u{1b}[2J\u{1b}]0;owned\u{7}\r\u{202e}";
+    let guard = Mutex::new(&a, &path)
+        .unwrap()
+        .with_data(evil)
+        .lock()
+        .await
+        .unwrap();
+    let stdout = text(&output(&["status", "--connect", &hosts, &path]).await.stdout);
+    assert!(
+        !stdout.contains('\u{1b}') && !stdout.contains('\r') && !stdout.contains('\u{7}'),
+        "{stdout:?}"
+    );
+    assert!(!stdout.contains('\u{202e}'), "{stdout:?}");
+    assert_eq!(
+        stdout.lines().filter(|l| l.contains(". [")).count(),
+        1,
+        "{stdout}"
+    );
+    assert!(stdout.contains("\\n  holder  9."), "written out: {stdout}");
+    guard.release().await.unwrap();
 }

@@ -85,3 +85,23 @@ pub async fn await_children(client: &Client, dir: &str, count: usize) -> Vec<Str
         .await
         .unwrap_or_else(|_| panic!("{dir}: never {count} children"))
 }
+
+/// Runs each body against the shared real ZooKeeper and the embedded server: `mod NAME { zookeeper, embedded }`.
+macro_rules! on_both_servers {
+    ($(async fn $name:ident($hosts:ident : &str) $body:block)*) => {$(
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            async fn body($hosts: &str) $body
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn zookeeper() {
+                body(&crate::support::zookeeper().await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn embedded() {
+                let hosts = tokio::task::spawn_blocking(zklock_testkit::shared_embedded).await.unwrap();
+                body(&hosts).await
+            }
+        }
+    )*};
+}

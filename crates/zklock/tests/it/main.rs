@@ -23,4 +23,5 @@ mod queue;
 mod revocation;
 mod rwlock;
 mod semaphore;
+mod sharing;
 mod two_phase_commit;
