@@ -319,6 +319,9 @@ pub fn help(command: Cmd) -> String {
 pub struct Failure {
     pub status: i32,
     pub message: String,
+    /// `run`, `elect`: the lock or leadership was not had (busy, or `--timeout` passed): with `-q` the status
+    /// alone tells it, and the message is not printed (a cron job mails nothing on a busy run).
+    pub conflict: bool,
 }
 
 impl Failure {
@@ -326,6 +329,16 @@ impl Failure {
         Failure {
             status,
             message: message.into(),
+            conflict: false,
+        }
+    }
+
+    /// A [conflict](Failure::conflict): busy or timed out, exiting with `status` ([`BUSY`] or
+    /// `--conflict-exit-code`).
+    pub fn conflict(status: i32, message: impl Into<String>) -> Failure {
+        Failure {
+            conflict: true,
+            ..Failure::new(status, message)
         }
     }
 }

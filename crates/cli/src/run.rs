@@ -71,7 +71,11 @@ const SEMAPHORE_CHILDREN: [&str; 2] = ["leases", "locks"];
 
 impl Lock {
     fn new(args: &RunArgs, session: Session) -> zklock::Result<Lock> {
-        let data = supervise::describe(&args.command, args.describe.as_deref());
+        let data = supervise::describe(
+            &args.command,
+            args.describe.describe.as_deref(),
+            args.describe.no_describe,
+        );
         Ok(if args.shared {
             Lock::Read(RwLock::new(session, &args.path)?.with_data(data))
         } else if args.write {
@@ -225,14 +229,14 @@ async fn run_with(
     };
     let guard = match acquired {
         Ok(Some(guard)) => guard,
-        Ok(None) => return Err(Failure::new(exit::BUSY, lock.busy(&args.path))),
+        Ok(None) => return Err(Failure::conflict(args.conflict.status(), lock.busy(&args.path))),
         Err(Error::Timeout) => {
             let message = format!(
                 "timed out after {}s waiting for {}",
                 args.timeout.unwrap_or_default(),
                 args.path
             );
-            return Err(Failure::new(exit::BUSY, message));
+            return Err(Failure::conflict(args.conflict.status(), message));
         }
         Err(err) => {
             let message = format!("cannot lock {}: {err}{}", args.path, crate::zk::refused(&err));
