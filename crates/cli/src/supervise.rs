@@ -185,7 +185,7 @@ pub fn redact(command: &[String]) -> Vec<String> {
 
 /// Whether a flag's or a variable's name looks like it holds a secret: it contains password, passwd, passphrase,
 /// secret, token, apikey, api-key, access-key, private-key or credential, or one of its parts (split at `-`, `_`
-/// and `.`) is pass, pwd, pw or auth (case-insensitive).
+/// and `.`) is pass, pwd, pw, auth or authorization (case-insensitive).
 fn secret_name(name: &str) -> bool {
     const INSIDE: [&str; 10] = [
         "password",
@@ -206,7 +206,7 @@ fn secret_name(name: &str) -> bool {
     INSIDE.iter().any(|inside| name.contains(inside))
         || name
             .split(['-', '.'])
-            .any(|part| matches!(part, "pass" | "pwd" | "pw" | "auth"))
+            .any(|part| matches!(part, "pass" | "pwd" | "pw" | "auth" | "authorization"))
 }
 
 /// `word` with the value of each `NAME=VALUE` whose NAME is a secret's masked; a value ends at `&`, `;`, `,` or the
@@ -439,7 +439,7 @@ mod tests {
             ),
             (
                 &["curl", "-H", "Authorization: Bearer abc def"],
-                &["curl", "-H", "Authorization: *** ***"],
+                &["curl", "-H", "Authorization: *** *** ***"],
             ),
             (
                 &["sh", "-c", "backup --token abc --to s3://k:s@b/p"],
