@@ -739,7 +739,10 @@ fn check_server(server: &str) -> Result<(), String> {
 /// the root.
 pub fn recipe_path(text: &str) -> Result<String, String> {
     if text == "/" {
-        return Err("the root / is not a recipe's path: give its directory, e.g. /locks/backup".to_owned());
+        return Err(
+            "invalid path: the root / is not a recipe's path; give its directory, e.g. /locks/backup"
+                .to_owned(),
+        );
     }
     tree_path(text)
 }
@@ -749,16 +752,19 @@ pub fn recipe_path(text: &str) -> Result<String, String> {
 /// ZooKeeper checks it), and not in ZooKeeper's own `/zookeeper` tree. The root `/` is one (`status /`, `reap /`).
 pub fn tree_path(text: &str) -> Result<String, String> {
     if text.is_empty() {
-        return Err("an empty path: give an absolute path, e.g. /locks/backup".to_owned());
+        return Err("invalid path: empty; give an absolute path, e.g. /locks/backup".to_owned());
     }
     if !text.starts_with('/') {
         return Err(format!(
-            "a relative path: ZooKeeper paths start with / (did you mean /{text}?)"
+            "invalid path: relative; ZooKeeper paths start with / (did you mean /{text}?)"
         ));
     }
-    check_path(text).map_err(|why| format!("a bad path: {why}"))?;
+    check_path(text).map_err(|why| format!("invalid path: {why}"))?;
     if text == "/zookeeper" || text.starts_with("/zookeeper/") {
-        return Err("/zookeeper is ZooKeeper's own tree (quotas, config): choose another path".to_owned());
+        return Err(
+            "invalid path: /zookeeper is ZooKeeper's own tree (quotas, config); choose another path"
+                .to_owned(),
+        );
     }
     Ok(text.to_owned())
 }
