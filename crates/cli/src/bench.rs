@@ -17,6 +17,11 @@ use crate::zk::Target;
 
 pub async fn bench(args: BenchArgs) -> exit::Result {
     let target = Target::resolve(&args.connect).await?;
+    if target.embedded.is_none() {
+        // The workloads connect their own way, with a long timeout: fail fast, saying why, as the other commands do.
+        let probe = target.connect().await?;
+        crate::zk::close(probe).await;
+    }
     let duration = Duration::from_secs_f64(args.duration.max(0.1));
     let rounds = args.rounds.max(1);
     println!(

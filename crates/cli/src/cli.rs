@@ -13,9 +13,10 @@ use zookeeper_client::{Acl, AuthId, Permission};
 
 use crate::exit::{self, Cmd};
 
-/// Fair distributed locks and coordination on ZooKeeper.
+/// Fair distributed locks and coordination on ZooKeeper: run, elect, status, counter, revoke, reap, serve, demo,
+/// bench.
 #[derive(Debug, Parser)]
-#[command(name = "zklock", version, about, propagate_version = true, after_help = LOG_HELP)]
+#[command(name = "zklock", version, propagate_version = true, after_help = LOG_HELP)]
 pub struct Cli {
     /// More log output on stderr: -v info, -vv debug, -vvv trace (ZKLOCK_LOG, when set, overrides it).
     #[arg(short, long, action = clap::ArgAction::Count, global = true, conflicts_with = "quiet")]
@@ -23,8 +24,60 @@ pub struct Cli {
     /// Log errors only (ZKLOCK_LOG, when set, overrides it).
     #[arg(short, long, global = true)]
     pub quiet: bool,
+    /// ZooKeeper connect string, `host:port[,host:port...][/chroot]`, before or after the command. [default:
+    /// 127.0.0.1:2181; demo and bench: an embedded, temporary server; serve takes none]
+    #[arg(
+        long = "connect",
+        short = 'c',
+        global = true,
+        env = "ZKLOCK_CONNECT",
+        value_name = "HOSTS",
+        value_parser = connect_string
+    )]
+    pub connect: Option<String>,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// Where a command that needs ZooKeeper connects without `--connect` or `ZKLOCK_CONNECT`.
+pub const DEFAULT_CONNECT: &str = "127.0.0.1:2181";
+
+impl Cli {
+    /// Parses the command line (clap's error on a usage error), and hands the global `--connect` to the command's
+    /// own arguments: `zklock -c HOST status /x` and `zklock status -c HOST /x` are the same. `serve` refuses a
+    /// `--connect` given on its command line (it is the server; `ZKLOCK_CONNECT` in its environment is ignored).
+    pub fn parse_args(
+        args: impl IntoIterator<Item = impl Into<std::ffi::OsString> + Clone>,
+    ) -> Result<Cli, clap::Error> {
+        use clap::parser::ValueSource;
+        use clap::{CommandFactory as _, FromArgMatches as _};
+        let matches = Cli::command().try_get_matches_from(args)?;
+        let mut cli = Cli::from_arg_matches(&matches)?;
+        let given = matches.value_source("connect") == Some(ValueSource::CommandLine)
+            || matches
+                .subcommand()
+                .is_some_and(|(_, sub)| sub.value_source("connect") == Some(ValueSource::CommandLine));
+        let hosts = cli.connect.clone();
+        let required = || hosts.clone().unwrap_or_else(|| DEFAULT_CONNECT.to_owned());
+        match &mut cli.command {
+            Command::Run(args) => args.connect.hosts = required(),
+            Command::Elect(args) => args.connect.hosts = required(),
+            Command::Status(args) => args.connect.hosts = required(),
+            Command::Counter(args) => args.connect.hosts = required(),
+            Command::Revoke(args) => args.connect.hosts = required(),
+            Command::Reap(args) => args.connect.hosts = required(),
+            Command::Demo(args) => args.connect.hosts = hosts.clone(),
+            Command::Bench(args) => args.connect.hosts = hosts.clone(),
+            Command::Serve(_) if given => {
+                return Err(Cli::command().error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    "zklock serve takes no --connect: it is the server (--listen ADDR says where it listens)",
+                ));
+            }
+            Command::Serve(_) | Command::Completions { .. } | Command::Man => {}
+        }
+        Ok(cli)
+    }
 }
 
 /// The top-level `--help`'s word on logs (applied in `main.rs`).
@@ -39,14 +92,9 @@ trace.
 /// Where ZooKeeper is.
 #[derive(Debug, Clone, Args)]
 pub struct ConnectArgs {
-    /// ZooKeeper connect string: `host:port[,host:port...][/chroot]`.
-    #[arg(
-        long = "connect",
-        short = 'c',
-        env = "ZKLOCK_CONNECT",
-        default_value = "127.0.0.1:2181",
-        value_parser = connect_string
-    )]
+    /// The connect string: the global `--connect` (or `ZKLOCK_CONNECT`, or [`DEFAULT_CONNECT`]), filled in by
+    /// [`Cli::parse_args`].
+    #[arg(skip)]
     pub hosts: String,
     /// Requested session timeout (ZooKeeper clamps it to [2, 20] × its tickTime). A duration: 10, 1.5, 10s,
     /// 1m30s, 500ms.
@@ -218,8 +266,9 @@ fn permissions(letters: &str) -> Result<Permission, String> {
 /// Like [`ConnectArgs`], but without `--connect` an embedded server is started.
 #[derive(Debug, Clone, Args)]
 pub struct OptionalConnectArgs {
-    /// ZooKeeper connect string; without it an embedded, temporary server is started.
-    #[arg(long = "connect", short = 'c', env = "ZKLOCK_CONNECT", value_parser = connect_string)]
+    /// The global `--connect` (or `ZKLOCK_CONNECT`), filled in by [`Cli::parse_args`]; without it an embedded,
+    /// temporary server is started.
+    #[arg(skip)]
     pub hosts: Option<String>,
     /// Requested session timeout (a duration: 10, 1.5, 10s, 1m30s, 500ms).
     #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = seconds, allow_negative_numbers = true)]
@@ -308,22 +357,25 @@ pub struct RunArgs {
     /// same PATH must give the same N.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub leases: Option<u32>,
-    /// Fail at once (exit 1) if the lock is held or queued for (with --leases: no lease free, or another
-    /// acquirer ahead).
+    /// Fail at once (exit 1, or --conflict-exit-code) if the lock is held or queued for (with --leases: no lease
+    /// free, or another acquirer ahead). With -q, silently.
     #[arg(long, short = 'n', conflicts_with = "timeout")]
     pub nonblock: bool,
-    /// Give up (exit 1) after waiting this long (a duration: 30, 1.5, 30s, 1m30s, 250ms).
+    /// Give up (exit 1, or --conflict-exit-code) after waiting this long (a duration: 30, 1.5, 30s, 1m30s, 250ms).
+    /// With -q, silently.
     #[arg(long, short = 'w', value_name = "DURATION", value_parser = seconds, allow_negative_numbers = true)]
     pub timeout: Option<f64>,
+    #[command(flatten)]
+    pub conflict: ConflictArgs,
     /// After the lock is lost, the time between SIGTERM and SIGKILL to the command. The lock counts as lost early
-    /// enough that the command is gone before ZooKeeper can expire our session (see `supervise::lost_policy`); if
-    /// zklock itself is paused or starved, its watchdog stops the command in time on its own.
+    /// enough that the command is gone before ZooKeeper can expire our session; if zklock itself is paused or
+    /// starved, its watchdog stops the command in time on its own.
     #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = seconds, allow_negative_numbers = true)]
     pub kill_after: f64,
-    /// Free text stored in the lock node for `zklock status`.
-    #[arg(long)]
-    pub describe: Option<String>,
+    #[command(flatten)]
+    pub describe: DescribeArgs,
     /// The lock directory, e.g. /locks/nightly-backup.
+    #[arg(value_parser = recipe_path)]
     pub path: String,
     /// The command and its arguments (after `--`).
     #[arg(last = true, required = true)]
@@ -337,25 +389,34 @@ pub struct ElectArgs {
     pub connect: ConnectArgs,
     #[command(flatten)]
     pub acl: AclArgs,
-    /// Fail at once (exit 1) unless we lead at once: another candidate leads or is queued ahead. Our candidacy is
-    /// withdrawn.
+    /// Fail at once (exit 1, or --conflict-exit-code) unless we lead at once: another candidate leads or is queued
+    /// ahead. Our candidacy is withdrawn. With -q, silently.
     #[arg(long, short = 'n', conflicts_with = "timeout")]
     pub nonblock: bool,
-    /// Give up campaigning (exit 1, candidacy withdrawn) if we do not lead within this long (a duration: 30, 1.5,
-    /// 30s, 1m30s, 250ms).
+    /// Give up campaigning (exit 1, or --conflict-exit-code; candidacy withdrawn) if we do not lead within this
+    /// long (a duration: 30, 1.5, 30s, 1m30s, 250ms). With -q, silently.
     #[arg(long, short = 'w', value_name = "DURATION", value_parser = seconds, allow_negative_numbers = true)]
     pub timeout: Option<f64>,
+    #[command(flatten)]
+    pub conflict: ConflictArgs,
     /// After leadership is lost, the time between SIGTERM and SIGKILL to the command.
     #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = seconds, allow_negative_numbers = true)]
     pub kill_after: f64,
-    /// Free text stored in our candidate node, shown to observers of the election.
-    #[arg(long)]
-    pub describe: Option<String>,
+    #[command(flatten)]
+    pub describe: DescribeArgs,
     /// Do not campaign and run no command: print the current leader (node, fencing token, session, data; or "no
     /// leader") at once and again on every change, one line each, until SIGINT or SIGTERM (exit 0).
     #[arg(
         long,
-        conflicts_with_all = ["nonblock", "timeout", "kill_after", "describe", "command"]
+        conflicts_with_all = [
+            "nonblock",
+            "timeout",
+            "conflict_exit_code",
+            "kill_after",
+            "describe",
+            "no_describe",
+            "command"
+        ]
     )]
     pub observe: bool,
     /// With --observe: one JSON object per line, `{"path", "leader": {"node", "fencing_token", "session_id",
@@ -363,10 +424,41 @@ pub struct ElectArgs {
     #[arg(long, requires = "observe", conflicts_with = "command")]
     pub json: bool,
     /// The election directory, e.g. /elections/scheduler.
+    #[arg(value_parser = recipe_path)]
     pub path: String,
     /// The command and its arguments (after `--`); none with --observe.
     #[arg(last = true, required_unless_present = "observe")]
     pub command: Vec<String>,
+}
+
+/// What `run` and `elect` store in their node, for `zklock status` and observers: see `supervise::describe`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct DescribeArgs {
+    /// Free text stored in our node for `zklock status` (and observers of an election) instead of the command
+    /// line: the node holds `host=… pid=… note=TEXT`. Without it the node holds `host=… pid=… cmd=COMMAND LINE`,
+    /// with what looks like a credential replaced by *** (the value of --password, --token, secret=, api-key=…,
+    /// the password of a URL's user:password@); anybody who may read the node sees it.
+    #[arg(long, value_name = "TEXT")]
+    pub describe: Option<String>,
+    /// Store no command line in our node: only `host=… pid=…`.
+    #[arg(long, conflicts_with = "describe")]
+    pub no_describe: bool,
+}
+
+/// The exit status when the lock or leadership is not had: busy (`--nonblock`) or `--timeout` passed.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ConflictArgs {
+    /// The exit status when busy (--nonblock) or timed out (--timeout), as `flock -E`: 1 by default, which a
+    /// command may exit with too. 0 to 255.
+    #[arg(long, short = 'E', value_name = "N")]
+    pub conflict_exit_code: Option<u8>,
+}
+
+impl ConflictArgs {
+    /// The status of a conflict.
+    pub fn status(&self) -> i32 {
+        self.conflict_exit_code.map_or(exit::BUSY, i32::from)
+    }
 }
 
 /// Arguments of `zklock revoke`.
@@ -387,6 +479,7 @@ pub struct RevokeArgs {
     pub dry_run: bool,
     /// The directory of a lock (mutex or read/write lock), a semaphore or an election. Without --node every holder
     /// is revoked: the mutex's holder, all readers sharing a read/write lock, every lease holder, the leader.
+    #[arg(value_parser = recipe_path)]
     pub path: String,
 }
 
@@ -399,6 +492,7 @@ pub struct ReapArgs {
     #[arg(long)]
     pub dry_run: bool,
     /// The prefix: PATH itself and everything below it (/ for the whole tree).
+    #[arg(value_parser = tree_path)]
     pub path: String,
 }
 
@@ -415,6 +509,7 @@ pub struct StatusArgs {
     #[arg(long)]
     pub check: bool,
     /// The recipe directory (a lock, an election, a semaphore, a queue, a barrier).
+    #[arg(value_parser = tree_path)]
     pub path: String,
 }
 
@@ -437,6 +532,7 @@ pub struct CounterArgs {
     #[arg(value_enum)]
     pub action: CounterAction,
     /// The counter's node, e.g. /counters/orders.
+    #[arg(value_parser = recipe_path)]
     pub path: String,
     /// set: the new value; add: what to add (default 1; a negative number subtracts).
     #[arg(allow_negative_numbers = true)]
@@ -478,7 +574,7 @@ pub struct DemoArgs {
     #[arg(long, default_value_t = 200)]
     pub hold: u64,
     /// The lock directory.
-    #[arg(long, default_value = "/disLocks")]
+    #[arg(long, default_value = "/disLocks", value_parser = recipe_path)]
     pub path: String,
 }
 
@@ -639,14 +735,53 @@ fn check_server(server: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A recipe's PATH (`run`, `elect`, `counter`, `revoke`, `demo --path`): a ZooKeeper path ([`tree_path`]), and not
+/// the root.
+pub fn recipe_path(text: &str) -> Result<String, String> {
+    if text == "/" {
+        return Err(
+            "invalid path: the root / is not a recipe's path; give its directory, e.g. /locks/backup"
+                .to_owned(),
+        );
+    }
+    tree_path(text)
+}
+
+/// A PATH checked before anything is connected, so that a mistake is a usage error (exit 2) even when ZooKeeper
+/// cannot be reached: absolute, no trailing `/`, no empty, `.` or `..` node name, no control character (as
+/// ZooKeeper checks it), and not in ZooKeeper's own `/zookeeper` tree. The root `/` is one (`status /`, `reap /`).
+pub fn tree_path(text: &str) -> Result<String, String> {
+    if text.is_empty() {
+        return Err("invalid path: empty; give an absolute path, e.g. /locks/backup".to_owned());
+    }
+    if !text.starts_with('/') {
+        return Err(format!(
+            "invalid path: relative; ZooKeeper paths start with / (did you mean /{text}?)"
+        ));
+    }
+    check_path(text).map_err(|why| format!("invalid path: {why}"))?;
+    if text == "/zookeeper" || text.starts_with("/zookeeper/") {
+        return Err(
+            "invalid path: /zookeeper is ZooKeeper's own tree (quotas, config); choose another path"
+                .to_owned(),
+        );
+    }
+    Ok(text.to_owned())
+}
+
 fn check_chroot(chroot: &str) -> Result<(), &'static str> {
-    if chroot == "/" {
+    check_path(chroot)
+}
+
+/// An absolute path as ZooKeeper takes it.
+fn check_path(path: &str) -> Result<(), &'static str> {
+    if path == "/" {
         return Ok(());
     }
-    if chroot.ends_with('/') {
+    if path.ends_with('/') {
         return Err("it ends with '/'");
     }
-    for name in chroot[1..].split('/') {
+    for name in path[1..].split('/') {
         match name {
             "" => return Err("it has an empty node name"),
             "." | ".." => return Err("relative paths are not allowed"),

@@ -38,7 +38,11 @@ async fn elect_with(
         .with_lost_policy(supervise::lost_policy(client.session_timeout(), args.kill_after));
     let election = LeaderElection::new(session, &args.path)
         .map_err(|err| Failure::new(exit::USAGE, err.to_string()))?
-        .with_data(supervise::describe(&args.command, args.describe.as_deref()));
+        .with_data(supervise::describe(
+            &args.command,
+            args.describe.describe.as_deref(),
+            args.describe.no_describe,
+        ));
     let campaign = async {
         if args.nonblock {
             election.try_campaign().await
@@ -67,7 +71,7 @@ async fn elect_with(
                 "another candidate leads {} or is queued ahead of us (--nonblock)",
                 args.path
             );
-            return Err(Failure::new(exit::BUSY, message));
+            return Err(Failure::conflict(args.conflict.status(), message));
         }
         Err(Error::Timeout) => {
             let message = format!(
@@ -75,7 +79,7 @@ async fn elect_with(
                 args.timeout.unwrap_or_default(),
                 args.path
             );
-            return Err(Failure::new(exit::BUSY, message));
+            return Err(Failure::conflict(args.conflict.status(), message));
         }
         Err(err @ Error::InUse { .. }) => return Err(supervise::in_use(&err, "zklock elect")),
         Err(err) => {
@@ -100,8 +104,9 @@ async fn elect_with(
     .await
 }
 
-/// `--observe`: the leader now and after every change, one line each, until SIGINT or SIGTERM (exit 0). SIGHUP and
-/// SIGQUIT end it as they end any wait (128 + N); the end of the session is a failure (3).
+/// `--observe`: the leader now and after every change, one line each, until SIGINT or SIGTERM, or until the reader
+/// of our output goes away (`| head -1`): exit 0 either way, silently. SIGHUP and SIGQUIT end it as they end any
+/// wait (128 + N); the end of the session is a failure (3).
 async fn observe(
     args: &ElectArgs,
     client: &zookeeper_client::Client,
@@ -110,10 +115,13 @@ async fn observe(
     let election =
         LeaderElection::new(client, &args.path).map_err(|err| Failure::new(exit::USAGE, err.to_string()))?;
     let mut observer = election.observe();
+    let gone = reader_gone();
+    tokio::pin!(gone);
     loop {
         // `Observer::next` only reads: dropping it on a signal leaves nothing behind.
         let next = tokio::select! {
             next = observer.next() => next,
+            () = &mut gone => return Ok(exit::OK),
             signal = interrupts.recv() => {
                 return match signal {
                     Signal::SIGINT | Signal::SIGTERM => Ok(exit::OK),
@@ -130,14 +138,51 @@ async fn observe(
         } else {
             human(leader.as_ref())
         };
-        // Not println!: a reader gone (EPIPE) must be a failure, not a panic. Stdout is line-buffered: each line
-        // goes out as it is written.
-        writeln!(std::io::stdout(), "{line}").map_err(|err| {
-            Failure::new(
-                exit::LOCAL_FAILURE,
-                format!("cannot write to standard output: {err}"),
-            )
-        })?;
+        // Not println!: a reader gone (EPIPE) ends the observation, as SIGPIPE would, but with status 0 and no
+        // message; any other write error is a failure. Stdout is line-buffered: each line goes out as it is
+        // written.
+        match writeln!(std::io::stdout(), "{line}") {
+            Ok(()) => {}
+            Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => return Ok(exit::OK),
+            Err(err) => {
+                return Err(Failure::new(
+                    exit::LOCAL_FAILURE,
+                    format!("cannot write to standard output: {err}"),
+                ))
+            }
+        }
+    }
+}
+
+/// Completes once the reader of our standard output has gone away — the read end of its pipe closed, as when
+/// `head -1` has had its line — which `poll` reports as an error on the write end. Without it, `--observe` would
+/// notice only at its next write, which may be never. A thread of its own waits in `poll` (left behind when the
+/// process exits); it never completes when standard output is no pipe (a terminal, a file).
+async fn reader_gone() {
+    use nix::errno::Errno;
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::os::fd::AsFd as _;
+    let Ok(fd) = std::io::stdout().as_fd().try_clone_to_owned() else {
+        return std::future::pending().await;
+    };
+    let (gone, said) = tokio::sync::oneshot::channel();
+    let watcher = std::thread::Builder::new()
+        .name("stdout-reader".to_owned())
+        .spawn(move || loop {
+            // No events asked for: poll reports only POLLERR (the reader is gone), POLLHUP and POLLNVAL.
+            let mut fds = [PollFd::new(fd.as_fd(), PollFlags::empty())];
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(0) | Err(Errno::EINTR) => continue,
+                Ok(_) if fds[0].revents().is_some_and(|r| r.contains(PollFlags::POLLERR)) => {
+                    let _ = gone.send(());
+                    return;
+                }
+                // A terminal hung up, or no descriptor: not a reader going away (and SIGHUP says the former).
+                _ => return,
+            }
+        });
+    if watcher.is_err() || said.await.is_err() {
+        std::future::pending().await
     }
 }
 

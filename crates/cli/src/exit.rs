@@ -9,12 +9,12 @@
 //! | 0 | status, bench | success |
 //! | 0 | demo | every check of the summary passed |
 //! | 0 | serve | stopped by SIGINT or SIGTERM: clean shutdown, final snapshot written |
-//! | 0 | elect | --observe: stopped by SIGINT or SIGTERM |
+//! | 0 | elect | --observe: stopped by SIGINT or SIGTERM, or its reader went away (a closed pipe) |
 //! | 0 | revoke | revoked: every node named was deleted (with --request: asked to give up); --dry-run: there is something to revoke |
 //! | 0 | reap | success, whether or not there was anything to remove |
 //! | 0 | counter | success: the value is printed (get: as it is; set, add: after our change) |
-//! | 1 | run | the lock is busy (--nonblock: held or queued for; with --leases: no lease free), or --timeout passed |
-//! | 1 | elect | --nonblock: another candidate leads or is queued ahead; or --timeout passed before we led (either way our candidacy is withdrawn) |
+//! | 1 | run | the lock is busy (--nonblock: held or queued for; with --leases: no lease free), or --timeout passed; --conflict-exit-code N makes it N (-q: without a message) |
+//! | 1 | elect | --nonblock: another candidate leads or is queued ahead; or --timeout passed before we led (either way our candidacy is withdrawn); --conflict-exit-code N makes it N (-q: without a message) |
 //! | 1 | run, elect | zklock cannot look after the command (no signal handlers, or waiting for it failed) |
 //! | 1 | status | --check: nobody holds the path (or it does not exist) |
 //! | 1 | elect | --observe: the output cannot be written |
@@ -53,7 +53,7 @@ use Shown::{Code, Own, Signalled};
 /// Success.
 pub const OK: i32 = 0;
 /// `run`: the lock is busy (`--nonblock`), or `--timeout` passed; `elect`: we would not lead at once (`--nonblock`),
-/// or `--timeout` passed.
+/// or `--timeout` passed — unless `--conflict-exit-code` says otherwise.
 pub const BUSY: i32 = 1;
 /// `run`, `elect`: zklock cannot look after the command (no signal handlers, or waiting for it failed); `elect
 /// --observe`: its output cannot be written.
@@ -148,7 +148,7 @@ pub const TABLE: &[Row] = &[
     row(
         Code(OK),
         &[Elect],
-        "--observe: stopped by SIGINT or SIGTERM",
+        "--observe: stopped by SIGINT or SIGTERM, or its reader went away (a closed pipe)",
     ),
     row(
         Code(OK),
@@ -169,13 +169,14 @@ pub const TABLE: &[Row] = &[
     row(
         Code(BUSY),
         &[Run],
-        "the lock is busy (--nonblock: held or queued for; with --leases: no lease free), or --timeout passed",
+        "the lock is busy (--nonblock: held or queued for; with --leases: no lease free), or --timeout passed; \
+         --conflict-exit-code N makes it N (-q: without a message)",
     ),
     row(
         Code(BUSY),
         &[Elect],
         "--nonblock: another candidate leads or is queued ahead; or --timeout passed before we led (either way \
-         our candidacy is withdrawn)",
+         our candidacy is withdrawn); --conflict-exit-code N makes it N (-q: without a message)",
     ),
     row(
         Code(LOCAL_FAILURE),
@@ -325,6 +326,9 @@ pub fn help(command: Cmd) -> String {
 pub struct Failure {
     pub status: i32,
     pub message: String,
+    /// `run`, `elect`: the lock or leadership was not had (busy, or `--timeout` passed): with `-q` the status
+    /// alone tells it, and the message is not printed (a cron job mails nothing on a busy run).
+    pub conflict: bool,
 }
 
 impl Failure {
@@ -332,6 +336,16 @@ impl Failure {
         Failure {
             status,
             message: message.into(),
+            conflict: false,
+        }
+    }
+
+    /// A [conflict](Failure::conflict): busy or timed out, exiting with `status` ([`BUSY`] or
+    /// `--conflict-exit-code`).
+    pub fn conflict(status: i32, message: impl Into<String>) -> Failure {
+        Failure {
+            conflict: true,
+            ..Failure::new(status, message)
         }
     }
 }

@@ -18,8 +18,6 @@ mod zk;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 use crate::cli::{Cli, Command};
 use crate::exit::Failure;
 
@@ -31,10 +29,30 @@ fn main() -> ExitCode {
     if std::env::args_os().nth(1).is_some_and(|arg| arg == WATCHDOG) && std::env::args_os().len() == 2 {
         return ExitCode::from(u8::try_from(child::watchdog()).unwrap_or(1));
     }
-    let cli = Cli::try_parse().unwrap_or_else(|err| usage_error(err));
+    let cli = Cli::parse_args(std::env::args_os()).unwrap_or_else(|err| usage_error(err));
     init_logging(&cli);
     let speaker = speaker(&cli.command);
-    let result = match cli.command {
+    let quiet = cli.quiet;
+    let result = match before_connecting(&cli.command) {
+        Err(failure) => Err(failure),
+        Ok(()) => dispatch(cli.command),
+    };
+    // The one place a failure is told.
+    let status = result.unwrap_or_else(|failure| {
+        // -q: a busy lock (or a timeout) is told by the status alone.
+        if !(quiet && failure.conflict) {
+            // Not eprintln!: after an SSH logout the terminal is gone and a failed write must not turn the
+            // status into a panic's 101.
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr(), "{speaker}: {}", failure.message);
+        }
+        failure.status
+    });
+    ExitCode::from(u8::try_from(status).unwrap_or(1))
+}
+
+fn dispatch(command: Command) -> exit::Result {
+    match command {
         // `run` forks the user's command: its parent-death signal is tied to the forking *thread*, so run on a
         // current-thread runtime on the main thread, which lives exactly as long as the process.
         Command::Run(args) => current_thread().block_on(run::run(args)),
@@ -51,16 +69,38 @@ fn main() -> ExitCode {
         Command::Reap(args) => multi_thread().block_on(reap::reap(args)),
         Command::Completions { shell } => manual::completions(shell),
         Command::Man => manual::man(),
+    }
+}
+
+/// The usage errors found only once arguments are put together — an ACL with `creator` but no credentials, an
+/// unreadable `--auth-file` or `--tls-ca` — told before any connection is tried, so that they are usage errors
+/// (exit 2) even when ZooKeeper cannot be reached. (Paths, durations and connect strings are checked by clap.)
+fn before_connecting(command: &Command) -> exit::Result<()> {
+    if let Command::Counter(args) = command {
+        if let (Some(cli::CounterKind::Shared), Some(value)) = (args.kind, args.value) {
+            if i32::try_from(value).is_err() {
+                return Err(Failure::new(
+                    exit::USAGE,
+                    format!("{value} does not fit a shared count (a 32-bit integer, Curator's SharedCount)"),
+                ));
+            }
+        }
+    }
+    let (security, acl) = match command {
+        Command::Run(args) => (&args.connect.security, Some(&args.acl)),
+        Command::Elect(args) => (&args.connect.security, Some(&args.acl)),
+        Command::Counter(args) => (&args.connect.security, Some(&args.acl)),
+        Command::Status(args) => (&args.connect.security, None),
+        Command::Revoke(args) => (&args.connect.security, None),
+        Command::Reap(args) => (&args.connect.security, None),
+        Command::Demo(args) => (&args.security, Some(&args.acl)),
+        _ => return Ok(()),
     };
-    // The one place a failure is told.
-    let status = result.unwrap_or_else(|failure| {
-        // Not eprintln!: after an SSH logout the terminal is gone and a failed write must not turn the status
-        // into a panic's 101.
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), "{speaker}: {}", failure.message);
-        failure.status
-    });
-    ExitCode::from(u8::try_from(status).unwrap_or(1))
+    zk::Security::from_args(security).map_err(Failure::from)?;
+    if let Some(acl) = acl {
+        zk::NodeAcls::from_args(security, acl).map_err(Failure::from)?;
+    }
+    Ok(())
 }
 
 /// Ends the process on clap's error (exit 2 for usage errors; 0 for `--help`, `--version`), with a hint for the
@@ -68,8 +108,17 @@ fn main() -> ExitCode {
 fn usage_error(err: clap::Error) -> ! {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     let args: Vec<String> = std::env::args().collect();
-    // The first word that is not a flag (global flags such as -v may come before it).
-    let subcommand = args.iter().skip(1).find(|arg| !arg.starts_with('-'));
+    // The first word that is neither a flag nor a value of --connect (global flags such as -v and -c HOSTS may
+    // come before it).
+    let subcommand = args
+        .iter()
+        .skip(1)
+        .scan(false, |connect_value, arg| {
+            let skip = std::mem::replace(connect_value, arg == "-c" || arg == "--connect");
+            Some((skip, arg))
+        })
+        .find(|(skip, arg)| !skip && !arg.starts_with('-'))
+        .map(|(_, arg)| arg);
     let runs_a_command = matches!(subcommand.map(String::as_str), Some("run" | "elect"));
     let stray = match err.get(ContextKind::InvalidArg) {
         Some(ContextValue::String(arg))

@@ -50,7 +50,11 @@ enum Wait {
 
 impl Lock {
     fn new(args: &RunArgs, session: Session) -> zklock::Result<Lock> {
-        let data = supervise::describe(&args.command, args.describe.as_deref());
+        let data = supervise::describe(
+            &args.command,
+            args.describe.describe.as_deref(),
+            args.describe.no_describe,
+        );
         Ok(if args.shared {
             Lock::Read(RwLock::new(session, &args.path)?.with_data(data))
         } else if args.write {
@@ -154,14 +158,19 @@ async fn run_with(
     };
     let guard = match acquired {
         Ok(Some(guard)) => guard,
-        Ok(None) => return Err(Failure::new(exit::BUSY, lock.busy(&args.path).await)),
+        Ok(None) => {
+            return Err(Failure::conflict(
+                args.conflict.status(),
+                lock.busy(&args.path).await,
+            ))
+        }
         Err(Error::Timeout) => {
             let message = format!(
                 "timed out after {}s waiting for {}",
                 args.timeout.unwrap_or_default(),
                 args.path
             );
-            return Err(Failure::new(exit::BUSY, message));
+            return Err(Failure::conflict(args.conflict.status(), message));
         }
         Err(err @ Error::InUse { .. }) => return Err(supervise::in_use(&err, "zklock run")),
         Err(err) => {

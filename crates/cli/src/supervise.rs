@@ -134,17 +134,140 @@ pub fn lost_policy(session_timeout: Duration, kill_after: f64) -> LostPolicy {
     LostPolicy::DisconnectedFor(budget.saturating_sub(kill_after))
 }
 
-/// What is stored in our node for `zklock status`: host, pid, command and the user's note.
-pub fn describe(command: &[String], note: Option<&str>) -> String {
+/// What is stored in our node for `zklock status` (which anybody who may read the node sees): `host=… pid=…`, and
+/// then the user's `--describe` text (`note=…`) instead of the command line; nothing more with `--no-describe`;
+/// otherwise the command line ([`redact`]ed).
+pub fn describe(command: &[String], note: Option<&str>, no_describe: bool) -> String {
     let host = nix::unistd::gethostname()
         .map(|h| h.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let mut text = format!("host={host} pid={} cmd={}", std::process::id(), command.join(" "));
-    if let Some(note) = note {
-        text.push_str(" note=");
-        text.push_str(note);
+    let mut text = format!("host={host} pid={}", std::process::id());
+    match note {
+        Some(note) => {
+            text.push_str(" note=");
+            text.push_str(note);
+        }
+        None if no_describe => {}
+        None => {
+            text.push_str(" cmd=");
+            text.push_str(&redact(command).join(" "));
+        }
     }
     text
+}
+
+/// What replaces a secret in the stored command line.
+const MASK: &str = "***";
+
+/// The command line with what looks like a credential replaced by `***`, word by word (so also inside a
+/// `sh -c '…'` script): the value of `NAME=VALUE` (`--password=x`, `token=x`, `PGPASSWORD=x`, a URL's
+/// `?api_key=x&…`) and the word after a flag `--NAME` (`--password x`) when NAME looks like a secret's
+/// ([`secret_name`]); the password of a URL's `user:password@`; what follows a header such as `Authorization:`.
+pub fn redact(command: &[String]) -> Vec<String> {
+    // The next non-empty word is a secret flag's value.
+    let mut pending = false;
+    command
+        .iter()
+        .map(|arg| {
+            let mut rest_secret = false;
+            let words: Vec<String> = arg
+                .split(' ')
+                .map(|word| {
+                    if word.is_empty() {
+                        return String::new();
+                    }
+                    if rest_secret || std::mem::take(&mut pending) {
+                        return MASK.to_owned();
+                    }
+                    if word.strip_suffix(':').is_some_and(secret_name) {
+                        rest_secret = true;
+                        return word.to_owned();
+                    }
+                    if word.starts_with('-') && !word.contains('=') && secret_name(word) {
+                        pending = true;
+                    }
+                    mask_url_password(&mask_assignments(word))
+                })
+                .collect();
+            words.join(" ")
+        })
+        .collect()
+}
+
+/// Whether a flag's or a variable's name looks like it holds a secret: it contains password, passwd, passphrase,
+/// secret, token, apikey, api-key, access-key, private-key or credential, or one of its parts (split at `-`, `_`
+/// and `.`) is pass, pwd, pw, auth or authorization (case-insensitive).
+fn secret_name(name: &str) -> bool {
+    const INSIDE: [&str; 10] = [
+        "password",
+        "passwd",
+        "passphrase",
+        "secret",
+        "token",
+        "apikey",
+        "api-key",
+        "access-key",
+        "private-key",
+        "credential",
+    ];
+    let name = name
+        .trim_start_matches('-')
+        .to_ascii_lowercase()
+        .replace('_', "-");
+    INSIDE.iter().any(|inside| name.contains(inside))
+        || name
+            .split(['-', '.'])
+            .any(|part| matches!(part, "pass" | "pwd" | "pw" | "auth" | "authorization"))
+}
+
+/// `word` with the value of each `NAME=VALUE` whose NAME is a secret's masked; a value ends at `&`, `;`, `,` or the
+/// end of the word.
+fn mask_assignments(word: &str) -> String {
+    let is_name = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    let mut out = String::new();
+    let mut rest = word;
+    while let Some(eq) = rest.find('=') {
+        let (before, after) = (&rest[..eq], &rest[eq + 1..]);
+        let name = &before[before.trim_end_matches(is_name).len()..];
+        out.push_str(before);
+        out.push('=');
+        let end = after.find(['&', ';', ',']).unwrap_or(after.len());
+        if end > 0 && secret_name(name) {
+            out.push_str(MASK);
+        } else {
+            out.push_str(&after[..end]);
+        }
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `word` with the password of each URL's `user:password@` masked.
+fn mask_url_password(word: &str) -> String {
+    let mut out = String::new();
+    let mut rest = word;
+    while let Some(scheme_end) = rest.find("://") {
+        let start = scheme_end + 3;
+        out.push_str(&rest[..start]);
+        let tail = &rest[start..];
+        let end = tail.find(['/', '?', '#']).unwrap_or(tail.len());
+        let authority = &tail[..end];
+        match authority
+            .rfind('@')
+            .and_then(|at| Some((at, authority[..at].find(':')?)))
+        {
+            Some((at, colon)) => {
+                out.push_str(&authority[..=colon]);
+                out.push_str(MASK);
+                out.push_str(&authority[at..]);
+            }
+            None => out.push_str(authority),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The watchdog's deadline for a session that cannot expire before `valid_until`: the command's process group must
@@ -285,6 +408,89 @@ pub async fn run_while_held(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn redacted(args: &[&str]) -> Vec<String> {
+        redact(&args.iter().map(|arg| (*arg).to_owned()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn credentials_are_masked_in_the_stored_command_line() {
+        for (args, expected) in [
+            (
+                &["db", "--password=hunter2", "-v"][..],
+                &["db", "--password=***", "-v"][..],
+            ),
+            (
+                &["db", "--password", "hunter2", "x"],
+                &["db", "--password", "***", "x"],
+            ),
+            (
+                &["db", "--db-password", "hunter2"],
+                &["db", "--db-password", "***"],
+            ),
+            (
+                &["job", "token=abc", "secret=def"],
+                &["job", "token=***", "secret=***"],
+            ),
+            (
+                &["mysql", "--passwd=x", "--api-key", "k1", "--API_KEY=k2"],
+                &["mysql", "--passwd=***", "--api-key", "***", "--API_KEY=***"],
+            ),
+            (
+                &["env", "PGPASSWORD=pw", "MYSQL_PWD=pw", "psql"],
+                &["env", "PGPASSWORD=***", "MYSQL_PWD=***", "psql"],
+            ),
+            (
+                &["curl", "https://alice:hunter2@example.com/x?y=1"],
+                &["curl", "https://alice:***@example.com/x?y=1"],
+            ),
+            (
+                &["curl", "https://h/x?access_token=abc&page=2"],
+                &["curl", "https://h/x?access_token=***&page=2"],
+            ),
+            (
+                &["curl", "-H", "Authorization: Bearer abc def"],
+                &["curl", "-H", "Authorization: *** *** ***"],
+            ),
+            (
+                &["sh", "-c", "backup --token abc --to s3://k:s@b/p"],
+                &["sh", "-c", "backup --token *** --to s3://k:***@b/p"],
+            ),
+            (
+                &["app", "--opts=user=bob,password=x,port=1"],
+                &["app", "--opts=user=bob,password=***,port=1"],
+            ),
+            (&["app", "--token"], &["app", "--token"]),
+        ] {
+            assert_eq!(redacted(args), expected, "{args:?}");
+        }
+        // Negative control: nothing that looks like a secret is changed.
+        let plain = [
+            "./backup.sh",
+            "--to",
+            "/srv/backup",
+            "--level=9",
+            "https://example.com/a?b=c",
+            "a  b",
+        ];
+        assert_eq!(redacted(&plain), plain);
+    }
+
+    #[test]
+    fn the_node_holds_the_command_the_note_or_neither() {
+        let command = vec!["./job".to_owned(), "--password=hunter2".to_owned()];
+        let full = describe(&command, None, false);
+        assert!(full.starts_with("host=") && full.contains(&format!(" pid={} ", std::process::id())));
+        assert!(full.ends_with(" cmd=./job --password=***"), "{full}");
+        let noted = describe(&command, Some("nightly"), false);
+        assert!(
+            noted.ends_with(" note=nightly") && !noted.contains("cmd="),
+            "{noted}"
+        );
+        let bare = describe(&command, None, true);
+        assert!(bare.ends_with(&format!(" pid={}", std::process::id())), "{bare}");
+        assert!(!bare.contains("./job"), "{bare}");
+    }
 
     #[test]
     fn watchdog_deadline_leaves_a_margin_and_the_kill_after() {

@@ -37,12 +37,9 @@ use crate::latency::LatencyFigures;
 use crate::shared::Shared;
 use crate::state::State;
 
-/// Version we report: the ZooKeeper release whose behaviour we match, tagged as ours.
-pub const VERSION: &str = concat!(
-    "3.8.0-zklock-",
-    env!("CARGO_PKG_VERSION"),
-    ", built on 1970-01-01 00:00 UTC"
-);
+/// Version we report: the ZooKeeper release whose behaviour we match, tagged as ours. No build date (ZooKeeper
+/// adds one): a fixed one would be false, and a real one would make builds differ.
+pub const VERSION: &str = concat!("3.8.0-zklock-", env!("CARGO_PKG_VERSION"));
 
 /// ZooKeeper's answer to most words while it is not serving.
 pub const NOT_SERVING: &str = "This ZooKeeper instance is not currently serving requests";

@@ -13,6 +13,8 @@ mod interop;
 mod logs;
 mod manual;
 mod metrics;
+mod operations_doc;
+mod paper_cuts;
 mod parity;
 mod pause;
 mod revoke;

@@ -84,3 +84,63 @@ async fn unknown_shell_is_a_usage_error() {
     let out = output(&["completions", "tcsh"]).await;
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
 }
+
+#[tokio::test]
+async fn help_lists_every_subcommand_and_cites_no_module() {
+    let out = output(&["--help"]).await;
+    let help = text(&out.stdout);
+    let listed: Vec<&str> = help
+        .lines()
+        .skip_while(|line| *line != "Commands:")
+        .skip(1)
+        .take_while(|line| line.starts_with("  "))
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .collect();
+    assert_eq!(listed, SUBCOMMANDS_IN_HELP_ORDER, "{help}");
+    let mut sorted = listed.clone();
+    sorted.sort_unstable();
+    let mut known = SUBCOMMANDS.to_vec();
+    known.sort_unstable();
+    assert_eq!(
+        sorted, known,
+        "a subcommand missing from SUBCOMMANDS (and so from the man page check)"
+    );
+    // The one-line description names every command that does something.
+    let about = help.lines().next().unwrap();
+    for sub in SUBCOMMANDS
+        .iter()
+        .filter(|sub| !matches!(**sub, "completions" | "man"))
+    {
+        assert!(about.contains(sub), "{sub} not in {about:?}");
+    }
+    for sub in SUBCOMMANDS {
+        let out = output(&[sub, "--help"]).await;
+        let help = text(&out.stdout);
+        // A module path (`supervise::lost_policy`), not a type's item (`Client::lock`).
+        let module = help
+            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+            .find(|word| word.contains("::") && word.starts_with(|c: char| c.is_lowercase()));
+        assert_eq!(module, None, "`zklock {sub} --help` cites a module: {help}");
+    }
+    let out = output(&["--version"]).await;
+    assert_eq!(
+        text(&out.stdout).trim(),
+        format!("zklock {}", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+/// `zklock --help`'s order.
+const SUBCOMMANDS_IN_HELP_ORDER: &[&str] = &[
+    "run",
+    "elect",
+    "status",
+    "counter",
+    "demo",
+    "bench",
+    "serve",
+    "revoke",
+    "reap",
+    "completions",
+    "man",
+];

@@ -141,6 +141,7 @@ async fn metrics_are_the_figures_of_mntr_and_follow_the_tree() {
     }
     let zxid = i64::from_str_radix(words["zk_last_zxid"].trim_start_matches("0x"), 16).unwrap();
     assert_eq!(before["zk_last_zxid"], zxid as f64);
+    assert!(!words["zk_version"].contains("1970"), "{}", words["zk_version"]);
     assert!(before.contains_key(&format!(
         "zk_info{{version=\"{}\",server_state=\"standalone\"}}",
         words["zk_version"]
