@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use zookeeper_client as zk;
 
-use crate::contention::{self, Exclusive, Wait};
+use crate::contention::{self, Exclusive, Rules as _, Wait};
 use crate::error::{Error, Result};
 use crate::guard::Guard;
 use crate::idioms::{self, IfExists};
@@ -212,7 +212,7 @@ impl LeaderElection {
     /// The name of the head of the queue, if any.
     async fn head(&self) -> Result<Option<String>> {
         let children = idioms::list_or_empty(self.session.client(), self.session.retry(), &self.path).await?;
-        let head = node::sorted_contenders(children, |m| m == Marker::Latch)
+        let head = node::sorted_contenders(children, |m| RULES.keeps(m))
             .into_iter()
             .next();
         Ok(head.map(|c| c.name))
@@ -286,7 +286,7 @@ impl Observer {
                         .if_exists()?
                     {
                         Some((children, watcher)) => {
-                            if node::sorted_contenders(children, |m| m == Marker::Latch).is_empty() {
+                            if node::sorted_contenders(children, |m| RULES.keeps(m)).is_empty() {
                                 watcher
                             } else {
                                 continue;

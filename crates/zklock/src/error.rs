@@ -95,6 +95,13 @@ pub enum Error {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// What the recipe was asked does not fit what is there: a [`Semaphore`](crate::Semaphore) of another number of
+    /// leases than the one its directory records, say. Nothing was taken.
+    #[error("{what}")]
+    Mismatch {
+        /// What does not fit, in words.
+        what: String,
+    },
     /// Any other error reported by ZooKeeper or the client library.
     #[error("ZooKeeper: {0}")]
     ZooKeeper(zk::Error),

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::events::QueueEvent;
 use crate::gone;
 use crate::guard::Guard;
-use crate::idioms;
+use crate::idioms::{self, IfExists};
 use crate::lost::{LostPolicy, LostReason, LostSignal};
 use crate::node::{self, Marker};
 use crate::own_node::OwnNode;
@@ -152,12 +152,22 @@ impl Semaphore {
         // The directory is the semaphore's alone: a contender of another recipe beside our `leases` and `locks` (a
         // mutex's node, say) would not exclude us, nor we it. Looked at while our gate node exists, so of the two the
         // later one refuses (a queue recipe looks into `leases` and `locks`: contention.rs).
-        let children = idioms::list_or_empty(self.session.client(), self.session.retry(), &self.path).await?;
+        // Sent together (one round trip): the directory, and the number of leases its `leases` directory records.
+        let (client, retry) = (self.session.client(), self.session.retry());
+        let leases_dir = leases_dir(&self.path);
+        let (children, recorded) = tokio::join!(
+            idioms::list_or_empty(client, retry, &self.path),
+            retry.run(|| client.get_data(&leases_dir)),
+        );
+        let children = children?;
+        if let Some(mismatch) = self.record_leases(&leases_dir, recorded).await? {
+            turn.release().await?;
+            return Err(mismatch);
+        }
         if let Some((other, what)) = node::conflict(&children, |_| false) {
             turn.release().await?;
             // Our gate directory would make the other recipe's directory look like an idle semaphore's: gone with
             // us, unless another acquirer is in it (the server refuses to delete a node with children then).
-            let (client, retry) = (self.session.client(), self.session.retry());
             match idioms::delete_if_exists(client, retry, &locks_dir, None).await {
                 Ok(()) | Err(Error::ZooKeeper(zookeeper_client::Error::NotEmpty)) => {}
                 Err(err) => return Err(err),
@@ -176,6 +186,39 @@ impl Semaphore {
             // Dropping the lease removes its node in the background.
             (Ok(_), Err(err)) | (Err(err), _) => Err(err),
         }
+    }
+
+    /// Holding the acquirers' mutex: compares our number of leases with the one the `leases` directory records
+    /// (its data, decimal, as kazoo keeps a semaphore's `max_leases`), and records ours when there is no directory
+    /// yet — so that a participant started with another number is refused ([`Error::Mismatch`]) instead of letting
+    /// one lease too many be held. A directory without a number (Curator's, an older zklock's) is not checked.
+    async fn record_leases(
+        &self,
+        leases_dir: &str,
+        recorded: Result<(Vec<u8>, zookeeper_client::Stat)>,
+    ) -> Result<Option<Error>> {
+        let number = match recorded.if_exists()? {
+            Some((data, _)) => std::str::from_utf8(&data).ok().and_then(|s| s.trim().parse::<usize>().ok()),
+            None => {
+                let (client, retry) = (self.session.client(), self.session.retry());
+                let mode = zookeeper_client::CreateMode::Container.with_acls(self.session.parent_acls());
+                let record = self.leases.to_string();
+                match retry.run(|| client.create(leases_dir, record.as_bytes(), &mode)).await {
+                    // Made by somebody else meanwhile (a Curator acquirer does not take our gate): not checked.
+                    Ok(_) | Err(Error::ZooKeeper(zookeeper_client::Error::NodeExists)) => None,
+                    // A server without containers (ZooKeeper before 3.5): the lease's own create makes it.
+                    Err(Error::ZooKeeper(zookeeper_client::Error::Unimplemented)) => None,
+                    Err(err) => return Err(err),
+                }
+            }
+        };
+        Ok(number.filter(|&n| n != self.leases).map(|n| Error::Mismatch {
+            what: format!(
+                "{} is a semaphore of {n} lease(s) (its leases directory records it), not {}: every participant must \
+                 use the same number",
+                self.path, self.leases
+            ),
+        }))
     }
 
     /// Holding the acquirers' mutex (`turn`): creates our lease node and waits until it is within the limit.
