@@ -171,20 +171,26 @@ async fn a_read_from_the_terminal_times_out_normally() {
     assert_eq!(code, Some(0), "the terminal shows:\n{screen}");
 }
 
-/// Ctrl-C on the terminal ends the command (it dies of SIGINT: 130), and the lock is released.
+/// Ctrl-C on the terminal, while the command sleeps or waits at a prompt, ends the command (it dies of SIGINT: 130),
+/// and the lock is released. (At a prompt, a command in the terminal's background would be stopped by SIGTTIN and a
+/// forwarded SIGINT would wait for a SIGCONT.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_ends_the_command_and_releases_the_lock() {
     let hosts = embedded().await;
-    let path = unique_path("cli-terminal-ctrl-c");
-    let script = "echo ready:; sleep 30; echo slept";
-    let mut pty = OnPty::start(&["run", "--connect", &hosts, &path, "--", "bash", "-c", script]);
-    pty.expect("ready:").await;
-    assert_eq!(nodes(&hosts, &path).await.len(), 1, "held while the command runs");
-    pty.type_keys("\x03");
-    let (code, screen) = pty.exit_code().await;
-    assert_eq!(code, Some(130), "the terminal shows:\n{screen}");
-    assert!(!screen.contains("slept"), "the terminal shows:\n{screen}");
-    assert_eq!(nodes(&hosts, &path).await, Vec::<String>::new());
+    for (name, script) in [
+        ("sleep", "echo ready:; sleep 30; echo after"),
+        ("prompt", "echo ready:; read x; echo after"),
+    ] {
+        let path = unique_path(&format!("cli-terminal-ctrl-c-{name}"));
+        let mut pty = OnPty::start(&["run", "--connect", &hosts, &path, "--", "bash", "-c", script]);
+        pty.expect("ready:").await;
+        assert_eq!(nodes(&hosts, &path).await.len(), 1, "held while the command runs");
+        pty.type_keys("\x03");
+        let (code, screen) = pty.exit_code().await;
+        assert_eq!(code, Some(130), "{name}: the terminal shows:\n{screen}");
+        assert!(!screen.contains("after"), "{name}: the terminal shows:\n{screen}");
+        assert_eq!(nodes(&hosts, &path).await, Vec::<String>::new(), "{name}");
+    }
 }
 
 /// Ctrl-Z stops the command; zklock keeps the lock, says so, and takes the terminal back (so the next Ctrl-C reaches
