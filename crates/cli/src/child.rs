@@ -33,7 +33,11 @@
 //! command keeps what we hold: our session and the watchdog's renewals go on, as for a command that is merely
 //! slow. We say so on stderr; the command resumes, with the terminal given back to it, on a `kill -CONT` of its pid
 //! (we learn of it by SIGCHLD; should it touch the terminal before we gave it back, its SIGTTIN or SIGTTOU stop is
-//! answered the same way) or when we forward it a signal (a Ctrl-C, which then reaches us, ends it).
+//! answered the same way), when we forward it a signal (a Ctrl-C, which then reaches us, ends it), or when a SIGCONT
+//! to us comes with the terminal (the shell's `fg` after a second Ctrl-Z stopped us too). Started in the terminal's
+//! background (`zklock run … &`), the command is its background job, stopped by SIGTTIN when it reads; once the
+//! shell's `fg` made us its foreground job (no signal tells us: we look every [`FOREGROUND_POLL`] while the command
+//! waits for the terminal) the command gets it and goes on.
 
 use std::io::{self, Write as _};
 use std::os::fd::{AsFd as _, AsRawFd as _, BorrowedFd};
@@ -84,16 +88,19 @@ impl Child {
             .split_first()
             .ok_or_else(|| io::Error::other("no command given"))?;
         // SIGCHLD is taken before the fork, so that no stop of the command can go unnoticed.
-        let job = Terminal::foreground().and_then(|terminal| match signal_stream(SignalKind::child()) {
-            Ok(sigchld) => Some(Job {
-                terminal,
-                sigchld,
-                stopped: None,
-                what: what.to_owned(),
-            }),
-            Err(err) => {
-                tracing::warn!(%err, "cannot follow the command's job control: it runs in the terminal's background");
-                None
+        let job = Terminal::of_stdin().and_then(|terminal| {
+            match (signal_stream(SignalKind::child()), signal_stream(SignalKind::from_raw(Signal::SIGCONT as i32))) {
+                (Ok(sigchld), Ok(sigcont)) => Some(Job {
+                    terminal,
+                    sigchld,
+                    sigcont,
+                    stopped: None,
+                    what: what.to_owned(),
+                }),
+                (Err(err), _) | (_, Err(err)) => {
+                    tracing::warn!(%err, "cannot follow job control: the command runs in the terminal's background");
+                    None
+                }
             }
         });
         let claim = job.as_ref().map(|job| job.terminal);
@@ -227,6 +234,11 @@ impl Child {
             tokio::select! {
                 status = self.inner.wait() => break status?,
                 Some(()) = job.sigchld.recv() => job.changed(self.pgid),
+                Some(()) = job.sigcont.recv() => job.to_the_foreground(self.pgid),
+                // No event tells us that the shell made us its foreground job (`fg` continues only stopped jobs).
+                () = tokio::time::sleep(FOREGROUND_POLL), if job.wants_the_terminal() => {
+                    job.to_the_foreground(self.pgid);
+                }
             }
         };
         if let Some(job) = &self.job {
@@ -260,6 +272,8 @@ struct Job {
     terminal: Terminal,
     /// Tells us that the command may have been stopped or continued.
     sigchld: SignalStream,
+    /// Tells us that we were continued: perhaps brought to the foreground (`fg`).
+    sigcont: SignalStream,
     /// The signal that stopped the command, while it is stopped.
     stopped: Option<Signal>,
     /// What we hold, in messages.
@@ -280,12 +294,19 @@ impl Job {
                 }
                 Ok(WaitStatus::Stopped(_, signal)) => {
                     self.stopped = Some(signal);
-                    self.terminal.take_back(pgid);
-                    eprintln!(
-                        "zklock: the command (pid {pgid}) is stopped ({signal}); zklock keeps {} and has the terminal \
-                         back. `kill -CONT {pgid}` resumes the command; Ctrl-C ends it",
-                        self.what
-                    );
+                    if self.terminal.take_back(pgid) {
+                        eprintln!(
+                            "zklock: the command (pid {pgid}) is stopped ({signal}); zklock keeps {} and has the \
+                             terminal back. `kill -CONT {pgid}` resumes the command; Ctrl-C ends it",
+                            self.what
+                        );
+                    } else {
+                        eprintln!(
+                            "zklock: the command (pid {pgid}) is stopped ({signal}); zklock keeps {}. Bringing \
+                             zklock to the foreground (fg) resumes the command with the terminal",
+                            self.what
+                        );
+                    }
                 }
                 Ok(WaitStatus::Continued(_)) => {
                     self.stopped = None;
@@ -294,6 +315,19 @@ impl Job {
                 // Still running, exited (for tokio to reap), or reaped.
                 _ => return,
             }
+        }
+    }
+
+    /// Whether the command was stopped because it touched the terminal in its background.
+    fn wants_the_terminal(&self) -> bool {
+        matches!(self.stopped, Some(Signal::SIGTTIN | Signal::SIGTTOU))
+    }
+
+    /// After our SIGCONT, or while the command [wants the terminal](Job::wants_the_terminal): if we are the
+    /// terminal's foreground job, the command gets the terminal, and goes on if it was stopped.
+    fn to_the_foreground(&mut self, pgid: Pid) {
+        if self.terminal.give(pgid) && self.stopped.is_some() {
+            self.continue_(pgid);
         }
     }
 
@@ -310,6 +344,9 @@ impl Job {
         }
     }
 }
+
+/// How often we look whether we became the terminal's foreground job, while the command waits for that.
+const FOREGROUND_POLL: Duration = Duration::from_millis(100);
 
 /// Message tags on the watchdog's pipe.
 const GOODBYE: u8 = b'x';

@@ -237,8 +237,8 @@ pub enum Command {
     /// On a terminal (zklock its foreground job) the command gets the terminal, as under flock: it can read it
     /// (prompts, `read`, psql), and Ctrl-C reaches the command, not zklock; zklock releases the lock once the
     /// command has exited and takes the terminal back. Ctrl-Z stops only the command: zklock keeps the lock, takes
-    /// the terminal back and says so; `kill -CONT PID` resumes the command, Ctrl-C ends it. In the background or
-    /// without a terminal, the command runs in the terminal's background.
+    /// the terminal back and says so; `kill -CONT PID` resumes the command, Ctrl-C ends it. Started in the
+    /// background (`&`), the command gets the terminal once `fg` brings zklock to the foreground.
     #[command(after_long_help = exit::help(Cmd::Run))]
     Run(RunArgs),
     /// Run a command only while this process is the elected leader; stop it as soon as leadership is lost.

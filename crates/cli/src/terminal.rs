@@ -2,10 +2,12 @@
 //!
 //! The command runs in a process group of its own (see `child.rs`). On a terminal that group would be a background
 //! job: its first read from the terminal (`read`, a password prompt, `psql`) stops it with SIGTTIN, and it would
-//! never see the terminal's Ctrl-C or Ctrl-Z. So when our standard input is a terminal and our process group is its
-//! foreground group, the forked child makes its own group the foreground group (`tcsetpgrp`) before `exec`, and we
-//! take the terminal back when the command exits or is stopped (Ctrl-Z). With the command in the foreground, the
-//! terminal's Ctrl-C reaches the command's group directly, and not `zklock`: nothing is signalled twice.
+//! never see the terminal's Ctrl-C or Ctrl-Z. So when our standard input is our terminal and our process group is
+//! its foreground group, the forked child makes its own group the foreground group (`tcsetpgrp`) before `exec`, and
+//! we take the terminal back when the command exits or is stopped (Ctrl-Z). With the command in the foreground, the
+//! terminal's Ctrl-C reaches the command's group directly, and not `zklock`: nothing is signalled twice. Started in
+//! the background (`zklock run … &`), we give the command the terminal once the shell makes us its foreground job
+//! (`fg`; see `child.rs`).
 //!
 //! The terminal only moves between our two groups: to the command's group only while ours has it, and back only
 //! while the command's group (alive or not) has it. A shell that took the terminal back in between keeps it.
@@ -20,7 +22,7 @@ use nix::errno::Errno;
 use nix::sys::signal::{killpg, pthread_sigmask, SigSet, SigmaskHow, Signal};
 use nix::unistd::{getpgrp, tcgetpgrp, tcsetpgrp, Pid};
 
-/// Our standard input, a terminal whose foreground process group was ours when the command was started.
+/// Our standard input, our controlling terminal.
 #[derive(Debug, Clone, Copy)]
 pub struct Terminal {
     /// Our process group.
@@ -28,13 +30,13 @@ pub struct Terminal {
 }
 
 impl Terminal {
-    /// The terminal, if standard input is one and our process group is its foreground group.
-    pub fn foreground() -> Option<Terminal> {
+    /// The terminal, if standard input is our controlling terminal (in the foreground or not).
+    pub fn of_stdin() -> Option<Terminal> {
         if !stdin().is_terminal() {
             return None;
         }
-        let ours = getpgrp();
-        (tcgetpgrp(stdin()).ok()? == ours).then_some(Terminal { ours })
+        tcgetpgrp(stdin()).ok()?;
+        Some(Terminal { ours: getpgrp() })
     }
 
     /// In the forked child, before `exec`: makes the child's own process group the foreground group, if ours still
@@ -54,10 +56,14 @@ impl Terminal {
         }
     }
 
-    /// Takes the terminal back from `group` (the command's) if that has it.
-    pub fn take_back(&self, group: Pid) {
-        if let Err(err) = hand(group, self.ours).map(drop) {
-            tracing::debug!(%err, "taking the terminal back from the command");
+    /// Takes the terminal back from `group` (the command's) if that has it; whether it did.
+    pub fn take_back(&self, group: Pid) -> bool {
+        match hand(group, self.ours) {
+            Ok(handed) => handed,
+            Err(err) => {
+                tracing::debug!(%err, "taking the terminal back from the command");
+                false
+            }
         }
     }
 

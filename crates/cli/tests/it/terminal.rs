@@ -30,10 +30,12 @@ impl OnPty {
         OnPty::spawn(zklock(args))
     }
 
-    /// `bash -c SCRIPT`.
-    fn start_shell(script: &str) -> OnPty {
+    /// An interactive `bash` (no start-up files), with the prompt `PROMPT>`.
+    fn interactive_shell() -> OnPty {
         let mut bash = tokio::process::Command::new("bash");
-        bash.args(["-c", script]).kill_on_drop(true);
+        bash.args(["--norc", "--noprofile", "-i"])
+            .env("PS1", "PROMPT> ")
+            .kill_on_drop(true);
         OnPty::spawn(bash)
     }
 
@@ -232,23 +234,23 @@ async fn ctrl_z_stops_the_command_and_zklock_keeps_the_lock() {
     assert_eq!(nodes(&hosts, &path).await, Vec::<String>::new());
 }
 
-/// The negative control of the tests above: a `zklock run` that is a *background* job of the terminal leaves the
-/// terminal alone (as before), and then its command's `read` of a typed line stops it with SIGTTIN — what those
-/// tests would see without the hand-over.
+/// In an interactive shell, `zklock run … &` is a background job: zklock leaves the terminal alone, and the
+/// command's password prompt (`read -s`) stops it with SIGTTOU — what the tests above would see without the hand-over
+/// (their negative control). The shell's `fg` then brings zklock to the foreground, and the command gets the terminal
+/// and goes on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_background_zklock_leaves_the_terminal_alone() {
+async fn a_background_zklock_gives_the_command_the_terminal_on_fg() {
     let hosts = embedded().await;
     let path = unique_path("cli-terminal-background");
-    // `set -m`: job control, so the `&` job gets a process group of its own, in the terminal's background.
-    let outer = format!(
-        "set -m; {} run --connect {hosts} {path} -- bash -c 'echo pid:$$; read -t 30 x; echo got:$x' & wait",
+    let mut pty = OnPty::interactive_shell();
+    pty.expect("PROMPT>").await;
+    // Quoted so that the shell's echo of the line does not show what the command prints.
+    pty.type_keys(&format!(
+        "{} run --connect {hosts} {path} -- bash -c 'echo p\"i\"d:$$; read -s x; echo g\"o\"t:$x' &\n",
         env!("CARGO_BIN_EXE_zklock")
-    );
-    let mut pty = OnPty::start_shell(&outer);
+    ));
     pty.expect("pid:").await;
     let pid = command_pid(&pty.screen.borrow());
-    // `read -t` waits in `poll`, which a background job may do; the `read` of the line stops it.
-    pty.type_keys("hello\n");
     // Not our child: no event tells its stop, so look at its state (bounded).
     let stopped = async {
         loop {
@@ -265,10 +267,21 @@ async fn a_background_zklock_leaves_the_terminal_alone() {
     };
     tokio::time::timeout(EVENTUALLY, stopped)
         .await
-        .expect("the command was stopped by SIGTTIN");
-    killpg(pid, Signal::SIGKILL).unwrap();
-    // zklock exits with its command's 137, and then the shell.
-    let (_, screen) = pty.exit_code().await;
-    assert!(!screen.contains("got:hello"), "the terminal shows:\n{screen}");
+        .expect("the command was stopped by SIGTTOU");
+    pty.expect("Bringing zklock to the foreground (fg) resumes the command")
+        .await;
+    assert_eq!(
+        nodes(&hosts, &path).await.len(),
+        1,
+        "held while the command is stopped"
+    );
+    // The shell reads its line byte by byte: the next line waits in the terminal for whoever reads it next.
+    pty.type_keys("fg\nhello\n");
+    pty.expect("got:hello").await;
+    pty.type_keys("echo c\"o\"de:$?\n");
+    pty.expect("code:0").await;
     assert_eq!(nodes(&hosts, &path).await, Vec::<String>::new());
+    pty.type_keys("exit\n");
+    let (code, screen) = pty.exit_code().await;
+    assert_eq!(code, Some(0), "the shell; the terminal shows:\n{screen}");
 }
