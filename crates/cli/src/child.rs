@@ -1,10 +1,10 @@
 //! Running the user's command so that it can never outlive our hold on the lock.
 //!
-//! The child gets its own process group (so the whole group can be signalled; the signals we take are forwarded to
-//! it, see `supervise.rs`) and a parent-death signal: if `zklock` dies — even by `kill -9` — the kernel sends the child
-//! SIGKILL. Linux fires that signal when the *thread* that forked the child exits, so the child must be spawned
-//! from a thread that lives as long as the process: `zklock run` uses a current-thread runtime on the main thread
-//! and spawns from it.
+//! The child gets its own process group (so the whole group can be signalled; the signals we take are forwarded
+//! to it, see `supervise.rs`) and a parent-death signal: if `zklock` dies — even by `kill -9` — the kernel sends
+//! the child SIGKILL. Linux fires that signal when the *thread* that forked the child exits, so the child must be
+//! spawned from a thread that lives as long as the process: `zklock run` uses a current-thread runtime on the main
+//! thread and spawns from it.
 //!
 //! The parent-death signal reaches only the direct child, not processes it forked into its group (`sh -c 'a; b'`).
 //! So a small watchdog — `zklock` itself, re-executed as the hidden `__watchdog` command (`main::WATCHDOG`), in a process group of
@@ -26,9 +26,9 @@
 //! The pipe carries messages of one tag byte and a little-endian payload: `x` goodbye; `p` + i32 the command's
 //! process group; `d` + u64 + u64 the SIGTERM and SIGKILL deadlines, in nanoseconds of CLOCK_MONOTONIC.
 //!
-//! On a terminal (standard input is one, and we are its foreground job) the command's group is made the terminal's
-//! foreground group, from the forked child after it announced itself (`terminal.rs`): it reads the terminal, and
-//! the terminal's Ctrl-C and Ctrl-Z reach it directly. We take the terminal back when the command exits — on every
+//! On a terminal (standard input is our controlling terminal, and we are its foreground job) the command's group
+//! is made the terminal's foreground group, from the forked child after it announced itself (`terminal.rs`): it
+//! reads the terminal, and the terminal's Ctrl-C and Ctrl-Z reach it directly. We take the terminal back when the command exits — on every
 //! path, since all of them wait for it or drop this `Child` — and when it is stopped (Ctrl-Z, SIGSTOP). A stopped
 //! command keeps what we hold: our session and the watchdog's renewals go on, as for a command that is merely
 //! slow. We say so on stderr; the command resumes, with the terminal given back to it, on a `kill -CONT` of its pid
@@ -70,7 +70,7 @@ pub struct Child {
     pgid: Pid,
     watchdog: Option<Watchdog>,
     stopped_by_watchdog: bool,
-    /// On a terminal: the command is its foreground job.
+    /// On our controlling terminal: following the command's job control.
     job: Option<Job>,
 }
 
@@ -123,9 +123,9 @@ impl Child {
             .process_group(0);
         let parent = nix::unistd::getpid();
         // SAFETY: the closure runs in the forked child before exec and only makes async-signal-safe system calls
-        // (prctl, getppid, getpid, signal, write, and `Terminal::claim_in_child`'s); it allocates nothing. `announce` is the pipe to the watchdog,
-        // which stays open in the forked child until the exec (it is close-on-exec) and which this closure only
-        // borrows.
+        // (prctl, getppid, getpid, signal, write, and `Terminal::claim_in_child`'s); it allocates nothing.
+        // `announce` is the pipe to the watchdog, which stays open in the forked child until the exec (it is
+        // close-on-exec) and which this closure only borrows.
         #[allow(unsafe_code)]
         unsafe {
             command.pre_exec(move || {
@@ -234,10 +234,10 @@ impl Child {
             tokio::select! {
                 status = self.inner.wait() => break status?,
                 Some(()) = job.sigchld.recv() => job.changed(self.pgid),
-                Some(()) = job.sigcont.recv() => job.to_the_foreground(self.pgid),
+                Some(()) = job.sigcont.recv() => job.hand_over_if_foreground(self.pgid),
                 // No event tells us that the shell made us its foreground job (`fg` continues only stopped jobs).
                 () = tokio::time::sleep(FOREGROUND_POLL), if job.wants_the_terminal() => {
-                    job.to_the_foreground(self.pgid);
+                    job.hand_over_if_foreground(self.pgid);
                 }
             }
         };
@@ -267,7 +267,7 @@ impl Drop for Child {
     }
 }
 
-/// The command as the terminal's foreground job.
+/// The command as a job of our controlling terminal.
 struct Job {
     terminal: Terminal,
     /// Tells us that the command may have been stopped or continued.
@@ -325,7 +325,7 @@ impl Job {
 
     /// After our SIGCONT, or while the command [wants the terminal](Job::wants_the_terminal): if we are the
     /// terminal's foreground job, the command gets the terminal, and goes on if it was stopped.
-    fn to_the_foreground(&mut self, pgid: Pid) {
+    fn hand_over_if_foreground(&mut self, pgid: Pid) {
         if self.terminal.give(pgid) && self.stopped.is_some() {
             self.continue_(pgid);
         }

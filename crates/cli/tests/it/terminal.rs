@@ -7,7 +7,7 @@ use std::io::{Read as _, Write as _};
 use std::os::fd::BorrowedFd;
 use std::time::Duration;
 
-use nix::sys::signal::{kill, killpg, Signal};
+use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use tokio::sync::watch;
 use zklock_testkit::unique_path;
