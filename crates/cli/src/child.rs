@@ -26,18 +26,18 @@
 //! The pipe carries messages of one tag byte and a little-endian payload: `x` goodbye; `p` + i32 the command's
 //! process group; `d` + u64 + u64 the SIGTERM and SIGKILL deadlines, in nanoseconds of CLOCK_MONOTONIC.
 //!
-//! On a terminal (standard input is our controlling terminal, and we are its foreground job) the command's group
-//! is made the terminal's foreground group, from the forked child after it announced itself (`terminal.rs`): it
-//! reads the terminal, and the terminal's Ctrl-C and Ctrl-Z reach it directly. We take the terminal back when the command exits — on every
-//! path, since all of them wait for it or drop this `Child` — and when it is stopped (Ctrl-Z, SIGSTOP). A stopped
-//! command keeps what we hold: our session and the watchdog's renewals go on, as for a command that is merely
-//! slow. We say so on stderr; the command resumes, with the terminal given back to it, on a `kill -CONT` of its pid
-//! (we learn of it by SIGCHLD; should it touch the terminal before we gave it back, its SIGTTIN or SIGTTOU stop is
-//! answered the same way), when we forward it a signal (a Ctrl-C, which then reaches us, ends it), or when a SIGCONT
-//! to us comes with the terminal (the shell's `fg` after a second Ctrl-Z stopped us too). Started in the terminal's
-//! background (`zklock run … &`), the command is its background job, stopped by SIGTTIN when it reads; once the
-//! shell's `fg` made us its foreground job (no signal tells us: we look every [`FOREGROUND_POLL`] while the command
-//! waits for the terminal) the command gets it and goes on.
+//! On a terminal (standard input is our controlling terminal, and we are its foreground job) the command's group is
+//! made the terminal's foreground group, from the forked child after it announced itself (`terminal.rs`): it reads the
+//! terminal, and the terminal's Ctrl-C and Ctrl-Z reach it directly. We take the terminal back when the command exits —
+//! on every path, since all of them wait for it or drop this `Child` — and when it is stopped (Ctrl-Z, SIGSTOP). A
+//! stopped command keeps what we hold: our session and the watchdog's renewals go on, as for a command that is merely
+//! slow. We say so on stderr; the command resumes, with the terminal given back to it, on a `kill -CONT` of its pid (we
+//! learn of it by SIGCHLD; should it touch the terminal before we gave it back, its SIGTTIN or SIGTTOU stop is answered
+//! the same way), when we forward it a signal (a Ctrl-C, which then reaches us, ends it), or when a SIGCONT to us comes
+//! with the terminal (the shell's `fg` after a second Ctrl-Z stopped us too). Started in the terminal's background
+//! (`zklock run … &`), the command is its background job, stopped by SIGTTIN when it reads; once the shell's `fg` made
+//! us its foreground job (no signal tells us: we look every [`FOREGROUND_POLL`] while the command waits for the
+//! terminal) the command gets it and goes on.
 
 use std::io::{self, Write as _};
 use std::os::fd::{AsFd as _, AsRawFd as _, BorrowedFd};
