@@ -1,10 +1,10 @@
 //! Running the user's command so that it can never outlive our hold on the lock.
 //!
-//! The child gets its own process group (so the whole group can be signalled, and a terminal's Ctrl-C reaches it
-//! only through us) and a parent-death signal: if `zklock` dies — even by `kill -9` — the kernel sends the child
-//! SIGKILL. Linux fires that signal when the *thread* that forked the child exits, so the child must be spawned
-//! from a thread that lives as long as the process: `zklock run` uses a current-thread runtime on the main thread
-//! and spawns from it.
+//! The child gets its own process group (so the whole group can be signalled; the signals we take are forwarded
+//! to it, see `supervise.rs`) and a parent-death signal: if `zklock` dies — even by `kill -9` — the kernel sends
+//! the child SIGKILL. Linux fires that signal when the *thread* that forked the child exits, so the child must be
+//! spawned from a thread that lives as long as the process: `zklock run` uses a current-thread runtime on the main
+//! thread and spawns from it.
 //!
 //! The parent-death signal reaches only the direct child, not processes it forked into its group (`sh -c 'a; b'`).
 //! So a small watchdog — `zklock` itself, re-executed as the hidden `__watchdog` command (`main::WATCHDOG`), in a process group of
@@ -25,6 +25,19 @@
 //!
 //! The pipe carries messages of one tag byte and a little-endian payload: `x` goodbye; `p` + i32 the command's
 //! process group; `d` + u64 + u64 the SIGTERM and SIGKILL deadlines, in nanoseconds of CLOCK_MONOTONIC.
+//!
+//! On a terminal (standard input is our controlling terminal, and we are its foreground job) the command's group is
+//! made the terminal's foreground group, from the forked child after it announced itself (`terminal.rs`): it reads the
+//! terminal, and the terminal's Ctrl-C and Ctrl-Z reach it directly. We take the terminal back when the command exits —
+//! on every path, since all of them wait for it or drop this `Child` — and when it is stopped (Ctrl-Z, SIGSTOP). A
+//! stopped command keeps what we hold: our session and the watchdog's renewals go on, as for a command that is merely
+//! slow. We say so on stderr; the command resumes, with the terminal given back to it, on a `kill -CONT` of its pid (we
+//! learn of it by SIGCHLD; should it touch the terminal before we gave it back, its SIGTTIN or SIGTTOU stop is answered
+//! the same way), when we forward it a signal (a Ctrl-C, which then reaches us, ends it), or when a SIGCONT to us comes
+//! with the terminal (the shell's `fg` after a second Ctrl-Z stopped us too). Started in the terminal's background
+//! (`zklock run … &`), the command is its background job, stopped by SIGTTIN when it reads; once the shell's `fg` made
+//! us its foreground job (no signal tells us: we look every [`FOREGROUND_POLL`] while the command waits for the
+//! terminal) the command gets it and goes on.
 
 use std::io::{self, Write as _};
 use std::os::fd::{AsFd as _, AsRawFd as _, BorrowedFd};
@@ -34,9 +47,13 @@ use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-use nix::sys::signal::{killpg, SigHandler, Signal};
+use nix::sys::signal::{killpg, SigHandler, SigSet, Signal};
+use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
 use nix::time::{clock_gettime, ClockId};
 use nix::unistd::Pid;
+use tokio::signal::unix::{signal as signal_stream, Signal as SignalStream, SignalKind};
+
+use crate::terminal::Terminal;
 
 /// When the watchdog stops the command on its own unless the deadline is renewed first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,15 +70,40 @@ pub struct Child {
     pgid: Pid,
     watchdog: Option<Watchdog>,
     stopped_by_watchdog: bool,
+    /// On our controlling terminal: following the command's job control.
+    job: Option<Job>,
 }
 
 impl Child {
     /// Spawns `argv` with extra environment variables, guarded by a watchdog that stops it at `deadline` unless
-    /// [`renew`](Child::renew)ed (with no deadline, only if we die).
-    pub fn spawn(argv: &[String], env: &[(&str, String)], deadline: Option<Deadline>) -> io::Result<Child> {
+    /// [`renew`](Child::renew)ed (with no deadline, only if we die). `what` names what we hold while it runs ("the
+    /// lock on /x"), for the message when it is stopped.
+    pub fn spawn(
+        argv: &[String],
+        env: &[(&str, String)],
+        deadline: Option<Deadline>,
+        what: &str,
+    ) -> io::Result<Child> {
         let (program, args) = argv
             .split_first()
             .ok_or_else(|| io::Error::other("no command given"))?;
+        // SIGCHLD is taken before the fork, so that no stop of the command can go unnoticed.
+        let job = Terminal::of_stdin().and_then(|terminal| {
+            match (signal_stream(SignalKind::child()), signal_stream(SignalKind::from_raw(Signal::SIGCONT as i32))) {
+                (Ok(sigchld), Ok(sigcont)) => Some(Job {
+                    terminal,
+                    sigchld,
+                    sigcont,
+                    stopped: None,
+                    what: what.to_owned(),
+                }),
+                (Err(err), _) | (_, Err(err)) => {
+                    tracing::warn!(%err, "cannot follow job control: the command runs in the terminal's background");
+                    None
+                }
+            }
+        });
+        let claim = job.as_ref().map(|job| job.terminal);
         let mut watchdog = match Watchdog::spawn(deadline) {
             Ok(watchdog) => Some(watchdog),
             Err(err) => {
@@ -81,9 +123,9 @@ impl Child {
             .process_group(0);
         let parent = nix::unistd::getpid();
         // SAFETY: the closure runs in the forked child before exec and only makes async-signal-safe system calls
-        // (prctl, getppid, getpid, signal, write); it allocates nothing. `announce` is the pipe to the watchdog,
-        // which stays open in the forked child until the exec (it is close-on-exec) and which this closure only
-        // borrows.
+        // (prctl, getppid, getpid, signal, write, and `Terminal::claim_in_child`'s); it allocates nothing.
+        // `announce` is the pipe to the watchdog, which stays open in the forked child until the exec (it is
+        // close-on-exec) and which this closure only borrows.
         #[allow(unsafe_code)]
         unsafe {
             command.pre_exec(move || {
@@ -104,6 +146,10 @@ impl Child {
                         return Err(io::Error::other("the watchdog is gone"));
                     }
                 }
+                if let Some(terminal) = claim {
+                    // Failing, the command runs as the terminal's background job, as it would without a terminal.
+                    let _ = terminal.claim_in_child();
+                }
                 Ok(())
             });
         }
@@ -112,6 +158,10 @@ impl Child {
             Err(err) => {
                 if let Some(watchdog) = watchdog.take() {
                     watchdog.dismiss();
+                }
+                // The child may have taken the terminal before its exec failed.
+                if let Some(terminal) = claim {
+                    terminal.take_back_from_the_dead();
                 }
                 return Err(err);
             }
@@ -124,6 +174,7 @@ impl Child {
             pgid: Pid::from_raw(pid as i32),
             watchdog,
             stopped_by_watchdog: false,
+            job,
         })
     }
 
@@ -148,10 +199,16 @@ impl Child {
         self.stopped_by_watchdog
     }
 
-    /// Sends `signal` to the child's whole process group.
-    pub fn signal(&self, signal: Signal) {
+    /// Sends `signal` to the child's whole process group. A command stopped on the terminal (Ctrl-Z) is then given
+    /// the terminal back and continued, so that it acts on the signal.
+    pub fn signal(&mut self, signal: Signal) {
         if let Err(err) = killpg(self.pgid, signal) {
             tracing::debug!(%err, ?signal, "signalling the command's process group");
+        }
+        if let Some(job) = &mut self.job {
+            if job.stopped.is_some() && !matches!(signal, Signal::SIGKILL | Signal::SIGCONT) {
+                job.resume(self.pgid);
+            }
         }
     }
 
@@ -170,7 +227,23 @@ impl Child {
     /// Whatever the command left running in its process group (`sh -c 'worker & exit'`) is killed as well:
     /// nothing it started may go on once we release the lock.
     pub async fn wait(&mut self) -> io::Result<ExitStatus> {
-        let status = self.inner.wait().await?;
+        let status = loop {
+            let Some(job) = &mut self.job else {
+                break self.inner.wait().await?;
+            };
+            tokio::select! {
+                status = self.inner.wait() => break status?,
+                Some(()) = job.sigchld.recv() => job.changed(self.pgid),
+                Some(()) = job.sigcont.recv() => job.hand_over_if_foreground(self.pgid),
+                // No event tells us that the shell made us its foreground job (`fg` continues only stopped jobs).
+                () = tokio::time::sleep(FOREGROUND_POLL), if job.wants_the_terminal() => {
+                    job.hand_over_if_foreground(self.pgid);
+                }
+            }
+        };
+        if let Some(job) = &self.job {
+            job.terminal.take_back(self.pgid);
+        }
         self.signal(Signal::SIGKILL);
         // The command is over and reaped: the watchdog may leave without killing anything.
         if let Some(watchdog) = self.watchdog.take() {
@@ -184,12 +257,96 @@ impl Drop for Child {
     fn drop(&mut self) {
         // Leaving while the command may still run (we only get here without a successful wait on error paths):
         // closing the pipe without a goodbye makes the watchdog kill the group.
+        if let Some(job) = &self.job {
+            job.terminal.take_back(self.pgid);
+        }
         if let Some(Watchdog { pipe, mut process }) = self.watchdog.take() {
             drop(pipe);
             let _ = process.wait();
         }
     }
 }
+
+/// The command as a job of our controlling terminal.
+struct Job {
+    terminal: Terminal,
+    /// Tells us that the command may have been stopped or continued.
+    sigchld: SignalStream,
+    /// Tells us that we were continued: perhaps brought to the foreground (`fg`).
+    sigcont: SignalStream,
+    /// The signal that stopped the command, while it is stopped.
+    stopped: Option<Signal>,
+    /// What we hold, in messages.
+    what: String,
+}
+
+impl Job {
+    /// After a SIGCHLD: follows the command's stops (the terminal comes back to us) and continues (it goes back to
+    /// the command). Its exit is left to `tokio::process::Child::wait`: without `WEXITED`, `waitid` reaps nothing.
+    fn changed(&mut self, pgid: Pid) {
+        let flags = WaitPidFlag::WSTOPPED | WaitPidFlag::WCONTINUED | WaitPidFlag::WNOHANG;
+        loop {
+            match waitid(Id::Pid(pgid), flags) {
+                // Continued (`kill -CONT`) before we gave it the terminal back, the command stopped as it touched
+                // the terminal we hold: it gets the terminal and goes on.
+                Ok(WaitStatus::Stopped(_, Signal::SIGTTIN | Signal::SIGTTOU)) if self.terminal.give(pgid) => {
+                    self.continue_(pgid);
+                }
+                Ok(WaitStatus::Stopped(_, signal)) => {
+                    self.stopped = Some(signal);
+                    if self.terminal.take_back(pgid) {
+                        eprintln!(
+                            "zklock: the command (pid {pgid}) is stopped ({signal}); zklock keeps {} and has the \
+                             terminal back. `kill -CONT {pgid}` resumes the command; Ctrl-C ends it",
+                            self.what
+                        );
+                    } else {
+                        eprintln!(
+                            "zklock: the command (pid {pgid}) is stopped ({signal}); zklock keeps {}. Bringing \
+                             zklock to the foreground (fg) resumes the command with the terminal",
+                            self.what
+                        );
+                    }
+                }
+                Ok(WaitStatus::Continued(_)) => {
+                    self.stopped = None;
+                    self.terminal.give(pgid);
+                }
+                // Still running, exited (for tokio to reap), or reaped.
+                _ => return,
+            }
+        }
+    }
+
+    /// Whether the command was stopped because it touched the terminal in its background.
+    fn wants_the_terminal(&self) -> bool {
+        matches!(self.stopped, Some(Signal::SIGTTIN | Signal::SIGTTOU))
+    }
+
+    /// After our SIGCONT, or while the command [wants the terminal](Job::wants_the_terminal): if we are the
+    /// terminal's foreground job, the command gets the terminal, and goes on if it was stopped.
+    fn hand_over_if_foreground(&mut self, pgid: Pid) {
+        if self.terminal.give(pgid) && self.stopped.is_some() {
+            self.continue_(pgid);
+        }
+    }
+
+    /// Gives the stopped command the terminal and continues it.
+    fn resume(&mut self, pgid: Pid) {
+        self.terminal.give(pgid);
+        self.continue_(pgid);
+    }
+
+    fn continue_(&mut self, pgid: Pid) {
+        self.stopped = None;
+        if let Err(err) = killpg(pgid, Signal::SIGCONT) {
+            tracing::debug!(%err, "continuing the command's process group");
+        }
+    }
+}
+
+/// How often we look whether we became the terminal's foreground job, while the command waits for that.
+const FOREGROUND_POLL: Duration = Duration::from_millis(100);
 
 /// Message tags on the watchdog's pipe.
 const GOODBYE: u8 = b'x';
@@ -345,6 +502,11 @@ fn payload_len(tag: u8) -> usize {
 /// a goodbye, and stops it (SIGTERM, then SIGKILL) when a deadline passes unrenewed. Exits 0 after a goodbye, or
 /// [`FIRED`] if it stopped the command because of a deadline.
 pub fn watchdog() -> i32 {
+    // On a terminal we are a background process: with `stty tostop` our message would stop us (SIGTTOU) before we
+    // signal the command. A blocked SIGTTOU lets the write through.
+    let mut sigttou = SigSet::empty();
+    sigttou.add(Signal::SIGTTOU);
+    let _ = sigttou.thread_block();
     // Raw reads of fd 0: the standard library's stdin is buffered, which would hide data from `poll`.
     let stdin = io::stdin();
     let fd = stdin.as_fd();

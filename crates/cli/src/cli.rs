@@ -282,11 +282,18 @@ pub enum Command {
     /// The lock is a mutex; with --shared or --write, the read or the write side of a read/write lock; with
     /// --leases N, one of N leases of a semaphore. Different kinds of lock on one PATH do not exclude each other,
     /// so `zklock run` refuses (exit 2) a PATH in use by another kind.
+    ///
+    /// On a terminal (zklock its foreground job) the command gets the terminal, as under flock: it can read it
+    /// (prompts, `read`, psql), and Ctrl-C reaches the command, not zklock; zklock releases the lock once the
+    /// command has exited and takes the terminal back. Ctrl-Z stops only the command: zklock keeps the lock, takes
+    /// the terminal back and says so; `kill -CONT PID` resumes the command, Ctrl-C ends it. Started in the
+    /// background (`&`), the command gets the terminal once `fg` brings zklock to the foreground.
     #[command(after_long_help = exit::help(Cmd::Run))]
     Run(RunArgs),
     /// Run a command only while this process is the elected leader; stop it as soon as leadership is lost.
     ///
-    /// With --observe, campaign for nothing and print the leader on every change instead.
+    /// With --observe, campaign for nothing and print the leader on every change instead. On a terminal the command
+    /// gets it as under `zklock run` (see its --help).
     #[command(after_long_help = exit::help(Cmd::Elect))]
     Elect(ElectArgs),
     /// Show the holder and the queue of a lock directory.

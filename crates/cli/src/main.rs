@@ -14,6 +14,7 @@ mod run;
 mod serve;
 mod status;
 mod supervise;
+mod terminal;
 mod zk;
 
 use std::process::ExitCode;

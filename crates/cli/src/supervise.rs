@@ -347,7 +347,7 @@ pub async fn run_while_held(
         ("ZKLOCK_NODE", guard.path()),
         ("ZKLOCK_FENCING_TOKEN", guard.fencing_token().to_string()),
     ];
-    let mut child = match Child::spawn(command, &env, Some(first)) {
+    let mut child = match Child::spawn(command, &env, Some(first), what) {
         Ok(child) => child,
         Err(err) => {
             let _ = guard.release().await;

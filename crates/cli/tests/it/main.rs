@@ -24,3 +24,4 @@ mod serve_disk_full;
 mod serve_tls;
 mod signals;
 mod status;
+mod terminal;
