@@ -22,7 +22,7 @@
 //! | 1 | revoke | nothing to revoke: PATH does not exist, nobody holds it, --node names no participant, or the nodes went before we got to them |
 //! | 1 | reap | some empty directories could not be removed or looked into: their ACL does not allow it (each is named on stderr) |
 //! | 1 | serve | the transaction log cannot be written: no room for it at start, or a write or fsync failed while serving |
-//! | 2 | run | usage error: bad arguments, an invalid path, or a path in use by another kind of lock or recipe — zklock's, Curator's or kazoo's — that a run of this kind cannot be ordered with (a mutex, a read/write lock and a semaphore do not exclude each other, so run does not mix them; kazoo's locks are queued behind, not refused) |
+//! | 2 | run | usage error: bad arguments, an invalid path, or a path in use by another kind of lock or recipe — zklock's, Curator's or kazoo's — that a run of this kind cannot be ordered with (a mutex, a read/write lock and a semaphore do not exclude each other, so run does not mix them; kazoo's locks are queued behind, not refused), or --leases N beside a semaphore of another number of leases |
 //! | 2 | elect | usage error: bad arguments, an invalid path, or a path in use by a lock or another recipe that an election cannot be ordered with |
 //! | 2 | status | usage error: bad arguments, or an invalid path |
 //! | 2 | demo, bench, serve | usage error: bad arguments |
@@ -217,7 +217,7 @@ pub const TABLE: &[Row] = &[
         "usage error: bad arguments, an invalid path, or a path in use by another kind of lock or recipe — \
          zklock's, Curator's or kazoo's — that a run of this kind cannot be ordered with (a mutex, a read/write \
          lock and a semaphore do not exclude each other, so run does not mix them; kazoo's locks are queued \
-         behind, not refused)",
+         behind, not refused), or --leases N beside a semaphore of another number of leases",
     ),
     row(
         Code(USAGE),

@@ -173,6 +173,7 @@ async fn run_with(
             return Err(Failure::conflict(args.conflict.status(), message));
         }
         Err(err @ Error::InUse { .. }) => return Err(supervise::in_use(&err, "zklock run")),
+        Err(err @ Error::Mismatch { .. }) => return Err(Failure::new(exit::USAGE, err.to_string())),
         Err(err) => {
             let message = format!("cannot lock {}: {err}{}", args.path, crate::zk::refused(&err));
             return Err(Failure::new(exit::FAILURE, message));

@@ -149,10 +149,10 @@ impl Semaphore {
         else {
             return Ok(None);
         };
+        // Sent together (one round trip): the directory, and the number of leases its `leases` directory records.
         // The directory is the semaphore's alone: a contender of another recipe beside our `leases` and `locks` (a
         // mutex's node, say) would not exclude us, nor we it. Looked at while our gate node exists, so of the two the
         // later one refuses (a queue recipe looks into `leases` and `locks`: contention.rs).
-        // Sent together (one round trip): the directory, and the number of leases its `leases` directory records.
         let (client, retry) = (self.session.client(), self.session.retry());
         let leases_dir = leases_dir(&self.path);
         let (children, recorded) = tokio::join!(
@@ -160,10 +160,6 @@ impl Semaphore {
             retry.run(|| client.get_data(&leases_dir)),
         );
         let children = children?;
-        if let Some(mismatch) = self.record_leases(&leases_dir, recorded).await? {
-            turn.release().await?;
-            return Err(mismatch);
-        }
         if let Some((other, what)) = node::conflict(&children, |_| false) {
             turn.release().await?;
             // Our gate directory would make the other recipe's directory look like an idle semaphore's: gone with
@@ -177,6 +173,11 @@ impl Semaphore {
                 node: other,
                 what,
             });
+        }
+        // Only now (a directory we share with nobody else): its number of leases, or ours recorded.
+        if let Some(mismatch) = self.record_leases(&leases_dir, recorded).await? {
+            turn.release().await?;
+            return Err(mismatch);
         }
         // Declared after `turn`, so that on cancellation the lease node is dropped (and its delete sent) first.
         let lease = self.take_lease(wait, &turn).await;
@@ -198,12 +199,17 @@ impl Semaphore {
         recorded: Result<(Vec<u8>, zookeeper_client::Stat)>,
     ) -> Result<Option<Error>> {
         let number = match recorded.if_exists()? {
-            Some((data, _)) => std::str::from_utf8(&data).ok().and_then(|s| s.trim().parse::<usize>().ok()),
+            Some((data, _)) => std::str::from_utf8(&data)
+                .ok()
+                .and_then(|s| s.trim().parse::<usize>().ok()),
             None => {
                 let (client, retry) = (self.session.client(), self.session.retry());
                 let mode = zookeeper_client::CreateMode::Container.with_acls(self.session.parent_acls());
                 let record = self.leases.to_string();
-                match retry.run(|| client.create(leases_dir, record.as_bytes(), &mode)).await {
+                match retry
+                    .run(|| client.create(leases_dir, record.as_bytes(), &mode))
+                    .await
+                {
                     // Made by somebody else meanwhile (a Curator acquirer does not take our gate): not checked.
                     Ok(_) | Err(Error::ZooKeeper(zookeeper_client::Error::NodeExists)) => None,
                     // A server without containers (ZooKeeper before 3.5): the lease's own create makes it.

@@ -214,10 +214,12 @@ async fn quiet_and_conflict_exit_code_on_a_busy_lock() {
 async fn connect_goes_before_or_after_the_subcommand() {
     let hosts = zookeeper().await;
     let path = unique_path("cli-global-connect");
+    // A lock's directory is no counter: the counter gets a path of its own.
+    let counter = format!("{path}-counter");
     for args in [
         vec!["-c", &hosts, "run", &path, "--", "true"],
         vec!["--connect", &hosts, "status", &path],
-        vec!["-q", "-c", &hosts, "counter", "add", &path],
+        vec!["-q", "-c", &hosts, "counter", "add", &counter],
         vec!["status", &path, "-c", &hosts],
     ] {
         let out = output(&args).await;

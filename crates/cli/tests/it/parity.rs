@@ -296,6 +296,25 @@ async fn kinds_of_lock_are_not_mixed_on_one_path() {
     );
     next_line(&mut lines, "the lease holder").await;
     refused(&["run", "--connect", &hosts, &path, "--", "true"], "a semaphore").await;
+    // Another number of leases than the holder's: refused, not one lease too many.
+    let out = output(&[
+        "run",
+        "--connect",
+        &hosts,
+        "--leases",
+        "4",
+        "--nonblock",
+        &path,
+        "--",
+        "true",
+    ])
+    .await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("semaphore of 3 lease(s)") && stderr.contains("not 4"),
+        "{stderr}"
+    );
     refused(
         &["run", "--connect", &hosts, "--shared", &path, "--", "true"],
         "a semaphore",

@@ -55,6 +55,20 @@ on_every_server! {
         lease.release().await.unwrap();
     }
 
+    async fn a_semaphore_of_another_number_of_leases_is_refused(hosts: &str) {
+        let (a, b) = (client(hosts).await, client(hosts).await);
+        let sem = unique_path("sharing-leases");
+        let held = Semaphore::new(&a, &sem, 3).unwrap().acquire().await.unwrap();
+        match Semaphore::new(&b, &sem, 4).unwrap().try_acquire().await {
+            Err(Error::Mismatch { what }) => assert!(what.contains("3 lease(s)") && what.contains("not 4"), "{what}"),
+            other => panic!("{other:?}"),
+        }
+        // The same number shares it.
+        let second = Semaphore::new(&b, &sem, 3).unwrap().try_acquire().await.unwrap().expect("a free lease");
+        second.release().await.unwrap();
+        held.release().await.unwrap();
+    }
+
     async fn kazoo_lock_nodes_are_queued_behind_by_default(hosts: &str) {
         // A node in kazoo's format holds the lock (made by hand: its owner is a session of ours, as kazoo's would be).
         let (a, b) = (client(hosts).await, client(hosts).await);
