@@ -86,7 +86,6 @@
 //! - TTL nodes and quotas: off by default in ZooKeeper 3.8 too (`extendedTypesEnabled`, quota enforcement).
 //! - The admin HTTP server and JMX (the figures of `mntr` are served to Prometheus by
 //!   [`Server::serve_metrics`]); `mntr`'s file descriptor counts are reported as 0.
-//! - Notifications queued for a client that stops reading are not bounded (replies are).
 #![forbid(unsafe_code)]
 
 mod acl;
@@ -112,12 +111,13 @@ mod watch;
 
 pub use config::{
     ClientAuth, ConfigError, IgnoredKey, ServerConfig, Store, StoreKind, TlsConfig, TlsProtocol,
+    DEFAULT_FOUR_LETTER_WORDS, DEFAULT_SESSIONLESS_CNXN_TIMEOUT,
 };
 pub use error::Error;
 pub use latency::LatencyFigures;
 pub use metrics::Figures;
 pub use tls::TlsError;
-pub use zklock_storage::StorageError;
+pub use zklock_storage::{StorageError, LOCK_FILE};
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

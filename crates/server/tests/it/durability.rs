@@ -198,6 +198,24 @@ async fn logged_bytes_trigger_snapshots_and_keep_the_disk_use_bounded() {
     server.shutdown().await.unwrap();
 }
 
+/// Starts a server on `config`'s directory once the previous server, dropped without `shutdown`, has let go of it:
+/// in a process that goes on, its tasks end (and its storage closes) moments after the drop, not at once, and
+/// until then the directory's lock is held (a real crash releases it with the process).
+async fn start_once_free(config: &ServerConfig) -> Server {
+    let deadline = std::time::Instant::now() + crate::common::WAIT;
+    loop {
+        match Server::start(config.clone()).await {
+            Ok(server) => return server,
+            Err(zklock_server::Error::Storage(zklock_server::StorageError::InUse { .. }))
+                if std::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            Err(e) => panic!("start: {e}"),
+        }
+    }
+}
+
 /// What a restarted server finds in its log beyond the snapshot counts towards the next one: a server killed
 /// again and again before it reaches the trigger still snapshots (and prunes) instead of growing its log forever.
 #[tokio::test]
@@ -221,7 +239,7 @@ async fn the_log_replayed_at_start_counts_towards_the_next_snapshot() {
     let data = vec![7u8; 256 * 1024];
     // Three lives of 3 MiB each, none reaching 4 MiB on its own; dropped without `shutdown` (no final snapshot).
     for life in 0..3 {
-        let server = Server::start(config.clone()).await.unwrap();
+        let server = start_once_free(&config).await;
         let (mut raw, _) = Raw::session(server.local_addr()).await;
         for i in 0..12 {
             raw.call(OpCode::Create, &create(&format!("/life-{life}-{i}"), &data, 0))
@@ -233,7 +251,7 @@ async fn the_log_replayed_at_start_counts_towards_the_next_snapshot() {
         drop(raw);
         drop(server);
     }
-    let server = Server::start(config).await.unwrap();
+    let server = start_once_free(&config).await;
     let deadline = std::time::Instant::now() + crate::common::WAIT;
     while snapshots(dir.path()) == 0 {
         assert!(
