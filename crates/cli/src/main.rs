@@ -34,6 +34,7 @@ fn main() -> ExitCode {
     let cli = Cli::try_parse().unwrap_or_else(|err| usage_error(err));
     init_logging(&cli);
     let speaker = speaker(&cli.command);
+    let json_log = json_log(&cli);
     let result = match cli.command {
         // `run` forks the user's command: its parent-death signal is tied to the forking *thread*, so run on a
         // current-thread runtime on the main thread, which lives exactly as long as the process.
@@ -57,7 +58,11 @@ fn main() -> ExitCode {
         // Not eprintln!: after an SSH logout the terminal is gone and a failed write must not turn the status
         // into a panic's 101.
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), "{speaker}: {}", failure.message);
+        if json_log {
+            fatal_json(speaker, &failure);
+        } else {
+            let _ = writeln!(std::io::stderr(), "{speaker}: {}", failure.message);
+        }
         failure.status
     });
     ExitCode::from(u8::try_from(status).unwrap_or(1))
@@ -108,6 +113,29 @@ fn speaker(command: &Command) -> &'static str {
     }
 }
 
+/// Whether the log is JSON (`serve --log-format json`).
+fn json_log(cli: &Cli) -> bool {
+    matches!(&cli.command, Command::Serve(args) if args.log_format == cli::LogFormat::Json)
+}
+
+/// The fatal line of a JSON log: an `ERROR` event like the others (timestamp, level, target, message, and the exit
+/// status), or, if the log filter drops errors, the same object without the timestamp, so that no line of the
+/// log is anything but JSON.
+fn fatal_json(speaker: &str, failure: &Failure) {
+    if tracing::enabled!(target: "zklock", tracing::Level::ERROR) {
+        tracing::error!(target: "zklock", exit_status = failure.status, "{speaker}: {}", failure.message);
+        return;
+    }
+    use std::io::Write as _;
+    let line = serde_json::json!({
+        "level": "ERROR",
+        "target": "zklock",
+        "message": format!("{speaker}: {}", failure.message),
+        "exit_status": failure.status,
+    });
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
 /// Sets up the log on stderr. The filter: `ZKLOCK_LOG` (tracing `EnvFilter` directives) when set, else `-q`/`-v`,
 /// else the command's default. Colour only when stderr is a terminal and `NO_COLOR` is unset or empty
 /// (no-color.org). `serve --log-format json`: one JSON object per line, never coloured.
@@ -132,7 +160,7 @@ fn init_logging(cli: &Cli) {
     let filter = from_env.unwrap_or_else(|| EnvFilter::new(log_filter(cli)));
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
     let color = !no_color && std::io::stderr().is_terminal();
-    let json = matches!(&cli.command, Command::Serve(args) if args.log_format == cli::LogFormat::Json);
+    let json = json_log(cli);
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
