@@ -24,8 +24,8 @@ pub struct ServerConfig {
     pub max_client_cnxns: usize,
     /// Largest accepted frame body (jute.maxbuffer). Default 1,048,575.
     pub max_frame_len: usize,
-    /// Four-letter words answered (`4lw.commands.whitelist`); a known word not listed gets ZooKeeper's "<word> is
-    /// not executed because it is not in the whitelist." `["*"]` allows all. `srvr` is always answered, as in
+    /// Four-letter words answered (`4lw.commands.whitelist`); a known word not listed gets ZooKeeper's `<word> is
+    /// not executed because it is not in the whitelist.` `["*"]` allows all. `srvr` is always answered, as in
     /// ZooKeeper (which adds it to every whitelist). Default: `srvr`, `ruok`, `isro` (see
     /// [`DEFAULT_FOUR_LETTER_WORDS`]).
     pub four_letter_words: Vec<String>,
@@ -802,6 +802,24 @@ mod tests {
                     .to_string(),
             ]
         );
+    }
+
+    #[test]
+    fn parses_the_connection_limits_and_documents_their_defaults() {
+        let default = ServerConfig::default();
+        assert_eq!(default.max_pending_bytes, 1 << 20);
+        assert_eq!(default.max_pending_notification_bytes, 4 << 20);
+        assert_eq!(default.sessionless_cnxn_timeout, Duration::from_secs(10));
+        assert_eq!(default.four_letter_words, ["srvr", "ruok", "isro"]);
+        let text = "maxClientPendingBytes=65536\nmaxClientPendingNotificationBytes=0\n\
+                    nio.sessionlessCnxnTimeout=2500\n";
+        let cfg = ServerConfig::from_zoo_cfg_str(text, Path::new("z")).unwrap();
+        assert_eq!(cfg.max_pending_bytes, 65536);
+        assert_eq!(cfg.max_pending_notification_bytes, 0);
+        assert_eq!(cfg.sessionless_cnxn_timeout, Duration::from_millis(2500));
+        assert!(cfg.ignored.is_empty(), "{:?}", cfg.ignored);
+        let bad = ServerConfig::from_zoo_cfg_str("maxClientPendingBytes=lots\n", Path::new("z")).unwrap_err();
+        assert!(matches!(bad, ConfigError::BadValue { line: 1, .. }));
     }
 
     #[test]

@@ -37,7 +37,7 @@ pub async fn answer(shared: &Arc<Shared>, cmd: &'static str, wr: Stream) {
 
 /// Whether `cmd` is answered with `whitelist` (`4lw.commands.whitelist`): listed, or `*` listed, or `srvr`, which
 /// ZooKeeper adds to every whitelist (it uses the word itself). Anything else gets ZooKeeper 3.8's exact answer,
-/// "<word> is not executed because it is not in the whitelist.\n" (checked against a real 3.8 server).
+/// `<word> is not executed because it is not in the whitelist.\n` (checked against a real 3.8 server).
 pub fn allowed(whitelist: &[String], cmd: &str) -> bool {
     cmd == "srvr" || whitelist.iter().any(|w| w == cmd || w == "*")
 }
