@@ -76,6 +76,16 @@ fn usage_error(err: clap::Error) -> ! {
     // The first word that is not a flag (global flags such as -v may come before it).
     let subcommand = args.iter().skip(1).find(|arg| !arg.starts_with('-'));
     let runs_a_command = matches!(subcommand.map(String::as_str), Some("run" | "elect"));
+    // `serve --log-format json`: the usage error is a JSON line too (not --help or --version, which are not errors).
+    let json_flag = args.windows(2).any(|w| w[0] == "--log-format" && w[1] == "json")
+        || args.iter().any(|a| a == "--log-format=json");
+    let json = subcommand.is_some_and(|c| c == "serve") && json_flag;
+    if json && err.use_stderr() {
+        let message = err.render().to_string();
+        let failure = Failure::new(exit::USAGE, message.trim_end());
+        fatal_json("zklock serve", &failure);
+        std::process::exit(exit::USAGE);
+    }
     let stray = match err.get(ContextKind::InvalidArg) {
         Some(ContextValue::String(arg))
             if err.kind() == ErrorKind::UnknownArgument && !arg.starts_with('-') =>

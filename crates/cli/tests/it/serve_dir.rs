@@ -194,4 +194,26 @@ async fn listen_takes_a_host_name() {
         serve_that_fails(&["serve", "--listen", "no-such-host.invalid:2181"], EVENTUALLY).await;
     assert_eq!(code, Some(2), "a usage error: {stderr}");
     assert!(stderr.contains("cannot resolve"), "{stderr}");
+
+    // With a JSON log, the usage error is one JSON line too.
+    let (code, _, stderr) = serve_that_fails(
+        &[
+            "serve",
+            "--log-format",
+            "json",
+            "--listen",
+            "no-such-host.invalid:2181",
+        ],
+        EVENTUALLY,
+    )
+    .await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let line: serde_json::Value = serde_json::from_str(stderr.trim()).expect("JSON");
+    assert_eq!(line["level"], "ERROR");
+    assert_eq!(line["exit_status"], 2);
+    assert!(
+        line["message"].as_str().unwrap().contains("cannot resolve"),
+        "{stderr}"
+    );
 }
