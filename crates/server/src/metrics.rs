@@ -16,8 +16,10 @@
 //! # Names
 //!
 //! Each Prometheus metric is named as the `mntr` key it mirrors (`zk_znode_count`, `zk_watch_count`, …; a counter
-//! with `_total` after it, as Prometheus names counters: `zk_packets_received_total`), with the same value and unit (latencies in milliseconds, uptime in milliseconds, sizes in bytes), so a figure can be
-//! checked against `echo mntr | nc host port`. The two text keys become labels of `zk_info`. Left out: the file
+//! with `_total` after it, as Prometheus names counters: `zk_packets_received_total`), with the same value and
+//! unit (latencies in milliseconds, uptime in milliseconds, sizes in bytes), so a figure can be checked against
+//! `echo mntr | nc host port` (`mntr` must be in `4lw.commands.whitelist`). The two text keys become labels of
+//! `zk_info`. `zk_pending_output_bytes` and `zk_slow_connections_closed` are ours. Left out: the file
 //! descriptor counts, which `mntr` reports as 0 (the server does not read them), and fsync times, which the
 //! storage does not record.
 
