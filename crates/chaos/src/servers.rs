@@ -91,7 +91,8 @@ const TMPFS_SIZE: &str = "64m";
 /// The embedded server's configuration in a campaign: a snapshot after every 4 MiB logged (ZooKeeper's
 /// `snapSizeLimitInKb`), so that old log files are pruned and the disk-full fault, which writes about that much
 /// each time, does not fill the tmpfs for good.
-const ZOO_CFG: &str = "tickTime=2000\nsnapSizeLimitInKb=4096\n";
+// `mntr` for the aftermath (a session count), `ruok` for the start; the rest stays off as by default.
+const ZOO_CFG: &str = "tickTime=2000\nsnapSizeLimitInKb=4096\n4lw.commands.whitelist=ruok,mntr\n";
 
 impl Embedded {
     fn start(zklock: &Path, dir: &Path, disk: bool) -> Result<Embedded> {

@@ -602,9 +602,9 @@ pub struct BenchArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address to listen on [default: 127.0.0.1:2181, or clientPortAddress/clientPort of --config, which this
-    /// overrides].
-    #[arg(long, value_name = "ADDR")]
+    /// Address to listen on, HOST:PORT with an IP address or a host name (its first address) [default:
+    /// 127.0.0.1:2181, or clientPortAddress/clientPort of --config, which this overrides].
+    #[arg(long, value_name = "ADDR", value_parser = socket_addr)]
     pub listen: Option<std::net::SocketAddr>,
     /// Data directory (overrides dataDir of --config); a temporary one if neither is given.
     #[arg(long)]
@@ -617,7 +617,7 @@ pub struct ServeArgs {
     pub dry_run: bool,
     /// Serve Prometheus metrics (the figures of the `mntr` four-letter word, named as its keys: zk_znode_count,
     /// zk_num_alive_connections, ...) over HTTP at http://ADDR/metrics, e.g. --metrics 127.0.0.1:9141.
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", value_parser = socket_addr)]
     pub metrics: Option<std::net::SocketAddr>,
     /// The format of the log on stderr: `text` (for people) or `json` (one JSON object per line, for log
     /// collectors).
@@ -632,6 +632,23 @@ pub enum LogFormat {
     Text,
     /// One JSON object per line: `timestamp`, `level`, `target`, `message` and the event's fields.
     Json,
+}
+
+/// `HOST:PORT` to an address: an IP address as it is, a host name resolved (`localhost:2181`), its first address.
+fn socket_addr(text: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs as _;
+    if let Ok(addr) = text.parse() {
+        return Ok(addr);
+    }
+    if !text.contains(':') {
+        return Err(format!("{text:?} is not HOST:PORT"));
+    }
+    let mut addrs = text
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {text:?}: {e}"))?;
+    addrs
+        .next()
+        .ok_or_else(|| format!("{text:?} resolves to no address"))
 }
 
 /// Where `zklock serve` listens without `--listen` or `--config`: ZooKeeper's usual client port, on loopback only.

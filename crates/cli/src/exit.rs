@@ -8,7 +8,7 @@
 //! | N | run, elect | the command's own exit status, once it has run to its end |
 //! | 0 | status, bench | success |
 //! | 0 | demo | every check of the summary passed |
-//! | 0 | serve | stopped by SIGINT or SIGTERM: clean shutdown, final snapshot written |
+//! | 0 | serve | stopped by SIGINT, SIGTERM or SIGHUP: clean shutdown, final snapshot written |
 //! | 0 | elect | --observe: stopped by SIGINT or SIGTERM, or its reader went away (a closed pipe) |
 //! | 0 | revoke | revoked: every node named was deleted (with --request: asked to give up); --dry-run: there is something to revoke |
 //! | 0 | reap | success, whether or not there was anything to remove |
@@ -31,12 +31,13 @@
 //! | 2 | counter | usage error: bad arguments, an invalid path, a VALUE that does not fit the counter (a shared count holds a 32-bit integer), or PATH is no counter of that kind — other data, a lock's or a queue's directory, any node with children (nothing is changed) |
 //! | 3 | run, elect | ZooKeeper cannot be reached or fails |
 //! | 3 | status, demo, bench | ZooKeeper (or the embedded server) cannot be reached or fails, or anything else failed |
-//! | 3 | serve | any other failure (bind, unreadable config, corrupt data directory) |
+//! | 3 | serve | any other failure (bind, unreadable config, a data directory that cannot be written or is not a directory, corrupt data directory) |
 //! | 3 | revoke | ZooKeeper cannot be reached or fails, or the node's ACL does not let us revoke it |
 //! | 3 | reap | ZooKeeper cannot be reached or fails |
 //! | 3 | counter | ZooKeeper cannot be reached or fails; set, add: also when the session ended before the outcome of the change was known (it happened once or not at all, as the message says) |
 //! | 4 | run | the lock (or lease) was lost while the command ran (also: revoked, or a revocation was requested — the lock was then released), or could not be confirmed in time (zklock paused or starved): the command was stopped |
 //! | 4 | elect | leadership was lost while the command ran (also: revoked, or a revocation was requested — it was then given up), or could not be confirmed in time (zklock paused or starved): the command was stopped |
+//! | 5 | serve | the data directory is in use by another server (it holds the directory's lock file); this one did not start |
 //! | 126 | run, elect | the command cannot be run |
 //! | 127 | run, elect | the command is not found |
 //! | 128+N | run, elect | the command died of signal N; 129/130/131/143: zklock got SIGHUP/SIGINT/SIGQUIT/SIGTERM before the command started |
@@ -72,6 +73,8 @@ pub const USAGE: i32 = 2;
 pub const FAILURE: i32 = 3;
 /// `run`, `elect`: the guard was lost while the command ran (the command was stopped).
 pub const LOST: i32 = 4;
+/// `serve`: another server holds the data directory (its lock file); this one did not start.
+pub const DIR_IN_USE: i32 = 5;
 /// The command cannot be run.
 pub const CANNOT_RUN: i32 = 126;
 /// The command is not found.
@@ -143,7 +146,7 @@ pub const TABLE: &[Row] = &[
     row(
         Code(OK),
         &[Serve],
-        "stopped by SIGINT or SIGTERM: clean shutdown, final snapshot written",
+        "stopped by SIGINT, SIGTERM or SIGHUP: clean shutdown, final snapshot written",
     ),
     row(
         Code(OK),
@@ -253,7 +256,8 @@ pub const TABLE: &[Row] = &[
     row(
         Code(FAILURE),
         &[Serve],
-        "any other failure (bind, unreadable config, corrupt data directory)",
+        "any other failure (bind, unreadable config, a data directory that cannot be written or is not a directory, \
+         corrupt data directory)",
     ),
     row(
         Code(FAILURE),
@@ -279,6 +283,12 @@ pub const TABLE: &[Row] = &[
         &[Elect],
         "leadership was lost while the command ran (also: revoked, or a revocation was requested — it was then \
          given up), or could not be confirmed in time (zklock paused or starved): the command was stopped",
+    ),
+    row(
+        Code(DIR_IN_USE),
+        &[Serve],
+        "the data directory is in use by another server (it holds the directory's lock file); this one did not \
+         start",
     ),
     row(Code(CANNOT_RUN), &[Run, Elect], "the command cannot be run"),
     row(Code(NOT_FOUND), &[Run, Elect], "the command is not found"),

@@ -34,6 +34,7 @@ fn main() -> ExitCode {
     init_logging(&cli);
     let speaker = speaker(&cli.command);
     let quiet = cli.quiet;
+    let json_log = json_log(&cli);
     let result = match before_connecting(&cli.command) {
         Err(failure) => Err(failure),
         Ok(()) => dispatch(cli.command),
@@ -45,7 +46,11 @@ fn main() -> ExitCode {
             // Not eprintln!: after an SSH logout the terminal is gone and a failed write must not turn the
             // status into a panic's 101.
             use std::io::Write as _;
-            let _ = writeln!(std::io::stderr(), "{speaker}: {}", failure.message);
+            if json_log {
+                fatal_json(speaker, &failure);
+            } else {
+                let _ = writeln!(std::io::stderr(), "{speaker}: {}", failure.message);
+            }
         }
         failure.status
     });
@@ -121,6 +126,16 @@ fn usage_error(err: clap::Error) -> ! {
         .find(|(skip, arg)| !skip && !arg.starts_with('-'))
         .map(|(_, arg)| arg);
     let runs_a_command = matches!(subcommand.map(String::as_str), Some("run" | "elect"));
+    // `serve --log-format json`: the usage error is a JSON line too (not --help or --version, which are not errors).
+    let json_flag = args.windows(2).any(|w| w[0] == "--log-format" && w[1] == "json")
+        || args.iter().any(|a| a == "--log-format=json");
+    let json = subcommand.is_some_and(|c| c == "serve") && json_flag;
+    if json && err.use_stderr() {
+        let message = err.render().to_string();
+        let failure = Failure::new(exit::USAGE, message.trim_end());
+        fatal_json("zklock serve", &failure);
+        std::process::exit(exit::USAGE);
+    }
     let stray = match err.get(ContextKind::InvalidArg) {
         Some(ContextValue::String(arg))
             if err.kind() == ErrorKind::UnknownArgument && !arg.starts_with('-') =>
@@ -158,6 +173,29 @@ fn speaker(command: &Command) -> &'static str {
     }
 }
 
+/// Whether the log is JSON (`serve --log-format json`).
+fn json_log(cli: &Cli) -> bool {
+    matches!(&cli.command, Command::Serve(args) if args.log_format == cli::LogFormat::Json)
+}
+
+/// The fatal line of a JSON log: an `ERROR` event like the others (timestamp, level, target, message, and the exit
+/// status), or, if the log filter drops errors, the same object without the timestamp, so that no line of the
+/// log is anything but JSON.
+fn fatal_json(speaker: &str, failure: &Failure) {
+    if tracing::enabled!(target: "zklock", tracing::Level::ERROR) {
+        tracing::error!(target: "zklock", exit_status = failure.status, "{speaker}: {}", failure.message);
+        return;
+    }
+    use std::io::Write as _;
+    let line = serde_json::json!({
+        "level": "ERROR",
+        "target": "zklock",
+        "message": format!("{speaker}: {}", failure.message),
+        "exit_status": failure.status,
+    });
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
 /// Sets up the log on stderr. The filter: `ZKLOCK_LOG` (tracing `EnvFilter` directives) when set, else `-q`/`-v`,
 /// else the command's default. Colour only when stderr is a terminal and `NO_COLOR` is unset or empty
 /// (no-color.org). `serve --log-format json`: one JSON object per line, never coloured.
@@ -182,7 +220,7 @@ fn init_logging(cli: &Cli) {
     let filter = from_env.unwrap_or_else(|| EnvFilter::new(log_filter(cli)));
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
     let color = !no_color && std::io::stderr().is_terminal();
-    let json = matches!(&cli.command, Command::Serve(args) if args.log_format == cli::LogFormat::Json);
+    let json = json_log(cli);
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

@@ -31,7 +31,22 @@
 //!
 //! `--metrics ADDR` serves the figures of `mntr` to Prometheus at `http://ADDR/metrics`
 //! (`zklock_server::Server::serve_metrics`; names and units in `crates/server/src/metrics.rs`). The log goes to
-//! stderr, as text or, with `--log-format json`, one JSON object per line (set up in `main.rs`).
+//! stderr, as text or, with `--log-format json`, one JSON object per line (set up in `main.rs`), the fatal line
+//! included.
+//!
+//! # Signals
+//!
+//! SIGINT, SIGTERM and SIGHUP stop the server cleanly: connections are closed after their queued replies, a final
+//! snapshot is written, the exit status is 0. There is no reload on SIGHUP (a changed zoo.cfg takes a restart).
+//!
+//! # The data directory is the server's
+//!
+//! At start the server takes an exclusive lock (`flock`) on `zklock.lock` in its data directory (and log
+//! directory): a second `zklock serve` on the same directory exits at once with status 5 ([`exit::DIR_IN_USE`]) and
+//! "the data directory ... is in use by another server (process N ...)", and the first one keeps serving. The lock
+//! goes with the process, however it ends. A directory that cannot be written, or a path that is not a directory,
+//! fails the start (status 3) before the server listens. New directories are created 0700 and files 0600, whatever
+//! the umask; an existing directory open to the group or others is used with a warning.
 
 use std::io::ErrorKind;
 
@@ -90,6 +105,9 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
     // must find the handlers in place (not end the process by default, skipping the shutdown).
     let mut term = signal(SignalKind::terminate()).map_err(anyhow::Error::from)?;
     let mut interrupt = signal(SignalKind::interrupt()).map_err(anyhow::Error::from)?;
+    // SIGHUP (the terminal went away, or `systemctl kill -s HUP`) is a clean shutdown too, not a kill: there is no
+    // configuration reload (a changed zoo.cfg takes a restart).
+    let mut hangup = signal(SignalKind::hangup()).map_err(anyhow::Error::from)?;
     let listen = config.listen;
     let secure_listen = config.tls.as_ref().map(|tls| tls.listen);
     let plain = config.plain_client_port;
@@ -127,6 +145,24 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
             let message = format!("{err}; free space or use a bigger disk");
             return Err(Failure::new(exit::LOG_UNWRITABLE, message));
         }
+        Err(Error::Storage(err @ StorageError::InUse { .. })) => {
+            return Err(Failure::new(exit::DIR_IN_USE, format!("{err}; not starting")));
+        }
+        Err(Error::Storage(err @ StorageError::NotADirectory { .. })) => {
+            return Err(Failure::new(exit::FAILURE, err.to_string()));
+        }
+        Err(Error::Storage(StorageError::Io { path, source }))
+            if path
+                .file_name()
+                .is_some_and(|name| name == zklock_server::LOCK_FILE) =>
+        {
+            // The lock file is the first thing written: the directory cannot be written at all.
+            let dir = path.parent().unwrap_or(&path).display();
+            return Err(Failure::new(
+                exit::FAILURE,
+                format!("cannot write in the data directory {dir}: {source}"),
+            ));
+        }
         Err(err) => return Err(anyhow::Error::from(err).context("starting the server").into()),
     };
     let metrics = match args.metrics {
@@ -151,7 +187,10 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
         },
         None => None,
     };
-    tracing::info!(addr = %server.local_addr(), secure = ?server.secure_addr(), "zklock server serving");
+    let tls = server
+        .secure_addr()
+        .map_or_else(|| "off".to_owned(), |addr| addr.to_string());
+    tracing::info!(addr = %server.local_addr(), %tls, "zklock server serving");
     // Scripts read the first line: the plain client port's address, then the secure one's.
     if plain {
         println!("zklock server listening on {}", server.local_addr());
@@ -166,6 +205,7 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
     tokio::select! {
         _ = interrupt.recv() => {}
         _ = term.recv() => {}
+        _ = hangup.recv() => {}
         failure = server.log_failure() => {
             // Connections are closed and new sessions refused already; stop the rest and say why.
             if let Err(e) = server.shutdown().await {

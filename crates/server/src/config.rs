@@ -24,8 +24,25 @@ pub struct ServerConfig {
     pub max_client_cnxns: usize,
     /// Largest accepted frame body (jute.maxbuffer). Default 1,048,575.
     pub max_frame_len: usize,
-    /// Four-letter words answered; others close the connection. `["*"]` allows all.
+    /// Four-letter words answered (`4lw.commands.whitelist`); a known word not listed gets ZooKeeper's `<word> is
+    /// not executed because it is not in the whitelist.` `["*"]` allows all. `srvr` is always answered, as in
+    /// ZooKeeper (which adds it to every whitelist). Default: `srvr`, `ruok`, `isro` (see
+    /// [`DEFAULT_FOUR_LETTER_WORDS`]).
     pub four_letter_words: Vec<String>,
+    /// Unsent bytes (replies and notifications) above which the server stops reading a connection's requests, until
+    /// the client reads enough of them (zoo.cfg `maxClientPendingBytes`; default 1 MiB). One reply may take a
+    /// connection past it (a `getData` of a large node): the bound is this plus the largest reply.
+    pub max_pending_bytes: usize,
+    /// Unsent notification bytes above which a connection is closed (its session lives on, as after any
+    /// disconnect): a client that does not read its watch events while others write cannot make the server hold
+    /// them without end (zoo.cfg `maxClientPendingNotificationBytes`; default 4 MiB; 0 = no limit).
+    pub max_pending_notification_bytes: usize,
+    /// How long a new connection may take to complete its connect request (or its four-letter word) before it is
+    /// closed, as ZooKeeper's NIO server closes connections without a session (`zookeeper.nio.sessionlessCnxnTimeout`,
+    /// zoo.cfg `nio.sessionlessCnxnTimeout` in milliseconds; default 10 s). Once a session is established, a
+    /// connection from which no complete request arrives within its negotiated session timeout is closed as well
+    /// (clients ping every third of it), so a stalled partial frame cannot hold a connection either.
+    pub sessionless_cnxn_timeout: Duration,
     /// Most requests one connection may have in flight before the server stops reading from it.
     pub max_outstanding_per_connection: usize,
     /// `user:base64(sha1(user:password))` of a super user who bypasses every ACL once authenticated with that
@@ -62,10 +79,10 @@ impl Default for ServerConfig {
             max_session_timeout: None,
             max_client_cnxns: 60,
             max_frame_len: 1_048_575,
-            four_letter_words: ["ruok", "srvr", "stat", "mntr", "cons", "envi", "wchs", "dump"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
+            four_letter_words: DEFAULT_FOUR_LETTER_WORDS.iter().map(|s| s.to_string()).collect(),
+            max_pending_bytes: 1 << 20,
+            max_pending_notification_bytes: 4 << 20,
+            sessionless_cnxn_timeout: DEFAULT_SESSIONLESS_CNXN_TIMEOUT,
             max_outstanding_per_connection: 1000,
             super_digest: None,
             plain_client_port: true,
@@ -77,6 +94,15 @@ impl Default for ServerConfig {
         }
     }
 }
+
+/// The four-letter words answered without `4lw.commands.whitelist`: ZooKeeper 3.5+'s default (`srvr`, which it
+/// always answers) plus `ruok` and `isro`, the health checks. These two are safe to answer to anyone: `ruok` says
+/// `imok` (or nothing) and `isro` says `rw`, neither names a node, a session, a client address nor a setting.
+/// `stat`, `cons`, `dump`, `wchc`, `wchp`, `envi`, `conf`, `mntr` and `wchs` do, and are answered only when listed.
+pub const DEFAULT_FOUR_LETTER_WORDS: &[&str] = &["srvr", "ruok", "isro"];
+
+/// ZooKeeper's `zookeeper.nio.sessionlessCnxnTimeout` default.
+pub const DEFAULT_SESSIONLESS_CNXN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// TLS on the secure client port, as ZooKeeper 3.8 configures it in zoo.cfg: `secureClientPort`,
 /// `secureClientPortAddress` and the client `ssl.*` keys (`ssl.keyStore.*`, `ssl.trustStore.*`, `ssl.clientAuth`,
@@ -508,6 +534,7 @@ impl ServerConfig {
     ///
     /// Applied: clientPort, clientPortAddress, secureClientPort, secureClientPortAddress, dataDir, dataLogDir,
     /// tickTime, minSessionTimeout, maxSessionTimeout, maxClientCnxns, jute.maxbuffer, 4lw.commands.whitelist,
+    /// maxClientPendingBytes, maxClientPendingNotificationBytes (ours), nio.sessionlessCnxnTimeout,
     /// snapCount, snapSizeLimitInKb, znode.container.checkIntervalMs (a Java system property for ZooKeeper, see
     /// [`ServerConfig::container_check_interval`]), `DigestAuthenticationProvider.superDigest`,
     /// `X509AuthenticationProvider.superUser`, and the client `ssl.*` keys (see [`TlsConfig`]). Every other key is
@@ -589,6 +616,15 @@ impl ServerConfig {
                     } else {
                         (kb as u64).saturating_mul(1024)
                     };
+                }
+                "maxClientPendingBytes" => cfg.max_pending_bytes = value.parse().map_err(|_| bad())?,
+                "maxClientPendingNotificationBytes" => {
+                    cfg.max_pending_notification_bytes = value.parse().map_err(|_| bad())?
+                }
+                // A Java system property for ZooKeeper (`-Dzookeeper.nio.sessionlessCnxnTimeout`), which a zoo.cfg line
+                // `nio.sessionlessCnxnTimeout` sets too (unknown keys become `zookeeper.`-prefixed properties).
+                "nio.sessionlessCnxnTimeout" => {
+                    cfg.sessionless_cnxn_timeout = ms(value)?.max(Duration::from_millis(1))
                 }
                 "4lw.commands.whitelist" => {
                     cfg.four_letter_words = value
@@ -766,6 +802,24 @@ mod tests {
                     .to_string(),
             ]
         );
+    }
+
+    #[test]
+    fn parses_the_connection_limits_and_documents_their_defaults() {
+        let default = ServerConfig::default();
+        assert_eq!(default.max_pending_bytes, 1 << 20);
+        assert_eq!(default.max_pending_notification_bytes, 4 << 20);
+        assert_eq!(default.sessionless_cnxn_timeout, Duration::from_secs(10));
+        assert_eq!(default.four_letter_words, ["srvr", "ruok", "isro"]);
+        let text = "maxClientPendingBytes=65536\nmaxClientPendingNotificationBytes=0\n\
+                    nio.sessionlessCnxnTimeout=2500\n";
+        let cfg = ServerConfig::from_zoo_cfg_str(text, Path::new("z")).unwrap();
+        assert_eq!(cfg.max_pending_bytes, 65536);
+        assert_eq!(cfg.max_pending_notification_bytes, 0);
+        assert_eq!(cfg.sessionless_cnxn_timeout, Duration::from_millis(2500));
+        assert!(cfg.ignored.is_empty(), "{:?}", cfg.ignored);
+        let bad = ServerConfig::from_zoo_cfg_str("maxClientPendingBytes=lots\n", Path::new("z")).unwrap_err();
+        assert!(matches!(bad, ConfigError::BadValue { line: 1, .. }));
     }
 
     #[test]

@@ -4,11 +4,21 @@
 //!
 //! Requests pipelined behind the ConnectRequest are simply read after it: the handshake is processed
 //! synchronously when its frame arrives, so they find the session established, in order.
+//!
+//! Limits a client cannot get around (docs/operations.md, "Exposure and limits"):
+//! - reading stops while the connection's unsent replies and notifications exceed
+//!   [`crate::ServerConfig::max_pending_bytes`] or its replies in flight `max_outstanding_per_connection`;
+//! - a connection without a complete connect request (or four-letter word) after
+//!   [`crate::ServerConfig::sessionless_cnxn_timeout`] is closed, and so is an established one from which no
+//!   complete request arrives within its negotiated session timeout (clients ping every third of it): a stalled
+//!   partial frame, or a client stopped behind back-pressure, does not hold a connection (nor its memory) forever.
 
 use bytes::{Buf, BytesMut};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
 use zklock_codec::frame::decode_frame;
 use zklock_codec::Id;
 
@@ -29,10 +39,16 @@ pub async fn serve(shared: Arc<Shared>, socket: Stream, peer: SocketAddr, _slot:
     // each were 80 MB of resident memory (docs/benchmarks.md, "Server size"). It grows when a read fills it
     // (`read_some`) and to the size of a frame whose length is known (`handle_buffered`).
     let mut buf = BytesMut::with_capacity(INITIAL_READ_BUFFER);
+    // Until the handshake completes (then: the last complete request plus the session timeout).
+    let mut deadline = Instant::now() + shared.config.sessionless_cnxn_timeout;
 
     // A four-letter word replaces the length prefix of the first frame.
     while buf.len() < 4 {
         tokio::select! {
+            () = tokio::time::sleep_until(deadline) => {
+                tracing::debug!(%peer, "no connect request in time; closing");
+                return;
+            }
             ready = socket.readable() => {
                 if ready.is_err() {
                     return;
@@ -48,7 +64,8 @@ pub async fn serve(shared: Arc<Shared>, socket: Stream, peer: SocketAddr, _slot:
         }
     }
     if let Some(cmd) = fourlw::detect(&buf[..4]) {
-        fourlw::answer(&shared, cmd, socket).await;
+        // Bounded like the rest: a client that never reads the answer does not keep the connection.
+        let _ = tokio::time::timeout_at(deadline, fourlw::answer(&shared, cmd, socket)).await;
         return;
     }
     if shared.durable.failed() {
@@ -66,6 +83,8 @@ pub async fn serve(shared: Arc<Shared>, socket: Stream, peer: SocketAddr, _slot:
         stream.clone(),
         cancel.clone(),
         shared.latency.clone(),
+        shared.notification_limit.clone(),
+        Some(peer),
     ));
     let id = shared.lock().add_conn(Conn {
         outbox: outbox.clone(),
@@ -81,23 +100,35 @@ pub async fn serve(shared: Arc<Shared>, socket: Stream, peer: SocketAddr, _slot:
         last_reply_zxid: 0,
     });
 
-    let max_outstanding = shared.config.max_outstanding_per_connection.max(1);
-    let mut established = false;
+    let mut established = None;
     'conn: loop {
         loop {
-            // Bounded outstanding replies: stop taking requests (TCP then pushes back on the client) until
-            // replies drain. Checked per frame, so a burst already in the buffer is bounded too.
-            while outbox.outstanding.load(Ordering::SeqCst) >= max_outstanding {
-                // Announce the wait first, then re-check: a reply written meanwhile has seen the flag.
+            // Bounded outstanding replies and unsent bytes: stop taking requests (TCP then pushes back on the
+            // client) until they drain. Checked per frame, so a burst already in the buffer is bounded too.
+            while over_budget(&shared, &outbox) {
+                // Announce the wait first, then re-check: a frame written meanwhile has seen the flag.
                 outbox.throttle();
-                if outbox.outstanding.load(Ordering::SeqCst) < max_outstanding {
+                if !over_budget(&shared, &outbox) {
                     break;
                 }
-                if !wait_for_output(&shared, &stream, &outbox).await {
-                    break 'conn;
+                tokio::select! {
+                    alive = wait_for_output(&shared, &stream, &outbox) => if !alive {
+                        break 'conn;
+                    },
+                    () = tokio::time::sleep_until(deadline) => {
+                        tracing::info!(%peer, "client read nothing of its replies within its session timeout; closing");
+                        break 'conn;
+                    }
                 }
             }
-            match handle_buffered(&shared, id, peer, &outbox, &mut buf, &mut established) {
+            let before = established;
+            let handled = handle_buffered(&shared, id, peer, &outbox, &mut buf, &mut established);
+            if let Some(timeout) = established {
+                if handled.frames > 0 || before.is_none() {
+                    deadline = Instant::now() + timeout;
+                }
+            }
+            match handled.stop {
                 Buffered::NeedInput => break,
                 Buffered::Throttled => {}
                 // Stop reading; the outbox closes the socket once the replies before the close are out.
@@ -105,6 +136,14 @@ pub async fn serve(shared: Arc<Shared>, socket: Stream, peer: SocketAddr, _slot:
             }
         }
         tokio::select! {
+            () = tokio::time::sleep_until(deadline) => {
+                if established.is_none() {
+                    tracing::debug!(%peer, "no connect request in time; closing");
+                } else {
+                    tracing::info!(%peer, "no complete request within the session timeout; closing");
+                }
+                break;
+            }
             ready = stream.readable() => {
                 if ready.is_err() {
                     break;
@@ -142,6 +181,20 @@ pub async fn serve(shared: Arc<Shared>, socket: Stream, peer: SocketAddr, _slot:
 /// How long a closing connection may take to write out its queued frames.
 const DRAIN: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// Whether the connection holds too much unsent output to take another request.
+fn over_budget(shared: &Shared, outbox: &Outbox) -> bool {
+    outbox.outstanding.load(Ordering::SeqCst) >= shared.config.max_outstanding_per_connection.max(1)
+        || outbox.pending_bytes.load(Ordering::SeqCst) >= shared.config.max_pending_bytes.max(1)
+}
+
+/// What [`handle_buffered`] did.
+struct Handled {
+    /// Complete frames handled.
+    frames: usize,
+    /// Why it stopped.
+    stop: Buffered,
+}
+
 /// What [`handle_buffered`] stopped at.
 enum Buffered {
     /// No complete frame left: read more.
@@ -160,14 +213,17 @@ fn handle_buffered(
     peer: SocketAddr,
     outbox: &Outbox,
     buf: &mut BytesMut,
-    established: &mut bool,
-) -> Buffered {
+    established: &mut Option<Duration>,
+) -> Handled {
     let max_frame = shared.config.max_frame_len;
-    let max_outstanding = shared.config.max_outstanding_per_connection.max(1);
     let mut st = shared.lock();
+    let mut frames = 0;
     loop {
-        if outbox.outstanding.load(Ordering::SeqCst) >= max_outstanding {
-            return Buffered::Throttled;
+        if over_budget(shared, outbox) {
+            return Handled {
+                frames,
+                stop: Buffered::Throttled,
+            };
         }
         let (body, used) = match decode_frame(buf, max_frame) {
             Ok(Some(frame)) => frame,
@@ -181,32 +237,54 @@ fn handle_buffered(
                         buf.reserve((4 + len).saturating_sub(buf.len()));
                     }
                 }
-                return Buffered::NeedInput;
+                return Handled {
+                    frames,
+                    stop: Buffered::NeedInput,
+                };
             }
             Err(e) => {
                 tracing::warn!(%peer, error = %e, "bad frame; closing connection");
-                return Buffered::Close;
+                return Handled {
+                    frames,
+                    stop: Buffered::Close,
+                };
             }
         };
-        let flow = if *established {
+        frames += 1;
+        let flow = if established.is_some() {
             ops::handle(&mut st, id, body)
         } else {
             ops::session::connect(&mut st, id, body, &shared.limits).map(|h| {
-                *established = h == Handshake::Established;
-                if *established {
-                    Flow::Continue
-                } else {
-                    Flow::Close
+                if h != Handshake::Established {
+                    return Flow::Close;
                 }
+                // From now on, a complete request is due within the negotiated session timeout.
+                let timeout_ms = st
+                    .conns
+                    .get(&id)
+                    .and_then(|c| st.sessions.get(c.session))
+                    .map_or(shared.limits.max_ms, |s| s.timeout_ms);
+                *established = Some(Duration::from_millis(
+                    u64::try_from(timeout_ms.max(1)).unwrap_or(1),
+                ));
+                Flow::Continue
             })
         };
         buf.advance(used);
         match flow {
             Ok(Flow::Continue) => {}
-            Ok(Flow::Close) => return Buffered::Close,
+            Ok(Flow::Close) => {
+                return Handled {
+                    frames,
+                    stop: Buffered::Close,
+                }
+            }
             Err(e) => {
                 tracing::warn!(%peer, error = %e, "closing connection");
-                return Buffered::Close;
+                return Handled {
+                    frames,
+                    stop: Buffered::Close,
+                };
             }
         }
     }

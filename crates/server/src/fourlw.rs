@@ -1,6 +1,8 @@
 //! Four-letter words: a new connection whose first four bytes spell a command gets a plain-text answer
 //! and is closed. Formats follow ZooKeeper 3.8 closely enough for its usual parsers (kazoo reads
-//! `zookeeper.version=` from `envi`; monitoring tools read `mntr`'s tab-separated pairs).
+//! `zookeeper.version=` from `envi`; monitoring tools read `mntr`'s tab-separated pairs). Which words are answered:
+//! [`crate::ServerConfig::four_letter_words`] (by default `srvr`, `ruok` and `isro` only: the others tell what ACLs
+//! hide, such as ephemeral node names, session ids and client addresses).
 
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
@@ -23,11 +25,7 @@ pub fn detect(first: &[u8]) -> Option<&'static str> {
 
 /// Writes the answer and closes.
 pub async fn answer(shared: &Arc<Shared>, cmd: &'static str, wr: Stream) {
-    let allowed = shared
-        .config
-        .four_letter_words
-        .iter()
-        .any(|w| w == cmd || w == "*");
+    let allowed = allowed(&shared.config.four_letter_words, cmd);
     let text = if allowed {
         render(shared, cmd)
     } else {
@@ -35,6 +33,13 @@ pub async fn answer(shared: &Arc<Shared>, cmd: &'static str, wr: Stream) {
     };
     let _ = wr.write_all(text.as_bytes()).await;
     let _ = wr.shutdown(std::net::Shutdown::Write);
+}
+
+/// Whether `cmd` is answered with `whitelist` (`4lw.commands.whitelist`): listed, or `*` listed, or `srvr`, which
+/// ZooKeeper adds to every whitelist (it uses the word itself). Anything else gets ZooKeeper 3.8's exact answer,
+/// `<word> is not executed because it is not in the whitelist.\n` (checked against a real 3.8 server).
+pub fn allowed(whitelist: &[String], cmd: &str) -> bool {
+    cmd == "srvr" || whitelist.iter().any(|w| w == cmd || w == "*")
 }
 
 fn render(shared: &Arc<Shared>, cmd: &str) -> String {

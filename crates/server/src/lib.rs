@@ -49,7 +49,11 @@
 //! persistent-recursive watches, container sweep, digest ACLs with an optional super digest, TLS on a secure
 //! client port beside the plain one ([`TlsConfig`]: PEM or PKCS12 stores, `ssl.clientAuth`, client certificates
 //! as `x509` ids, an x509 super user), zoo.cfg keys it does not apply reported at start ([`IgnoredKey`]), the built-in
-//! `/zookeeper` nodes, limits (frame size, connections per IP, outstanding requests per connection), and
+//! `/zookeeper` nodes, limits (frame size, connections per IP, outstanding requests and unsent bytes per connection,
+//! unsent notification bytes per connection, the deadline for a connect request and, once connected, for each
+//! request: docs/operations.md, "Exposure and limits"), four-letter words as ZooKeeper 3.5+ allows them by default
+//! (`srvr`, plus `ruok` and `isro`; the others only when listed), a data directory locked against a second server
+//! and private files (0700 directories, 0600 files), and
 //! durability: every reply after the fsync of its txn, snapshots every `snapCount` txns (100,000) or
 //! `snapSizeLimitInKb` logged bytes (4 GiB; log files roll at that size too, so pruning bounds the disk use) and at shutdown,
 //! sessions and zxid surviving restarts.
@@ -86,7 +90,6 @@
 //! - TTL nodes and quotas: off by default in ZooKeeper 3.8 too (`extendedTypesEnabled`, quota enforcement).
 //! - The admin HTTP server and JMX (the figures of `mntr` are served to Prometheus by
 //!   [`Server::serve_metrics`]); `mntr`'s file descriptor counts are reported as 0.
-//! - Notifications queued for a client that stops reading are not bounded (replies are).
 #![forbid(unsafe_code)]
 
 mod acl;
@@ -112,12 +115,13 @@ mod watch;
 
 pub use config::{
     ClientAuth, ConfigError, IgnoredKey, ServerConfig, Store, StoreKind, TlsConfig, TlsProtocol,
+    DEFAULT_FOUR_LETTER_WORDS, DEFAULT_SESSIONLESS_CNXN_TIMEOUT,
 };
 pub use error::Error;
 pub use latency::LatencyFigures;
 pub use metrics::Figures;
 pub use tls::TlsError;
-pub use zklock_storage::StorageError;
+pub use zklock_storage::{StorageError, LOCK_FILE};
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

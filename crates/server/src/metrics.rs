@@ -15,9 +15,11 @@
 //!
 //! # Names
 //!
-//! Each Prometheus metric is named as the `mntr` key it mirrors (`zk_znode_count`, `zk_watch_count`, …), with the
-//! same value and unit (latencies in milliseconds, uptime in milliseconds, sizes in bytes), so a figure can be
-//! checked against `echo mntr | nc host port`. The two text keys become labels of `zk_info`. Left out: the file
+//! Each Prometheus metric is named as the `mntr` key it mirrors (`zk_znode_count`, `zk_watch_count`, …; a counter
+//! with `_total` after it, as Prometheus names counters: `zk_packets_received_total`), with the same value and
+//! unit (latencies in milliseconds, uptime in milliseconds, sizes in bytes), so a figure can be checked against
+//! `echo mntr | nc host port` (`mntr` must be in `4lw.commands.whitelist`). The two text keys become labels of
+//! `zk_info`. `zk_pending_output_bytes` and `zk_slow_connections_closed` are ours. Left out: the file
 //! descriptor counts, which `mntr` reports as 0 (the server does not read them), and fsync times, which the
 //! storage does not record.
 
@@ -76,6 +78,12 @@ pub struct Figures {
     pub global_sessions: usize,
     /// `zk_last_zxid`: the last zxid applied.
     pub last_zxid: i64,
+    /// `zk_pending_output_bytes` (ours): bytes of replies and notifications queued on every connection and not yet
+    /// written.
+    pub pending_output_bytes: usize,
+    /// `zk_slow_connections_closed` (ours): connections closed since start because their client did not read its
+    /// notifications (`maxClientPendingNotificationBytes`).
+    pub slow_connections_closed: u64,
 }
 
 /// `zk_znode_count` (and `srvr`'s node count): ZooKeeper's node map holds the root twice ("" and "/"), so its
@@ -110,12 +118,18 @@ impl Figures {
             uptime_ms: u64::try_from(shared.started.elapsed().as_millis()).unwrap_or(u64::MAX),
             global_sessions: st.sessions.len(),
             last_zxid: st.last_zxid,
+            pending_output_bytes: st
+                .conns
+                .values()
+                .map(|c| c.outbox.pending_bytes.load(Ordering::Relaxed))
+                .sum(),
+            slow_connections_closed: shared.notification_limit.closed.load(Ordering::Relaxed),
         }
     }
 
     /// `mntr`'s answer: ZooKeeper's tab-separated key/value lines, in its order.
     pub fn mntr(&self) -> String {
-        let pairs: [(&str, String); 18] = [
+        let pairs: [(&str, String); 20] = [
             ("zk_version", self.version.to_owned()),
             ("zk_server_state", self.server_state.to_owned()),
             ("zk_avg_latency", self.latency.avg_text()),
@@ -135,6 +149,12 @@ impl Figures {
             ("zk_uptime", self.uptime_ms.to_string()),
             ("zk_global_sessions", self.global_sessions.to_string()),
             ("zk_last_zxid", format!("0x{:x}", self.last_zxid)),
+            // Ours, after ZooKeeper's keys.
+            ("zk_pending_output_bytes", self.pending_output_bytes.to_string()),
+            (
+                "zk_slow_connections_closed",
+                self.slow_connections_closed.to_string(),
+            ),
         ];
         let mut s = String::new();
         for (k, v) in pairs {
@@ -155,12 +175,12 @@ impl Figures {
             label_value(self.server_state)
         );
         let l = &self.latency;
-        let rows: [(&str, &str, &str, String); 14] = [
+        let rows: [(&str, &str, &str, String); 16] = [
             ("zk_avg_latency", "gauge", "Average reply latency since start, in milliseconds (from the reply being queued to its being written, fsync included).", l.avg_ms.to_string()),
             ("zk_max_latency", "gauge", "Longest reply latency since start, in whole milliseconds.", l.max_ms.to_string()),
             ("zk_min_latency", "gauge", "Shortest reply latency since start, in whole milliseconds.", l.min_ms.to_string()),
-            ("zk_packets_received", "counter", "Requests received since start.", self.packets_received.to_string()),
-            ("zk_packets_sent", "counter", "Replies and notifications sent since start.", self.packets_sent.to_string()),
+            ("zk_packets_received_total", "counter", "Requests received since start.", self.packets_received.to_string()),
+            ("zk_packets_sent_total", "counter", "Replies and notifications sent since start.", self.packets_sent.to_string()),
             ("zk_num_alive_connections", "gauge", "Open client connections.", self.alive_connections.to_string()),
             ("zk_outstanding_requests", "gauge", "Requests whose reply is not written yet.", self.outstanding_requests.to_string()),
             ("zk_znode_count", "gauge", "Nodes in the tree, counted as ZooKeeper counts them (the root twice).", self.znode_count.to_string()),
@@ -170,6 +190,8 @@ impl Figures {
             ("zk_uptime", "gauge", "Milliseconds since the server started.", self.uptime_ms.to_string()),
             ("zk_global_sessions", "gauge", "Open sessions.", self.global_sessions.to_string()),
             ("zk_last_zxid", "gauge", "The last zxid applied.", self.last_zxid.to_string()),
+            ("zk_pending_output_bytes", "gauge", "Bytes of replies and notifications queued on every connection, not yet written.", self.pending_output_bytes.to_string()),
+            ("zk_slow_connections_closed_total", "counter", "Connections closed because their client did not read its notifications.", self.slow_connections_closed.to_string()),
         ];
         for (name, kind, help, value) in rows {
             let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
@@ -188,8 +210,14 @@ fn label_value(text: &str) -> String {
 /// At most this many scrape connections at once; more are closed at once (a scraper needs one).
 const MAX_CONNECTIONS: usize = 64;
 
-/// A scraper that connects must send its request headers within this long.
-const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// A scraper must send a request's headers within this long of connecting (or of the previous response, on a
+/// kept-alive connection). Short, so that connections holding partial requests free their slots soon: an attacker
+/// must keep reconnecting to keep the endpoint full, and a scraper retrying gets in between.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The longest a scrape connection lives, kept alive or not: after it, the connection is closed once the request in
+/// progress (if any) is answered (Prometheus reconnects at its next scrape).
+const CONNECTION_LIFETIME: Duration = Duration::from_secs(30);
 
 /// Serves `GET /metrics` on `listener` until the server shuts down.
 pub(crate) async fn serve(shared: Arc<Shared>, listener: TcpListener) {
@@ -208,11 +236,22 @@ pub(crate) async fn serve(shared: Arc<Shared>, listener: TcpListener) {
                             let response = respond(&shared, &request);
                             async move { Ok::<_, Infallible>(response) }
                         });
-                        let served = hyper::server::conn::http1::Builder::new()
+                        let connection = hyper::server::conn::http1::Builder::new()
                             .timer(TokioTimer::new())
                             .header_read_timeout(HEADER_TIMEOUT)
-                            .serve_connection(TokioIo::new(socket), service)
-                            .await;
+                            .serve_connection(TokioIo::new(socket), service);
+                        tokio::pin!(connection);
+                        let served = tokio::select! {
+                            served = connection.as_mut() => served,
+                            () = tokio::time::sleep(CONNECTION_LIFETIME) => {
+                                connection.as_mut().graceful_shutdown();
+                                // Bounded too: a response the client does not read does not keep the slot.
+                                match tokio::time::timeout(HEADER_TIMEOUT, connection.as_mut()).await {
+                                    Ok(served) => served,
+                                    Err(_) => Ok(()),
+                                }
+                            }
+                        };
                         if let Err(error) = served {
                             tracing::debug!(%peer, %error, "metrics connection failed");
                         }

@@ -12,10 +12,17 @@
 //!
 //! Writes are non-blocking (`try_write_vectored`). When the socket is full, the outbox is marked blocked and
 //! only the connection task, once the socket is writable again, resumes it.
+//!
+//! Memory is bounded in bytes: [`Outbox::pending_bytes`] counts every queued frame until it is written. The
+//! connection task stops reading requests while it is above [`crate::ServerConfig::max_pending_bytes`] (replies
+//! then stop growing: a client that does not read gets no more served), and a notification that would take the
+//! unsent notifications past [`NotificationLimit::max_bytes`] closes the connection instead of being queued
+//! (notifications come from other clients' writes, which back-pressure on this connection cannot stop).
 
 use std::collections::VecDeque;
 use std::io::IoSlice;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
@@ -62,6 +69,16 @@ struct Queue {
     closed: bool,
 }
 
+/// What one connection may hold of notifications its client does not read, and where closing one for it is
+/// counted.
+#[derive(Debug, Clone, Default)]
+pub struct NotificationLimit {
+    /// Unsent notification bytes a connection may hold; 0 = no limit.
+    pub max_bytes: usize,
+    /// Connections closed for passing it, since start (`mntr`'s `zk_slow_connections_closed`).
+    pub closed: Arc<AtomicU64>,
+}
+
 /// The outgoing side of one connection.
 #[derive(Debug)]
 pub struct Outbox {
@@ -80,6 +97,14 @@ pub struct Outbox {
     pub cancel: CancellationToken,
     /// Replies queued but not yet written.
     pub outstanding: AtomicUsize,
+    /// Bytes of the frames queued and not yet written (replies and notifications).
+    pub pending_bytes: AtomicUsize,
+    /// Of those, the notifications' bytes.
+    notification_bytes: AtomicUsize,
+    /// The bound on `notification_bytes`.
+    limit: NotificationLimit,
+    /// The client's address (for the log line when the limit closes the connection).
+    peer: Option<SocketAddr>,
     /// Packets received (for `cons`).
     pub received: AtomicUsize,
     /// Packets sent (for `cons`).
@@ -89,8 +114,15 @@ pub struct Outbox {
 }
 
 impl Outbox {
-    /// An outbox writing into `stream`, recording each reply's latency in `latency`.
-    pub fn new(stream: Arc<Stream>, cancel: CancellationToken, latency: Arc<Latency>) -> Outbox {
+    /// An outbox writing into `stream`, recording each reply's latency in `latency`, closing the connection when its
+    /// unsent notifications would pass `limit` (`peer` names it in the log).
+    pub fn new(
+        stream: Arc<Stream>,
+        cancel: CancellationToken,
+        latency: Arc<Latency>,
+        limit: NotificationLimit,
+        peer: Option<SocketAddr>,
+    ) -> Outbox {
         Outbox {
             stream,
             queue: Mutex::new(Queue::default()),
@@ -100,6 +132,10 @@ impl Outbox {
             wake: Notify::new(),
             cancel,
             outstanding: AtomicUsize::new(0),
+            pending_bytes: AtomicUsize::new(0),
+            notification_bytes: AtomicUsize::new(0),
+            limit,
+            peer,
             received: AtomicUsize::new(0),
             sent: AtomicUsize::new(0),
             latency,
@@ -118,9 +154,31 @@ impl Outbox {
         if q.closed {
             return;
         }
+        let len = bytes.len();
         if reply {
             self.outstanding.fetch_add(1, Ordering::SeqCst);
+        } else {
+            let held = self.notification_bytes.load(Ordering::Relaxed);
+            if self.limit.max_bytes > 0 && held + len > self.limit.max_bytes {
+                // The client does not read its events: close rather than hold them without end. Its session
+                // lives on, as after any disconnect; on reconnecting, setWatches tells it what it missed.
+                self.limit.closed.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(
+                    peer = ?self.peer,
+                    unsent_notification_bytes = held,
+                    limit = self.limit.max_bytes,
+                    "closing a connection whose client does not read its notifications"
+                );
+                self.clear(&mut q);
+                q.closed = true;
+                drop(q);
+                self.cancel.cancel();
+                self.wake.notify_one();
+                return;
+            }
+            self.notification_bytes.fetch_add(len, Ordering::Relaxed);
         }
+        self.pending_bytes.fetch_add(len, Ordering::SeqCst);
         // A reply's request was read and handled just now (under the state lock, in the same pass): its latency
         // starts here. One clock read per reply, none per notification.
         let queued = reply.then(Instant::now);
@@ -155,10 +213,18 @@ impl Outbox {
     pub fn abort(&self) {
         let mut q = self.lock();
         q.closed = true;
-        q.items.clear();
+        self.clear(&mut q);
         drop(q);
         self.cancel.cancel();
         self.wake.notify_one();
+    }
+
+    /// Drops every queued item, and their bytes from the counts.
+    fn clear(&self, q: &mut Queue) {
+        q.items.clear();
+        q.offset = 0;
+        self.pending_bytes.store(0, Ordering::SeqCst);
+        self.notification_bytes.store(0, Ordering::Relaxed);
     }
 
     /// After the socket became writable again: clears the blocked mark and flushes.
@@ -223,7 +289,7 @@ impl Outbox {
                         return;
                     }
                     if close {
-                        q.items.clear();
+                        self.clear(&mut q);
                         q.closed = true;
                         drop(q);
                         let _ = self.stream.shutdown(std::net::Shutdown::Write);
@@ -241,7 +307,7 @@ impl Outbox {
                 Err(e) => {
                     tracing::debug!(error = %e, "write failed; closing connection");
                     q.closed = true;
-                    q.items.clear();
+                    self.clear(&mut q);
                     drop(q);
                     self.cancel.cancel();
                     self.wake.notify_one();
@@ -254,6 +320,7 @@ impl Outbox {
     /// Drops the `n` bytes just written from the front of the queue.
     fn advance(&self, q: &mut Queue, mut n: usize) {
         let mut replies = 0;
+        let (mut freed, mut freed_notifications) = (0, 0);
         let mut now = None;
         while n > 0 {
             let Some(Item::Frame { bytes, queued, .. }) = q.items.front() else {
@@ -266,15 +333,23 @@ impl Outbox {
             }
             n -= left;
             q.offset = 0;
+            freed += bytes.len();
             if let Some(queued) = *queued {
                 replies += 1;
                 let now = *now.get_or_insert_with(Instant::now);
                 self.latency.record(now.saturating_duration_since(queued));
+            } else {
+                freed_notifications += bytes.len();
             }
             q.items.pop_front();
             self.sent.fetch_add(1, Ordering::Relaxed);
         }
-        if replies > 0 {
+        if freed_notifications > 0 {
+            self.notification_bytes
+                .fetch_sub(freed_notifications, Ordering::Relaxed);
+        }
+        if freed > 0 {
+            self.pending_bytes.fetch_sub(freed, Ordering::SeqCst);
             self.outstanding.fetch_sub(replies, Ordering::SeqCst);
             // Wake the connection task only when it waits for this (a wake-up from the writer thread costs
             // the runtime a syscall).

@@ -34,6 +34,7 @@ pub fn make_shared(
 ) -> Arc<Shared> {
     let shutdown = CancellationToken::new();
     let durable = Arc::new(Durable::new(last_zxid, shutdown.child_token()));
+    let config_notification_limit = config.max_pending_notification_bytes;
     let mut state = State::new(tree, sessions, last_zxid, log, durable.clone());
     state.super_digest = config.super_digest.clone();
     // ZooKeeper registers the x509 scheme when a secure client port is configured (`configureSSLAuth`): only then
@@ -54,6 +55,10 @@ pub fn make_shared(
         shutdown,
         started: std::time::Instant::now(),
         latency: Arc::default(),
+        notification_limit: crate::outbox::NotificationLimit {
+            max_bytes: config_notification_limit,
+            closed: Arc::default(),
+        },
     })
 }
 

@@ -29,6 +29,8 @@ pub struct Shared {
     pub started: std::time::Instant,
     /// Reply latencies (for `srvr`, `stat`, `mntr` and the metrics endpoint).
     pub latency: Arc<crate::latency::Latency>,
+    /// The bound on each connection's unsent notifications, and the count of connections closed for it.
+    pub notification_limit: crate::outbox::NotificationLimit,
 }
 
 impl Shared {

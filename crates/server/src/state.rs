@@ -390,6 +390,8 @@ mod tests {
                 stream,
                 tokio_util::sync::CancellationToken::new(),
                 Default::default(),
+                Default::default(),
+                None,
             )),
             session: 0,
             peer: "127.0.0.1:1".parse().unwrap(),

@@ -3,6 +3,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Result, StorageError};
@@ -43,6 +44,7 @@ impl ActiveLog {
             .read(true)
             .write(true)
             .create_new(true)
+            .mode(crate::files::FILE_MODE)
             .open(&path)
             .map_err(io)?;
         let header = record::log_header();

@@ -86,6 +86,28 @@ pub enum StorageError {
         /// Bytes available (to an unprivileged user: `f_bavail`).
         available: u64,
     },
+    /// The data (or log) directory is a file or something else that is not a directory.
+    #[error("{} is not a directory", path.display())]
+    NotADirectory {
+        /// The path.
+        path: PathBuf,
+    },
+    /// Another process (another server) holds the directory's lock file: two servers on one directory would
+    /// append to the same log and overwrite each other's snapshots.
+    #[error(
+        "the data directory {} is in use by another server (process {}; lock file {})",
+        dir.display(),
+        holder.map_or_else(|| "unknown".to_owned(), |pid| pid.to_string()),
+        lock_file.display()
+    )]
+    InUse {
+        /// The directory.
+        dir: PathBuf,
+        /// Its lock file.
+        lock_file: PathBuf,
+        /// The process id the holder wrote into the lock file, when it could be read.
+        holder: Option<u32>,
+    },
     /// The storage was closed (or its writer thread is gone).
     #[error("storage is closed")]
     Closed,

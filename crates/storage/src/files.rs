@@ -53,9 +53,58 @@ pub(crate) fn remove_tmp_files(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Creates `dir` (and parents) if needed.
+/// The mode of the directories the storage creates: owner only, whatever the umask (the log holds ACL-protected
+/// data and digest hashes).
+pub(crate) const DIR_MODE: u32 = 0o700;
+/// The mode of the files the storage creates (log files, snapshots, the lock file): owner read and write only.
+pub(crate) const FILE_MODE: u32 = 0o600;
+
+/// Creates `dir` (and missing parents) with [`DIR_MODE`] if needed. An existing path that is not a directory is
+/// [`StorageError::NotADirectory`]; an existing directory that the group or others may read, write or enter is
+/// kept as it is, with a warning (the operator chose its mode; ZooKeeper's data can be read there).
 pub(crate) fn ensure_dir(dir: &Path) -> Result<()> {
-    fs::create_dir_all(dir).map_err(|e| StorageError::io(dir, e))
+    use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+    match fs::metadata(dir) {
+        Ok(meta) if !meta.is_dir() => {
+            return Err(StorageError::NotADirectory {
+                path: dir.to_path_buf(),
+            })
+        }
+        Ok(meta) => {
+            let mode = meta.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                tracing::warn!(
+                    dir = %dir.display(),
+                    mode = format!("{mode:o}"),
+                    "the data directory is open to the group or others (its log and snapshots hold ACL-protected \
+                     data and digest hashes); consider chmod 700"
+                );
+            }
+            return Ok(());
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        // A parent is a file.
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+            return Err(StorageError::NotADirectory {
+                path: dir.to_path_buf(),
+            })
+        }
+        Err(e) => return Err(StorageError::io(dir, e)),
+    }
+    // The parents it creates get the same owner-only mode, as `mkdir -p -m 700` would give the last one only;
+    // stricter is the safe side for directories nobody asked for.
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(DIR_MODE)
+        .create(dir)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotADirectory => StorageError::NotADirectory {
+                path: dir.to_path_buf(),
+            },
+            _ => StorageError::io(dir, e),
+        })?;
+    // The umask may have taken bits from DIR_MODE, never added any; set it exactly so a umask of 0 is covered too.
+    fs::set_permissions(dir, fs::Permissions::from_mode(DIR_MODE)).map_err(|e| StorageError::io(dir, e))
 }
 
 /// Makes creations, renames and deletions in `dir` durable.

@@ -156,6 +156,7 @@
 mod active_log;
 mod error;
 mod files;
+mod lock;
 mod options;
 mod record;
 mod recovery;
@@ -164,6 +165,7 @@ mod storage;
 mod writer;
 
 pub use error::StorageError;
+pub use lock::LOCK_FILE;
 pub use options::StorageOptions;
 pub use record::MAX_PAYLOAD_LEN;
 pub use recovery::Recovered;

@@ -30,8 +30,7 @@ pub(crate) struct Outcome {
 
 /// Runs recovery over the directories named in `options`, repairing torn tails on disk.
 pub(crate) fn recover(options: &StorageOptions) -> Result<Outcome> {
-    files::ensure_dir(&options.dir)?;
-    files::ensure_dir(options.log_dir())?;
+    // The directories exist: `Storage::open` created (or checked) and locked them.
     files::remove_tmp_files(&options.dir)?;
     let snapshot = snapshot::load_newest(&options.dir)?;
     let snap_zxid = snapshot.as_ref().map(|(z, _)| *z);

@@ -2,6 +2,7 @@
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Result, StorageError};
@@ -41,6 +42,7 @@ fn write_via(tmp_path: &Path, dir: &Path, zxid: i64, blob: &[u8], fsync: bool) -
         .write(true)
         .create(true)
         .truncate(true)
+        .mode(crate::files::FILE_MODE)
         .open(tmp_path)
         .map_err(io)?;
     // Several writes through a buffer: the blob may be large, so avoid copying it.

@@ -6,6 +6,7 @@ use std::thread::JoinHandle;
 
 use crate::error::{Result, StorageError};
 use crate::files::{self, LOG_PREFIX, SNAPSHOT_PREFIX};
+use crate::lock::{self, DirLock};
 use crate::options::StorageOptions;
 use crate::record::LOG_HEADER_LEN;
 use crate::recovery::{self, Recovered};
@@ -25,6 +26,8 @@ struct Inner {
     writer: Mutex<Option<JoinHandle<Option<Arc<StorageError>>>>>,
     /// Serializes `save_snapshot` calls (write + prune) with each other; appends never wait.
     snapshot_lock: Mutex<()>,
+    /// The directories' locks (see `lock.rs`), held until [`Storage::close`] or the last handle is dropped.
+    locks: Mutex<Vec<DirLock>>,
 }
 
 impl std::fmt::Debug for Storage {
@@ -42,6 +45,12 @@ impl Storage {
     /// step of the log.
     pub fn open(options: StorageOptions) -> Result<(Storage, Recovered)> {
         options.validate()?;
+        // Before recovery, which repairs and deletes files: only the owner of the directories may.
+        let mut locks = Vec::new();
+        for dir in lock::dirs(&options.dir, options.log_dir()) {
+            files::ensure_dir(&dir)?;
+            locks.push(DirLock::take(&dir)?);
+        }
         let outcome = recovery::recover(&options)?;
         check_room(&options)?;
         let shared = Arc::new(Shared::default());
@@ -57,6 +66,7 @@ impl Storage {
                 shared,
                 writer: Mutex::new(Some(handle)),
                 snapshot_lock: Mutex::new(()),
+                locks: Mutex::new(locks),
             }),
         };
         Ok((storage, outcome.recovered))
@@ -160,9 +170,12 @@ impl Storage {
 
     /// Writes and syncs everything queued, then stops the writer thread. Other clones of
     /// this handle see [`StorageError::Closed`] afterwards. Returns the error that poisoned
-    /// the log, if any.
+    /// the log, if any. Releases the directories' lock (`zklock.lock`): another `open` may take them.
     pub fn close(self) -> Result<()> {
-        self.inner.shutdown()
+        let closed = self.inner.shutdown();
+        // Done with the directories: another server may have them now.
+        self.inner.locks.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        closed
     }
 }
 

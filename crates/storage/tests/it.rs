@@ -897,3 +897,69 @@ proptest! {
         }
     }
 }
+
+/// One storage per directory: a second `open` of a directory in use fails with `InUse` (naming the holder's
+/// process) and touches nothing; once the first is closed, or dropped, the directory opens again.
+#[test]
+fn a_directory_in_use_is_refused() {
+    let tmp = TempDir::new().unwrap();
+    let o = options(tmp.path());
+    let (s, _) = open(&o);
+    append_all_sync(&s, 1..=3);
+    match Storage::open(o.clone()) {
+        Err(StorageError::InUse { dir, holder, .. }) => {
+            assert_eq!(dir, tmp.path());
+            assert_eq!(holder, Some(std::process::id()));
+        }
+        other => panic!("expected InUse, got {:?}", other.map(|(_, r)| r)),
+    }
+    // A separate log directory is locked too.
+    let mut other = options(&tmp.path().join("other"));
+    other.log_dir = Some(tmp.path().to_path_buf());
+    assert!(matches!(Storage::open(other), Err(StorageError::InUse { .. })));
+    s.close().unwrap();
+    let (s, rec) = open(&o);
+    assert_eq!(rec.last_zxid, 3, "the refused open changed nothing");
+    drop(s);
+    let (_s, _) = open(&o);
+}
+
+/// Directories the storage creates are 0700 and its files 0600, whatever the umask let through.
+#[test]
+fn directories_and_files_are_private() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let tmp = TempDir::new().unwrap();
+    let dir = tmp.path().join("new/data");
+    let (s, _) = open(&options(&dir));
+    append_all_sync(&s, 1..=3);
+    s.save_snapshot(3, b"state").unwrap();
+    let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700);
+    assert_eq!(mode(&tmp.path().join("new")), 0o700, "parents it created too");
+    for file in fs::read_dir(&dir).unwrap() {
+        let path = file.unwrap().path();
+        assert_eq!(mode(&path), 0o600, "{}", path.display());
+    }
+    assert_eq!(log_files(&dir).len() + snapshot_files(&dir).len(), 2);
+    assert!(dir.join(zklock_storage::LOCK_FILE).exists());
+}
+
+/// A data directory that is a file is "not a directory", before anything is written.
+#[test]
+fn a_file_is_not_a_directory() {
+    let tmp = TempDir::new().unwrap();
+    let file = tmp.path().join("data");
+    fs::write(&file, b"not a directory").unwrap();
+    match Storage::open(options(&file)) {
+        Err(e @ StorageError::NotADirectory { .. }) => {
+            assert_eq!(e.to_string(), format!("{} is not a directory", file.display()));
+        }
+        other => panic!("expected NotADirectory, got {:?}", other.map(|(_, r)| r)),
+    }
+    let below = file.join("sub");
+    assert!(matches!(
+        Storage::open(options(&below)),
+        Err(StorageError::NotADirectory { .. })
+    ));
+    assert_eq!(fs::read(&file).unwrap(), b"not a directory");
+}

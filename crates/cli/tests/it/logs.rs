@@ -74,11 +74,20 @@ impl Serve {
         }
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> i32 {
+        self.child.id().expect("running") as i32
+    }
+
     /// SIGTERM, then waits for the exit; returns the exit code and everything written to stderr.
-    pub async fn stop(mut self) -> (Option<i32>, String) {
-        let pid = self.child.id().expect("running") as i32;
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM)
-            .expect("SIGTERM");
+    pub async fn stop(self) -> (Option<i32>, String) {
+        self.stop_with(nix::sys::signal::Signal::SIGTERM).await
+    }
+
+    /// Sends `signal`, then waits for the exit; returns the exit code and everything written to stderr.
+    pub async fn stop_with(mut self, signal: nix::sys::signal::Signal) -> (Option<i32>, String) {
+        let pid = self.pid();
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal).expect("signal");
         let status = timeout(EVENTUALLY, self.child.wait())
             .await
             .expect("zklock serve exited in time")
@@ -178,6 +187,7 @@ async fn serve_log_format_json_writes_one_object_per_line() {
         .unwrap_or_else(|| panic!("the serving line: {stderr}"));
     assert_eq!(serving["level"], "INFO");
     assert_eq!(serving["addr"], addr.to_string(), "fields beside the message");
+    assert_eq!(serving["tls"], "off", "no secure client port");
     assert!(
         objects
             .iter()

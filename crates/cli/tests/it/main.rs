@@ -20,6 +20,8 @@ mod pause;
 mod revoke;
 mod run;
 mod secure;
+mod serve_attack;
+mod serve_dir;
 mod serve_disk_full;
 mod serve_tls;
 mod signals;

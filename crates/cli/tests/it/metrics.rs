@@ -73,6 +73,11 @@ async fn scrape(addr: SocketAddr) -> HashMap<String, f64> {
         if let Some(rest) = line.strip_prefix("# TYPE ") {
             let (name, kind) = rest.split_once(' ').expect("# TYPE name kind");
             assert!(["gauge", "counter"].contains(&kind), "{line}");
+            // Prometheus's naming rule for counters.
+            assert!(
+                kind != "counter" || name.ends_with("_total"),
+                "counter {name} ends in _total"
+            );
             typed.push(name.to_owned());
             continue;
         }
@@ -115,7 +120,21 @@ fn persistent() -> zk::CreateOptions<'static> {
 /// connections, the zxid, latency.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_are_the_figures_of_mntr_and_follow_the_tree() {
-    let serve = Serve::start(&["serve", "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0"]).await;
+    // `mntr` is off by default (4lw.commands.whitelist): this test compares against it.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("zoo.cfg");
+    std::fs::write(&config, "4lw.commands.whitelist=mntr\n").unwrap();
+    let config = config.to_str().unwrap();
+    let serve = Serve::start(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--metrics",
+        "127.0.0.1:0",
+        "--config",
+        config,
+    ])
+    .await;
     let (addr, metrics) = (serve.addr, serve.metrics.expect("the metrics address"));
 
     // Nobody connected: nothing moves between the two reads, so they agree exactly.
@@ -137,7 +156,12 @@ async fn metrics_are_the_figures_of_mntr_and_follow_the_tree() {
         let said: f64 = words[key]
             .parse()
             .unwrap_or_else(|_| panic!("{key}: {}", words[key]));
-        assert_eq!(before.get(key), Some(&said), "{key}: mntr says {said}");
+        // Prometheus names a counter with `_total` after it.
+        let name = match key {
+            "zk_packets_received" | "zk_packets_sent" => format!("{key}_total"),
+            _ => key.to_owned(),
+        };
+        assert_eq!(before.get(&name), Some(&said), "{name}: mntr says {said}");
     }
     let zxid = i64::from_str_radix(words["zk_last_zxid"].trim_start_matches("0x"), 16).unwrap();
     assert_eq!(before["zk_last_zxid"], zxid as f64);
@@ -187,7 +211,8 @@ async fn metrics_are_the_figures_of_mntr_and_follow_the_tree() {
         "a session and four creates"
     );
     assert!(after["zk_approximate_data_size"] >= before["zk_approximate_data_size"] + 10.0);
-    assert!(after["zk_packets_received"] >= before["zk_packets_received"] + 5.0);
+    assert!(after["zk_packets_received_total"] >= before["zk_packets_received_total"] + 5.0);
+
     assert!(after["zk_avg_latency"] > 0.0, "replies are timed: {after:?}");
     assert!(after["zk_max_latency"] >= after["zk_min_latency"]);
     assert!(after["zk_uptime"] >= before["zk_uptime"]);

@@ -33,9 +33,13 @@ where
     F: Fn(SocketAddr, String) -> Fut,
     Fut: std::future::Future<Output = Vec<String>>,
 {
-    let server = Server::start(ServerConfig::default())
-        .await
-        .expect("embedded server starts");
+    // Every four-letter word, as the testkit's ZooKeeper is configured (`4lw.commands.whitelist=*`).
+    let server = Server::start(ServerConfig {
+        four_letter_words: vec!["*".into()],
+        ..ServerConfig::default()
+    })
+    .await
+    .expect("embedded server starts");
     let ours = scenario(server.local_addr(), zklock_testkit::unique_path("scripted")).await;
     let real_addr = zklock_testkit::shared_standalone().member_addr(0);
     let theirs = scenario(real_addr, zklock_testkit::unique_path("scripted")).await;

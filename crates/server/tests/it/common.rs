@@ -43,6 +43,19 @@ impl Raw {
         }
     }
 
+    /// Connects with a receive buffer of about `bytes` (the kernel doubles it and has a floor): a client whose
+    /// window fills at once when it does not read.
+    pub async fn connect_small(addr: SocketAddr, bytes: u32) -> Raw {
+        let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+        socket.set_recv_buffer_size(bytes).expect("SO_RCVBUF");
+        let stream = socket.connect(addr).await.expect("tcp connect");
+        Raw {
+            stream,
+            buf: Vec::new(),
+            next_xid: 1,
+        }
+    }
+
     /// Connects and completes a handshake for a new session (Java-style, with the readOnly byte).
     pub async fn session(addr: SocketAddr) -> (Raw, ConnectResponse) {
         let mut raw = Raw::connect(addr).await;
@@ -130,6 +143,21 @@ impl Raw {
             }
             assert_eq!(h.xid, -1, "only notifications may come between");
         }
+    }
+
+    /// Whether the server closes the connection within `limit` (reads until EOF).
+    pub async fn closed_within(&mut self, limit: Duration) -> bool {
+        tokio::time::timeout(limit, async {
+            let mut chunk = vec![0u8; 4096];
+            loop {
+                match self.stream.read(&mut chunk).await {
+                    Ok(0) | Err(_) => return true,
+                    Ok(_) => {}
+                }
+            }
+        })
+        .await
+        .unwrap_or(false)
     }
 
     /// Whether the server closes the connection (reads until EOF, bounded in time).

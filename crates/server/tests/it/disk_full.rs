@@ -24,6 +24,8 @@ const NOT_SERVING: &str = "This ZooKeeper instance is not currently serving requ
 fn config(dir: &Path) -> ServerConfig {
     ServerConfig {
         data_dir: Some(dir.to_path_buf()),
+        // The monitoring words are off by default; this test asks them.
+        four_letter_words: vec!["*".into()],
         ..Default::default()
     }
 }

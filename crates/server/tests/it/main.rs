@@ -6,5 +6,6 @@ mod common;
 mod containers;
 mod disk_full;
 mod durability;
+mod limits;
 mod raw;
 mod tls;

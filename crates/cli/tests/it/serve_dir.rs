@@ -1,0 +1,219 @@
+//! `zklock serve` owns its data directory (issue 18, item 4): a second server on it exits at once with status 5 while
+//! the first keeps serving and keeps every acknowledged write; a directory that cannot be used fails the start
+//! before the server listens. And the serve items of issue 18.5: host names for `--listen`, SIGHUP as a clean
+//! shutdown, the fatal line of a JSON log in JSON.
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use tokio::time::timeout;
+use zookeeper_client as zk;
+
+use crate::logs::Serve;
+use crate::support::*;
+
+fn persistent() -> zk::CreateOptions<'static> {
+    zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
+}
+
+async fn serve_on(dir: &Path) -> Serve {
+    Serve::start(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        dir.to_str().unwrap(),
+    ])
+    .await
+}
+
+/// The exit code, stdout and stderr of a `zklock serve` that must end by itself within `limit`.
+async fn serve_that_fails(args: &[&str], limit: Duration) -> (Option<i32>, String, String) {
+    let out = timeout(limit, zklock(args).env_remove("ZKLOCK_LOG").output())
+        .await
+        .unwrap_or_else(|_| panic!("zklock {args:?} did not exit within {limit:?}"))
+        .expect("run zklock");
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_server_on_a_directory_in_use_exits_and_the_first_keeps_every_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    let first = serve_on(dir.path()).await;
+    let hosts = first.addr.to_string();
+    let c = client(&hosts).await;
+    c.create("/owned", b"", &persistent()).await.unwrap();
+    for i in 0..20 {
+        c.create(&format!("/owned/n{i}"), b"acknowledged", &persistent())
+            .await
+            .unwrap();
+    }
+
+    for json in [false, true] {
+        let mut args = vec!["serve", "--listen", "127.0.0.1:0", "--data-dir", data];
+        if json {
+            args.extend(["--log-format", "json"]);
+        }
+        let started = Instant::now();
+        let (code, stdout, stderr) = serve_that_fails(&args, Duration::from_secs(10)).await;
+        let took = started.elapsed();
+        assert_eq!(code, Some(5), "{stderr}");
+        assert!(took < Duration::from_secs(2), "exited after {took:?}");
+        assert!(!stdout.contains("listening"), "never listened: {stdout}");
+        let said = format!(
+            "the data directory {data} is in use by another server (process {}",
+            first.pid()
+        );
+        if json {
+            for line in stderr.lines() {
+                let value: serde_json::Value =
+                    serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"));
+                assert!(value.is_object(), "{line}");
+            }
+            let last: serde_json::Value = serde_json::from_str(stderr.lines().last().unwrap()).unwrap();
+            assert_eq!(last["level"], "ERROR", "{stderr}");
+            assert_eq!(last["exit_status"], 5, "{stderr}");
+            assert!(last["message"].as_str().unwrap().contains(&said), "{stderr}");
+        } else {
+            assert!(stderr.contains(&format!("zklock serve: {said}")), "{stderr}");
+        }
+    }
+
+    // The first one serves on, undisturbed.
+    c.create("/owned/after", b"acknowledged", &persistent())
+        .await
+        .unwrap();
+    drop(c);
+    let (code, stderr) = first.stop().await;
+    assert_eq!(code, Some(0), "{stderr}");
+
+    let again = serve_on(dir.path()).await;
+    let c = client(&again.addr.to_string()).await;
+    let mut children = c.list_children("/owned").await.unwrap();
+    children.sort();
+    let mut expected: Vec<String> = (0..20).map(|i| format!("n{i}")).collect();
+    expected.push("after".into());
+    expected.sort();
+    assert_eq!(children, expected, "every acknowledged write");
+    drop(c);
+    let (code, stderr) = again.stop().await;
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_data_directory_that_cannot_be_used_fails_before_listening() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data");
+    std::fs::write(&file, b"").unwrap();
+    let file = file.to_str().unwrap();
+    let (code, stdout, stderr) = serve_that_fails(
+        &["serve", "--listen", "127.0.0.1:0", "--data-dir", file],
+        EVENTUALLY,
+    )
+    .await;
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(!stdout.contains("listening"), "{stdout}");
+    assert!(
+        stderr.contains(&format!("zklock serve: {file} is not a directory")),
+        "{stderr}"
+    );
+
+    // Read-only: a tmpfs remounted read-only (permissions would not stop root, which the tmpfs needs anyway).
+    let fs = zklock_testkit::Tmpfs::mount("4m");
+    let data = fs.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let remount = std::process::Command::new("mount")
+        .args(["-o", "remount,ro"])
+        .arg(fs.path())
+        .status()
+        .unwrap();
+    assert!(remount.success());
+    let data = data.to_str().unwrap();
+    let (code, stdout, stderr) = serve_that_fails(
+        &["serve", "--listen", "127.0.0.1:0", "--data-dir", data],
+        EVENTUALLY,
+    )
+    .await;
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(!stdout.contains("listening"), "{stdout}");
+    assert!(
+        stderr.contains(&format!(
+            "zklock serve: cannot write in the data directory {data}: "
+        )),
+        "{stderr}"
+    );
+}
+
+/// SIGHUP stops the server like SIGTERM: exit 0, a final snapshot, every write there after a restart. A data
+/// directory open to others is used with a warning; the files the server writes are its own only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_is_a_clean_shutdown_with_a_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let serve = serve_on(dir.path()).await;
+    let c = client(&serve.addr.to_string()).await;
+    c.create("/hup", b"kept", &persistent()).await.unwrap();
+    drop(c);
+    let (code, stderr) = serve.stop_with(Signal::SIGHUP).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("shutting down"), "{stderr}");
+    assert!(stderr.contains("open to the group or others"), "{stderr}");
+    let mut snapshots = 0;
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().into_string().unwrap();
+        snapshots += usize::from(name.starts_with("snapshot."));
+        let mode = entry.metadata().unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{name}");
+    }
+    assert_eq!(snapshots, 1, "the final snapshot");
+
+    let again = serve_on(dir.path()).await;
+    let c = client(&again.addr.to_string()).await;
+    assert_eq!(c.get_data("/hup").await.unwrap().0, b"kept");
+    drop(c);
+    let (code, stderr) = again.stop().await;
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+/// `--listen` takes a host name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listen_takes_a_host_name() {
+    let serve = Serve::start(&["serve", "--listen", "localhost:0"]).await;
+    assert!(serve.addr.ip().is_loopback(), "{}", serve.addr);
+    let c = client(&serve.addr.to_string()).await;
+    c.check_stat("/").await.unwrap();
+    drop(c);
+    let (code, stderr) = serve.stop().await;
+    assert_eq!(code, Some(0), "{stderr}");
+
+    let (code, _, stderr) =
+        serve_that_fails(&["serve", "--listen", "no-such-host.invalid:2181"], EVENTUALLY).await;
+    assert_eq!(code, Some(2), "a usage error: {stderr}");
+    assert!(stderr.contains("cannot resolve"), "{stderr}");
+
+    // With a JSON log, the usage error is one JSON line too.
+    let (code, _, stderr) = serve_that_fails(
+        &[
+            "serve",
+            "--log-format",
+            "json",
+            "--listen",
+            "no-such-host.invalid:2181",
+        ],
+        EVENTUALLY,
+    )
+    .await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let line: serde_json::Value = serde_json::from_str(stderr.trim()).expect("JSON");
+    assert_eq!(line["level"], "ERROR");
+    assert_eq!(line["exit_status"], 2);
+    assert!(
+        line["message"].as_str().unwrap().contains("cannot resolve"),
+        "{stderr}"
+    );
+}
