@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Runs the workspace's test executables in lanes, side by side, for scripts/test.
+
+    scripts/run_tests.py ARTIFACTS.json [EXTRA TEST ARGS...]
+
+ARTIFACTS.json is the output of `cargo test --no-run --message-format=json-render-diagnostics`: every test
+executable cargo built, with its package. `cargo test` would run them one after another; most of the suite's time
+is spent waiting (on fault campaigns' schedules, session timeouts, JVMs starting), so three lanes run at once on
+two cores:
+
+* the fault campaigns (zklock-chaos's `campaign` tests, each a time-bound campaign that mostly sleeps between
+  faults), several at a time;
+* the library's and the embedded server's tests;
+* the command line's tests and everything else.
+
+Each executable runs in its package's directory, as `cargo test` runs it, with its output kept in a log that is
+printed whole when it ends (lanes never interleave lines). A lane goes on after a failure, so one run shows every
+failure. The documentation tests (`cargo test --doc`, which compiles each example) run in a fourth lane. Ends with
+the plain line `N passed, M failed` (summed from every `test result:` line) and exits non-zero if anything failed.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+
+# Campaigns at a time: each is a server and a few contender processes, mostly asleep between faults.
+CAMPAIGN_THREADS = "3"
+
+
+def executables(path):
+    found = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line.startswith("{"):
+                continue
+            msg = json.loads(line)
+            if msg.get("reason") != "compiler-artifact" or not msg.get("profile", {}).get("test"):
+                continue
+            exe = msg.get("executable")
+            if not exe:
+                continue
+            package = msg["package_id"]
+            # "path+file:///work/main/crates/cli#zklock-cli@0.1.0" or "zklock-cli 0.1.0 (path+file://...)"
+            m = re.search(r"#([^@]+)@", package) or re.match(r"(\S+) ", package)
+            name = m.group(1) if m else package
+            found.append(
+                {
+                    "package": name,
+                    "target": msg["target"]["name"],
+                    "kind": msg["target"]["kind"][0],
+                    "exe": exe,
+                    "dir": os.path.dirname(msg["manifest_path"]),
+                }
+            )
+    return found
+
+
+def lane_of(test):
+    if test["package"] == "zklock-chaos" and test["target"] == "campaign":
+        return 0
+    if test["package"] in ("zklock", "zklock-server", "zklock-storage", "zklock-codec"):
+        return 1
+    return 2
+
+
+RESULT = re.compile(r"test result: (\w+)\. (\d+) passed; (\d+) failed")
+
+lock = threading.Lock()
+totals = {"passed": 0, "failed": 0, "broken": []}
+
+
+def run_lane(number, tests, extra):
+    for test in tests:
+        if "args" in test:
+            args, label = test["args"], test["label"]
+        else:
+            args = [test["exe"]] + extra
+            if number == 0:
+                args += ["--test-threads", CAMPAIGN_THREADS]
+            label = f"{test['package']} {test['kind']} {test['target']}"
+        started = time.monotonic()
+        proc = subprocess.run(
+            args,
+            cwd=test["dir"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+        took = time.monotonic() - started
+        out = proc.stdout.decode("utf-8", "replace")
+        passed = failed = 0
+        for m in RESULT.finditer(out):
+            passed += int(m.group(2))
+            failed += int(m.group(3))
+        with lock:
+            sys.stdout.write(f"\n===== {label} ({took:.0f}s, exit {proc.returncode}) =====\n{out}")
+            sys.stdout.flush()
+            totals["passed"] += passed
+            totals["failed"] += failed
+            if proc.returncode != 0:
+                totals["broken"].append(f"{label} (exit {proc.returncode})")
+            print(f"run_tests: lane {number}: {label}: {passed} passed, {failed} failed, {took:.0f}s", file=sys.stderr)
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    tests = executables(sys.argv[1])
+    extra = sys.argv[2:]
+    if not tests:
+        sys.exit("run_tests: no test executable in " + sys.argv[1])
+    lanes = [[], [], [], []]
+    for test in tests:
+        lanes[lane_of(test)].append(test)
+    workspace = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    lanes[3].append(
+        {"args": ["cargo", "test", "--workspace", "--doc"], "label": "doc tests", "dir": workspace}
+    )
+    threads = [threading.Thread(target=run_lane, args=(n, lane, extra)) for n, lane in enumerate(lanes)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print()
+    for broken in totals["broken"]:
+        print(f"run_tests: FAILED: {broken}")
+    print(f"{totals['passed']} passed, {totals['failed']} failed")
+    sys.exit(1 if totals["broken"] or totals["failed"] else 0)
+
+
+if __name__ == "__main__":
+    main()
