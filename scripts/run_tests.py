@@ -45,8 +45,9 @@ def executables(path):
             if not exe:
                 continue
             package = msg["package_id"]
-            # "path+file:///work/main/crates/cli#zklock-cli@0.1.0" or "zklock-cli 0.1.0 (path+file://...)"
-            m = re.search(r"#([^@]+)@", package) or re.match(r"(\S+) ", package)
+            # "path+file:///work/main/crates/cli#zklock-cli@0.1.0", "path+file:///work/main/crates/zklock#0.1.0"
+            # (the name is the directory's), or the older "zklock-cli 0.1.0 (path+file://...)".
+            m = re.search(r"#([^@]+)@", package) or re.search(r"/([^/#]+)#[^@]+$", package) or re.match(r"(\S+) ", package)
             name = m.group(1) if m else package
             found.append(
                 {

@@ -9,26 +9,6 @@ use zookeeper_client::{Acls, Client, CreateMode};
 
 use crate::support::*;
 
-/// Runs each body against the shared real ZooKeeper and the embedded server.
-macro_rules! on_both_servers {
-    ($(async fn $name:ident($hosts:ident : &str) $body:block)*) => {$(
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-            async fn body($hosts: &str) $body
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn zookeeper() {
-                body(&crate::support::zookeeper().await).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn embedded() {
-                let hosts = tokio::task::spawn_blocking(zklock_testkit::shared_embedded).await.unwrap();
-                body(&hosts).await
-            }
-        }
-    )*};
-}
-
 async fn mkdir(client: &Client, path: &str, data: &[u8]) {
     let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
     client.create(path, data, &persistent).await.unwrap();

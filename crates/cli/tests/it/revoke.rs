@@ -15,26 +15,6 @@ use crate::support::*;
 /// The holder's command: says it started, says `term` on SIGTERM (and ends), otherwise sleeps for long.
 const HOLDER: &str = r#"trap 'echo term; exit 0' TERM; echo started; sleep 300 & wait"#;
 
-/// Runs each body against the shared real ZooKeeper and the embedded server.
-macro_rules! on_both_servers {
-    ($(async fn $name:ident($hosts:ident : &str) $body:block)*) => {$(
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-            async fn body($hosts: &str) $body
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn zookeeper() {
-                body(&crate::support::zookeeper().await).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn embedded() {
-                let hosts = tokio::task::spawn_blocking(zklock_testkit::shared_embedded).await.unwrap();
-                body(&hosts).await
-            }
-        }
-    )*};
-}
-
 /// `zklock <kind> --connect HOSTS PATH -- sh -c SCRIPT`, with its output piped.
 fn start(kind: &str, hosts: &str, path: &str, script: &str) -> (Child, Lines<BufReader<ChildStdout>>) {
     let mut process = zklock(&[

@@ -15,32 +15,6 @@ use zookeeper_client::{self as zk, Acl, AuthId, Client, CreateMode, Permission};
 
 use crate::support::*;
 
-/// Runs a scenario against the shared real ZooKeeper and the shared embedded server, as a test each.
-macro_rules! on_both_servers {
-    ($(async fn $name:ident($hosts:ident : &str) $body:block)*) => {$(
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-            async fn body($hosts: &str) $body
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn zookeeper() {
-                body(&crate::support::zookeeper().await).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn embedded() {
-                body(&super::embedded().await).await
-            }
-        }
-    )*};
-}
-
-/// The connect string of this test binary's shared embedded server.
-async fn embedded() -> String {
-    tokio::task::spawn_blocking(zklock_testkit::shared_embedded)
-        .await
-        .unwrap()
-}
-
 /// ZooKeeper's digest of `user` with `password`: base64(sha1(user:password)), what `--acl digest:USER:HASH` takes.
 fn hash(user: &str, password: &str) -> String {
     let digest = sha1_smol::Sha1::from(format!("{user}:{password}"))
