@@ -1,9 +1,10 @@
 //! File naming (`log.<hex>`, `snapshot.<hex>`), directory listing and durability helpers.
 
-use std::fs::{self, File};
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Result, StorageError};
+use crate::vfs::{Disk, SyncPoint};
 
 /// Prefix of transaction log file names.
 pub(crate) const LOG_PREFIX: &str = "log.";
@@ -27,12 +28,11 @@ pub(crate) fn parse_name(name: &str, prefix: &str) -> Option<i64> {
 }
 
 /// Files in `dir` named `<prefix><hex>`, sorted by zxid ascending.
-pub(crate) fn list(dir: &Path, prefix: &str) -> Result<Vec<(i64, PathBuf)>> {
+pub(crate) fn list(disk: &Disk, dir: &Path, prefix: &str) -> Result<Vec<(i64, PathBuf)>> {
     let mut out = Vec::new();
-    for entry in fs::read_dir(dir).map_err(|e| StorageError::io(dir, e))? {
-        let entry = entry.map_err(|e| StorageError::io(dir, e))?;
-        if let Some(zxid) = entry.file_name().to_str().and_then(|n| parse_name(n, prefix)) {
-            out.push((zxid, entry.path()));
+    for name in disk.fs().list(dir).map_err(|e| StorageError::io(dir, e))? {
+        if let Some(zxid) = parse_name(&name, prefix) {
+            out.push((zxid, dir.join(name)));
         }
     }
     out.sort_by_key(|(zxid, _)| *zxid);
@@ -40,14 +40,12 @@ pub(crate) fn list(dir: &Path, prefix: &str) -> Result<Vec<(i64, PathBuf)>> {
 }
 
 /// Deletes leftover `*.tmp` files (snapshots interrupted by a crash).
-pub(crate) fn remove_tmp_files(dir: &Path) -> Result<()> {
-    for entry in fs::read_dir(dir).map_err(|e| StorageError::io(dir, e))? {
-        let entry = entry.map_err(|e| StorageError::io(dir, e))?;
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
+pub(crate) fn remove_tmp_files(disk: &Disk, dir: &Path) -> Result<()> {
+    for name in disk.fs().list(dir).map_err(|e| StorageError::io(dir, e))? {
         if name.starts_with(SNAPSHOT_PREFIX) && name.ends_with(TMP_SUFFIX) {
-            tracing::info!(file = %entry.path().display(), "removing unfinished snapshot");
-            remove(&entry.path())?;
+            let path = dir.join(name);
+            tracing::info!(file = %path.display(), "removing unfinished snapshot");
+            remove(disk, &path)?;
         }
     }
     Ok(())
@@ -107,14 +105,12 @@ pub(crate) fn ensure_dir(dir: &Path) -> Result<()> {
     fs::set_permissions(dir, fs::Permissions::from_mode(DIR_MODE)).map_err(|e| StorageError::io(dir, e))
 }
 
-/// Makes creations, renames and deletions in `dir` durable.
-pub(crate) fn sync_dir(dir: &Path, fsync: bool) -> Result<()> {
-    if !fsync {
+/// Makes creations, renames and deletions in `dir` durable (unless the disk does not sync at `point`).
+pub(crate) fn sync_dir(disk: &Disk, dir: &Path, point: SyncPoint) -> Result<()> {
+    if !disk.syncs(point) {
         return Ok(());
     }
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| StorageError::io(dir, e))
+    disk.fs().sync_dir(dir).map_err(|e| StorageError::io(dir, e))
 }
 
 /// Bytes available to an unprivileged user in the file system holding `dir`, and its block size.
@@ -125,8 +121,8 @@ pub(crate) fn free_space(dir: &Path) -> std::io::Result<(u64, u64)> {
 }
 
 /// Removes a file; an already missing file is fine.
-pub(crate) fn remove(path: &Path) -> Result<()> {
-    match fs::remove_file(path) {
+pub(crate) fn remove(disk: &Disk, path: &Path) -> Result<()> {
+    match disk.fs().remove(path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(StorageError::io(path, e)),

@@ -162,6 +162,7 @@ mod record;
 mod recovery;
 mod snapshot;
 mod storage;
+mod vfs;
 mod writer;
 
 pub use error::StorageError;
