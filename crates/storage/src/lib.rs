@@ -154,12 +154,16 @@
 #![forbid(unsafe_code)]
 
 mod active_log;
+#[cfg(test)]
+mod crash_tests;
 mod error;
 mod files;
 mod lock;
 mod options;
 mod record;
 mod recovery;
+#[cfg(test)]
+mod sim_disk;
 mod snapshot;
 mod storage;
 mod vfs;
