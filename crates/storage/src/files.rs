@@ -59,8 +59,10 @@ pub(crate) const FILE_MODE: u32 = 0o600;
 
 /// Creates `dir` (and missing parents) with [`DIR_MODE`] if needed. An existing path that is not a directory is
 /// [`StorageError::NotADirectory`]; an existing directory that the group or others may read, write or enter is
-/// kept as it is, with a warning (the operator chose its mode; ZooKeeper's data can be read there).
-pub(crate) fn ensure_dir(dir: &Path) -> Result<()> {
+/// kept as it is, with a warning (the operator chose its mode; ZooKeeper's data can be read there). Returns the
+/// directories it created, outermost first: their entries are not durable until their parents are synced
+/// ([`parent_of`]).
+pub(crate) fn ensure_dir(dir: &Path) -> Result<Vec<PathBuf>> {
     use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
     match fs::metadata(dir) {
         Ok(meta) if !meta.is_dir() => {
@@ -78,7 +80,7 @@ pub(crate) fn ensure_dir(dir: &Path) -> Result<()> {
                      data and digest hashes); consider chmod 700"
                 );
             }
-            return Ok(());
+            return Ok(Vec::new());
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         // A parent is a file.
@@ -89,6 +91,12 @@ pub(crate) fn ensure_dir(dir: &Path) -> Result<()> {
         }
         Err(e) => return Err(StorageError::io(dir, e)),
     }
+    let mut created: Vec<PathBuf> = dir
+        .ancestors()
+        .take_while(|p| !p.as_os_str().is_empty() && fs::symlink_metadata(p).is_err())
+        .map(Path::to_path_buf)
+        .collect();
+    created.reverse();
     // The parents it creates get the same owner-only mode, as `mkdir -p -m 700` would give the last one only;
     // stricter is the safe side for directories nobody asked for.
     fs::DirBuilder::new()
@@ -102,7 +110,16 @@ pub(crate) fn ensure_dir(dir: &Path) -> Result<()> {
             _ => StorageError::io(dir, e),
         })?;
     // The umask may have taken bits from DIR_MODE, never added any; set it exactly so a umask of 0 is covered too.
-    fs::set_permissions(dir, fs::Permissions::from_mode(DIR_MODE)).map_err(|e| StorageError::io(dir, e))
+    fs::set_permissions(dir, fs::Permissions::from_mode(DIR_MODE)).map_err(|e| StorageError::io(dir, e))?;
+    Ok(created)
+}
+
+/// The directory holding `path`'s entry (`.` for a relative name without one).
+pub(crate) fn parent_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    }
 }
 
 /// Makes creations, renames and deletions in `dir` durable (unless the disk does not sync at `point`).
@@ -142,5 +159,16 @@ mod tests {
         assert_eq!(parse_name("log.", LOG_PREFIX), None);
         assert_eq!(parse_name("log.xyz", LOG_PREFIX), None);
         assert_eq!(parse_name("snapshot.10.tmp", SNAPSHOT_PREFIX), None);
+    }
+
+    #[test]
+    fn ensure_dir_says_which_directories_it_created() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("a").join("b");
+        assert_eq!(ensure_dir(&dir).unwrap(), [tmp.path().join("a"), dir.clone()]);
+        assert!(dir.is_dir());
+        assert_eq!(ensure_dir(&dir).unwrap(), Vec::<PathBuf>::new());
+        assert_eq!(parent_of(&dir), tmp.path().join("a"));
+        assert_eq!(parent_of(Path::new("data")), Path::new("."));
     }
 }

@@ -14,9 +14,11 @@
 //!   after it is independently kept or dropped, applied in order, and dropped when what it needs is not there (a
 //!   rename of a file whose creation was dropped). A file's own fsync does *not* make its name durable (POSIX; ext4
 //!   often does, other file systems do not). A rename is atomic: the new name or the old one, never neither.
+//! * Directories the storage creates (`ensure_dir`) are entries of their parents like files: they survive only
+//!   if the parent was synced after their creation. The directories of the starting image are durable.
 //! * A file that no durable name reaches is gone.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -30,18 +32,52 @@ use crate::vfs::{Vfs, VfsFile};
 /// A disk's content: directory → file name → bytes. Every directory in it exists.
 pub(crate) type Image = BTreeMap<PathBuf, BTreeMap<String, Vec<u8>>>;
 
+/// The inode number of a directory's entry for a subdirectory.
+const DIR_INO: usize = usize::MAX;
+
 /// One recorded operation. Inode numbers are positions in the image's iteration order, then creation order.
 #[derive(Debug, Clone)]
 pub(crate) enum Op {
-    Create { dir: PathBuf, name: String, ino: usize },
-    Write { ino: usize, offset: u64, data: Arc<[u8]> },
-    SetLen { ino: usize, len: u64 },
-    SyncFile { ino: usize },
-    Rename { dir: PathBuf, from: String, to: String, ino: usize },
-    Remove { dir: PathBuf, name: String, ino: usize },
-    SyncDir { dir: PathBuf },
+    Create {
+        dir: PathBuf,
+        name: String,
+        ino: usize,
+    },
+    Write {
+        ino: usize,
+        offset: u64,
+        data: Arc<[u8]>,
+    },
+    SetLen {
+        ino: usize,
+        len: u64,
+    },
+    SyncFile {
+        ino: usize,
+    },
+    Rename {
+        dir: PathBuf,
+        from: String,
+        to: String,
+        ino: usize,
+    },
+    Remove {
+        dir: PathBuf,
+        name: String,
+        ino: usize,
+    },
+    SyncDir {
+        dir: PathBuf,
+    },
+    /// A directory created in `parent`.
+    MkDir {
+        parent: PathBuf,
+        name: String,
+    },
     /// Test marker: the completion of this zxid ran (it was acknowledged).
-    Ack { zxid: i64 },
+    Ack {
+        zxid: i64,
+    },
 }
 
 struct Live {
@@ -63,7 +99,10 @@ fn not_found(path: &Path) -> io::Error {
 
 fn split(path: &Path) -> io::Result<(PathBuf, String)> {
     let dir = path.parent().ok_or_else(|| not_found(path))?;
-    let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| not_found(path))?;
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| not_found(path))?;
     Ok((dir.to_path_buf(), name.to_owned()))
 }
 
@@ -120,6 +159,7 @@ impl SimDisk {
             .get(&dir)
             .and_then(|d| d.get(&name))
             .copied()
+            .filter(|&ino| ino != DIR_INO)
             .ok_or_else(|| not_found(path))
     }
 
@@ -214,10 +254,25 @@ impl Vfs for SimDisk {
         Ok(())
     }
 
-    fn ensure_dir(&self, dir: &Path) -> Result<()> {
-        // The explorer's directories are part of every image: they exist and are durable.
-        assert!(self.lock().dirs.contains_key(dir), "{} is not in the image", dir.display());
-        Ok(())
+    fn ensure_dir(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+        let mut live = self.lock();
+        let mut created: Vec<PathBuf> = dir
+            .ancestors()
+            .take_while(|p| !live.dirs.contains_key(*p))
+            .map(Path::to_path_buf)
+            .collect();
+        created.reverse();
+        for new in &created {
+            let (parent, name) = split(new).expect("an absolute path");
+            let entries = live
+                .dirs
+                .get_mut(&parent)
+                .expect("the image holds the root of every directory");
+            entries.insert(name.clone(), DIR_INO);
+            live.dirs.insert(new.clone(), BTreeMap::new());
+            live.trace.push(Op::MkDir { parent, name });
+        }
+        Ok(created)
     }
 
     fn lock_dir(&self, _dir: &Path) -> Result<Box<dyn Send + Sync>> {
@@ -288,6 +343,8 @@ pub(crate) enum Keep<'a> {
 /// The durable state after a prefix of the trace, and what is not yet durable.
 #[derive(Clone)]
 pub(crate) struct Model {
+    /// The directories of the starting image (always there).
+    roots: BTreeSet<PathBuf>,
     durable_dirs: BTreeMap<PathBuf, BTreeMap<String, usize>>,
     pending_dirs: BTreeMap<PathBuf, Vec<Op>>,
     durable_data: Vec<Vec<u8>>,
@@ -310,6 +367,7 @@ impl Model {
         }
         let pending_data = vec![Vec::new(); durable_data.len()];
         Model {
+            roots: image.keys().cloned().collect(),
             durable_dirs,
             pending_dirs: BTreeMap::new(),
             durable_data,
@@ -328,12 +386,16 @@ impl Model {
     pub(crate) fn apply(&mut self, op: &Op) {
         match op {
             Op::Create { dir, ino, .. } => {
-                assert_eq!(*ino, self.durable_data.len(), "inodes are numbered in creation order");
+                assert_eq!(
+                    *ino,
+                    self.durable_data.len(),
+                    "inodes are numbered in creation order"
+                );
                 self.durable_data.push(Vec::new());
                 self.pending_data.push(Vec::new());
                 self.pending_dirs.entry(dir.clone()).or_default().push(op.clone());
             }
-            Op::Rename { dir, .. } | Op::Remove { dir, .. } => {
+            Op::Rename { dir, .. } | Op::Remove { dir, .. } | Op::MkDir { parent: dir, .. } => {
                 self.pending_dirs.entry(dir.clone()).or_default().push(op.clone());
             }
             Op::Write { ino, .. } | Op::SetLen { ino, .. } => self.pending_data[*ino].push(op.clone()),
@@ -355,16 +417,26 @@ impl Model {
     /// The image a power loss leaves now, keeping of the unsynced operations what `keep` says.
     pub(crate) fn crash(&self, keep: &mut Keep<'_>) -> Image {
         let mut image = Image::new();
-        for (dir, durable) in &self.durable_dirs {
-            let mut entries = durable.clone();
+        // Parents sort before their children.
+        let dirs: BTreeSet<&PathBuf> = self.durable_dirs.keys().chain(self.pending_dirs.keys()).collect();
+        let mut subdirs = BTreeSet::new();
+        for dir in dirs {
+            let mut entries = self.durable_dirs.get(dir).cloned().unwrap_or_default();
             for op in self.pending_dirs.get(dir).into_iter().flatten() {
                 if keeps(keep) {
                     apply_name(&mut entries, op);
                 }
             }
+            if !self.roots.contains(dir) && !subdirs.contains(dir) {
+                continue; // its entry in its parent did not survive
+            }
             let files = image.entry(dir.clone()).or_default();
             for (name, ino) in entries {
-                files.insert(name, self.crash_data(ino, keep));
+                if ino == DIR_INO {
+                    subdirs.insert(dir.join(name));
+                } else {
+                    files.insert(name, self.crash_data(ino, keep));
+                }
             }
         }
         image
@@ -380,7 +452,9 @@ impl Model {
                 continue;
             };
             match op {
-                Op::Write { offset, data: buf, .. } => match rng.gen_range(0..4) {
+                Op::Write {
+                    offset, data: buf, ..
+                } => match rng.gen_range(0..4) {
                     0 => {}
                     1 => apply_data(&mut data, op),
                     torn => {
@@ -426,7 +500,9 @@ fn keeps(keep: &mut Keep<'_>) -> bool {
 
 fn apply_data(data: &mut Vec<u8>, op: &Op) {
     match op {
-        Op::Write { offset, data: buf, .. } => write_into(data, *offset, buf),
+        Op::Write {
+            offset, data: buf, ..
+        } => write_into(data, *offset, buf),
         Op::SetLen { len, .. } => data.resize(*len as usize, 0),
         _ => unreachable!("not a data operation: {op:?}"),
     }
@@ -437,6 +513,9 @@ fn apply_name(entries: &mut BTreeMap<String, usize>, op: &Op) {
     match op {
         Op::Create { name, ino, .. } => {
             entries.insert(name.clone(), *ino);
+        }
+        Op::MkDir { name, .. } => {
+            entries.insert(name.clone(), DIR_INO);
         }
         Op::Rename { from, to, ino, .. } => {
             if entries.get(from) == Some(ino) {

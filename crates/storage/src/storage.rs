@@ -57,7 +57,10 @@ impl Storage {
         // Before recovery, which repairs and deletes files: only the owner of the directories may.
         let mut locks = Vec::new();
         for dir in lock::dirs(&options.dir, options.log_dir()) {
-            disk.fs().ensure_dir(&dir)?;
+            // A created directory's entry must be durable before anything in it is acknowledged.
+            for created in disk.fs().ensure_dir(&dir)? {
+                files::sync_dir(&disk, files::parent_of(&created), SyncPoint::NewDirParent)?;
+            }
             locks.push(disk.fs().lock_dir(&dir)?);
         }
         let outcome = recovery::recover(&disk, &options)?;

@@ -9,7 +9,7 @@
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileExt as _, OpenOptionsExt as _};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::Result;
@@ -34,8 +34,9 @@ pub(crate) trait Vfs: Send + Sync + 'static {
     fn remove(&self, path: &Path) -> io::Result<()>;
     /// Makes the creations, renames and removals in `dir` durable (fsync of the directory).
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
-    /// Creates `dir` if missing (see `files::ensure_dir`).
-    fn ensure_dir(&self, dir: &Path) -> Result<()>;
+    /// Creates `dir` and its missing parents (see `files::ensure_dir`); returns those it created, outermost first.
+    /// Their entries are not durable yet: the caller syncs their parents.
+    fn ensure_dir(&self, dir: &Path) -> Result<Vec<PathBuf>>;
     /// Takes the directory's lock (see `lock.rs`), held until the returned value is dropped.
     fn lock_dir(&self, dir: &Path) -> Result<Box<dyn Send + Sync>>;
     /// Bytes available in the file system holding `dir`, and its block size.
@@ -103,7 +104,7 @@ impl Vfs for RealFs {
         File::open(dir)?.sync_all()
     }
 
-    fn ensure_dir(&self, dir: &Path) -> Result<()> {
+    fn ensure_dir(&self, dir: &Path) -> Result<Vec<PathBuf>> {
         files::ensure_dir(dir)
     }
 
@@ -148,6 +149,8 @@ pub(crate) enum SyncPoint {
     LogCreateDir,
     /// The directory fsync after a snapshot's rename.
     SnapshotDir,
+    /// The fsync of the parent of a directory the storage created at open.
+    NewDirParent,
     /// Every other sync (preallocation, trimming a rolled file, recovery's repairs, pruning).
     Other,
 }
