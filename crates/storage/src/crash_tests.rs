@@ -26,7 +26,7 @@ const LOG_DIR: &str = "/sim/log";
 const TXNS: i64 = 300;
 /// New random crash states drawn per crash point where something is not durable yet, besides "only the synced"
 /// and "everything".
-const RANDOM_PER_POINT: usize = 8;
+const RANDOM_PER_POINT: usize = 12;
 const SEED: u64 = 21;
 
 /// The payload of `zxid`: its own bytes, of a length that varies so batches end anywhere in a sector.
