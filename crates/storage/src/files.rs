@@ -1,9 +1,10 @@
 //! File naming (`log.<hex>`, `snapshot.<hex>`), directory listing and durability helpers.
 
-use std::fs::{self, File};
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Result, StorageError};
+use crate::vfs::{Disk, SyncPoint};
 
 /// Prefix of transaction log file names.
 pub(crate) const LOG_PREFIX: &str = "log.";
@@ -27,12 +28,11 @@ pub(crate) fn parse_name(name: &str, prefix: &str) -> Option<i64> {
 }
 
 /// Files in `dir` named `<prefix><hex>`, sorted by zxid ascending.
-pub(crate) fn list(dir: &Path, prefix: &str) -> Result<Vec<(i64, PathBuf)>> {
+pub(crate) fn list(disk: &Disk, dir: &Path, prefix: &str) -> Result<Vec<(i64, PathBuf)>> {
     let mut out = Vec::new();
-    for entry in fs::read_dir(dir).map_err(|e| StorageError::io(dir, e))? {
-        let entry = entry.map_err(|e| StorageError::io(dir, e))?;
-        if let Some(zxid) = entry.file_name().to_str().and_then(|n| parse_name(n, prefix)) {
-            out.push((zxid, entry.path()));
+    for name in disk.fs().list(dir).map_err(|e| StorageError::io(dir, e))? {
+        if let Some(zxid) = parse_name(&name, prefix) {
+            out.push((zxid, dir.join(name)));
         }
     }
     out.sort_by_key(|(zxid, _)| *zxid);
@@ -40,14 +40,12 @@ pub(crate) fn list(dir: &Path, prefix: &str) -> Result<Vec<(i64, PathBuf)>> {
 }
 
 /// Deletes leftover `*.tmp` files (snapshots interrupted by a crash).
-pub(crate) fn remove_tmp_files(dir: &Path) -> Result<()> {
-    for entry in fs::read_dir(dir).map_err(|e| StorageError::io(dir, e))? {
-        let entry = entry.map_err(|e| StorageError::io(dir, e))?;
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
+pub(crate) fn remove_tmp_files(disk: &Disk, dir: &Path) -> Result<()> {
+    for name in disk.fs().list(dir).map_err(|e| StorageError::io(dir, e))? {
         if name.starts_with(SNAPSHOT_PREFIX) && name.ends_with(TMP_SUFFIX) {
-            tracing::info!(file = %entry.path().display(), "removing unfinished snapshot");
-            remove(&entry.path())?;
+            let path = dir.join(name);
+            tracing::info!(file = %path.display(), "removing unfinished snapshot");
+            remove(disk, &path)?;
         }
     }
     Ok(())
@@ -61,8 +59,10 @@ pub(crate) const FILE_MODE: u32 = 0o600;
 
 /// Creates `dir` (and missing parents) with [`DIR_MODE`] if needed. An existing path that is not a directory is
 /// [`StorageError::NotADirectory`]; an existing directory that the group or others may read, write or enter is
-/// kept as it is, with a warning (the operator chose its mode; ZooKeeper's data can be read there).
-pub(crate) fn ensure_dir(dir: &Path) -> Result<()> {
+/// kept as it is, with a warning (the operator chose its mode; ZooKeeper's data can be read there). Returns the
+/// directories it created, outermost first: their entries are not durable until their parents are synced
+/// ([`parent_of`]).
+pub(crate) fn ensure_dir(dir: &Path) -> Result<Vec<PathBuf>> {
     use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
     match fs::metadata(dir) {
         Ok(meta) if !meta.is_dir() => {
@@ -80,7 +80,7 @@ pub(crate) fn ensure_dir(dir: &Path) -> Result<()> {
                      data and digest hashes); consider chmod 700"
                 );
             }
-            return Ok(());
+            return Ok(Vec::new());
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         // A parent is a file.
@@ -91,6 +91,12 @@ pub(crate) fn ensure_dir(dir: &Path) -> Result<()> {
         }
         Err(e) => return Err(StorageError::io(dir, e)),
     }
+    let mut created: Vec<PathBuf> = dir
+        .ancestors()
+        .take_while(|p| !p.as_os_str().is_empty() && fs::symlink_metadata(p).is_err())
+        .map(Path::to_path_buf)
+        .collect();
+    created.reverse();
     // The parents it creates get the same owner-only mode, as `mkdir -p -m 700` would give the last one only;
     // stricter is the safe side for directories nobody asked for.
     fs::DirBuilder::new()
@@ -104,17 +110,24 @@ pub(crate) fn ensure_dir(dir: &Path) -> Result<()> {
             _ => StorageError::io(dir, e),
         })?;
     // The umask may have taken bits from DIR_MODE, never added any; set it exactly so a umask of 0 is covered too.
-    fs::set_permissions(dir, fs::Permissions::from_mode(DIR_MODE)).map_err(|e| StorageError::io(dir, e))
+    fs::set_permissions(dir, fs::Permissions::from_mode(DIR_MODE)).map_err(|e| StorageError::io(dir, e))?;
+    Ok(created)
 }
 
-/// Makes creations, renames and deletions in `dir` durable.
-pub(crate) fn sync_dir(dir: &Path, fsync: bool) -> Result<()> {
-    if !fsync {
+/// The directory holding `path`'s entry (`.` for a relative name without one).
+pub(crate) fn parent_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    }
+}
+
+/// Makes creations, renames and deletions in `dir` durable (unless the disk does not sync at `point`).
+pub(crate) fn sync_dir(disk: &Disk, dir: &Path, point: SyncPoint) -> Result<()> {
+    if !disk.syncs(point) {
         return Ok(());
     }
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| StorageError::io(dir, e))
+    disk.fs().sync_dir(dir).map_err(|e| StorageError::io(dir, e))
 }
 
 /// Bytes available to an unprivileged user in the file system holding `dir`, and its block size.
@@ -125,8 +138,8 @@ pub(crate) fn free_space(dir: &Path) -> std::io::Result<(u64, u64)> {
 }
 
 /// Removes a file; an already missing file is fine.
-pub(crate) fn remove(path: &Path) -> Result<()> {
-    match fs::remove_file(path) {
+pub(crate) fn remove(disk: &Disk, path: &Path) -> Result<()> {
+    match disk.fs().remove(path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(StorageError::io(path, e)),
@@ -146,5 +159,16 @@ mod tests {
         assert_eq!(parse_name("log.", LOG_PREFIX), None);
         assert_eq!(parse_name("log.xyz", LOG_PREFIX), None);
         assert_eq!(parse_name("snapshot.10.tmp", SNAPSHOT_PREFIX), None);
+    }
+
+    #[test]
+    fn ensure_dir_says_which_directories_it_created() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("a").join("b");
+        assert_eq!(ensure_dir(&dir).unwrap(), [tmp.path().join("a"), dir.clone()]);
+        assert!(dir.is_dir());
+        assert_eq!(ensure_dir(&dir).unwrap(), Vec::<PathBuf>::new());
+        assert_eq!(parent_of(&dir), tmp.path().join("a"));
+        assert_eq!(parent_of(Path::new("data")), Path::new("."));
     }
 }

@@ -70,6 +70,9 @@
 //!
 //! Other files in the directories are ignored. Names are parsed as 1 to 16 hex digits.
 //!
+//! [`Storage::open`] creates missing directories and fsyncs the parent of each one it created
+//! before it returns, so their entries are durable before anything in them is acknowledged.
+//!
 //! ## Log file
 //!
 //! ```text
@@ -154,14 +157,19 @@
 #![forbid(unsafe_code)]
 
 mod active_log;
+#[cfg(test)]
+mod crash_tests;
 mod error;
 mod files;
 mod lock;
 mod options;
 mod record;
 mod recovery;
+#[cfg(test)]
+mod sim_disk;
 mod snapshot;
 mod storage;
+mod vfs;
 mod writer;
 
 pub use error::StorageError;

@@ -1,7 +1,6 @@
 //! Open-time recovery: newest valid snapshot, replay of the logs after it, torn-tail and
 //! corruption handling (policy in the crate docs).
 
-use std::fs::{self, OpenOptions};
 use std::path::Path;
 
 use crate::active_log::ActiveLog;
@@ -10,6 +9,7 @@ use crate::files::{self, LOG_PREFIX};
 use crate::options::StorageOptions;
 use crate::record::{self, RecordView, LOG_HEADER_LEN};
 use crate::snapshot;
+use crate::vfs::{Disk, SyncPoint};
 
 /// What [`Storage::open`](crate::Storage::open) found on disk.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -29,13 +29,13 @@ pub(crate) struct Outcome {
 }
 
 /// Runs recovery over the directories named in `options`, repairing torn tails on disk.
-pub(crate) fn recover(options: &StorageOptions) -> Result<Outcome> {
+pub(crate) fn recover(disk: &Disk, options: &StorageOptions) -> Result<Outcome> {
     // The directories exist: `Storage::open` created (or checked) and locked them.
-    files::remove_tmp_files(&options.dir)?;
-    let snapshot = snapshot::load_newest(&options.dir)?;
+    files::remove_tmp_files(disk, &options.dir)?;
+    let snapshot = snapshot::load_newest(disk, &options.dir)?;
     let snap_zxid = snapshot.as_ref().map(|(z, _)| *z);
 
-    let logs = files::list(options.log_dir(), LOG_PREFIX)?;
+    let logs = files::list(disk, options.log_dir(), LOG_PREFIX)?;
     // Files whose successor starts at or below snapshot+1 hold nothing newer than it.
     let first_needed = match snap_zxid {
         None => 0,
@@ -49,6 +49,7 @@ pub(crate) fn recover(options: &StorageOptions) -> Result<Outcome> {
 
     let mut scan = Scan {
         options,
+        disk,
         snap_zxid,
         last_zxid: None,
         txns: Vec::new(),
@@ -60,7 +61,7 @@ pub(crate) fn recover(options: &StorageOptions) -> Result<Outcome> {
         match scan.file(path, *name_zxid, is_last)? {
             FileEnd::Complete { end } => {
                 if is_last {
-                    active = Some(ActiveLog::reopen(path, end)?);
+                    active = Some(ActiveLog::reopen(disk, path, end)?);
                 }
             }
             FileEnd::Removed => {}
@@ -68,10 +69,10 @@ pub(crate) fn recover(options: &StorageOptions) -> Result<Outcome> {
                 // Everything after the damage is gone, including later files.
                 for (_, later) in &needed[i + 1..] {
                     tracing::warn!(file = %later.display(), "removing log file after truncated corruption");
-                    files::remove(later)?;
+                    files::remove(disk, later)?;
                 }
-                files::sync_dir(options.log_dir(), options.fsync)?;
-                active = end.map(|end| ActiveLog::reopen(path, end)).transpose()?;
+                files::sync_dir(disk, options.log_dir(), SyncPoint::Other)?;
+                active = end.map(|end| ActiveLog::reopen(disk, path, end)).transpose()?;
                 break;
             }
         }
@@ -108,6 +109,7 @@ enum FileEnd {
 /// Scanning state carried across log files.
 struct Scan<'a> {
     options: &'a StorageOptions,
+    disk: &'a Disk,
     snap_zxid: Option<i64>,
     last_zxid: Option<i64>,
     txns: Vec<(i64, Vec<u8>)>,
@@ -116,13 +118,13 @@ struct Scan<'a> {
 impl Scan<'_> {
     /// Reads one log file, collecting its txns newer than the snapshot.
     fn file(&mut self, path: &Path, name_zxid: i64, is_last: bool) -> Result<FileEnd> {
-        let buf = fs::read(path).map_err(|e| StorageError::io(path, e))?;
+        let buf = self.disk.fs().read(path).map_err(|e| StorageError::io(path, e))?;
         if let Err(reason) = record::check_log_header(&buf) {
             if is_last && record::valid_records_after(&buf, 0).is_empty() {
                 // Died while creating the file, before any record in it was acknowledged.
                 tracing::warn!(file = %path.display(), %reason, "removing log file with a torn header");
-                files::remove(path)?;
-                files::sync_dir(self.options.log_dir(), self.options.fsync)?;
+                files::remove(self.disk, path)?;
+                files::sync_dir(self.disk, self.options.log_dir(), SyncPoint::Other)?;
                 return Ok(FileEnd::Removed);
             }
             return self.corrupt(path, 0, reason, is_last);
@@ -145,8 +147,8 @@ impl Scan<'_> {
                             // Header plus a torn first batch: nothing here was acknowledged,
                             // and the name may be a zxid that will be handed out again.
                             tracing::warn!(file = %path.display(), "removing log file without complete records");
-                            files::remove(path)?;
-                            files::sync_dir(self.options.log_dir(), self.options.fsync)?;
+                            files::remove(self.disk, path)?;
+                            files::sync_dir(self.disk, self.options.log_dir(), SyncPoint::Other)?;
                             return Ok(FileEnd::Removed);
                         }
                         return self.clean_end(path, &buf, at, &reason, followers.len());
@@ -209,7 +211,7 @@ impl Scan<'_> {
                 discarded_valid_records = discarded,
                 "truncating the torn final batch of the log"
             );
-            truncate(path, at as u64, self.options.fsync)?;
+            truncate(self.disk, path, at as u64)?;
         }
         Ok(FileEnd::Complete { end: at as u64 })
     }
@@ -226,10 +228,10 @@ impl Scan<'_> {
         tracing::warn!(file = %path.display(), offset = at, %reason, is_last, "corrupt log: truncating (truncate_corrupt_tail is set)");
         if at <= LOG_HEADER_LEN {
             // Nothing usable in this file: drop it entirely so a fresh one gets a valid header.
-            files::remove(path)?;
+            files::remove(self.disk, path)?;
             return Ok(FileEnd::Truncated { end: None });
         }
-        truncate(path, at as u64, self.options.fsync)?;
+        truncate(self.disk, path, at as u64)?;
         Ok(FileEnd::Truncated { end: Some(at as u64) })
     }
 }
@@ -246,11 +248,11 @@ fn only_torn_batch(followers: &[(usize, RecordView)], at: usize, last_batch: u64
 }
 
 /// Cuts `path` to `len` bytes and makes that durable.
-fn truncate(path: &Path, len: u64, fsync: bool) -> Result<()> {
+fn truncate(disk: &Disk, path: &Path, len: u64) -> Result<()> {
     let io = |e| StorageError::io(path, e);
-    let file = OpenOptions::new().write(true).open(path).map_err(io)?;
+    let mut file = disk.fs().open_rw(path).map_err(io)?;
     file.set_len(len).map_err(io)?;
-    if fsync {
+    if disk.syncs(SyncPoint::Other) {
         file.sync_all().map_err(io)?;
     }
     Ok(())

@@ -1,12 +1,10 @@
 //! Snapshot files: atomic write, validated read, and selection of the newest valid one.
 
-use std::fs::{self, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Result, StorageError};
 use crate::files::{self, SNAPSHOT_PREFIX, TMP_SUFFIX};
+use crate::vfs::{Disk, SyncPoint};
 
 const SNAPSHOT_MAGIC: &[u8; 8] = b"ZKLKSNP\0";
 const SNAPSHOT_VERSION: u32 = 1;
@@ -16,18 +14,18 @@ const SNAPSHOT_HEADER_LEN: usize = 32;
 /// Writes `snapshot.<zxid>` atomically: temp file, fsync, rename, fsync of the directory.
 /// On failure the temporary file is removed, so a snapshot that did not fit (a full disk) does not
 /// keep holding the space the log needs.
-pub(crate) fn write(dir: &Path, zxid: i64, blob: &[u8], fsync: bool) -> Result<PathBuf> {
+pub(crate) fn write(disk: &Disk, dir: &Path, zxid: i64, blob: &[u8]) -> Result<PathBuf> {
     let tmp_path = dir.join(format!("{}{TMP_SUFFIX}", files::file_name(SNAPSHOT_PREFIX, zxid)));
-    let written = write_via(&tmp_path, dir, zxid, blob, fsync);
+    let written = write_via(disk, &tmp_path, dir, zxid, blob);
     if written.is_err() {
-        if let Err(e) = files::remove(&tmp_path) {
+        if let Err(e) = files::remove(disk, &tmp_path) {
             tracing::warn!(error = %e, "cannot remove the unfinished snapshot");
         }
     }
     written
 }
 
-fn write_via(tmp_path: &Path, dir: &Path, zxid: i64, blob: &[u8], fsync: bool) -> Result<PathBuf> {
+fn write_via(disk: &Disk, tmp_path: &Path, dir: &Path, zxid: i64, blob: &[u8]) -> Result<PathBuf> {
     let final_path = dir.join(files::file_name(SNAPSHOT_PREFIX, zxid));
     let mut header = [0u8; SNAPSHOT_HEADER_LEN];
     header[..8].copy_from_slice(SNAPSHOT_MAGIC);
@@ -38,32 +36,26 @@ fn write_via(tmp_path: &Path, dir: &Path, zxid: i64, blob: &[u8], fsync: bool) -
     crc = crc32c::crc32c_append(crc, blob);
 
     let io = |e| StorageError::io(tmp_path, e);
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(crate::files::FILE_MODE)
-        .open(tmp_path)
+    let mut file = disk.fs().create_truncate(tmp_path).map_err(io)?;
+    // Three positioned writes: the blob may be large, so avoid copying it.
+    file.write_at(&header, 0).map_err(io)?;
+    file.write_at(blob, SNAPSHOT_HEADER_LEN as u64).map_err(io)?;
+    file.write_at(&crc.to_be_bytes(), (SNAPSHOT_HEADER_LEN + blob.len()) as u64)
         .map_err(io)?;
-    // Several writes through a buffer: the blob may be large, so avoid copying it.
-    let mut out = std::io::BufWriter::with_capacity(1 << 20, &mut file);
-    out.write_all(&header).map_err(io)?;
-    out.write_all(blob).map_err(io)?;
-    out.write_all(&crc.to_be_bytes()).map_err(io)?;
-    out.flush().map_err(io)?;
-    drop(out);
-    if fsync {
+    if disk.syncs(SyncPoint::Other) {
         file.sync_all().map_err(io)?;
     }
     drop(file);
-    fs::rename(tmp_path, &final_path).map_err(|e| StorageError::io(&final_path, e))?;
-    files::sync_dir(dir, fsync)?;
+    disk.fs()
+        .rename(tmp_path, &final_path)
+        .map_err(|e| StorageError::io(&final_path, e))?;
+    files::sync_dir(disk, dir, SyncPoint::SnapshotDir)?;
     Ok(final_path)
 }
 
 /// Reads and validates a snapshot file named for `zxid`; `Err` says why it is unusable.
-pub(crate) fn read(path: &Path, zxid: i64) -> Result<Vec<u8>, String> {
-    let mut buf = fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
+pub(crate) fn read(disk: &Disk, path: &Path, zxid: i64) -> Result<Vec<u8>, String> {
+    let mut buf = disk.fs().read(path).map_err(|e| format!("cannot read: {e}"))?;
     if buf.len() < SNAPSHOT_HEADER_LEN + 4 {
         return Err(format!("file too short ({} bytes)", buf.len()));
     }
@@ -100,11 +92,11 @@ pub(crate) fn read(path: &Path, zxid: i64) -> Result<Vec<u8>, String> {
 
 /// The newest valid snapshot in `dir`, falling back to older ones past damaged files.
 /// Fails if snapshot files exist but none is valid.
-pub(crate) fn load_newest(dir: &Path) -> Result<Option<(i64, Vec<u8>)>> {
-    let all = files::list(dir, SNAPSHOT_PREFIX)?;
+pub(crate) fn load_newest(disk: &Disk, dir: &Path) -> Result<Option<(i64, Vec<u8>)>> {
+    let all = files::list(disk, dir, SNAPSHOT_PREFIX)?;
     let mut newest_problem = None;
     for (zxid, path) in all.iter().rev() {
-        match read(path, *zxid) {
+        match read(disk, path, *zxid) {
             Ok(blob) => return Ok(Some((*zxid, blob))),
             Err(reason) => {
                 tracing::warn!(file = %path.display(), %reason, "ignoring invalid snapshot, trying an older one");
@@ -123,15 +115,15 @@ pub(crate) fn load_newest(dir: &Path) -> Result<Option<(i64, Vec<u8>)>> {
 }
 
 /// Deletes all but the newest `keep` snapshots; returns the zxid of the oldest kept one.
-pub(crate) fn prune(dir: &Path, keep: usize, fsync: bool) -> Result<Option<i64>> {
-    let all = files::list(dir, SNAPSHOT_PREFIX)?;
+pub(crate) fn prune(disk: &Disk, dir: &Path, keep: usize) -> Result<Option<i64>> {
+    let all = files::list(disk, dir, SNAPSHOT_PREFIX)?;
     let cut = all.len().saturating_sub(keep);
     for (_, path) in &all[..cut] {
         tracing::debug!(file = %path.display(), "removing old snapshot");
-        files::remove(path)?;
+        files::remove(disk, path)?;
     }
     if cut > 0 {
-        files::sync_dir(dir, fsync)?;
+        files::sync_dir(disk, dir, SyncPoint::Other)?;
     }
     Ok(all.get(cut).map(|(zxid, _)| *zxid))
 }

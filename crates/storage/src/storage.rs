@@ -6,11 +6,12 @@ use std::thread::JoinHandle;
 
 use crate::error::{Result, StorageError};
 use crate::files::{self, LOG_PREFIX, SNAPSHOT_PREFIX};
-use crate::lock::{self, DirLock};
+use crate::lock;
 use crate::options::StorageOptions;
 use crate::record::LOG_HEADER_LEN;
 use crate::recovery::{self, Recovered};
 use crate::snapshot;
+use crate::vfs::{Disk, RealFs, SyncPoint};
 use crate::writer::{Completion, Pending, Shared, Writer};
 
 /// Handle to the transaction log and snapshots. Cheap to clone; all clones share one writer
@@ -22,12 +23,14 @@ pub struct Storage {
 
 struct Inner {
     options: StorageOptions,
+    /// The file system (the real one outside the crash tests), chosen at open.
+    disk: Disk,
     shared: Arc<Shared>,
     writer: Mutex<Option<JoinHandle<Option<Arc<StorageError>>>>>,
     /// Serializes `save_snapshot` calls (write + prune) with each other; appends never wait.
     snapshot_lock: Mutex<()>,
     /// The directories' locks (see `lock.rs`), held until [`Storage::close`] or the last handle is dropped.
-    locks: Mutex<Vec<DirLock>>,
+    locks: Mutex<Vec<Box<dyn Send + Sync>>>,
 }
 
 impl std::fmt::Debug for Storage {
@@ -44,17 +47,31 @@ impl Storage {
     /// with [`StorageError::NoRoom`] when the log directory has no room for one preallocation
     /// step of the log.
     pub fn open(options: StorageOptions) -> Result<(Storage, Recovered)> {
+        let disk = Disk::new(Arc::new(RealFs), options.fsync);
+        Self::open_on(options, disk)
+    }
+
+    /// [`Storage::open`] on the file system of `disk` (the crash tests pass a simulated one).
+    pub(crate) fn open_on(options: StorageOptions, disk: Disk) -> Result<(Storage, Recovered)> {
         options.validate()?;
         // Before recovery, which repairs and deletes files: only the owner of the directories may.
         let mut locks = Vec::new();
         for dir in lock::dirs(&options.dir, options.log_dir()) {
-            files::ensure_dir(&dir)?;
-            locks.push(DirLock::take(&dir)?);
+            // A created directory's entry must be durable before anything in it is acknowledged.
+            for created in disk.fs().ensure_dir(&dir)? {
+                files::sync_dir(&disk, files::parent_of(&created), SyncPoint::NewDirParent)?;
+            }
+            locks.push(disk.fs().lock_dir(&dir)?);
         }
-        let outcome = recovery::recover(&options)?;
-        check_room(&options)?;
+        let outcome = recovery::recover(&disk, &options)?;
+        check_room(&disk, &options)?;
         let shared = Arc::new(Shared::default());
-        let writer = Writer::new(options.clone(), outcome.active, outcome.recovered.last_zxid);
+        let writer = Writer::new(
+            options.clone(),
+            disk.clone(),
+            outcome.active,
+            outcome.recovered.last_zxid,
+        );
         let thread_shared = shared.clone();
         let handle = std::thread::Builder::new()
             .name("zklock-storage-writer".into())
@@ -63,6 +80,7 @@ impl Storage {
         let storage = Storage {
             inner: Arc::new(Inner {
                 options,
+                disk,
                 shared,
                 writer: Mutex::new(Some(handle)),
                 snapshot_lock: Mutex::new(()),
@@ -125,8 +143,9 @@ impl Storage {
     /// ([`StorageError::SnapshotTooOld`]); an equal zxid replaces that snapshot.
     pub fn save_snapshot(&self, zxid: i64, blob: &[u8]) -> Result<()> {
         let options = &self.inner.options;
+        let disk = &self.inner.disk;
         let _guard = self.inner.snapshot_lock.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((newest, _)) = files::list(&options.dir, SNAPSHOT_PREFIX)?.last() {
+        if let Some((newest, _)) = files::list(disk, &options.dir, SNAPSHOT_PREFIX)?.last() {
             if zxid < *newest {
                 return Err(StorageError::SnapshotTooOld {
                     zxid,
@@ -134,10 +153,9 @@ impl Storage {
                 });
             }
         }
-        let path = snapshot::write(&options.dir, zxid, blob, options.fsync)?;
+        let path = snapshot::write(disk, &options.dir, zxid, blob)?;
         tracing::info!(file = %path.display(), zxid, bytes = blob.len(), "snapshot saved");
-        let Some(oldest_kept) = snapshot::prune(&options.dir, options.snapshots_to_keep, options.fsync)?
-        else {
+        let Some(oldest_kept) = snapshot::prune(disk, &options.dir, options.snapshots_to_keep)? else {
             return Ok(());
         };
         self.prune_logs(oldest_kept)
@@ -147,18 +165,19 @@ impl Storage {
     /// file (the writer's) has no successor, so it is never touched.
     fn prune_logs(&self, oldest_kept: i64) -> Result<()> {
         let log_dir = self.inner.options.log_dir();
-        let logs = files::list(log_dir, LOG_PREFIX)?;
+        let disk = &self.inner.disk;
+        let logs = files::list(disk, log_dir, LOG_PREFIX)?;
         let mut removed = 0;
         for pair in logs.windows(2) {
             if pair[1].0 > oldest_kept.saturating_add(1) {
                 break;
             }
             tracing::debug!(file = %pair[0].1.display(), "removing log file covered by snapshots");
-            files::remove(&pair[0].1)?;
+            files::remove(disk, &pair[0].1)?;
             removed += 1;
         }
         if removed > 0 {
-            files::sync_dir(log_dir, self.inner.options.fsync)?;
+            files::sync_dir(disk, log_dir, SyncPoint::Other)?;
         }
         Ok(())
     }
@@ -183,9 +202,9 @@ impl Storage {
 /// [`StorageError::NoRoom`]): better a clear error at start than a failed first append. Runs after
 /// recovery, which may have freed space (torn tails, leftover temporary files). Space can still run
 /// out later; then the log is poisoned (see the crate docs).
-fn check_room(options: &StorageOptions) -> Result<()> {
+fn check_room(disk: &Disk, options: &StorageOptions) -> Result<()> {
     let dir = options.log_dir();
-    let (available, block) = match files::free_space(dir) {
+    let (available, block) = match disk.fs().free_space(dir) {
         Ok(free) => free,
         Err(e) => {
             tracing::warn!(dir = %dir.display(), error = %e, "cannot query the free space; not checking it");

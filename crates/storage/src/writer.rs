@@ -9,6 +9,7 @@ use crate::active_log::ActiveLog;
 use crate::error::{Result, StorageError};
 use crate::options::StorageOptions;
 use crate::record::{self, MAX_PAYLOAD_LEN};
+use crate::vfs::Disk;
 
 /// Called once an appended record is durable (`Ok`) or cannot be (`Err`).
 pub type Completion = Box<dyn FnOnce(Result<(), StorageError>) + Send + 'static>;
@@ -73,6 +74,7 @@ impl Shared {
 /// Owned by the writer thread.
 pub(crate) struct Writer {
     options: StorageOptions,
+    disk: Disk,
     active: Option<ActiveLog>,
     last_zxid: i64,
     /// The first failed write/sync; every later batch is refused with it.
@@ -83,9 +85,10 @@ pub(crate) struct Writer {
 
 impl Writer {
     /// A writer continuing after recovery.
-    pub fn new(options: StorageOptions, active: Option<ActiveLog>, last_zxid: i64) -> Self {
+    pub fn new(options: StorageOptions, disk: Disk, active: Option<ActiveLog>, last_zxid: i64) -> Self {
         Writer {
             options,
+            disk,
             active,
             last_zxid,
             poisoned: None,
@@ -167,14 +170,14 @@ impl Writer {
             .is_none_or(|active| active.pos() >= opts.log_roll_bytes);
         if needs_roll {
             if let Some(old) = self.active.take() {
-                old.finish(opts.fsync)?;
+                old.finish(&self.disk)?;
             }
             let first_zxid = staged[0].1;
             self.active = Some(ActiveLog::create(
+                &self.disk,
                 opts.log_dir(),
                 first_zxid,
                 prealloc,
-                opts.fsync,
             )?);
         }
         let active = self.active.as_mut().expect("a log file is open");
@@ -183,7 +186,7 @@ impl Writer {
         for (_, zxid, payload) in staged {
             record::encode_record(&mut self.buf, *zxid, batch_start, payload);
         }
-        active.append(&self.buf, prealloc, opts.fsync)?;
+        active.append(&self.disk, &self.buf, prealloc)?;
         // Do not keep a huge buffer around after an unusually large batch.
         if self.buf.capacity() > 16 << 20 {
             self.buf = Vec::new();
