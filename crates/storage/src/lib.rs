@@ -54,7 +54,8 @@
 //!   the only exception is an append after [`Storage::close`], whose callback gets
 //!   [`StorageError::Closed`] immediately on the calling thread. A panicking callback is
 //!   caught and logged.
-//! * The directories are meant for one process at a time; nothing locks them.
+//! * The directories are for one process at a time: `Storage::open` takes an exclusive `flock` on `zklock.lock` in the
+//!   data directory (held until the storage is closed), and a second open fails with `StorageError::InUse`.
 //!
 //! # On-disk format
 //!
