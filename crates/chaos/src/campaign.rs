@@ -141,7 +141,7 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
     } else {
         fence
     };
-    let fence_on = !matches!(fence, Fence::Off);
+    let exact_fence = fence.refuses_only_the_stale();
     let rules = Rules {
         shared_limit: match args.recipe {
             Recipe::Semaphore => args.leases.max(1),
@@ -198,9 +198,9 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
     let faults_until_ns = until_ns - quiet.as_nanos() as u64;
     let contenders = Arc::new(Contenders::new(args.clients));
     let mut slots = tokio::task::JoinSet::new();
-    for slot in 0..args.clients {
+    for (slot, &side) in sides.iter().enumerate() {
         let connect = proxies.get(slot).map_or(direct.clone(), |p| p.connect_string());
-        let launch = match (sides[slot], &foreign) {
+        let launch = match (side, &foreign) {
             (Side::Foreign(peer), Some(foreign)) => Launch {
                 argv: foreign.argv(
                     peer,
@@ -318,7 +318,7 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
     if let Err(v) = checker::check_recovery(&ops, healed_ns, recovery_bound) {
         violations.push(v);
     }
-    if fence_on {
+    if exact_fence {
         // A fault's victim learns it lost its lock within a session timeout of the heal.
         let grace = (session + Duration::from_secs(2)).as_nanos() as u64;
         let explained: Vec<(u64, u64)> = records.iter().map(|r| (r.start_ns, r.heal_ns + grace)).collect();
