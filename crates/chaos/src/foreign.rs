@@ -85,6 +85,21 @@ impl Foreign {
                     "--mix kazoo needs Python 3 with kazoo >= 2.7.1 (`python3 -m pip install kazoo`, or set \
                  ZKLOCK_TEST_PYTHON)",
                 )?;
+            // kazoo's Lock takes extra_lock_patterns from 2.7.1 on; an older kazoo could not queue behind us.
+            let check = std::process::Command::new(&python)
+                .args([
+                    "-c",
+                    "import inspect, kazoo.recipe.lock as l; \
+                     assert 'extra_lock_patterns' in inspect.signature(l.Lock.__init__).parameters",
+                ])
+                .output()
+                .with_context(|| format!("running {}", python.display()))?;
+            if !check.status.success() {
+                anyhow::bail!(
+                    "--mix kazoo needs kazoo >= 2.7.1 (its Lock's extra_lock_patterns); {} has an older one",
+                    python.display()
+                );
+            }
             let script = peers.join("kazoo_worker.py");
             std::fs::write(&script, KAZOO_WORKER)?;
             foreign.kazoo = Some(vec![
