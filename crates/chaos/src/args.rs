@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use crate::foreign::Peer;
 use crate::nemesis::Fault;
 use crate::servers::ServerKind;
 use crate::Recipe;
@@ -37,6 +38,17 @@ pub struct CampaignArgs {
     /// updated; a coordinator's commit without waiting, a participant's own vote as the outcome).
     #[arg(long)]
     pub no_fencing: bool,
+    /// The mutex workload with foreign contenders beside zklock's (comma-separated): kazoo `Lock` workers
+    /// (Python) and Curator `InterProcessMutex` workers (Java) doing the same fenced critical section on the same
+    /// lock path. Slots take turns: each peer named, then zklock (`--clients 3 --mix kazoo,curator`: one of each;
+    /// `--clients 2`: kazoo and Curator alone). Every fault hits them as it hits zklock's workers.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub mix: Vec<Peer>,
+    /// The mixed campaign's negative control: Curator's workers keep Curator's stock lock driver beside kazoo's. It
+    /// sorts kazoo's `<hex>__lock__<seq>` nodes by their whole name, after every sequence number, so a Curator
+    /// worker takes the lock while a kazoo worker holds it; the checker must find them inside together.
+    #[arg(long)]
+    pub stock_curator: bool,
     /// Leases of the semaphore workload.
     #[arg(long, default_value_t = 2)]
     pub leases: usize,

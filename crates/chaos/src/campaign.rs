@@ -12,6 +12,7 @@ use crate::checker::{self, Rules, Violation};
 use crate::clock::now_ns;
 use crate::contenders::{Contenders, Launch, SlotReport};
 use crate::fence::Fence;
+use crate::foreign::{self, Foreign, Side, WorkerLine};
 use crate::nemesis::{self, Fault, Targets};
 use crate::register::Register;
 use crate::servers::{ServerKind, Servers};
@@ -107,6 +108,9 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
     if args.clients == 0 {
         bail!("--clients must be at least 1");
     }
+    if !args.mix.is_empty() && args.recipe != Recipe::Mutex {
+        bail!("--mix works with --recipe mutex only");
+    }
     let zklock = zklock_binary(args)?;
     let chaos = chaos_binary()?;
     let faults = faults_for(args);
@@ -137,6 +141,7 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
     } else {
         fence
     };
+    let exact_fence = fence.refuses_only_the_stale();
     let rules = Rules {
         shared_limit: match args.recipe {
             Recipe::Semaphore => args.leases.max(1),
@@ -144,6 +149,13 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
             _ => 1,
         },
         counter: args.recipe != Recipe::Semaphore,
+    };
+    let foreign = if args.mix.is_empty() {
+        None
+    } else {
+        let (mix, peers_dir) = (args.mix.clone(), dir.clone());
+        let prepared = tokio::task::spawn_blocking(move || Foreign::prepare(&mix, &peers_dir)).await??;
+        Some(prepared)
     };
     let register = Arc::new(Register::start(fence).await?);
     let disk = faults.contains(&Fault::DiskFull) && args.server == ServerKind::Embedded;
@@ -160,11 +172,19 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
         }
     }
     let path = format!("/chaos/{}-{seed:016x}", report::name(args.recipe));
+    let sides: Vec<Side> = (0..args.clients)
+        .map(|slot| foreign::side(&args.mix, slot))
+        .collect();
     eprintln!(
-        "zklock-chaos: {:?} on {:?} ({direct}), {} contenders, {} s, session timeout {} s, faults {:?}{}; files in {}",
+        "zklock-chaos: {:?} on {:?} ({direct}), {} contenders{}, {} s, session timeout {} s, faults {:?}{}; files in {}",
         args.recipe,
         args.server,
         args.clients,
+        if args.mix.is_empty() {
+            String::new()
+        } else {
+            format!(" {sides:?}")
+        },
         args.duration,
         session.as_secs(),
         faults,
@@ -178,11 +198,29 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
     let faults_until_ns = until_ns - quiet.as_nanos() as u64;
     let contenders = Arc::new(Contenders::new(args.clients));
     let mut slots = tokio::task::JoinSet::new();
-    for slot in 0..args.clients {
+    for (slot, &side) in sides.iter().enumerate() {
         let connect = proxies.get(slot).map_or(direct.clone(), |p| p.connect_string());
-        let launch = launch_for(
-            args, &chaos, &zklock, &dir, slot, &connect, &path, &register, until_ns, seed,
-        );
+        let launch = match (side, &foreign) {
+            (Side::Foreign(peer), Some(foreign)) => Launch {
+                argv: foreign.argv(
+                    peer,
+                    &WorkerLine {
+                        connect: &connect,
+                        path: &path,
+                        register: register.addr().to_string(),
+                        client: slot,
+                        session_timeout_ms: args.session_timeout * 1000,
+                        until_ns,
+                        seed: seed ^ ((slot as u64 + 1) << 32),
+                        curator_sees_kazoo: args.mix.contains(&foreign::Peer::Kazoo) && !args.stock_curator,
+                    },
+                ),
+                log: dir.join(format!("contender-{slot}.log")),
+            },
+            _ => launch_for(
+                args, &chaos, &zklock, &dir, slot, &connect, &path, &register, until_ns, seed,
+            ),
+        };
         let contenders = contenders.clone();
         slots.spawn(async move { (slot, contenders.run_slot(slot, launch, until_ns, hard_ns).await) });
     }
@@ -279,6 +317,12 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
     let recovery_bound = (session + Duration::from_secs(5)).as_nanos() as u64;
     if let Err(v) = checker::check_recovery(&ops, healed_ns, recovery_bound) {
         violations.push(v);
+    }
+    if exact_fence {
+        // A fault's victim learns it lost its lock within a session timeout of the heal.
+        let grace = (session + Duration::from_secs(2)).as_nanos() as u64;
+        let explained: Vec<(u64, u64)> = records.iter().map(|r| (r.start_ns, r.heal_ns + grace)).collect();
+        violations.extend(checker::check_refusals(&ops, &explained));
     }
     let (recoveries, isolated) = recovery_times(&ops, &records);
 
@@ -378,6 +422,9 @@ fn launch_for(
         ]
     };
     let mut argv = argv;
+    if args.mix.contains(&foreign::Peer::Kazoo) {
+        argv.push("--kazoo-contenders".to_owned()); // queue behind kazoo's nodes too
+    }
     if args.recipe == Recipe::Counter && args.no_fencing {
         argv.push("--naive".to_owned()); // the counter's negative control
     }

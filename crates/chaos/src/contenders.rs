@@ -87,6 +87,14 @@ impl Contenders {
         from.get((pick % from.len().max(1) as u64) as usize).copied()
     }
 
+    /// `pid` named for the fault record: with its slot while it is a slot's current process.
+    pub fn describe(&self, pid: u32) -> String {
+        match lock(&self.pids).iter().position(|&p| p == Some(pid)) {
+            Some(slot) => format!("pid {pid} (contender {slot})"),
+            None => format!("pid {pid}"),
+        }
+    }
+
     /// Any slot's process.
     pub fn pick_any(&self, pick: u64) -> Option<u32> {
         let running = self.running();

@@ -80,6 +80,17 @@ impl Fence {
         }
     }
 
+    /// Whether the fence refuses only holders that lost their turn (one lease; a read/write lock). With several
+    /// leases it also refuses a holder that outlived newer ones — it remembers the newest tokens seen, not who
+    /// still holds — and with none it refuses nobody.
+    pub fn refuses_only_the_stale(&self) -> bool {
+        match self {
+            Fence::Off => false,
+            Fence::Leases { leases, .. } => *leases == 1,
+            Fence::ReadWrite { .. } => true,
+        }
+    }
+
     /// The smallest token still accepted for `kind`, for the rejection message.
     pub fn floor(&self, kind: Kind) -> i64 {
         match self {
@@ -144,6 +155,20 @@ mod tests {
             !f.admit(Exclusive, 12),
             "a writer older than a reader that showed up"
         );
+    }
+
+    #[test]
+    fn only_exact_fences_refuse_only_the_stale() {
+        assert!(Fence::leases(1).refuses_only_the_stale());
+        assert!(Fence::read_write().refuses_only_the_stale());
+        let mut f = Fence::leases(2);
+        assert!(!f.refuses_only_the_stale());
+        // 3 still holds when 4 leaves and 7 comes: two leases, two holders, yet 3 is refused.
+        for token in [3, 4, 7] {
+            assert!(f.admit(Shared, token));
+        }
+        assert!(!f.admit(Shared, 3));
+        assert!(!Fence::Off.refuses_only_the_stale());
     }
 
     #[test]

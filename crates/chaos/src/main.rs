@@ -8,9 +8,10 @@
 //! finds nothing (1: violations; 2: the campaign itself could not run).
 //!
 //! Layout: `campaign.rs` runs one campaign; `aftermath.rs` drains and checks cleanliness; `report.rs` writes
-//! the files and the summary; `contenders.rs` the contender processes; `nemesis.rs` the faults;
-//! `servers.rs` the server under test; `register.rs` + `fence.rs` the protected resource; `checker.rs` the
-//! verdict; `worker.rs` and `command.rs` what runs inside the contender processes.
+//! the files and the summary; `contenders.rs` the contender processes; `foreign.rs` the kazoo and Curator
+//! contenders of `--mix`; `nemesis.rs` the faults; `servers.rs` the server under test; `register.rs` +
+//! `fence.rs` the protected resource; `checker.rs` the verdict; `worker.rs` and `command.rs` what runs inside the
+//! contender processes.
 
 mod aftermath;
 mod args;
@@ -20,6 +21,7 @@ mod clock;
 mod command;
 mod contenders;
 mod fence;
+mod foreign;
 mod group;
 mod history;
 mod nemesis;

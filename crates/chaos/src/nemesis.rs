@@ -185,17 +185,19 @@ async fn inject(fault: Fault, hold: Duration, pick: u64, t: &Targets) -> Option<
     let target = match fault {
         Fault::Pause => {
             let pid = t.contenders.pick_holder(&t.register.inside(), pick)?;
+            let target = t.contenders.describe(pid);
             t.contenders.set_paused(pid, true);
             signal(pid, Signal::SIGSTOP);
             tokio::time::sleep(hold).await;
             signal(pid, Signal::SIGCONT);
             t.contenders.set_paused(pid, false);
-            format!("pid {pid}")
+            target
         }
         Fault::Kill => {
             let pid = t.contenders.pick_any(pick)?;
+            let target = t.contenders.describe(pid);
             signal(pid, Signal::SIGKILL);
-            format!("pid {pid}")
+            target
         }
         Fault::KillCommand => {
             let pid = t.contenders.pick_command(&t.register.inside(), pick)?;

@@ -140,12 +140,19 @@ pub fn report(
     );
     if !violations.is_empty() {
         eprintln!(
-            "zklock-chaos: replay with: zklock-chaos --server {} --recipe {} --clients {} --duration {} --session-timeout {} --seed {seed}{}",
+            "zklock-chaos: replay with: zklock-chaos --server {} --recipe {} --clients {} --duration {} --session-timeout {} --seed {seed}{}{}{}",
             name(args.server),
             name(args.recipe),
             args.clients,
             args.duration,
             args.session_timeout,
+            if args.mix.is_empty() {
+                String::new()
+            } else {
+                let mix: Vec<&str> = args.mix.iter().map(|p| crate::foreign::name(*p)).collect();
+                format!(" --mix {}", mix.join(","))
+            },
+            if args.stock_curator { " --stock-curator" } else { "" },
             if args.no_fencing { " --no-fencing" } else { "" }
         );
     }

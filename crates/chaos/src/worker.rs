@@ -221,7 +221,12 @@ async fn multi_lock_round(
 
 async fn acquire(args: &WorkerArgs, zk: &Client, writer: bool, timeout: Duration) -> zklock::Result<Guard> {
     match args.recipe {
-        Recipe::Mutex => zklock::Mutex::new(zk, &args.path)?.lock_timeout(timeout).await,
+        Recipe::Mutex => {
+            zklock::Mutex::new(zk, &args.path)?
+                .with_kazoo_contenders(args.kazoo_contenders)
+                .lock_timeout(timeout)
+                .await
+        }
         Recipe::Rwlock if writer => zklock::RwLock::new(zk, &args.path)?.write_timeout(timeout).await,
         Recipe::Rwlock => zklock::RwLock::new(zk, &args.path)?.read_timeout(timeout).await,
         Recipe::Semaphore => {

@@ -40,4 +40,7 @@ pub struct WorkerArgs {
     /// instead of what happened.
     #[arg(long)]
     pub naive: bool,
+    /// The mutex workload beside kazoo contenders: queue behind kazoo's `<hex>__lock__<seq>` nodes too.
+    #[arg(long)]
+    pub kazoo_contenders: bool,
 }

@@ -1,6 +1,9 @@
 //! Short fault campaigns, part of the README's test command: every workload on the embedded server, the lock and
 //! `zklock run` on real ZooKeeper (standalone and a 3-member ensemble), the negative controls, and one random seed
-//! (printed, for replay).
+//! (printed, for replay). The mutex campaigns on the embedded server and on standalone ZooKeeper, and the pause
+//! negative control, are mixed (`--mix kazoo,curator`): a kazoo `Lock` worker and a Curator `InterProcessMutex`
+//! worker beside zklock's (they need python3 with kazoo, and a JDK with the Curator jars; the campaign fails with
+//! exit 2 without them). The random seed keeps a zklock-only mutex campaign.
 //!
 //! Each runs the real `zklock-chaos` binary, which starts its own server and contender processes and exits 0 only
 //! when its checker finds nothing. It needs the `zklock` binary next to it: `cargo test --workspace` builds both.
@@ -36,7 +39,12 @@ fn numbers(summary: &str) -> (u64, u64, u64) {
 
 /// A campaign that must find nothing, with some work done and some faults injected.
 fn clean(server: &str, recipe: &str, seed: &str, duration: &str) {
-    let (code, summary, stderr) = chaos(&[
+    clean_with(server, recipe, seed, duration, &[]);
+}
+
+/// As [`clean`], with more arguments.
+fn clean_with(server: &str, recipe: &str, seed: &str, duration: &str, more: &[&str]) {
+    let mut args = vec![
         "--server",
         server,
         "--recipe",
@@ -47,7 +55,9 @@ fn clean(server: &str, recipe: &str, seed: &str, duration: &str) {
         duration,
         "--seed",
         seed,
-    ]);
+    ];
+    args.extend_from_slice(more);
+    let (code, summary, stderr) = chaos(&args);
     let (ops, faults, violations) = numbers(&summary);
     assert_eq!((code, violations), (Some(0), 0), "{summary}\n{stderr}");
     assert!(
@@ -57,9 +67,12 @@ fn clean(server: &str, recipe: &str, seed: &str, duration: &str) {
     assert!(faults >= 1, "no fault was injected: {summary}\n{stderr}");
 }
 
+/// One kazoo, one Curator and one zklock worker on the same lock.
+const MIX: &[&str] = &["--mix", "kazoo,curator"];
+
 #[test]
-fn mutex_on_embedded() {
-    clean("embedded", "mutex", "11", "25");
+fn mutex_mixed_with_kazoo_and_curator_on_embedded() {
+    clean_with("embedded", "mutex", "11", "25", MIX);
 }
 
 #[test]
@@ -93,8 +106,8 @@ fn run_on_embedded() {
 }
 
 #[test]
-fn mutex_on_zookeeper() {
-    clean("zookeeper", "mutex", "21", "25");
+fn mutex_mixed_with_kazoo_and_curator_on_zookeeper() {
+    clean_with("zookeeper", "mutex", "21", "25", MIX);
 }
 
 #[test]
@@ -120,7 +133,8 @@ fn random_seed_on_embedded() {
     clean("embedded", "mutex", &seed, "25");
 }
 
-/// The negative control: without fencing, a paused holder's late write gets through, and the checker must see it.
+/// The negative control: without fencing, a paused holder's late write gets through, and the checker must see it
+/// (mixed: the paused holder may be a kazoo, a Curator or a zklock worker).
 #[test]
 fn without_fencing_the_pause_fault_is_caught() {
     let (code, summary, stderr) = chaos(&[
@@ -130,6 +144,8 @@ fn without_fencing_the_pause_fault_is_caught() {
         "mutex",
         "--clients",
         "3",
+        "--mix",
+        "kazoo,curator",
         "--duration",
         "25",
         "--seed",
@@ -247,4 +263,37 @@ fn group_views_never_updated_are_caught() {
 #[test]
 fn two_phase_commit_outcomes_wished_are_caught() {
     naive_is_caught("two-phase-commit", "74", "VIOLATION two-phase commit:");
+}
+
+/// The mixed campaign's second negative control: stock Curator does not queue behind kazoo's `__lock__` nodes, so
+/// a Curator and a kazoo worker hold the lock together. The fence keeps the counter right — the older holder's
+/// operations are refused — and the checker must still see refusals with no fault to explain them.
+#[test]
+fn stock_curator_beside_kazoo_is_caught() {
+    let (code, summary, stderr) = chaos(&[
+        "--server",
+        "embedded",
+        "--recipe",
+        "mutex",
+        "--clients",
+        "2",
+        "--mix",
+        "kazoo,curator",
+        "--stock-curator",
+        "--duration",
+        "15",
+        "--session-timeout",
+        "2",
+        "--faults",
+        "cut",
+        "--seed",
+        "84",
+    ]);
+    let (_, _, violations) = numbers(&summary);
+    assert!(
+        violations >= 1,
+        "the checker missed Curator and kazoo holding together: {summary}\n{stderr}"
+    );
+    assert_eq!(code, Some(1), "{summary}");
+    assert!(stderr.contains("VIOLATION fenced out with no fault"), "{stderr}");
 }

@@ -46,6 +46,12 @@ pub struct CuratorPeer {
 /// Finds `java` and `javac`, checks the Curator and ZooKeeper jars, and compiles `CuratorPeer.java` into
 /// `classes` (an empty directory the caller owns). Blocking: a few seconds of `javac`.
 pub fn compile_curator_peer(classes: &Path) -> Result<CuratorPeer, String> {
+    compile_against_curator(&sources().join("CuratorPeer.java"), classes)
+}
+
+/// As [`compile_curator_peer`], for any Java `source` written against Curator (the chaos campaign's
+/// `CuratorWorker.java`); the returned classpath runs its classes.
+pub fn compile_against_curator(source: &Path, classes: &Path) -> Result<CuratorPeer, String> {
     let java = match std::env::var_os(JAVA_ENV) {
         Some(java) => PathBuf::from(java),
         None => find_executable("java", &[Path::new("/usr/bin/java")])?,
@@ -84,14 +90,13 @@ pub fn compile_curator_peer(classes: &Path) -> Result<CuratorPeer, String> {
     if nop.is_file() {
         classpath.push(nop.display().to_string());
     }
-    let source = sources().join("CuratorPeer.java");
     let mut javac_command = std::process::Command::new(&javac);
     javac_command
         .arg("-d")
         .arg(classes)
         .arg("-cp")
         .arg(classpath.join(":"))
-        .arg(&source);
+        .arg(source);
     run(javac_command, &format!("javac {}", source.display()))?;
     classpath.insert(0, classes.display().to_string());
     Ok(CuratorPeer {
