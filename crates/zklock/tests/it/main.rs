@@ -24,4 +24,5 @@ mod revocation;
 mod rwlock;
 mod semaphore;
 mod sharing;
+mod shutdown;
 mod two_phase_commit;
