@@ -109,7 +109,8 @@ pub(crate) fn delete_in_background(client: &Client, retry: &RetryPolicy, path: &
 pub(crate) fn session_ended(state: SessionState) -> Option<Error> {
     match state {
         SessionState::Expired => Some(Error::SessionExpired),
-        SessionState::Closed | SessionState::AuthFailed => Some(Error::Closed),
+        SessionState::Closed => Some(Error::Closed),
+        SessionState::AuthFailed => Some(Error::AuthFailed),
         _ => None,
     }
 }

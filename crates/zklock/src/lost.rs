@@ -235,7 +235,7 @@ impl LostSignal {
 fn reason_for(err: &Error) -> LostReason {
     match err {
         Error::SessionExpired => LostReason::SessionExpired,
-        Error::Closed => LostReason::ClientClosed,
+        Error::Closed | Error::AuthFailed => LostReason::ClientClosed,
         _ => LostReason::NodeDeleted,
     }
 }

@@ -9,6 +9,7 @@ mod containers;
 mod counter;
 mod double_barrier;
 mod election;
+mod errors;
 mod fenced;
 mod group;
 mod guard;
