@@ -129,7 +129,7 @@ impl Barrier {
             self.session.emit(QueueEvent::Waiting {
                 on: self.path.clone(),
             });
-            let event = watcher.changed().await;
+            let event = crate::idioms::fired(watcher).await;
             if let Some(err) = idioms::session_error(&event) {
                 return Err(err);
             }

@@ -243,7 +243,7 @@ pub(crate) async fn enqueue(
     let (client, retry) = (session.client(), session.retry());
     let unique = node::unique_prefix(&uuid::Uuid::new_v4());
     let prefix = format!("{}{}", child_path(dir, &unique), marker.as_str());
-    let mut node = OwnNode::new(client, dir, unique, retry);
+    let mut node = OwnNode::new(session, dir, unique)?;
     let mode = CreateMode::EphemeralSequential.with_acls(session.acls());
     // Creates sent so far (each ended in `NoNode` or a connection loss; `pause` counts the latter).
     let mut attempt = 0;
@@ -419,7 +419,7 @@ async fn wait_turn<R: Rules + ?Sized>(
                 };
                 tracing::debug!(waiting_on = %path, "waiting for the contender ahead of us");
                 session.emit(QueueEvent::Waiting { on: path.clone() });
-                Box::pin(watcher.changed())
+                Box::pin(crate::idioms::fired(watcher))
             }
         };
         let early = match ahead {
@@ -436,7 +436,7 @@ async fn wait_turn<R: Rules + ?Sized>(
         };
         let early = async move {
             match early {
-                Some(watcher) => watcher.changed().await,
+                Some(watcher) => crate::idioms::fired(watcher).await,
                 None => std::future::pending().await,
             }
         };

@@ -175,7 +175,7 @@ impl SharedCount {
             if now != *since {
                 return Ok(now);
             }
-            let event = watcher.changed().await;
+            let event = crate::idioms::fired(watcher).await;
             if let Some(err) = idioms::session_error(&event) {
                 return Err(err);
             }

@@ -144,7 +144,7 @@ impl DoubleBarrier {
         // twice.
         abandoned::settled(client, retry, &self.path).await?;
         let name = uuid::Uuid::new_v4().to_string();
-        let mut node = OwnNode::new(client, &self.path, name.clone(), retry);
+        let mut node = OwnNode::new(&self.session, &self.path, name.clone())?;
         // Named before the create is sent: if we are dropped, the delete by name goes out after the create on the
         // same session, so it is processed after it.
         node.name = Some(name.clone());
@@ -221,7 +221,7 @@ impl DoubleBarrier {
             tracing::debug!(path = %self.path, arrived, members = self.members, "waiting for participants");
             self.session.emit(QueueEvent::Waiting { on: ready.clone() });
             tokio::select! {
-                event = watcher.changed() => {
+                event = crate::idioms::fired(watcher) => {
                     if let Some(err) = idioms::session_error(&event) {
                         return Err(err);
                     }
@@ -396,7 +396,7 @@ impl Participation {
                 continue;
             }
             b.session.emit(QueueEvent::Waiting { on: path.clone() });
-            let event = watcher.changed().await;
+            let event = crate::idioms::fired(watcher).await;
             if let Some(err) = idioms::session_error(&event) {
                 return Err(err);
             }

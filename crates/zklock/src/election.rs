@@ -299,7 +299,7 @@ impl Observer {
                     }
                 }
             };
-            let event = watcher.changed().await;
+            let event = crate::idioms::fired(watcher).await;
             if let Some(err) = idioms::session_error(&event) {
                 return Err(err);
             }

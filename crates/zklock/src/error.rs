@@ -15,11 +15,23 @@ pub enum Error {
     /// The ZooKeeper session expired: every ephemeral node of ours is gone, every guard is lost.
     #[error("the ZooKeeper session expired")]
     SessionExpired,
-    /// The ZooKeeper client was closed (or its authentication failed), so nothing more can be sent.
+    /// The ZooKeeper client was closed (or the [`Session`](crate::Session) was closed), so nothing more can be sent.
     #[error("the ZooKeeper client is closed")]
     Closed,
-    /// The connection stayed down for longer than the retry policy allows.
-    #[error("lost the connection to ZooKeeper and gave up retrying after {attempts} attempts")]
+    /// The server refused the client's credentials (ZooKeeper's `AUTH_FAILED`): the session is over, and a new
+    /// one with the same credentials would be refused too.
+    #[error("ZooKeeper refused our credentials (authentication failed)")]
+    AuthFailed,
+    /// What a guard protected is lost, for this reason: its [`lost`](crate::Guard::lost) signal as an error, for
+    /// code that wants to end with `?` when that happens (`From<LostReason>`).
+    #[error("lost: {0}")]
+    Lost(crate::LostReason),
+    /// The connection broke before the reply, and the request was not tried again: the [`RetryPolicy`] gave up
+    /// after `attempts`, or (`attempts` 1) the request is one that is never retried (a fenced commit, say) —
+    /// then it may or may not have been applied.
+    ///
+    /// [`RetryPolicy`]: crate::RetryPolicy
+    #[error("{}", connection_loss(*attempts))]
     ConnectionLoss {
         /// How many times the operation was tried.
         attempts: u32,
@@ -104,14 +116,29 @@ pub enum Error {
     },
     /// Any other error reported by ZooKeeper or the client library.
     #[error("ZooKeeper: {0}")]
-    ZooKeeper(zk::Error),
+    ZooKeeper(#[source] zk::Error),
+}
+
+fn connection_loss(attempts: u32) -> String {
+    match attempts {
+        1 => "lost the connection to ZooKeeper before the reply; the request was tried once, not retried"
+            .to_owned(),
+        n => format!("lost the connection to ZooKeeper and gave up retrying after {n} attempts"),
+    }
+}
+
+impl From<crate::LostReason> for Error {
+    fn from(reason: crate::LostReason) -> Self {
+        Error::Lost(reason)
+    }
 }
 
 impl From<zk::Error> for Error {
     fn from(err: zk::Error) -> Self {
         match err {
             zk::Error::SessionExpired | zk::Error::SessionMoved => Error::SessionExpired,
-            zk::Error::ClientClosed | zk::Error::AuthFailed => Error::Closed,
+            zk::Error::ClientClosed => Error::Closed,
+            zk::Error::AuthFailed => Error::AuthFailed,
             zk::Error::ConnectionLoss => Error::ConnectionLoss { attempts: 1 },
             other => Error::ZooKeeper(other),
         }
@@ -121,6 +148,39 @@ impl From<zk::Error> for Error {
 impl Error {
     /// True when the session is over: nothing can be retried on it.
     pub fn is_terminal(&self) -> bool {
-        matches!(self, Error::SessionExpired | Error::Closed)
+        matches!(self, Error::SessionExpired | Error::Closed | Error::AuthFailed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+    use crate::LostReason;
+
+    #[test]
+    fn a_lost_reason_is_an_error() {
+        let err: Error = LostReason::SessionExpired.into();
+        assert_eq!(err, Error::Lost(LostReason::SessionExpired));
+        assert_eq!(err.to_string(), "lost: the ZooKeeper session expired");
+    }
+
+    #[test]
+    fn one_attempt_is_not_called_retrying() {
+        let once = Error::ConnectionLoss { attempts: 1 }.to_string();
+        assert!(!once.contains("retrying after"), "{once}");
+        let five = Error::ConnectionLoss { attempts: 5 }.to_string();
+        assert!(five.contains("gave up retrying after 5 attempts"), "{five}");
+    }
+
+    #[test]
+    fn the_zookeeper_error_is_the_source() {
+        let err = Error::from(zk::Error::NoAuth);
+        assert_eq!(
+            err.source().map(ToString::to_string),
+            Some(zk::Error::NoAuth.to_string())
+        );
+        assert!(Error::Timeout.source().is_none());
     }
 }

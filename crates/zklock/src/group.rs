@@ -168,7 +168,7 @@ impl Group {
     pub async fn join(&self) -> Result<Membership> {
         let (client, retry) = (self.session.client(), self.session.retry());
         let name = self.member_name()?;
-        let mut node = OwnNode::new(client, &self.path, name.clone(), retry);
+        let mut node = OwnNode::new(&self.session, &self.path, name.clone())?;
         // Named before the create is sent: if we are dropped, the delete by name goes out after the create on the
         // same session, so it is processed after it.
         node.name = Some(name.clone());
@@ -535,11 +535,11 @@ impl Members {
         if let Some(watcher) = children_watch {
             self.relist = false;
             self.watches
-                .spawn(async move { Fired::Children(watcher.changed().await) });
+                .spawn(async move { Fired::Children(crate::idioms::fired(watcher).await) });
         }
         for (name, watcher) in watches {
             self.watches
-                .spawn(async move { Fired::Member(name, watcher.changed().await) });
+                .spawn(async move { Fired::Member(name, crate::idioms::fired(watcher).await) });
         }
         Ok(())
     }

@@ -174,7 +174,13 @@ impl Guard {
     }
 
     /// Deletes our node and waits for ZooKeeper to confirm; retried across connection loss. Releasing a guard
-    /// whose node is already gone succeeds.
+    /// whose node is already gone succeeds — also when the session has ended (expired, or the client or the
+    /// [`Session`](crate::Session) closed): ZooKeeper deletes, or has deleted, the node with the session, and a
+    /// `release().await?` in a loop goes on. [`lost_reason`](Guard::lost_reason) tells what happened.
+    ///
+    /// # Errors
+    /// [`Error::ConnectionLoss`](crate::Error::ConnectionLoss) when the [`RetryPolicy`](crate::RetryPolicy) gives
+    /// up (the node is then deleted in the background); any other error of the delete.
     pub async fn release(self) -> Result<()> {
         let Guard {
             node,
@@ -185,6 +191,12 @@ impl Guard {
         drop(revocation);
         drop(held);
         drop(lost);
-        node.delete().await
+        match node.delete().await {
+            Err(err) if err.is_terminal() => {
+                tracing::debug!(%err, "released a guard whose session has ended");
+                Ok(())
+            }
+            other => other,
+        }
     }
 }

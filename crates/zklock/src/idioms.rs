@@ -3,6 +3,8 @@
 //! sweep of duplicate nodes of ours, queue directories made as container nodes, and deletes left to the
 //! background.
 
+use std::future::Future;
+
 use zookeeper_client::{self as zk, Acls, Client, CreateMode, EventType, SessionState, WatchedEvent};
 
 use crate::error::{Error, Result};
@@ -107,7 +109,8 @@ pub(crate) fn delete_in_background(client: &Client, retry: &RetryPolicy, path: &
 pub(crate) fn session_ended(state: SessionState) -> Option<Error> {
     match state {
         SessionState::Expired => Some(Error::SessionExpired),
-        SessionState::Closed | SessionState::AuthFailed => Some(Error::Closed),
+        SessionState::Closed => Some(Error::Closed),
+        SessionState::AuthFailed => Some(Error::AuthFailed),
         _ => None,
     }
 }
@@ -131,4 +134,39 @@ pub(crate) async fn confirm_gone(client: &Client, retry: &RetryPolicy, path: &st
             path: path.to_owned(),
         },
     }
+}
+
+/// Waits for a one-shot watch to fire. Use it for every watch instead of `OneshotWatcher::changed`.
+///
+/// `zookeeper-client` 0.11 unwraps the watch's channel (`session/watch.rs`, `OneshotReceiver::recv`): a watcher
+/// polled after the client's session task was dropped panics with "called `Result::unwrap()` on an `Err` value:
+/// Canceled". That happens while a tokio runtime shuts down: the shutdown drops the session task, which wakes every
+/// task waiting on a watch, and a worker that has not seen the shutdown yet polls one (1 in about 30 shutdowns with
+/// held guards, `tests/runtime_shutdown.rs`). tokio marks its task list closed before it drops the first task, so a
+/// task woken by that drop finds the runtime shutting down when it looks: it then waits for its own drop instead of
+/// polling the watcher.
+pub(crate) async fn fired(watcher: zk::OneshotWatcher) -> WatchedEvent {
+    let mut changed = std::pin::pin!(watcher.changed());
+    std::future::poll_fn(|cx| {
+        if runtime_shutting_down() {
+            return std::task::Poll::Pending;
+        }
+        changed.as_mut().poll(cx)
+    })
+    .await
+}
+
+/// Whether the current tokio runtime is shutting down: a task spawned now is then cancelled before it ever runs.
+pub(crate) fn runtime_shutting_down() -> bool {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return false;
+    };
+    let ran = Arc::new(AtomicBool::new(false));
+    let probe = runtime.spawn({
+        let ran = Arc::clone(&ran);
+        async move { ran.store(true, Ordering::Release) }
+    });
+    probe.is_finished() && !ran.load(Ordering::Acquire)
 }

@@ -89,6 +89,28 @@
 //!   heard through [`Guard::revocation_requested`]), or delete its node.
 //! * **[`Error`] and [`Result`]**, and the re-exported [`zookeeper_client`].
 //!
+//! # Shutting down
+//!
+//! In this order:
+//! 1. Stop starting work: no new acquires, joins or campaigns.
+//! 2. Release what you hold ([`Guard::release`], [`Membership::leave`]…) where the order matters to
+//!    you, or let the next step delete it.
+//! 3. [`Session::close`]`().await`: deletes every node the recipes on that session still have (held guards,
+//!    waiting acquires, memberships, double-barrier and two-phase-commit nodes) and waits for ZooKeeper to confirm
+//!    each delete — so a tool looking at the server right after sees none of ours. Guards still held report
+//!    [`LostReason::ClientClosed`]; the session refuses new nodes with [`Error::Closed`].
+//! 4. Drop your [`Client`](zookeeper_client::Client) and any guard still held: `zookeeper-client` ends the
+//!    ZooKeeper session (`closeSession`) when its last handle is dropped. [`Session::close`] cannot end it
+//!    itself: the application holds handles of its own.
+//! 5. Only then shut the tokio runtime down (return from `main`).
+//!
+//! A guard dropped *during* the runtime's shutdown (held by a task the shutdown drops) cannot delete its node: the
+//! client's own task, which would send the delete, is gone too. It logs a warning naming the node ("it stays until
+//! the ZooKeeper session ends"), and the server deletes the node when the session expires (one session timeout
+//! after the process stopped talking). `std::process::exit` runs no destructor: nothing is deleted and nothing is
+//! logged. A runtime shutdown never makes the library print a panic (`tests/runtime_shutdown.rs` shuts down 50
+//! runtimes with held guards and looks for one).
+//!
 //! # Metrics
 //!
 //! The recipes record through the [`metrics`](https://docs.rs/metrics) facade (0.24) and install no recorder: an
@@ -114,6 +136,7 @@
 
 mod abandoned;
 mod barrier;
+mod closing;
 mod contention;
 mod counter;
 mod curator_priority;

@@ -143,7 +143,15 @@ impl Drop for LostSignal {
 
 impl LostSignal {
     /// Starts watching `path`, our own node.
-    pub(crate) fn start(client: &Client, path: &str, policy: LostPolicy, retry: &RetryPolicy) -> LostSignal {
+    /// `closed`: cancelled when the session is closed ([`Session::close`](crate::Session::close)), so that the
+    /// deletion of our node by the close is reported as [`LostReason::ClientClosed`].
+    pub(crate) fn start(
+        client: &Client,
+        path: &str,
+        policy: LostPolicy,
+        retry: &RetryPolicy,
+        closed: CancellationToken,
+    ) -> LostSignal {
         let (tx, reason) = watch::channel(None);
         let (holding, holding_rx) = watch::channel(false);
         let (wanted, wanted_rx) = watch::channel(false);
@@ -158,6 +166,7 @@ impl LostSignal {
                 policy,
                 retry: retry.clone(),
                 dismissed: dismissed.clone(),
+                closed,
                 armed: armed_tx,
             },
             holding_rx,
@@ -187,7 +196,7 @@ impl LostSignal {
     /// Starts watching `node`, and has the node dismiss this signal before it deletes itself (see
     /// [`OwnNode::dismisses`]).
     pub(crate) fn for_node(node: &mut OwnNode, policy: LostPolicy) -> LostSignal {
-        let lost = LostSignal::start(&node.client, &node.path(), policy, &node.retry);
+        let lost = LostSignal::start(&node.client, &node.path(), policy, &node.retry, node.closed());
         node.dismisses(lost.dismissed.clone());
         lost
     }
@@ -226,7 +235,7 @@ impl LostSignal {
 fn reason_for(err: &Error) -> LostReason {
     match err {
         Error::SessionExpired => LostReason::SessionExpired,
-        Error::Closed => LostReason::ClientClosed,
+        Error::Closed | Error::AuthFailed => LostReason::ClientClosed,
         _ => LostReason::NodeDeleted,
     }
 }
@@ -269,12 +278,14 @@ impl Contacts<'_> {
 /// Dismissed while the watch is set, we wait (at most `linger`) for the owner's own delete, sent right after the
 /// dismissal, to fire it: a watch that fired is gone at the server, where a watch dropped unfired costs a
 /// `removeWatches` request (`zookeeper-client` sends one) — one request fewer per acquisition.
+#[allow(clippy::too_many_arguments)] // the monitor's parts, each borrowed for the wait
 async fn node_gone(
     client: Client,
     path: String,
     retry: RetryPolicy,
     contacts: &Contacts<'_>,
     dismissed: &CancellationToken,
+    closed: &CancellationToken,
     armed: &watch::Sender<bool>,
     linger: Duration,
 ) -> Option<LostReason> {
@@ -296,7 +307,7 @@ async fn node_gone(
                 // The reply may still set the watch (the request is out): our delete fires it in its turn.
                 let _ = tokio::time::timeout(linger, async {
                     if let Ok((Some(_), watcher)) = request.await {
-                        watcher.changed().await;
+                        crate::idioms::fired(watcher).await;
                     }
                 })
                 .await;
@@ -304,11 +315,11 @@ async fn node_gone(
             }
         };
         match watched {
-            Ok((None, _)) => return Some(deletion_reason(&client, &path, &retry).await),
+            Ok((None, _)) => return Some(deletion_reason(&client, &path, &retry, closed).await),
             Ok((Some(_), watcher)) => {
                 contacts.confirmed(sent);
                 attempt = 0;
-                let changed = watcher.changed();
+                let changed = crate::idioms::fired(watcher);
                 tokio::pin!(changed);
                 let event = tokio::select! {
                     event = &mut changed => event,
@@ -318,7 +329,9 @@ async fn node_gone(
                     }
                 };
                 match event.event_type {
-                    EventType::NodeDeleted => return Some(deletion_reason(&client, &path, &retry).await),
+                    EventType::NodeDeleted => {
+                        return Some(deletion_reason(&client, &path, &retry, closed).await)
+                    }
                     EventType::Session => {
                         if let Some(reason) = reason_for_state(event.session_state) {
                             return Some(reason);
@@ -346,7 +359,16 @@ async fn node_gone(
 
 /// Our node is gone: because the session ended (the deletion can reach us before the news of the expiry does), or
 /// because somebody deleted it? One more request tells.
-async fn deletion_reason(client: &Client, path: &str, retry: &RetryPolicy) -> LostReason {
+async fn deletion_reason(
+    client: &Client,
+    path: &str,
+    retry: &RetryPolicy,
+    closed: &CancellationToken,
+) -> LostReason {
+    // `Session::close` deleted it.
+    if closed.is_cancelled() {
+        return LostReason::ClientClosed;
+    }
     reason_for(&idioms::confirm_gone(client, retry, path).await)
 }
 
@@ -358,6 +380,8 @@ struct Monitor {
     retry: RetryPolicy,
     /// Cancelled by the owner before it deletes the node itself; from then on the task reports nothing.
     dismissed: CancellationToken,
+    /// Cancelled once the session is closed (see [`LostSignal::start`]).
+    closed: CancellationToken,
     /// Set once the first `exists` is sent (see [`LostSignal::armed`]).
     armed: watch::Sender<bool>,
 }
@@ -381,6 +405,7 @@ async fn monitor(
         policy,
         retry,
         dismissed,
+        closed,
         armed,
     } = monitor;
     let mut states = client.state_watcher();
@@ -400,6 +425,7 @@ async fn monitor(
                 retry,
                 &contacts,
                 &dismissed,
+                &closed,
                 &armed,
                 session_timeout,
             );

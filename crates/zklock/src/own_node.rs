@@ -12,14 +12,19 @@
 //! Dismissal is a flag the monitor checks before it reports; our delete is sent after we set it, and the monitor
 //! can only see the deletion after that.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use tokio_util::sync::CancellationToken;
 use zookeeper_client::{self as zk, Client};
 
 use crate::abandoned;
+use crate::closing::Registration;
 use crate::error::Result;
 use crate::idioms;
 use crate::path::child_path;
 use crate::retry::RetryPolicy;
+use crate::session::Session;
 
 /// Our (possibly not yet confirmed) node in a queue directory.
 #[derive(Debug)]
@@ -38,21 +43,34 @@ pub(crate) struct OwnNode {
     armed: bool,
     /// Dismisses the node's lost signal; cancelled before we delete the node ourselves.
     monitor: Option<CancellationToken>,
+    /// Our entry among the session's live nodes (what `Session::close` deletes); cancelled once it is closed.
+    _registered: Registration,
+    closed: CancellationToken,
 }
 
 impl OwnNode {
-    pub(crate) fn new(client: &Client, dir: &str, unique: String, retry: &RetryPolicy) -> OwnNode {
-        OwnNode {
-            client: client.clone(),
+    /// Our node `dir`/`unique…` on `session`; [`Error::Closed`](crate::Error::Closed) once the session has been
+    /// closed ([`Session::close`]).
+    pub(crate) fn new(session: &Session, dir: &str, unique: String) -> Result<OwnNode> {
+        let registry = session.registry();
+        Ok(OwnNode {
+            client: session.client().clone(),
             dir: dir.to_owned(),
+            _registered: registry.register(dir, &unique)?,
+            closed: registry.closed(),
             unique,
             name: None,
             sequence: -1,
             czxid: -1,
-            retry: retry.clone(),
+            retry: session.retry().clone(),
             armed: true,
             monitor: None,
-        }
+        })
+    }
+
+    /// Cancelled once the session has been closed ([`Session::close`] deletes this node).
+    pub(crate) fn closed(&self) -> CancellationToken {
+        self.closed.clone()
     }
 
     /// From now on, `monitor` (a lost signal's dismissal) is cancelled before we delete the node ourselves.
@@ -119,26 +137,42 @@ impl Drop for OwnNode {
         // Until the delete has ended, a new attempt of this process in this directory can wait for it (see
         // `abandoned.rs`); registered before this drop returns.
         let pending = abandoned::register(&dir);
-        runtime.spawn(async move {
-            let _pending = pending;
-            let result = match first {
-                Some(first) => match first.await {
-                    Ok(()) | Err(zk::Error::NoNode) => Ok(()),
-                    // The delete may or may not have happened: go the careful way.
-                    Err(err) if crate::retry::is_connection_loss(&err) => {
-                        delete_own(&client, &dir, &unique, name.as_deref(), &retry).await
-                    }
-                    Err(err) => Err(err.into()),
-                },
-                None => delete_own(&client, &dir, &unique, name.as_deref(), &retry).await,
-            };
-            match (result, name) {
-                (Ok(()), _) => {}
-                // Our client gave up the session; the server may not have (see `abandoned.rs`).
-                (Err(err), Some(name)) if err.is_terminal() => abandoned::orphan(&dir, &name),
-                (Err(err), _) => tracing::debug!(%dir, %err, "background removal of our node failed"),
+        let path = child_path(&dir, name.as_deref().unwrap_or(&unique));
+        let started = Arc::new(AtomicBool::new(false));
+        let task = runtime.spawn({
+            let started = Arc::clone(&started);
+            async move {
+                started.store(true, Ordering::Release);
+                let _pending = pending;
+                let result = match first {
+                    Some(first) => match first.await {
+                        Ok(()) | Err(zk::Error::NoNode) => Ok(()),
+                        // The delete may or may not have happened: go the careful way.
+                        Err(err) if crate::retry::is_connection_loss(&err) => {
+                            delete_own(&client, &dir, &unique, name.as_deref(), &retry).await
+                        }
+                        Err(err) => Err(err.into()),
+                    },
+                    None => delete_own(&client, &dir, &unique, name.as_deref(), &retry).await,
+                };
+                match (result, name) {
+                    (Ok(()), _) => {}
+                    // Our client gave up the session; the server may not have (see `abandoned.rs`).
+                    (Err(err), Some(name)) if err.is_terminal() => abandoned::orphan(&dir, &name),
+                    (Err(err), _) => tracing::debug!(%dir, %err, "background removal of our node failed"),
+                }
             }
         });
+        // A runtime that is shutting down (say, the guard was held by a task that the shutdown drops) cancels a
+        // task spawned now before it ever runs — and the client's own task, which would send our delete, is gone
+        // too: nothing can delete the node before the session ends. Say so.
+        if task.is_finished() && !started.load(Ordering::Acquire) {
+            tracing::warn!(
+                %path,
+                "the tokio runtime is shutting down, so our node cannot be deleted now: it stays until the \
+                 ZooKeeper session ends (close the Session before the runtime shuts down to delete it at once)"
+            );
+        }
     }
 }
 

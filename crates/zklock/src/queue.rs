@@ -565,8 +565,13 @@ impl Items {
             match read.if_exists()? {
                 Some((data, _)) => {
                     claimed.data = self.layout.decode(data);
-                    let lost =
-                        LostSignal::start(self.client(), &claim, self.session.lost_policy(), self.retry());
+                    let lost = LostSignal::start(
+                        self.client(),
+                        &claim,
+                        self.session.lost_policy(),
+                        self.retry(),
+                        self.session.registry().closed(),
+                    );
                     lost.set_holding();
                     claimed.lost = Some(lost);
                     break claimed;
@@ -626,12 +631,12 @@ impl Items {
         });
         let claims_changed = async move {
             match claims_watch {
-                Some(watch) => watch.changed().await,
+                Some(watch) => crate::idioms::fired(watch).await,
                 None => std::future::pending().await,
             }
         };
         let event = tokio::select! {
-            event = items_watch.changed() => event,
+            event = crate::idioms::fired(items_watch) => event,
             event = claims_changed => event,
         };
         if let Some(err) = idioms::session_error(&event) {
@@ -655,7 +660,7 @@ impl Items {
         self.session.emit(QueueEvent::Waiting {
             on: self.path.clone(),
         });
-        let event = watcher.changed().await;
+        let event = crate::idioms::fired(watcher).await;
         match idioms::session_error(&event) {
             Some(err) => Err(err),
             None => Ok(()),

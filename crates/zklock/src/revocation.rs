@@ -106,7 +106,7 @@ async fn watch_for_request(client: Client, path: String, retry: RetryPolicy, tx:
                     tx.send_replace(true);
                     return;
                 }
-                let event = watcher.changed().await;
+                let event = crate::idioms::fired(watcher).await;
                 match event.event_type {
                     EventType::NodeDeleted => return,
                     EventType::Session if idioms::session_error(&event).is_some() => return,

@@ -295,7 +295,7 @@ impl Rules for Room<'_> {
             let Some(watcher) = watcher else { continue };
             session.emit(QueueEvent::Waiting { on: node.dir.clone() });
             tokio::select! {
-                event = watcher.changed() => {
+                event = crate::idioms::fired(watcher) => {
                     if let Some(err) = idioms::session_error(&event) {
                         return Err(err);
                     }

@@ -4,6 +4,8 @@ use std::sync::Arc;
 
 use zookeeper_client::{Acl, Acls, Client};
 
+use crate::closing::Registry;
+use crate::error::Result;
 use crate::events::{Listener, QueueEvent};
 use crate::lost::LostPolicy;
 use crate::retry::RetryPolicy;
@@ -76,6 +78,8 @@ struct Inner {
     acls: Vec<Acl>,
     /// The directories' ACL; `None`: the nodes' ACL.
     parent_acls: Option<Vec<Acl>>,
+    /// The live nodes of the recipes on this session (shared by every `Session` made from this one).
+    registry: Arc<Registry>,
 }
 
 /// The ACL of the nodes recipes create unless [`Session::with_acls`] says otherwise: see "ACLs" on [`Session`].
@@ -100,6 +104,7 @@ impl Session {
                 listener: None,
                 acls: default_acls().to_vec(),
                 parent_acls: None,
+                registry: Arc::default(),
             }),
         }
     }
@@ -197,6 +202,36 @@ impl Session {
     /// nodes' ACL).
     pub fn parent_acls(&self) -> Acls<'_> {
         Acls::new(self.inner.parent_acls.as_deref().unwrap_or(&self.inner.acls))
+    }
+
+    /// The live nodes of the recipes on this session.
+    pub(crate) fn registry(&self) -> &Arc<Registry> {
+        &self.inner.registry
+    }
+
+    /// Closes this session for the recipes: deletes every node of ours that a recipe built on it (or on a
+    /// `Session` made from it with a `with_*` builder) still has — held guards, waiting acquires, group
+    /// memberships, double-barrier and two-phase-commit nodes —, waits until ZooKeeper has confirmed each delete,
+    /// and from then on refuses every new node with [`Error::Closed`](crate::Error::Closed). Guards still held
+    /// report [`LostReason::ClientClosed`](crate::LostReason::ClientClosed) on [`lost`](crate::Guard::lost);
+    /// dropping or releasing them afterwards is harmless.
+    ///
+    /// It deletes the nodes itself, one listing per directory and then every delete at once, rather than ending
+    /// the ZooKeeper session: a `zookeeper-client` session ends (a `closeSession` request) only when the last
+    /// handle of its [`Client`] is dropped, and the application holds handles of its own. So after `close`, drop
+    /// your `Client` (and every guard) to end the session itself: see "Shutting down" in the crate documentation.
+    /// Not deleted here: a [`Queue`](crate::Queue)'s claim of an item being taken and a counter's receipt of a
+    /// change in flight (both ephemeral: they go when the session ends).
+    ///
+    /// # Errors
+    /// [`Error::SessionExpired`](crate::Error::SessionExpired) / [`Error::Closed`](crate::Error::Closed) when the
+    /// session has ended already (its ephemeral nodes are gone with it, or go when the server expires it);
+    /// [`Error::ConnectionLoss`](crate::Error::ConnectionLoss) when the [`RetryPolicy`] gives up; any other error
+    /// of a listing or a delete (the rest are then not deleted).
+    pub async fn close(self) -> Result<()> {
+        let deleted = self.inner.registry.close(self.client(), self.retry()).await?;
+        tracing::debug!(deleted, session = %self.client().session_id(), "session closed: our nodes are deleted");
+        Ok(())
     }
 
     /// Hands `event` to the listener, if there is one.

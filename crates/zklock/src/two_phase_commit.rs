@@ -207,7 +207,7 @@ impl TwoPhaseCommit {
         let listed = participants.join("\n");
         let (client, retry) = (self.session.client(), self.session.retry());
         let name = format!("{COORDINATOR}{}", uuid::Uuid::new_v4().simple());
-        let mut node = OwnNode::new(client, &tx.dir, name.clone(), retry);
+        let mut node = OwnNode::new(&self.session, &tx.dir, name.clone())?;
         node.name = Some(name);
         let me = node.path();
         let tx_mode = CreateMode::Persistent.with_acls(self.session.acls());
@@ -271,7 +271,7 @@ impl TwoPhaseCommit {
         }
         let (client, retry) = (self.session.client(), self.session.retry());
         let name = format!("{ALIVE}{}-{participant}", uuid::Uuid::new_v4().simple());
-        let mut node = OwnNode::new(client, &tx.dir, name.clone(), retry);
+        let mut node = OwnNode::new(&self.session, &tx.dir, name.clone())?;
         node.name = Some(name);
         let me = node.path();
         let joined = child_path(&tx.dir, &format!("{JOINED}{participant}"));
@@ -494,7 +494,7 @@ impl Tx {
                         continue;
                     }
                     self.session.emit(QueueEvent::Waiting { on: self.dir.clone() });
-                    let event = watcher.changed().await;
+                    let event = crate::idioms::fired(watcher).await;
                     if let Some(err) = idioms::session_error(&event) {
                         return Err(err);
                     }
@@ -594,7 +594,7 @@ impl Tx {
             }
             self.session.emit(QueueEvent::Waiting { on: self.dir.clone() });
             tokio::select! {
-                event = watcher.changed() => {
+                event = crate::idioms::fired(watcher) => {
                     if let Some(err) = idioms::session_error(&event) {
                         return Err(err);
                     }
