@@ -92,7 +92,7 @@ on_every_server! {
         }
         // Looked at on a session of its own: the look's child watch, dropped unfired once the directory is empty,
         // costs a `removeWatches` of its own that must not be counted as zklock's.
-        let observer = client(hosts).await;
+        let observer = crate::support::client(hosts).await;
         await_children(&observer, &dir, "every node to go", |c| c.is_empty()).await;
         assert_eq!(proxy.requests(zklock_testkit::opcode::REMOVE_WATCHES), 0);
     }
