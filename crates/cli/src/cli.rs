@@ -894,6 +894,44 @@ mod tests {
     use super::*;
 
     #[test]
+    fn sasl_takes_a_mechanism_and_a_user_never_a_password() {
+        let bob = SaslSpec {
+            mechanism: SaslMechanism::DigestMd5,
+            user: "bob".to_owned(),
+        };
+        assert_eq!(sasl_spec("digest-md5:bob"), Ok(bob.clone()));
+        assert_eq!(sasl_spec("DIGEST-MD5:bob"), Ok(bob));
+        for (bad, why) in [
+            ("digest-md5:bob:hunter2", "never on the command line"),
+            ("digest-md5:", "no user"),
+            ("digest-md5", "no user"),
+            ("gssapi", "not supported yet"),
+            ("gssapi:bob@EXAMPLE.COM", "not supported yet"),
+            ("plain:bob", "expected digest-md5:USER"),
+            ("", "expected digest-md5:USER"),
+        ] {
+            let err = sasl_spec(bad).expect_err(bad);
+            assert!(err.contains(why), "{bad}: {err}");
+            assert!(!err.contains("hunter2"), "{err}");
+        }
+    }
+
+    #[test]
+    fn acls_take_sasl_entries() {
+        let spec = acl_spec("sasl:bob,sasl:alice:r,world:r").unwrap();
+        assert_eq!(
+            spec.entries,
+            vec![
+                Acl::new(Permission::ALL, AuthId::new("sasl", "bob")),
+                Acl::new(Permission::READ, AuthId::new("sasl", "alice")),
+                Acl::new(Permission::READ, AuthId::anyone()),
+            ]
+        );
+        assert!(acl_spec("sasl:").unwrap_err().contains("no user"));
+        assert!(acl_spec("sasl:bob:xyz").unwrap_err().contains("unknown permission"));
+    }
+
+    #[test]
     fn durations_take_seconds_and_human_forms() {
         for (text, secs) in [
             ("30", 30.0),

@@ -415,7 +415,7 @@ pub async fn connect(hosts: &str, session_timeout: f64, security: &Security) -> 
             let sasl = security.sasl.as_ref().expect("just checked");
             anyhow::bail!(
                 "ZooKeeper at {hosts} refused the SASL {} handshake as {}: authentication failed (a wrong \
-                 password, a user its JAAS Server section does not know, or a server without SASL)",
+                 password, or a user its JAAS Server section does not know)",
                 sasl.mechanism.name(),
                 sasl.user
             )
