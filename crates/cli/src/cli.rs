@@ -928,7 +928,9 @@ mod tests {
             ]
         );
         assert!(acl_spec("sasl:").unwrap_err().contains("no user"));
-        assert!(acl_spec("sasl:bob:xyz").unwrap_err().contains("unknown permission"));
+        assert!(acl_spec("sasl:bob:xyz")
+            .unwrap_err()
+            .contains("unknown permission"));
     }
 
     #[test]

@@ -12,6 +12,7 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use zklock_testkit::peers::Peer;
 use zklock_testkit::{unique_path, ZooKeeper};
 use zookeeper_client::{self as zk, Acl, AuthId, Client, Permission, SaslOptions};
 
@@ -308,4 +309,68 @@ async fn sasl_usage_errors_exit_2() {
         assert_eq!(out.status.code(), Some(2), "{all:?}: {stderr}");
         assert!(stderr.contains(expected), "{all:?}: {stderr}");
     }
+}
+
+/// Curator (its ZooKeeper client authenticating as bob through a JAAS `Client` section, as Java applications do)
+/// and `zklock run --sasl digest-md5:bob` share one lock, in the directory zklock made `sasl:bob`'s: while Curator
+/// holds it `zklock run --nonblock` is refused as busy (exit 1) and its command does not run; once Curator releases,
+/// it runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_with_the_same_sasl_user_shares_the_lock() {
+    let hosts = sasl_zookeeper().await;
+    let path = unique_path("cli-sasl-curator");
+    let (out, _) = run_as_bob(&hosts, &path, "creator").await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let dir = tempfile::tempdir().unwrap();
+    let jaas = dir.path().join("jaas-client.conf");
+    std::fs::write(
+        &jaas,
+        format!(
+            "Client {{\n    org.apache.zookeeper.server.auth.DigestLoginModule required\n    \
+             username=\"bob\"\n    password=\"{BOB_PASSWORD}\";\n}};\n"
+        ),
+    )
+    .unwrap();
+    let flag = format!("-Djava.security.auth.login.config={}", jaas.display());
+    let mut curator = Peer::curator_with_jvm_flags(&[&flag], &["mutex", "hold", &hosts, &path]).await;
+    let node = curator.expect("ACQUIRED").await;
+    assert!(node.starts_with(&format!("{path}/")), "{node}");
+    // Still the directory zklock made (not one Curator made again with its default world ACL).
+    let bob = sasl_client(&hosts, "bob", BOB_PASSWORD).await;
+    let (acl, _) = bob.get_acl(&path).await.expect("bob reads the ACL");
+    assert!(
+        acl.contains(&Acl::new(Permission::ALL, AuthId::new("sasl", "bob"))),
+        "{acl:?}"
+    );
+
+    let nonblock = |marker: &str| {
+        let script = format!("echo ran > {marker}");
+        let mut zklock = command(&[
+            "--connect",
+            &hosts,
+            "run",
+            "--sasl",
+            "digest-md5:bob",
+            "--nonblock",
+            &path,
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ]);
+        zklock.env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD);
+        zklock
+    };
+    let marker = dir.path().join("ran");
+    let marker_arg = marker.display().to_string();
+    let (out, _) = finish(&mut nonblock(&marker_arg)).await;
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(!marker.exists(), "the command ran while Curator held the lock");
+
+    curator.send("release").await;
+    curator.expect("RELEASED").await;
+    curator.finish().await;
+    let (out, _) = finish(&mut nonblock(&marker_arg)).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "ran\n");
 }
