@@ -546,3 +546,18 @@ impl std::fmt::Debug for ZooKeeper {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_jaas_server_section_lists_every_user() {
+        let users = [("bob", "b0b"), ("alice", "s3cret")].map(|(u, p)| (u.to_owned(), p.to_owned()));
+        assert_eq!(
+            jaas_server_section(&users),
+            "Server {\n    org.apache.zookeeper.server.auth.DigestLoginModule required\n    user_bob=\"b0b\"\n    \
+             user_alice=\"s3cret\";\n};\n"
+        );
+    }
+}

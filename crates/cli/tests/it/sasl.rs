@@ -212,6 +212,7 @@ async fn without_sasl_or_with_a_wrong_password_zklock_fails_fast() {
     for (args, password, expected) in cases {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let mut zklock = command(&args);
+        zklock.env("ZKLOCK_LOG", "trace");
         if let Some(password) = password {
             zklock.env("ZKLOCK_SASL_PASSWORD", password);
         }
@@ -230,9 +231,18 @@ async fn without_sasl_or_with_a_wrong_password_zklock_fails_fast() {
     // The right password, through the same arguments: the command runs (the control of the checks above).
     let args = args(true);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (out, _) = finish(command(&args).env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD)).await;
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let (out, _) = finish(
+        command(&args)
+            .env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD)
+            .env("ZKLOCK_LOG", "trace"),
+    )
+    .await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert_eq!(std::fs::read_to_string(marker.path()).unwrap(), "ran\n");
+    // Not even the most verbose log (zookeeper-client's requests and replies) shows the password.
+    assert!(stderr.contains("DEBUG"), "{stderr}");
+    assert!(!stderr.contains(BOB_PASSWORD), "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
