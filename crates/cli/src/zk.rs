@@ -437,6 +437,12 @@ pub async fn connect(hosts: &str, session_timeout: f64, security: &Security) -> 
         }
         Ok(result) => result.with_context(|| format!("cannot connect to ZooKeeper at {hosts}"))?,
     };
+    if let Some(sasl) = &security.sasl {
+        if let Err(err) = check_sasl_identity(&client, sasl, hosts).await {
+            close(client).await;
+            return Err(err);
+        }
+    }
     if client.path() != "/" {
         let found = client
             .check_stat("/")
@@ -449,6 +455,43 @@ pub async fn connect(hosts: &str, session_timeout: f64, security: &Security) -> 
         }
     }
     Ok(client)
+}
+
+/// Fails unless the server says (`whoami`) that the session is `sasl:USER`. A server without SASL — real ZooKeeper
+/// without a JAAS `Server` section, or the embedded server — answers the handshake with an empty token and leaves
+/// the session anonymous, which zookeeper-client takes for success. A server too old to answer `whoami`
+/// (ZooKeeper before 3.7) cannot be asked: then the handshake's success is all we know.
+async fn check_sasl_identity(client: &Client, sasl: &Sasl, hosts: &str) -> Result<()> {
+    match client.list_auth_users().await {
+        Ok(users)
+            if users
+                .iter()
+                .any(|u| u.scheme() == "sasl" && u.user() == sasl.user) =>
+        {
+            Ok(())
+        }
+        Ok(users) => {
+            let identities: Vec<String> = users
+                .iter()
+                .map(|u| format!("{}:{}", u.scheme(), u.user()))
+                .collect();
+            anyhow::bail!(
+                "ZooKeeper at {hosts} did not authenticate us with SASL as {} (it names this session {}): it has no \
+                 SASL — no JAAS Server section, or zklock's embedded server, which has no SASL yet",
+                sasl.user,
+                if identities.is_empty() {
+                    "anonymous".to_owned()
+                } else {
+                    identities.join(", ")
+                }
+            )
+        }
+        Err(zookeeper_client::Error::Unimplemented) => {
+            tracing::debug!(%hosts, "the server does not answer whoami: the SASL identity is not checked");
+            Ok(())
+        }
+        Err(err) => Err(err).with_context(|| format!("cannot connect to ZooKeeper at {hosts}")),
+    }
 }
 
 /// Why no server of `hosts` can be reached, as the operating system (or the TLS handshake) says it, one reason per

@@ -384,3 +384,45 @@ async fn curator_with_the_same_sasl_user_shares_the_lock() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(std::fs::read_to_string(&marker).unwrap(), "ran\n");
 }
+
+/// `--sasl` against servers that have no SASL — real ZooKeeper without a JAAS `Server` section, the embedded
+/// server — which answer the handshake without checking it and leave the session without a SASL identity: zklock
+/// asks the server who we are (`whoami`) and fails at once with exit 3 rather than run without the identity asked
+/// for. (The SASL tests above are the control: there `whoami` names `sasl:bob` and the commands run.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sasl_against_a_server_without_sasl_is_refused() {
+    let real = zookeeper().await;
+    let embedded = tokio::task::spawn_blocking(zklock_testkit::shared_embedded)
+        .await
+        .unwrap();
+    for hosts in [real, embedded] {
+        let path = unique_path("cli-sasl-plain");
+        let marker = tempfile::NamedTempFile::new().unwrap();
+        let touch = format!("echo ran > {}", marker.path().display());
+        let mut zklock = command(&[
+            "--connect",
+            &hosts,
+            "run",
+            "--sasl",
+            "digest-md5:bob",
+            &path,
+            "--",
+            "sh",
+            "-c",
+            &touch,
+        ]);
+        let (out, _) = finish(zklock.env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD)).await;
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{hosts}: {stderr}");
+        assert!(
+            stderr.contains("did not authenticate us with SASL as bob (it names this session ")
+                && !stderr.contains("sasl:bob"),
+            "{hosts}: {stderr}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(marker.path()).unwrap(),
+            "",
+            "the command ran"
+        );
+    }
+}
