@@ -277,6 +277,27 @@ async fn every_connecting_command_takes_sasl_and_the_password_file() {
         assert!(!stderr.contains("warning"), "{all:?}: {stderr}");
         assert!(!stderr.contains("requires authentication"), "{all:?}: {stderr}");
     }
+    // The demo, against the same ZooKeeper: its workers connect with --sasl too, under --acl creator.
+    let demo_path = format!("{path}/demo");
+    let mut demo = vec![
+        "demo",
+        "--connect",
+        hosts.as_str(),
+        "--workers",
+        "2",
+        "--hold",
+        "10",
+    ];
+    demo.extend(["--path", demo_path.as_str(), "--acl", "creator"]);
+    demo.extend(sasl);
+    let (out, _) = finish(&mut command(&demo)).await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
     // The same file readable by others: it works, with a warning.
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
     let mut all = vec!["--connect", hosts.as_str(), "status"];
