@@ -129,6 +129,71 @@ pub struct SecurityArgs {
     /// The private key (PEM) of --tls-cert.
     #[arg(long, value_name = "FILE", env = "ZKLOCK_TLS_KEY", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Authenticate with SASL as USER: digest-md5:USER (a user of the JAAS Server section of ZooKeeper, for
+    /// servers that require SASL). Its password comes from ZKLOCK_SASL_PASSWORD or --sasl-password-file, never
+    /// from the command line. Under SASL, --acl creator gives the nodes to sasl:USER. GSSAPI (Kerberos) is not
+    /// supported yet.
+    #[arg(long, value_name = "MECHANISM:USER", env = "ZKLOCK_SASL", value_parser = sasl_spec)]
+    pub sasl: Option<SaslSpec>,
+    /// The password of --sasl: the first line of FILE (instead of ZKLOCK_SASL_PASSWORD). Keep it private (chmod
+    /// 600): zklock warns otherwise.
+    #[arg(long, value_name = "FILE", requires = "sasl")]
+    pub sasl_password_file: Option<PathBuf>,
+    /// The service name of the server's SASL principal [default: zookeeper]. DIGEST-MD5 always uses zookeeper
+    /// (ZooKeeper's DIGEST-MD5 server expects the digest-uri zookeeper/zk-sasl-md5), so another name is refused.
+    #[arg(long, value_name = "NAME", requires = "sasl")]
+    pub sasl_service: Option<String>,
+}
+
+/// The SASL mechanisms of `--sasl`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SaslMechanism {
+    /// DIGEST-MD5: a user and password of the server's JAAS `Server` section (`DigestLoginModule`).
+    DigestMd5,
+}
+
+impl SaslMechanism {
+    /// The mechanism's SASL name.
+    pub fn name(self) -> &'static str {
+        match self {
+            SaslMechanism::DigestMd5 => "DIGEST-MD5",
+        }
+    }
+}
+
+/// `--sasl MECHANISM:USER`: how to authenticate with SASL, but for the password (read in `zk.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SaslSpec {
+    /// The mechanism.
+    pub mechanism: SaslMechanism,
+    /// Who we are.
+    pub user: String,
+}
+
+/// `digest-md5:USER` ([`SaslSpec`]). The mechanism's name is case-insensitive, as SASL's are.
+pub fn sasl_spec(text: &str) -> Result<SaslSpec, String> {
+    let (mechanism, user) = text.split_once(':').unwrap_or((text, ""));
+    let mechanism = match mechanism.to_ascii_lowercase().as_str() {
+        "digest-md5" => SaslMechanism::DigestMd5,
+        "gssapi" | "kerberos" => {
+            return Err("GSSAPI (Kerberos) is not supported yet: only digest-md5:USER".to_owned())
+        }
+        _ => return Err("expected digest-md5:USER".to_owned()),
+    };
+    if user.is_empty() {
+        return Err("expected digest-md5:USER: no user".to_owned());
+    }
+    if user.contains(':') {
+        return Err(
+            "expected digest-md5:USER: the password goes in ZKLOCK_SASL_PASSWORD or --sasl-password-file, never \
+             on the command line"
+                .to_owned(),
+        );
+    }
+    Ok(SaslSpec {
+        mechanism,
+        user: user.to_owned(),
+    })
 }
 
 /// The ACLs of the nodes a command creates (`run`, `elect`, `demo`); turned into a session's ACLs in `zk.rs`.
@@ -136,8 +201,9 @@ pub struct SecurityArgs {
 #[command(next_help_heading = "Authentication and TLS")]
 pub struct AclArgs {
     /// The ACL of the nodes zklock creates: `world` (anybody may do anything), `creator` (only sessions with our
-    /// credentials), or a comma-separated list of those and digest:USER:HASH entries, each optionally with
-    /// :PERMS from cdrwa (e.g. creator,digest:bob:HASH:cdrwa,world:r); HASH is base64(sha1(USER:PASSWORD)).
+    /// credentials), or a comma-separated list of those and digest:USER:HASH or sasl:USER entries, each
+    /// optionally with :PERMS from cdrwa (e.g. creator,digest:bob:HASH:cdrwa,world:r); HASH is
+    /// base64(sha1(USER:PASSWORD)).
     /// [default: creator with credentials, world without]
     #[arg(long, value_name = "ACL", value_parser = acl_spec)]
     pub acl: Option<AclSpec>,
@@ -202,13 +268,14 @@ pub struct AclSpec {
     pub entries: Vec<Acl>,
 }
 
-/// `world`, `creator` or `digest:USER:HASH`, each optionally `:PERMS`, separated by commas (see [`AclArgs`]).
+/// `world`, `creator`, `digest:USER:HASH` or `sasl:USER`, each optionally `:PERMS`, separated by commas (see
+/// [`AclArgs`]).
 /// ZooKeeper's own spellings `world:anyone[:PERMS]` and `auth::PERMS` are taken too. A digest's HASH must be what
 /// ZooKeeper stores, base64(sha1(USER:PASSWORD)) — 28 characters — so that a password given by mistake is refused
 /// rather than made into an ACL nobody can match.
 pub fn acl_spec(text: &str) -> Result<AclSpec, String> {
     const FORMS: &str =
-        "expected world, creator or digest:USER:HASH, each optionally :PERMS (letters of cdrwa)";
+        "expected world, creator, digest:USER:HASH or sasl:USER, each optionally :PERMS (letters of cdrwa)";
     let mut entries = Vec::new();
     for entry in text.split(',').map(str::trim) {
         let parts: Vec<&str> = entry.split(':').collect();
@@ -217,6 +284,12 @@ pub fn acl_spec(text: &str) -> Result<AclSpec, String> {
             ["world" | "anyone", perms] | ["world", "anyone", perms] => (AuthId::anyone(), Some(perms)),
             ["creator"] | ["auth"] | ["auth", ""] => (AuthId::authed(), None),
             ["creator", perms] | ["auth", "", perms] => (AuthId::authed(), Some(perms)),
+            ["sasl", user] | ["sasl", user, _] => {
+                if user.is_empty() {
+                    return Err(format!("{entry:?}: no user"));
+                }
+                (AuthId::new("sasl", user), parts.get(2).copied())
+            }
             ["digest", user, hash] | ["digest", user, hash, _] => {
                 if user.is_empty() {
                     return Err(format!("{entry:?}: no user"));
@@ -819,6 +892,46 @@ fn check_path(path: &str) -> Result<(), &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sasl_takes_a_mechanism_and_a_user_never_a_password() {
+        let bob = SaslSpec {
+            mechanism: SaslMechanism::DigestMd5,
+            user: "bob".to_owned(),
+        };
+        assert_eq!(sasl_spec("digest-md5:bob"), Ok(bob.clone()));
+        assert_eq!(sasl_spec("DIGEST-MD5:bob"), Ok(bob));
+        for (bad, why) in [
+            ("digest-md5:bob:hunter2", "never on the command line"),
+            ("digest-md5:", "no user"),
+            ("digest-md5", "no user"),
+            ("gssapi", "not supported yet"),
+            ("gssapi:bob@EXAMPLE.COM", "not supported yet"),
+            ("plain:bob", "expected digest-md5:USER"),
+            ("", "expected digest-md5:USER"),
+        ] {
+            let err = sasl_spec(bad).expect_err(bad);
+            assert!(err.contains(why), "{bad}: {err}");
+            assert!(!err.contains("hunter2"), "{err}");
+        }
+    }
+
+    #[test]
+    fn acls_take_sasl_entries() {
+        let spec = acl_spec("sasl:bob,sasl:alice:r,world:r").unwrap();
+        assert_eq!(
+            spec.entries,
+            vec![
+                Acl::new(Permission::ALL, AuthId::new("sasl", "bob")),
+                Acl::new(Permission::READ, AuthId::new("sasl", "alice")),
+                Acl::new(Permission::READ, AuthId::anyone()),
+            ]
+        );
+        assert!(acl_spec("sasl:").unwrap_err().contains("no user"));
+        assert!(acl_spec("sasl:bob:xyz")
+            .unwrap_err()
+            .contains("unknown permission"));
+    }
 
     #[test]
     fn durations_take_seconds_and_human_forms() {

@@ -4,16 +4,20 @@
 //! Credentials come from `--auth`, or else `ZKLOCK_AUTH`, plus `--auth-file`; they are read here, when a command
 //! connects, so that those from the environment and from files never pass through clap (whose errors repeat the
 //! value given) nor through any process's command line. Every mistake found here — an unreadable file, a bad line,
-//! `--acl creator` without credentials — is a usage error (exit 2, [`UsageError`]); ZooKeeper refusing the
-//! credentials is a failure (exit 3).
+//! `--acl creator` without credentials, `--sasl` without its password — is a usage error (exit 2, [`UsageError`]);
+//! ZooKeeper refusing the credentials or the SASL handshake, or requiring authentication none was given for, is a
+//! failure (exit 3), told on connecting.
+//!
+//! SASL (`--sasl digest-md5:USER`) takes its password from [`SASL_PASSWORD_ENV`] or `--sasl-password-file`, read
+//! here too; zookeeper-client runs the handshake when it connects, before any request.
 
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use zookeeper_client::{Acl, Acls, AuthId, Client, Permission, TlsOptions};
+use zookeeper_client::{Acl, Acls, AuthId, Client, Permission, SaslOptions, TlsOptions};
 
-use crate::cli::{self, AclArgs, ConnectArgs, Credential, OptionalConnectArgs, SecurityArgs};
+use crate::cli::{self, AclArgs, ConnectArgs, Credential, OptionalConnectArgs, SaslMechanism, SecurityArgs};
 use crate::exit::UsageError;
 
 /// The environment variable that holds credentials: one `SCHEME:CREDENTIALS` per line (a password may contain a
@@ -21,13 +25,90 @@ use crate::exit::UsageError;
 /// is.
 pub const AUTH_ENV: &str = "ZKLOCK_AUTH";
 
+/// The environment variable that holds the password of `--sasl` (unless `--sasl-password-file` gives it).
+pub const SASL_PASSWORD_ENV: &str = "ZKLOCK_SASL_PASSWORD";
+
+/// The only service name zookeeper-client's DIGEST-MD5 speaks for (its digest-uri is `zookeeper/zk-sasl-md5`, as
+/// ZooKeeper's DIGEST-MD5 server expects): `--sasl-service`'s default.
+pub const SASL_SERVICE: &str = "zookeeper";
+
 /// What a command connects with besides the connect string: credentials and TLS, read from [`SecurityArgs`].
 #[derive(Debug, Clone, Default)]
 pub struct Security {
     credentials: Vec<Credential>,
+    sasl: Option<Sasl>,
     tls: Option<TlsOptions>,
     /// The PEM the TLS settings were made of, to tell why a handshake fails ([`tls_handshake_error`]).
     tls_pem: Option<TlsPem>,
+}
+
+/// SASL: who we are and the options zookeeper-client authenticates with. Its `Debug` hides the options (they hold
+/// the password).
+#[derive(Clone)]
+struct Sasl {
+    mechanism: SaslMechanism,
+    user: String,
+    options: SaslOptions,
+}
+
+impl std::fmt::Debug for Sasl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sasl")
+            .field("mechanism", &self.mechanism)
+            .field("user", &self.user)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The SASL settings of `--sasl`, with the password from `--sasl-password-file` or else [`SASL_PASSWORD_ENV`].
+fn sasl_options(args: &SecurityArgs) -> Result<Option<Sasl>> {
+    let Some(spec) = &args.sasl else {
+        return Ok(None);
+    };
+    if let Some(service) = args
+        .sasl_service
+        .as_deref()
+        .filter(|&service| service != SASL_SERVICE)
+    {
+        return Err(usage(format!(
+            "--sasl-service {service}: DIGEST-MD5 speaks for the service {SASL_SERVICE} only (ZooKeeper's \
+             DIGEST-MD5 server expects the digest-uri {SASL_SERVICE}/zk-sasl-md5)"
+        )));
+    }
+    let password = match &args.sasl_password_file {
+        Some(path) => {
+            let text = read_private(path, "--sasl-password-file")?;
+            let line = text.lines().next().unwrap_or("").to_owned();
+            if line.is_empty() {
+                return Err(usage(format!(
+                    "--sasl-password-file {}: its first line is empty (it holds the password)",
+                    path.display()
+                )));
+            }
+            line
+        }
+        None => match std::env::var(SASL_PASSWORD_ENV) {
+            Ok(password) if !password.is_empty() => password,
+            Ok(_) | Err(std::env::VarError::NotPresent) => {
+                return Err(usage(format!(
+                    "--sasl {}:{} needs its password: set {SASL_PASSWORD_ENV} or give --sasl-password-file",
+                    spec.mechanism.name().to_ascii_lowercase(),
+                    spec.user
+                )))
+            }
+            Err(std::env::VarError::NotUnicode(_)) => {
+                return Err(usage(format!("{SASL_PASSWORD_ENV} is not UTF-8")))
+            }
+        },
+    };
+    let options = match spec.mechanism {
+        SaslMechanism::DigestMd5 => SaslOptions::digest_md5(spec.user.clone(), password).into(),
+    };
+    Ok(Some(Sasl {
+        mechanism: spec.mechanism,
+        user: spec.user.clone(),
+        options,
+    }))
 }
 
 /// The PEM texts of `--tls-ca`, `--tls-cert` and `--tls-key`. Its `Debug` hides the key.
@@ -67,6 +148,7 @@ impl Security {
         };
         Ok(Security {
             credentials,
+            sasl: sasl_options(args)?,
             tls,
             tls_pem,
         })
@@ -99,6 +181,7 @@ fn parse_credentials(text: &str, origin: &str) -> Result<Vec<Credential>> {
 fn has_credentials(args: &SecurityArgs) -> bool {
     !args.auth.is_empty()
         || args.auth_file.is_some()
+        || args.sasl.is_some()
         || env_credentials().is_ok_and(|credentials| !credentials.is_empty())
 }
 
@@ -237,8 +320,8 @@ impl NodeAcls {
         // A TLS client certificate may be an identity too (ZooKeeper's x509 provider): then `creator` is its.
         if !authenticated && security.tls_cert.is_none() && (creator(&nodes) || creator(&parents)) {
             return Err(usage(
-                "an ACL with creator needs credentials (--auth, ZKLOCK_AUTH or --auth-file, or a TLS client \
-                 certificate): without them the session has no identity to give the nodes to"
+                "an ACL with creator needs credentials (--auth, ZKLOCK_AUTH or --auth-file, --sasl, or a TLS \
+                 client certificate): without them the session has no identity to give the nodes to"
                     .to_owned(),
             ));
         }
@@ -267,7 +350,7 @@ pub fn refused(err: &zklock::Error) -> &'static str {
     match err {
         zklock::Error::ZooKeeper(zookeeper_client::Error::NoAuth) => {
             " (the ACL of the directory does not let this session queue: give credentials it admits with --auth, \
-             ZKLOCK_AUTH or --auth-file)"
+             ZKLOCK_AUTH or --auth-file, or --sasl)"
         }
         zklock::Error::ZooKeeper(zookeeper_client::Error::InvalidAcl) => {
             " (ZooKeeper refused the ACL of --acl or --parent-acl)"
@@ -307,6 +390,9 @@ pub async fn connect(hosts: &str, session_timeout: f64, security: &Security) -> 
     for credential in &security.credentials {
         connector = connector.with_auth(&credential.scheme, credential.credentials.as_bytes());
     }
+    if let Some(sasl) = &security.sasl {
+        connector = connector.with_sasl(sasl.options.clone());
+    }
     let tls = security.tls.clone();
     let connect = async move {
         match tls {
@@ -322,21 +408,41 @@ pub async fn connect(hosts: &str, session_timeout: f64, security: &Security) -> 
                 unreachable(hosts, security.tls_pem.as_ref()).await
             )
         }
+        // ZooKeeper answers a failed SASL handshake, and any request of a session that has not authenticated
+        // with SASL when it requires SASL, with AuthFailed or SessionClosedRequireSaslAuth, and then closes the
+        // connection: zookeeper-client reports either as AuthFailed.
+        Ok(Err(zookeeper_client::Error::AuthFailed)) if security.sasl.is_some() => {
+            let sasl = security.sasl.as_ref().expect("just checked");
+            anyhow::bail!(
+                "ZooKeeper at {hosts} refused the SASL {} handshake as {}: authentication failed (a wrong \
+                 password, or a user its JAAS Server section does not know)",
+                sasl.mechanism.name(),
+                sasl.user
+            )
+        }
         Ok(Err(zookeeper_client::Error::AuthFailed)) if security.credentials.is_empty() => {
             anyhow::bail!(
-                "ZooKeeper at {hosts} requires authentication: give --auth, ZKLOCK_AUTH or --auth-file"
+                "ZooKeeper at {hosts} requires authentication: give --sasl digest-md5:USER (with \
+                 {SASL_PASSWORD_ENV}) if it requires SASL, or else --auth, ZKLOCK_AUTH or --auth-file"
             )
         }
         Ok(Err(zookeeper_client::Error::AuthFailed)) => {
             let mut schemes: Vec<&str> = security.credentials.iter().map(|c| c.scheme.as_str()).collect();
             schemes.dedup();
             anyhow::bail!(
-                "ZooKeeper at {hosts} refused our credentials (scheme {}): authentication failed",
+                "ZooKeeper at {hosts} refused our credentials (scheme {}): authentication failed (if it \
+                 requires SASL, give --sasl)",
                 schemes.join(", ")
             )
         }
         Ok(result) => result.with_context(|| format!("cannot connect to ZooKeeper at {hosts}"))?,
     };
+    if let Some(sasl) = &security.sasl {
+        if let Err(err) = check_sasl_identity(&client, sasl, hosts).await {
+            close(client).await;
+            return Err(err);
+        }
+    }
     if client.path() != "/" {
         let found = client
             .check_stat("/")
@@ -349,6 +455,43 @@ pub async fn connect(hosts: &str, session_timeout: f64, security: &Security) -> 
         }
     }
     Ok(client)
+}
+
+/// Fails unless the server says (`whoami`) that the session is `sasl:USER`. A server without SASL — real ZooKeeper
+/// without a JAAS `Server` section, or the embedded server — answers the handshake with an empty token and leaves
+/// the session anonymous, which zookeeper-client takes for success. A server too old to answer `whoami`
+/// (ZooKeeper before 3.7) cannot be asked: then the handshake's success is all we know.
+async fn check_sasl_identity(client: &Client, sasl: &Sasl, hosts: &str) -> Result<()> {
+    match client.list_auth_users().await {
+        Ok(users)
+            if users
+                .iter()
+                .any(|u| u.scheme() == "sasl" && u.user() == sasl.user) =>
+        {
+            Ok(())
+        }
+        Ok(users) => {
+            let identities: Vec<String> = users
+                .iter()
+                .map(|u| format!("{}:{}", u.scheme(), u.user()))
+                .collect();
+            anyhow::bail!(
+                "ZooKeeper at {hosts} did not authenticate us with SASL as {} (it names this session {}): it has no \
+                 SASL — no JAAS Server section, or zklock's embedded server, which has no SASL yet",
+                sasl.user,
+                if identities.is_empty() {
+                    "anonymous".to_owned()
+                } else {
+                    identities.join(", ")
+                }
+            )
+        }
+        Err(zookeeper_client::Error::Unimplemented) => {
+            tracing::debug!(%hosts, "the server does not answer whoami: the SASL identity is not checked");
+            Ok(())
+        }
+        Err(err) => Err(err).with_context(|| format!("cannot connect to ZooKeeper at {hosts}")),
+    }
 }
 
 /// Why no server of `hosts` can be reached, as the operating system (or the TLS handshake) says it, one reason per

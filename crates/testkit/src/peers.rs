@@ -363,11 +363,19 @@ pub struct Peer {
 impl Peer {
     /// `java CuratorPeer <args>` (see `CuratorPeer.java`: `LOCK ACTION CONNECT PATH [ROUNDS FILE]`).
     pub async fn curator(args: &[&str]) -> Peer {
+        Peer::curator_with_jvm_flags(&[], args).await
+    }
+
+    /// [`Peer::curator`] with more JVM flags, e.g. `-Djava.security.auth.login.config=FILE` naming a JAAS file whose
+    /// `Client` section makes the ZooKeeper client inside Curator authenticate with SASL.
+    pub async fn curator_with_jvm_flags(jvm_flags: &[&str], args: &[&str]) -> Peer {
         let java = tokio::task::spawn_blocking(java)
             .await
             .expect("compiling the Curator peer");
         // A small heap and no JIT tiers beyond C1 make the JVM start faster on a loaded machine.
-        let mut command = java.command(&["-Xmx128m", "-XX:TieredStopAtLevel=1"]);
+        let mut flags = vec!["-Xmx128m", "-XX:TieredStopAtLevel=1"];
+        flags.extend(jvm_flags);
+        let mut command = java.command(&flags);
         command.args(args);
         Peer::spawn(format!("curator {}", args.join(" ")), command)
     }

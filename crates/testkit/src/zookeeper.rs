@@ -42,6 +42,8 @@ pub struct Builder {
     system_properties: Vec<(String, String)>,
     /// Whether every member has a secure (TLS) client port.
     secure: bool,
+    /// The users (name, password) of the JAAS `Server` section for SASL DIGEST-MD5, when SASL is on.
+    sasl_users: Option<Vec<(String, String)>>,
 }
 
 impl Builder {
@@ -88,6 +90,21 @@ impl Builder {
     /// default, `want` or `none`).
     pub fn secure_client_port(mut self) -> Self {
         self.secure = true;
+        self
+    }
+
+    /// Turns SASL DIGEST-MD5 on, as a ZooKeeper deployment does: a JAAS file with a `Server` section whose
+    /// `DigestLoginModule` knows `users` (name, password), named by `-Djava.security.auth.login.config`, and
+    /// `authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider` in `zoo.cfg`. SASL is then
+    /// offered, not required: add `sessionRequireClientSASLAuth=true`, or `enforce.auth.enabled=true` with
+    /// `enforce.auth.schemes`, with [`Builder::config`].
+    pub fn sasl_digest_users(mut self, users: &[(&str, &str)]) -> Self {
+        self.sasl_users = Some(
+            users
+                .iter()
+                .map(|(user, password)| (user.to_string(), password.to_string()))
+                .collect(),
+        );
         self
     }
 
@@ -144,12 +161,26 @@ impl Builder {
             })
             .collect::<io::Result<Vec<_>>>()
             .map_err(StartFailure::other)?;
+        let mut settings = self.settings.clone();
+        let mut system_properties = self.system_properties.clone();
+        if let Some(users) = &self.sasl_users {
+            let jaas = dir.path().join("jaas.conf");
+            std::fs::write(&jaas, jaas_server_section(users)).map_err(StartFailure::other)?;
+            system_properties.push((
+                "java.security.auth.login.config".to_owned(),
+                jaas.display().to_string(),
+            ));
+            settings.overrides.push((
+                "authProvider.1".to_owned(),
+                "org.apache.zookeeper.server.auth.SASLAuthenticationProvider".to_owned(),
+            ));
+        }
         let mut members = Vec::with_capacity(self.members);
         for index in 0..self.members {
             let member_dir = MemberDir {
                 root: dir.path().join(format!("member-{index}")),
             };
-            config::write_member(&member_dir, index, &ports, &self.settings).map_err(StartFailure::other)?;
+            config::write_member(&member_dir, index, &ports, &settings).map_err(StartFailure::other)?;
             members.push(Member {
                 ports: ports[index],
                 dir: member_dir,
@@ -158,9 +189,9 @@ impl Builder {
         }
         let mut zookeeper = ZooKeeper {
             members,
-            settings: self.settings.clone(),
+            settings,
             start_timeout: self.start_timeout,
-            system_properties: self.system_properties.clone(),
+            system_properties,
             _dir: dir,
         };
         for index in 0..self.members {
@@ -174,6 +205,16 @@ impl Builder {
         tracing::info!(connect = %zookeeper.connect_string(), "real ZooKeeper serving");
         Ok(zookeeper)
     }
+}
+
+/// A JAAS file whose `Server` section (the one ZooKeeper's server reads) lets `users` in with DIGEST-MD5.
+fn jaas_server_section(users: &[(String, String)]) -> String {
+    let mut text = String::from("Server {\n    org.apache.zookeeper.server.auth.DigestLoginModule required");
+    for (user, password) in users {
+        let _ = write!(text, "\n    user_{user}=\"{password}\"");
+    }
+    text.push_str(";\n};\n");
+    text
 }
 
 struct StartFailure {
@@ -224,6 +265,7 @@ impl ZooKeeper {
             start_timeout: DEFAULT_START_TIMEOUT,
             system_properties: Vec::new(),
             secure: false,
+            sasl_users: None,
         }
     }
 
@@ -502,5 +544,20 @@ impl std::fmt::Debug for ZooKeeper {
             .field("connect_string", &self.connect_string())
             .field("tick_time_ms", &self.settings.tick_time_ms)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_jaas_server_section_lists_every_user() {
+        let users = [("bob", "b0b"), ("alice", "s3cret")].map(|(u, p)| (u.to_owned(), p.to_owned()));
+        assert_eq!(
+            jaas_server_section(&users),
+            "Server {\n    org.apache.zookeeper.server.auth.DigestLoginModule required\n    user_bob=\"b0b\"\n    \
+             user_alice=\"s3cret\";\n};\n"
+        );
     }
 }

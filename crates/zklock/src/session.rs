@@ -38,6 +38,10 @@ use crate::retry::RetryPolicy;
 /// nodes. (An unauthenticated session cannot create nodes with `creator_all`: ZooKeeper answers `InvalidACL`.) The
 /// `zklock` command line picks `creator_all` by itself when it is given credentials.
 ///
+/// Under SASL (`Connector::with_sasl`; this crate's `sasl-digest-md5` feature turns it on in the re-exported
+/// `zookeeper_client`) `creator_all` gives the nodes to `sasl:<user>`: ZooKeeper replaces the `auth` entry by every
+/// identity the session has authenticated as, SASL's included. An explicit entry is `AuthId::new("sasl", user)`.
+///
 /// Ordering needs names only: listing a directory needs `READ` on it, not on its children. A contender whose node
 /// our session may not read is still ordered, waited for and shown: ZooKeeper sends a node's watch events only to
 /// sessions allowed to read it, so a recipe waiting behind such a node watches the directory's children instead

@@ -19,6 +19,7 @@ mod parity;
 mod pause;
 mod revoke;
 mod run;
+mod sasl;
 mod secure;
 mod serve_attack;
 mod serve_dir;

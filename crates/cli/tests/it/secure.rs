@@ -448,7 +448,7 @@ async fn bad_credentials_acls_and_tls_files_are_usage_errors() {
         (
             vec!["run", "--acl", "everyone"],
             None,
-            "expected world, creator or digest",
+            "expected world, creator, digest:USER:HASH or sasl:USER",
         ),
         (
             vec!["run", "--acl", "digest:bob:bob-password"],

@@ -1,0 +1,449 @@
+//! SASL from the command line (`--sasl digest-md5:USER`, the password from `ZKLOCK_SASL_PASSWORD` or
+//! `--sasl-password-file`) against real ZooKeeper 3.8 with a JAAS `Server` section (`DigestLoginModule`) that
+//! requires authentication: the command runs; without `--sasl`, or with a wrong password, zklock fails at once
+//! with exit 3 and says why; the nodes it creates under `--acl creator` are `sasl:USER`'s alone (another SASL user
+//! and a digest user get `NoAuth`, and with `--acl world` — the negative control — both may read them).
+//!
+//! One JVM for the file: it requires authentication by SASL or digest (`enforce.auth.schemes=sasl,digest`), so
+//! that an authenticated session of another identity (digest) can be shown what the ACL keeps from it. An
+//! unauthenticated session can do nothing at all there (the first test checks that too).
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use zklock_testkit::peers::Peer;
+use zklock_testkit::{unique_path, ZooKeeper};
+use zookeeper_client::{self as zk, Acl, AuthId, Client, Permission, SaslOptions};
+
+use crate::support::*;
+
+const BOB_PASSWORD: &str = "bob-s3cret";
+const ALICE_PASSWORD: &str = "alice-s3cret";
+
+/// The file's ZooKeeper: SASL DIGEST-MD5 users bob and alice; only authenticated sessions (SASL or digest) served.
+async fn sasl_zookeeper() -> String {
+    static SERVER: OnceLock<Result<ZooKeeper, String>> = OnceLock::new();
+    tokio::task::spawn_blocking(|| {
+        let started = SERVER.get_or_init(|| {
+            ZooKeeper::builder()
+                .sasl_digest_users(&[("bob", BOB_PASSWORD), ("alice", ALICE_PASSWORD)])
+                .config("enforce.auth.enabled", "true")
+                .config("enforce.auth.schemes", "sasl,digest")
+                .start()
+                .map_err(|err| err.to_string())
+        });
+        match started {
+            Ok(zookeeper) => zookeeper.connect_string(),
+            Err(err) => panic!("the SASL ZooKeeper failed to start: {err}"),
+        }
+    })
+    .await
+    .unwrap()
+}
+
+/// `zklock` with `args`, no credentials from the test's own environment.
+fn command(args: &[&str]) -> tokio::process::Command {
+    let mut command = zklock(args);
+    for name in [
+        "ZKLOCK_AUTH",
+        "ZKLOCK_SASL",
+        "ZKLOCK_SASL_PASSWORD",
+        "ZKLOCK_TLS_CA",
+        "ZKLOCK_TLS_CERT",
+        "ZKLOCK_TLS_KEY",
+    ] {
+        command.env_remove(name);
+    }
+    command
+}
+
+/// Runs `command` to completion (bounded), and how long it took.
+async fn finish(command: &mut tokio::process::Command) -> (std::process::Output, Duration) {
+    let started = Instant::now();
+    let out = tokio::time::timeout(EVENTUALLY, command.output())
+        .await
+        .expect("zklock did not finish")
+        .expect("run zklock");
+    (out, started.elapsed())
+}
+
+/// A session authenticated with SASL DIGEST-MD5.
+async fn sasl_client(hosts: &str, user: &'static str, password: &'static str) -> Client {
+    Client::connector()
+        .with_session_timeout(Duration::from_secs(10))
+        .with_sasl(SaslOptions::digest_md5(user, password))
+        .connect(hosts)
+        .await
+        .unwrap_or_else(|err| panic!("connect as {user} with SASL: {err}"))
+}
+
+/// A session authenticated with digest (not SASL).
+async fn digest_client(hosts: &str) -> Client {
+    Client::connector()
+        .with_session_timeout(Duration::from_secs(10))
+        .with_auth("digest", b"eve:eve-password")
+        .connect(hosts)
+        .await
+        .expect("connect with digest")
+}
+
+/// `zklock run` as bob (password in the environment) under `--acl ACL`, whose command prints its lock node. The
+/// node goes when the command ends; the directory zklock created (with the same ACL, plus world:r) stays.
+async fn run_as_bob(hosts: &str, path: &str, acl: &str) -> (std::process::Output, Duration) {
+    finish(
+        command(&[
+            "--connect",
+            hosts,
+            "run",
+            "--sasl",
+            "digest-md5:bob",
+            "--acl",
+            acl,
+            path,
+            "--",
+            "sh",
+            "-c",
+            "echo \"held $ZKLOCK_NODE\"",
+        ])
+        .env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD),
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_with_sasl_runs_and_creator_acl_is_sasl_user_only() {
+    let hosts = sasl_zookeeper().await;
+    let path = unique_path("cli-sasl-creator");
+    let (out, _) = run_as_bob(&hosts, &path, "creator").await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(text(&out.stdout).starts_with("held "), "{}", text(&out.stdout));
+
+    // The directory zklock created: `--acl creator` under SASL is sasl:bob (ZooKeeper turns `auth` into the
+    // session's identity), plus world:r that --parent-acl adds by default.
+    let bob = sasl_client(&hosts, "bob", BOB_PASSWORD).await;
+    let (acl, _) = bob.get_acl(&path).await.expect("bob reads the ACL");
+    assert!(
+        acl.contains(&Acl::new(Permission::ALL, AuthId::new("sasl", "bob"))),
+        "{acl:?}"
+    );
+    assert!(
+        !acl.iter().any(|entry| entry.permission().has(Permission::CREATE)
+            && entry.auth_id() != &AuthId::new("sasl", "bob")),
+        "{acl:?}"
+    );
+    // Nobody else may queue in it: alice (SASL) and eve (digest) are refused.
+    let alice = sasl_client(&hosts, "alice", ALICE_PASSWORD).await;
+    let eve = digest_client(&hosts).await;
+    for (who, client) in [("alice", &alice), ("eve", &eve)] {
+        let node = format!("{path}/intruder");
+        let created = client
+            .create(
+                &node,
+                b"",
+                &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all()),
+            )
+            .await;
+        assert!(matches!(created, Err(zk::Error::NoAuth)), "{who}: {created:?}");
+    }
+    // Bob's own data node under --acl creator: only bob may read it.
+    let node = format!("{path}/data");
+    bob.create(
+        &node,
+        b"secret",
+        &zk::CreateMode::Persistent.with_acls(zk::Acls::creator_all()),
+    )
+    .await
+    .expect("bob creates a creator-only node");
+    assert_eq!(bob.get_data(&node).await.expect("bob reads").0, b"secret");
+    for (who, client) in [("alice", &alice), ("eve", &eve)] {
+        let read = client.get_data(&node).await;
+        assert!(matches!(read, Err(zk::Error::NoAuth)), "{who}: {read:?}");
+    }
+}
+
+/// The negative control of the test above: under `--acl world` the same users may queue, so the `NoAuth` seen
+/// there comes from the ACL, not from how those sessions connect.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_with_sasl_and_world_acl_lets_others_in() {
+    let hosts = sasl_zookeeper().await;
+    let path = unique_path("cli-sasl-world");
+    let (out, _) = run_as_bob(&hosts, &path, "world").await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let alice = sasl_client(&hosts, "alice", ALICE_PASSWORD).await;
+    let eve = digest_client(&hosts).await;
+    for (who, client) in [("alice", &alice), ("eve", &eve)] {
+        let node = format!("{path}/{who}");
+        client
+            .create(
+                &node,
+                b"",
+                &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all()),
+            )
+            .await
+            .unwrap_or_else(|err| panic!("{who} creates in a world directory: {err}"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_sasl_or_with_a_wrong_password_zklock_fails_fast() {
+    let hosts = sasl_zookeeper().await;
+    let path = unique_path("cli-sasl-refused");
+    let marker = tempfile::NamedTempFile::new().unwrap();
+    let touch = format!("echo ran > {}", marker.path().display());
+    // The session timeout asked for is long: an answer well within it is not a connect that waited it out.
+    let args = |sasl: bool| {
+        let mut args = vec!["--connect", &hosts, "run", "--session-timeout", "30s"];
+        if sasl {
+            args.extend(["--sasl", "digest-md5:bob"]);
+        }
+        args.extend([path.as_str(), "--", "sh", "-c", touch.as_str()]);
+        args.into_iter().map(str::to_owned).collect::<Vec<_>>()
+    };
+    let cases = [
+        (args(false), None, "requires authentication"),
+        (
+            args(true),
+            Some("not-bobs-password"),
+            "refused the SASL DIGEST-MD5 handshake as bob",
+        ),
+    ];
+    for (args, password, expected) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut zklock = command(&args);
+        zklock.env("ZKLOCK_LOG", "trace");
+        if let Some(password) = password {
+            zklock.env("ZKLOCK_SASL_PASSWORD", password);
+        }
+        let (out, took) = finish(&mut zklock).await;
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(!stderr.contains("not-bobs-password"), "{stderr}");
+        assert!(took < Duration::from_secs(20), "{args:?} took {took:?}: {stderr}");
+        assert_eq!(
+            std::fs::read_to_string(marker.path()).unwrap(),
+            "",
+            "the command ran"
+        );
+    }
+    // The right password, through the same arguments: the command runs (the control of the checks above).
+    let args = args(true);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (out, _) = finish(
+        command(&args)
+            .env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD)
+            .env("ZKLOCK_LOG", "trace"),
+    )
+    .await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(std::fs::read_to_string(marker.path()).unwrap(), "ran\n");
+    // Not even the most verbose log (zookeeper-client's requests and replies) shows the password.
+    assert!(stderr.contains("DEBUG"), "{stderr}");
+    assert!(!stderr.contains(BOB_PASSWORD), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_connecting_command_takes_sasl_and_the_password_file() {
+    let hosts = sasl_zookeeper().await;
+    let path = unique_path("cli-sasl-commands");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sasl-password");
+    std::fs::write(&file, format!("{BOB_PASSWORD}\n")).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let file = file.display().to_string();
+    let sasl = ["--sasl", "digest-md5:bob", "--sasl-password-file", file.as_str()];
+    let [lock, election, counter] = ["lock", "election", "counter"].map(|name| format!("{path}/{name}"));
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["run", lock.as_str(), "--", "true"],
+        vec!["elect", election.as_str(), "--", "true"],
+        vec!["status", lock.as_str()],
+        vec!["counter", "add", counter.as_str(), "2"],
+        vec!["revoke", "--dry-run", election.as_str()],
+        vec!["reap", path.as_str()],
+    ];
+    for args in commands {
+        let mut all = vec!["--connect", hosts.as_str()];
+        all.extend(&args[..1]);
+        all.extend(sasl);
+        all.extend(&args[1..]);
+        let (out, _) = finish(&mut command(&all)).await;
+        let stderr = text(&out.stderr);
+        // revoke --dry-run: 1, nothing to revoke; the others succeed.
+        let expected = if args[0] == "revoke" { 1 } else { 0 };
+        assert_eq!(out.status.code(), Some(expected), "{all:?}: {stderr}");
+        assert!(!stderr.contains("warning"), "{all:?}: {stderr}");
+        assert!(!stderr.contains("requires authentication"), "{all:?}: {stderr}");
+    }
+    // The demo, against the same ZooKeeper: its workers connect with --sasl too, under --acl creator.
+    let demo_path = format!("{path}/demo");
+    let mut demo = vec![
+        "demo",
+        "--connect",
+        hosts.as_str(),
+        "--workers",
+        "2",
+        "--hold",
+        "10",
+    ];
+    demo.extend(["--path", demo_path.as_str(), "--acl", "creator"]);
+    demo.extend(sasl);
+    let (out, _) = finish(&mut command(&demo)).await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    // The same file readable by others: it works, with a warning.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut all = vec!["--connect", hosts.as_str(), "status"];
+    all.extend(sasl);
+    all.push(path.as_str());
+    let (out, _) = finish(&mut command(&all)).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("warning") && stderr.contains("can be read by other users"),
+        "{stderr}"
+    );
+}
+
+/// Usage errors (exit 2) before connecting: no password, a password on the command line, an unsupported
+/// mechanism, a service name DIGEST-MD5 cannot speak for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sasl_usage_errors_exit_2() {
+    let path = unique_path("cli-sasl-usage");
+    let cases: [(&[&str], &str); 5] = [
+        (&["--sasl", "digest-md5:bob"], "needs its password"),
+        (&["--sasl", "digest-md5:bob:hunter2"], "never on the command line"),
+        (&["--sasl", "gssapi"], "not supported yet"),
+        (&["--sasl", "plain:bob"], "expected digest-md5:USER"),
+        (
+            &["--sasl", "digest-md5:bob", "--sasl-service", "zk"],
+            "speaks for the service zookeeper only",
+        ),
+    ];
+    for (flags, expected) in cases {
+        let mut all = vec!["--connect", "127.0.0.1:1", "status"];
+        all.extend(flags);
+        all.push(path.as_str());
+        let mut zklock = command(&all);
+        if flags.contains(&"--sasl-service") {
+            zklock.env("ZKLOCK_SASL_PASSWORD", "x");
+        }
+        let (out, _) = finish(&mut zklock).await;
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{all:?}: {stderr}");
+        assert!(stderr.contains(expected), "{all:?}: {stderr}");
+    }
+}
+
+/// Curator (its ZooKeeper client authenticating as bob through a JAAS `Client` section, as Java applications do)
+/// and `zklock run --sasl digest-md5:bob` share one lock, in the directory zklock made `sasl:bob`'s: while Curator
+/// holds it `zklock run --nonblock` is refused as busy (exit 1) and its command does not run; once Curator releases,
+/// it runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_with_the_same_sasl_user_shares_the_lock() {
+    let hosts = sasl_zookeeper().await;
+    let path = unique_path("cli-sasl-curator");
+    let (out, _) = run_as_bob(&hosts, &path, "creator").await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let dir = tempfile::tempdir().unwrap();
+    let jaas = dir.path().join("jaas-client.conf");
+    std::fs::write(
+        &jaas,
+        format!(
+            "Client {{\n    org.apache.zookeeper.server.auth.DigestLoginModule required\n    \
+             username=\"bob\"\n    password=\"{BOB_PASSWORD}\";\n}};\n"
+        ),
+    )
+    .unwrap();
+    let flag = format!("-Djava.security.auth.login.config={}", jaas.display());
+    let mut curator = Peer::curator_with_jvm_flags(&[&flag], &["mutex", "hold", &hosts, &path]).await;
+    let node = curator.expect("ACQUIRED").await;
+    assert!(node.starts_with(&format!("{path}/")), "{node}");
+    // Still the directory zklock made (not one Curator made again with its default world ACL).
+    let bob = sasl_client(&hosts, "bob", BOB_PASSWORD).await;
+    let (acl, _) = bob.get_acl(&path).await.expect("bob reads the ACL");
+    assert!(
+        acl.contains(&Acl::new(Permission::ALL, AuthId::new("sasl", "bob"))),
+        "{acl:?}"
+    );
+
+    let nonblock = |marker: &str| {
+        let script = format!("echo ran > {marker}");
+        let mut zklock = command(&[
+            "--connect",
+            &hosts,
+            "run",
+            "--sasl",
+            "digest-md5:bob",
+            "--nonblock",
+            &path,
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ]);
+        zklock.env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD);
+        zklock
+    };
+    let marker = dir.path().join("ran");
+    let marker_arg = marker.display().to_string();
+    let (out, _) = finish(&mut nonblock(&marker_arg)).await;
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(!marker.exists(), "the command ran while Curator held the lock");
+
+    curator.send("release").await;
+    curator.expect("RELEASED").await;
+    curator.finish().await;
+    let (out, _) = finish(&mut nonblock(&marker_arg)).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "ran\n");
+}
+
+/// `--sasl` against servers that have no SASL — real ZooKeeper without a JAAS `Server` section, the embedded
+/// server — which answer the handshake without checking it and leave the session without a SASL identity: zklock
+/// asks the server who we are (`whoami`) and fails at once with exit 3 rather than run without the identity asked
+/// for. (The SASL tests above are the control: there `whoami` names `sasl:bob` and the commands run.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sasl_against_a_server_without_sasl_is_refused() {
+    let real = zookeeper().await;
+    let embedded = tokio::task::spawn_blocking(zklock_testkit::shared_embedded)
+        .await
+        .unwrap();
+    for hosts in [real, embedded] {
+        let path = unique_path("cli-sasl-plain");
+        let marker = tempfile::NamedTempFile::new().unwrap();
+        let touch = format!("echo ran > {}", marker.path().display());
+        let mut zklock = command(&[
+            "--connect",
+            &hosts,
+            "run",
+            "--sasl",
+            "digest-md5:bob",
+            &path,
+            "--",
+            "sh",
+            "-c",
+            &touch,
+        ]);
+        let (out, _) = finish(zklock.env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD)).await;
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{hosts}: {stderr}");
+        assert!(
+            stderr.contains("did not authenticate us with SASL as bob (it names this session ")
+                && !stderr.contains("sasl:bob"),
+            "{hosts}: {stderr}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(marker.path()).unwrap(),
+            "",
+            "the command ran"
+        );
+    }
+}
