@@ -118,9 +118,13 @@ async fn embedded() -> String {
         .unwrap()
 }
 
-/// Our node under `path`: there while the lock is held, gone once released.
+/// Our node under `path`: there while the lock is held, gone once released (and the directory too, once the server
+/// has swept the empty container).
 async fn nodes(hosts: &str, path: &str) -> Vec<String> {
-    client(hosts).await.list_children(path).await.unwrap()
+    match client(hosts).await.list_children(path).await {
+        Err(zookeeper_client::Error::NoNode) => Vec::new(),
+        listed => listed.unwrap(),
+    }
 }
 
 /// The pid the command printed as `pid:<n>`.
