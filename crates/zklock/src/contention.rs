@@ -204,7 +204,10 @@ async fn acquire_unmeasured(
                 Some(children) => children,
                 None => {
                     let client = session.client();
-                    session.retry().run(|| client.list_children(dir)).await?
+                    session
+                        .retry()
+                        .run_at("getChildren", dir, || client.list_children(dir))
+                        .await?
                 }
             };
             rules.now(&node, &lost, children).await
@@ -270,7 +273,7 @@ pub(crate) async fn enqueue(
                     return Ok((node, None));
                 }
             }
-            Err(err) => return Err(err.into()),
+            Err(err) => return Err(Error::zk("create", &prefix, err)),
         }
     }
 }
@@ -279,7 +282,10 @@ pub(crate) async fn enqueue(
 /// everything the leader committed before we look.
 async fn find_own(node: &mut OwnNode) -> Result<bool> {
     let (client, retry) = (&node.client, &node.retry);
-    retry.run(|| client.sync(&node.dir)).await.if_exists()?;
+    retry
+        .run_at("sync", &node.dir, || client.sync(&node.dir))
+        .await
+        .if_exists()?;
     // A missing directory holds no node of ours.
     let children = idioms::list_or_empty(client, retry, &node.dir).await?;
     let mut mine: Vec<Contender> = node::sorted_contenders(children, |_| true);
@@ -288,7 +294,7 @@ async fn find_own(node: &mut OwnNode) -> Result<bool> {
         return Ok(false);
     };
     let path = child_path(&node.dir, &first.name);
-    match retry.run(|| client.check_stat(&path)).await? {
+    match retry.run_at("exists", &path, || client.check_stat(&path)).await? {
         Some(stat) => {
             tracing::info!(%path, "found our node after a lost create reply");
             node.name = Some(first.name.clone());
@@ -399,7 +405,11 @@ async fn wait_turn<R: Rules + ?Sized>(
     loop {
         let children = match listing.take() {
             Some(children) => children,
-            None => node.retry.run(|| node.client.list_children(&node.dir)).await?,
+            None => {
+                node.retry
+                    .run_at("getChildren", &node.dir, || node.client.list_children(&node.dir))
+                    .await?
+            }
         };
         let Step::Wait { name, sole, ahead } = check_turn(rules, node, lost, children).await? else {
             return Ok(());

@@ -16,7 +16,7 @@
 
 use zookeeper_client::{self as zk, Client, CreateMode, MultiWriteError, OneshotWatcher, Stat};
 
-use crate::error::{Error, Result};
+use crate::error::{At as _, Error, Result};
 use crate::idioms::{self, IfExists};
 use crate::participants::Recipe;
 use crate::path::child_path;
@@ -375,7 +375,7 @@ impl Counter {
     /// The node's data and stat; `None` if it does not exist.
     async fn read(&self) -> Result<Option<(Vec<u8>, Stat)>> {
         self.retry()
-            .run(|| self.client().get_data(&self.path))
+            .run_at("getData", &self.path, || self.client().get_data(&self.path))
             .await
             .if_exists()
     }
@@ -386,7 +386,9 @@ impl Counter {
         loop {
             match self
                 .retry()
-                .run(|| self.client().get_and_watch_data(&self.path))
+                .run_at("getData", &self.path, || {
+                    self.client().get_and_watch_data(&self.path)
+                })
                 .await
                 .if_exists()?
             {
@@ -394,7 +396,9 @@ impl Counter {
                 None => {
                     let (stat, watcher) = self
                         .retry()
-                        .run(|| self.client().check_and_watch_stat(&self.path))
+                        .run_at("exists", &self.path, || {
+                            self.client().check_and_watch_stat(&self.path)
+                        })
                         .await?;
                     // Created between the two looks: read it (with a data watch) instead.
                     if stat.is_none() {
@@ -453,11 +457,17 @@ impl Counter {
             };
             let mut multi = self.client().new_multi_writer();
             if version == UNCREATED {
-                multi.add_create(&self.path, &post, &node_mode)?;
+                multi
+                    .add_create(&self.path, &post, &node_mode)
+                    .at("create", &self.path)?;
             } else {
-                multi.add_set_data(&self.path, &post, Some(version))?;
+                multi
+                    .add_set_data(&self.path, &post, Some(version))
+                    .at("setData", &self.path)?;
             }
-            multi.add_create(&receipt, &record.encode(), &receipt_mode)?;
+            multi
+                .add_create(&receipt, &record.encode(), &receipt_mode)
+                .at("create", &receipt)?;
             match multi.commit().await {
                 Ok(_) => return Ok(record.into_written()),
                 // The parents of a counter to be created are missing.
@@ -485,7 +495,7 @@ impl Counter {
                     source: zk::Error::NodeExists,
                 }) => {
                     let Some(record) = self.find(&receipt).await? else {
-                        return Err(zk::Error::NodeExists.into());
+                        return Err(Error::zk("create", &receipt, zk::Error::NodeExists));
                     };
                     return Ok(record.into_written());
                 }
@@ -496,7 +506,7 @@ impl Counter {
                         return Ok(record.into_written());
                     }
                 }
-                Err(err) => return Err(zk::Error::from(err).into()),
+                Err(err) => return Err(Error::zk("multi", &self.path, zk::Error::from(err))),
             }
         }
     }
@@ -506,12 +516,12 @@ impl Counter {
     /// fail with `SessionExpired` rather than answer "no").
     async fn find(&self, receipt: &str) -> Result<Option<Record>> {
         self.retry()
-            .run(|| self.client().sync(&self.path))
+            .run_at("sync", &self.path, || self.client().sync(&self.path))
             .await
             .if_exists()?;
         let found = self
             .retry()
-            .run(|| self.client().get_data(receipt))
+            .run_at("getData", receipt, || self.client().get_data(receipt))
             .await
             .if_exists()?;
         Ok(found.and_then(|(data, _)| Record::decode(&data)))
@@ -627,9 +637,15 @@ pub(crate) async fn inspect(session: &Session, path: &str, children: &[String]) 
     if !children.iter().all(|name| name.starts_with(RECEIPT_PREFIX)) {
         return Ok(None);
     }
-    let read = session.retry().run(|| session.client().get_data(path)).await;
+    let read = session
+        .retry()
+        .run_at("getData", path, || session.client().get_data(path))
+        .await;
     let Some((data, stat)) = (match read {
-        Err(Error::ZooKeeper(zk::Error::NoAuth)) => None,
+        Err(Error::ZooKeeper {
+            source: zk::Error::NoAuth,
+            ..
+        }) => None,
         read => read.if_exists()?,
     }) else {
         return Ok(None);

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use zookeeper_client::{self as zk, Client, CreateMode, MultiWriteError, MultiWriteResult};
 
-use crate::error::{Error, Result};
+use crate::error::{At as _, Error, Result};
 use crate::events::QueueEvent;
 use crate::idioms::{self, IfExists};
 use crate::lost::{LostReason, LostSignal};
@@ -268,8 +268,10 @@ impl Items {
         let mut attempt = 0;
         loop {
             let mut multi = self.client().new_multi_writer();
-            multi.add_create(&item, data, &item_mode)?;
-            multi.add_create(&receipt, &[], &receipt_mode)?;
+            multi.add_create(&item, data, &item_mode).at("create", &item)?;
+            multi
+                .add_create(&receipt, &[], &receipt_mode)
+                .at("create", &receipt)?;
             match multi.commit().await {
                 Ok(results) => {
                     idioms::delete_in_background(self.client(), self.retry(), &receipt, "a put receipt");
@@ -289,7 +291,7 @@ impl Items {
                     source: zk::Error::NodeExists,
                 }) => {
                     let Some(name) = self.find_put(prefix, &receipt).await? else {
-                        return Err(zk::Error::NodeExists.into());
+                        return Err(Error::zk("create", &receipt, zk::Error::NodeExists));
                     };
                     idioms::delete_in_background(self.client(), self.retry(), &receipt, "a put receipt");
                     return Ok(name);
@@ -306,7 +308,7 @@ impl Items {
                         return Ok(name);
                     }
                 }
-                Err(err) => return Err(zk::Error::from(err).into()),
+                Err(err) => return Err(Error::zk("multi", &item, zk::Error::from(err))),
             }
         }
     }
@@ -318,10 +320,14 @@ impl Items {
     /// `prefix` if a consumer took it already.
     async fn find_put(&self, prefix: &str, receipt: &str) -> Result<Option<String>> {
         self.retry()
-            .run(|| self.client().sync(&self.path))
+            .run_at("sync", &self.path, || self.client().sync(&self.path))
             .await
             .if_exists()?;
-        let Some(receipt) = self.retry().run(|| self.client().check_stat(receipt)).await? else {
+        let Some(receipt) = self
+            .retry()
+            .run_at("exists", receipt, || self.client().check_stat(receipt))
+            .await?
+        else {
             return Ok(None);
         };
         let candidates: Vec<String> = self
@@ -340,9 +346,11 @@ impl Items {
         for ((name, path), stat) in candidates.iter().zip(&paths).zip(stats) {
             let stat = match stat.await {
                 Err(err) if is_connection_loss(&err) => {
-                    self.retry().run(|| self.client().check_stat(path)).await?
+                    self.retry()
+                        .run_at("exists", path, || self.client().check_stat(path))
+                        .await?
                 }
-                other => other?,
+                other => other.at("exists", path)?,
             };
             if found.is_none() && stat.is_some_and(|stat| stat.czxid == receipt.czxid) {
                 found = Some(name.clone());
@@ -395,7 +403,7 @@ impl Items {
                 // Gone since the listing: try the next one.
                 if let Some((data, _)) = self
                     .retry()
-                    .run(|| self.client().get_data(&path))
+                    .run_at("getData", &path, || self.client().get_data(&path))
                     .await
                     .if_exists()?
                 {
@@ -460,13 +468,13 @@ impl Items {
             let delete = self.client().delete(&path, None);
             let (read, deleted) = tokio::join!(read, delete);
             match deleted {
-                Ok(()) => return Ok(Some(read?.0)),
+                Ok(()) => return Ok(Some(read.at("getData", &path)?.0)),
                 Err(zk::Error::NoNode) => return Ok(None),
                 Err(err) if is_connection_loss(&err) => {
                     self.retry().pause(&mut attempt).await?;
                     if self
                         .retry()
-                        .run(|| self.client().check_stat(&path))
+                        .run_at("exists", &path, || self.client().check_stat(&path))
                         .await?
                         .is_none()
                     {
@@ -475,7 +483,7 @@ impl Items {
                         return Ok(None);
                     }
                 }
-                Err(err) => return Err(err.into()),
+                Err(err) => return Err(Error::zk("delete", &path, err)),
             }
         }
     }
@@ -537,7 +545,7 @@ impl Items {
                     reply_lost = true;
                     continue;
                 }
-                Err(err) => return Err(err.into()),
+                Err(err) => return Err(Error::zk("create", &claim, err)),
             };
             if !ours {
                 pending.armed = false;
@@ -558,9 +566,11 @@ impl Items {
             let read = match read {
                 // The read raced with an unconfirmed claim: read again now that it is ours.
                 Err(err) if is_connection_loss(&err) => {
-                    self.retry().run(|| self.client().get_data(&item)).await
+                    self.retry()
+                        .run_at("getData", &item, || self.client().get_data(&item))
+                        .await
                 }
-                other => other.map_err(Error::from),
+                other => other.at("getData", &item),
             };
             match read.if_exists()? {
                 Some((data, _)) => {
@@ -590,7 +600,7 @@ impl Items {
     async fn claim_is_ours(&self, claim: &str, token: &[u8]) -> Result<bool> {
         let claim = self
             .retry()
-            .run(|| self.client().get_data(claim))
+            .run_at("getData", claim, || self.client().get_data(claim))
             .await
             .if_exists()?;
         Ok(claim.is_some_and(|(data, _)| data == token))
@@ -615,13 +625,13 @@ impl Items {
             Err(zk::Error::NoNode) => return self.wait_for_directory().await,
             // Nothing to wait on: the caller looks again (after a pause, so a dead connection is not hammered).
             Err(err) if is_connection_loss(&err) => return self.retry().pause(attempt).await,
-            Err(err) => return Err(err.into()),
+            Err(err) => return Err(Error::zk("getChildren", &self.path, err)),
         };
         let (claimed, claims_watch) = match claims {
             None | Some(Err(zk::Error::NoNode)) => (Vec::new(), None),
             Some(Ok((claimed, watch))) => (claimed, Some(watch)),
             Some(Err(err)) if is_connection_loss(&err) => return self.retry().pause(attempt).await,
-            Some(Err(err)) => return Err(err.into()),
+            Some(Err(err)) => return Err(Error::zk("getChildren", &claims_dir, err)),
         };
         if self.sorted(items).iter().any(|name| !claimed.contains(name)) {
             return Ok(());
@@ -652,7 +662,9 @@ impl Items {
     async fn wait_for_directory(&self) -> Result<()> {
         let (stat, watcher) = self
             .retry()
-            .run(|| self.client().check_and_watch_stat(&self.path))
+            .run_at("exists", &self.path, || {
+                self.client().check_and_watch_stat(&self.path)
+            })
             .await?;
         if stat.is_some() {
             return Ok(());
@@ -674,7 +686,9 @@ impl Items {
 
     async fn mkdir(&self, dir: &str) -> Result<()> {
         let mode = CreateMode::Persistent.with_acls(self.session.parent_acls());
-        self.retry().run(|| self.client().mkdir(dir, &mode)).await
+        self.retry()
+            .run_at("create", dir, || self.client().mkdir(dir, &mode))
+            .await
     }
 }
 
@@ -779,17 +793,20 @@ impl Drop for PendingClaim {
             std::mem::take(&mut self.token),
         );
         runtime.spawn(async move {
-            let data = match check.await.if_exists() {
+            let data = match check.await.at("getData", &claim).if_exists() {
                 Ok(found) => found.map(|(data, _)| data),
                 Err(_) => retry
-                    .run(|| client.get_data(&claim))
+                    .run_at("getData", &claim, || client.get_data(&claim))
                     .await
                     .ok()
                     .map(|(data, _)| data),
             };
             if data.is_some_and(|data| data == token) {
                 tracing::debug!(%claim, "removing the claim of a cancelled take");
-                if let Err(err) = retry.run(|| client.delete(&claim, None)).await {
+                if let Err(err) = retry
+                    .run_at("delete", &claim, || client.delete(&claim, None))
+                    .await
+                {
                     tracing::debug!(%claim, %err, "removing the claim of a cancelled take failed");
                 }
             }
@@ -860,8 +877,8 @@ impl Claimed {
         let mut reply_lost = false;
         loop {
             let mut multi = self.client.new_multi_writer();
-            multi.add_delete(&self.item, None)?;
-            multi.add_delete(&self.claim, None)?;
+            multi.add_delete(&self.item, None).at("delete", &self.item)?;
+            multi.add_delete(&self.claim, None).at("delete", &self.claim)?;
             match multi.commit().await {
                 Ok(_) => {
                     self.settled = true;
@@ -877,7 +894,10 @@ impl Claimed {
                 }) => {
                     // The item is gone. Nobody but the claim holder deletes a claimed item, so if our claim is gone
                     // too after a lost reply, that was our own transaction.
-                    let claim_left = self.retry.run(|| self.client.check_stat(&self.claim)).await?;
+                    let claim_left = self
+                        .retry
+                        .run_at("exists", &self.claim, || self.client.check_stat(&self.claim))
+                        .await?;
                     if claim_left.is_none() && reply_lost {
                         self.settled = true;
                         return Ok(std::mem::take(&mut self.data));
@@ -895,7 +915,7 @@ impl Claimed {
                         path: self.claim.clone(),
                     })
                 }
-                Err(err) => return Err(zk::Error::from(err).into()),
+                Err(err) => return Err(Error::zk("multi", &self.item, zk::Error::from(err))),
             }
         }
     }
@@ -930,7 +950,7 @@ impl Drop for Claimed {
                 Err(err) if is_connection_loss(&err) => {
                     idioms::delete_if_exists(&client, &retry, &claim, None).await
                 }
-                other => other.if_exists().map(drop),
+                other => other.at("delete", &claim).if_exists().map(drop),
             };
             if let Err(err) = result {
                 tracing::debug!(%claim, %err, "background removal of our claim failed");

@@ -64,7 +64,20 @@ impl RetryPolicy {
 
     /// Runs `op` until it succeeds, fails with anything but connection loss (including a request in flight when
     /// the connection broke), or the policy gives up. Only for idempotent operations.
-    pub async fn run<T, F, Fut>(&self, mut op: F) -> Result<T>
+    ///
+    /// An error ZooKeeper answers is [`Error::ZooKeeper`] without an operation or path: [`run_at`](Self::run_at)
+    /// names them.
+    pub async fn run<T, F, Fut>(&self, op: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = std::result::Result<T, zk::Error>>,
+    {
+        self.run_at("", "", op).await
+    }
+
+    /// [`run`](Self::run) for the ZooKeeper operation `name` (`create`, `getData`…) on `path`: an error ZooKeeper
+    /// answers names them (`not authorized to create /locks/a`).
+    pub async fn run_at<T, F, Fut>(&self, name: &'static str, path: &str, mut op: F) -> Result<T>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = std::result::Result<T, zk::Error>>,
@@ -73,10 +86,10 @@ impl RetryPolicy {
         loop {
             match op().await {
                 Err(err) if is_connection_loss(&err) => {
-                    tracing::debug!(%err, "connection lost; retrying");
+                    tracing::debug!(%err, op = name, path, "connection lost; retrying");
                     self.pause(&mut attempt).await?;
                 }
-                other => return other.map_err(Error::from),
+                other => return other.map_err(|err| Error::zk(name, path, err)),
             }
         }
     }
