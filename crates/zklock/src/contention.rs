@@ -30,7 +30,7 @@ use crate::lost::LostSignal;
 use crate::node::{self, Contender, Marker};
 use crate::own_node::OwnNode;
 use crate::path::child_path;
-use crate::retry::is_connection_loss;
+use crate::retry::{is_connection_loss, Attempts};
 use crate::session::Session;
 
 /// What a recipe's policy says about our position in the sorted queue.
@@ -249,11 +249,16 @@ pub(crate) async fn enqueue(
     let mut node = OwnNode::new(session, dir, unique)?;
     let mode = CreateMode::EphemeralSequential.with_acls(session.acls());
     // Creates sent so far (each ended in `NoNode` or a connection loss; `pause` counts the latter).
-    let mut attempt = 0;
+    let mut attempt = Attempts::default();
     loop {
         let create = client.create(&prefix, data, &mode);
         let listing = client.list_children(dir);
-        let (created, listed) = tokio::join!(create, listing);
+        let Some((created, listed)) = retry
+            .within(&attempt, async { tokio::join!(create, listing) })
+            .await
+        else {
+            return Err(attempt.timed_out());
+        };
         match created {
             Ok((stat, sequence)) => {
                 node.name = Some(format!("{}{}{sequence}", node.unique, marker.as_str()));
@@ -264,7 +269,7 @@ pub(crate) async fn enqueue(
             // No directory: never made, or a container deleted by the server since (also between our `mkdir` and
             // this create). Make it (again) and retry.
             Err(zk::Error::NoNode) => {
-                attempt += 1;
+                attempt.count_one();
                 idioms::mkdir_containers(client, retry, dir, session.parent_acls()).await?;
             }
             Err(err) if is_connection_loss(&err) => {

@@ -20,7 +20,7 @@ use crate::error::{At as _, Error, Result};
 use crate::idioms::{self, IfExists};
 use crate::participants::Recipe;
 use crate::path::child_path;
-use crate::retry::{is_connection_loss, RetryPolicy};
+use crate::retry::{is_connection_loss, Attempts, RetryPolicy};
 use crate::session::Session;
 
 /// The prefix of a receipt: an ephemeral child of the counter node while a change of ours is being settled.
@@ -435,7 +435,7 @@ impl Counter {
         };
         let node_mode = CreateMode::Persistent.with_acls(self.session.acls());
         let receipt_mode = CreateMode::Ephemeral.with_acls(self.session.acls());
-        let (mut lost, mut contended) = (0, 0);
+        let (mut lost, mut contended) = (Attempts::default(), 0);
         loop {
             let node = self.read().await?;
             let (pre, version) = match node {
@@ -468,7 +468,10 @@ impl Counter {
             multi
                 .add_create(&receipt, &record.encode(), &receipt_mode)
                 .at("create", &receipt)?;
-            match multi.commit().await {
+            let Some(reply) = self.retry().within(&lost, multi.commit()).await else {
+                return Err(lost.timed_out());
+            };
+            match reply {
                 Ok(_) => return Ok(record.into_written()),
                 // The parents of a counter to be created are missing.
                 Err(MultiWriteError::OperationFailed {

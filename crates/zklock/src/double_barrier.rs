@@ -30,7 +30,7 @@ use crate::lost::{LostReason, LostSignal};
 use crate::own_node::OwnNode;
 use crate::participants::{self, NodeKind, Participant, Recipe, Role};
 use crate::path::child_path;
-use crate::retry::is_connection_loss;
+use crate::retry::{is_connection_loss, Attempts};
 use crate::session::Session;
 
 /// The name of the node that opens the barrier.
@@ -153,7 +153,7 @@ impl DoubleBarrier {
         let member_mode = CreateMode::Ephemeral.with_acls(self.session.acls());
         // Started once our node exists; moved into the participation when we are in.
         let mut slot: Option<LostSignal> = None;
-        let mut attempt = 0;
+        let mut attempt = Attempts::default();
         loop {
             // Sent in this order (the recipe's order): the watch on `ready` exists before our node does, so the
             // create of `ready` by the last arrival cannot slip by; the listing is processed after our create.
@@ -168,7 +168,12 @@ impl DoubleBarrier {
                     None => None,
                 }
             };
-            let (watched, created, listed) = tokio::join!(watch_ready, create, listing);
+            let Some((watched, created, listed)) = retry
+                .within(&attempt, async { tokio::join!(watch_ready, create, listing) })
+                .await
+            else {
+                return Err(attempt.timed_out());
+            };
             match created {
                 None => {}
                 Some(Ok((stat, _))) => node.czxid = stat.czxid,
@@ -198,7 +203,7 @@ impl DoubleBarrier {
                 }
                 (watched, listed) => (watched.at("exists", &ready)?, listed),
             };
-            attempt = 0;
+            attempt = Attempts::default();
             let (ready_stat, watcher) = watched;
             if let Some(stat) = ready_stat {
                 return Ok(self.entered(node, slot.take().expect("started above"), stat.czxid));

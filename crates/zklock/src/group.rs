@@ -30,7 +30,7 @@ use crate::lost::{LostReason, LostSignal};
 use crate::own_node::OwnNode;
 use crate::participants::{self, NodeKind, Participant, Recipe, Role};
 use crate::path::child_path;
-use crate::retry::is_connection_loss;
+use crate::retry::{is_connection_loss, Attempts};
 use crate::session::Session;
 
 /// What kazoo's `Party` puts in its member names.
@@ -174,9 +174,15 @@ impl Group {
         node.name = Some(name.clone());
         let me = node.path();
         let mode = CreateMode::Ephemeral.with_acls(self.session.acls());
-        let mut attempt = 0;
+        let mut attempt = Attempts::default();
         loop {
-            match client.create(&me, &self.data, &mode).await {
+            let Some(reply) = retry
+                .within(&attempt, client.create(&me, &self.data, &mode))
+                .await
+            else {
+                return Err(attempt.timed_out());
+            };
+            match reply {
                 Ok((stat, _)) => {
                     node.czxid = stat.czxid;
                     break;

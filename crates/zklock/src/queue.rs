@@ -29,7 +29,7 @@ use crate::idioms::{self, IfExists};
 use crate::lost::{LostReason, LostSignal};
 use crate::participants::Recipe;
 use crate::path::child_path;
-use crate::retry::{is_connection_loss, RetryPolicy};
+use crate::retry::{is_connection_loss, Attempts, RetryPolicy};
 use crate::session::Session;
 
 /// The prefix of every item node of a FIFO queue.
@@ -265,14 +265,17 @@ impl Items {
         let receipt = child_path(&receipts, id);
         let item_mode = CreateMode::PersistentSequential.with_acls(self.session.acls());
         let receipt_mode = CreateMode::Ephemeral.with_acls(self.session.acls());
-        let mut attempt = 0;
+        let mut attempt = Attempts::default();
         loop {
             let mut multi = self.client().new_multi_writer();
             multi.add_create(&item, data, &item_mode).at("create", &item)?;
             multi
                 .add_create(&receipt, &[], &receipt_mode)
                 .at("create", &receipt)?;
-            match multi.commit().await {
+            let Some(reply) = self.retry().within(&attempt, multi.commit()).await else {
+                return Err(attempt.timed_out());
+            };
+            match reply {
                 Ok(results) => {
                     idioms::delete_in_background(self.client(), self.retry(), &receipt, "a put receipt");
                     let name = results.into_iter().find_map(|result| match result {
@@ -366,7 +369,7 @@ impl Items {
     }
 
     pub(crate) async fn take(&self) -> Result<Vec<u8>> {
-        let mut attempt = 0;
+        let mut attempt = Attempts::default();
         loop {
             match self.take_pass().await? {
                 Pass::Took(data) => return Ok(data),
@@ -418,7 +421,7 @@ impl Items {
     }
 
     pub(crate) async fn take_safe(&self) -> Result<Claimed> {
-        let mut attempt = 0;
+        let mut attempt = Attempts::default();
         loop {
             match self.claim_pass().await? {
                 Pass::Took(claimed) => return Ok(claimed),
@@ -460,13 +463,19 @@ impl Items {
     /// Reads and deletes one item; `None` if another consumer deleted it first.
     async fn take_item(&self, name: &str) -> Result<Option<Vec<u8>>> {
         let path = child_path(&self.path, name);
-        let mut attempt = 0;
+        let mut attempt = Attempts::default();
         loop {
             // Sent back to back: the read is processed before the delete, and if the delete succeeds nobody
             // deleted the node in between, so the data we read is the item we own.
             let read = self.client().get_data(&path);
             let delete = self.client().delete(&path, None);
-            let (read, deleted) = tokio::join!(read, delete);
+            let Some((read, deleted)) = self
+                .retry()
+                .within(&attempt, async { tokio::join!(read, delete) })
+                .await
+            else {
+                return Err(attempt.timed_out());
+            };
             match deleted {
                 Ok(()) => return Ok(Some(read.at("getData", &path)?.0)),
                 Err(zk::Error::NoNode) => return Ok(None),
@@ -514,7 +523,7 @@ impl Items {
         let item = child_path(&self.path, name);
         let claim = child_path(claims_dir, name);
         let mode = CreateMode::Ephemeral.with_acls(self.session.acls());
-        let mut attempt = 0;
+        let mut attempt = Attempts::default();
         let mut reply_lost = false;
         // The claim's data is a token of this attempt: consumers sharing one client share a session, so the
         // session alone cannot tell whose claim a node is.
@@ -531,7 +540,13 @@ impl Items {
             // Claim and read in one round trip; the read only counts if the claim is ours.
             let create = self.client().create(&claim, &token, &mode);
             let read = self.client().get_data(&item);
-            let (created, read) = tokio::join!(create, read);
+            let Some((created, read)) = self
+                .retry()
+                .within(&attempt, async { tokio::join!(create, read) })
+                .await
+            else {
+                return Err(attempt.timed_out());
+            };
             let ours = match created {
                 Ok(_) => true,
                 Err(zk::Error::NodeExists) if reply_lost => self.claim_is_ours(&claim, &token).await?,
@@ -608,8 +623,9 @@ impl Items {
 
     /// Waits for the queue directory (and, for `take_safe`, the claims directory) to change, unless it already
     /// holds something to take. Every notification only leads to another look.
-    /// `attempt` counts connection losses across the caller's whole loop, so a capped retry policy is honoured.
-    async fn wait_for_items(&self, safe: bool, attempt: &mut u32) -> Result<()> {
+    /// `attempt` counts the connection losses in a row across the caller's whole loop, so a capped retry policy is honoured;
+    /// an answered listing ends the run.
+    async fn wait_for_items(&self, safe: bool, attempt: &mut Attempts) -> Result<()> {
         let claims_dir = child_path(&self.path, CLAIMS);
         let items = self.client().list_and_watch_children(&self.path);
         let claims = safe.then(|| self.client().list_and_watch_children(&claims_dir));
@@ -619,7 +635,13 @@ impl Items {
                 None => None,
             }
         };
-        let (items, claims) = tokio::join!(items, claims);
+        let Some((items, claims)) = self
+            .retry()
+            .within(&*attempt, async { tokio::join!(items, claims) })
+            .await
+        else {
+            return Err(attempt.timed_out());
+        };
         let (items, items_watch) = match items {
             Ok(listed) => listed,
             Err(zk::Error::NoNode) => return self.wait_for_directory().await,
@@ -633,6 +655,8 @@ impl Items {
             Some(Err(err)) if is_connection_loss(&err) => return self.retry().pause(attempt).await,
             Some(Err(err)) => return Err(Error::zk("getChildren", &claims_dir, err)),
         };
+        // Answered: a run of connection losses, if there was one, is over.
+        *attempt = Attempts::default();
         if self.sorted(items).iter().any(|name| !claimed.contains(name)) {
             return Ok(());
         }
@@ -873,13 +897,16 @@ impl Claimed {
         // half-way, `Drop` still gives the item back.
         // Deleting the claim is the point now, not a loss.
         self.lost = None;
-        let mut attempt = 0;
+        let mut attempt = Attempts::default();
         let mut reply_lost = false;
         loop {
             let mut multi = self.client.new_multi_writer();
             multi.add_delete(&self.item, None).at("delete", &self.item)?;
             multi.add_delete(&self.claim, None).at("delete", &self.claim)?;
-            match multi.commit().await {
+            let Some(reply) = self.retry.within(&attempt, multi.commit()).await else {
+                return Err(attempt.timed_out());
+            };
+            match reply {
                 Ok(_) => {
                     self.settled = true;
                     return Ok(std::mem::take(&mut self.data));

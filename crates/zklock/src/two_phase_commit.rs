@@ -40,7 +40,7 @@ use crate::idioms::{self, IfExists};
 use crate::own_node::OwnNode;
 use crate::participants::{self, NodeKind, Participant, Recipe, Role};
 use crate::path::child_path;
-use crate::retry::is_connection_loss;
+use crate::retry::{is_connection_loss, Attempts};
 use crate::session::Session;
 
 const COORDINATOR: &str = "coordinator-";
@@ -212,14 +212,17 @@ impl TwoPhaseCommit {
         let me = node.path();
         let tx_mode = CreateMode::Persistent.with_acls(self.session.acls());
         let our_mode = CreateMode::Ephemeral.with_acls(self.session.acls());
-        let mut attempt = 0;
+        let mut attempt = Attempts::default();
         loop {
             let mut multi = client.new_multi_writer();
             multi
                 .add_create(&tx.dir, listed.as_bytes(), &tx_mode)
                 .at("create", &tx.dir)?;
             multi.add_create(&me, &[], &our_mode).at("create", &me)?;
-            match multi.commit().await {
+            let Some(reply) = retry.within(&attempt, multi.commit()).await else {
+                return Err(attempt.timed_out());
+            };
+            match reply {
                 Ok(_) => break,
                 // The transaction exists: ours, if our attempt whose reply was lost made it.
                 Err(MultiWriteError::OperationFailed {
@@ -283,14 +286,17 @@ impl TwoPhaseCommit {
         let joined = child_path(&tx.dir, &format!("{JOINED}{participant}"));
         let persistent = CreateMode::Persistent.with_acls(self.session.acls());
         let ephemeral = CreateMode::Ephemeral.with_acls(self.session.acls());
-        let mut attempt = 0;
+        let mut attempt = Attempts::default();
         loop {
             let mut multi = client.new_multi_writer();
             multi
                 .add_create(&joined, &[], &persistent)
                 .at("create", &joined)?;
             multi.add_create(&me, &[], &ephemeral).at("create", &me)?;
-            match multi.commit().await {
+            let Some(reply) = retry.within(&attempt, multi.commit()).await else {
+                return Err(attempt.timed_out());
+            };
+            match reply {
                 Ok(_) => break,
                 Err(MultiWriteError::OperationFailed {
                     index: 0,
@@ -547,9 +553,15 @@ impl Tx {
         let (client, retry) = (self.session.client(), self.session.retry());
         let path = child_path(&self.dir, OUTCOME);
         let mode = CreateMode::Persistent.with_acls(self.session.acls());
-        let mut attempt = 0;
+        let mut attempt = Attempts::default();
         loop {
-            match client.create(&path, decision.bytes(), &mode).await {
+            let Some(reply) = retry
+                .within(&attempt, client.create(&path, decision.bytes(), &mode))
+                .await
+            else {
+                return Err(attempt.timed_out());
+            };
+            match reply {
                 Ok(_) => {
                     tracing::debug!(tx = %self.dir, %decision, why, "decided");
                     return Ok(decision);
@@ -746,9 +758,15 @@ impl Ballot {
         let (client, retry) = (tx.session.client(), tx.session.retry());
         let path = child_path(&tx.dir, &format!("{VOTE}{participant}"));
         let mode = CreateMode::Persistent.with_acls(tx.session.acls());
-        let mut attempt = 0;
+        let mut attempt = Attempts::default();
         loop {
-            match client.create(&path, vote.bytes(), &mode).await {
+            let Some(reply) = retry
+                .within(&attempt, client.create(&path, vote.bytes(), &mode))
+                .await
+            else {
+                return Err(attempt.timed_out());
+            };
+            match reply {
                 // Or cast by our attempt whose reply was lost: only we vote as this participant (`joined-` is
                 // created once).
                 Ok(_) | Err(zk::Error::NodeExists) => break,
