@@ -19,6 +19,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use tokio::time::Instant;
+use tracing::Instrument as _;
 use zookeeper_client::{self as zk, CreateMode, EventType};
 
 use crate::error::{Error, Result};
@@ -157,15 +158,24 @@ pub(crate) async fn acquire(
     wait: Wait,
 ) -> Result<Option<Guard>> {
     let started = Instant::now();
-    let result = acquire_unmeasured(session, dir, data, rules, wait).await;
+    let span = tracing::info_span!("acquire", recipe = rules.recipe(), path = dir);
+    let result = acquire_unmeasured(session, dir, data, rules, wait)
+        .instrument(span.clone())
+        .await;
     let outcome = match &result {
         Ok(Some(_)) => "acquired",
         Ok(None) => "busy",
         Err(Error::Timeout) => "timeout",
         Err(_) => "error",
     };
+    let waited = started.elapsed();
+    span.in_scope(|| match &result {
+        Ok(Some(guard)) => tracing::debug!(outcome, ?waited, node = %guard.path(), "acquire ended"),
+        Err(err) => tracing::debug!(outcome, ?waited, %err, "acquire ended"),
+        Ok(None) => tracing::debug!(outcome, ?waited, "acquire ended"),
+    });
     metrics::histogram!("zklock_acquire_wait_seconds", "recipe" => rules.recipe(), "outcome" => outcome)
-        .record(started.elapsed());
+        .record(waited);
     result
 }
 

@@ -49,7 +49,8 @@ impl<T> Versioned<T> {
 /// What a change of an [`AtomicLong`] did, as Curator's `AtomicValue` reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct AtomicValue {
-    /// Whether the value was changed: always, except for a
+    /// Whether the value was changed: always `true` for [`add`](AtomicLong::add), `increment`, `decrement` and
+    /// `set` (tried until made; a failure is an `Err`), `false` only for a
     /// [`compare_and_set`](AtomicLong::compare_and_set) that found another value.
     pub succeeded: bool,
     /// The value before the change (or the value found, if it did not succeed).
@@ -277,6 +278,12 @@ impl AtomicLong {
     }
 
     /// Adds `delta` (wrapping on overflow); returns the values before and after.
+    ///
+    /// The change is tried until it is made (see the type's documentation), so the result's
+    /// [`succeeded`](AtomicValue::succeeded) is always `true` — kept for Curator's shape, where it can be false;
+    /// the same for [`increment`](Self::increment), [`decrement`](Self::decrement) and [`set`](Self::set). A
+    /// change that cannot be made ends in an `Err` instead. Only [`compare_and_set`](Self::compare_and_set)
+    /// reports `false`.
     pub async fn add(&self, delta: i64) -> Result<AtomicValue> {
         self.change(|value| Some(value.wrapping_add(delta))).await
     }

@@ -188,7 +188,7 @@ impl LeaderElection {
             let leadership = self.campaign().await?;
             let work = term(Term {
                 fencing_token: leadership.fencing_token(),
-                path: leadership.path(),
+                path: leadership.path().to_owned(),
             });
             let lost = leadership.lost();
             let flow = tokio::select! {

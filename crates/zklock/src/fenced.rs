@@ -43,7 +43,7 @@ impl Guard {
     /// A transaction of ZooKeeper writes that commits only while this guard's node exists at the server — that
     /// is, while we still hold (see [`FencedWrites`]).
     pub fn fenced_writes(&self) -> FencedWrites<'_> {
-        let node = self.path();
+        let node = self.path().to_owned();
         let writer = self
             .client()
             .new_check_writer(&node, None)

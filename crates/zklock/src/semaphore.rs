@@ -324,7 +324,7 @@ impl Rules for Room<'_> {
                 }),
                 // Without the mutex another acquirer could be waiting too, and two waiting leases can block each
                 // other for good: give up rather than risk it.
-                reason = self.turn.lost() => return Err(reason.error(&self.turn.path())),
+                reason = self.turn.lost() => return Err(reason.error(self.turn.path())),
             }
         }
     }

@@ -66,7 +66,7 @@ on_every_server! {
         // The nodes carry the nodes' ACL, the directories (both made by the recipe) the directories' ACL, as
         // ZooKeeper stores them: `auth` becomes the creator's digest identity.
         let alice_all = digest("alice", "alice-pw", Permission::ALL);
-        assert_eq!(alice.get_acl(&guard.path()).await.unwrap().0, std::slice::from_ref(&alice_all));
+        assert_eq!(alice.get_acl(guard.path()).await.unwrap().0, std::slice::from_ref(&alice_all));
         let directory_acl = vec![alice_all.clone(), Acl::new(Permission::READ, AuthId::anyone())];
         assert_eq!(alice.get_acl(&dir).await.unwrap().0, directory_acl);
         assert_eq!(alice.get_acl(&top).await.unwrap().0, directory_acl);
@@ -76,8 +76,8 @@ on_every_server! {
             ("another user", as_user(hosts, "mallory", "guess").await),
         ] {
             sync(&other, &dir).await;
-            assert_eq!(other.get_data(&guard.path()).await.unwrap_err(), zk::Error::NoAuth, "{who}: read");
-            let delete = other.delete(&guard.path(), None).await;
+            assert_eq!(other.get_data(guard.path()).await.unwrap_err(), zk::Error::NoAuth, "{who}: read");
+            let delete = other.delete(guard.path(), None).await;
             assert_eq!(delete.unwrap_err(), zk::Error::NoAuth, "{who}: delete");
             let delete = other.delete(&dir, None).await;
             assert_eq!(delete.unwrap_err(), zk::Error::NoAuth, "{who}: delete the directory");

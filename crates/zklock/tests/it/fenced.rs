@@ -48,10 +48,10 @@ on_every_server! {
 
         // Our node deleted by somebody else (an operator revoking us): the server refuses, whatever we believe.
         let admin = crate::support::client(hosts).await;
-        admin.delete(&guard.path(), None).await.unwrap();
+        admin.delete(guard.path(), None).await.unwrap();
         let mut writes = guard.fenced_writes();
         writes.set_data(&target, b"stale", None).unwrap();
-        assert_eq!(writes.commit().await.unwrap_err(), Error::LockLost { path: guard.path() });
+        assert_eq!(writes.commit().await.unwrap_err(), Error::LockLost { path: guard.path().to_owned() });
         assert_eq!(data(&client, &target).await, b"v1", "a lost holder wrote");
     }
 
