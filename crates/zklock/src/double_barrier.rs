@@ -263,6 +263,7 @@ impl DoubleBarrier {
             fencing_token: node.czxid,
         });
         Participation {
+            path: node.path(),
             node,
             lost,
             ready_czxid,
@@ -348,12 +349,14 @@ pub struct Participation {
     lost: LostSignal,
     ready_czxid: i64,
     barrier: DoubleBarrier,
+    /// The full path of our participant node.
+    path: String,
 }
 
 impl Participation {
     /// The full path of our participant node.
-    pub fn path(&self) -> String {
-        self.node.path()
+    pub fn path(&self) -> &str {
+        &self.path
     }
 
     /// Completes when our participation stops counting: session expiry, deletion of our node by somebody else,
@@ -386,6 +389,7 @@ impl Participation {
             lost,
             ready_czxid,
             barrier,
+            ..
         } = self;
         // Our node is about to go on purpose: that is not a loss.
         drop(lost);

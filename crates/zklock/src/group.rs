@@ -208,6 +208,7 @@ impl Group {
         lost.set_holding();
         tracing::debug!(path = %me, "joined the group");
         Ok(Membership {
+            path: node.path(),
             node,
             lost,
             layout: self.layout,
@@ -565,12 +566,14 @@ pub struct Membership {
     node: OwnNode,
     lost: LostSignal,
     layout: GroupLayout,
+    /// The full path of our member node.
+    path: String,
 }
 
 impl Membership {
     /// The full path of our member node.
-    pub fn path(&self) -> String {
-        self.node.path()
+    pub fn path(&self) -> &str {
+        &self.path
     }
 
     /// Our member node's name.

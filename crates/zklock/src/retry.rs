@@ -218,6 +218,31 @@ pub(crate) fn is_connection_loss(err: &zk::Error) -> bool {
 mod tests {
     use super::*;
 
+    #[tokio::test]
+    async fn the_time_budget_ends_the_pauses() {
+        let budget = Duration::from_millis(50);
+        let policy = RetryPolicy::default().with_max_elapsed(Some(budget));
+        let mut attempts = Attempts::default();
+        let mut given_up = None;
+        for _ in 0..1000 {
+            if let Err(err) = policy.pause(&mut attempts).await {
+                given_up = Some(err);
+                break;
+            }
+        }
+        assert!(attempts.since.elapsed() >= budget, "gave up early");
+        assert!(
+            matches!(given_up, Some(Error::ConnectionLoss { attempts }) if attempts >= 2),
+            "{given_up:?}"
+        );
+        // The control: without a budget the same number of pauses all pass.
+        let unlimited = RetryPolicy::default().with_max_backoff(Duration::from_millis(1));
+        let mut attempts = Attempts::default();
+        for _ in 0..20 {
+            assert_eq!(unlimited.pause(&mut attempts).await, Ok(()));
+        }
+    }
+
     #[test]
     fn backoff_grows_and_is_bounded() {
         let policy = RetryPolicy::default();
