@@ -180,7 +180,7 @@ async fn work(
             events.records.lock().unwrap()[worker].wakeups += 1;
             events.log(worker, format_args!("woken: {by} is gone"));
         }
-        QueueEvent::Acquired { .. } => {}
+        _ => {}
     });
     let mutex = Mutex::new(
         acls.apply(zklock::Session::new(client)).with_listener(listener),

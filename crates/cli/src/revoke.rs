@@ -23,10 +23,7 @@ const ATTEMPTS: u32 = 5;
 
 pub async fn revoke(args: RevokeArgs) -> exit::Result {
     let client = zk::connect_args(&args.connect).await?;
-    let session = Session::new(&client).with_retry(RetryPolicy {
-        max_attempts: Some(ATTEMPTS),
-        ..RetryPolicy::default()
-    });
+    let session = Session::new(&client).with_retry(RetryPolicy::default().with_max_attempts(Some(ATTEMPTS)));
     let result = revoke_with(&args, &session).await;
     zk::close(client).await;
     result

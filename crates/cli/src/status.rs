@@ -61,10 +61,7 @@ pub async fn status(args: StatusArgs) -> Result<i32, StatusFailure> {
 
 /// One look: a connection loss is reported, not retried. An invalid path is a usage error.
 async fn look(client: &Client, path: &str) -> exit::Result<Option<Inspection>> {
-    let session = Session::new(client).with_retry(RetryPolicy {
-        max_attempts: Some(1),
-        ..RetryPolicy::default()
-    });
+    let session = Session::new(client).with_retry(RetryPolicy::default().with_max_attempts(Some(1)));
     zklock::inspect(&session, path).await.map_err(|err| match err {
         zklock::Error::InvalidPath { .. } => Failure::new(exit::USAGE, err.to_string()),
         err => Failure::new(exit::FAILURE, format!("looking at {path}: {err}")),

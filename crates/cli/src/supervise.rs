@@ -344,7 +344,7 @@ pub async fn run_while_held(
     };
     let env = [
         ("ZKLOCK_PATH", path.to_owned()),
-        ("ZKLOCK_NODE", guard.path()),
+        ("ZKLOCK_NODE", guard.path().to_owned()),
         ("ZKLOCK_FENCING_TOKEN", guard.fencing_token().to_string()),
     ];
     let mut child = match Child::spawn(command, &env, Some(first), what) {

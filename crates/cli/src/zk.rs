@@ -348,11 +348,11 @@ fn readable_by_anybody(mut acls: Vec<Acl>) -> Vec<Acl> {
 /// What to add to the message of a recipe's error: why ZooKeeper refused, when an ACL did (`NoAuth`).
 pub fn refused(err: &zklock::Error) -> &'static str {
     match err {
-        zklock::Error::ZooKeeper(zookeeper_client::Error::NoAuth) => {
+        zklock::Error::ZooKeeper { source: zookeeper_client::Error::NoAuth, .. } => {
             " (the ACL of the directory does not let this session queue: give credentials it admits with --auth, \
              ZKLOCK_AUTH or --auth-file, or --sasl)"
         }
-        zklock::Error::ZooKeeper(zookeeper_client::Error::InvalidAcl) => {
+        zklock::Error::ZooKeeper { source: zookeeper_client::Error::InvalidAcl, .. } => {
             " (ZooKeeper refused the ACL of --acl or --parent-acl)"
         }
         _ => "",

@@ -86,12 +86,24 @@ impl Barrier {
         loop {
             // An existing node is success — set already, or by our own create whose reply was lost — so retrying
             // is harmless.
-            match retry.run(|| client.create(&self.path, &[], &mode)).await {
-                Ok(_) | Err(Error::ZooKeeper(zk::Error::NodeExists)) => return Ok(()),
+            match retry
+                .run_at("create", &self.path, || client.create(&self.path, &[], &mode))
+                .await
+            {
+                Ok(_)
+                | Err(Error::ZooKeeper {
+                    source: zk::Error::NodeExists,
+                    ..
+                }) => return Ok(()),
                 // `mkdir` is `mkdir -p`: it creates missing parents and treats an existing node as success.
-                Err(Error::ZooKeeper(zk::Error::NoNode)) if !parent.is_empty() => {
+                Err(Error::ZooKeeper {
+                    source: zk::Error::NoNode,
+                    ..
+                }) if !parent.is_empty() => {
                     let parents = CreateMode::Persistent.with_acls(self.session.parent_acls());
-                    retry.run(|| client.mkdir(parent, &parents)).await?;
+                    retry
+                        .run_at("create", parent, || client.mkdir(parent, &parents))
+                        .await?;
                 }
                 Err(err) => return Err(err),
             }
@@ -109,7 +121,7 @@ impl Barrier {
         Ok(self
             .session
             .retry()
-            .run(|| client.check_stat(&self.path))
+            .run_at("exists", &self.path, || client.check_stat(&self.path))
             .await?
             .is_some())
     }
@@ -122,7 +134,9 @@ impl Barrier {
     pub async fn wait(&self) -> Result<()> {
         let (client, retry) = (self.session.client(), self.session.retry());
         loop {
-            let (stat, watcher) = retry.run(|| client.check_and_watch_stat(&self.path)).await?;
+            let (stat, watcher) = retry
+                .run_at("exists", &self.path, || client.check_and_watch_stat(&self.path))
+                .await?;
             if stat.is_none() {
                 return Ok(());
             }

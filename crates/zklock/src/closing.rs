@@ -100,7 +100,7 @@ impl Registry {
                     idioms::delete_if_exists(client, retry, path, None).await?;
                     deleted += 1;
                 }
-                Err(err) => return Err(Error::from(err)),
+                Err(err) => return Err(Error::zk("delete", path, err)),
             }
         }
         Ok(deleted)

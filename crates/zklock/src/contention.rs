@@ -19,6 +19,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use tokio::time::Instant;
+use tracing::Instrument as _;
 use zookeeper_client::{self as zk, CreateMode, EventType};
 
 use crate::error::{Error, Result};
@@ -30,7 +31,7 @@ use crate::lost::LostSignal;
 use crate::node::{self, Contender, Marker};
 use crate::own_node::OwnNode;
 use crate::path::child_path;
-use crate::retry::is_connection_loss;
+use crate::retry::{is_connection_loss, Attempts};
 use crate::session::Session;
 
 /// What a recipe's policy says about our position in the sorted queue.
@@ -157,15 +158,24 @@ pub(crate) async fn acquire(
     wait: Wait,
 ) -> Result<Option<Guard>> {
     let started = Instant::now();
-    let result = acquire_unmeasured(session, dir, data, rules, wait).await;
+    let span = tracing::info_span!("acquire", recipe = rules.recipe(), path = dir);
+    let result = acquire_unmeasured(session, dir, data, rules, wait)
+        .instrument(span.clone())
+        .await;
     let outcome = match &result {
         Ok(Some(_)) => "acquired",
         Ok(None) => "busy",
         Err(Error::Timeout) => "timeout",
         Err(_) => "error",
     };
+    let waited = started.elapsed();
+    span.in_scope(|| match &result {
+        Ok(Some(guard)) => tracing::debug!(outcome, ?waited, node = %guard.path(), "acquire ended"),
+        Err(err) => tracing::debug!(outcome, ?waited, %err, "acquire ended"),
+        Ok(None) => tracing::debug!(outcome, ?waited, "acquire ended"),
+    });
     metrics::histogram!("zklock_acquire_wait_seconds", "recipe" => rules.recipe(), "outcome" => outcome)
-        .record(started.elapsed());
+        .record(waited);
     result
 }
 
@@ -204,7 +214,10 @@ async fn acquire_unmeasured(
                 Some(children) => children,
                 None => {
                     let client = session.client();
-                    session.retry().run(|| client.list_children(dir)).await?
+                    session
+                        .retry()
+                        .run_at("getChildren", dir, || client.list_children(dir))
+                        .await?
                 }
             };
             rules.now(&node, &lost, children).await
@@ -246,11 +259,16 @@ pub(crate) async fn enqueue(
     let mut node = OwnNode::new(session, dir, unique)?;
     let mode = CreateMode::EphemeralSequential.with_acls(session.acls());
     // Creates sent so far (each ended in `NoNode` or a connection loss; `pause` counts the latter).
-    let mut attempt = 0;
+    let mut attempt = Attempts::default();
     loop {
         let create = client.create(&prefix, data, &mode);
         let listing = client.list_children(dir);
-        let (created, listed) = tokio::join!(create, listing);
+        let Some((created, listed)) = retry
+            .within(&attempt, async { tokio::join!(create, listing) })
+            .await
+        else {
+            return Err(attempt.timed_out());
+        };
         match created {
             Ok((stat, sequence)) => {
                 node.name = Some(format!("{}{}{sequence}", node.unique, marker.as_str()));
@@ -261,7 +279,7 @@ pub(crate) async fn enqueue(
             // No directory: never made, or a container deleted by the server since (also between our `mkdir` and
             // this create). Make it (again) and retry.
             Err(zk::Error::NoNode) => {
-                attempt += 1;
+                attempt.count_one();
                 idioms::mkdir_containers(client, retry, dir, session.parent_acls()).await?;
             }
             Err(err) if is_connection_loss(&err) => {
@@ -270,7 +288,7 @@ pub(crate) async fn enqueue(
                     return Ok((node, None));
                 }
             }
-            Err(err) => return Err(err.into()),
+            Err(err) => return Err(Error::zk("create", &prefix, err)),
         }
     }
 }
@@ -279,7 +297,10 @@ pub(crate) async fn enqueue(
 /// everything the leader committed before we look.
 async fn find_own(node: &mut OwnNode) -> Result<bool> {
     let (client, retry) = (&node.client, &node.retry);
-    retry.run(|| client.sync(&node.dir)).await.if_exists()?;
+    retry
+        .run_at("sync", &node.dir, || client.sync(&node.dir))
+        .await
+        .if_exists()?;
     // A missing directory holds no node of ours.
     let children = idioms::list_or_empty(client, retry, &node.dir).await?;
     let mut mine: Vec<Contender> = node::sorted_contenders(children, |_| true);
@@ -288,7 +309,7 @@ async fn find_own(node: &mut OwnNode) -> Result<bool> {
         return Ok(false);
     };
     let path = child_path(&node.dir, &first.name);
-    match retry.run(|| client.check_stat(&path)).await? {
+    match retry.run_at("exists", &path, || client.check_stat(&path)).await? {
         Some(stat) => {
             tracing::info!(%path, "found our node after a lost create reply");
             node.name = Some(first.name.clone());
@@ -399,7 +420,11 @@ async fn wait_turn<R: Rules + ?Sized>(
     loop {
         let children = match listing.take() {
             Some(children) => children,
-            None => node.retry.run(|| node.client.list_children(&node.dir)).await?,
+            None => {
+                node.retry
+                    .run_at("getChildren", &node.dir, || node.client.list_children(&node.dir))
+                    .await?
+            }
         };
         let Step::Wait { name, sole, ahead } = check_turn(rules, node, lost, children).await? else {
             return Ok(());

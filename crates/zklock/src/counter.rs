@@ -16,11 +16,11 @@
 
 use zookeeper_client::{self as zk, Client, CreateMode, MultiWriteError, OneshotWatcher, Stat};
 
-use crate::error::{Error, Result};
+use crate::error::{At as _, Error, Result};
 use crate::idioms::{self, IfExists};
 use crate::participants::Recipe;
 use crate::path::child_path;
-use crate::retry::{is_connection_loss, RetryPolicy};
+use crate::retry::{is_connection_loss, Attempts, RetryPolicy};
 use crate::session::Session;
 
 /// The prefix of a receipt: an ephemeral child of the counter node while a change of ours is being settled.
@@ -49,7 +49,8 @@ impl<T> Versioned<T> {
 /// What a change of an [`AtomicLong`] did, as Curator's `AtomicValue` reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct AtomicValue {
-    /// Whether the value was changed: always, except for a
+    /// Whether the value was changed: always `true` for [`add`](AtomicLong::add), `increment`, `decrement` and
+    /// `set` (tried until made; a failure is an `Err`), `false` only for a
     /// [`compare_and_set`](AtomicLong::compare_and_set) that found another value.
     pub succeeded: bool,
     /// The value before the change (or the value found, if it did not succeed).
@@ -277,6 +278,12 @@ impl AtomicLong {
     }
 
     /// Adds `delta` (wrapping on overflow); returns the values before and after.
+    ///
+    /// The change is tried until it is made (see the type's documentation), so the result's
+    /// [`succeeded`](AtomicValue::succeeded) is always `true` — kept for Curator's shape, where it can be false;
+    /// the same for [`increment`](Self::increment), [`decrement`](Self::decrement) and [`set`](Self::set). A
+    /// change that cannot be made ends in an `Err` instead. Only [`compare_and_set`](Self::compare_and_set)
+    /// reports `false`.
     pub async fn add(&self, delta: i64) -> Result<AtomicValue> {
         self.change(|value| Some(value.wrapping_add(delta))).await
     }
@@ -375,7 +382,7 @@ impl Counter {
     /// The node's data and stat; `None` if it does not exist.
     async fn read(&self) -> Result<Option<(Vec<u8>, Stat)>> {
         self.retry()
-            .run(|| self.client().get_data(&self.path))
+            .run_at("getData", &self.path, || self.client().get_data(&self.path))
             .await
             .if_exists()
     }
@@ -386,7 +393,9 @@ impl Counter {
         loop {
             match self
                 .retry()
-                .run(|| self.client().get_and_watch_data(&self.path))
+                .run_at("getData", &self.path, || {
+                    self.client().get_and_watch_data(&self.path)
+                })
                 .await
                 .if_exists()?
             {
@@ -394,7 +403,9 @@ impl Counter {
                 None => {
                     let (stat, watcher) = self
                         .retry()
-                        .run(|| self.client().check_and_watch_stat(&self.path))
+                        .run_at("exists", &self.path, || {
+                            self.client().check_and_watch_stat(&self.path)
+                        })
                         .await?;
                     // Created between the two looks: read it (with a data watch) instead.
                     if stat.is_none() {
@@ -431,7 +442,7 @@ impl Counter {
         };
         let node_mode = CreateMode::Persistent.with_acls(self.session.acls());
         let receipt_mode = CreateMode::Ephemeral.with_acls(self.session.acls());
-        let (mut lost, mut contended) = (0, 0);
+        let (mut lost, mut contended) = (Attempts::default(), 0);
         loop {
             let node = self.read().await?;
             let (pre, version) = match node {
@@ -453,12 +464,21 @@ impl Counter {
             };
             let mut multi = self.client().new_multi_writer();
             if version == UNCREATED {
-                multi.add_create(&self.path, &post, &node_mode)?;
+                multi
+                    .add_create(&self.path, &post, &node_mode)
+                    .at("create", &self.path)?;
             } else {
-                multi.add_set_data(&self.path, &post, Some(version))?;
+                multi
+                    .add_set_data(&self.path, &post, Some(version))
+                    .at("setData", &self.path)?;
             }
-            multi.add_create(&receipt, &record.encode(), &receipt_mode)?;
-            match multi.commit().await {
+            multi
+                .add_create(&receipt, &record.encode(), &receipt_mode)
+                .at("create", &receipt)?;
+            let Some(reply) = self.retry().within(&lost, multi.commit()).await else {
+                return Err(lost.timed_out());
+            };
+            match reply {
                 Ok(_) => return Ok(record.into_written()),
                 // The parents of a counter to be created are missing.
                 Err(MultiWriteError::OperationFailed {
@@ -485,7 +505,7 @@ impl Counter {
                     source: zk::Error::NodeExists,
                 }) => {
                     let Some(record) = self.find(&receipt).await? else {
-                        return Err(zk::Error::NodeExists.into());
+                        return Err(Error::zk("create", &receipt, zk::Error::NodeExists));
                     };
                     return Ok(record.into_written());
                 }
@@ -496,7 +516,7 @@ impl Counter {
                         return Ok(record.into_written());
                     }
                 }
-                Err(err) => return Err(zk::Error::from(err).into()),
+                Err(err) => return Err(Error::zk("multi", &self.path, zk::Error::from(err))),
             }
         }
     }
@@ -506,12 +526,12 @@ impl Counter {
     /// fail with `SessionExpired` rather than answer "no").
     async fn find(&self, receipt: &str) -> Result<Option<Record>> {
         self.retry()
-            .run(|| self.client().sync(&self.path))
+            .run_at("sync", &self.path, || self.client().sync(&self.path))
             .await
             .if_exists()?;
         let found = self
             .retry()
-            .run(|| self.client().get_data(receipt))
+            .run_at("getData", receipt, || self.client().get_data(receipt))
             .await
             .if_exists()?;
         Ok(found.and_then(|(data, _)| Record::decode(&data)))
@@ -627,9 +647,15 @@ pub(crate) async fn inspect(session: &Session, path: &str, children: &[String]) 
     if !children.iter().all(|name| name.starts_with(RECEIPT_PREFIX)) {
         return Ok(None);
     }
-    let read = session.retry().run(|| session.client().get_data(path)).await;
+    let read = session
+        .retry()
+        .run_at("getData", path, || session.client().get_data(path))
+        .await;
     let Some((data, stat)) = (match read {
-        Err(Error::ZooKeeper(zk::Error::NoAuth)) => None,
+        Err(Error::ZooKeeper {
+            source: zk::Error::NoAuth,
+            ..
+        }) => None,
         read => read.if_exists()?,
     }) else {
         return Ok(None);

@@ -22,7 +22,7 @@ use std::time::Duration;
 use zookeeper_client::{self as zk, CreateMode};
 
 use crate::abandoned;
-use crate::error::{Error, Result};
+use crate::error::{At as _, Error, Result};
 use crate::events::QueueEvent;
 use crate::gone;
 use crate::idioms::{self, IfExists};
@@ -30,7 +30,7 @@ use crate::lost::{LostReason, LostSignal};
 use crate::own_node::OwnNode;
 use crate::participants::{self, NodeKind, Participant, Recipe, Role};
 use crate::path::child_path;
-use crate::retry::is_connection_loss;
+use crate::retry::{is_connection_loss, Attempts};
 use crate::session::Session;
 
 /// The name of the node that opens the barrier.
@@ -153,7 +153,7 @@ impl DoubleBarrier {
         let member_mode = CreateMode::Ephemeral.with_acls(self.session.acls());
         // Started once our node exists; moved into the participation when we are in.
         let mut slot: Option<LostSignal> = None;
-        let mut attempt = 0;
+        let mut attempt = Attempts::default();
         loop {
             // Sent in this order (the recipe's order): the watch on `ready` exists before our node does, so the
             // create of `ready` by the last arrival cannot slip by; the listing is processed after our create.
@@ -168,7 +168,12 @@ impl DoubleBarrier {
                     None => None,
                 }
             };
-            let (watched, created, listed) = tokio::join!(watch_ready, create, listing);
+            let Some((watched, created, listed)) = retry
+                .within(&attempt, async { tokio::join!(watch_ready, create, listing) })
+                .await
+            else {
+                return Err(attempt.timed_out());
+            };
             match created {
                 None => {}
                 Some(Ok((stat, _))) => node.czxid = stat.czxid,
@@ -176,14 +181,16 @@ impl DoubleBarrier {
                 Some(Err(zk::Error::NodeExists)) => {}
                 Some(Err(zk::Error::NoNode)) => {
                     let parents = CreateMode::Persistent.with_acls(self.session.parent_acls());
-                    retry.run(|| client.mkdir(&self.path, &parents)).await?;
+                    retry
+                        .run_at("create", &self.path, || client.mkdir(&self.path, &parents))
+                        .await?;
                     continue;
                 }
                 Some(Err(err)) if is_connection_loss(&err) => {
                     retry.pause(&mut attempt).await?;
                     continue;
                 }
-                Some(Err(err)) => return Err(err.into()),
+                Some(Err(err)) => return Err(Error::zk("create", &me, err)),
             }
             let lost = slot.get_or_insert_with(|| {
                 self.session.emit(QueueEvent::Created { path: me.clone() });
@@ -194,14 +201,17 @@ impl DoubleBarrier {
                     retry.pause(&mut attempt).await?;
                     continue;
                 }
-                (watched, listed) => (watched?, listed),
+                (watched, listed) => (watched.at("exists", &ready)?, listed),
             };
-            attempt = 0;
+            attempt = Attempts::default();
             let (ready_stat, watcher) = watched;
             if let Some(stat) = ready_stat {
                 return Ok(self.entered(node, slot.take().expect("started above"), stat.czxid));
             }
-            let children = listed.if_exists()?.unwrap_or_default();
+            let children = listed
+                .at("getChildren", &self.path)
+                .if_exists()?
+                .unwrap_or_default();
             if !children.contains(&name) {
                 return Err(gone::vanished(client, retry, lost, &me).await);
             }
@@ -209,12 +219,18 @@ impl DoubleBarrier {
             if arrived >= self.members {
                 tracing::debug!(path = %self.path, arrived, "the last participant arrived; opening the barrier");
                 let mode = CreateMode::Persistent.with_acls(self.session.acls());
-                match retry.run(|| client.create(&ready, &[], &mode)).await {
+                match retry
+                    .run_at("create", &ready, || client.create(&ready, &[], &mode))
+                    .await
+                {
                     Ok((stat, _)) => {
                         return Ok(self.entered(node, slot.take().expect("started above"), stat.czxid))
                     }
                     // Created by another participant (or by our own attempt whose reply was lost): look again.
-                    Err(Error::ZooKeeper(zk::Error::NodeExists)) => continue,
+                    Err(Error::ZooKeeper {
+                        source: zk::Error::NodeExists,
+                        ..
+                    }) => continue,
                     Err(err) => return Err(err),
                 }
             }
@@ -247,6 +263,7 @@ impl DoubleBarrier {
             fencing_token: node.czxid,
         });
         Participation {
+            path: node.path(),
             node,
             lost,
             ready_czxid,
@@ -258,7 +275,10 @@ impl DoubleBarrier {
     async fn remove_ready(&self, czxid: i64) -> Result<()> {
         let (client, retry) = (self.session.client(), self.session.retry());
         let ready = child_path(&self.path, READY);
-        let Some(stat) = retry.run(|| client.check_stat(&ready)).await? else {
+        let Some(stat) = retry
+            .run_at("exists", &ready, || client.check_stat(&ready))
+            .await?
+        else {
             return Ok(());
         };
         if stat.czxid != czxid {
@@ -266,7 +286,11 @@ impl DoubleBarrier {
         }
         match idioms::delete_if_exists(client, retry, &ready, Some(stat.version)).await {
             // Replaced by a later round, or a participant of one has arrived already.
-            Ok(()) | Err(Error::ZooKeeper(zk::Error::BadVersion | zk::Error::NotEmpty)) => Ok(()),
+            Ok(())
+            | Err(Error::ZooKeeper {
+                source: zk::Error::BadVersion | zk::Error::NotEmpty,
+                ..
+            }) => Ok(()),
             Err(err) => Err(err),
         }
     }
@@ -325,12 +349,14 @@ pub struct Participation {
     lost: LostSignal,
     ready_czxid: i64,
     barrier: DoubleBarrier,
+    /// The full path of our participant node.
+    path: String,
 }
 
 impl Participation {
     /// The full path of our participant node.
-    pub fn path(&self) -> String {
-        self.node.path()
+    pub fn path(&self) -> &str {
+        &self.path
     }
 
     /// Completes when our participation stops counting: session expiry, deletion of our node by somebody else,
@@ -363,6 +389,7 @@ impl Participation {
             lost,
             ready_czxid,
             barrier,
+            ..
         } = self;
         // Our node is about to go on purpose: that is not a loss.
         drop(lost);
@@ -391,7 +418,9 @@ impl Participation {
                 members[0].clone()
             };
             let path = child_path(&b.path, &target);
-            let (stat, watcher) = retry.run(|| client.check_and_watch_stat(&path)).await?;
+            let (stat, watcher) = retry
+                .run_at("exists", &path, || client.check_and_watch_stat(&path))
+                .await?;
             if stat.is_none() {
                 continue;
             }

@@ -188,7 +188,7 @@ impl LeaderElection {
             let leadership = self.campaign().await?;
             let work = term(Term {
                 fencing_token: leadership.fencing_token(),
-                path: leadership.path(),
+                path: leadership.path().to_owned(),
             });
             let lost = leadership.lost();
             let flow = tokio::select! {
@@ -281,7 +281,7 @@ impl Observer {
                     }
                     // Wait for a first candidate (or for the directory, if it does not exist yet).
                     match retry
-                        .run(|| client.list_and_watch_children(dir))
+                        .run_at("getChildren", dir, || client.list_and_watch_children(dir))
                         .await
                         .if_exists()?
                     {
@@ -292,7 +292,10 @@ impl Observer {
                                 continue;
                             }
                         }
-                        None => match retry.run(|| client.check_and_watch_stat(dir)).await? {
+                        None => match retry
+                            .run_at("exists", dir, || client.check_and_watch_stat(dir))
+                            .await?
+                        {
                             (Some(_), _) => continue,
                             (None, watcher) => watcher,
                         },

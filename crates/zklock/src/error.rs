@@ -114,9 +114,28 @@ pub enum Error {
         /// What does not fit, in words.
         what: String,
     },
-    /// Any other error reported by ZooKeeper or the client library.
-    #[error("ZooKeeper: {0}")]
-    ZooKeeper(#[source] zk::Error),
+    /// Any other error reported by ZooKeeper or the client library, with the operation that failed and the path
+    /// it was on (`op` is ZooKeeper's name for it: `create`, `delete`, `getData`, `setData`, `getChildren`,
+    /// `exists`, `sync`, `multi`; empty, as is `path`, only for an error converted with `From<zk::Error>` outside
+    /// this crate). [`Error::zookeeper`] gives the ZooKeeper error alone, for a short `match`.
+    #[error("{}", zookeeper_message(op, path, source))]
+    ZooKeeper {
+        /// The ZooKeeper operation that failed.
+        op: &'static str,
+        /// The path it was on.
+        path: String,
+        /// What ZooKeeper (or the client library) answered.
+        #[source]
+        source: zk::Error,
+    },
+}
+
+fn zookeeper_message(op: &str, path: &str, source: &zk::Error) -> String {
+    match (source, op.is_empty()) {
+        (zk::Error::NoAuth, false) => format!("ZooKeeper: not authorized to {op} {path}"),
+        (_, false) => format!("ZooKeeper: {op} {path}: {source}"),
+        (_, true) => format!("ZooKeeper: {source}"),
+    }
 }
 
 fn connection_loss(attempts: u32) -> String {
@@ -133,19 +152,71 @@ impl From<crate::LostReason> for Error {
     }
 }
 
+/// Without the operation and path (the crate itself always gives them, with [`Error::at`] or [`Error::zk`]).
 impl From<zk::Error> for Error {
     fn from(err: zk::Error) -> Self {
+        Error::zk("", "", err)
+    }
+}
+
+/// Names the operation and path of a ZooKeeper error on its way out: `client.get_data(path).await.at("getData",
+/// path)?`.
+pub(crate) trait At<T> {
+    /// The result, with a ZooKeeper error turned into an [`Error`] that names `op` and `path`.
+    fn at(self, op: &'static str, path: &str) -> Result<T>;
+}
+
+impl<T> At<T> for std::result::Result<T, zk::Error> {
+    fn at(self, op: &'static str, path: &str) -> Result<T> {
+        self.map_err(|err| Error::zk(op, path, err))
+    }
+}
+
+impl<T> At<T> for Result<T> {
+    fn at(self, op: &'static str, path: &str) -> Result<T> {
+        self.map_err(|err| err.at(op, path))
+    }
+}
+
+impl Error {
+    /// The error for `err`, answered by ZooKeeper to `op` on `path`: the end of the session, a closed client, an
+    /// authentication failure and a connection loss are their own variants; anything else is
+    /// [`Error::ZooKeeper`] naming `op` and `path`.
+    pub fn zk(op: &'static str, path: &str, err: zk::Error) -> Error {
         match err {
             zk::Error::SessionExpired | zk::Error::SessionMoved => Error::SessionExpired,
             zk::Error::ClientClosed => Error::Closed,
             zk::Error::AuthFailed => Error::AuthFailed,
             zk::Error::ConnectionLoss => Error::ConnectionLoss { attempts: 1 },
-            other => Error::ZooKeeper(other),
+            source => Error::ZooKeeper {
+                op,
+                path: path.to_owned(),
+                source,
+            },
         }
     }
-}
 
-impl Error {
+    /// This error, naming `op` and `path` if it is an [`Error::ZooKeeper`] that names no operation yet (one that
+    /// does keeps its own, the more precise).
+    pub fn at(self, op: &'static str, path: &str) -> Error {
+        match self {
+            Error::ZooKeeper { op: "", source, .. } => Error::ZooKeeper {
+                op,
+                path: path.to_owned(),
+                source,
+            },
+            other => other,
+        }
+    }
+
+    /// The ZooKeeper error, if this is an [`Error::ZooKeeper`]: `matches!(err.zookeeper(), Some(zk::Error::NoAuth))`.
+    pub fn zookeeper(&self) -> Option<&zk::Error> {
+        match self {
+            Error::ZooKeeper { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+
     /// True when the session is over: nothing can be retried on it.
     pub fn is_terminal(&self) -> bool {
         matches!(self, Error::SessionExpired | Error::Closed | Error::AuthFailed)
@@ -172,6 +243,26 @@ mod tests {
         assert!(!once.contains("retrying after"), "{once}");
         let five = Error::ConnectionLoss { attempts: 5 }.to_string();
         assert!(five.contains("gave up retrying after 5 attempts"), "{five}");
+    }
+
+    #[test]
+    fn a_zookeeper_error_names_its_operation_and_path() {
+        let err = Error::zk("create", "/locks/a", zk::Error::NoAuth);
+        assert_eq!(err.to_string(), "ZooKeeper: not authorized to create /locks/a");
+        assert_eq!(err.zookeeper(), Some(&zk::Error::NoAuth));
+        let err = Error::zk("delete", "/b", zk::Error::NotEmpty);
+        assert_eq!(
+            err.to_string(),
+            format!("ZooKeeper: delete /b: {}", zk::Error::NotEmpty)
+        );
+        // The inner, more precise context wins over an outer one.
+        assert_eq!(err.clone().at("lock", "/x"), err);
+        let bare = Error::from(zk::Error::NoAuth).at("lock", "/x");
+        assert_eq!(bare.to_string(), "ZooKeeper: not authorized to lock /x");
+        assert_eq!(
+            Error::zk("getData", "/c", zk::Error::SessionExpired),
+            Error::SessionExpired
+        );
     }
 
     #[test]

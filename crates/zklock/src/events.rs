@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 /// What happened to one contender.
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum QueueEvent {
     /// Our node exists (full path).

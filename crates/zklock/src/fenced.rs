@@ -4,7 +4,7 @@
 
 use zookeeper_client::{self as zk, CheckWriteError, CreateOptions, MultiWriteResult};
 
-use crate::error::{Error, Result};
+use crate::error::{At as _, Error, Result};
 use crate::guard::Guard;
 use crate::retry::is_connection_loss;
 
@@ -27,6 +27,8 @@ use crate::retry::is_connection_loss;
 pub struct FencedWrites<'a> {
     writer: zk::CheckWriter<'a>,
     node: String,
+    /// The operation and path of every write added, in order: what a failed one names.
+    ops: Vec<(&'static str, String)>,
 }
 
 impl std::fmt::Debug for FencedWrites<'_> {
@@ -41,12 +43,16 @@ impl Guard {
     /// A transaction of ZooKeeper writes that commits only while this guard's node exists at the server — that
     /// is, while we still hold (see [`FencedWrites`]).
     pub fn fenced_writes(&self) -> FencedWrites<'_> {
-        let node = self.path();
+        let node = self.path().to_owned();
         let writer = self
             .client()
             .new_check_writer(&node, None)
             .expect("our own node's path is valid");
-        FencedWrites { writer, node }
+        FencedWrites {
+            writer,
+            node,
+            ops: Vec::new(),
+        }
     }
 }
 
@@ -56,7 +62,9 @@ impl FencedWrites<'_> {
     /// # Errors
     /// [`Error::ZooKeeper`] for an invalid path or options (nothing is sent).
     pub fn create(&mut self, path: &str, data: &[u8], options: &CreateOptions<'_>) -> Result<()> {
-        Ok(self.writer.add_create(path, data, options)?)
+        self.writer.add_create(path, data, options).at("create", path)?;
+        self.ops.push(("create", path.to_owned()));
+        Ok(())
     }
 
     /// Adds a write of `data` to `path`, optionally only at `expected_version`.
@@ -64,7 +72,11 @@ impl FencedWrites<'_> {
     /// # Errors
     /// [`Error::ZooKeeper`] for an invalid path (nothing is sent).
     pub fn set_data(&mut self, path: &str, data: &[u8], expected_version: Option<i32>) -> Result<()> {
-        Ok(self.writer.add_set_data(path, data, expected_version)?)
+        self.writer
+            .add_set_data(path, data, expected_version)
+            .at("setData", path)?;
+        self.ops.push(("setData", path.to_owned()));
+        Ok(())
     }
 
     /// Adds a delete of `path`, optionally only at `expected_version`.
@@ -72,7 +84,11 @@ impl FencedWrites<'_> {
     /// # Errors
     /// [`Error::ZooKeeper`] for an invalid path (nothing is sent).
     pub fn delete(&mut self, path: &str, expected_version: Option<i32>) -> Result<()> {
-        Ok(self.writer.add_delete(path, expected_version)?)
+        self.writer
+            .add_delete(path, expected_version)
+            .at("delete", path)?;
+        self.ops.push(("delete", path.to_owned()));
+        Ok(())
     }
 
     /// Adds a check that `path` exists at `version` (any version: `-1`).
@@ -80,7 +96,9 @@ impl FencedWrites<'_> {
     /// # Errors
     /// [`Error::ZooKeeper`] for an invalid path (nothing is sent).
     pub fn check(&mut self, path: &str, version: i32) -> Result<()> {
-        Ok(self.writer.add_check_version(path, version)?)
+        self.writer.add_check_version(path, version).at("check", path)?;
+        self.ops.push(("check", path.to_owned()));
+        Ok(())
     }
 
     /// Sends the transaction; returns the results of the added operations, in order.
@@ -93,7 +111,7 @@ impl FencedWrites<'_> {
     /// * [`Error::ZooKeeper`] — one of the added operations failed (e.g. `NoNode`, `BadVersion`): nothing was
     ///   written.
     pub async fn commit(self) -> Result<Vec<MultiWriteResult>> {
-        let FencedWrites { writer, node } = self;
+        let FencedWrites { writer, node, ops } = self;
         match writer.commit().await {
             Ok(results) => Ok(results),
             Err(CheckWriteError::CheckFailed {
@@ -103,9 +121,12 @@ impl FencedWrites<'_> {
                 Err(Error::ConnectionLoss { attempts: 1 })
             }
             Err(CheckWriteError::RequestFailed { source } | CheckWriteError::CheckFailed { source }) => {
-                Err(source.into())
+                Err(Error::zk("multi", &node, source))
             }
-            Err(CheckWriteError::OperationFailed { source, .. }) => Err(Error::ZooKeeper(source)),
+            Err(CheckWriteError::OperationFailed { index, source }) => Err(match ops.get(index) {
+                Some((op, path)) => Error::zk(op, path, source),
+                None => Error::zk("multi", &node, source),
+            }),
         }
     }
 }

@@ -30,7 +30,7 @@ use crate::lost::{LostReason, LostSignal};
 use crate::own_node::OwnNode;
 use crate::participants::{self, NodeKind, Participant, Recipe, Role};
 use crate::path::child_path;
-use crate::retry::is_connection_loss;
+use crate::retry::{is_connection_loss, Attempts};
 use crate::session::Session;
 
 /// What kazoo's `Party` puts in its member names.
@@ -174,32 +174,41 @@ impl Group {
         node.name = Some(name.clone());
         let me = node.path();
         let mode = CreateMode::Ephemeral.with_acls(self.session.acls());
-        let mut attempt = 0;
+        let mut attempt = Attempts::default();
         loop {
-            match client.create(&me, &self.data, &mode).await {
+            let Some(reply) = retry
+                .within(&attempt, client.create(&me, &self.data, &mode))
+                .await
+            else {
+                return Err(attempt.timed_out());
+            };
+            match reply {
                 Ok((stat, _)) => {
                     node.czxid = stat.czxid;
                     break;
                 }
                 // Our name is unique: an existing node is ours, from an attempt whose reply was lost.
-                Err(zk::Error::NodeExists) => match retry.run(|| client.check_stat(&me)).await? {
-                    Some(stat) => {
-                        node.czxid = stat.czxid;
-                        break;
+                Err(zk::Error::NodeExists) => {
+                    match retry.run_at("exists", &me, || client.check_stat(&me)).await? {
+                        Some(stat) => {
+                            node.czxid = stat.czxid;
+                            break;
+                        }
+                        None => continue,
                     }
-                    None => continue,
-                },
+                }
                 Err(zk::Error::NoNode) => {
                     idioms::mkdir_containers(client, retry, &self.path, self.session.parent_acls()).await?;
                 }
                 Err(err) if is_connection_loss(&err) => retry.pause(&mut attempt).await?,
-                Err(err) => return Err(err.into()),
+                Err(err) => return Err(Error::zk("create", &me, err)),
             }
         }
         let lost = LostSignal::for_node(&mut node, self.session.lost_policy());
         lost.set_holding();
         tracing::debug!(path = %me, "joined the group");
         Ok(Membership {
+            path: node.path(),
             node,
             lost,
             layout: self.layout,
@@ -450,7 +459,9 @@ impl Members {
         let mut children_watch: Option<OneshotWatcher> = None;
         let present: BTreeSet<String> = if self.relist {
             match retry
-                .run(|| client.list_and_watch_children(&self.path))
+                .run_at("getChildren", &self.path, || {
+                    client.list_and_watch_children(&self.path)
+                })
                 .await
                 .if_exists()?
             {
@@ -460,7 +471,9 @@ impl Members {
                 }
                 None => {
                     // No group yet (or no more): wait for it to be created.
-                    let (stat, watcher) = retry.run(|| client.check_and_watch_stat(&self.path)).await?;
+                    let (stat, watcher) = retry
+                        .run_at("exists", &self.path, || client.check_and_watch_stat(&self.path))
+                        .await?;
                     if stat.is_some() {
                         return Ok(()); // created meanwhile: list it (`relist` stays set)
                     }
@@ -553,12 +566,14 @@ pub struct Membership {
     node: OwnNode,
     lost: LostSignal,
     layout: GroupLayout,
+    /// The full path of our member node.
+    path: String,
 }
 
 impl Membership {
     /// The full path of our member node.
-    pub fn path(&self) -> String {
-        self.node.path()
+    pub fn path(&self) -> &str {
+        &self.path
     }
 
     /// Our member node's name.
@@ -599,7 +614,7 @@ impl Membership {
     pub async fn set_data(&self, data: &[u8]) -> Result<()> {
         let (client, retry, path) = (&self.node.client, &self.node.retry, self.node.path());
         match retry
-            .run(|| client.set_data(&path, data, None))
+            .run_at("setData", &path, || client.set_data(&path, data, None))
             .await
             .if_exists()?
         {

@@ -3,6 +3,8 @@
 use std::future::Future;
 use std::time::Instant;
 
+use tracing::Instrument as _;
+
 use crate::error::Result;
 use crate::lost::{LostReason, LostSignal};
 use crate::own_node::OwnNode;
@@ -30,6 +32,8 @@ pub struct Guard {
     held: Held,
     /// The watch for revocation requests, started on first ask.
     revocation: Revocation,
+    /// The full path of our node (named by the time it is held).
+    path: String,
 }
 
 /// How long a guard was held, recorded when it goes (released or dropped): the one place of
@@ -50,6 +54,7 @@ impl Guard {
     /// A guard of `node`, held from now on; `recipe` labels its metrics.
     pub(crate) fn new(node: OwnNode, lost: LostSignal, recipe: &'static str) -> Guard {
         Guard {
+            path: node.path(),
             node,
             lost,
             held: Held {
@@ -71,8 +76,8 @@ impl Guard {
     }
 
     /// The full path of our node.
-    pub fn path(&self) -> String {
-        self.node.path()
+    pub fn path(&self) -> &str {
+        &self.path
     }
 
     /// The sequence number ZooKeeper gave our node (for display; use the fencing token for fencing).
@@ -187,16 +192,29 @@ impl Guard {
             lost,
             held,
             revocation,
+            path,
         } = self;
         drop(revocation);
         drop(held);
         drop(lost);
-        match node.delete().await {
-            Err(err) if err.is_terminal() => {
-                tracing::debug!(%err, "released a guard whose session has ended");
-                Ok(())
+        let span = tracing::info_span!("release", %path);
+        async move {
+            match node.delete().await {
+                Ok(()) => {
+                    tracing::debug!("released");
+                    Ok(())
+                }
+                Err(err) if err.is_terminal() => {
+                    tracing::debug!(%err, "released a guard whose session has ended");
+                    Ok(())
+                }
+                Err(err) => {
+                    tracing::debug!(%err, "release failed");
+                    Err(err)
+                }
             }
-            other => other,
         }
+        .instrument(span)
+        .await
     }
 }

@@ -7,7 +7,7 @@ use std::future::Future;
 
 use zookeeper_client::{self as zk, Acls, Client, CreateMode, EventType, SessionState, WatchedEvent};
 
-use crate::error::{Error, Result};
+use crate::error::{At as _, Error, Result};
 use crate::retry::RetryPolicy;
 
 /// `NoNode` as an answer: for reads and deletes of nodes that may be gone, that is not an error.
@@ -21,22 +21,19 @@ impl<T> IfExists<T> for Result<T> {
     fn if_exists(self) -> Result<Option<T>> {
         match self {
             Ok(value) => Ok(Some(value)),
-            Err(Error::ZooKeeper(zk::Error::NoNode)) => Ok(None),
+            Err(Error::ZooKeeper {
+                source: zk::Error::NoNode,
+                ..
+            }) => Ok(None),
             Err(err) => Err(err),
         }
-    }
-}
-
-impl<T> IfExists<T> for std::result::Result<T, zk::Error> {
-    fn if_exists(self) -> Result<Option<T>> {
-        self.map_err(Error::from).if_exists()
     }
 }
 
 /// The children of `dir`; empty if it does not exist.
 pub(crate) async fn list_or_empty(client: &Client, retry: &RetryPolicy, dir: &str) -> Result<Vec<String>> {
     Ok(retry
-        .run(|| client.list_children(dir))
+        .run_at("getChildren", dir, || client.list_children(dir))
         .await
         .if_exists()?
         .unwrap_or_default())
@@ -61,11 +58,19 @@ pub(crate) async fn mkdir_containers(
     acls: Acls<'_>,
 ) -> Result<()> {
     let containers = CreateMode::Container.with_acls(acls);
-    match retry.run(|| client.mkdir(dir, &containers)).await {
-        Err(Error::ZooKeeper(zk::Error::Unimplemented)) => {
+    match retry
+        .run_at("create", dir, || client.mkdir(dir, &containers))
+        .await
+    {
+        Err(Error::ZooKeeper {
+            source: zk::Error::Unimplemented,
+            ..
+        }) => {
             tracing::debug!(%dir, "the server has no container nodes: creating persistent directories");
             let persistent = CreateMode::Persistent.with_acls(acls);
-            retry.run(|| client.mkdir(dir, &persistent)).await
+            retry
+                .run_at("create", dir, || client.mkdir(dir, &persistent))
+                .await
         }
         made => made,
     }
@@ -79,7 +84,7 @@ pub(crate) async fn delete_if_exists(
     version: Option<i32>,
 ) -> Result<()> {
     retry
-        .run(|| client.delete(path, version))
+        .run_at("delete", path, || client.delete(path, version))
         .await
         .if_exists()
         .map(drop)
@@ -96,7 +101,7 @@ pub(crate) fn delete_in_background(client: &Client, retry: &RetryPolicy, path: &
             Err(err) if crate::retry::is_connection_loss(&err) => {
                 delete_if_exists(&client, &retry, &path, None).await
             }
-            other => other.if_exists().map(drop),
+            other => other.at("delete", &path).if_exists().map(drop),
         };
         if let Err(err) = result {
             tracing::debug!(%path, %err, "removing {what} failed");
@@ -128,7 +133,7 @@ pub(crate) fn session_error(event: &WatchedEvent) -> Option<Error> {
 /// session it fails with [`Error::SessionExpired`] or [`Error::Closed`]; on a live one somebody deleted our node
 /// ([`Error::NodeDeleted`]).
 pub(crate) async fn confirm_gone(client: &Client, retry: &RetryPolicy, path: &str) -> Error {
-    match retry.run(|| client.check_stat(path)).await {
+    match retry.run_at("exists", path, || client.check_stat(path)).await {
         Err(err) if err.is_terminal() => err,
         _ => Error::NodeDeleted {
             path: path.to_owned(),

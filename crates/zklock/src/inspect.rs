@@ -35,7 +35,11 @@ pub async fn inspect(session: impl Into<Session>, path: &str) -> Result<Option<I
     let session = session.into();
     let path = crate::path::validate(path)?;
     let (client, retry) = (session.client(), session.retry());
-    let Some(children) = retry.run(|| client.list_children(&path)).await.if_exists()? else {
+    let Some(children) = retry
+        .run_at("getChildren", &path, || client.list_children(&path))
+        .await
+        .if_exists()?
+    else {
         return Ok(None);
     };
     let mut items_by_priority = Vec::new();

@@ -88,6 +88,7 @@
 //! * **[`request_revocation`] and [`revoke`]** — ask a participant to give up (Curator's revocation protocol,
 //!   heard through [`Guard::revocation_requested`]), or delete its node.
 //! * **[`Error`] and [`Result`]**, and the re-exported [`zookeeper_client`].
+//! * **[`describe_metrics`]** — the unit and help text of every metric (see "Logging and metrics").
 //!
 //! # Shutting down
 //!
@@ -111,11 +112,45 @@
 //! logged. A runtime shutdown never makes the library print a panic (`tests/runtime_shutdown.rs` shuts down 50
 //! runtimes with held guards and looks for one).
 //!
-//! # Metrics
+//! # Tasks of one process
 //!
-//! The recipes record through the [`metrics`](https://docs.rs/metrics) facade (0.24) and install no recorder: an
-//! application that installs one (`metrics-exporter-prometheus`, say) gets these; without one each costs a no-op
-//! call. Each is recorded in one place of the crate.
+//! * **Locks are not reentrant.** A holder that locks again — the same task, the same [`Mutex`] value — is one
+//!   more contender, queued behind itself: [`Mutex::try_lock`] returns `None`, [`Mutex::lock_timeout`] times out,
+//!   and [`Mutex::lock`] waits for ever (its own guard is ahead of it). Curator's `InterProcessMutex` is reentrant
+//!   per thread; code ported from it must pass the [`Guard`] down instead of locking again. The same holds for
+//!   [`RwLock`] (a writer asking to read, too), [`Semaphore`] leases (each acquire takes one more) and
+//!   [`LeaderElection`].
+//! * **Tasks queue like processes.** Every acquire creates its own node, also when the tasks share one `Client`
+//!   (one ZooKeeper session) or one recipe value: they take turns in the order of their nodes' sequence numbers
+//!   (FIFO by arrival at the server), interleaved fairly with other processes' contenders. Sharing a session
+//!   means sharing its fate: when it expires, every task's guard is lost at once.
+//!
+//! # Errors
+//!
+//! Every [`Error::ZooKeeper`] names the ZooKeeper operation that failed and its path (`not authorized to create
+//! /locks/a/_c_…-lock-`); [`Error::zookeeper`] gives the bare ZooKeeper error for a `match`, and
+//! [`std::error::Error::source`] returns it too. The end of the session, a closed client, a refused
+//! authentication and a connection loss the [`RetryPolicy`] gave up on are variants of their own. A
+//! [`RetryPolicy`] bounds retries by count (`max_attempts`) and by time (`max_elapsed`: a step of an operation
+//! that has had no answer from ZooKeeper for that long ends with [`Error::ConnectionLoss`], also while
+//! `zookeeper-client` is still trying to reconnect).
+//!
+//! # Logging and metrics
+//!
+//! The library logs through [`tracing`](https://docs.rs/tracing) and installs no subscriber. Every acquire of a
+//! queue recipe runs in an `info` span `acquire` with fields `recipe` and `path` (the directory), and ends with a
+//! `debug` event "acquire ended" (`outcome`, `waited`, and the `node` acquired or the `err`); every
+//! [`Guard::release`] runs in an `info` span `release` with the node's `path` and logs "released" (or why not) at
+//! `debug`. What an operator should see is `warn`, among it a held lock lost ("lock node lost", with `path` and
+//! `reason`), a leadership lost, a node of ours that stays until the session ends (a guard dropped during the
+//! runtime's shutdown), a duplicate node of ours removed; the rest (retries after a connection loss, with the
+//! operation and path; background deletes) is `debug`.
+//!
+//! The recipes record metrics through the [`metrics`](https://docs.rs/metrics) facade (0.24) and install no
+//! recorder: an application that installs one (`metrics-exporter-prometheus`, say) gets these; without one each
+//! costs a no-op call. Each is recorded in one place of the crate. [`describe_metrics`] gives the recorder each
+//! one's unit and help text: call it once after installing the recorder (the facade hands descriptions to the
+//! recorder installed at the time, so the library cannot do it earlier).
 //!
 //! | name | kind | labels | what |
 //! |---|---|---|---|
@@ -151,6 +186,7 @@ mod guard;
 mod idioms;
 mod inspect;
 mod lost;
+mod metrics_describe;
 mod multi_lock;
 mod mutex;
 mod node;
@@ -177,6 +213,7 @@ pub use group::{Group, GroupLayout, Member, MemberEvent, Members, Membership};
 pub use guard::Guard;
 pub use inspect::inspect;
 pub use lost::{LostPolicy, LostReason};
+pub use metrics_describe::describe_metrics;
 pub use multi_lock::{MultiGuard, MultiLock, Part};
 pub use mutex::Mutex;
 pub use participants::{Inspection, NodeKind, Participant, Recipe, Role};

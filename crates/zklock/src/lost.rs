@@ -36,6 +36,7 @@ use crate::own_node::OwnNode;
 use crate::retry::RetryPolicy;
 
 /// Why a guard stopped protecting its holder.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LostReason {
     /// The ZooKeeper session expired; ZooKeeper deleted our ephemeral node (or will, any moment).

@@ -20,7 +20,7 @@ use zookeeper_client::{self as zk, Client};
 
 use crate::abandoned;
 use crate::closing::Registration;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::idioms;
 use crate::path::child_path;
 use crate::retry::RetryPolicy;
@@ -151,7 +151,11 @@ impl Drop for OwnNode {
                         Err(err) if crate::retry::is_connection_loss(&err) => {
                             delete_own(&client, &dir, &unique, name.as_deref(), &retry).await
                         }
-                        Err(err) => Err(err.into()),
+                        Err(err) => Err(Error::zk(
+                            "delete",
+                            &child_path(&dir, name.as_deref().unwrap_or(&unique)),
+                            err,
+                        )),
                     },
                     None => delete_own(&client, &dir, &unique, name.as_deref(), &retry).await,
                 };

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use zookeeper_client::{self as zk, Client, OneshotWatcher, Stat};
 
-use crate::error::{Error, Result};
+use crate::error::{At as _, Error, Result};
 use crate::idioms::IfExists;
 use crate::node::{Contender, Marker};
 use crate::path::child_path;
@@ -259,8 +259,10 @@ pub(crate) async fn read_nodes(
     let mut nodes = Vec::with_capacity(reads.len());
     for (path, read) in paths.iter().zip(reads) {
         let read = match read.await {
-            Err(err) if is_connection_loss(&err) => retry.run(|| client.get_data(path)).await,
-            other => other.map_err(Into::into),
+            Err(err) if is_connection_loss(&err) => {
+                retry.run_at("getData", path, || client.get_data(path)).await
+            }
+            other => other.at("getData", path),
         };
         let node = match read {
             Err(err) if is_no_auth(&err) => unreadable(client, retry, path).await?,
@@ -277,7 +279,7 @@ pub(crate) async fn read_node(
     retry: &RetryPolicy,
     path: &str,
 ) -> Result<Option<(Option<Vec<u8>>, Stat)>> {
-    match retry.run(|| client.get_data(path)).await {
+    match retry.run_at("getData", path, || client.get_data(path)).await {
         Err(err) if is_no_auth(&err) => unreadable(client, retry, path).await,
         read => Ok(read.if_exists()?.map(|(data, stat)| (Some(data), stat))),
     }
@@ -295,11 +297,14 @@ pub(crate) async fn read_and_watch_node(
     name: &str,
 ) -> Result<Option<(Option<Vec<u8>>, Stat, OneshotWatcher)>> {
     let path = child_path(dir, name);
-    match retry.run(|| client.get_and_watch_data(&path)).await {
+    match retry
+        .run_at("getData", &path, || client.get_and_watch_data(&path))
+        .await
+    {
         Err(err) if is_no_auth(&err) => {
             tracing::debug!(%path, "no permission to read the node: watching its directory instead");
             let Some((children, watcher)) = retry
-                .run(|| client.list_and_watch_children(dir))
+                .run_at("getChildren", dir, || client.list_and_watch_children(dir))
                 .await
                 .if_exists()?
             else {
@@ -328,12 +333,18 @@ async fn unreadable(
 ) -> Result<Option<(Option<Vec<u8>>, Stat)>> {
     tracing::debug!(%path, "no permission to read the node's data");
     Ok(retry
-        .run(|| client.check_stat(path))
+        .run_at("exists", path, || client.check_stat(path))
         .await?
         .map(|stat| (None, stat)))
 }
 
 /// ZooKeeper's answer to a read the node's ACL does not allow.
 fn is_no_auth(err: &Error) -> bool {
-    matches!(err, Error::ZooKeeper(zk::Error::NoAuth))
+    matches!(
+        err,
+        Error::ZooKeeper {
+            source: zk::Error::NoAuth,
+            ..
+        }
+    )
 }

@@ -23,13 +23,13 @@ use std::time::Duration;
 
 use zookeeper_client::{self as zk, Client, CreateMode, MultiWriteError, MultiWriteResult};
 
-use crate::error::{Error, Result};
+use crate::error::{At as _, Error, Result};
 use crate::events::QueueEvent;
 use crate::idioms::{self, IfExists};
 use crate::lost::{LostReason, LostSignal};
 use crate::participants::Recipe;
 use crate::path::child_path;
-use crate::retry::{is_connection_loss, RetryPolicy};
+use crate::retry::{is_connection_loss, Attempts, RetryPolicy};
 use crate::session::Session;
 
 /// The prefix of every item node of a FIFO queue.
@@ -265,12 +265,17 @@ impl Items {
         let receipt = child_path(&receipts, id);
         let item_mode = CreateMode::PersistentSequential.with_acls(self.session.acls());
         let receipt_mode = CreateMode::Ephemeral.with_acls(self.session.acls());
-        let mut attempt = 0;
+        let mut attempt = Attempts::default();
         loop {
             let mut multi = self.client().new_multi_writer();
-            multi.add_create(&item, data, &item_mode)?;
-            multi.add_create(&receipt, &[], &receipt_mode)?;
-            match multi.commit().await {
+            multi.add_create(&item, data, &item_mode).at("create", &item)?;
+            multi
+                .add_create(&receipt, &[], &receipt_mode)
+                .at("create", &receipt)?;
+            let Some(reply) = self.retry().within(&attempt, multi.commit()).await else {
+                return Err(attempt.timed_out());
+            };
+            match reply {
                 Ok(results) => {
                     idioms::delete_in_background(self.client(), self.retry(), &receipt, "a put receipt");
                     let name = results.into_iter().find_map(|result| match result {
@@ -289,7 +294,7 @@ impl Items {
                     source: zk::Error::NodeExists,
                 }) => {
                     let Some(name) = self.find_put(prefix, &receipt).await? else {
-                        return Err(zk::Error::NodeExists.into());
+                        return Err(Error::zk("create", &receipt, zk::Error::NodeExists));
                     };
                     idioms::delete_in_background(self.client(), self.retry(), &receipt, "a put receipt");
                     return Ok(name);
@@ -306,7 +311,7 @@ impl Items {
                         return Ok(name);
                     }
                 }
-                Err(err) => return Err(zk::Error::from(err).into()),
+                Err(err) => return Err(Error::zk("multi", &item, zk::Error::from(err))),
             }
         }
     }
@@ -318,10 +323,14 @@ impl Items {
     /// `prefix` if a consumer took it already.
     async fn find_put(&self, prefix: &str, receipt: &str) -> Result<Option<String>> {
         self.retry()
-            .run(|| self.client().sync(&self.path))
+            .run_at("sync", &self.path, || self.client().sync(&self.path))
             .await
             .if_exists()?;
-        let Some(receipt) = self.retry().run(|| self.client().check_stat(receipt)).await? else {
+        let Some(receipt) = self
+            .retry()
+            .run_at("exists", receipt, || self.client().check_stat(receipt))
+            .await?
+        else {
             return Ok(None);
         };
         let candidates: Vec<String> = self
@@ -340,9 +349,11 @@ impl Items {
         for ((name, path), stat) in candidates.iter().zip(&paths).zip(stats) {
             let stat = match stat.await {
                 Err(err) if is_connection_loss(&err) => {
-                    self.retry().run(|| self.client().check_stat(path)).await?
+                    self.retry()
+                        .run_at("exists", path, || self.client().check_stat(path))
+                        .await?
                 }
-                other => other?,
+                other => other.at("exists", path)?,
             };
             if found.is_none() && stat.is_some_and(|stat| stat.czxid == receipt.czxid) {
                 found = Some(name.clone());
@@ -358,7 +369,7 @@ impl Items {
     }
 
     pub(crate) async fn take(&self) -> Result<Vec<u8>> {
-        let mut attempt = 0;
+        let mut attempt = Attempts::default();
         loop {
             match self.take_pass().await? {
                 Pass::Took(data) => return Ok(data),
@@ -395,7 +406,7 @@ impl Items {
                 // Gone since the listing: try the next one.
                 if let Some((data, _)) = self
                     .retry()
-                    .run(|| self.client().get_data(&path))
+                    .run_at("getData", &path, || self.client().get_data(&path))
                     .await
                     .if_exists()?
                 {
@@ -410,7 +421,7 @@ impl Items {
     }
 
     pub(crate) async fn take_safe(&self) -> Result<Claimed> {
-        let mut attempt = 0;
+        let mut attempt = Attempts::default();
         loop {
             match self.claim_pass().await? {
                 Pass::Took(claimed) => return Ok(claimed),
@@ -452,21 +463,27 @@ impl Items {
     /// Reads and deletes one item; `None` if another consumer deleted it first.
     async fn take_item(&self, name: &str) -> Result<Option<Vec<u8>>> {
         let path = child_path(&self.path, name);
-        let mut attempt = 0;
+        let mut attempt = Attempts::default();
         loop {
             // Sent back to back: the read is processed before the delete, and if the delete succeeds nobody
             // deleted the node in between, so the data we read is the item we own.
             let read = self.client().get_data(&path);
             let delete = self.client().delete(&path, None);
-            let (read, deleted) = tokio::join!(read, delete);
+            let Some((read, deleted)) = self
+                .retry()
+                .within(&attempt, async { tokio::join!(read, delete) })
+                .await
+            else {
+                return Err(attempt.timed_out());
+            };
             match deleted {
-                Ok(()) => return Ok(Some(read?.0)),
+                Ok(()) => return Ok(Some(read.at("getData", &path)?.0)),
                 Err(zk::Error::NoNode) => return Ok(None),
                 Err(err) if is_connection_loss(&err) => {
                     self.retry().pause(&mut attempt).await?;
                     if self
                         .retry()
-                        .run(|| self.client().check_stat(&path))
+                        .run_at("exists", &path, || self.client().check_stat(&path))
                         .await?
                         .is_none()
                     {
@@ -475,7 +492,7 @@ impl Items {
                         return Ok(None);
                     }
                 }
-                Err(err) => return Err(err.into()),
+                Err(err) => return Err(Error::zk("delete", &path, err)),
             }
         }
     }
@@ -506,7 +523,7 @@ impl Items {
         let item = child_path(&self.path, name);
         let claim = child_path(claims_dir, name);
         let mode = CreateMode::Ephemeral.with_acls(self.session.acls());
-        let mut attempt = 0;
+        let mut attempt = Attempts::default();
         let mut reply_lost = false;
         // The claim's data is a token of this attempt: consumers sharing one client share a session, so the
         // session alone cannot tell whose claim a node is.
@@ -523,7 +540,13 @@ impl Items {
             // Claim and read in one round trip; the read only counts if the claim is ours.
             let create = self.client().create(&claim, &token, &mode);
             let read = self.client().get_data(&item);
-            let (created, read) = tokio::join!(create, read);
+            let Some((created, read)) = self
+                .retry()
+                .within(&attempt, async { tokio::join!(create, read) })
+                .await
+            else {
+                return Err(attempt.timed_out());
+            };
             let ours = match created {
                 Ok(_) => true,
                 Err(zk::Error::NodeExists) if reply_lost => self.claim_is_ours(&claim, &token).await?,
@@ -537,7 +560,7 @@ impl Items {
                     reply_lost = true;
                     continue;
                 }
-                Err(err) => return Err(err.into()),
+                Err(err) => return Err(Error::zk("create", &claim, err)),
             };
             if !ours {
                 pending.armed = false;
@@ -558,9 +581,11 @@ impl Items {
             let read = match read {
                 // The read raced with an unconfirmed claim: read again now that it is ours.
                 Err(err) if is_connection_loss(&err) => {
-                    self.retry().run(|| self.client().get_data(&item)).await
+                    self.retry()
+                        .run_at("getData", &item, || self.client().get_data(&item))
+                        .await
                 }
-                other => other.map_err(Error::from),
+                other => other.at("getData", &item),
             };
             match read.if_exists()? {
                 Some((data, _)) => {
@@ -590,7 +615,7 @@ impl Items {
     async fn claim_is_ours(&self, claim: &str, token: &[u8]) -> Result<bool> {
         let claim = self
             .retry()
-            .run(|| self.client().get_data(claim))
+            .run_at("getData", claim, || self.client().get_data(claim))
             .await
             .if_exists()?;
         Ok(claim.is_some_and(|(data, _)| data == token))
@@ -598,8 +623,9 @@ impl Items {
 
     /// Waits for the queue directory (and, for `take_safe`, the claims directory) to change, unless it already
     /// holds something to take. Every notification only leads to another look.
-    /// `attempt` counts connection losses across the caller's whole loop, so a capped retry policy is honoured.
-    async fn wait_for_items(&self, safe: bool, attempt: &mut u32) -> Result<()> {
+    /// `attempt` counts the connection losses in a row across the caller's whole loop, so a capped retry policy is honoured;
+    /// an answered listing ends the run.
+    async fn wait_for_items(&self, safe: bool, attempt: &mut Attempts) -> Result<()> {
         let claims_dir = child_path(&self.path, CLAIMS);
         let items = self.client().list_and_watch_children(&self.path);
         let claims = safe.then(|| self.client().list_and_watch_children(&claims_dir));
@@ -609,20 +635,28 @@ impl Items {
                 None => None,
             }
         };
-        let (items, claims) = tokio::join!(items, claims);
+        let Some((items, claims)) = self
+            .retry()
+            .within(&*attempt, async { tokio::join!(items, claims) })
+            .await
+        else {
+            return Err(attempt.timed_out());
+        };
         let (items, items_watch) = match items {
             Ok(listed) => listed,
             Err(zk::Error::NoNode) => return self.wait_for_directory().await,
             // Nothing to wait on: the caller looks again (after a pause, so a dead connection is not hammered).
             Err(err) if is_connection_loss(&err) => return self.retry().pause(attempt).await,
-            Err(err) => return Err(err.into()),
+            Err(err) => return Err(Error::zk("getChildren", &self.path, err)),
         };
         let (claimed, claims_watch) = match claims {
             None | Some(Err(zk::Error::NoNode)) => (Vec::new(), None),
             Some(Ok((claimed, watch))) => (claimed, Some(watch)),
             Some(Err(err)) if is_connection_loss(&err) => return self.retry().pause(attempt).await,
-            Some(Err(err)) => return Err(err.into()),
+            Some(Err(err)) => return Err(Error::zk("getChildren", &claims_dir, err)),
         };
+        // Answered: a run of connection losses, if there was one, is over.
+        *attempt = Attempts::default();
         if self.sorted(items).iter().any(|name| !claimed.contains(name)) {
             return Ok(());
         }
@@ -652,7 +686,9 @@ impl Items {
     async fn wait_for_directory(&self) -> Result<()> {
         let (stat, watcher) = self
             .retry()
-            .run(|| self.client().check_and_watch_stat(&self.path))
+            .run_at("exists", &self.path, || {
+                self.client().check_and_watch_stat(&self.path)
+            })
             .await?;
         if stat.is_some() {
             return Ok(());
@@ -674,7 +710,9 @@ impl Items {
 
     async fn mkdir(&self, dir: &str) -> Result<()> {
         let mode = CreateMode::Persistent.with_acls(self.session.parent_acls());
-        self.retry().run(|| self.client().mkdir(dir, &mode)).await
+        self.retry()
+            .run_at("create", dir, || self.client().mkdir(dir, &mode))
+            .await
     }
 }
 
@@ -779,17 +817,20 @@ impl Drop for PendingClaim {
             std::mem::take(&mut self.token),
         );
         runtime.spawn(async move {
-            let data = match check.await.if_exists() {
+            let data = match check.await.at("getData", &claim).if_exists() {
                 Ok(found) => found.map(|(data, _)| data),
                 Err(_) => retry
-                    .run(|| client.get_data(&claim))
+                    .run_at("getData", &claim, || client.get_data(&claim))
                     .await
                     .ok()
                     .map(|(data, _)| data),
             };
             if data.is_some_and(|data| data == token) {
                 tracing::debug!(%claim, "removing the claim of a cancelled take");
-                if let Err(err) = retry.run(|| client.delete(&claim, None)).await {
+                if let Err(err) = retry
+                    .run_at("delete", &claim, || client.delete(&claim, None))
+                    .await
+                {
                     tracing::debug!(%claim, %err, "removing the claim of a cancelled take failed");
                 }
             }
@@ -856,13 +897,16 @@ impl Claimed {
         // half-way, `Drop` still gives the item back.
         // Deleting the claim is the point now, not a loss.
         self.lost = None;
-        let mut attempt = 0;
+        let mut attempt = Attempts::default();
         let mut reply_lost = false;
         loop {
             let mut multi = self.client.new_multi_writer();
-            multi.add_delete(&self.item, None)?;
-            multi.add_delete(&self.claim, None)?;
-            match multi.commit().await {
+            multi.add_delete(&self.item, None).at("delete", &self.item)?;
+            multi.add_delete(&self.claim, None).at("delete", &self.claim)?;
+            let Some(reply) = self.retry.within(&attempt, multi.commit()).await else {
+                return Err(attempt.timed_out());
+            };
+            match reply {
                 Ok(_) => {
                     self.settled = true;
                     return Ok(std::mem::take(&mut self.data));
@@ -877,7 +921,10 @@ impl Claimed {
                 }) => {
                     // The item is gone. Nobody but the claim holder deletes a claimed item, so if our claim is gone
                     // too after a lost reply, that was our own transaction.
-                    let claim_left = self.retry.run(|| self.client.check_stat(&self.claim)).await?;
+                    let claim_left = self
+                        .retry
+                        .run_at("exists", &self.claim, || self.client.check_stat(&self.claim))
+                        .await?;
                     if claim_left.is_none() && reply_lost {
                         self.settled = true;
                         return Ok(std::mem::take(&mut self.data));
@@ -895,7 +942,7 @@ impl Claimed {
                         path: self.claim.clone(),
                     })
                 }
-                Err(err) => return Err(zk::Error::from(err).into()),
+                Err(err) => return Err(Error::zk("multi", &self.item, zk::Error::from(err))),
             }
         }
     }
@@ -930,7 +977,7 @@ impl Drop for Claimed {
                 Err(err) if is_connection_loss(&err) => {
                     idioms::delete_if_exists(&client, &retry, &claim, None).await
                 }
-                other => other.if_exists().map(drop),
+                other => other.at("delete", &claim).if_exists().map(drop),
             };
             if let Err(err) = result {
                 tracing::debug!(%claim, %err, "background removal of our claim failed");

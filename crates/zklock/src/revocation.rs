@@ -115,7 +115,7 @@ async fn watch_for_request(client: Client, path: String, retry: RetryPolicy, tx:
                 }
             }
             Err(zk::Error::NoNode) => return,
-            Err(err) if Error::from(err.clone()).is_terminal() => return,
+            Err(err) if Error::zk("getData", &path, err.clone()).is_terminal() => return,
             // Our node's ACL does not let us read it: no request can be heard.
             Err(zk::Error::NoAuth) => {
                 tracing::warn!(%path, "cannot read our own node (NoAuth): revocation requests go unheard");
@@ -166,7 +166,7 @@ pub async fn request_revocation(session: impl Into<Session>, node: &str) -> Resu
     };
     let (client, retry) = (session.client(), session.retry());
     let written = retry
-        .run(|| client.set_data(&node, REVOKE_MESSAGE, None))
+        .run_at("setData", &node, || client.set_data(&node, REVOKE_MESSAGE, None))
         .await
         .if_exists()?;
     Ok(written.is_some())
@@ -210,7 +210,10 @@ pub async fn revoke(session: impl Into<Session>, node: &str) -> Result<bool> {
         return Ok(false);
     };
     let (client, retry) = (session.client(), session.retry());
-    let deleted = retry.run(|| client.delete(&node, None)).await.if_exists()?;
+    let deleted = retry
+        .run_at("delete", &node, || client.delete(&node, None))
+        .await
+        .if_exists()?;
     Ok(deleted.is_some())
 }
 
@@ -218,7 +221,7 @@ pub async fn revoke(session: impl Into<Session>, node: &str) -> Result<bool> {
 async fn participant(session: &Session, node: &str) -> Result<Option<String>> {
     let node = crate::path::validate(node)?;
     let (client, retry) = (session.client(), session.retry());
-    let Some(stat) = retry.run(|| client.check_stat(&node)).await? else {
+    let Some(stat) = retry.run_at("exists", &node, || client.check_stat(&node)).await? else {
         return Ok(None);
     };
     if stat.ephemeral_owner == 0 {

@@ -157,7 +157,7 @@ impl Semaphore {
         let leases_dir = leases_dir(&self.path);
         let (children, recorded) = tokio::join!(
             idioms::list_or_empty(client, retry, &self.path),
-            retry.run(|| client.get_data(&leases_dir)),
+            retry.run_at("getData", &leases_dir, || client.get_data(&leases_dir)),
         );
         let children = children?;
         if let Some((other, what)) = node::conflict(&children, |_| false) {
@@ -165,7 +165,11 @@ impl Semaphore {
             // Our gate directory would make the other recipe's directory look like an idle semaphore's: gone with
             // us, unless another acquirer is in it (the server refuses to delete a node with children then).
             match idioms::delete_if_exists(client, retry, &locks_dir, None).await {
-                Ok(()) | Err(Error::ZooKeeper(zookeeper_client::Error::NotEmpty)) => {}
+                Ok(())
+                | Err(Error::ZooKeeper {
+                    source: zookeeper_client::Error::NotEmpty,
+                    ..
+                }) => {}
                 Err(err) => return Err(err),
             }
             return Err(Error::InUse {
@@ -207,13 +211,22 @@ impl Semaphore {
                 let mode = zookeeper_client::CreateMode::Container.with_acls(self.session.parent_acls());
                 let record = self.leases.to_string();
                 match retry
-                    .run(|| client.create(leases_dir, record.as_bytes(), &mode))
+                    .run_at("create", leases_dir, || {
+                        client.create(leases_dir, record.as_bytes(), &mode)
+                    })
                     .await
                 {
                     // Made by somebody else meanwhile (a Curator acquirer does not take our gate): not checked.
-                    Ok(_) | Err(Error::ZooKeeper(zookeeper_client::Error::NodeExists)) => None,
+                    Ok(_)
+                    | Err(Error::ZooKeeper {
+                        source: zookeeper_client::Error::NodeExists,
+                        ..
+                    }) => None,
                     // A server without containers (ZooKeeper before 3.5): the lease's own create makes it.
-                    Err(Error::ZooKeeper(zookeeper_client::Error::Unimplemented)) => None,
+                    Err(Error::ZooKeeper {
+                        source: zookeeper_client::Error::Unimplemented,
+                        ..
+                    }) => None,
                     Err(err) => return Err(err),
                 }
             }
@@ -284,7 +297,9 @@ impl Rules for Room<'_> {
                 None => {
                     let (children, watcher) = node
                         .retry
-                        .run(|| client.list_and_watch_children(&node.dir))
+                        .run_at("getChildren", &node.dir, || {
+                            client.list_and_watch_children(&node.dir)
+                        })
                         .await?;
                     (children, Some(watcher))
                 }
@@ -309,7 +324,7 @@ impl Rules for Room<'_> {
                 }),
                 // Without the mutex another acquirer could be waiting too, and two waiting leases can block each
                 // other for good: give up rather than risk it.
-                reason = self.turn.lost() => return Err(reason.error(&self.turn.path())),
+                reason = self.turn.lost() => return Err(reason.error(self.turn.path())),
             }
         }
     }

@@ -59,10 +59,7 @@ use crate::retry::RetryPolicy;
 ///
 /// let session = zklock::Session::new(&client)
 ///     .with_lost_policy(zklock::LostPolicy::DisconnectedFor(Duration::from_secs(2)))
-///     .with_retry(zklock::RetryPolicy {
-///         max_attempts: Some(20),
-///         ..Default::default()
-///     });
+///     .with_retry(zklock::RetryPolicy::default().with_max_elapsed(Some(Duration::from_secs(10))));
 /// let mutex = zklock::Mutex::new(&session, "/locks/orders")?;
 /// let election = zklock::LeaderElection::new(&session, "/elections/orders")?.with_data("host-a:8080");
 /// # let _ = (mutex, election);

@@ -34,13 +34,13 @@ use std::time::Duration;
 use tokio::time::Instant;
 use zookeeper_client::{self as zk, CreateMode, MultiWriteError};
 
-use crate::error::{Error, Result};
+use crate::error::{At as _, Error, Result};
 use crate::events::QueueEvent;
 use crate::idioms::{self, IfExists};
 use crate::own_node::OwnNode;
 use crate::participants::{self, NodeKind, Participant, Recipe, Role};
 use crate::path::child_path;
-use crate::retry::is_connection_loss;
+use crate::retry::{is_connection_loss, Attempts};
 use crate::session::Session;
 
 const COORDINATOR: &str = "coordinator-";
@@ -212,19 +212,28 @@ impl TwoPhaseCommit {
         let me = node.path();
         let tx_mode = CreateMode::Persistent.with_acls(self.session.acls());
         let our_mode = CreateMode::Ephemeral.with_acls(self.session.acls());
-        let mut attempt = 0;
+        let mut attempt = Attempts::default();
         loop {
             let mut multi = client.new_multi_writer();
-            multi.add_create(&tx.dir, listed.as_bytes(), &tx_mode)?;
-            multi.add_create(&me, &[], &our_mode)?;
-            match multi.commit().await {
+            multi
+                .add_create(&tx.dir, listed.as_bytes(), &tx_mode)
+                .at("create", &tx.dir)?;
+            multi.add_create(&me, &[], &our_mode).at("create", &me)?;
+            let Some(reply) = retry.within(&attempt, multi.commit()).await else {
+                return Err(attempt.timed_out());
+            };
+            match reply {
                 Ok(_) => break,
                 // The transaction exists: ours, if our attempt whose reply was lost made it.
                 Err(MultiWriteError::OperationFailed {
                     index: 0,
                     source: zk::Error::NodeExists,
                 }) => {
-                    if retry.run(|| client.check_stat(&me)).await?.is_some() {
+                    if retry
+                        .run_at("exists", &me, || client.check_stat(&me))
+                        .await?
+                        .is_some()
+                    {
                         break;
                     }
                     return Err(Error::TransactionExists { path: tx.dir.clone() });
@@ -236,7 +245,7 @@ impl TwoPhaseCommit {
                 Err(MultiWriteError::RequestFailed { source }) if is_connection_loss(&source) => {
                     retry.pause(&mut attempt).await?;
                 }
-                Err(err) => return Err(zk::Error::from(err).into()),
+                Err(err) => return Err(Error::zk("multi", &tx.dir, zk::Error::from(err))),
             }
         }
         self.session.emit(QueueEvent::Created { path: me });
@@ -277,19 +286,28 @@ impl TwoPhaseCommit {
         let joined = child_path(&tx.dir, &format!("{JOINED}{participant}"));
         let persistent = CreateMode::Persistent.with_acls(self.session.acls());
         let ephemeral = CreateMode::Ephemeral.with_acls(self.session.acls());
-        let mut attempt = 0;
+        let mut attempt = Attempts::default();
         loop {
             let mut multi = client.new_multi_writer();
-            multi.add_create(&joined, &[], &persistent)?;
-            multi.add_create(&me, &[], &ephemeral)?;
-            match multi.commit().await {
+            multi
+                .add_create(&joined, &[], &persistent)
+                .at("create", &joined)?;
+            multi.add_create(&me, &[], &ephemeral).at("create", &me)?;
+            let Some(reply) = retry.within(&attempt, multi.commit()).await else {
+                return Err(attempt.timed_out());
+            };
+            match reply {
                 Ok(_) => break,
                 Err(MultiWriteError::OperationFailed {
                     index: 0,
                     source: zk::Error::NodeExists,
                 }) => {
                     // Ours, if our attempt whose reply was lost made it.
-                    if retry.run(|| client.check_stat(&me)).await?.is_some() {
+                    if retry
+                        .run_at("exists", &me, || client.check_stat(&me))
+                        .await?
+                        .is_some()
+                    {
                         break;
                     }
                     return Err(Error::AlreadyJoined {
@@ -304,7 +322,7 @@ impl TwoPhaseCommit {
                 Err(MultiWriteError::RequestFailed { source }) if is_connection_loss(&source) => {
                     retry.pause(&mut attempt).await?;
                 }
-                Err(err) => return Err(zk::Error::from(err).into()),
+                Err(err) => return Err(Error::zk("multi", &tx.dir, zk::Error::from(err))),
             }
         }
         self.session.emit(QueueEvent::Created { path: me });
@@ -350,7 +368,11 @@ impl TwoPhaseCommit {
     pub async fn remove(&self, txid: &str) -> Result<bool> {
         let tx = self.tx(txid)?;
         let (client, retry) = (self.session.client(), self.session.retry());
-        let Some(children) = retry.run(|| client.list_children(&tx.dir)).await.if_exists()? else {
+        let Some(children) = retry
+            .run_at("getChildren", &tx.dir, || client.list_children(&tx.dir))
+            .await
+            .if_exists()?
+        else {
             return Ok(false);
         };
         let look = Look::of(&children);
@@ -359,9 +381,10 @@ impl TwoPhaseCommit {
         }
         let mut multi = client.new_multi_writer();
         for child in &children {
-            multi.add_delete(&child_path(&tx.dir, child), None)?;
+            let child = child_path(&tx.dir, child);
+            multi.add_delete(&child, None).at("delete", &child)?;
         }
-        multi.add_delete(&tx.dir, None)?;
+        multi.add_delete(&tx.dir, None).at("delete", &tx.dir)?;
         match multi.commit().await {
             Ok(_) => Ok(true),
             Err(MultiWriteError::OperationFailed {
@@ -369,10 +392,11 @@ impl TwoPhaseCommit {
                 ..
             }) => Ok(false),
             // The reply was lost: whether it happened, the next look tells.
-            Err(MultiWriteError::RequestFailed { source }) if is_connection_loss(&source) => {
-                Ok(retry.run(|| client.check_stat(&tx.dir)).await?.is_none())
-            }
-            Err(err) => Err(zk::Error::from(err).into()),
+            Err(MultiWriteError::RequestFailed { source }) if is_connection_loss(&source) => Ok(retry
+                .run_at("exists", &tx.dir, || client.check_stat(&tx.dir))
+                .await?
+                .is_none()),
+            Err(err) => Err(Error::zk("multi", &tx.dir, zk::Error::from(err))),
         }
     }
 }
@@ -480,7 +504,11 @@ impl Tx {
     async fn wait_for_participants(&self) -> Result<Vec<String>> {
         let (client, retry) = (self.session.client(), self.session.retry());
         loop {
-            match retry.run(|| client.get_data(&self.dir)).await.if_exists()? {
+            match retry
+                .run_at("getData", &self.dir, || client.get_data(&self.dir))
+                .await
+                .if_exists()?
+            {
                 Some((data, _)) => {
                     return Ok(String::from_utf8_lossy(&data)
                         .lines()
@@ -489,7 +517,9 @@ impl Tx {
                         .collect())
                 }
                 None => {
-                    let (stat, watcher) = retry.run(|| client.check_and_watch_stat(&self.dir)).await?;
+                    let (stat, watcher) = retry
+                        .run_at("exists", &self.dir, || client.check_and_watch_stat(&self.dir))
+                        .await?;
                     if stat.is_some() {
                         continue;
                     }
@@ -507,7 +537,11 @@ impl Tx {
     async fn read_outcome(&self) -> Result<Option<Decision>> {
         let (client, retry) = (self.session.client(), self.session.retry());
         let path = child_path(&self.dir, OUTCOME);
-        match retry.run(|| client.get_data(&path)).await.if_exists()? {
+        match retry
+            .run_at("getData", &path, || client.get_data(&path))
+            .await
+            .if_exists()?
+        {
             Some((data, _)) => Decision::parse(&path, &data).map(Some),
             None => Ok(None),
         }
@@ -519,9 +553,15 @@ impl Tx {
         let (client, retry) = (self.session.client(), self.session.retry());
         let path = child_path(&self.dir, OUTCOME);
         let mode = CreateMode::Persistent.with_acls(self.session.acls());
-        let mut attempt = 0;
+        let mut attempt = Attempts::default();
         loop {
-            match client.create(&path, decision.bytes(), &mode).await {
+            let Some(reply) = retry
+                .within(&attempt, client.create(&path, decision.bytes(), &mode))
+                .await
+            else {
+                return Err(attempt.timed_out());
+            };
+            match reply {
                 Ok(_) => {
                     tracing::debug!(tx = %self.dir, %decision, why, "decided");
                     return Ok(decision);
@@ -538,7 +578,7 @@ impl Tx {
                     })
                 }
                 Err(err) if is_connection_loss(&err) => retry.pause(&mut attempt).await?,
-                Err(err) => return Err(err.into()),
+                Err(err) => return Err(Error::zk("create", &path, err)),
             }
         }
     }
@@ -555,7 +595,9 @@ impl Tx {
         let mut votes: BTreeMap<String, Decision> = BTreeMap::new();
         loop {
             let Some((children, watcher)) = retry
-                .run(|| client.list_and_watch_children(&self.dir))
+                .run_at("getChildren", &self.dir, || {
+                    client.list_and_watch_children(&self.dir)
+                })
                 .await
                 .if_exists()?
             else {
@@ -716,15 +758,21 @@ impl Ballot {
         let (client, retry) = (tx.session.client(), tx.session.retry());
         let path = child_path(&tx.dir, &format!("{VOTE}{participant}"));
         let mode = CreateMode::Persistent.with_acls(tx.session.acls());
-        let mut attempt = 0;
+        let mut attempt = Attempts::default();
         loop {
-            match client.create(&path, vote.bytes(), &mode).await {
+            let Some(reply) = retry
+                .within(&attempt, client.create(&path, vote.bytes(), &mode))
+                .await
+            else {
+                return Err(attempt.timed_out());
+            };
+            match reply {
                 // Or cast by our attempt whose reply was lost: only we vote as this participant (`joined-` is
                 // created once).
                 Ok(_) | Err(zk::Error::NodeExists) => break,
                 Err(zk::Error::NoNode) => return Err(Error::NodeDeleted { path: tx.dir.clone() }),
                 Err(err) if is_connection_loss(&err) => retry.pause(&mut attempt).await?,
-                Err(err) => return Err(err.into()),
+                Err(err) => return Err(Error::zk("create", &path, err)),
             }
         }
         tracing::debug!(tx = %tx.dir, %participant, %vote, "voted");

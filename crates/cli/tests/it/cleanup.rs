@@ -82,7 +82,7 @@ on_both_servers! {
         for gone in [&emptied, &a, &b, &c] {
             assert!(!exists(&admin, gone).await, "{gone} was removed");
         }
-        for kept in [&root, &never_used, &with_data, &busy, &leaf, &held, &guard.path()] {
+        for kept in [&root, &never_used, &with_data, &busy, &leaf, &held, &guard.path().to_owned()] {
             assert!(exists(&admin, kept).await, "{kept} stays");
         }
         assert!(!guard.is_lost());

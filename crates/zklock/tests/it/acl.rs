@@ -66,7 +66,7 @@ on_every_server! {
         // The nodes carry the nodes' ACL, the directories (both made by the recipe) the directories' ACL, as
         // ZooKeeper stores them: `auth` becomes the creator's digest identity.
         let alice_all = digest("alice", "alice-pw", Permission::ALL);
-        assert_eq!(alice.get_acl(&guard.path()).await.unwrap().0, std::slice::from_ref(&alice_all));
+        assert_eq!(alice.get_acl(guard.path()).await.unwrap().0, std::slice::from_ref(&alice_all));
         let directory_acl = vec![alice_all.clone(), Acl::new(Permission::READ, AuthId::anyone())];
         assert_eq!(alice.get_acl(&dir).await.unwrap().0, directory_acl);
         assert_eq!(alice.get_acl(&top).await.unwrap().0, directory_acl);
@@ -76,14 +76,18 @@ on_every_server! {
             ("another user", as_user(hosts, "mallory", "guess").await),
         ] {
             sync(&other, &dir).await;
-            assert_eq!(other.get_data(&guard.path()).await.unwrap_err(), zk::Error::NoAuth, "{who}: read");
-            let delete = other.delete(&guard.path(), None).await;
+            assert_eq!(other.get_data(guard.path()).await.unwrap_err(), zk::Error::NoAuth, "{who}: read");
+            let delete = other.delete(guard.path(), None).await;
             assert_eq!(delete.unwrap_err(), zk::Error::NoAuth, "{who}: delete");
             let delete = other.delete(&dir, None).await;
             assert_eq!(delete.unwrap_err(), zk::Error::NoAuth, "{who}: delete the directory");
             // Squatting: queueing in the directory at all.
             let squat = Mutex::new(&other, &dir).unwrap().try_lock().await;
-            assert_eq!(squat.unwrap_err(), Error::ZooKeeper(zk::Error::NoAuth), "{who}: squat");
+            let squat = squat.unwrap_err();
+            assert_eq!(squat.zookeeper(), Some(&zk::Error::NoAuth), "{who}: squat");
+            // The error names what was refused, where: the create of our node in the directory.
+            let refused = format!("ZooKeeper: not authorized to create {dir}/");
+            assert!(squat.to_string().starts_with(&refused), "{who}: {squat}");
 
             // Yet it sees who holds the lock, by name, session and fencing token; not the data.
             let found = zklock::inspect(&other, &dir).await.unwrap().expect("the directory is listed");
@@ -193,7 +197,12 @@ on_every_server! {
         // Carol, not named, may not queue.
         sync(&carol, &dir).await;
         let squat = Mutex::new(&carol, &dir).unwrap().try_lock().await;
-        assert_eq!(squat.unwrap_err(), Error::ZooKeeper(zk::Error::NoAuth));
+        let squat = squat.unwrap_err();
+        assert!(
+            matches!(&squat, Error::ZooKeeper { op: "create", path, source: zk::Error::NoAuth }
+                if path.starts_with(&format!("{dir}/"))),
+            "{squat:?}"
+        );
 
         held.release().await.unwrap();
         let guard = eventually("bob to take the lock", waiter).await.unwrap().unwrap();

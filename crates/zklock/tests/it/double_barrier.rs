@@ -35,7 +35,7 @@ async fn member(hosts: &str, dir: &str, members: usize) -> Member {
     let (leave, leave_rx) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
         let participation = barrier.enter().await?;
-        entered_tx.send(participation.path()).unwrap();
+        entered_tx.send(participation.path().to_owned()).unwrap();
         leave_rx.await.unwrap();
         participation.leave().await
     });
@@ -163,7 +163,7 @@ on_every_server! {
             eventually("two participants to enter", async { tokio::try_join!(pair.enter(), pair_other.enter()) })
                 .await
                 .unwrap();
-        let a_name = name_of(&a.path());
+        let a_name = name_of(a.path());
         {
             let mut leave = Box::pin(a.leave());
             assert!(futures::poll!(&mut leave).is_pending());

@@ -1,8 +1,11 @@
-//! What errors tell: a distinct authentication failure, and a released guard whose session ended.
+//! What errors tell: a distinct authentication failure, a released guard whose session ended, and a retry time
+//! budget that ends an operation during an outage.
+
+use std::time::{Duration, Instant};
 
 use zklock::zookeeper_client::Client;
-use zklock::{Error, LostReason, Mutex};
-use zklock_testkit::unique_path;
+use zklock::{Error, LostReason, Mutex, Queue, RetryPolicy, Session};
+use zklock_testkit::{unique_path, Proxy};
 
 use crate::on_every_server;
 use crate::support::*;
@@ -27,5 +30,38 @@ on_every_server! {
         zklock_testkit::expire_session(hosts, &zk).await;
         assert_eq!(eventually("the loss", guard.lost()).await, LostReason::SessionExpired);
         assert_eq!(guard.release().await, Ok(()));
+    }
+
+    // `RetryPolicy::max_elapsed` ends an operation whose server went silent, long before the session would
+    // expire; the same operation without a budget is still retrying then (the negative control).
+    async fn a_time_budget_ends_retries_during_an_outage(hosts: &str) {
+        let proxy = Proxy::start(first_server(hosts)).await.unwrap();
+        let zk = client_with_timeout(&proxy.connect_string(), Duration::from_secs(30)).await;
+        let dir = unique_path("retry-budget");
+        let budget = Duration::from_millis(500);
+        let budgeted = Session::new(&zk).with_retry(RetryPolicy::default().with_max_elapsed(Some(budget)));
+        let bounded = Mutex::new(&budgeted, &dir).unwrap();
+        let unbounded = Mutex::new(&zk, &dir).unwrap();
+
+        proxy.set_blackhole(true);
+        proxy.cut_all();
+        let started = Instant::now();
+        let bounded = async {
+            let err = bounded.try_lock().await.unwrap_err();
+            (err, started.elapsed())
+        };
+        let control = tokio::time::timeout(Duration::from_secs(4), unbounded.try_lock());
+        let ((err, took), control) = tokio::join!(bounded, control);
+        assert!(matches!(err, Error::ConnectionLoss { .. }), "{err:?}");
+        // Generous: the budget plus the last request's wait, far below the session timeout of 30 s.
+        assert!(took < Duration::from_secs(4), "the budgeted try_lock took {took:?}");
+        assert!(control.is_err(), "without a budget the try_lock ended during the outage: {control:?}");
+        // The same for a queue's put (a transaction): it gives up, within the same generous bound.
+        let queue = Queue::new(&budgeted, &unique_path("retry-budget-queue")).unwrap();
+        let started = Instant::now();
+        let err = queue.put(b"item").await.unwrap_err();
+        assert!(matches!(err, Error::ConnectionLoss { .. }), "{err:?}");
+        assert!(started.elapsed() < Duration::from_secs(4), "the budgeted put took {:?}", started.elapsed());
+        proxy.set_blackhole(false);
     }
 }

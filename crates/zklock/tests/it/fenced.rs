@@ -37,15 +37,21 @@ on_every_server! {
         let mut writes = guard.fenced_writes();
         writes.set_data(&target, b"v2", None).unwrap();
         writes.delete(&format!("{target}/missing"), None).unwrap();
-        assert!(matches!(writes.commit().await, Err(Error::ZooKeeper(zk::Error::NoNode))));
+        // The error names the operation that failed and its path.
+        let failed = writes.commit().await.unwrap_err();
+        let missing = format!("{target}/missing");
+        assert!(
+            matches!(&failed, Error::ZooKeeper { op: "delete", path, source: zk::Error::NoNode } if *path == missing),
+            "{failed:?}"
+        );
         assert_eq!(data(&client, &target).await, b"v1");
 
         // Our node deleted by somebody else (an operator revoking us): the server refuses, whatever we believe.
         let admin = crate::support::client(hosts).await;
-        admin.delete(&guard.path(), None).await.unwrap();
+        admin.delete(guard.path(), None).await.unwrap();
         let mut writes = guard.fenced_writes();
         writes.set_data(&target, b"stale", None).unwrap();
-        assert_eq!(writes.commit().await.unwrap_err(), Error::LockLost { path: guard.path() });
+        assert_eq!(writes.commit().await.unwrap_err(), Error::LockLost { path: guard.path().to_owned() });
         assert_eq!(data(&client, &target).await, b"v1", "a lost holder wrote");
     }
 

@@ -90,12 +90,12 @@ on_every_server! {
 
         // Leaving: by `leave` (done once it returns: a fresh look no longer shows it) and by dropping.
         let m0 = memberships.remove(0);
-        let m0_path = m0.path();
+        let m0_path = m0.path().to_owned();
         m0.leave().await.unwrap();
         assert_eq!(look(&observer, &dir).await, ["m1 busy", "m2"], "left when leave returned");
         assert_eq!(left(&next(&mut view).await).path, m0_path);
         let m2 = memberships.pop().unwrap();
-        let m2_path = m2.path();
+        let m2_path = m2.path().to_owned();
         drop(m2);
         assert_eq!(left(&next(&mut view).await).path, m2_path);
         assert_eq!(data(view.members()), ["m1 busy"]);
@@ -278,7 +278,7 @@ on_every_server! {
         let seen: Vec<_> = members.iter().map(|m| (m.path.clone(), m.layout, m.identifier().map(str::to_owned))).collect();
         assert_eq!(seen, [
             (kazoo_node, GroupLayout::Shallow, Some("py-1".to_owned())),
-            (ours.path(), GroupLayout::Shallow, Some("rs-1".to_owned())),
+            (ours.path().to_owned(), GroupLayout::Shallow, Some("rs-1".to_owned())),
         ]);
         ours.leave().await.unwrap();
         kazoo.send("await 1").await;

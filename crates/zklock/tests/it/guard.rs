@@ -40,7 +40,7 @@ on_every_server! {
         assert!(renewing.elapsed() < timeout * 2, "renewed at the heartbeat's pace: {:?}", renewing.elapsed());
 
         let admin = client(hosts).await;
-        admin.delete(&guard.path(), None).await.unwrap();
+        admin.delete(guard.path(), None).await.unwrap();
         assert_eq!(eventually("the loss", guard.lost()).await, LostReason::NodeDeleted);
         assert_eq!(guard.session_valid_until(), None, "a lost guard has no session validity");
     }

@@ -72,7 +72,7 @@ on_every_server! {
         let first = &found.participants[0];
         assert_eq!(
             (first.path.clone(), first.sequence, first.fencing_token),
-            (r1.path(), Some(r1.sequence()), r1.fencing_token())
+            (r1.path().to_owned(), Some(r1.sequence()), r1.fencing_token())
         );
         assert!(first.path.ends_with(&format!("/{}", first.name)));
         r1.release().await.unwrap();
@@ -196,7 +196,7 @@ on_every_server! {
         let guard = Mutex::new(&client, &dir).unwrap().lock().await.unwrap();
         let anyone_all = Acls::anyone_all().to_vec();
         assert_eq!(client.get_acl(&dir).await.unwrap().0, anyone_all);
-        assert_eq!(client.get_acl(&guard.path()).await.unwrap().0, anyone_all);
+        assert_eq!(client.get_acl(guard.path()).await.unwrap().0, anyone_all);
         guard.release().await.unwrap();
 
         // Chosen once on the session: the directory and our node carry it.
@@ -208,7 +208,7 @@ on_every_server! {
         let dir = unique_path("session-acl");
         let guard = Mutex::new(&session, &dir).unwrap().lock().await.unwrap();
         assert_eq!(client.get_acl(&dir).await.unwrap().0, acl);
-        assert_eq!(client.get_acl(&guard.path()).await.unwrap().0, acl);
+        assert_eq!(client.get_acl(guard.path()).await.unwrap().0, acl);
         guard.release().await.unwrap();
     }
 }

@@ -15,6 +15,7 @@ mod group;
 mod guard;
 mod inspect;
 mod interop;
+mod logging;
 mod metrics;
 mod multi_lock;
 mod mutex;

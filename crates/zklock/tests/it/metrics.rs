@@ -230,7 +230,7 @@ fn lost_guards_are_counted_by_reason() {
             "a waiter is no guard"
         );
 
-        admin.delete(&holder.path(), None).await.unwrap();
+        admin.delete(holder.path(), None).await.unwrap();
         assert_eq!(
             eventually("the lost signal", holder.lost()).await,
             LostReason::NodeDeleted
@@ -272,4 +272,80 @@ fn retries_after_connection_loss_are_counted() {
         assert!(retries >= 1, "the lost create was retried: {retries}");
         guard.release().await.unwrap();
     });
+}
+
+/// What a recorder was told by `describe_*`: name, unit, help text.
+#[derive(Default)]
+struct Descriptions(std::sync::Mutex<Vec<(String, Option<metrics::Unit>, String)>>);
+
+impl Descriptions {
+    fn add(&self, name: metrics::KeyName, unit: Option<metrics::Unit>, help: metrics::SharedString) {
+        let entry = (name.as_str().to_owned(), unit, help.to_string());
+        self.0.lock().unwrap().push(entry);
+    }
+}
+
+impl metrics::Recorder for Descriptions {
+    fn describe_counter(
+        &self,
+        name: metrics::KeyName,
+        unit: Option<metrics::Unit>,
+        help: metrics::SharedString,
+    ) {
+        self.add(name, unit, help);
+    }
+    fn describe_gauge(
+        &self,
+        name: metrics::KeyName,
+        unit: Option<metrics::Unit>,
+        help: metrics::SharedString,
+    ) {
+        self.add(name, unit, help);
+    }
+    fn describe_histogram(
+        &self,
+        name: metrics::KeyName,
+        unit: Option<metrics::Unit>,
+        help: metrics::SharedString,
+    ) {
+        self.add(name, unit, help);
+    }
+    fn register_counter(&self, _: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Counter {
+        metrics::Counter::noop()
+    }
+    fn register_gauge(&self, _: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Gauge {
+        metrics::Gauge::noop()
+    }
+    fn register_histogram(&self, _: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Histogram {
+        metrics::Histogram::noop()
+    }
+}
+
+/// `describe_metrics` gives every metric the recipes record its unit and help text; a recorder it was not called
+/// on has none (the control).
+#[test]
+fn every_metric_is_described() {
+    let control = Descriptions::default();
+    metrics::with_local_recorder(&control, || {
+        metrics::counter!(LOST).increment(1);
+    });
+    assert!(control.0.lock().unwrap().is_empty());
+
+    let recorder = Descriptions::default();
+    metrics::with_local_recorder(&recorder, zklock::describe_metrics);
+    let described = recorder.0.lock().unwrap().clone();
+    let expected = [
+        (WAIT, metrics::Unit::Seconds),
+        (HOLD, metrics::Unit::Seconds),
+        (LOST, metrics::Unit::Count),
+        (RETRIES, metrics::Unit::Count),
+    ];
+    assert_eq!(described.len(), expected.len(), "{described:?}");
+    for (name, unit) in expected {
+        let Some((_, got, help)) = described.iter().find(|(n, _, _)| n == name) else {
+            panic!("{name} is not described: {described:?}")
+        };
+        assert_eq!(*got, Some(unit), "{name}");
+        assert!(help.len() > 20, "{name}: {help:?}");
+    }
 }

@@ -91,7 +91,7 @@ on_every_server! {
         let lost = held.lost();
         assert!(!held.is_lost());
         let admin = crate::support::client(hosts).await;
-        admin.delete(&held.guards()[1].path(), None).await.unwrap();
+        admin.delete(held.guards()[1].path(), None).await.unwrap();
         assert_eq!(eventually("the set's lost signal", lost).await, LostReason::NodeDeleted);
         assert!(held.is_lost());
         held.release().await.unwrap();

@@ -48,6 +48,51 @@ on_every_server! {
         assert_eq!(children(&observer, &dir).await, Vec::<String>::new(), "no node left behind");
     }
 
+    // Not reentrant: a holder that asks again (the same task, the same `Mutex` value) is one more contender,
+    // queued behind itself. `try_lock` says taken and `lock_timeout` times out (a plain `lock` would wait for
+    // ever); neither leaves a node.
+    async fn the_lock_is_not_reentrant(hosts: &str) {
+        let zk = client(hosts).await;
+        let dir = unique_path("mutex-reentrant");
+        let mutex = Mutex::new(&zk, &dir).unwrap();
+        let guard = mutex.lock().await.unwrap();
+        assert!(mutex.try_lock().await.unwrap().is_none(), "the holder locked again");
+        assert_eq!(mutex.lock_timeout(Duration::from_millis(200)).await.unwrap_err(), Error::Timeout);
+        assert_eq!(zk.list_children(&dir).await.unwrap(), [guard.path().rsplit('/').next().unwrap()]);
+        guard.release().await.unwrap();
+        // Released, the same value locks at once.
+        mutex.try_lock().await.unwrap().expect("free after the release").release().await.unwrap();
+    }
+
+    // Tasks of one process on one client (one ZooKeeper session) are separate contenders: each acquire creates its
+    // own node, and they take turns in the order of their nodes' sequence, as separate processes do.
+    async fn tasks_of_one_process_queue_in_order(hosts: &str) {
+        let dir = unique_path("mutex-tasks");
+        let zk = client(hosts).await;
+        let head = Mutex::new(&zk, &dir).unwrap().lock().await.unwrap();
+        let order = Arc::new(StdMutex::new(Vec::new()));
+        let mut tasks = Vec::new();
+        for i in 1..=3 {
+            let (listener, mut rx) = events();
+            let mutex = Mutex::new(Session::new(&zk).with_listener(listener), &dir).unwrap();
+            let order = order.clone();
+            tasks.push(tokio::spawn(async move {
+                let guard = mutex.lock().await.unwrap();
+                order.lock().unwrap().push((i, guard.sequence()));
+                guard.release().await.unwrap();
+            }));
+            until(&mut rx, "the task to queue", |e| matches!(e, QueueEvent::Waiting { .. })).await;
+        }
+        assert_eq!(zk.list_children(&dir).await.unwrap().len(), 4, "a node per acquire");
+        head.release().await.unwrap();
+        for task in tasks {
+            eventually("the tasks to finish", task).await.unwrap();
+        }
+        let order = order.lock().unwrap().clone();
+        assert_eq!(order.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [1, 2, 3], "FIFO order: {order:?}");
+        assert!(order.windows(2).all(|w| w[0].1 < w[1].1), "by sequence: {order:?}");
+    }
+
     async fn fifo_order_and_increasing_fencing_tokens(hosts: &str) {
         let dir = unique_path("mutex-fifo");
         let first = client(hosts).await;

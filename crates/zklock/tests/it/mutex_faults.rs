@@ -52,7 +52,7 @@ on_every_server! {
         let err = eventually("the waiter to fail", waiting).await.unwrap().unwrap_err();
         assert!(matches!(err, Error::NodeDeleted { .. }), "{err:?}");
         // A holder whose node is deleted is told so.
-        admin.delete(&holder.path(), None).await.unwrap();
+        admin.delete(holder.path(), None).await.unwrap();
         assert_eq!(eventually("the lost signal", holder.lost()).await, LostReason::NodeDeleted);
         holder.release().await.expect("releasing a lost guard is fine");
     }

@@ -34,7 +34,7 @@ crate::on_every_server! {
         let (a, b) = (client(hosts).await, client(hosts).await);
         let dir = unique_path("revocation-request");
         let guard = Mutex::new(&a, &dir).unwrap().with_data("job 1").lock().await.unwrap();
-        let node = guard.path();
+        let node = guard.path().to_owned();
         assert_eq!(participants(&b, &dir, Role::Holder).await, vec![node.clone()]);
         let requested = guard.revocation_requested();
         tokio::pin!(requested);
@@ -94,11 +94,11 @@ crate::on_every_server! {
         let waiting = tokio::spawn(async move { next.lock().await });
         queued(&mut events).await;
 
-        assert!(zklock::revoke(&b, &holder.path()).await.unwrap());
+        assert!(zklock::revoke(&b, holder.path()).await.unwrap());
         assert_eq!(eventually("the holder to learn it lost", lost).await, LostReason::NodeDeleted);
         let taken = eventually("the next waiter to take over", waiting).await.unwrap().unwrap();
         assert!(taken.fencing_token() > holder.fencing_token());
-        assert!(!zklock::revoke(&b, &holder.path()).await.unwrap(), "gone already");
+        assert!(!zklock::revoke(&b, holder.path()).await.unwrap(), "gone already");
         // Releasing the revoked guard is harmless.
         holder.release().await.unwrap();
 
@@ -160,7 +160,7 @@ on_standalone_and_embedded! {
         let dir = unique_path("revocation-curator-revoker");
         let guard = Mutex::new(&a, &dir).unwrap().lock().await.unwrap();
         let requested = guard.revocation_requested();
-        let mut revoker = Peer::curator(&["mutex", "revoke", hosts, &guard.path()]).await;
+        let mut revoker = Peer::curator(&["mutex", "revoke", hosts, guard.path()]).await;
         revoker.expect("REVOKE_SENT").await;
         revoker.finish().await;
         eventually("Revoker.attemptRevoke's request", requested).await;

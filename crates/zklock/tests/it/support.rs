@@ -219,9 +219,7 @@ pub async fn await_expired(client: &Client) {
 /// A retry policy that waits `secs` before every retry: a window in which a test can act after a fault, before the
 /// library looks again.
 pub fn slow_retry(secs: u64) -> zklock::RetryPolicy {
-    zklock::RetryPolicy {
-        initial_backoff: Duration::from_secs(secs),
-        max_backoff: Duration::from_secs(secs),
-        max_attempts: None,
-    }
+    zklock::RetryPolicy::default()
+        .with_initial_backoff(Duration::from_secs(secs))
+        .with_max_backoff(Duration::from_secs(secs))
 }
