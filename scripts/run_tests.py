@@ -15,7 +15,8 @@ two cores:
 
 Each executable runs in its package's directory, as `cargo test` runs it, with its output kept in a log that is
 printed whole when it ends (lanes never interleave lines). A lane goes on after a failure, so one run shows every
-failure. The documentation tests (`cargo test --doc`, which compiles each example) run in a fourth lane. Ends with
+failure. The documentation tests (`cargo test --doc`, which compiles each example) and the API documentation with
+warnings denied (`cargo doc`) run in a fourth lane. Ends with
 the plain line `N passed, M failed` (summed from every `test result:` line) and exits non-zero if anything failed.
 """
 
@@ -121,6 +122,14 @@ def main():
     workspace = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     lanes[3].append(
         {"args": ["cargo", "test", "--workspace", "--doc"], "label": "doc tests", "dir": workspace}
+    )
+    # The API documentation builds without a warning (a broken link is one).
+    lanes[3].append(
+        {
+            "args": ["env", "RUSTDOCFLAGS=-D warnings", "cargo", "doc", "--workspace", "--no-deps"],
+            "label": "API documentation (cargo doc, warnings denied)",
+            "dir": workspace,
+        }
     )
     threads = [threading.Thread(target=run_lane, args=(n, lane, extra)) for n, lane in enumerate(lanes)]
     for t in threads:

@@ -13,7 +13,7 @@ use crate::path::child_path;
 use crate::retry::{is_connection_loss, RetryPolicy};
 use crate::session::Session;
 
-/// What [`inspect`] found in a recipe directory.
+/// What [`inspect`](crate::inspect()) found in a recipe directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Inspection {
