@@ -11,6 +11,7 @@ use zklock_testkit::peers::Peer;
 use zklock_testkit::{expire_session, opcode, unique_path, Proxy};
 
 use crate::on_every_server;
+use crate::on_standalone_and_embedded;
 use crate::support::*;
 
 /// Waits (with data watches, no polling) until the 8-byte counter at `path` holds `value`.
@@ -248,26 +249,6 @@ on_every_server! {
         assert!((done..=done + dropped).contains(&value), "{value} after {done} done and {dropped} dropped");
         await_children(&client, &path, "the receipts of cancelled increments to go", |c| c.is_empty()).await;
     }
-}
-
-/// Runs each body against the shared standalone ZooKeeper and the embedded server (the interop tests start JVMs;
-/// the ensemble's counter semantics are covered above).
-macro_rules! on_standalone_and_embedded {
-    ($(async fn $name:ident($hosts:ident : &str) $body:block)*) => {$(
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-            async fn body($hosts: &str) $body
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn standalone() {
-                body(&crate::support::standalone().await).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn embedded() {
-                body(&crate::support::embedded().await).await
-            }
-        }
-    )*};
 }
 
 /// Sends `command` to a `recipes` peer and returns its answer after `word`.

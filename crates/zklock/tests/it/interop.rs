@@ -18,6 +18,7 @@ use zklock::{Guard, Listener, Mutex, NodeKind, QueueEvent, RwLock, Session};
 use zklock_testkit::peers::{Counter, Peer};
 use zklock_testkit::unique_path;
 
+use crate::on_standalone_and_embedded;
 use crate::support::*;
 
 /// Lock rounds per contender in the counter tests (each round: acquire, read-pause-write, release).
@@ -362,27 +363,6 @@ async fn curator(args: Vec<String>) -> Peer {
 
 async fn kazoo(args: Vec<String>) -> Peer {
     Peer::kazoo(&args.iter().map(String::as_str).collect::<Vec<_>>()).await
-}
-
-/// Runs each body against the shared standalone ZooKeeper and the embedded server, as `<test>::standalone`
-/// and `<test>::embedded`: these tests start JVMs and Python interpreters, so the ensemble (whose lock
-/// semantics the recipe tests already cover) is left out to keep the suite quick.
-macro_rules! on_standalone_and_embedded {
-    ($(async fn $name:ident($hosts:ident : &str) $body:block)*) => {$(
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-            async fn body($hosts: &str) $body
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn standalone() {
-                body(&crate::support::standalone().await).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn embedded() {
-                body(&crate::support::embedded().await).await
-            }
-        }
-    )*};
 }
 
 on_standalone_and_embedded! {

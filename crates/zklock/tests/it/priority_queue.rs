@@ -10,6 +10,7 @@ use zklock_testkit::peers::Peer;
 use zklock_testkit::{expire_session, opcode, unique_path, Proxy};
 
 use crate::on_every_server;
+use crate::on_standalone_and_embedded;
 use crate::support::*;
 
 /// `"p<producer>/<priority>/<index>"` → (producer, priority, index).
@@ -248,25 +249,6 @@ on_every_server! {
         let item = queue.try_take_safe().await.unwrap().expect("unclaimed");
         assert_eq!(item.complete().await.unwrap(), b"first", "still first");
     }
-}
-
-/// Runs each body against the shared standalone ZooKeeper and the embedded server (the interop tests start JVMs).
-macro_rules! on_standalone_and_embedded {
-    ($(async fn $name:ident($hosts:ident : &str) $body:block)*) => {$(
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-            async fn body($hosts: &str) $body
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn standalone() {
-                body(&crate::support::standalone().await).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn embedded() {
-                body(&crate::support::embedded().await).await
-            }
-        }
-    )*};
 }
 
 /// The items of the interop tests: (text, priority); in priority order they are c, e, b, d, a.

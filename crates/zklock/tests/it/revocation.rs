@@ -9,6 +9,7 @@ use zklock::{Error, LeaderElection, LostReason, Mutex, Role, RwLock, Semaphore, 
 use zklock_testkit::peers::Peer;
 use zklock_testkit::unique_path;
 
+use crate::on_standalone_and_embedded;
 use crate::support::*;
 
 /// How long a future must stay pending to count as "did not fire". Only for negative checks, where there is no
@@ -132,26 +133,6 @@ crate::on_every_server! {
             guard.release().await.unwrap();
         }
     }
-}
-
-/// Runs each body against the shared standalone ZooKeeper and the embedded server (the Curator tests start JVMs;
-/// the ensemble's lock semantics are covered by the tests above).
-macro_rules! on_standalone_and_embedded {
-    ($(async fn $name:ident($hosts:ident : &str) $body:block)*) => {$(
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-            async fn body($hosts: &str) $body
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn standalone() {
-                body(&crate::support::standalone().await).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn embedded() {
-                body(&crate::support::embedded().await).await
-            }
-        }
-    )*};
 }
 
 on_standalone_and_embedded! {

@@ -34,6 +34,28 @@ macro_rules! on_every_server {
     )*};
 }
 
+/// Runs an async test body on the shared standalone ZooKeeper and the shared embedded server only (tests that start
+/// peer JVMs or processes of their own, where the ensemble adds time and nothing the standalone server does not
+/// cover): `<test>::standalone` and `<test>::embedded`.
+#[macro_export]
+macro_rules! on_standalone_and_embedded {
+    ($(async fn $name:ident($hosts:ident : &str) $body:block)*) => {$(
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            async fn body($hosts: &str) $body
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn standalone() {
+                body(&$crate::support::standalone().await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn embedded() {
+                body(&$crate::support::embedded().await).await
+            }
+        }
+    )*};
+}
+
 /// The connect string of this test binary's shared standalone ZooKeeper.
 pub async fn standalone() -> String {
     tokio::task::spawn_blocking(|| zklock_testkit::shared_standalone().connect_string())

@@ -13,6 +13,7 @@ use zklock::{Ballot, Decision, Error, NodeKind, QueueEvent, Recipe, Role, Sessio
 use zklock_testkit::{expire_session, opcode, unique_path, Proxy};
 
 use crate::on_every_server;
+use crate::on_standalone_and_embedded;
 use crate::support::*;
 
 /// `join` then `vote`, in a task of its own (a participant waits for the outcome after voting).
@@ -394,26 +395,6 @@ async fn party_process() {
         ["observer", txid] => say(format!("OUTCOME {}", tpc.await_outcome(txid).await.unwrap())),
         _ => panic!("unknown party {args:?}"),
     }
-}
-
-/// Runs each body against the shared standalone ZooKeeper and the embedded server: these tests start processes and
-/// wait for sessions to expire, so the ensemble (whose 2PC semantics the tests above cover) is left out.
-macro_rules! on_standalone_and_embedded {
-    ($(async fn $name:ident($hosts:ident : &str) $body:block)*) => {$(
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-            async fn body($hosts: &str) $body
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn standalone() {
-                body(&crate::support::standalone().await).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn embedded() {
-                body(&crate::support::embedded().await).await
-            }
-        }
-    )*};
 }
 
 on_standalone_and_embedded! {
