@@ -58,6 +58,12 @@ fn main() -> ExitCode {
 }
 
 fn dispatch(command: Command) -> exit::Result {
+    if matches!(
+        command,
+        Command::Status(_) | Command::Man | Command::Completions { .. }
+    ) {
+        quiet_on_closed_pipe();
+    }
     match command {
         // `run` forks the user's command: its parent-death signal is tied to the forking *thread*, so run on a
         // current-thread runtime on the main thread, which lives exactly as long as the process.
@@ -76,6 +82,19 @@ fn dispatch(command: Command) -> exit::Result {
         Command::Completions { shell } => manual::completions(shell),
         Command::Man => manual::man(),
     }
+}
+
+/// `zklock status | head -1`, `zklock man | less` quit early: the commands that only read and print end quietly
+/// when their reader goes away, as `ls | head` does — SIGPIPE's default action — instead of a "Broken pipe" error
+/// (Rust ignores SIGPIPE, so a write to a closed pipe would fail, and `println!` would panic). Not for the commands
+/// that change something while they print (`revoke`, `reap`, `counter`: their work goes on) nor for `run`/`elect`,
+/// whose signal handling is their own.
+fn quiet_on_closed_pipe() {
+    use nix::sys::signal::{signal, SigHandler, Signal};
+    // SAFETY: called once, on the main thread, before any thread or runtime exists; SIG_DFL installs no handler
+    // (nothing runs in signal context).
+    #[allow(unsafe_code)]
+    let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
 }
 
 /// The usage errors found only once arguments are put together — an ACL with `creator` but no credentials, an

@@ -144,3 +144,30 @@ const SUBCOMMANDS_IN_HELP_ORDER: &[&str] = &[
     "completions",
     "man",
 ];
+
+/// `zklock man | head`, `zklock completions bash | head`: a reader that goes away ends the command quietly, by
+/// SIGPIPE's default action as for `ls | head` — no "Broken pipe" error. The reader here is gone before anything is
+/// written (its end of the pipe is closed at once), so the first write meets a closed pipe.
+#[tokio::test]
+async fn a_reader_that_goes_away_ends_the_output_quietly() {
+    use std::os::unix::process::ExitStatusExt as _;
+    for args in [&["man"][..], &["completions", "bash"]] {
+        let mut child = crate::support::zklock(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start zklock");
+        drop(child.stdout.take()); // the reader goes away
+        let out = tokio::time::timeout(crate::support::EVENTUALLY, child.wait_with_output())
+            .await
+            .expect("zklock ended")
+            .unwrap();
+        assert_eq!(
+            out.status.signal(),
+            Some(13),
+            "{args:?}: ended by SIGPIPE: {:?}",
+            out.status
+        );
+        assert_eq!(text(&out.stderr), "", "{args:?}: nothing said");
+    }
+}
