@@ -164,6 +164,7 @@ mod error;
 mod files;
 mod lock;
 mod options;
+mod os;
 mod record;
 mod recovery;
 #[cfg(test)]

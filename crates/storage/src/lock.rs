@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{flock, FlockOperation};
 
 use crate::error::{Result, StorageError};
-use crate::files::FILE_MODE;
+use crate::os::FILE_MODE;
 
 /// The lock file's name.
 pub const LOCK_FILE: &str = "zklock.lock";

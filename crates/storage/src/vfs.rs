@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::files::{self, FILE_MODE};
 use crate::lock::DirLock;
+use crate::os::{self, FILE_MODE};
 
 /// The directory operations the storage uses.
 pub(crate) trait Vfs: Send + Sync + 'static {
@@ -34,7 +34,7 @@ pub(crate) trait Vfs: Send + Sync + 'static {
     fn remove(&self, path: &Path) -> io::Result<()>;
     /// Makes the creations, renames and removals in `dir` durable (fsync of the directory).
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
-    /// Creates `dir` and its missing parents (see `files::ensure_dir`); returns those it created, outermost first.
+    /// Creates `dir` and its missing parents (see `os::ensure_dir`); returns those it created, outermost first.
     /// Their entries are not durable yet: the caller syncs their parents.
     fn ensure_dir(&self, dir: &Path) -> Result<Vec<PathBuf>>;
     /// Takes the directory's lock (see `lock.rs`), held until the returned value is dropped.
@@ -105,7 +105,7 @@ impl Vfs for RealFs {
     }
 
     fn ensure_dir(&self, dir: &Path) -> Result<Vec<PathBuf>> {
-        files::ensure_dir(dir)
+        os::ensure_dir(dir)
     }
 
     fn lock_dir(&self, dir: &Path) -> Result<Box<dyn Send + Sync>> {
@@ -113,7 +113,7 @@ impl Vfs for RealFs {
     }
 
     fn free_space(&self, dir: &Path) -> io::Result<(u64, u64)> {
-        files::free_space(dir)
+        os::free_space(dir)
     }
 }
 

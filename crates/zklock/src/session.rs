@@ -7,7 +7,7 @@ use zookeeper_client::{Acl, Acls, Client};
 use crate::closing::Registry;
 use crate::error::Result;
 use crate::events::{Listener, QueueEvent};
-use crate::lost::LostPolicy;
+use crate::lost_policy::LostPolicy;
 use crate::retry::RetryPolicy;
 
 /// The client's ZooKeeper session plus the policies recipes share: how operations are retried across connection
