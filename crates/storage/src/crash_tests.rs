@@ -353,13 +353,40 @@ fn explorer_finds_a_missing_directory_fsync_after_a_roll() {
     assert!(report.lost > 0, "{report:?}");
 }
 
+/// A workload with one trace whatever the thread timing: `txns` synchronous appends (one batch each, so the log
+/// rolls at the same places every run), the first snapshot after `snapshot_at`, then the rest.
+fn sequential_workload(options: &StorageOptions, skip: Option<SyncPoint>) -> SimDisk {
+    let (txns, snapshot_at) = (80, 60);
+    let sim = SimDisk::new(empty_image(options));
+    let (storage, _) = Storage::open_on(options.clone(), disk(&sim, skip)).expect("open the empty disk");
+    for zxid in 1..=txns {
+        storage.append_sync(zxid, payload(zxid)).expect("append");
+        sim.ack(zxid);
+        if zxid == snapshot_at {
+            storage
+                .save_snapshot(zxid, &snapshot_blob(zxid))
+                .expect("snapshot");
+        }
+    }
+    storage.close().expect("close");
+    sim
+}
+
 /// Negative control (b): without the directory fsync after a snapshot's rename, the snapshot can vanish while the
-/// log files it covered are already gone.
+/// log files it covered are already gone. On the sequential workload: with the threaded one, whether the first
+/// snapshot covers a whole log file depends on how the writer thread happened to batch (a CI run found none).
 #[test]
 fn explorer_finds_a_missing_directory_fsync_after_a_snapshot() {
     for separate in [false, true] {
         let options = options(separate);
-        let report = explore(&options, &workload(&options, Some(SyncPoint::SnapshotDir)), true);
+        // The same workload with every sync loses nothing: the loss below is the missing sync's.
+        let sound = explore(&options, &sequential_workload(&options, None), false);
+        assert!(sound.lost == 0 && sound.broken.is_empty(), "{sound:?}");
+        let report = explore(
+            &options,
+            &sequential_workload(&options, Some(SyncPoint::SnapshotDir)),
+            true,
+        );
         assert!(report.lost > 0, "separate log dir: {separate}: {report:?}");
     }
 }
