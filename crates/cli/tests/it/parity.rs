@@ -3,12 +3,9 @@
 //! real ZooKeeper. The commands hold until the test writes a line to their standard input, and say when they start
 //! on their standard output, so the test waits for events, not for time.
 
-use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use nix::sys::signal::Signal;
 use tokio::sync::mpsc;
 use zklock_testkit::unique_path;
 
@@ -17,74 +14,19 @@ use crate::support::*;
 /// A command that says it started (with its node) and holds until a line arrives on its standard input.
 const HOLD: &str = r#"echo "started $ZKLOCK_NODE"; read x"#;
 
-/// A running `zklock` whose command's standard output lines go, tagged, into a channel.
-struct Held {
+/// `zklock ARGS -- sh -c SCRIPT sh EXTRA...`, started, its output lines sent to `lines` as `(tag, line)`.
+fn hold(
     tag: usize,
-    process: tokio::process::Child,
-    stdin: Option<tokio::process::ChildStdin>,
-}
-
-impl Held {
-    /// `zklock ARGS -- sh -c SCRIPT sh EXTRA...`, its output lines sent to `lines` as `(tag, line)`.
-    fn start(
-        tag: usize,
-        args: &[&str],
-        script: &str,
-        extra: &[&str],
-        lines: &mpsc::UnboundedSender<(usize, String)>,
-    ) -> Held {
-        let mut process = zklock(args)
-            .args(["--", "sh", "-c", script, "sh"])
-            .args(extra)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start zklock");
-        let stdin = process.stdin.take();
-        forward_lines(tag, process.stdout.take().unwrap(), lines.clone());
-        Held { tag, process, stdin }
-    }
-
-    fn pid(&self) -> i32 {
-        self.process.id().expect("running") as i32
-    }
-
-    /// Lets the command end (its `read` returns).
-    async fn release(&mut self) {
-        let mut stdin = self.stdin.take().expect("not released yet");
-        stdin.write_all(b"go\n").await.unwrap();
-        drop(stdin);
-    }
-
-    /// Waits (bounded) for `zklock` to exit; its exit status and stderr. A command not released yet keeps its
-    /// standard input open until then (an end of file would end its `read`).
-    async fn wait(mut self) -> (Option<i32>, String) {
-        let tag = self.tag;
-        let stdin = self.stdin.take();
-        let out: Output = tokio::time::timeout(EVENTUALLY, self.process.wait_with_output())
-            .await
-            .unwrap_or_else(|_| panic!("zklock #{tag} did not exit"))
-            .unwrap();
-        drop(stdin);
-        (out.status.code(), text(&out.stderr))
-    }
-}
-
-/// Sends each line of `from` to `to` as `(tag, line)`.
-fn forward_lines(
-    tag: usize,
-    from: impl tokio::io::AsyncRead + Unpin + Send + 'static,
-    to: mpsc::UnboundedSender<(usize, String)>,
-) {
-    tokio::spawn(async move {
-        let mut lines = BufReader::new(from).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            if to.send((tag, line)).is_err() {
-                break;
-            }
-        }
-    });
+    args: &[&str],
+    script: &str,
+    extra: &[&str],
+    lines: &mpsc::UnboundedSender<(usize, String)>,
+) -> Running {
+    let mut command = zklock(args);
+    command.args(["--", "sh", "-c", script, "sh"]).args(extra);
+    let mut held = Running::start(&mut command);
+    held.forward_lines(tag, lines.clone());
+    held
 }
 
 /// The next line (bounded).
@@ -107,8 +49,8 @@ async fn shared_runs_overlap_and_a_writer_waits_for_both() {
     let reader = format!(r#"{HOLD}; touch "$1/$2.done""#);
     let writer = r#"if [ -e "$1/r1.done" ] && [ -e "$1/r2.done" ]; then echo "after both"; else echo "too early"; exit 9; fi"#;
     let shared = ["run", "--connect", &hosts, "--shared", &path];
-    let mut r1 = Held::start(1, &shared, &reader, &[dir, "r1"], &tx);
-    let mut r2 = Held::start(2, &shared, &reader, &[dir, "r2"], &tx);
+    let mut r1 = hold(1, &shared, &reader, &[dir, "r1"], &tx);
+    let mut r2 = hold(2, &shared, &reader, &[dir, "r2"], &tx);
     // Both start while neither has been released: they hold the lock at the same time.
     let mut started = Vec::new();
     for _ in 0..2 {
@@ -121,7 +63,7 @@ async fn shared_runs_overlap_and_a_writer_waits_for_both() {
     }
     started.sort();
     assert_eq!(started, [1, 2]);
-    let w = Held::start(
+    let w = hold(
         3,
         &["run", "--connect", &hosts, "--write", &path],
         writer,
@@ -136,13 +78,13 @@ async fn shared_runs_overlap_and_a_writer_waits_for_both() {
         "{nodes:?}"
     );
     // ... and stays so until both are done.
-    r1.release().await;
-    assert_eq!(r1.wait().await.0, Some(0));
-    r2.release().await;
-    assert_eq!(r2.wait().await.0, Some(0));
+    r1.release("go").await;
+    assert_eq!(r1.finish().await.0, Some(0));
+    r2.release("go").await;
+    assert_eq!(r2.finish().await.0, Some(0));
     let (tag, line) = next_line(&mut lines, "the writer's command").await;
     assert_eq!((tag, line.as_str()), (3, "after both"));
-    let (status, stderr) = w.wait().await;
+    let (status, stderr) = w.finish().await;
     assert_eq!(status, Some(0), "{stderr}");
     assert!(admin.list_children(&path).await.unwrap().is_empty());
 }
@@ -158,8 +100,8 @@ async fn two_leases_let_exactly_two_of_three_run() {
     // Each command marks itself running and says how many are (itself included) when it starts.
     let script = r#"touch "$1/running.$$"; echo "started $(ls "$1" | grep -c '^running\.') $ZKLOCK_NODE"; read x; rm "$1/running.$$""#;
     let args = ["run", "--connect", &hosts, "--leases", "2", &path];
-    let mut runs: Vec<Option<Held>> = (0..3)
-        .map(|tag| Some(Held::start(tag, &args, script, &[dir], &tx)))
+    let mut runs: Vec<Option<Running>> = (0..3)
+        .map(|tag| Some(hold(tag, &args, script, &[dir], &tx)))
         .collect();
     let running = |line: &str| -> usize {
         let mut fields = line.split(' ');
@@ -185,15 +127,15 @@ async fn two_leases_let_exactly_two_of_three_run() {
     );
     // One leaves: the third starts, alongside the one still running.
     let mut held = runs[first].take().unwrap();
-    held.release().await;
-    assert_eq!(held.wait().await.0, Some(0));
+    held.release("go").await;
+    assert_eq!(held.finish().await.0, Some(0));
     let (third, line) = next_line(&mut lines, "the third lease holder").await;
     assert!(![first, second].contains(&third));
     assert_eq!(running(&line), 2, "{line}");
     for tag in [second, third] {
         let mut held = runs[tag].take().unwrap();
-        held.release().await;
-        let (status, stderr) = held.wait().await;
+        held.release("go").await;
+        let (status, stderr) = held.finish().await;
         assert_eq!(status, Some(0), "{stderr}");
     }
     assert!(admin
@@ -218,7 +160,7 @@ async fn kinds_of_lock_are_not_mixed_on_one_path() {
     };
     // A mutex holds: neither side of a read/write lock nor a semaphore may join.
     let path = unique_path("cli-parity-mix");
-    let mut mutex = Held::start(0, &["run", "--connect", &hosts, &path], HOLD, &[], &tx);
+    let mut mutex = hold(0, &["run", "--connect", &hosts, &path], HOLD, &[], &tx);
     next_line(&mut lines, "the mutex holder").await;
     refused(
         &[
@@ -244,10 +186,10 @@ async fn kinds_of_lock_are_not_mixed_on_one_path() {
         "a mutex",
     )
     .await;
-    mutex.release().await;
-    assert_eq!(mutex.wait().await.0, Some(0));
+    mutex.release("go").await;
+    assert_eq!(mutex.finish().await.0, Some(0));
     // A reader holds: no mutex, no semaphore.
-    let mut reader = Held::start(
+    let mut reader = hold(
         1,
         &["run", "--connect", &hosts, "--shared", &path],
         HOLD,
@@ -280,14 +222,14 @@ async fn kinds_of_lock_are_not_mixed_on_one_path() {
         "a read/write lock",
     )
     .await;
-    reader.release().await;
-    assert_eq!(reader.wait().await.0, Some(0));
+    reader.release("go").await;
+    assert_eq!(reader.finish().await.0, Some(0));
     // Free again: a plain run goes ahead.
     let out = output(&["run", "--connect", &hosts, "--nonblock", &path, "--", "true"]).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     // A semaphore's directory: no mutex, no read/write lock — also once idle, as long as it stays one.
     let path = unique_path("cli-parity-mix-sem");
-    let mut lease = Held::start(
+    let mut lease = hold(
         2,
         &["run", "--connect", &hosts, "--leases", "3", &path],
         HOLD,
@@ -320,8 +262,8 @@ async fn kinds_of_lock_are_not_mixed_on_one_path() {
         "a semaphore",
     )
     .await;
-    lease.release().await;
-    assert_eq!(lease.wait().await.0, Some(0));
+    lease.release("go").await;
+    assert_eq!(lease.finish().await.0, Some(0));
     refused(
         &["run", "--connect", &hosts, "--write", &path, "--", "true"],
         "a semaphore",
@@ -346,11 +288,11 @@ async fn a_lost_read_lock_or_lease_stops_the_command() {
         let mut args = vec!["run", "--connect", &hosts, "--kill-after", "1"];
         args.extend(flags);
         args.push(&path);
-        let held = Held::start(tag, &args, HOLD, &[], &tx);
+        let held = hold(tag, &args, HOLD, &[], &tx);
         let (_, line) = next_line(&mut lines, "the command").await;
         let node = line.strip_prefix("started ").unwrap();
         admin.delete(node, None).await.unwrap();
-        let (status, stderr) = held.wait().await;
+        let (status, stderr) = held.finish().await;
         assert_eq!(status, Some(4), "{flags:?}: {stderr}");
         assert!(stderr.contains(what), "{flags:?}: {stderr}");
     }
@@ -376,14 +318,13 @@ async fn a_paused_reader_or_lease_holder_is_stopped_by_the_watchdog() {
         ];
         args.extend(flags);
         args.push(&path);
-        let held = Held::start(tag, &args, r#"echo "started $$"; read x"#, &[], &tx);
+        let held = hold(tag, &args, r#"echo "started $$"; read x"#, &[], &tx);
         let (_, line) = next_line(&mut lines, "the command").await;
         let command: i32 = line.strip_prefix("started ").unwrap().parse().unwrap();
-        let zklock = Pid::from_raw(held.pid());
-        kill(zklock, Signal::SIGSTOP).unwrap();
+        held.signal(Signal::SIGSTOP);
         exited(command).await;
-        kill(zklock, Signal::SIGCONT).unwrap();
-        let (status, stderr) = held.wait().await;
+        held.signal(Signal::SIGCONT);
+        let (status, stderr) = held.finish().await;
         assert_eq!(status, Some(4), "{flags:?}: {stderr}");
     }
 }
@@ -394,7 +335,7 @@ async fn elect_nonblock_is_busy_while_another_leads() {
     let path = unique_path("cli-parity-elect-nb");
     let admin = client(&hosts).await;
     let (tx, mut lines) = mpsc::unbounded_channel();
-    let mut leader = Held::start(0, &["elect", "--connect", &hosts, &path], HOLD, &[], &tx);
+    let mut leader = hold(0, &["elect", "--connect", &hosts, &path], HOLD, &[], &tx);
     next_line(&mut lines, "the leader's command").await;
     let out = output(&[
         "elect",
@@ -419,8 +360,8 @@ async fn elect_nonblock_is_busy_while_another_leads() {
         1,
         "only the leader's node"
     );
-    leader.release().await;
-    assert_eq!(leader.wait().await.0, Some(0));
+    leader.release("go").await;
+    assert_eq!(leader.finish().await.0, Some(0));
     // Nobody leads: --nonblock leads at once.
     let out = output(&[
         "elect",
@@ -443,7 +384,7 @@ async fn elect_timeout_gives_up_and_withdraws() {
     let path = unique_path("cli-parity-elect-timeout");
     let admin = client(&hosts).await;
     let (tx, mut lines) = mpsc::unbounded_channel();
-    let mut leader = Held::start(0, &["elect", "--connect", &hosts, &path], HOLD, &[], &tx);
+    let mut leader = hold(0, &["elect", "--connect", &hosts, &path], HOLD, &[], &tx);
     let (_, line) = next_line(&mut lines, "the leader's command").await;
     let leader_node = line
         .strip_prefix("started ")
@@ -453,7 +394,7 @@ async fn elect_timeout_gives_up_and_withdraws() {
         .unwrap()
         .to_owned();
     let began = Instant::now();
-    let candidate = zklock(&[
+    let mut candidate = Running::zklock(&[
         "elect",
         "--connect",
         &hosts,
@@ -463,30 +404,26 @@ async fn elect_timeout_gives_up_and_withdraws() {
         "--",
         "echo",
         "led",
-    ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
+    ]);
     // It campaigns: its node queues behind the leader's...
     await_children(&admin, &path, 2).await;
     // ... and it gives up after the timeout.
-    let out = tokio::time::timeout(EVENTUALLY, candidate.wait_with_output())
-        .await
-        .expect("zklock elect --timeout exits")
-        .unwrap();
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        candidate.next_line("the end of its output").await,
+        None,
+        "the command did not run"
+    );
+    let (status, stderr) = candidate.finish().await;
+    assert_eq!(status, Some(1), "{stderr}");
     assert!(began.elapsed() >= Duration::from_secs(1));
     assert!(stderr.contains("timed out after 1s campaigning"), "{stderr}");
-    assert!(out.stdout.is_empty(), "the command did not run");
     assert_eq!(
         admin.list_children(&path).await.unwrap(),
         [leader_node],
         "no candidate node left behind"
     );
-    leader.release().await;
-    assert_eq!(leader.wait().await.0, Some(0));
+    leader.release("go").await;
+    assert_eq!(leader.finish().await.0, Some(0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -501,12 +438,8 @@ async fn elect_observe_prints_each_leader() {
         if json {
             args.push("--json");
         }
-        let mut process = zklock(&args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        forward_lines(tag, process.stdout.take().unwrap(), obs_tx.clone());
+        let mut process = Running::zklock(&args);
+        process.forward_lines(tag, obs_tx.clone());
         process
     };
     let json = observer(0, true);
@@ -519,10 +452,10 @@ async fn elect_observe_prints_each_leader() {
     first.sort();
     assert_eq!(first[0], (0, format!(r#"{{"path":"{path}","leader":null}}"#)));
     assert_eq!(first[1], (1, "no leader".to_owned()));
-    let a = Held::start(0, &["elect", "--connect", &hosts, &path], HOLD, &[], &tx);
+    let a = hold(0, &["elect", "--connect", &hosts, &path], HOLD, &[], &tx);
     let (_, line) = next_line(&mut lines, "A's command").await;
     let a_node = line.strip_prefix("started ").unwrap().to_owned();
-    let mut b = Held::start(1, &["elect", "--connect", &hosts, &path], HOLD, &[], &tx);
+    let mut b = hold(1, &["elect", "--connect", &hosts, &path], HOLD, &[], &tx);
     await_children(&admin, &path, 2).await;
     // Each observer's next line is A, then (once A's zklock is stopped) B.
     let leader_of = |observed: &(usize, String)| -> Option<(String, i64, String)> {
@@ -562,9 +495,8 @@ async fn elect_observe_prints_each_leader() {
         assert!(data.contains(&format!("pid={} ", a.pid())), "{line:?}");
         a_tokens.push(token);
     }
-    let a_pid = a.pid();
-    kill(Pid::from_raw(a_pid), Signal::SIGTERM).unwrap();
-    let (status, stderr) = a.wait().await;
+    a.signal(Signal::SIGTERM);
+    let (status, stderr) = a.finish().await;
     assert_eq!(
         status,
         Some(143),
@@ -584,16 +516,12 @@ async fn elect_observe_prints_each_leader() {
         assert!(!seen[line.0], "one line per change: {line:?}");
         seen[line.0] = true;
     }
-    for mut process in [json, human] {
-        kill(Pid::from_raw(process.id().unwrap() as i32), Signal::SIGINT).unwrap();
-        let status = tokio::time::timeout(EVENTUALLY, process.wait())
-            .await
-            .expect("the observer exits")
-            .unwrap();
-        assert_eq!(status.code(), Some(0));
+    for process in [json, human] {
+        process.signal(Signal::SIGINT);
+        assert_eq!(process.finish().await.0, Some(0));
     }
-    b.release().await;
-    assert_eq!(b.wait().await.0, Some(0));
+    b.release("go").await;
+    assert_eq!(b.finish().await.0, Some(0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,21 +3,17 @@
 //! honours; what it says and its exit statuses. Real `zklock` processes against the shared real ZooKeeper and the
 //! embedded server; the test waits for events (lines the commands print, child watches), never for time.
 
-use std::process::Stdio;
-
-use tokio::io::{AsyncBufReadExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdout};
 use zklock_testkit::unique_path;
-use zookeeper_client::{self as zk, Acls, Client, CreateMode};
+use zookeeper_client::{Acls, Client, CreateMode};
 
 use crate::support::*;
 
 /// The holder's command: says it started, says `term` on SIGTERM (and ends), otherwise sleeps for long.
 const HOLDER: &str = r#"trap 'echo term; exit 0' TERM; echo started; sleep 300 & wait"#;
 
-/// `zklock <kind> --connect HOSTS PATH -- sh -c SCRIPT`, with its output piped.
-fn start(kind: &str, hosts: &str, path: &str, script: &str) -> (Child, Lines<BufReader<ChildStdout>>) {
-    let mut process = zklock(&[
+/// `zklock <kind> --connect HOSTS PATH -- sh -c SCRIPT`, started.
+fn start(kind: &str, hosts: &str, path: &str, script: &str) -> Running {
+    Running::zklock(&[
         kind,
         "--connect",
         hosts,
@@ -29,54 +25,6 @@ fn start(kind: &str, hosts: &str, path: &str, script: &str) -> (Child, Lines<Buf
         "-c",
         script,
     ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("start zklock");
-    let lines = BufReader::new(process.stdout.take().unwrap()).lines();
-    (process, lines)
-}
-
-async fn next_line(lines: &mut Lines<BufReader<ChildStdout>>, what: &str) -> String {
-    tokio::time::timeout(EVENTUALLY, lines.next_line())
-        .await
-        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
-        .unwrap()
-        .unwrap_or_else(|| panic!("no more output while waiting for {what}"))
-}
-
-/// Waits (with child watches, bounded) until `dir` has `count` children; returns them, sorted.
-async fn children(client: &Client, dir: &str, count: usize) -> Vec<String> {
-    let wait = async {
-        loop {
-            match client.list_and_watch_children(dir).await {
-                Ok((mut children, _)) if children.len() == count => {
-                    children.sort();
-                    return children;
-                }
-                Ok((_, watcher)) => drop(watcher.changed().await),
-                Err(zk::Error::NoNode) => {
-                    let (stat, watcher) = client.check_and_watch_stat(dir).await.unwrap();
-                    if stat.is_none() {
-                        drop(watcher.changed().await);
-                    }
-                }
-                Err(err) => panic!("listing {dir}: {err}"),
-            }
-        }
-    };
-    tokio::time::timeout(EVENTUALLY, wait)
-        .await
-        .unwrap_or_else(|_| panic!("{dir}: never {count} children"))
-}
-
-/// Waits (bounded) for a `zklock` process to exit: its status and stderr.
-async fn finished(process: Child, what: &str) -> (Option<i32>, String) {
-    let out = tokio::time::timeout(EVENTUALLY, process.wait_with_output())
-        .await
-        .unwrap_or_else(|_| panic!("{what} did not exit"))
-        .unwrap();
-    (out.status.code(), text(&out.stderr))
 }
 
 /// A holder running its command and a waiter queued behind it, on `path`: (holder, its lines, waiter, its lines,
@@ -86,29 +34,22 @@ async fn holder_and_waiter(
     hosts: &str,
     path: &str,
     admin: &Client,
-) -> (
-    Child,
-    Lines<BufReader<ChildStdout>>,
-    Child,
-    Lines<BufReader<ChildStdout>>,
-    String,
-    String,
-) {
-    let (holder, mut held) = start(kind, hosts, path, HOLDER);
-    assert_eq!(next_line(&mut held, "the holder's command").await, "started");
-    let (waiter, waits) = start(kind, hosts, path, "echo second");
+) -> (Running, Running, String, String) {
+    let mut holder = start(kind, hosts, path, HOLDER);
+    assert_eq!(holder.line("the holder's command").await, "started");
+    let waiter = start(kind, hosts, path, "echo second");
     // Sorted by sequence (the names end in it after the same-length uuid prefix): holder first.
-    let mut names = children(admin, path, 2).await;
+    let mut names = await_children(admin, path, 2).await;
     names.sort_by_key(|name| name[name.len() - 10..].to_owned());
     let (first, second) = (names[0].clone(), names[1].clone());
-    (holder, held, waiter, waits, first, second)
+    (holder, waiter, first, second)
 }
 
 on_both_servers! {
     async fn revoke_stops_the_holders_run_with_exit_4_and_the_waiter_takes_over(hosts: &str) {
         let admin = client(hosts).await;
         let path = unique_path("cli-revoke");
-        let (holder, mut held, waiter, mut waits, holder_node, _) =
+        let (mut holder, mut waiter, holder_node, _) =
             holder_and_waiter("run", hosts, &path, &admin).await;
 
         let out = output(&["revoke", "--connect", hosts, &path]).await;
@@ -116,23 +57,23 @@ on_both_servers! {
         assert_eq!(out.status.code(), Some(0), "stdout: {stdout}\nstderr: {}", text(&out.stderr));
         // Which node, and whose: the holder's role, session, fencing token and data (zklock run's description).
         assert!(stdout.starts_with(&format!("revoked {path}/{holder_node}: holder, session 0x")), "{stdout}");
-        assert!(stdout.contains(&format!("pid={}", holder.id().unwrap())), "{stdout}");
+        assert!(stdout.contains(&format!("pid={}", holder.pid())), "{stdout}");
         assert!(stdout.contains("fencing token "), "{stdout}");
         assert_eq!(stdout.lines().count(), 1, "{stdout}");
 
-        assert_eq!(next_line(&mut held, "the holder's command to be stopped").await, "term");
-        let (status, stderr) = finished(holder, "the revoked holder").await;
+        assert_eq!(holder.line("the holder's command to be stopped").await, "term");
+        let (status, stderr) = holder.finish().await;
         assert_eq!(status, Some(4), "{stderr}");
         assert!(stderr.contains("lost the lock"), "{stderr}");
-        assert_eq!(next_line(&mut waits, "the waiter's command").await, "second");
-        let (status, stderr) = finished(waiter, "the waiter").await;
+        assert_eq!(waiter.line("the waiter's command").await, "second");
+        let (status, stderr) = waiter.finish().await;
         assert_eq!(status, Some(0), "{stderr}");
     }
 
     async fn a_revocation_request_is_honoured_by_run(hosts: &str) {
         let admin = client(hosts).await;
         let path = unique_path("cli-revoke-request");
-        let (holder, mut held, waiter, mut waits, holder_node, _) =
+        let (mut holder, mut waiter, holder_node, _) =
             holder_and_waiter("run", hosts, &path, &admin).await;
 
         let out = output(&["revoke", "--request", "--connect", hosts, &path]).await;
@@ -140,34 +81,34 @@ on_both_servers! {
         assert_eq!(out.status.code(), Some(0), "stdout: {stdout}\nstderr: {}", text(&out.stderr));
         assert!(stdout.starts_with(&format!("asked to give up {path}/{holder_node}: holder")), "{stdout}");
 
-        assert_eq!(next_line(&mut held, "the holder's command to be stopped").await, "term");
-        let (status, stderr) = finished(holder, "the holder asked to give up").await;
+        assert_eq!(holder.line("the holder's command to be stopped").await, "term");
+        let (status, stderr) = holder.finish().await;
         assert_eq!(status, Some(4), "{stderr}");
         assert!(stderr.contains(&format!("revocation of the lock on {path} requested")), "{stderr}");
-        assert_eq!(next_line(&mut waits, "the waiter's command").await, "second");
-        assert_eq!(finished(waiter, "the waiter").await.0, Some(0));
+        assert_eq!(waiter.line("the waiter's command").await, "second");
+        assert_eq!(waiter.finish().await.0, Some(0));
     }
 
     async fn revoking_the_leader_stops_elect_and_the_next_candidate_leads(hosts: &str) {
         let admin = client(hosts).await;
         let path = unique_path("cli-revoke-elect");
-        let (leader, mut leads, next, mut follows, leader_node, _) =
+        let (mut leader, mut next, leader_node, _) =
             holder_and_waiter("elect", hosts, &path, &admin).await;
         let out = output(&["revoke", "--connect", hosts, &path]).await;
         let stdout = text(&out.stdout);
         assert_eq!(out.status.code(), Some(0), "{stdout}");
         assert!(stdout.starts_with(&format!("revoked {path}/{leader_node}: leader")), "{stdout}");
-        assert_eq!(next_line(&mut leads, "the leader's command to be stopped").await, "term");
-        let (status, stderr) = finished(leader, "the revoked leader").await;
+        assert_eq!(leader.line("the leader's command to be stopped").await, "term");
+        let (status, stderr) = leader.finish().await;
         assert_eq!(status, Some(4), "{stderr}");
-        assert_eq!(next_line(&mut follows, "the next leader's command").await, "second");
-        assert_eq!(finished(next, "the next leader").await.0, Some(0));
+        assert_eq!(next.line("the next leader's command").await, "second");
+        assert_eq!(next.finish().await.0, Some(0));
     }
 
     async fn node_names_one_waiter_and_dry_run_changes_nothing(hosts: &str) {
         let admin = client(hosts).await;
         let path = unique_path("cli-revoke-node");
-        let (holder, mut held, waiter, _waits, holder_node, waiter_node) =
+        let (mut holder, waiter, holder_node, waiter_node) =
             holder_and_waiter("run", hosts, &path, &admin).await;
 
         let out = output(&["revoke", "--dry-run", "--connect", hosts, &path]).await;
@@ -187,15 +128,15 @@ on_both_servers! {
         let out = output(&["revoke", "--connect", hosts, "--node", &waiter_node, &path]).await;
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
         assert!(text(&out.stdout).starts_with(&format!("revoked {path}/{waiter_node}: waiting")));
-        let (status, stderr) = finished(waiter, "the revoked waiter").await;
+        let (status, stderr) = waiter.finish().await;
         assert_eq!(status, Some(3), "{stderr}");
         assert!(stderr.contains("was deleted"), "{stderr}");
-        assert_eq!(children(&admin, &path, 1).await, vec![holder_node.clone()]);
+        assert_eq!(await_children(&admin, &path, 1).await, vec![holder_node.clone()]);
         // By full path too.
         let out = output(&["revoke", "--connect", hosts, "--node", &format!("{path}/{holder_node}"), &path]).await;
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-        assert_eq!(next_line(&mut held, "the holder's command to be stopped").await, "term");
-        assert_eq!(finished(holder, "the revoked holder").await.0, Some(4));
+        assert_eq!(holder.line("the holder's command to be stopped").await, "term");
+        assert_eq!(holder.finish().await.0, Some(4));
     }
 
     async fn nothing_to_revoke_is_1_and_other_recipes_are_usage_errors(hosts: &str) {

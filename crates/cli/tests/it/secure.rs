@@ -5,11 +5,8 @@
 //! `--tls-cert`, `--tls-key`).
 
 use std::os::unix::fs::PermissionsExt as _;
-use std::process::{ExitStatus, Stdio};
 
 use base64::Engine as _;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin};
 use zklock_testkit::unique_path;
 use zookeeper_client::{self as zk, Acl, AuthId, Client, CreateMode, Permission};
 
@@ -41,14 +38,6 @@ async fn as_user(hosts: &str, user: &str, password: &str) -> Client {
         .expect("connect")
 }
 
-/// Catches `client` up with everything committed so far.
-async fn sync(client: &Client, path: &str) {
-    match client.sync(path).await {
-        Ok(()) | Err(zk::Error::NoNode) => {}
-        Err(err) => panic!("sync {path}: {err}"),
-    }
-}
-
 /// A random secret, so that finding it anywhere means it leaked from this test.
 fn secret() -> String {
     // `unique_path` is "/x-<16 random hex digits>".
@@ -66,88 +55,20 @@ fn command(args: &[&str]) -> tokio::process::Command {
     command
 }
 
-/// Runs `command` to completion (bounded).
-async fn finish(command: &mut tokio::process::Command) -> std::process::Output {
-    tokio::time::timeout(EVENTUALLY, command.output())
-        .await
-        .expect("zklock did not finish")
-        .expect("run zklock")
-}
-
-/// A `zklock run` whose command has printed `held` and waits for a line on its standard input.
-struct Held {
-    zklock: Child,
-    stdin: ChildStdin,
-}
-
 /// The command [`hold`] gives `zklock run`.
 const HOLD: [&str; 3] = ["sh", "-c", "echo held; read line"];
 
 /// Starts `command` (a `zklock run … -- HOLD`) and waits until its command runs: the lock is held.
-async fn hold(command: &mut tokio::process::Command) -> Held {
-    let mut zklock = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start zklock");
-    let stdin = zklock.stdin.take().unwrap();
-    let mut lines = BufReader::new(zklock.stdout.take().unwrap()).lines();
-    let first = eventually("the command to start", lines.next_line()).await;
-    assert_eq!(first.unwrap().as_deref(), Some("held"));
-    Held { zklock, stdin }
+async fn hold(command: &mut tokio::process::Command) -> Running {
+    let mut held = Running::start(command);
+    assert_eq!(held.line("the command to start").await, "held");
+    held
 }
 
-impl Held {
-    /// Lets the command end and returns `zklock`'s exit status.
-    async fn release(mut self) -> ExitStatus {
-        self.stdin.write_all(b"done\n").await.unwrap();
-        drop(self.stdin);
-        eventually("zklock to exit", self.zklock.wait()).await.unwrap()
-    }
-
-    fn pid(&self) -> u32 {
-        self.zklock.id().unwrap()
-    }
-}
-
-/// Awaits `future` for at most [`EVENTUALLY`].
-async fn eventually<F: std::future::Future>(what: &str, future: F) -> F::Output {
-    tokio::time::timeout(EVENTUALLY, future)
-        .await
-        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
-}
-
-/// Waits (child watches) until `dir` has `count` children; returns them, sorted.
-async fn children(client: &Client, dir: &str, count: usize) -> Vec<String> {
-    eventually(&format!("{count} children in {dir}"), async {
-        loop {
-            match client.list_and_watch_children(dir).await {
-                Ok((mut children, _)) if children.len() == count => {
-                    children.sort();
-                    return children;
-                }
-                Ok((_, watcher)) => drop(watcher.changed().await),
-                Err(zk::Error::NoNode) => {
-                    let (stat, watcher) = client.check_and_watch_stat(dir).await.unwrap();
-                    if stat.is_none() {
-                        drop(watcher.changed().await);
-                    }
-                }
-                Err(err) => panic!("listing {dir}: {err}"),
-            }
-        }
-    })
-    .await
-}
-
-/// The children of `dir` left (none if it is gone: lock directories are containers, which the server may delete).
-async fn remaining(client: &Client, dir: &str) -> Vec<String> {
-    sync(client, dir).await;
-    match client.list_children(dir).await {
-        Ok(children) => children,
-        Err(zk::Error::NoNode) => Vec::new(),
-        Err(err) => panic!("listing {dir}: {err}"),
-    }
+/// Lets a [`hold`]ing command end; `zklock`'s exit code.
+async fn release(mut held: Running) -> Option<i32> {
+    held.release("done").await;
+    held.finish().await.0
 }
 
 /// The command lines of every process on the machine that contain `needle`.
@@ -193,13 +114,13 @@ on_both_servers! {
         assert_eq!(alice.get_acl(&top).await.unwrap().0, directory);
 
         // `zklock status` without credentials shows the holder by name; the data is marked unreadable.
-        let out = finish(&mut command(&["status", "--connect", hosts, &path])).await;
+        let out = completed(&mut command(&["status", "--connect", hosts, &path])).await;
         let stdout = text(&out.stdout);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
         assert!(stdout.contains("held by 1 of 1"), "{stdout}");
         assert!(stdout.contains("holder") && stdout.contains(name.as_str()), "{stdout}");
         assert!(stdout.contains("data not readable") && !stdout.contains("nightly secret"), "{stdout}");
-        let out = finish(&mut command(&["status", "--connect", hosts, "--json", &path])).await;
+        let out = completed(&mut command(&["status", "--connect", hosts, "--json", &path])).await;
         let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(json["holders"][0]["name"], name.as_str(), "{json}");
         assert_eq!(json["holders"][0]["data"], serde_json::Value::Null, "{json}");
@@ -207,16 +128,16 @@ on_both_servers! {
         assert_eq!(json["holders"][0]["session_id"], format!("0x{owner:x}"), "{json}");
         // With alice's credentials (from the environment this time) the data shows.
         let mut status = command(&["status", "--connect", hosts, &path]);
-        let out = finish(status.env("ZKLOCK_AUTH", &alice_auth)).await;
+        let out = completed(status.env("ZKLOCK_AUTH", &alice_auth)).await;
         assert!(text(&out.stdout).contains("nightly secret"), "{}", text(&out.stdout));
 
         // Without credentials zklock cannot queue there: exit 3, and it says why.
-        let out = finish(&mut command(&["run", "--connect", hosts, "--nonblock", &path, "--", "true"])).await;
+        let out = completed(&mut command(&["run", "--connect", hosts, "--nonblock", &path, "--", "true"])).await;
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(3), "{stderr}");
         assert!(stderr.contains("not authorized") && stderr.contains("--auth"), "{stderr}");
 
-        assert!(held.release().await.success());
+        assert_eq!(release(held).await, Some(0));
         assert_eq!(remaining(&alice, &path).await, Vec::<String>::new());
     }
 
@@ -231,64 +152,54 @@ on_both_servers! {
 
         // Bob, named in alice's ACL, queues behind her (credentials from the environment).
         let bob_acl = format!("creator,digest:alice:{}", hash("alice", &alice_pw));
-        let bob = command(&["run", "--connect", hosts, "--acl", &bob_acl, &path, "--", "echo", "bob ran"])
-            .env("ZKLOCK_AUTH", format!("digest:bob:{bob_pw}"))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut bob = Running::start(
+            command(&["run", "--connect", hosts, "--acl", &bob_acl, &path, "--", "echo", "bob ran"])
+                .env("ZKLOCK_AUTH", format!("digest:bob:{bob_pw}")),
+        );
         let anonymous = client(hosts).await;
-        children(&anonymous, &path, 2).await;
+        await_children(&anonymous, &path, 2).await;
         // He may read alice's data.
         let bob_auth = format!("digest:bob:{bob_pw}");
-        let out = finish(&mut command(&["status", "--connect", hosts, "--auth", &bob_auth, &path])).await;
+        let out = completed(&mut command(&["status", "--connect", hosts, "--auth", &bob_auth, &path])).await;
         let stdout = text(&out.stdout);
         assert!(stdout.contains("alice's backup") && stdout.contains("waiting"), "{stdout}");
         // Carol, not named, may not queue.
-        let out = finish(&mut command(&[
+        let out = completed(&mut command(&[
             "run", "--connect", hosts, "--auth", "digest:carol:carol-pw", "--nonblock", &path, "--", "true",
         ])).await;
         assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
 
-        assert!(held.release().await.success());
-        let out = eventually("bob's run", bob.wait_with_output()).await.unwrap();
-        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-        assert_eq!(text(&out.stdout), "bob ran\n");
+        assert_eq!(release(held).await, Some(0));
+        assert_eq!(bob.line("bob's run").await, "bob ran");
+        let (status, stderr) = bob.finish().await;
+        assert_eq!(status, Some(0), "{stderr}");
     }
 
     async fn an_election_with_private_data_is_observed_by_name(hosts: &str) {
         let path = unique_path("cli-secure-elect");
         let pw = secret();
-        let mut leader = command(&[
+        let leader = hold(command(&[
             "elect", "--connect", hosts, "--auth", &format!("digest:alice:{pw}"), "--describe", "private",
             &path, "--",
-        ]).args(HOLD).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
-        let mut lines = BufReader::new(leader.stdout.take().unwrap()).lines();
-        assert_eq!(eventually("leadership", lines.next_line()).await.unwrap().as_deref(), Some("held"));
-        let mut observer = command(&["elect", "--connect", hosts, "--observe", "--json", &path])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut seen = BufReader::new(observer.stdout.take().unwrap()).lines();
-        let line = eventually("an observation", seen.next_line()).await.unwrap().unwrap();
+        ]).args(HOLD)).await;
+        let mut observer = Running::start(&mut command(&["elect", "--connect", hosts, "--observe", "--json", &path]));
+        let line = observer.line("an observation").await;
         let json: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert!(json["leader"]["node"].as_str().unwrap().starts_with(&path), "{json}");
         assert_eq!(json["leader"]["data"], serde_json::Value::Null, "{json}");
         // The observer, watching a node it may not read, still sees the leader go.
-        leader.stdin.take().unwrap().write_all(b"done\n").await.unwrap();
-        assert!(eventually("the leader to resign", leader.wait()).await.unwrap().success());
-        let line = eventually("the next observation", seen.next_line()).await.unwrap().unwrap();
+        assert_eq!(release(leader).await, Some(0), "the leader resigned");
+        let line = observer.line("the next observation").await;
         let json: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(json["leader"], serde_json::Value::Null, "{json}");
-        let observer_pid = nix::unistd::Pid::from_raw(observer.id().unwrap() as i32);
-        nix::sys::signal::kill(observer_pid, nix::sys::signal::Signal::SIGTERM).unwrap();
-        assert!(eventually("the observer to stop", observer.wait()).await.unwrap().success());
+        observer.signal(nix::sys::signal::Signal::SIGTERM);
+        assert_eq!(observer.finish().await.0, Some(0), "the observer stopped");
     }
 
     async fn refused_credentials_exit_3(hosts: &str) {
         let path = unique_path("cli-secure-refused");
         let auth = "nosuchscheme:whatever";
-        let out = finish(&mut command(&["status", "--connect", hosts, "--auth", auth, &path])).await;
+        let out = completed(&mut command(&["status", "--connect", hosts, "--auth", auth, &path])).await;
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(3), "{stderr}");
         assert!(stderr.contains("refused our credentials") && stderr.contains("nosuchscheme"), "{stderr}");
@@ -296,7 +207,7 @@ on_both_servers! {
     }
 
     async fn the_demo_takes_credentials_and_acls(hosts: &str) {
-        let out = finish(&mut command(&[
+        let out = completed(&mut command(&[
             "demo", "--connect", hosts, "--workers", "2", "--hold", "10", "--path",
             &unique_path("cli-secure-demo"), "--auth", "digest:alice:demo-pw", "--acl", "creator",
         ])).await;
@@ -353,8 +264,8 @@ async fn credentials_from_a_file_or_the_environment_stay_out_of_every_command_li
         [digest_acl("alice", &pw, Permission::ALL)],
         "the file's credentials were used"
     );
-    assert!(held.release().await.success());
-    let out = finish(&mut command(&[
+    assert_eq!(release(held).await, Some(0));
+    let out = completed(&mut command(&[
         "run",
         "--connect",
         &hosts,
@@ -390,12 +301,12 @@ async fn credentials_from_a_file_or_the_environment_stay_out_of_every_command_li
         [digest_acl("alice", &pw, Permission::ALL)],
         "the environment's credentials were used"
     );
-    assert!(held.release().await.success());
+    assert_eq!(release(held).await, Some(0));
 
     // A file other users may read: it works, with a warning.
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
     let path = unique_path("cli-secure-shared-file");
-    let out = finish(&mut command(&[
+    let out = completed(&mut command(&[
         "run",
         "--connect",
         &hosts,
@@ -480,13 +391,13 @@ async fn bad_credentials_acls_and_tls_files_are_usage_errors() {
         if let Some(env) = env {
             zklock.env("ZKLOCK_AUTH", env);
         }
-        let out = finish(&mut zklock).await;
+        let out = completed(&mut zklock).await;
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
         assert!(!stderr.contains(&hidden), "{args:?} shows the secret: {stderr}");
     }
-    let out = finish(&mut command(&[
+    let out = completed(&mut command(&[
         "status",
         "--connect",
         "tcp+tls://127.0.0.1:2281",
@@ -564,7 +475,7 @@ async fn tls_scenario(plain: &str, secure: &str, m: &TlsMaterial) {
     let ca = m.path("server-ca.pem");
     let path = unique_path("cli-tls");
     let held = hold(command(&["run", "--connect", secure, "--tls-ca", &ca, &path, "--"]).args(HOLD)).await;
-    let out = finish(command(&["status", "--connect", secure, &path]).env("ZKLOCK_TLS_CA", &ca)).await;
+    let out = completed(command(&["status", "--connect", secure, &path]).env("ZKLOCK_TLS_CA", &ca)).await;
     assert!(
         text(&out.stdout).contains("held by 1 of 1"),
         "{}{}",
@@ -572,7 +483,7 @@ async fn tls_scenario(plain: &str, secure: &str, m: &TlsMaterial) {
         text(&out.stderr)
     );
     // Per server: `tcp://` keeps one plaintext although --tls-ca is given.
-    let out = finish(&mut command(&[
+    let out = completed(&mut command(&[
         "status",
         "--connect",
         &format!("tcp://{plain}"),
@@ -587,7 +498,7 @@ async fn tls_scenario(plain: &str, secure: &str, m: &TlsMaterial) {
         text(&out.stdout),
         text(&out.stderr)
     );
-    assert!(held.release().await.success());
+    assert_eq!(release(held).await, Some(0));
     let anonymous = client(plain).await;
     assert_eq!(
         remaining(&anonymous, &path).await,
@@ -625,7 +536,7 @@ async fn tls_scenario(plain: &str, secure: &str, m: &TlsMaterial) {
         zk::Error::NoAuth,
         "the certificate's alone"
     );
-    assert!(held.release().await.success());
+    assert_eq!(release(held).await, Some(0));
 
     // Plaintext to the TLS port, TLS to the plaintext port, a CA that did not sign the server's certificate.
     for (connect, tls_ca, hint) in [
@@ -649,7 +560,7 @@ async fn tls_scenario(plain: &str, secure: &str, m: &TlsMaterial) {
         if let Some(tls_ca) = &tls_ca {
             status.args(["--tls-ca", tls_ca]);
         }
-        let out = finish(&mut status).await;
+        let out = completed(&mut status).await;
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(3), "{connect} {tls_ca:?}: {stderr}");
         assert!(stderr.contains(hint), "{connect} {tls_ca:?}: {stderr}");

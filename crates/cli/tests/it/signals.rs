@@ -1,13 +1,9 @@
 //! Signals to `zklock run` / `zklock elect`: HUP, INT, TERM, QUIT, USR1 and USR2 reach the command's process group,
 //! and a signal that makes `zklock` end (an SSH logout's SIGHUP) never leaves the session — and so the lock — behind.
 
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
-use tokio::io::{AsyncBufReadExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdout};
+use nix::sys::signal::Signal;
 use zklock::Mutex;
 use zklock_testkit::unique_path;
 
@@ -24,24 +20,10 @@ fn trap_script(signal: &str) -> String {
 }
 
 /// Starts `zklock <kind> --connect HOSTS PATH -- sh -c SCRIPT` and waits for the command's `ready`.
-async fn start(kind: &str, hosts: &str, path: &str, script: &str) -> (Child, Lines<BufReader<ChildStdout>>) {
-    let mut zklock = zklock(&[kind, "--connect", hosts, path, "--", "sh", "-c", script])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(zklock.stdout.take().unwrap()).lines();
-    let line = tokio::time::timeout(EVENTUALLY, lines.next_line())
-        .await
-        .expect("the command started")
-        .unwrap();
-    assert_eq!(line.as_deref(), Some("ready"));
-    (zklock, lines)
-}
-
-fn send(zklock: &Child, signal: Signal) {
-    let pid = zklock.id().expect("zklock runs") as i32;
-    kill(Pid::from_raw(pid), signal).unwrap();
+async fn start(kind: &str, hosts: &str, path: &str, script: &str) -> Running {
+    let mut zklock = Running::zklock(&[kind, "--connect", hosts, path, "--", "sh", "-c", script]);
+    assert_eq!(zklock.line("the command to start").await, "ready");
+    zklock
 }
 
 /// Sends `signal` to `zklock <kind>` while its command traps it: the command must get it (and exit 0, and so must
@@ -50,23 +32,12 @@ async fn reaches_the_command(kind: &str, signal: Signal) {
     let hosts = zookeeper().await;
     let name = signal.as_str().trim_start_matches("SIG");
     let path = unique_path(&format!("cli-signal-{kind}-{name}"));
-    let (zklock, mut lines) = start(kind, &hosts, &path, &trap_script(name)).await;
-    send(&zklock, signal);
-    let line = tokio::time::timeout(EVENTUALLY, lines.next_line())
-        .await
-        .expect("the command reported")
-        .unwrap();
-    let out = tokio::time::timeout(EVENTUALLY, zklock.wait_with_output())
-        .await
-        .expect("zklock exits")
-        .unwrap();
-    assert_eq!(
-        line.as_deref(),
-        Some(format!("got-{name}").as_str()),
-        "stderr: {}",
-        text(&out.stderr)
-    );
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    let mut zklock = start(kind, &hosts, &path, &trap_script(name)).await;
+    zklock.signal(signal);
+    let line = zklock.next_line("the command's report").await;
+    let (status, stderr) = zklock.finish().await;
+    assert_eq!(line, Some(format!("got-{name}")), "stderr: {stderr}");
+    assert_eq!(status, Some(0), "stderr: {stderr}");
     let client = client(&hosts).await;
     assert_eq!(client.list_children(&path).await.unwrap(), Vec::<String>::new());
 }
@@ -91,13 +62,12 @@ async fn hup_reaches_the_command_of_elect() {
     reaches_the_command("elect", Signal::SIGHUP).await;
 }
 
-/// Polls (bounded by `FREED_WITHIN` from now) until `path` has no children; panics with what is left.
-async fn freed_at_once(hosts: &str, path: &str) {
+/// Polls (bounded by `FREED_WITHIN` from now) until `path` has `left` children; panics with what is there.
+async fn freed_at_once(client: &zookeeper_client::Client, path: &str, left: usize) {
     let exited = Instant::now();
-    let client = client(hosts).await;
     loop {
         let children = client.list_children(path).await.unwrap();
-        if children.is_empty() {
+        if children.len() == left {
             return;
         }
         assert!(
@@ -115,23 +85,17 @@ async fn hup_while_running_reaches_the_command_and_frees_the_lock_at_once() {
     let path = unique_path("cli-signal-hup-running");
     // The command dies of SIGHUP, as most do; before that it says it got it.
     let script = "trap 'echo got-HUP; trap - HUP; kill -HUP $$' HUP; echo ready; sleep 120 & wait";
-    let (zklock, mut lines) = start("run", &hosts, &path, script).await;
-    send(&zklock, Signal::SIGHUP);
-    let line = tokio::time::timeout(EVENTUALLY, lines.next_line())
-        .await
-        .expect("the command reported")
-        .unwrap();
-    let out = tokio::time::timeout(EVENTUALLY, zklock.wait_with_output())
-        .await
-        .expect("zklock exits")
-        .unwrap();
-    freed_at_once(&hosts, &path).await;
-    assert_eq!(line.as_deref(), Some("got-HUP"), "stderr: {}", text(&out.stderr));
+    let admin = client(&hosts).await;
+    let mut zklock = start("run", &hosts, &path, script).await;
+    zklock.signal(Signal::SIGHUP);
+    let line = zklock.next_line("the command's report").await;
+    let (status, stderr) = zklock.finish().await;
+    freed_at_once(&admin, &path, 0).await;
+    assert_eq!(line.as_deref(), Some("got-HUP"), "stderr: {stderr}");
     assert_eq!(
-        out.status.code(),
+        status,
         Some(128 + Signal::SIGHUP as i32),
-        "the command died of SIGHUP; stderr: {}",
-        text(&out.stderr)
+        "the command died of SIGHUP; stderr: {stderr}"
     );
 }
 
@@ -141,43 +105,14 @@ async fn hup_while_waiting_ends_the_wait_and_leaves_no_node() {
     let path = unique_path("cli-signal-hup-waiting");
     let holder = client(&hosts).await;
     let guard = Mutex::new(&holder, &path).unwrap().lock().await.unwrap();
-    let mut waiter = zklock(&["run", "--connect", &hosts, &path, "--", "true"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Waiting: its node is queued behind the holder's (an event would need a watch per poll; this is bounded).
-    let deadline = Instant::now() + EVENTUALLY;
-    while holder.list_children(&path).await.unwrap().len() < 2 {
-        assert!(Instant::now() < deadline, "the waiter never queued");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    send(&waiter, Signal::SIGHUP);
-    let status = tokio::time::timeout(Duration::from_secs(10), waiter.wait())
-        .await
-        .expect("zklock exits promptly")
-        .unwrap();
-    let mut stderr = String::new();
-    tokio::io::AsyncReadExt::read_to_string(&mut waiter.stderr.take().unwrap(), &mut stderr)
-        .await
-        .unwrap();
-    assert_eq!(
-        status.code(),
-        Some(128 + Signal::SIGHUP as i32),
-        "stderr: {stderr}"
-    );
+    let waiter = Running::zklock(&["run", "--connect", &hosts, &path, "--", "true"]);
+    // Waiting: its node is queued behind the holder's.
+    await_children(&holder, &path, 2).await;
+    waiter.signal(Signal::SIGHUP);
+    let (status, stderr) = waiter.finish().await;
+    assert_eq!(status, Some(128 + Signal::SIGHUP as i32), "stderr: {stderr}");
     assert!(stderr.contains("SIGHUP while waiting"), "{stderr}");
     // Only the holder's node is left, at once.
-    let started = Instant::now();
-    loop {
-        let children = holder.list_children(&path).await.unwrap();
-        if children.len() == 1 {
-            break;
-        }
-        assert!(
-            started.elapsed() < FREED_WITHIN,
-            "the waiter's node is still there: {children:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    freed_at_once(&holder, &path, 1).await;
     assert!(guard.release().await.is_ok());
 }

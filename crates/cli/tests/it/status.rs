@@ -37,13 +37,7 @@ async fn shows_holder_and_queue_in_order() {
         })
     };
     // Wait until the waiter is queued.
-    loop {
-        let (children, watcher) = a.list_and_watch_children(&path).await.unwrap();
-        if children.len() == 2 {
-            break;
-        }
-        tokio::time::timeout(EVENTUALLY, watcher.changed()).await.unwrap();
-    }
+    await_children(&a, &path, 2).await;
     let out = output(&["status", "--connect", &hosts, &path]).await;
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0));
@@ -194,13 +188,7 @@ async fn semaphore_acquirer_waiting_for_room_is_not_a_holder() {
     };
     // The waiter holds the gate and has created its lease node: two lease nodes, one lease held.
     let leases = format!("{sem}/leases");
-    loop {
-        let (children, watcher) = observer.list_and_watch_children(&leases).await.unwrap();
-        if children.len() == 2 {
-            break;
-        }
-        tokio::time::timeout(EVENTUALLY, watcher.changed()).await.unwrap();
-    }
+    await_children(&observer, &leases, 2).await;
     let stdout = text(&output(&["status", "--connect", &hosts, &sem]).await.stdout);
     assert!(
         stdout.contains("semaphore with 1 lease(s) held, 1 acquirer(s) queued"),
@@ -213,17 +201,6 @@ async fn semaphore_acquirer_waiting_for_room_is_not_a_holder() {
     held.release().await.unwrap();
     let session = waiter.await.unwrap().unwrap();
     assert_eq!(session, b_session);
-}
-
-/// Waits until `path` has `n` children.
-async fn children(watcher: &zookeeper_client::Client, path: &str, n: usize) {
-    loop {
-        let (children, watch) = watcher.list_and_watch_children(path).await.unwrap();
-        if children.len() == n {
-            return;
-        }
-        tokio::time::timeout(EVENTUALLY, watch.changed()).await.unwrap();
-    }
 }
 
 fn json(out: &std::process::Output) -> serde_json::Value {
@@ -284,7 +261,7 @@ async fn json_carries_the_holders_fencing_token() {
                 .map(|guard| guard.fencing_token())
         })
     };
-    children(&client(&hosts).await, &path, 2).await;
+    await_children(&client(&hosts).await, &path, 2).await;
 
     let found = json(&output(&["status", "--connect", &hosts, "--json", &path]).await);
     assert_eq!(found["path"], path.as_str(), "{found}");
@@ -411,7 +388,7 @@ async fn election_shows_leader_and_candidates() {
                 .map(|_| ())
         })
     };
-    children(&a, &election, 2).await;
+    await_children(&a, &election, 2).await;
 
     let stdout = text(&output(&["status", "--connect", &hosts, &election]).await.stdout);
     let lines: Vec<&str> = stdout.lines().collect();
@@ -503,7 +480,7 @@ async fn shows_groups_and_transactions() {
         let tpc = zklock::TwoPhaseCommit::new(&b, &transactions).unwrap();
         tokio::spawn(async move { tpc.join("tx", "x").await?.vote(zklock::Decision::Commit).await })
     };
-    children(&a, &tx, 4).await; // coordinator-, joined-x, alive-…-x, vote-x
+    await_children(&a, &tx, 4).await; // coordinator-, joined-x, alive-…-x, vote-x
     let stdout = text(&output(&["status", "--connect", &hosts, &tx]).await.stdout);
     assert!(
         stdout.contains(
@@ -581,7 +558,7 @@ async fn semaphore_waiters_are_listed_and_a_child_named_locks_is_no_semaphore() 
                 .unwrap();
             lease.release().await.unwrap();
         }));
-        children(&observer, &format!("{sem}/locks"), waiters.len()).await;
+        await_children(&observer, &format!("{sem}/locks"), waiters.len()).await;
     }
     let stdout = text(&output(&["status", "--connect", &hosts, &sem]).await.stdout);
     assert!(

@@ -1,8 +1,14 @@
 //! Running the `zklock` binary in tests.
 
-use std::process::Output;
+use std::future::Future;
+use std::process::{Output, Stdio};
 use std::time::Duration;
 
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout};
+use tokio::sync::mpsc;
 use zookeeper_client::{self as zk, Client};
 
 /// Generous bound for "this must happen" on a loaded 2-core machine.
@@ -24,10 +30,129 @@ pub fn zklock(args: &[&str]) -> tokio::process::Command {
 
 /// Runs `zklock` to completion (bounded).
 pub async fn output(args: &[&str]) -> Output {
-    tokio::time::timeout(EVENTUALLY, zklock(args).output())
+    completed(&mut zklock(args)).await
+}
+
+/// Runs `command` to completion (bounded).
+pub async fn completed(command: &mut tokio::process::Command) -> Output {
+    eventually(&format!("{command:?} to finish"), command.output())
         .await
-        .unwrap_or_else(|_| panic!("zklock {args:?} did not finish"))
         .expect("run zklock")
+}
+
+/// Awaits `future` for at most [`EVENTUALLY`]; `what` names it in the panic.
+pub async fn eventually<F: Future>(what: &str, future: F) -> F::Output {
+    tokio::time::timeout(EVENTUALLY, future)
+        .await
+        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
+}
+
+/// A running `zklock` (the one process harness of these tests): its standard output read line by line, its
+/// standard input a pipe kept open until [`close_stdin`](Running::close_stdin) (a command's `read` waits on it),
+/// its standard error collected at [`finish`](Running::finish). Killed if dropped unfinished.
+pub struct Running {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Option<Lines<BufReader<ChildStdout>>>,
+}
+
+impl Running {
+    /// Starts `command` with its three streams piped.
+    pub fn start(command: &mut tokio::process::Command) -> Running {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start zklock");
+        let stdin = child.stdin.take();
+        let lines = Some(BufReader::new(child.stdout.take().unwrap()).lines());
+        Running { child, stdin, lines }
+    }
+
+    /// `zklock ARGS`, started.
+    pub fn zklock(args: &[&str]) -> Running {
+        Running::start(&mut zklock(args))
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id().expect("zklock runs") as i32
+    }
+
+    pub fn signal(&self, signal: Signal) {
+        kill(Pid::from_raw(self.pid()), signal).expect("signal zklock");
+    }
+
+    /// The next line of standard output (bounded); panics at its end.
+    pub async fn line(&mut self, what: &str) -> String {
+        self.next_line(what)
+            .await
+            .unwrap_or_else(|| panic!("no more output while waiting for {what}"))
+    }
+
+    /// The next line of standard output (bounded), `None` at its end.
+    pub async fn next_line(&mut self, what: &str) -> Option<String> {
+        let lines = self.lines.as_mut().expect("standard output not forwarded");
+        eventually(what, lines.next_line()).await.expect("read stdout")
+    }
+
+    /// Writes `line` to the standard input.
+    pub async fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("standard input still open");
+        stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+    }
+
+    /// Writes `line` and closes the standard input: a command waiting in `read` goes on.
+    pub async fn release(&mut self, line: &str) {
+        self.send(line).await;
+        self.close_stdin();
+    }
+
+    pub fn close_stdin(&mut self) {
+        drop(self.stdin.take());
+    }
+
+    /// Sends each line of standard output to `to` as `(tag, line)`, from now on.
+    pub fn forward_lines(&mut self, tag: usize, to: mpsc::UnboundedSender<(usize, String)>) {
+        let mut lines = self.lines.take().expect("standard output not forwarded yet");
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if to.send((tag, line)).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+
+    /// Waits (bounded) for `zklock` to exit: its exit code and standard error. The standard input stays open
+    /// until then unless closed before.
+    pub async fn finish(mut self) -> (Option<i32>, String) {
+        let stdin = self.stdin.take();
+        let out = eventually("zklock to exit", self.child.wait_with_output())
+            .await
+            .expect("wait for zklock");
+        drop(stdin);
+        (out.status.code(), text(&out.stderr))
+    }
+}
+
+/// Catches `client` up with everything committed so far.
+pub async fn sync(client: &Client, path: &str) {
+    match client.sync(path).await {
+        Ok(()) | Err(zk::Error::NoNode) => {}
+        Err(err) => panic!("sync {path}: {err}"),
+    }
+}
+
+/// The children of `dir` left, after a sync (none if it is gone: lock directories are containers, which the
+/// server may delete).
+pub async fn remaining(client: &Client, dir: &str) -> Vec<String> {
+    sync(client, dir).await;
+    match client.list_children(dir).await {
+        Ok(children) => children,
+        Err(zk::Error::NoNode) => Vec::new(),
+        Err(err) => panic!("listing {dir}: {err}"),
+    }
 }
 
 /// A client session for inspecting or preparing the tree.
@@ -64,12 +189,15 @@ pub async fn exited(pid: i32) {
     .unwrap();
 }
 
-/// Waits, with child watches, until `dir` has `count` children; returns them.
+/// Waits, with child watches, until `dir` has `count` children; returns them, sorted.
 pub async fn await_children(client: &Client, dir: &str, count: usize) -> Vec<String> {
     let wait = async {
         loop {
             match client.list_and_watch_children(dir).await {
-                Ok((children, _)) if children.len() == count => return children,
+                Ok((mut children, _)) if children.len() == count => {
+                    children.sort();
+                    return children;
+                }
                 Ok((_, watcher)) => drop(watcher.changed().await),
                 Err(zk::Error::NoNode) => {
                     let (stat, watcher) = client.check_and_watch_stat(dir).await.unwrap();
