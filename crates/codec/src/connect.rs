@@ -3,7 +3,7 @@
 //! The trailing `readOnly` flag is optional on the wire: old clients (and the Rust client) omit it, and the
 //! server must answer in kind, so it is an `Option` whose presence round-trips.
 
-use crate::jute::{put_bool, put_buffer, put_i32, put_i64, Decode, Encode, Reader};
+use crate::jute::{put_buffer, put_i32, put_i64, put_trailing_bool, Decode, Encode, Reader};
 use crate::DecodeError;
 
 /// First frame from a client.
@@ -30,9 +30,7 @@ impl Encode for ConnectRequest {
         put_i32(w, self.time_out);
         put_i64(w, self.session_id);
         put_buffer(w, Some(&self.passwd));
-        if let Some(ro) = self.read_only {
-            put_bool(w, ro);
-        }
+        put_trailing_bool(w, self.read_only);
     }
 }
 
@@ -44,11 +42,7 @@ impl Decode for ConnectRequest {
             time_out: r.read_i32()?,
             session_id: r.read_i64()?,
             passwd: r.read_buffer()?.unwrap_or_default(),
-            read_only: if r.remaining() > 0 {
-                Some(r.read_bool()?)
-            } else {
-                None
-            },
+            read_only: r.read_trailing_bool()?,
         })
     }
 }
@@ -74,9 +68,7 @@ impl Encode for ConnectResponse {
         put_i32(w, self.time_out);
         put_i64(w, self.session_id);
         put_buffer(w, Some(&self.passwd));
-        if let Some(ro) = self.read_only {
-            put_bool(w, ro);
-        }
+        put_trailing_bool(w, self.read_only);
     }
 }
 
@@ -87,11 +79,7 @@ impl Decode for ConnectResponse {
             time_out: r.read_i32()?,
             session_id: r.read_i64()?,
             passwd: r.read_buffer()?.unwrap_or_default(),
-            read_only: if r.remaining() > 0 {
-                Some(r.read_bool()?)
-            } else {
-                None
-            },
+            read_only: r.read_trailing_bool()?,
         })
     }
 }

@@ -81,6 +81,15 @@ impl<'a> Reader<'a> {
         self.array().map(i64::from_be_bytes)
     }
 
+    /// An optional trailing bool: `None` when nothing is left (the handshake's `readOnly`).
+    pub fn read_trailing_bool(&mut self) -> Result<Option<bool>, DecodeError> {
+        if self.remaining() > 0 {
+            self.read_bool().map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
     /// Reads a `boolean` (one byte; any non-zero value is true, like Java's `DataInput.readBoolean`).
     pub fn read_bool(&mut self) -> Result<bool, DecodeError> {
         self.array::<1>().map(|[b]| b != 0)
@@ -151,6 +160,13 @@ pub fn put_i32(w: &mut Vec<u8>, v: i32) {
 /// Appends a big-endian `long`.
 pub fn put_i64(w: &mut Vec<u8>, v: i64) {
     w.extend_from_slice(&v.to_be_bytes());
+}
+
+/// An optional trailing bool: written only when present (see [`Reader::read_trailing_bool`]).
+pub fn put_trailing_bool(w: &mut Vec<u8>, v: Option<bool>) {
+    if let Some(v) = v {
+        put_bool(w, v);
+    }
 }
 
 /// Appends a `boolean` byte.

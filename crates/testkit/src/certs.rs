@@ -131,3 +131,34 @@ impl Ca {
         self.sign(params, name, ExtendedKeyUsagePurpose::ClientAuth)
     }
 }
+
+/// TLS options for a client that trusts the CA in `trusted_ca` (PEM) and presents `identity`, if any.
+pub fn tls_options(trusted_ca: &str, identity: Option<&Identity>) -> zookeeper_client::TlsOptions {
+    let options = zookeeper_client::TlsOptions::new()
+        .with_pem_ca(trusted_ca)
+        .expect("a PEM CA");
+    match identity {
+        Some(id) => options
+            .with_pem_identity(&id.cert, &id.key)
+            .expect("a PEM identity"),
+        None => options,
+    }
+}
+
+/// Connects over TLS (10 s session); an error when the handshake or the session fails, without retrying. Bounded:
+/// panics if it neither connects nor fails within 60 s.
+pub async fn tls_client(
+    addr: &str,
+    options: zookeeper_client::TlsOptions,
+) -> Result<zookeeper_client::Client, zookeeper_client::Error> {
+    tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        zookeeper_client::Client::connector()
+            .with_tls(options)
+            .with_session_timeout(std::time::Duration::from_secs(10))
+            .with_fail_eagerly()
+            .secure_connect(addr),
+    )
+    .await
+    .expect("connect or fail in time")
+}

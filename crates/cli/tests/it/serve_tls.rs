@@ -4,9 +4,8 @@
 //! each. The client is `zookeeper-client` with its `tls` feature; certificates are made in the test.
 
 use std::path::Path;
-use std::time::Duration;
 
-use zklock_testkit::certs::{Ca, Identity};
+use zklock_testkit::certs::{self, Ca, Identity};
 use zklock_testkit::ports::free_port;
 use zookeeper_client as zk;
 
@@ -58,20 +57,7 @@ fn zoo_cfg(dir: &Path, ca: &Ca, plain: u16, secure: u16) -> std::path::PathBuf {
 }
 
 async fn tls_client(addr: &str, ca: &Ca, identity: Option<&Identity>) -> Result<zk::Client, zk::Error> {
-    let mut options = zk::TlsOptions::new().with_pem_ca(&ca.pem()).unwrap();
-    if let Some(id) = identity {
-        options = options.with_pem_identity(&id.cert, &id.key).unwrap();
-    }
-    tokio::time::timeout(
-        EVENTUALLY,
-        zk::Client::connector()
-            .with_tls(options)
-            .with_session_timeout(Duration::from_secs(10))
-            .with_fail_eagerly()
-            .secure_connect(addr),
-    )
-    .await
-    .expect("connect or fail in time")
+    certs::tls_client(addr, certs::tls_options(&ca.pem(), identity)).await
 }
 
 const IGNORED: &[&str] = &[

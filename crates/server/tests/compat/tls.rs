@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use rustls_pki_types::pem::PemObject;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use zklock_server::{Server, ServerConfig};
-use zklock_testkit::certs::{Ca, Identity};
+use zklock_testkit::certs::{tls_client, tls_options as options, Ca, Identity};
 use zklock_testkit::{keytool, ZooKeeper};
 use zookeeper_client as zk;
 
@@ -102,27 +102,6 @@ fn super_digest() -> String {
     use base64::Engine as _;
     let hash = sha1_smol::Sha1::from("super:secret".as_bytes()).digest().bytes();
     format!("super:{}", base64::engine::general_purpose::STANDARD.encode(hash))
-}
-
-fn options(trusted: &str, identity: Option<&Identity>) -> zk::TlsOptions {
-    let options = zk::TlsOptions::new().with_pem_ca(trusted).unwrap();
-    match identity {
-        Some(id) => options.with_pem_identity(&id.cert, &id.key).unwrap(),
-        None => options,
-    }
-}
-
-async fn tls_client(addr: &str, options: zk::TlsOptions) -> Result<zk::Client, zk::Error> {
-    tokio::time::timeout(
-        WAIT,
-        zk::Client::connector()
-            .with_tls(options)
-            .with_session_timeout(Duration::from_secs(10))
-            .with_fail_eagerly()
-            .secure_connect(addr),
-    )
-    .await
-    .expect("connect or fail in time")
 }
 
 async fn plain_client(addr: &str) -> zk::Client {

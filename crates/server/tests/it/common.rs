@@ -162,16 +162,6 @@ impl Raw {
 
     /// Whether the server closes the connection (reads until EOF, bounded in time).
     pub async fn closed(&mut self) -> bool {
-        tokio::time::timeout(WAIT, async {
-            let mut chunk = vec![0u8; 4096];
-            loop {
-                match self.stream.read(&mut chunk).await {
-                    Ok(0) | Err(_) => return true,
-                    Ok(_) => {}
-                }
-            }
-        })
-        .await
-        .unwrap_or(false)
+        self.closed_within(WAIT).await
     }
 }

@@ -306,51 +306,20 @@ async fn notification_precedes_the_reply_of_the_write_that_caused_it() {
         )
         .await;
     assert_eq!((h.err, body.len()), (0, 4));
-    // As in ZooKeeper 3.8, checkWatches/removeWatches match a watcher whatever its mode.
-    let (h, _) = raw
-        .call(
-            OpCode::CheckWatches,
-            &RemoveWatchesRequest {
-                path: "/n".into(),
-                watcher_type: 2,
-            },
-        )
-        .await;
-    assert_eq!(h.err, 0);
-    let (h, _) = raw
-        .call(
-            OpCode::RemoveWatches,
-            &RemoveWatchesRequest {
-                path: "/n".into(),
-                watcher_type: 3,
-            },
-        )
-        .await;
-    assert_eq!(h.err, 0);
-    let (h, _) = raw
-        .call(
-            OpCode::RemoveWatches,
-            &RemoveWatchesRequest {
-                path: "/n".into(),
-                watcher_type: 3,
-            },
-        )
-        .await;
-    assert_eq!(h.err, err(ErrorCode::NoWatcher));
-    let (h, _) = raw
-        .call(
-            OpCode::RemoveWatches,
-            &RemoveWatchesRequest {
-                path: "/n".into(),
-                watcher_type: 4,
-            },
-        )
-        .await;
-    assert_eq!(
-        h.err,
-        err(ErrorCode::MarshallingError),
-        "3.8 has no watcher type 4"
-    );
+    // As in ZooKeeper 3.8, checkWatches/removeWatches match a watcher whatever its mode; 3.8 has no watcher type 4.
+    for (op, watcher_type, expected) in [
+        (OpCode::CheckWatches, 2, 0),
+        (OpCode::RemoveWatches, 3, 0),
+        (OpCode::RemoveWatches, 3, err(ErrorCode::NoWatcher)),
+        (OpCode::RemoveWatches, 4, err(ErrorCode::MarshallingError)),
+    ] {
+        let request = RemoveWatchesRequest {
+            path: "/n".into(),
+            watcher_type,
+        };
+        let (h, _) = raw.call(op, &request).await;
+        assert_eq!(h.err, expected, "{op:?} of watcher type {watcher_type}");
+    }
 }
 
 #[tokio::test]

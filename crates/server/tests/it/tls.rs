@@ -8,7 +8,7 @@ use std::time::Duration;
 use zklock_server::{
     ClientAuth, Error, Server, ServerConfig, Store, StoreKind, TlsConfig, TlsError, TlsProtocol,
 };
-use zklock_testkit::certs::{Ca, Identity};
+use zklock_testkit::certs::{tls_client, tls_options as options, Ca, Identity};
 use zookeeper_client as zk;
 
 use crate::common::WAIT;
@@ -74,28 +74,6 @@ fn zklock_server_digest(user_password: &str) -> String {
         "{user}:{}",
         base64::engine::general_purpose::STANDARD.encode(hash)
     )
-}
-
-fn options(trusted_ca: &str, identity: Option<&Identity>) -> zk::TlsOptions {
-    let options = zk::TlsOptions::new().with_pem_ca(trusted_ca).unwrap();
-    match identity {
-        Some(id) => options.with_pem_identity(&id.cert, &id.key).unwrap(),
-        None => options,
-    }
-}
-
-/// Connects over TLS; an error when the handshake (or the session) fails, without retrying.
-async fn tls_client(addr: &str, options: zk::TlsOptions) -> Result<zk::Client, zk::Error> {
-    tokio::time::timeout(
-        WAIT,
-        zk::Client::connector()
-            .with_tls(options)
-            .with_session_timeout(Duration::from_secs(10))
-            .with_fail_eagerly()
-            .secure_connect(addr),
-    )
-    .await
-    .expect("connect or fail in time")
 }
 
 async fn plain_client(addr: &str) -> zk::Client {
