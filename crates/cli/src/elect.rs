@@ -47,7 +47,7 @@ async fn elect_with(
         if args.nonblock {
             election.try_campaign().await
         } else if let Some(secs) = args.timeout {
-            // Finite and at most a year: checked by `cli::seconds`.
+            // Finite and at most a year: checked by `values::seconds`.
             election
                 .campaign_timeout(Duration::from_secs_f64(secs))
                 .await

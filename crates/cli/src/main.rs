@@ -15,6 +15,7 @@ mod serve;
 mod status;
 mod supervise;
 mod terminal;
+mod values;
 mod zk;
 
 use std::process::ExitCode;

@@ -145,7 +145,7 @@ async fn run_with(
     let wait = if args.nonblock {
         Wait::Never
     } else if let Some(secs) = args.timeout {
-        // Finite and at most a year: checked by `cli::seconds`.
+        // Finite and at most a year: checked by `values::seconds`.
         Wait::AtMost(Duration::from_secs_f64(secs))
     } else {
         Wait::Forever

@@ -54,8 +54,9 @@ use anyhow::Context;
 use tokio::signal::unix::{signal, SignalKind};
 use zklock_server::{Error, Server, ServerConfig, StorageError};
 
-use crate::cli::{ServeArgs, SERVE_DEFAULT_LISTEN};
+use crate::cli::ServeArgs;
 use crate::exit::{self, Failure};
+use crate::values::SERVE_DEFAULT_LISTEN;
 
 pub async fn serve(args: ServeArgs) -> exit::Result {
     let mut config = match &args.config {

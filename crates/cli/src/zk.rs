@@ -17,8 +17,9 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use zookeeper_client::{Acl, Acls, AuthId, Client, Permission, SaslOptions, TlsOptions};
 
-use crate::cli::{self, AclArgs, ConnectArgs, Credential, OptionalConnectArgs, SaslMechanism, SecurityArgs};
+use crate::cli::{AclArgs, ConnectArgs, OptionalConnectArgs, SecurityArgs};
 use crate::exit::UsageError;
+use crate::values::{self, Credential, SaslMechanism};
 
 /// The environment variable that holds credentials: one `SCHEME:CREDENTIALS` per line (a password may contain a
 /// comma, so commas do not separate). Used when no `--auth` is given, as `ZKLOCK_CONNECT` is when no `--connect`
@@ -172,7 +173,7 @@ fn parse_credentials(text: &str, origin: &str) -> Result<Vec<Credential>> {
         .map(|(i, line)| (i + 1, line.trim()))
         .filter(|(_, line)| !line.is_empty() && !line.starts_with('#'))
         .map(|(number, line)| {
-            cli::credential(line).map_err(|why| usage(format!("{origin}, line {number}: {why}")))
+            values::credential(line).map_err(|why| usage(format!("{origin}, line {number}: {why}")))
         })
         .collect()
 }
@@ -369,7 +370,7 @@ pub fn session(client: &Client, security: &SecurityArgs, acl: &AclArgs) -> Resul
 const CONNECTION_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Connects with the requested session timeout (`hosts` is a connect string checked by
-/// [`crate::cli::connect_string`]; `session_timeout` a duration checked by [`crate::cli::seconds`]), presenting the
+/// [`crate::values::connect_string`]; `session_timeout` a duration checked by [`crate::values::seconds`]), presenting the
 /// credentials of `security` and, when it has TLS settings, over TLS to every server not written `tcp://`.
 ///
 /// Fails fast and says why: every server is tried once ("fail eagerly"), and when none can be reached the error
@@ -498,10 +499,10 @@ async fn check_sasl_identity(client: &Client, sasl: &Sasl, hosts: &str) -> Resul
 /// server (`pem`: we spoke TLS to those not written `tcp://`, with these settings).
 async fn unreachable(hosts: &str, pem: Option<&TlsPem>) -> String {
     let secure = pem.is_some();
-    let (servers, _chroot) = cli::split_chroot(hosts);
+    let (servers, _chroot) = values::split_chroot(hosts);
     let mut reasons = Vec::new();
     for written in servers.split(',') {
-        let server = cli::without_scheme(written);
+        let server = values::without_scheme(written);
         let tls = written.starts_with("tcp+tls://") || (secure && !written.starts_with("tcp://"));
         let address = if server.ends_with(']') || !server.contains(':') {
             format!("{server}:2181")
