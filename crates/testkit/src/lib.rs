@@ -19,6 +19,7 @@ mod config;
 mod embedded;
 mod fourlw;
 mod frame;
+pub mod hosts;
 pub mod install;
 pub mod keytool;
 pub mod peers;

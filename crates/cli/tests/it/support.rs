@@ -16,9 +16,7 @@ pub const EVENTUALLY: Duration = Duration::from_secs(60);
 
 /// The connect string of this test binary's shared real ZooKeeper.
 pub async fn zookeeper() -> String {
-    tokio::task::spawn_blocking(|| zklock_testkit::shared_standalone().connect_string())
-        .await
-        .unwrap()
+    zklock_testkit::hosts::standalone().await
 }
 
 /// `zklock` with `args`, not yet started.
@@ -214,22 +212,13 @@ pub async fn await_children(client: &Client, dir: &str, count: usize) -> Vec<Str
         .unwrap_or_else(|_| panic!("{dir}: never {count} children"))
 }
 
-/// Runs each body against the shared real ZooKeeper and the embedded server: `mod NAME { zookeeper, embedded }`.
+/// Runs each body against the shared real ZooKeeper and the embedded server: `<test>::zookeeper` and
+/// `<test>::embedded`.
 macro_rules! on_both_servers {
-    ($(async fn $name:ident($hosts:ident : &str) $body:block)*) => {$(
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-            async fn body($hosts: &str) $body
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn zookeeper() {
-                body(&crate::support::zookeeper().await).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn embedded() {
-                let hosts = tokio::task::spawn_blocking(zklock_testkit::shared_embedded).await.unwrap();
-                body(&hosts).await
-            }
+    ($($tests:tt)*) => {
+        zklock_testkit::on_servers! {
+            [zookeeper => crate::support::zookeeper, embedded => zklock_testkit::hosts::embedded]
+            $($tests)*
         }
-    )*};
+    };
 }

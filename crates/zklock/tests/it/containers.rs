@@ -58,21 +58,12 @@ async fn sweeping_embedded() -> String {
 
 /// Runs each body on both sweeping servers, as `<test>::standalone` and `<test>::embedded`.
 macro_rules! on_sweeping_servers {
-    ($(async fn $name:ident($hosts:ident : &str) $body:block)*) => {$(
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-            async fn body($hosts: &str) $body
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn standalone() {
-                body(&sweeping_standalone().await).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn embedded() {
-                body(&sweeping_embedded().await).await
-            }
+    ($($tests:tt)*) => {
+        zklock_testkit::on_servers! {
+            [standalone => sweeping_standalone, embedded => sweeping_embedded]
+            $($tests)*
         }
-    )*};
+    };
 }
 
 /// Waits (with an `exists` watch, bounded) until the server has deleted `path`.

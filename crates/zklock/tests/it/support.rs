@@ -9,29 +9,19 @@ use zklock::zookeeper_client::{self as zk, Client};
 pub const EVENTUALLY: Duration = Duration::from_secs(30);
 
 /// Runs an async test body once per server kind: the shared real ZooKeeper standalone server, the shared 3-node
-/// ensemble and the shared embedded server. Each becomes its own `#[tokio::test]`, named `<test>::standalone`,
-/// `<test>::ensemble` and `<test>::embedded`.
+/// ensemble and the shared embedded server: `<test>::standalone`, `<test>::ensemble` and `<test>::embedded`.
 #[macro_export]
 macro_rules! on_every_server {
-    ($(async fn $name:ident($hosts:ident : &str) $body:block)*) => {$(
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-            async fn body($hosts: &str) $body
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn standalone() {
-                body(&$crate::support::standalone().await).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn ensemble() {
-                body(&$crate::support::ensemble().await).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn embedded() {
-                body(&$crate::support::embedded().await).await
-            }
+    ($($tests:tt)*) => {
+        zklock_testkit::on_servers! {
+            [
+                standalone => zklock_testkit::hosts::standalone,
+                ensemble => zklock_testkit::hosts::ensemble,
+                embedded => zklock_testkit::hosts::embedded,
+            ]
+            $($tests)*
         }
-    )*};
+    };
 }
 
 /// Runs an async test body on the shared standalone ZooKeeper and the shared embedded server only (tests that start
@@ -39,43 +29,15 @@ macro_rules! on_every_server {
 /// cover): `<test>::standalone` and `<test>::embedded`.
 #[macro_export]
 macro_rules! on_standalone_and_embedded {
-    ($(async fn $name:ident($hosts:ident : &str) $body:block)*) => {$(
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-            async fn body($hosts: &str) $body
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn standalone() {
-                body(&$crate::support::standalone().await).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn embedded() {
-                body(&$crate::support::embedded().await).await
-            }
+    ($($tests:tt)*) => {
+        zklock_testkit::on_servers! {
+            [standalone => zklock_testkit::hosts::standalone, embedded => zklock_testkit::hosts::embedded]
+            $($tests)*
         }
-    )*};
+    };
 }
 
-/// The connect string of this test binary's shared standalone ZooKeeper.
-pub async fn standalone() -> String {
-    tokio::task::spawn_blocking(|| zklock_testkit::shared_standalone().connect_string())
-        .await
-        .unwrap()
-}
-
-/// The connect string of this test binary's shared 3-node ensemble.
-pub async fn ensemble() -> String {
-    tokio::task::spawn_blocking(|| zklock_testkit::shared_ensemble().connect_string())
-        .await
-        .unwrap()
-}
-
-/// The connect string of this test binary's shared embedded server (see `zklock_testkit::shared_embedded`).
-pub async fn embedded() -> String {
-    tokio::task::spawn_blocking(zklock_testkit::shared_embedded)
-        .await
-        .unwrap()
-}
+pub use zklock_testkit::hosts::{embedded, standalone};
 
 /// Listings (`getChildren`, `getChildren2`) a session sent through `proxy`.
 pub fn listings(proxy: &zklock_testkit::Proxy) -> u64 {
