@@ -14,6 +14,7 @@ use crate::contenders::{Contenders, Launch, SlotReport};
 use crate::fence::Fence;
 use crate::foreign::{self, Foreign, Side, WorkerLine};
 use crate::nemesis::{self, Fault, Targets};
+use crate::netfault;
 use crate::register::Register;
 use crate::servers::{ServerKind, Servers};
 use crate::Recipe;
@@ -164,11 +165,22 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
         tokio::task::spawn_blocking(move || Servers::start(kind, &zk_bin, &server_dir, disk)).await??;
     let members = servers.members();
     let direct = servers.connect_string();
+    let net = Arc::new(netfault::Net::start(
+        &servers,
+        &members,
+        args.clients,
+        faults.iter().any(|f| f.needs_client_links()),
+    )?);
+    if faults.iter().any(|f| f.needs_member_links()) && !net.has_member_links() {
+        bail!("the partition, bridge and partition-oneway faults need --server ensemble (links between members)");
+    }
     let servers = Arc::new(tokio::sync::Mutex::new(servers));
     let mut proxies = Vec::new();
     if args.server != ServerKind::Ensemble {
-        for _ in 0..args.clients {
-            proxies.push(Arc::new(zklock_testkit::Proxy::start(members[0]).await?));
+        for slot in 0..args.clients {
+            // Through the contender's link to the server when it has one.
+            let upstream = net.client_addrs(slot).map_or(members[0], |a| a[0]);
+            proxies.push(Arc::new(zklock_testkit::Proxy::start(upstream).await?));
         }
     }
     let path = format!("/chaos/{}-{seed:016x}", report::name(args.recipe));
@@ -199,7 +211,13 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
     let contenders = Arc::new(Contenders::new(args.clients));
     let mut slots = tokio::task::JoinSet::new();
     for (slot, &side) in sides.iter().enumerate() {
-        let connect = proxies.get(slot).map_or(direct.clone(), |p| p.connect_string());
+        let through_links = net
+            .client_addrs(slot)
+            .map(|a| a.iter().map(ToString::to_string).collect::<Vec<_>>().join(","));
+        let connect = match proxies.get(slot) {
+            Some(proxy) => proxy.connect_string(),
+            None => through_links.unwrap_or_else(|| direct.clone()),
+        };
         let launch = match (side, &foreign) {
             (Side::Foreign(peer), Some(foreign)) => Launch {
                 argv: foreign.argv(
@@ -230,6 +248,7 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
         contenders: contenders.clone(),
         register: register.clone(),
         session_timeout: session,
+        net: net.clone(),
         busy: std::sync::Mutex::new(Vec::new()),
     });
     let nemesis = tokio::spawn(nemesis::run(faults.clone(), seed, faults_until_ns, targets));

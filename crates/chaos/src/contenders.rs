@@ -95,6 +95,11 @@ impl Contenders {
         }
     }
 
+    /// The slot whose current process `pid` is.
+    pub fn slot_of(&self, pid: u32) -> Option<usize> {
+        lock(&self.pids).iter().position(|&p| p == Some(pid))
+    }
+
     /// Any slot's process.
     pub fn pick_any(&self, pick: u64) -> Option<u32> {
         let running = self.running();

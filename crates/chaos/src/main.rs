@@ -25,6 +25,7 @@ mod foreign;
 mod group;
 mod history;
 mod nemesis;
+mod netfault;
 mod register;
 mod report;
 mod servers;

@@ -22,6 +22,7 @@ use zookeeper_client::{Acls, Client, CreateMode};
 
 use crate::clock::now_ns;
 use crate::contenders::Contenders;
+use crate::netfault::{self, MemberFault, Net};
 use crate::register::Register;
 use crate::servers::{signal, Servers};
 
@@ -55,6 +56,19 @@ pub enum Fault {
     IsolateMinority,
     /// Cut two of three members off: quorum is lost; heal.
     IsolateMajority,
+    /// Random halves of the ensemble stop hearing each other (the leader alone, a follower alone, or every member
+    /// alone) while every member runs and keeps its clients; heal (the ensemble only).
+    Partition,
+    /// One member hears both sides, the other two do not hear each other; heal (the ensemble only).
+    Bridge,
+    /// Bytes from one member to another stop, the other way flows; heal (the ensemble only).
+    PartitionOneway,
+    /// The lock holder (else any contender) is cut from every server for longer than the session timeout: its
+    /// process runs, its TCP connections stay open, no byte crosses; the servers and the others carry on.
+    PartitionClient,
+    /// Links turn slow and lossy (50–500 ms one way with jitter, 5–30 % of chunks lost and retransmitted): member
+    /// links on the ensemble, and contenders' links to the servers; heal.
+    SlowNet,
 }
 
 impl Fault {
@@ -68,7 +82,21 @@ impl Fault {
                 | Fault::KillFollower
                 | Fault::IsolateMinority
                 | Fault::IsolateMajority
+                | Fault::Partition
+                | Fault::Bridge
+                | Fault::PartitionOneway
+                | Fault::SlowNet
         )
+    }
+
+    /// Whether the fault acts on the links between the ensemble's members (it needs `--server ensemble`).
+    pub fn needs_member_links(self) -> bool {
+        matches!(self, Fault::Partition | Fault::Bridge | Fault::PartitionOneway)
+    }
+
+    /// Whether the fault acts on the links between the contenders and the servers.
+    pub fn needs_client_links(self) -> bool {
+        matches!(self, Fault::PartitionClient | Fault::SlowNet)
     }
 }
 
@@ -94,6 +122,8 @@ pub struct Targets {
     pub contenders: Arc<Contenders>,
     pub register: Arc<Register>,
     pub session_timeout: Duration,
+    /// The links the network faults act on.
+    pub net: Arc<Net>,
     /// Proxies with a fault in progress (a second one would end the first early).
     pub busy: std::sync::Mutex<Vec<usize>>,
 }
@@ -174,6 +204,11 @@ fn hold_time(fault: Fault, session: Duration, rng: &mut StdRng) -> Duration {
         Fault::KillLeader | Fault::KillFollower => ms(500, 3000),
         Fault::IsolateMinority => ms(1000, 5000),
         Fault::IsolateMajority => ms(1000, 4000),
+        // Past the followers' read timeout (syncLimit 5 × tickTime 2 s) half of the time: a partitioned leader
+        // keeps leading until then.
+        Fault::Partition | Fault::Bridge | Fault::PartitionOneway => ms(2000, 14000),
+        Fault::PartitionClient => session + ms(2500, 4000),
+        Fault::SlowNet => ms(2000, 6000),
     }
 }
 
@@ -260,6 +295,21 @@ async fn inject(fault: Fault, hold: Duration, pick: u64, t: &Targets) -> Option<
         Fault::KillLeader | Fault::KillFollower | Fault::IsolateMinority | Fault::IsolateMajority => {
             ensemble_fault(fault, t, hold, pick).await?
         }
+        Fault::Partition | Fault::Bridge | Fault::PartitionOneway => {
+            let kind = match fault {
+                Fault::Partition => MemberFault::Partition,
+                Fault::Bridge => MemberFault::Bridge,
+                _ => MemberFault::Oneway,
+            };
+            member_links_fault(kind, t, hold, pick).await?
+        }
+        Fault::PartitionClient => {
+            let pid = t.contenders.pick_holder(&t.register.inside(), pick)?;
+            let slot = t.contenders.slot_of(pid)?;
+            let what = netfault::partition_client(&t.net, slot, hold).await?;
+            format!("{what} ({})", t.contenders.describe(pid))
+        }
+        Fault::SlowNet => netfault::slow_net(&t.net, hold, pick).await,
     };
     Some(Record {
         fault,
@@ -414,6 +464,37 @@ async fn verify_and_remove(connect: &str, acked: &[String]) -> Result<Vec<String
     }
     let _ = client.delete(DISK_DIR, None).await;
     Ok(missing)
+}
+
+/// A partition of the member links, held, healed; healed only once the ensemble serves again.
+async fn member_links_fault(kind: MemberFault, t: &Targets, hold: Duration, pick: u64) -> Option<String> {
+    let servers = t.servers.lock().await;
+    let Servers::ZooKeeper(zk) = &*servers else {
+        return None;
+    };
+    let zk = zk.clone();
+    drop(servers);
+    let leader = {
+        let zk = zk.clone();
+        tokio::task::spawn_blocking(move || zk.lock().unwrap_or_else(|e| e.into_inner()).leader())
+            .await
+            .ok()?
+    };
+    let (what, stopped) = netfault::member_fault(&t.net, kind, leader, pick);
+    tokio::time::sleep(hold).await;
+    netfault::heal_members(&t.net, &stopped);
+    let served = tokio::task::spawn_blocking(move || {
+        zk.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .wait_for_leader(Duration::from_secs(30))
+    })
+    .await
+    .ok()?;
+    let outcome = match served {
+        Ok(_) => String::new(),
+        Err(err) => format!("; NOT SERVING AFTER THE HEAL: {err}"),
+    };
+    Some(format!("{what}{outcome}"))
 }
 
 async fn ensemble_fault(fault: Fault, t: &Targets, hold: Duration, pick: u64) -> Option<String> {

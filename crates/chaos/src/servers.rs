@@ -1,5 +1,6 @@
 //! The server under test: the embedded server as a `zklock serve` process (so kill -9 and a full disk are real),
-//! real ZooKeeper 3.8 standalone, or a real 3-member ensemble, all on 127.0.0.1.
+//! real ZooKeeper 3.8 standalone, or a real 3-member ensemble whose members reach each other through links the
+//! network faults act on (`netfault.rs`), all on 127.0.0.1.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -45,7 +46,12 @@ impl Servers {
                 ZooKeeper::standalone().context("starting ZooKeeper")?,
             ))),
             ServerKind::Ensemble => Servers::ZooKeeper(Arc::new(Mutex::new(
-                ZooKeeper::ensemble(3).context("starting the ZooKeeper ensemble")?,
+                // Members reach each other only through links the network faults can cut or slow.
+                ZooKeeper::builder()
+                    .members(3)
+                    .peer_links()
+                    .start()
+                    .context("starting the ZooKeeper ensemble with links between its members")?,
             ))),
         })
     }

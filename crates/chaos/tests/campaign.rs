@@ -298,3 +298,62 @@ fn stock_curator_beside_kazoo_is_caught() {
     assert_eq!(code, Some(1), "{summary}");
     assert!(stderr.contains("VIOLATION fenced out with no fault"), "{stderr}");
 }
+
+/// The network nemesis on the ensemble: members partitioned (random halves, a bridge, one way) and slow, lossy
+/// links while every member runs and keeps its clients, and the lock holder cut from every server past its session
+/// timeout with its connections open. Fenced, nothing may be found.
+#[test]
+fn mutex_on_ensemble_under_the_network_nemesis() {
+    clean_with(
+        "ensemble",
+        "mutex",
+        "51",
+        "30",
+        &[
+            "--faults",
+            "partition,bridge,partition-oneway,partition-client,slow-net",
+        ],
+    );
+}
+
+/// The negative control of the network nemesis: without fencing, partition-client and pause on the ensemble must
+/// be caught.
+#[test]
+fn without_fencing_partition_client_and_pause_on_the_ensemble_are_caught() {
+    let (code, summary, stderr) = chaos(&[
+        "--server",
+        "ensemble",
+        "--recipe",
+        "mutex",
+        "--clients",
+        "3",
+        "--duration",
+        "30",
+        "--seed",
+        "55",
+        "--faults",
+        "partition-client,pause",
+        "--no-fencing",
+    ]);
+    let (_, faults, violations) = numbers(&summary);
+    assert!(faults >= 1, "{summary}\n{stderr}");
+    assert!(violations >= 1, "the checker found nothing: {summary}\n{stderr}");
+    assert_eq!(code, Some(1), "{summary}");
+}
+
+/// The member partitions need links between members: on a single server the campaign says so and exits 2.
+#[test]
+fn member_partitions_on_a_single_server_are_refused() {
+    let (code, summary, stderr) = chaos(&[
+        "--server",
+        "embedded",
+        "--recipe",
+        "mutex",
+        "--duration",
+        "20",
+        "--faults",
+        "partition",
+    ]);
+    assert_eq!(code, Some(2), "{summary}\n{stderr}");
+    assert!(stderr.contains("need --server ensemble"), "{stderr}");
+}

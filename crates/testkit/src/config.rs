@@ -59,23 +59,36 @@ pub(crate) struct Settings {
     pub overrides: Vec<(String, String)>,
 }
 
-/// Writes the files of member `index` (0-based; its `myid` is `index + 1`).
+/// The (quorum, election) ports of every member as they are: what a member names for its peers without links.
+pub(crate) fn direct_view(all: &[MemberPorts]) -> Vec<(u16, u16)> {
+    all.iter().map(|p| (p.peer, p.election)).collect()
+}
+
+/// Writes the files of member `index` (0-based; its `myid` is `index + 1`). `view`: the (quorum, election) ports
+/// it names for each member (its own entry is where it listens; see [`crate::PeerLinks`] for the others).
 pub(crate) fn write_member(
     dir: &MemberDir,
     index: usize,
     all: &[MemberPorts],
+    view: &[(u16, u16)],
     settings: &Settings,
 ) -> io::Result<()> {
     std::fs::create_dir_all(dir.data())?;
     if all.len() > 1 {
         std::fs::write(dir.data().join("myid"), format!("{}\n", index + 1))?;
     }
-    std::fs::write(dir.zoo_cfg(), zoo_cfg(&dir.data(), index, all, settings))?;
+    std::fs::write(dir.zoo_cfg(), zoo_cfg(&dir.data(), index, all, view, settings))?;
     std::fs::write(dir.log4j_properties(), log4j_properties(&dir.log()))?;
     Ok(())
 }
 
-fn zoo_cfg(data_dir: &Path, index: usize, all: &[MemberPorts], settings: &Settings) -> String {
+fn zoo_cfg(
+    data_dir: &Path,
+    index: usize,
+    all: &[MemberPorts],
+    view: &[(u16, u16)],
+    settings: &Settings,
+) -> String {
     let mine = all[index];
     let mut entries: Vec<(String, String)> = [
         ("tickTime", settings.tick_time_ms.to_string()),
@@ -106,8 +119,8 @@ fn zoo_cfg(data_dir: &Path, index: usize, all: &[MemberPorts], settings: &Settin
         entries.push(("secureClientPortAddress".into(), Ipv4Addr::LOCALHOST.to_string()));
     }
     if all.len() > 1 {
-        for (i, ports) in all.iter().enumerate() {
-            let value = format!("{}:{}:{}", Ipv4Addr::LOCALHOST, ports.peer, ports.election);
+        for (i, (peer, election)) in view.iter().enumerate() {
+            let value = format!("{}:{}:{}", Ipv4Addr::LOCALHOST, peer, election);
             entries.push((format!("server.{}", i + 1), value));
         }
     }
@@ -157,7 +170,7 @@ mod tests {
             tick_time_ms: 500,
             overrides: vec![("forceSync".into(), "yes".into())],
         };
-        let text = zoo_cfg(Path::new("/d"), 0, &ports(1), &settings);
+        let text = zoo_cfg(Path::new("/d"), 0, &ports(1), &direct_view(&ports(1)), &settings);
         assert!(text.contains("tickTime=500\n"));
         assert!(text.contains("clientPort=100\n"));
         assert!(text.contains("forceSync=yes\n"));
@@ -174,7 +187,7 @@ mod tests {
         };
         let mut all = ports(1);
         all[0].secure = 400;
-        let text = zoo_cfg(Path::new("/d"), 0, &all, &settings);
+        let text = zoo_cfg(Path::new("/d"), 0, &all, &direct_view(&all), &settings);
         assert!(text.contains("secureClientPort=400\n"));
         assert!(text.contains("secureClientPortAddress=127.0.0.1\n"));
         assert!(text.contains("serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n"));
@@ -187,10 +200,23 @@ mod tests {
             tick_time_ms: 2000,
             overrides: vec![("extra".into(), "1".into())],
         };
-        let text = zoo_cfg(Path::new("/d"), 1, &ports(3), &settings);
+        let text = zoo_cfg(Path::new("/d"), 1, &ports(3), &direct_view(&ports(3)), &settings);
         assert!(text.contains("clientPort=101\n"));
         assert!(text.contains("server.1=127.0.0.1:200:300\n"));
         assert!(text.contains("server.3=127.0.0.1:202:302\n"));
         assert!(text.ends_with("extra=1\n"));
+    }
+
+    #[test]
+    fn a_member_names_its_peers_as_its_view_says() {
+        let settings = Settings {
+            tick_time_ms: 2000,
+            overrides: Vec::new(),
+        };
+        let view = [(900, 901), (201, 301), (902, 903)];
+        let text = zoo_cfg(Path::new("/d"), 1, &ports(3), &view, &settings);
+        assert!(text.contains("server.1=127.0.0.1:900:901\n"));
+        assert!(text.contains("server.2=127.0.0.1:201:301\n"));
+        assert!(text.contains("server.3=127.0.0.1:902:903\n"));
     }
 }

@@ -7,6 +7,9 @@
 //!   test binary, and [`unique_path`] so tests sharing one never collide.
 //! * [`expire_session`] — expire a client's session now, as ZooKeeper's own tests do.
 //! * [`Proxy`] — cut connections, lose a reply, play dead, count requests and notifications.
+//! * [`LinkProxy`] and [`PeerLinks`] — byte links that stop one way or both, or turn slow and lossy, while the
+//!   processes on both ends run; an ensemble's members can reach each other only through them
+//!   ([`Builder::peer_links`]).
 //! * [`peers`] — find Java and kazoo, compile the Curator peer and run peers line by line, for interop tests and
 //!   benchmarks.
 //! * [`Tmpfs`] — a small real tmpfs (needs root) to fill up, for disk-full tests.
@@ -22,6 +25,8 @@ mod frame;
 pub mod hosts;
 pub mod install;
 pub mod keytool;
+pub mod link;
+mod peer_links;
 pub mod peers;
 pub mod ports;
 mod proxy;
@@ -34,6 +39,8 @@ mod zookeeper;
 
 pub use embedded::{shared_embedded, start_embedded};
 pub use fourlw::four_letter_word;
+pub use link::{Condition, Direction, LinkProxy, Slowness};
+pub use peer_links::PeerLinks;
 pub use proxy::Proxy;
 pub use session::expire_session;
 pub use shared::{shared_ensemble, shared_standalone};

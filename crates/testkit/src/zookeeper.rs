@@ -13,6 +13,7 @@ use tempfile::TempDir;
 use crate::config::{self, MemberDir, MemberPorts, Settings};
 use crate::fourlw::{four_letter_word, mode_of};
 use crate::install::installation;
+use crate::peer_links::PeerLinks;
 use crate::ports::free_port;
 use crate::spawn::spawn_tied_to_process;
 use crate::tempdirs::instance_dir;
@@ -44,9 +45,18 @@ pub struct Builder {
     secure: bool,
     /// The users (name, password) of the JAAS `Server` section for SASL DIGEST-MD5, when SASL is on.
     sasl_users: Option<Vec<(String, String)>>,
+    /// Whether the members reach each other through [`PeerLinks`].
+    peer_links: bool,
 }
 
 impl Builder {
+    /// Members reach each other's quorum and election ports through links that can be stopped one way or both, or
+    /// made slow, while every member runs: see [`ZooKeeper::peer_links`]. Ignored by a standalone server.
+    pub fn peer_links(mut self) -> Self {
+        self.peer_links = true;
+        self
+    }
+
     /// Number of servers: 1 (the default) runs a standalone server, more run a quorum ensemble.
     pub fn members(mut self, members: usize) -> Self {
         self.members = members;
@@ -175,12 +185,19 @@ impl Builder {
                 "org.apache.zookeeper.server.auth.SASLAuthenticationProvider".to_owned(),
             ));
         }
+        let links = if self.peer_links && !standalone {
+            Some(PeerLinks::start(&ports).map_err(StartFailure::other)?)
+        } else {
+            None
+        };
+        let direct = config::direct_view(&ports);
         let mut members = Vec::with_capacity(self.members);
         for index in 0..self.members {
             let member_dir = MemberDir {
                 root: dir.path().join(format!("member-{index}")),
             };
-            config::write_member(&member_dir, index, &ports, &settings).map_err(StartFailure::other)?;
+            let view = links.as_ref().map_or(&direct[..], |l| l.view(index));
+            config::write_member(&member_dir, index, &ports, view, &settings).map_err(StartFailure::other)?;
             members.push(Member {
                 ports: ports[index],
                 dir: member_dir,
@@ -192,6 +209,7 @@ impl Builder {
             settings,
             start_timeout: self.start_timeout,
             system_properties,
+            links,
             _dir: dir,
         };
         for index in 0..self.members {
@@ -242,6 +260,8 @@ pub struct ZooKeeper {
     start_timeout: Duration,
     /// `-Dkey=value` flags of every member's JVM ([`Builder::system_property`]).
     system_properties: Vec<(String, String)>,
+    /// The links between members ([`Builder::peer_links`]); dropped after the members are killed.
+    links: Option<PeerLinks>,
     /// Removed on drop, after `Drop for ZooKeeper` killed the processes writing into it.
     _dir: TempDir,
 }
@@ -266,6 +286,7 @@ impl ZooKeeper {
             system_properties: Vec::new(),
             secure: false,
             sasl_users: None,
+            peer_links: false,
         }
     }
 
@@ -313,6 +334,11 @@ impl ZooKeeper {
             .map(|addr| addr.to_string())
             .collect::<Vec<_>>()
             .join(",")
+    }
+
+    /// The links between the members, when started with [`Builder::peer_links`].
+    pub fn peer_links(&self) -> Option<&PeerLinks> {
+        self.links.as_ref()
     }
 
     /// Number of members (1 for a standalone server).
