@@ -50,9 +50,8 @@ pub enum SessionEvent {
 }
 
 /// How a reconnecting session makes a new `Client`.
-pub(crate) type ConnectFn = dyn Fn() -> Pin<Box<dyn Future<Output = std::result::Result<Client, zk::Error>> + Send>>
-    + Send
-    + Sync;
+pub(crate) type ConnectFn =
+    dyn Fn() -> Pin<Box<dyn Future<Output = std::result::Result<Client, zk::Error>> + Send>> + Send + Sync;
 
 /// One ZooKeeper session of a `Session`, and the one made after it once it has ended.
 #[derive(Debug)]
@@ -129,7 +128,11 @@ impl Live {
             closed: CancellationToken::new(),
             dropped: CancellationToken::new(),
         });
-        tokio::spawn(run(Arc::downgrade(&live), Arc::clone(&first), live.dropped.clone()));
+        tokio::spawn(run(
+            Arc::downgrade(&live),
+            Arc::clone(&first),
+            live.dropped.clone(),
+        ));
         Ok((live, first))
     }
 
@@ -221,7 +224,11 @@ async fn run(live: Weak<Live>, mut current: Arc<Generation>, dropped: Cancellati
 
 /// Connects new sessions, with jittered backoff, until one is made, or the session is closed or gone. Holds the
 /// session's `Live` only between awaits, so that dropping every `Session` ends this too.
-async fn reconnect(live: &Weak<Live>, current: &Arc<Generation>, dropped: &CancellationToken) -> Option<Arc<Generation>> {
+async fn reconnect(
+    live: &Weak<Live>,
+    current: &Arc<Generation>,
+    dropped: &CancellationToken,
+) -> Option<Arc<Generation>> {
     let mut attempt = 0;
     loop {
         let (connecting, closed) = {

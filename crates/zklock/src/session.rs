@@ -136,7 +136,9 @@ impl Session {
     pub async fn reconnecting_with<F, Fut>(connect: F) -> Result<Session>
     where
         F: Fn() -> Fut + Send + Sync + 'static,
-        Fut: std::future::Future<Output = std::result::Result<Client, zookeeper_client::Error>> + Send + 'static,
+        Fut: std::future::Future<Output = std::result::Result<Client, zookeeper_client::Error>>
+            + Send
+            + 'static,
     {
         let (live, head) = Live::start(Box::new(move || Box::pin(connect()))).await?;
         Ok(Session::with_source(head, Some(live)))
