@@ -21,7 +21,9 @@ use crate::retry::RetryPolicy;
 /// count), and a `&Session` converts too.
 ///
 /// The ZooKeeper session itself belongs to the [`Client`]: when it expires every ephemeral node of every recipe on
-/// it is gone, and a `zookeeper-client` session never comes back — connect a new client.
+/// it is gone, and a `zookeeper-client` session never comes back — connect a new client, or use a
+/// [reconnecting](Session::reconnecting) session, which does (see "Sessions that outlive expiry" in the crate
+/// documentation).
 ///
 /// # ACLs
 ///
@@ -327,7 +329,8 @@ impl Session {
     /// memberships, double-barrier and two-phase-commit nodes —, waits until ZooKeeper has confirmed each delete,
     /// and from then on refuses every new node with [`Error::Closed`](crate::Error::Closed). Guards still held
     /// report [`LostReason::ClientClosed`](crate::LostReason::ClientClosed) on [`lost`](crate::Guard::lost);
-    /// dropping or releasing them afterwards is harmless.
+    /// dropping or releasing them afterwards is harmless. A [reconnecting](Session::reconnecting) session first
+    /// stops making new ZooKeeper sessions ([`SessionEvent::Closed`]).
     ///
     /// It deletes the nodes itself, one listing per directory and then every delete at once, rather than ending
     /// the ZooKeeper session: a `zookeeper-client` session ends (a `closeSession` request) only when the last
