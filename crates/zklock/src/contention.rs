@@ -186,6 +186,8 @@ async fn acquire_unmeasured(
     rules: &impl Rules,
     wait: Wait,
 ) -> Result<Option<Guard>> {
+    // One ZooKeeper session for the whole acquire (a reconnecting `Session` may make a new one meanwhile).
+    let session = &session.pinned();
     let enqueue = enqueue(session, dir, rules.marker(), data);
     let (mut node, listing) = match wait {
         Wait::Until(deadline) => tokio::time::timeout_at(deadline, enqueue)
@@ -253,6 +255,7 @@ pub(crate) async fn enqueue(
     marker: Marker,
     data: &[u8],
 ) -> Result<(OwnNode, Option<Vec<String>>)> {
+    let session = &session.pinned();
     let (client, retry) = (session.client(), session.retry());
     let unique = node::unique_prefix(&uuid::Uuid::new_v4());
     let prefix = format!("{}{}", child_path(dir, &unique), marker.as_str());

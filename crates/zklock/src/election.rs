@@ -68,6 +68,8 @@ pub struct LeaderElection {
     session: Session,
     path: String,
     data: Vec<u8>,
+    /// Whether `lead` goes back into the election after the session ended (see `with_auto_requeue`).
+    auto_requeue: bool,
 }
 
 /// The current leader, as any participant or observer sees it.
@@ -107,7 +109,26 @@ impl LeaderElection {
             session: session.into(),
             path: crate::path::validate(path)?,
             data: Vec::new(),
+            auto_requeue: false,
         })
+    }
+
+    /// Whether [`lead`](LeaderElection::lead) goes back into the election by itself when the ZooKeeper session
+    /// ends (Curator's `autoRequeue`), on a [reconnecting](Session::reconnecting) session: the term in progress
+    /// is stopped (its leadership reports [`LostReason::SessionExpired`]), and once the next ZooKeeper session is
+    /// made `lead` campaigns again on it — a new node at the back of the queue, so a new term has a new, larger
+    /// fencing token, and is never a continuation of the lost one. Off by default, and without effect on a session
+    /// made from a `Client` (its session never comes back): `lead` then ends with the session's error.
+    pub fn with_auto_requeue(mut self, auto_requeue: bool) -> LeaderElection {
+        self.auto_requeue = auto_requeue;
+        self
+    }
+
+    /// Whether `err`, the end of the ZooKeeper session, is one `lead` carries on after.
+    fn requeues_after(&self, err: &Error) -> bool {
+        self.auto_requeue
+            && self.session.is_reconnecting()
+            && matches!(err, Error::SessionExpired | Error::AuthFailed)
     }
 
     /// Data stored in our node, e.g. our address: what [`leader`](LeaderElection::leader) shows the others.
@@ -175,7 +196,8 @@ impl LeaderElection {
     /// [`ControlFlow::Continue`] resigns and joins the queue again; [`ControlFlow::Break`] resigns and returns its
     /// value. When leadership is lost during a term (our node deleted, or disconnected for too long) the term's
     /// work is dropped (cancelled) at once and we rejoin the queue — the automatic re-queue. A lost session ends
-    /// the loop with its error: a `zookeeper-client` session does not come back.
+    /// the loop with its error, unless the session reconnects and [`with_auto_requeue`](Self::with_auto_requeue)
+    /// is on: then we campaign again once the next ZooKeeper session is made.
     ///
     /// # Errors
     /// Those of [`campaign`](LeaderElection::campaign) and of resigning ([`Guard::release`]).
@@ -185,7 +207,15 @@ impl LeaderElection {
         Fut: Future<Output = ControlFlow<T>>,
     {
         loop {
-            let leadership = self.campaign().await?;
+            let leadership = match self.campaign().await {
+                Ok(leadership) => leadership,
+                Err(err) if self.requeues_after(&err) => {
+                    tracing::info!(path = %self.path, %err, "the session ended while campaigning; campaigning again on the next");
+                    self.session.ready().await?;
+                    continue;
+                }
+                Err(err) => return Err(err),
+            };
             let work = term(Term {
                 fencing_token: leadership.fencing_token(),
                 path: leadership.path().to_owned(),
@@ -196,13 +226,23 @@ impl LeaderElection {
                 reason = lost => {
                     tracing::warn!(path = %leadership.path(), %reason, "leadership lost; the term's work was stopped");
                     match reason {
+                        LostReason::SessionExpired if self.requeues_after(&Error::SessionExpired) => {
+                            // Our node went with the session: nothing to resign.
+                            drop(leadership);
+                            self.session.ready().await?;
+                            continue;
+                        }
                         LostReason::SessionExpired => return Err(Error::SessionExpired),
                         LostReason::ClientClosed => return Err(Error::Closed),
                         _ => None,
                     }
                 }
             };
-            leadership.release().await?;
+            match leadership.release().await {
+                Ok(()) => {}
+                Err(err) if self.requeues_after(&err) => self.session.ready().await?,
+                Err(err) => return Err(err),
+            }
             if let Some(ControlFlow::Break(value)) = flow {
                 return Ok(value);
             }

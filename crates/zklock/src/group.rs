@@ -163,17 +163,36 @@ impl Group {
     /// # Errors
     /// See [`Group`]. A join never waits for anybody: it fails only when ZooKeeper does.
     ///
+    /// On a [reconnecting](Session::reconnecting) session it joins on the current ZooKeeper session, waiting for
+    /// the next one if it has ended. A membership does not outlive its ZooKeeper session (its
+    /// [`lost`](Membership::lost) signal fires): join again to carry on, as a new member.
+    ///
     /// # Cancellation safety
     /// Dropped at any await point, it removes our member node.
     pub async fn join(&self) -> Result<Membership> {
-        let (client, retry) = (self.session.client(), self.session.retry());
+        loop {
+            match self.join_once().await {
+                // On a reconnecting session, a join that failed because its ZooKeeper session ended holds nothing
+                // (our node went with it): join on the next one.
+                Err(Error::SessionExpired | Error::AuthFailed) if self.session.is_reconnecting() => {
+                    tracing::debug!(path = %self.path, "the session ended while joining; joining on the next");
+                }
+                joined => return joined,
+            }
+        }
+    }
+
+    async fn join_once(&self) -> Result<Membership> {
+        // One ZooKeeper session for the whole join: the node and its lost signal are on the session that made it.
+        let session = &self.session.pinned_usable().await?;
+        let (client, retry) = (session.client(), session.retry());
         let name = self.member_name()?;
-        let mut node = OwnNode::new(&self.session, &self.path, name.clone())?;
+        let mut node = OwnNode::new(session, &self.path, name.clone())?;
         // Named before the create is sent: if we are dropped, the delete by name goes out after the create on the
         // same session, so it is processed after it.
         node.name = Some(name.clone());
         let me = node.path();
-        let mode = CreateMode::Ephemeral.with_acls(self.session.acls());
+        let mode = CreateMode::Ephemeral.with_acls(session.acls());
         let mut attempt = Attempts::default();
         loop {
             let Some(reply) = retry
@@ -198,13 +217,13 @@ impl Group {
                     }
                 }
                 Err(zk::Error::NoNode) => {
-                    idioms::mkdir_containers(client, retry, &self.path, self.session.parent_acls()).await?;
+                    idioms::mkdir_containers(client, retry, &self.path, session.parent_acls()).await?;
                 }
                 Err(err) if is_connection_loss(&err) => retry.pause(&mut attempt).await?,
                 Err(err) => return Err(Error::zk("create", &me, err)),
             }
         }
-        let lost = LostSignal::for_node(&mut node, self.session.lost_policy());
+        let lost = LostSignal::for_node(&mut node, session.lost_policy());
         lost.set_holding();
         tracing::debug!(path = %me, "joined the group");
         Ok(Membership {

@@ -89,11 +89,49 @@
 //!   heard through [`Guard::revocation_requested`]), or delete its node.
 //! * **[`Error`] and [`Result`]**, and the re-exported [`zookeeper_client`].
 //! * **[`describe_metrics`]** — the unit and help text of every metric (see "Logging and metrics").
+//! * **[`SessionEvent`]** — what a reconnecting [`Session`] reports (see "Sessions that outlive expiry").
+//!
+//! # Sessions that outlive expiry
+//!
+//! A `zookeeper-client` session never comes back once it has expired: a [`Session`] made from a `Client`
+//! (`Session::new(&client)`, `&client` into a recipe) then fails every operation with [`Error::SessionExpired`]
+//! for ever. A **reconnecting** session — [`Session::reconnecting`]`(connector, hosts)`, or
+//! [`Session::reconnecting_with`] and a closure that connects (TLS, anything else) — makes a new ZooKeeper session
+//! when one ends (expired, or its authentication failed), with backoff (50 ms doubling to 1 s, ±25 % jitter), until
+//! it succeeds or is closed. Recipes built on it take the ZooKeeper session current when each operation starts
+//! and keep it to that operation's end (an acquire, a join, a take — so no operation mixes two sessions).
+//!
+//! * **Nothing held is taken again by itself.** A guard, lease, leadership, membership or queue claim belongs to
+//!   the ZooKeeper session that made it: when that session ends its [`lost`](Guard::lost) signal fires
+//!   ([`LostReason::SessionExpired`], or `Disconnected` first by the [`LostPolicy`]), exactly as on a fixed session,
+//!   and releasing it afterwards is harmless. Taking something again is a new acquire, at the back of the queue,
+//!   with a new fencing token.
+//! * **What carries on.** [`LeaderElection::lead`] with [`with_auto_requeue(true)`](LeaderElection::with_auto_requeue)
+//!   stops the term whose session ended and campaigns again on the next (Curator's `autoRequeue`): each term has a
+//!   larger fencing token, and there are never two leaders (the old node is gone before the new one can lead).
+//!   [`Group::join`] waits for the next session when the current one has ended, so joining again after a lost
+//!   membership is a new member on the new session. [`Queue::take_safe`] (and [`PriorityQueue`]'s) goes on with
+//!   the next session when the session ends while it waits or claims — an item claimed on the old session was
+//!   never completed, is claimable again in its place, and is taken once; [`Queue::take`] goes on when the
+//!   session ends while it waits, but not during a take (whether the item was removed is then unknown: the error
+//!   says so). Every other operation started after the ZooKeeper session ended, before the next one is made,
+//!   fails with [`Error::SessionExpired`]; [`Session::ready`]`().await` waits for the next one.
+//!   Recipes not named here ([`Barrier`], [`DoubleBarrier`], the counters, [`TwoPhaseCommit`]) use the newest
+//!   ZooKeeper session at each request.
+//! * **The event stream.** [`Session::events`] is a broadcast of [`SessionEvent`]s, as Curator's
+//!   `ConnectionStateListener`: `Suspended` (connection down, the session may live on), `Reconnected` (same
+//!   session, nothing lost), `Lost` (the session ended: everything held on it is lost), `NewSession { session_id }`,
+//!   and `Closed`. Each is also logged at `info`.
+//! * **Shutting down.** [`Session::close`] stops making new sessions, then deletes our nodes as below. The session
+//!   task holds no `Client`: dropping every `Session`, recipe and guard ends the ZooKeeper session and the task.
+//!   Each ended ZooKeeper session keeps a small client handle (a few hundred bytes) in the `Session` until it is
+//!   dropped, so that [`Session::client`] can lend the current one: one atomic load per session made since.
 //!
 //! # Shutting down
 //!
 //! In this order:
-//! 1. Stop starting work: no new acquires, joins or campaigns.
+//! 1. Stop starting work: no new acquires, joins or campaigns (stop a [`LeaderElection::lead`] loop, a queue
+//!    consumer).
 //! 2. Release what you hold ([`Guard::release`], [`Membership::leave`]…) where the order matters to
 //!    you, or let the next step delete it.
 //! 3. [`Session::close`]`().await`: deletes every node the recipes on that session still have (held guards,
@@ -196,6 +234,7 @@ mod participants;
 mod path;
 mod priority_queue;
 mod queue;
+mod reconnect;
 mod retry;
 mod revocation;
 mod rwlock;
@@ -221,6 +260,7 @@ pub use mutex::Mutex;
 pub use participants::{Inspection, NodeKind, Participant, Recipe, Role};
 pub use priority_queue::PriorityQueue;
 pub use queue::{Claimed, Queue};
+pub use reconnect::SessionEvent;
 pub use retry::RetryPolicy;
 pub use revocation::{request_revocation, revoke};
 pub use rwlock::{ReadGuard, RwLock, WriteGuard};

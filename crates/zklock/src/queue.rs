@@ -260,6 +260,26 @@ impl Items {
     /// is deleted in the background once the outcome is known. In the one case where the reply was lost and the
     /// item was consumed before we looked, its name is no longer known and `prefix` is returned.
     pub(crate) async fn put(&self, prefix: &str, id: &str, data: &[u8]) -> Result<String> {
+        self.pinned().await?.put_pinned(prefix, id, data).await
+    }
+
+    /// This queue on the session's current ZooKeeper session, for one operation (see `Session::pinned`); on a
+    /// reconnecting session whose ZooKeeper session has ended, waits for the next one.
+    async fn pinned(&self) -> Result<Items> {
+        Ok(Items {
+            session: self.session.pinned_usable().await?,
+            path: self.path.clone(),
+            layout: self.layout,
+        })
+    }
+
+    /// Whether an operation that failed with `err` while it held nothing goes on with the next ZooKeeper session:
+    /// on a reconnecting session, when the ZooKeeper session ended.
+    fn carries_on(&self, err: &Error) -> bool {
+        self.session.is_reconnecting() && matches!(err, Error::SessionExpired | Error::AuthFailed)
+    }
+
+    async fn put_pinned(&self, prefix: &str, id: &str, data: &[u8]) -> Result<String> {
         let item = child_path(&self.path, prefix);
         let receipts = child_path(&self.path, RECEIPTS);
         let receipt = child_path(&receipts, id);
@@ -368,13 +388,19 @@ impl Items {
         Ok(Some(found.unwrap_or_else(|| prefix.to_owned())))
     }
 
+    /// On a reconnecting session, an end of the ZooKeeper session while we wait for an item (holding nothing) is
+    /// no error: we wait on the next one. One during a take is (the item may have been taken by us or not).
     pub(crate) async fn take(&self) -> Result<Vec<u8>> {
+        let mut this = self.pinned().await?;
         let mut attempt = Attempts::default();
         loop {
-            match self.take_pass().await? {
+            match this.take_pass().await? {
                 Pass::Took(data) => return Ok(data),
                 Pass::Raced => {}
-                Pass::Empty => self.wait_for_items(false, &mut attempt).await?,
+                Pass::Empty => match this.wait_for_items(false, &mut attempt).await {
+                    Err(err) if self.carries_on(&err) => this = self.pinned().await?,
+                    waited => waited?,
+                },
             }
         }
     }
@@ -386,8 +412,9 @@ impl Items {
     }
 
     pub(crate) async fn try_take(&self) -> Result<Option<Vec<u8>>> {
+        let this = self.pinned().await?;
         loop {
-            match self.take_pass().await? {
+            match this.take_pass().await? {
                 Pass::Took(data) => return Ok(Some(data)),
                 Pass::Raced => {}
                 Pass::Empty => return Ok(None),
@@ -396,6 +423,10 @@ impl Items {
     }
 
     pub(crate) async fn peek(&self) -> Result<Option<Vec<u8>>> {
+        self.pinned().await?.peek_pinned().await
+    }
+
+    async fn peek_pinned(&self) -> Result<Option<Vec<u8>>> {
         loop {
             let items = self.sorted(self.list(&self.path).await?);
             if items.is_empty() {
@@ -417,23 +448,36 @@ impl Items {
     }
 
     pub(crate) async fn len(&self) -> Result<usize> {
-        Ok(self.sorted(self.list(&self.path).await?).len())
+        let this = self.pinned().await?;
+        Ok(this.sorted(this.list(&this.path).await?).len())
     }
 
+    /// On a reconnecting session, the end of the ZooKeeper session is no error here: a claim made on it is gone
+    /// with it (the item is claimable again, still in its place), so we go on with the next one.
     pub(crate) async fn take_safe(&self) -> Result<Claimed> {
+        let mut this = self.pinned().await?;
         let mut attempt = Attempts::default();
         loop {
-            match self.claim_pass().await? {
-                Pass::Took(claimed) => return Ok(claimed),
-                Pass::Raced => {}
-                Pass::Empty => self.wait_for_items(true, &mut attempt).await?,
+            let step = match this.claim_pass().await {
+                Ok(Pass::Took(claimed)) => return Ok(claimed),
+                Ok(Pass::Raced) => Ok(()),
+                Ok(Pass::Empty) => this.wait_for_items(true, &mut attempt).await,
+                Err(err) => Err(err),
+            };
+            match step {
+                Err(err) if self.carries_on(&err) => {
+                    tracing::debug!(queue = %self.path, %err, "the session ended while claiming; going on with the next");
+                    this = self.pinned().await?;
+                }
+                step => step?,
             }
         }
     }
 
     pub(crate) async fn try_take_safe(&self) -> Result<Option<Claimed>> {
+        let this = self.pinned().await?;
         loop {
-            match self.claim_pass().await? {
+            match this.claim_pass().await? {
                 Pass::Took(claimed) => return Ok(Some(claimed)),
                 Pass::Raced => {}
                 Pass::Empty => return Ok(None),

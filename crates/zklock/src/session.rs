@@ -8,6 +8,7 @@ use crate::closing::Registry;
 use crate::error::Result;
 use crate::events::{Listener, QueueEvent};
 use crate::lost_policy::LostPolicy;
+use crate::reconnect::{Generation, Live, SessionEvent};
 use crate::retry::RetryPolicy;
 
 /// The client's ZooKeeper session plus the policies recipes share: how operations are retried across connection
@@ -20,7 +21,9 @@ use crate::retry::RetryPolicy;
 /// count), and a `&Session` converts too.
 ///
 /// The ZooKeeper session itself belongs to the [`Client`]: when it expires every ephemeral node of every recipe on
-/// it is gone, and a `zookeeper-client` session never comes back — connect a new client.
+/// it is gone, and a `zookeeper-client` session never comes back — connect a new client, or use a
+/// [reconnecting](Session::reconnecting) session, which does (see "Sessions that outlive expiry" in the crate
+/// documentation).
 ///
 /// # ACLs
 ///
@@ -68,11 +71,16 @@ use crate::retry::RetryPolicy;
 #[derive(Debug, Clone)]
 pub struct Session {
     inner: Arc<Inner>,
+    /// Set on a session pinned to one ZooKeeper session for the length of one operation (see `pinned`).
+    pinned: Option<Arc<Generation>>,
 }
 
 #[derive(Debug, Clone)]
 struct Inner {
-    client: Client,
+    /// The first ZooKeeper session; a reconnecting session's later ones follow it (see `reconnect.rs`).
+    head: Arc<Generation>,
+    /// `Some` for a reconnecting session.
+    live: Option<Arc<Live>>,
     retry: RetryPolicy,
     lost_policy: LostPolicy,
     listener: Option<Listener>,
@@ -97,9 +105,83 @@ impl Session {
     }
 
     fn of(client: Client) -> Session {
+        Session::with_source(Generation::first(client), None)
+    }
+
+    /// A session that outlives expiry: connects with `connector` to `hosts` now, and each time the ZooKeeper
+    /// session ends (expired, or its authentication failed) makes a new one the same way, with backoff (50 ms
+    /// doubling to at most 1 s, ±25 % jitter) until it succeeds or the session is [closed](Session::close). See
+    /// "Sessions that outlive expiry" in the crate documentation for what carries on and what does not. The
+    /// connector carries the session timeout, credentials (`with_auth`) and SASL; do not give it a session to
+    /// resume (`with_session`): an ended one cannot be. For TLS (`secure_connect`) or anything else, use
+    /// [`reconnecting_with`](Session::reconnecting_with).
+    ///
+    /// Needs a tokio runtime: a task watches the session while any clone of this `Session` exists.
+    ///
+    /// # Errors
+    /// The first connection's failure ([`Error::ZooKeeper`](crate::Error::ZooKeeper) with operation `connect`); it
+    /// is not retried.
+    pub async fn reconnecting(connector: zookeeper_client::Connector, hosts: &str) -> Result<Session> {
+        let hosts = hosts.to_owned();
+        Session::reconnecting_with(move || {
+            let (connector, hosts) = (connector.clone(), hosts.clone());
+            async move { connector.connect(&hosts).await }
+        })
+        .await
+    }
+
+    /// Like [`reconnecting`](Session::reconnecting), with `connect` making each `Client` (TLS, a chroot, a
+    /// connection string looked up anew each time…).
+    ///
+    /// # Errors
+    /// The first connection's failure; it is not retried.
+    pub async fn reconnecting_with<F, Fut>(connect: F) -> Result<Session>
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = std::result::Result<Client, zookeeper_client::Error>>
+            + Send
+            + 'static,
+    {
+        let (live, head) = Live::start(Box::new(move || Box::pin(connect()))).await?;
+        Ok(Session::with_source(head, Some(live)))
+    }
+
+    /// Whether this session makes a new ZooKeeper session when one ends ([`reconnecting`](Session::reconnecting)).
+    pub fn is_reconnecting(&self) -> bool {
+        self.inner.live.is_some()
+    }
+
+    /// The state changes of a reconnecting session, from now on: suspended, reconnected, lost, a new session,
+    /// closed (see [`SessionEvent`]). A receiver that falls 64 events behind misses the oldest
+    /// ([`RecvError::Lagged`](tokio::sync::broadcast::error::RecvError::Lagged)). A session made from a `Client`
+    /// reports nothing (`None`): watch its `Client::state_watcher`.
+    pub fn events(&self) -> Option<tokio::sync::broadcast::Receiver<SessionEvent>> {
+        self.inner.live.as_ref().map(|live| live.events())
+    }
+
+    /// Completes once the current ZooKeeper session is usable: at once unless it has ended; on a reconnecting
+    /// session whose ZooKeeper session has ended, when the next one is made.
+    ///
+    /// # Errors
+    /// [`Error::Closed`](crate::Error::Closed) once the session is [closed](Session::close); for a session made
+    /// from a `Client`, the end of its ZooKeeper session ([`Error::SessionExpired`](crate::Error::SessionExpired),
+    /// …), which never comes back.
+    pub async fn ready(&self) -> Result<()> {
+        match &self.inner.live {
+            Some(live) => live.usable(&self.inner.head).await.map(drop),
+            None => match crate::idioms::session_ended(self.client().state()) {
+                Some(err) => Err(err),
+                None => Ok(()),
+            },
+        }
+    }
+
+    fn with_source(head: Arc<Generation>, live: Option<Arc<Live>>) -> Session {
         Session {
+            pinned: None,
             inner: Arc::new(Inner {
-                client,
+                head,
+                live,
                 retry: RetryPolicy::default(),
                 lost_policy: LostPolicy::default(),
                 listener: None,
@@ -174,9 +256,41 @@ impl Session {
         self
     }
 
-    /// The client.
+    /// The client: for a reconnecting session ([`reconnecting`](Session::reconnecting)), the one of the newest
+    /// ZooKeeper session (which may have ended, until the next one is made; see [`ready`](Session::ready)).
     pub fn client(&self) -> &Client {
-        &self.inner.client
+        if let Some(pinned) = &self.pinned {
+            return &pinned.client;
+        }
+        match &self.inner.live {
+            None => &self.inner.head.client,
+            Some(_) => &Generation::newest(&self.inner.head).client,
+        }
+    }
+
+    /// This session pinned to its current ZooKeeper session: what one operation uses from its start to its end,
+    /// so that no operation sends part of its requests on an ended session and the rest on the next one (a node
+    /// created on one and looked for on the other). For a session that does not reconnect, a clone.
+    pub(crate) fn pinned(&self) -> Session {
+        match (&self.pinned, &self.inner.live) {
+            (None, Some(_)) => Session {
+                inner: Arc::clone(&self.inner),
+                pinned: Some(Arc::clone(Generation::newest(&self.inner.head))),
+            },
+            _ => self.clone(),
+        }
+    }
+
+    /// Like [`pinned`](Session::pinned), but first waits, on a reconnecting session whose ZooKeeper session has
+    /// ended, for the next one.
+    pub(crate) async fn pinned_usable(&self) -> Result<Session> {
+        match (&self.pinned, &self.inner.live) {
+            (None, Some(live)) => Ok(Session {
+                inner: Arc::clone(&self.inner),
+                pinned: Some(live.usable(&self.inner.head).await?),
+            }),
+            _ => Ok(self.clone()),
+        }
     }
 
     /// How operations are retried across connection loss.
@@ -215,7 +329,8 @@ impl Session {
     /// memberships, double-barrier and two-phase-commit nodes —, waits until ZooKeeper has confirmed each delete,
     /// and from then on refuses every new node with [`Error::Closed`](crate::Error::Closed). Guards still held
     /// report [`LostReason::ClientClosed`](crate::LostReason::ClientClosed) on [`lost`](crate::Guard::lost);
-    /// dropping or releasing them afterwards is harmless.
+    /// dropping or releasing them afterwards is harmless. A [reconnecting](Session::reconnecting) session first
+    /// stops making new ZooKeeper sessions ([`SessionEvent::Closed`]).
     ///
     /// It deletes the nodes itself, one listing per directory and then every delete at once, rather than ending
     /// the ZooKeeper session: a `zookeeper-client` session ends (a `closeSession` request) only when the last
@@ -230,6 +345,9 @@ impl Session {
     /// [`Error::ConnectionLoss`](crate::Error::ConnectionLoss) when the [`RetryPolicy`] gives up; any other error
     /// of a listing or a delete (the rest are then not deleted).
     pub async fn close(self) -> Result<()> {
+        if let Some(live) = &self.inner.live {
+            live.close();
+        }
         let deleted = self.inner.registry.close(self.client(), self.retry()).await?;
         tracing::debug!(deleted, session = %self.client().session_id(), "session closed: our nodes are deleted");
         Ok(())

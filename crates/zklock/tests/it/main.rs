@@ -22,6 +22,7 @@ mod mutex;
 mod mutex_faults;
 mod priority_queue;
 mod queue;
+mod reconnect;
 mod revocation;
 mod rwlock;
 mod semaphore;
