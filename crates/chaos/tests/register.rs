@@ -1,0 +1,266 @@
+//! The `register` workload and its linearizability checker.
+//!
+//! * The checker's unit tests, on known linearizable and non-linearizable histories (the module is compiled
+//!   into this test from `src/linearizability.rs`: the chaos crate is a binary).
+//! * Short `zklock-chaos --recipe register` campaigns: the embedded server under kill -9 restarts and cut
+//!   connections, and real ZooKeeper standalone, must be linearizable.
+//! * The negative control: an in-process embedded server whose reads are answered from a stale copy (the
+//!   server's test-only `fault-injection` feature) must be found not linearizable, and the same run without the
+//!   switch linearizable.
+
+#[path = "../src/linearizability.rs"]
+#[allow(dead_code)]
+mod linearizability;
+
+use linearizability::{check, Call, Operation, Outcome, Step, Verdict};
+
+/// An operation by `p` over `[call, ret]`.
+fn op(p: &str, call: u64, ret: u64, c: Call, outcome: Outcome) -> Operation {
+    Operation {
+        process: p.to_owned(),
+        call_ns: call,
+        ret_ns: ret,
+        call: c,
+        outcome,
+    }
+}
+
+fn read(p: &str, call: u64, ret: u64, key: u32, value: i64, version: i32) -> Operation {
+    op(p, call, ret, Call::Read { key }, Outcome::Read { value, version })
+}
+
+fn write(p: &str, call: u64, ret: u64, key: u32, value: i64, outcome: Outcome) -> Operation {
+    let step = Step::Set {
+        key,
+        value,
+        expected: None,
+    };
+    op(p, call, ret, Call::Txn(vec![step]), outcome)
+}
+
+fn cas(p: &str, call: u64, ret: u64, key: u32, expected: i32, value: i64, outcome: Outcome) -> Operation {
+    let step = Step::Set {
+        key,
+        value,
+        expected: Some(expected),
+    };
+    op(p, call, ret, Call::Txn(vec![step]), outcome)
+}
+
+fn ok(versions: &[i32]) -> Outcome {
+    Outcome::Applied(versions.to_vec())
+}
+
+fn verdict(history: &[Operation]) -> Verdict {
+    let report = check(history, linearizability::MAX_STATES);
+    eprintln!("{report}");
+    report.verdict
+}
+
+fn is_no(v: Verdict) -> bool {
+    matches!(v, Verdict::NotLinearizable(_))
+}
+
+#[test]
+fn concurrent_writes_and_reads_linearize() {
+    // a writes 1, b writes 2 concurrently; c reads 1 at version 2: b first, then a.
+    let h = [
+        write("a", 0, 10, 0, 1, ok(&[2])),
+        write("b", 1, 9, 0, 2, ok(&[1])),
+        read("c", 11, 12, 0, 1, 2),
+        read("c", 13, 14, 0, 1, 2),
+    ];
+    assert_eq!(verdict(&h), Verdict::Linearizable);
+}
+
+#[test]
+fn a_stale_read_is_caught() {
+    // The write of 1 completed before the read began; the read still saw the initial value.
+    let h = [write("a", 0, 10, 0, 1, ok(&[1])), read("b", 20, 30, 0, 0, 0)];
+    assert!(is_no(verdict(&h)));
+    // Concurrent with the write, the same read is fine.
+    let h = [write("a", 0, 10, 0, 1, ok(&[1])), read("b", 5, 30, 0, 0, 0)];
+    assert_eq!(verdict(&h), Verdict::Linearizable);
+}
+
+#[test]
+fn a_lost_write_is_caught() {
+    // Two acknowledged writes, the second read back as if the first never happened after it: 2 at version 2 and
+    // then 1 at version 2 cannot both be.
+    let h = [
+        write("a", 0, 10, 0, 1, ok(&[1])),
+        write("b", 20, 30, 0, 2, ok(&[2])),
+        read("c", 40, 50, 0, 1, 1),
+    ];
+    assert!(is_no(verdict(&h)));
+    // A write acknowledged with version 1 that a later read does not show at all.
+    let h = [
+        write("a", 0, 10, 0, 7, ok(&[1])),
+        read("c", 40, 50, 0, 0, 0),
+        read("c", 60, 70, 0, 0, 0),
+    ];
+    assert!(is_no(verdict(&h)));
+}
+
+#[test]
+fn a_compare_and_set_succeeding_twice_on_one_version_is_caught() {
+    let h = [
+        cas("a", 0, 10, 0, 0, 1, ok(&[1])),
+        cas("b", 2, 12, 0, 0, 2, ok(&[1])),
+    ];
+    assert!(is_no(verdict(&h)));
+    // One wins, the other is refused: fine.
+    let h = [
+        cas("a", 0, 10, 0, 0, 1, ok(&[1])),
+        cas("b", 2, 12, 0, 0, 2, Outcome::Refused(Some(0))),
+        read("c", 20, 30, 0, 1, 1),
+    ];
+    assert_eq!(verdict(&h), Verdict::Linearizable);
+    // A refusal when the version did match (nobody else wrote) is not.
+    let h = [cas("a", 0, 10, 0, 0, 1, Outcome::Refused(Some(0)))];
+    assert!(is_no(verdict(&h)));
+}
+
+#[test]
+fn a_read_of_a_value_never_written_is_caught() {
+    let h = [write("a", 0, 10, 0, 1, ok(&[1])), read("b", 5, 30, 0, 99, 1)];
+    assert!(is_no(verdict(&h)));
+}
+
+#[test]
+fn real_time_order_is_respected() {
+    // b's write of 2 began after a's write of 1 returned, so 2 is last; a read after both seeing 1 is wrong even
+    // though the two versions would allow either order without the times.
+    let h = [
+        write("a", 0, 10, 0, 1, ok(&[1])),
+        write("b", 20, 30, 0, 2, ok(&[2])),
+        read("c", 40, 50, 0, 1, 2),
+    ];
+    assert!(is_no(verdict(&h)));
+    // A read that saw 1 then a read that saw the initial value, one after the other: the value went back.
+    let h = [
+        write("a", 0, 100, 0, 1, ok(&[1])),
+        read("b", 10, 20, 0, 1, 1),
+        read("c", 30, 40, 0, 0, 0),
+    ];
+    assert!(is_no(verdict(&h)));
+}
+
+#[test]
+fn unknown_writes_may_happen_late_or_never() {
+    // a's write timed out; it shows up in a read long after, or not at all: both fine.
+    let late = [
+        write("a", 0, 0, 0, 5, Outcome::Unknown),
+        read("b", 100, 110, 0, 0, 0),
+        read("b", 200, 210, 0, 5, 1),
+    ];
+    assert_eq!(verdict(&late), Verdict::Linearizable);
+    let never = [
+        write("a", 0, 0, 0, 5, Outcome::Unknown),
+        write("b", 100, 110, 0, 6, ok(&[1])),
+        read("b", 200, 210, 0, 6, 1),
+    ];
+    assert_eq!(verdict(&never), Verdict::Linearizable);
+    // But not before it was invoked, and not twice.
+    let early = [
+        read("b", 0, 10, 0, 5, 1),
+        write("a", 20, 0, 0, 5, Outcome::Unknown),
+    ];
+    assert!(is_no(verdict(&early)));
+    let twice = [
+        write("a", 0, 0, 0, 5, Outcome::Unknown),
+        read("b", 100, 110, 0, 5, 1),
+        read("b", 200, 210, 0, 5, 2),
+    ];
+    assert!(is_no(verdict(&twice)));
+}
+
+#[test]
+fn multi_is_atomic_across_keys() {
+    let txn = |p: &str, call, ret, steps: Vec<Step>, outcome| op(p, call, ret, Call::Txn(steps), outcome);
+    let both = vec![
+        Step::Set {
+            key: 0,
+            value: 1,
+            expected: Some(0),
+        },
+        Step::Set {
+            key: 1,
+            value: 2,
+            expected: None,
+        },
+    ];
+    // Applied: a reader sees both or neither.
+    let h = [
+        txn("a", 0, 10, both.clone(), ok(&[1, 1])),
+        read("b", 20, 30, 0, 1, 1),
+        read("b", 40, 50, 1, 2, 1),
+    ];
+    assert_eq!(verdict(&h), Verdict::Linearizable);
+    let torn = [
+        txn("a", 0, 100, both.clone(), ok(&[1, 1])),
+        read("b", 10, 20, 1, 2, 1), // the second half seen...
+        read("b", 30, 40, 0, 0, 0), // ...then the first half not yet: torn
+    ];
+    assert!(is_no(verdict(&torn)));
+    // Refused at its first step (key 0 was at version 1): nothing of it may show on key 1.
+    let h = [
+        write("c", 0, 10, 0, 9, ok(&[1])),
+        txn("a", 20, 30, both.clone(), Outcome::Refused(Some(0))),
+        read("b", 40, 50, 1, 0, 0),
+    ];
+    assert_eq!(verdict(&h), Verdict::Linearizable);
+    let h = [
+        write("c", 0, 10, 0, 9, ok(&[1])),
+        txn("a", 20, 30, both.clone(), Outcome::Refused(Some(0))),
+        read("b", 40, 50, 1, 2, 1),
+    ];
+    assert!(is_no(verdict(&h)));
+    // A check that held does not change the version.
+    let checked = vec![
+        Step::Check { key: 0, version: 0 },
+        Step::Set {
+            key: 1,
+            value: 3,
+            expected: None,
+        },
+    ];
+    let h = [
+        txn("a", 0, 10, checked, ok(&[1])),
+        read("b", 20, 30, 0, 0, 0),
+        read("b", 20, 30, 1, 3, 1),
+    ];
+    assert_eq!(verdict(&h), Verdict::Linearizable);
+}
+
+#[test]
+fn independent_keys_are_searched_apart() {
+    let mut h = Vec::new();
+    for key in 0..3u32 {
+        for i in 0..200u64 {
+            let t = i * 100;
+            let value = (key as i64) * 1000 + i as i64 + 1;
+            h.push(write("w", t, t + 50, key, value, ok(&[i as i32 + 1])));
+            h.push(read("r", t + 10, t + 90, key, value, i as i32 + 1));
+        }
+    }
+    let report = check(&h, linearizability::MAX_STATES);
+    assert_eq!(report.verdict, Verdict::Linearizable, "{report}");
+    assert_eq!((report.ops, report.keys, report.groups), (1200, 3, 3));
+}
+
+#[test]
+fn the_search_gives_up_past_its_bound_and_says_so() {
+    // Many concurrent unknown writes and reads that rule out most orders: more configurations than the bound.
+    let mut h = Vec::new();
+    for i in 0..14u64 {
+        h.push(write("w", i, 0, 0, i as i64 + 1, Outcome::Unknown));
+    }
+    h.push(read("r", 1000, 1010, 0, 3, 14));
+    let report = check(&h, 100);
+    assert!(matches!(report.verdict, Verdict::Unknown(_)), "{report}");
+    assert!(report.to_string().starts_with("linearizable: unknown"));
+    // With room enough, the same history is settled.
+    let report = check(&h, linearizability::MAX_STATES);
+    assert_eq!(report.verdict, Verdict::Linearizable, "{report}");
+}
