@@ -240,11 +240,7 @@ fn apply(state: &State, index: &HashMap<u32, usize>, call: &Call, outcome: &Outc
             let mut failed_at = None;
             for (i, step) in steps.iter().enumerate() {
                 match *step {
-                    Step::Set {
-                        key,
-                        value,
-                        expected,
-                    } => {
+                    Step::Set { key, value, expected } => {
                         let slot = &mut next[index[&key]];
                         if expected.is_some_and(|e| e != slot.1) {
                             failed_at = Some(i);
@@ -385,7 +381,11 @@ fn search(ops: &[&Operation], keys: &[u32], max_states: usize) -> (Search, usize
             if let Some(next) = apply(&state, &index, &ops[op].call, &ops[op].outcome) {
                 let next_done = done.with(op as u32);
                 if seen.insert((next_done.clone(), next.clone())) {
-                    stack.push((op, std::mem::replace(&mut state, next), std::mem::replace(&mut done, next_done)));
+                    stack.push((
+                        op,
+                        std::mem::replace(&mut state, next),
+                        std::mem::replace(&mut done, next_done),
+                    ));
                     unlink(&mut list, call_entry[op]);
                     if let Some(ret) = ret_entry[op] {
                         unlink(&mut list, ret);
