@@ -264,3 +264,144 @@ fn the_search_gives_up_past_its_bound_and_says_so() {
     let report = check(&h, linearizability::MAX_STATES);
     assert_eq!(report.verdict, Verdict::Linearizable, "{report}");
 }
+
+// ---- campaigns ----
+
+/// Runs `zklock-chaos` with `args`: exit code, stdout, stderr.
+fn chaos(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zklock-chaos"))
+        .args(args)
+        .output()
+        .expect("zklock-chaos runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    eprintln!("zklock-chaos {}\n{stdout}", args.join(" "));
+    (out.status.code(), stdout, stderr)
+}
+
+/// A `--recipe register` campaign that must be linearizable, with work done and faults injected.
+fn linearizable_campaign(server: &str, seed: &str, more: &[&str]) {
+    let mut args = vec![
+        "--server",
+        server,
+        "--recipe",
+        "register",
+        "--clients",
+        "3",
+        "--duration",
+        "25",
+        "--seed",
+        seed,
+    ];
+    args.extend_from_slice(more);
+    let (code, stdout, stderr) = chaos(&args);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let verdict = stdout
+        .lines()
+        .find(|l| l.starts_with("linearizable: "))
+        .unwrap_or_else(|| panic!("no verdict line: {stdout}\n{stderr}"));
+    assert!(verdict.starts_with("linearizable: yes ("), "{verdict}");
+    let n: Vec<u64> = stdout
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    assert!(n.len() == 4 && n[0] >= 20, "too little work: {stdout}\n{stderr}");
+    assert!(n[1] >= 1, "no fault was injected: {stdout}\n{stderr}");
+}
+
+#[test]
+fn register_on_embedded_under_restarts_and_cuts_is_linearizable() {
+    linearizable_campaign("embedded", "21", &["--faults", "restart-server,cut"]);
+}
+
+#[test]
+fn register_on_zookeeper_is_linearizable() {
+    linearizable_campaign("zookeeper", "22", &[]);
+}
+
+// ---- the negative control ----
+
+fn now_ns() -> u64 {
+    let ts = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).unwrap();
+    ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64
+}
+
+/// Creates the workload's znodes at `path` (value 0, version 0), as the campaign does.
+async fn prepare(connect: &str, path: &str) {
+    let client = zookeeper_client::Client::connect(connect).await.unwrap();
+    let options = zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    client.create(path, b"", &options).await.unwrap();
+    for key in 0..4 {
+        client
+            .create(&format!("{path}/k{key}"), b"0", &options)
+            .await
+            .unwrap();
+    }
+}
+
+/// Three `register` workers on `connect` for 3 s, then `zklock-chaos __check-register` on their histories: its
+/// exit code and verdict line.
+async fn run_and_check(connect: &str, path: &str) -> (Option<i32>, String) {
+    prepare(connect, path).await;
+    let dir = tempfile::tempdir().unwrap();
+    let until = (now_ns() + 3_000_000_000).to_string();
+    let mut workers = Vec::new();
+    for client in 0..3 {
+        let history = dir.path().join(format!("kv-{client}-1.history"));
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_zklock-chaos"));
+        command.args([
+            "__worker",
+            "--recipe",
+            "register",
+            "--connect",
+            connect,
+            "--path",
+            path,
+            "--register",
+            "unused",
+            "--client",
+            &client.to_string(),
+            "--session-timeout-ms",
+            "4000",
+            "--until-ns",
+            &until,
+            "--seed",
+            &(client + 100).to_string(),
+            "--history",
+            history.to_str().unwrap(),
+        ]);
+        workers.push(tokio::task::spawn_blocking(move || command.output().unwrap()));
+    }
+    for worker in workers {
+        let out = worker.await.unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zklock-chaos"))
+        .arg("__check-register")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let verdict = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    eprintln!("{verdict}");
+    (out.status.code(), verdict)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_embedded_server_answering_stale_reads_is_not_linearizable() {
+    let server = zklock_server::Server::start(zklock_server::ServerConfig::default())
+        .await
+        .unwrap();
+    let connect = server.connect_string();
+    // The same workload on the same server, first as it is, then with the stale copies on.
+    let (code, verdict) = run_and_check(&connect, "/fresh").await;
+    assert_eq!(code, Some(0), "{verdict}");
+    assert!(verdict.starts_with("linearizable: yes ("), "{verdict}");
+    server.answer_reads_from_a_stale_copy();
+    let (code, verdict) = run_and_check(&connect, "/stale").await;
+    assert_eq!(code, Some(1), "{verdict}");
+    assert!(verdict.starts_with("linearizable: no ("), "{verdict}");
+    server.shutdown().await.unwrap();
+}
