@@ -4,9 +4,9 @@
 //!   into this test from `src/linearizability.rs`: the chaos crate is a binary).
 //! * Short `zklock-chaos --recipe register` campaigns: the embedded server under kill -9 restarts and cut
 //!   connections, and real ZooKeeper standalone, must be linearizable.
-//! * The negative control: an in-process embedded server whose reads are answered from a stale copy (the
-//!   server's test-only `fault-injection` feature) must be found not linearizable, and the same run without the
-//!   switch linearizable.
+//! * The negative controls: an in-process embedded server whose reads are answered from a stale copy (the
+//!   server's test-only `fault-injection` feature) must be found not linearizable, the same run without the
+//!   switch linearizable, and that real history with one read made stale not linearizable.
 
 #[path = "../src/linearizability.rs"]
 #[allow(dead_code)]
@@ -342,15 +342,26 @@ async fn prepare(connect: &str, path: &str) {
     }
 }
 
+/// `zklock-chaos __check-register DIR`: its exit code and verdict line.
+fn check_dir(dir: &std::path::Path) -> (Option<i32>, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zklock-chaos"))
+        .arg("__check-register")
+        .arg(dir)
+        .output()
+        .unwrap();
+    let verdict = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    eprintln!("{verdict}");
+    (out.status.code(), verdict)
+}
+
 /// Three `register` workers on `connect` for 3 s, then `zklock-chaos __check-register` on their histories: its
 /// exit code and verdict line.
-async fn run_and_check(connect: &str, path: &str) -> (Option<i32>, String) {
+async fn run_and_check(connect: &str, path: &str, dir: &std::path::Path) -> (Option<i32>, String) {
     prepare(connect, path).await;
-    let dir = tempfile::tempdir().unwrap();
     let until = (now_ns() + 3_000_000_000).to_string();
     let mut workers = Vec::new();
     for client in 0..3 {
-        let history = dir.path().join(format!("kv-{client}-1.history"));
+        let history = dir.join(format!("kv-{client}-1.history"));
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_zklock-chaos"));
         command.args([
             "__worker",
@@ -379,14 +390,25 @@ async fn run_and_check(connect: &str, path: &str) -> (Option<i32>, String) {
         let out = worker.await.unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zklock-chaos"))
-        .arg("__check-register")
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    let verdict = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    eprintln!("{verdict}");
-    (out.status.code(), verdict)
+    check_dir(dir)
+}
+
+/// Replaces the answer of the last read in `dir`'s first history that saw version 10 or more by the initial
+/// `(0, version 0)`: a stale read of a key written many times, each write acknowledged well before that read began.
+fn make_one_read_stale(dir: &std::path::Path) {
+    let file = dir.join("kv-0-1.history");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let at = lines
+        .iter()
+        .rposition(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() == 6 && f[0] == "ok" && f[3] == "read" && f[5].parse::<i32>().is_ok_and(|v| v >= 10)
+        })
+        .expect("a read that saw version 10 or more");
+    let f: Vec<String> = lines[at].split_whitespace().map(str::to_owned).collect();
+    lines[at] = format!("ok {} {} read 0 0", f[1], f[2]);
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -396,11 +418,18 @@ async fn an_embedded_server_answering_stale_reads_is_not_linearizable() {
         .unwrap();
     let connect = server.connect_string();
     // The same workload on the same server, first as it is, then with the stale copies on.
-    let (code, verdict) = run_and_check(&connect, "/fresh").await;
+    let fresh = tempfile::tempdir().unwrap();
+    let (code, verdict) = run_and_check(&connect, "/fresh", fresh.path()).await;
     assert_eq!(code, Some(0), "{verdict}");
     assert!(verdict.starts_with("linearizable: yes ("), "{verdict}");
+    // The history-level control: that real history with one read made stale.
+    make_one_read_stale(fresh.path());
+    let (code, verdict) = check_dir(fresh.path());
+    assert_eq!(code, Some(1), "{verdict}");
+    assert!(verdict.starts_with("linearizable: no ("), "{verdict}");
     server.answer_reads_from_a_stale_copy();
-    let (code, verdict) = run_and_check(&connect, "/stale").await;
+    let stale = tempfile::tempdir().unwrap();
+    let (code, verdict) = run_and_check(&connect, "/stale", stale.path()).await;
     assert_eq!(code, Some(1), "{verdict}");
     assert!(verdict.starts_with("linearizable: no ("), "{verdict}");
     server.shutdown().await.unwrap();
