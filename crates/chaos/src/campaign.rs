@@ -241,14 +241,19 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
     });
     let nemesis = tokio::spawn(nemesis::run(faults.clone(), seed, faults_until_ns, targets));
     let progress = {
-        let register = register.clone();
+        let (register, kv_dir) = (
+            register.clone(),
+            (args.recipe == Recipe::Register).then(|| dir.clone()),
+        );
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(Duration::from_secs(10)).await;
                 eprintln!(
                     "zklock-chaos: {:.0} s, {} ops so far",
                     (now_ns() - start_ns) as f64 / 1e9,
-                    register.len()
+                    kv_dir
+                        .as_deref()
+                        .map_or_else(|| register.len(), crate::kv::answered)
                 );
             }
         })

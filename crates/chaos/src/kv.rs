@@ -376,6 +376,27 @@ pub fn load(dir: &Path) -> Result<Vec<Operation>> {
     Ok(history)
 }
 
+/// How many operations got an answer so far, in the histories of `dir` (for the campaign's progress lines).
+pub fn answered(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with("kv-") && n.ends_with(".history"))
+        })
+        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+        .map(|text| {
+            text.lines()
+                .filter(|l| l.starts_with("ok ") || l.starts_with("refused "))
+                .count()
+        })
+        .sum()
+}
+
 /// The campaign's judgement: the checker's report on the histories in `dir`, and the acknowledged operations as
 /// register records (their completion times, for the operation count and the recovery figures).
 pub async fn judge(dir: &Path) -> Result<(Report, Vec<Op>)> {
