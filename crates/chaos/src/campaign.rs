@@ -13,6 +13,7 @@ use crate::clock::now_ns;
 use crate::contenders::{Contenders, Launch, SlotReport};
 use crate::fence::Fence;
 use crate::foreign::{self, Foreign, Side, WorkerLine};
+use crate::linearizability::Verdict;
 use crate::nemesis::{self, Fault, Targets};
 use crate::netfault;
 use crate::register::Register;
@@ -137,7 +138,10 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
         }
     };
     // The group and two-phase commit workloads record facts, not critical sections: nothing to fence.
-    let fence = if matches!(args.recipe, Recipe::Group | Recipe::TwoPhaseCommit) {
+    let fence = if matches!(
+        args.recipe,
+        Recipe::Group | Recipe::TwoPhaseCommit | Recipe::Register
+    ) {
         Fence::Off
     } else {
         fence
@@ -184,6 +188,9 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
         }
     }
     let path = format!("/chaos/{}-{seed:016x}", report::name(args.recipe));
+    if args.recipe == Recipe::Register {
+        crate::kv::prepare(&direct, &path).await?;
+    }
     let sides: Vec<Side> = (0..args.clients)
         .map(|slot| foreign::side(&args.mix, slot))
         .collect();
@@ -253,14 +260,19 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
     });
     let nemesis = tokio::spawn(nemesis::run(faults.clone(), seed, faults_until_ns, targets));
     let progress = {
-        let register = register.clone();
+        let (register, kv_dir) = (
+            register.clone(),
+            (args.recipe == Recipe::Register).then(|| dir.clone()),
+        );
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(Duration::from_secs(10)).await;
                 eprintln!(
                     "zklock-chaos: {:.0} s, {} ops so far",
                     (now_ns() - start_ns) as f64 / 1e9,
-                    register.len()
+                    kv_dir
+                        .as_deref()
+                        .map_or_else(|| register.len(), crate::kv::answered)
                 );
             }
         })
@@ -307,8 +319,18 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
     if let Err(left) = aftermath::wait_no_sessions(&members, bound).await {
         violations.push(format!("cleanliness: {left}"));
     }
-    let ops = register.ops();
-    if args.recipe == Recipe::Group {
+    let mut ops = register.ops();
+    let mut unjudged = None;
+    if args.recipe == Recipe::Register {
+        let (report, acknowledged) = crate::kv::judge(&dir).await?;
+        println!("{report}");
+        match report.verdict {
+            Verdict::Linearizable => {}
+            Verdict::NotLinearizable(why) => violations.push(format!("linearizability: {why}")),
+            Verdict::Unknown(why) => unjudged = Some(why),
+        }
+        ops = acknowledged;
+    } else if args.recipe == Recipe::Group {
         violations.extend(crate::group::check(&ops, session.as_nanos() as u64));
     } else if args.recipe == Recipe::TwoPhaseCommit {
         violations.extend(crate::two_phase_commit::check(&ops));
@@ -357,12 +379,15 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
         &violations,
         &intervals,
     );
-    if !violations.is_empty() && args.out.is_none() {
+    if (!violations.is_empty() || unjudged.is_some()) && args.out.is_none() {
         let kept = temp.keep();
         eprintln!("zklock-chaos: files kept in {}", kept.display());
     }
     drop(proxies);
     drop(servers);
+    if let Some(why) = unjudged {
+        bail!("the linearizability checker could not decide: {why}");
+    }
     Ok(violations.len())
 }
 
@@ -443,6 +468,10 @@ fn launch_for(
     let mut argv = argv;
     if args.mix.contains(&foreign::Peer::Kazoo) {
         argv.push("--kazoo-contenders".to_owned()); // queue behind kazoo's nodes too
+    }
+    if args.recipe == Recipe::Register {
+        argv.push("--history".to_owned());
+        argv.push(dir.join(format!("kv-{slot}-{{k}}.history")).display().to_string());
     }
     if args.recipe == Recipe::Counter && args.no_fencing {
         argv.push("--naive".to_owned()); // the counter's negative control

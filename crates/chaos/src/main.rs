@@ -10,7 +10,8 @@
 //! Layout: `campaign.rs` runs one campaign; `aftermath.rs` drains and checks cleanliness; `report.rs` writes
 //! the files and the summary; `contenders.rs` the contender processes; `foreign.rs` the kazoo and Curator
 //! contenders of `--mix`; `nemesis.rs` the faults; `servers.rs` the server under test; `register.rs` +
-//! `fence.rs` the protected resource; `checker.rs` the verdict; `worker.rs` and `command.rs` what runs inside the
+//! `fence.rs` the protected resource; `checker.rs` the verdict (`kv.rs` + `linearizability.rs`: the `register`
+//! workload and its linearizability checker); `worker.rs` and `command.rs` what runs inside the
 //! contender processes.
 
 mod aftermath;
@@ -24,6 +25,8 @@ mod fence;
 mod foreign;
 mod group;
 mod history;
+mod kv;
+mod linearizability;
 mod nemesis;
 mod netfault;
 mod register;
@@ -67,6 +70,9 @@ pub enum Recipe {
     /// `TwoPhaseCommit`: every contender coordinates transactions and takes part in the others'; no transaction
     /// with two outcomes, and a commit only if every participant voted commit.
     TwoPhaseCommit,
+    /// Registers (znodes): reads after `sync`, writes, compare-and-sets by version and `multi`, each recorded with
+    /// its invocation and completion; the history must be linearizable.
+    Register,
 }
 
 #[derive(Parser, Debug)]
@@ -97,6 +103,12 @@ enum Internal {
         /// The campaign's directory.
         dir: std::path::PathBuf,
     },
+    /// The linearizability verdict on the `register` histories (`kv-*.history`) of a directory.
+    #[command(name = "__check-register", hide = true)]
+    CheckRegister {
+        /// The directory.
+        dir: std::path::PathBuf,
+    },
 }
 
 fn main() {
@@ -117,6 +129,10 @@ fn main() {
                 2
             }
         },
+        Some(Internal::CheckRegister { dir }) => kv::check_dir(&dir).unwrap_or_else(|err| {
+            eprintln!("zklock-chaos: {err:#}");
+            2
+        }),
         None => {
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)

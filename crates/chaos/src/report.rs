@@ -117,6 +117,7 @@ pub fn report(
                     | Recipe::PriorityQueue
                     | Recipe::Group
                     | Recipe::TwoPhaseCommit
+                    | Recipe::Register
             ),
         ops.len(),
         accepted,

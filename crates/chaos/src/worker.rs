@@ -20,6 +20,7 @@ pub async fn run(args: WorkerArgs) -> i32 {
     let worked = match args.recipe {
         Recipe::Group => crate::group::work(&args).await,
         Recipe::TwoPhaseCommit => crate::two_phase_commit::work(&args).await,
+        Recipe::Register => crate::kv::work(&args).await,
         _ => work(&args).await,
     };
     match worked {
@@ -246,7 +247,8 @@ async fn acquire(args: &WorkerArgs, zk: &Client, writer: bool, timeout: Duration
         | Recipe::Counter
         | Recipe::PriorityQueue
         | Recipe::Group
-        | Recipe::TwoPhaseCommit => {
+        | Recipe::TwoPhaseCommit
+        | Recipe::Register => {
             unreachable!("not a lock workload")
         }
     }

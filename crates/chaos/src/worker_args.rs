@@ -43,4 +43,7 @@ pub struct WorkerArgs {
     /// The mutex workload beside kazoo contenders: queue behind kazoo's `<hex>__lock__<seq>` nodes too.
     #[arg(long)]
     pub kazoo_contenders: bool,
+    /// The register workload: the file this process records its operations in.
+    #[arg(long)]
+    pub history: Option<String>,
 }

@@ -96,6 +96,8 @@ mod acl;
 mod config;
 mod connection;
 mod error;
+#[cfg(feature = "fault-injection")]
+mod fault_injection;
 mod fourlw;
 mod latency;
 mod metrics;
@@ -282,6 +284,13 @@ impl Server {
             .push(tokio::spawn(metrics::serve(self.shared.clone(), listener)));
         tracing::info!(%bound, "serving metrics at http://{bound}/metrics");
         Ok(bound)
+    }
+
+    /// Test-only (`fault-injection` feature): from now on `getData` answers from a copy of each node refreshed
+    /// only every fourth read of its path — stale reads, for the negative control of a linearizability checker.
+    #[cfg(feature = "fault-injection")]
+    pub fn answer_reads_from_a_stale_copy(&self) {
+        self.shared.lock().stale_reads = Some(Default::default());
     }
 
     /// The figures `mntr` reports, now; `None` once the server stopped serving because its log cannot be written

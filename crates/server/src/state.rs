@@ -88,6 +88,9 @@ pub struct State {
     pub x509: bool,
     /// Outboxes that got frames under the lock, flushed once it is released.
     pub dirty: Vec<Arc<Outbox>>,
+    /// Test-only: `getData` answers from stale copies (`fault-injection` feature).
+    #[cfg(feature = "fault-injection")]
+    pub stale_reads: Option<crate::fault_injection::StaleReads>,
 }
 
 /// Milliseconds since the Unix epoch (txn time).
@@ -131,6 +134,8 @@ impl State {
             super_digest: None,
             x509: false,
             dirty: Vec::new(),
+            #[cfg(feature = "fault-injection")]
+            stale_reads: None,
         }
     }
 

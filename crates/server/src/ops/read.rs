@@ -38,10 +38,13 @@ pub fn get_data(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Repl
     Ok(Reply::from((|| {
         let n = st.tree.get(&req.path).ok_or(ErrorCode::NoNode)?;
         acl::check(&n.acl, perms::READ, &auth)?;
-        let reply = Reply::ok(&GetDataResponse {
-            data: n.data.as_deref().map(<[u8]>::to_vec),
-            stat: n.stat(),
-        });
+        let (data, stat) = (n.data.as_deref().map(<[u8]>::to_vec), n.stat());
+        #[cfg(feature = "fault-injection")]
+        let (data, stat) = match st.stale_reads.as_mut() {
+            Some(stale) => stale.read(&req.path, data, stat),
+            None => (data, stat),
+        };
+        let reply = Reply::ok(&GetDataResponse { data, stat });
         if req.watch {
             st.watches.add_data(&req.path, conn);
         }

@@ -1,0 +1,449 @@
+//! The `register` workload: contenders read (after `sync`), write, compare-and-set by version and `multi` on a
+//! few znodes, and record every operation with its invocation and completion times in a history file of their
+//! own; the campaign then checks the histories for linearizability (`linearizability.rs`).
+//!
+//! The znodes are `<path>/k0` … `<path>/k3`, created by the campaign with the value `0` before any contender
+//! starts (so the model starts from `(0, version 0)`). `multi` joins `k0` and `k1` only, so `k2` and `k3` are
+//! searched apart. Every written value is unique (slot, launch, count), so a read names the write it saw.
+//!
+//! A history file, one line per event, written (one `write` each) before the request is sent and after its
+//! answer arrives, so that a killed contender leaves its last operation invoked and unanswered:
+//! * `call <n> <ns> read <key>` / `call <n> <ns> txn (set <key> <value> <expected or -1> | check <key> <version>)…`
+//! * `ok <n> <ns> read <value> <version>` / `ok <n> <ns> txn <new version of each set>…`
+//! * `refused <n> <ns> <index of the step that failed>` (`BadVersion`: nothing applied)
+//! * `unknown <n> <ns> <why>` (timeout or lost connection: may have happened, or not).
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use zookeeper_client::{Client, CreateMode, MultiWriteError, MultiWriteResult, SessionState};
+
+use crate::clock::now_ns;
+use crate::history::{Action, Kind, Op};
+use crate::linearizability::{self, Call, Operation, Outcome, Report, Step};
+use crate::worker_args::WorkerArgs;
+
+/// How many znodes.
+pub const KEYS: u32 = 4;
+
+/// The znode of `key` under the workload's path.
+fn key_path(path: &str, key: u32) -> String {
+    format!("{path}/k{key}")
+}
+
+/// Creates the workload's znodes (value `0`, version 0) before the contenders start.
+pub async fn prepare(connect: &str, path: &str) -> Result<()> {
+    let client = Client::connector()
+        .with_session_timeout(Duration::from_secs(10))
+        .connect(connect)
+        .await
+        .context("connecting to create the register's znodes")?;
+    let options = CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    let mut at = String::new();
+    for part in path.split('/').filter(|p| !p.is_empty()) {
+        at = format!("{at}/{part}");
+        match client.create(&at, b"", &options).await {
+            Ok(_) | Err(zookeeper_client::Error::NodeExists) => {}
+            Err(err) => return Err(err).with_context(|| format!("creating {at}")),
+        }
+    }
+    for key in 0..KEYS {
+        client
+            .create(&key_path(path, key), b"0", &options)
+            .await
+            .with_context(|| format!("creating {}", key_path(path, key)))?;
+    }
+    Ok(())
+}
+
+/// One contender process: operations until the deadline, each recorded in `--history`.
+pub async fn work(args: &WorkerArgs) -> Result<()> {
+    let file = args
+        .history
+        .as_deref()
+        .context("the register workload needs --history")?;
+    let mut history = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(file)
+        .with_context(|| format!("opening {file}"))?;
+    let mut rng = StdRng::seed_from_u64(args.seed ^ args.launch.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let timeout = Duration::from_millis(args.session_timeout_ms);
+    let mut client: Option<Client> = None;
+    // The last version this contender saw of each key: what its compare-and-sets expect.
+    let mut known = [0i32; KEYS as usize];
+    let (mut n, mut unknown) = (0u64, 0u64);
+    while now_ns() < args.until_ns {
+        let zk = match &client {
+            Some(c) if !matches!(c.state(), SessionState::Expired | SessionState::Closed) => c.clone(),
+            _ => {
+                let connecting = Client::connector()
+                    .with_session_timeout(timeout)
+                    .connect(&args.connect);
+                match tokio::time::timeout(timeout * 2, connecting).await {
+                    Ok(Ok(c)) => {
+                        client = Some(c.clone());
+                        c
+                    }
+                    _ => {
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        continue;
+                    }
+                }
+            }
+        };
+        n += 1;
+        let value =
+            ((args.client as i64 + 1) << 40) | ((args.launch as i64 & 0xffff) << 24) | (n as i64 & 0xff_ffff);
+        let call = choose(&mut rng, &known, value);
+        line(
+            &mut history,
+            &format!("call {n} {} {}", now_ns(), encode_call(&call)),
+        )?;
+        let outcome = match tokio::time::timeout(timeout, perform(&zk, &args.path, &call)).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err("timed out".to_owned()),
+        };
+        let at = now_ns();
+        match outcome {
+            Ok(Outcome::Read { value, version }) => {
+                if let Call::Read { key } = call {
+                    known[key as usize] = version;
+                }
+                line(&mut history, &format!("ok {n} {at} read {value} {version}"))?;
+            }
+            Ok(Outcome::Applied(versions)) => {
+                if let Call::Txn(steps) = &call {
+                    let sets = steps.iter().filter_map(|s| match s {
+                        Step::Set { key, .. } => Some(*key),
+                        Step::Check { .. } => None,
+                    });
+                    for (key, version) in sets.zip(&versions) {
+                        known[key as usize] = *version;
+                    }
+                }
+                let versions: Vec<String> = versions.iter().map(ToString::to_string).collect();
+                line(&mut history, &format!("ok {n} {at} txn {}", versions.join(" ")))?;
+            }
+            Ok(Outcome::Refused(step)) => {
+                line(&mut history, &format!("refused {n} {at} {}", step.unwrap_or(0)))?;
+            }
+            Ok(Outcome::Unknown) | Err(_) => {
+                unknown += 1;
+                let why = match outcome {
+                    Err(why) => why,
+                    Ok(_) => "unknown".to_owned(),
+                };
+                line(&mut history, &format!("unknown {n} {at} {why}"))?;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(rng.gen_range(2..20))).await;
+    }
+    drop(client);
+    eprintln!(
+        "worker {}: done, {n} operations, {unknown} with no answer",
+        args.client
+    );
+    Ok(())
+}
+
+fn line(file: &mut std::fs::File, text: &str) -> Result<()> {
+    file.write_all(format!("{text}\n").as_bytes())
+        .context("writing the history")
+}
+
+/// The next operation: 40 % reads, 20 % writes, 25 % compare-and-sets on a random key, 15 % `multi` on `k0` and
+/// `k1`.
+fn choose(rng: &mut StdRng, known: &[i32; KEYS as usize], value: i64) -> Call {
+    let key = rng.gen_range(0..KEYS);
+    let expected = Some(known[key as usize]);
+    match rng.gen_range(0..100) {
+        0..40 => Call::Read { key },
+        40..60 => Call::Txn(vec![Step::Set {
+            key,
+            value,
+            expected: None,
+        }]),
+        60..85 => Call::Txn(vec![Step::Set { key, value, expected }]),
+        _ if rng.gen_bool(0.5) => Call::Txn(vec![
+            Step::Set {
+                key: 0,
+                value,
+                expected: Some(known[0]),
+            },
+            Step::Set {
+                key: 1,
+                value,
+                expected: None,
+            },
+        ]),
+        _ => Call::Txn(vec![
+            Step::Check {
+                key: 0,
+                version: known[0],
+            },
+            Step::Set {
+                key: 1,
+                value,
+                expected: Some(known[1]),
+            },
+        ]),
+    }
+}
+
+/// Sends `call`; its outcome (`Err`: no answer, with why).
+async fn perform(zk: &Client, path: &str, call: &Call) -> std::result::Result<Outcome, String> {
+    match call {
+        Call::Read { key } => {
+            let at = key_path(path, *key);
+            zk.sync(&at).await.map_err(|e| format!("sync: {e}"))?;
+            let (data, stat) = zk.get_data(&at).await.map_err(|e| format!("read: {e}"))?;
+            let value = std::str::from_utf8(&data)
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(-1);
+            Ok(Outcome::Read {
+                value,
+                version: stat.version,
+            })
+        }
+        Call::Txn(steps) => {
+            if let [Step::Set { key, value, expected }] = steps.as_slice() {
+                // One step: a plain setData, as a write or a compare-and-set is sent by users.
+                return match zk
+                    .set_data(&key_path(path, *key), value.to_string().as_bytes(), *expected)
+                    .await
+                {
+                    Ok(stat) => Ok(Outcome::Applied(vec![stat.version])),
+                    Err(zookeeper_client::Error::BadVersion) => Ok(Outcome::Refused(Some(0))),
+                    Err(err) => Err(format!("setData: {err}")),
+                };
+            }
+            let mut multi = zk.new_multi_writer();
+            for step in steps {
+                let added = match *step {
+                    Step::Set { key, value, expected } => {
+                        multi.add_set_data(&key_path(path, key), value.to_string().as_bytes(), expected)
+                    }
+                    Step::Check { key, version } => multi.add_check_version(&key_path(path, key), version),
+                };
+                added.map_err(|e| format!("building the multi: {e}"))?;
+            }
+            match multi.commit().await {
+                Ok(results) => Ok(Outcome::Applied(
+                    results
+                        .into_iter()
+                        .filter_map(|r| match r {
+                            MultiWriteResult::SetData { stat } => Some(stat.version),
+                            _ => None,
+                        })
+                        .collect(),
+                )),
+                Err(MultiWriteError::OperationFailed {
+                    index,
+                    source: zookeeper_client::Error::BadVersion,
+                }) => Ok(Outcome::Refused(Some(index))),
+                Err(err) => Err(format!("multi: {err}")),
+            }
+        }
+    }
+}
+
+fn encode_call(call: &Call) -> String {
+    match call {
+        Call::Read { key } => format!("read {key}"),
+        Call::Txn(steps) => {
+            let mut text = String::from("txn");
+            for step in steps {
+                match *step {
+                    Step::Set { key, value, expected } => {
+                        text += &format!(" set {key} {value} {}", expected.unwrap_or(-1))
+                    }
+                    Step::Check { key, version } => text += &format!(" check {key} {version}"),
+                }
+            }
+            text
+        }
+    }
+}
+
+fn decode_call(f: &[&str]) -> Option<Call> {
+    let num = |s: &str| s.parse::<i64>().ok();
+    match f {
+        ["read", key] => Some(Call::Read {
+            key: key.parse().ok()?,
+        }),
+        ["txn", rest @ ..] => {
+            let mut steps = Vec::new();
+            let mut rest = rest;
+            loop {
+                match rest {
+                    [] => break,
+                    ["set", key, value, expected, tail @ ..] => {
+                        let expected = num(expected)? as i32;
+                        steps.push(Step::Set {
+                            key: key.parse().ok()?,
+                            value: num(value)?,
+                            expected: (expected >= 0).then_some(expected),
+                        });
+                        rest = tail;
+                    }
+                    ["check", key, version, tail @ ..] => {
+                        steps.push(Step::Check {
+                            key: key.parse().ok()?,
+                            version: num(version)? as i32,
+                        });
+                        rest = tail;
+                    }
+                    _ => return None,
+                }
+            }
+            (!steps.is_empty()).then_some(Call::Txn(steps))
+        }
+        _ => None,
+    }
+}
+
+/// Parses one process's history. A torn last line is skipped: a call never fully written was never sent, and an
+/// answer never fully written leaves its operation unknown.
+pub fn parse(process: &str, text: &str) -> Vec<Operation> {
+    let mut ops: BTreeMap<u64, Operation> = BTreeMap::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (Some(n), Some(at)) = (
+            f.get(1).and_then(|s| s.parse::<u64>().ok()),
+            f.get(2).and_then(|s| s.parse::<u64>().ok()),
+        ) else {
+            continue;
+        };
+        match f[0] {
+            "call" => {
+                if let Some(call) = decode_call(&f[3..]) {
+                    ops.insert(
+                        n,
+                        Operation {
+                            process: process.to_owned(),
+                            call_ns: at,
+                            ret_ns: at,
+                            call,
+                            outcome: Outcome::Unknown,
+                        },
+                    );
+                }
+            }
+            kind => {
+                let Some(op) = ops.get_mut(&n) else { continue };
+                let nums: Vec<i64> = f[3..].iter().filter_map(|s| s.parse().ok()).collect();
+                let outcome = match (kind, f.get(3).copied(), &op.call) {
+                    ("ok", Some("read"), Call::Read { .. }) if nums.len() == 2 => Outcome::Read {
+                        value: nums[0],
+                        version: nums[1] as i32,
+                    },
+                    ("ok", Some("txn"), Call::Txn(_)) => {
+                        Outcome::Applied(nums.iter().map(|&v| v as i32).collect())
+                    }
+                    ("refused", _, Call::Txn(_)) if nums.len() == 1 => {
+                        Outcome::Refused(Some(nums[0] as usize))
+                    }
+                    _ => Outcome::Unknown,
+                };
+                op.ret_ns = at;
+                op.outcome = outcome;
+            }
+        }
+    }
+    ops.into_values().collect()
+}
+
+/// The histories of a campaign's directory: every `kv-<slot>-<launch>.history`.
+pub fn load(dir: &Path) -> Result<Vec<Operation>> {
+    let mut history = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        if let Some(process) = name.strip_prefix("kv-").and_then(|n| n.strip_suffix(".history")) {
+            let text = std::fs::read_to_string(&path)?;
+            history.extend(parse(process, &text));
+        }
+    }
+    Ok(history)
+}
+
+/// How many operations got an answer so far, in the histories of `dir` (for the campaign's progress lines).
+pub fn answered(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with("kv-") && n.ends_with(".history"))
+        })
+        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+        .map(|text| {
+            text.lines()
+                .filter(|l| l.starts_with("ok ") || l.starts_with("refused "))
+                .count()
+        })
+        .sum()
+}
+
+/// The campaign's judgement: the checker's report on the histories in `dir`, and the acknowledged operations as
+/// register records (their completion times, for the operation count and the recovery figures).
+pub async fn judge(dir: &Path) -> Result<(Report, Vec<Op>)> {
+    let history = load(dir)?;
+    let mut ops: Vec<Op> = history
+        .iter()
+        .filter(|op| !matches!(op.outcome, Outcome::Unknown))
+        .enumerate()
+        .map(|(i, op)| Op {
+            seq: i as u64,
+            at_ns: op.ret_ns,
+            client: op
+                .process
+                .split('-')
+                .next()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0),
+            token: i as i64, // each operation its own "section": recovery counts the first one after a heal
+            kind: Kind::Shared,
+            action: if matches!(op.call, Call::Read { .. }) {
+                Action::Read
+            } else {
+                Action::Write
+            },
+            value: 0,
+            accepted: true,
+        })
+        .collect();
+    ops.sort_by_key(|op| op.at_ns);
+    for (i, op) in ops.iter_mut().enumerate() {
+        op.seq = i as u64;
+    }
+    let report =
+        tokio::task::spawn_blocking(move || linearizability::check(&history, linearizability::MAX_STATES))
+            .await
+            .context("the linearizability checker failed")?;
+    Ok((report, ops))
+}
+
+/// `zklock-chaos __check-register DIR`: the verdict on the histories of `DIR` (exit 0 yes, 1 no, 2 unknown).
+pub fn check_dir(dir: &Path) -> Result<i32> {
+    let history = load(dir)?;
+    let report = linearizability::check(&history, linearizability::MAX_STATES);
+    println!("{report}");
+    Ok(match report.verdict {
+        linearizability::Verdict::Linearizable => 0,
+        linearizability::Verdict::NotLinearizable(_) => 1,
+        linearizability::Verdict::Unknown(_) => 2,
+    })
+}
