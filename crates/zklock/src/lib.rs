@@ -171,6 +171,7 @@
 
 mod abandoned;
 mod barrier;
+mod cas;
 mod closing;
 mod contention;
 mod counter;
@@ -183,6 +184,7 @@ mod fenced;
 mod gone;
 mod group;
 mod guard;
+mod held;
 mod idioms;
 mod inspect;
 mod lost;
@@ -191,6 +193,7 @@ mod metrics_describe;
 mod multi_lock;
 mod mutex;
 mod node;
+mod own;
 mod own_node;
 mod participants;
 mod path;
