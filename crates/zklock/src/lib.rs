@@ -70,6 +70,8 @@
 //!   `with_kazoo_contenders`.
 //! * **[`PriorityQueue`]** — the [`Queue`] with a priority per item (lowest number first, FIFO within a priority), in
 //!   Curator's `DistributedPriorityQueue` layout.
+//! * **[`DelayQueue`]** — items each taken no earlier than its own due time ([`Delayed`]), in Curator's
+//!   `DistributedDelayQueue` layout.
 //! * **[`SharedCount`] and [`AtomicLong`]** — counters in one node, byte-compatible with Curator's `SharedCount` (with
 //!   [`Versioned`] values and a change watch) and `DistributedAtomicLong` (with [`AtomicValue`]); every change is a
 //!   compare-and-set with a receipt, so a lost reply never counts it twice.
@@ -176,6 +178,7 @@ mod closing;
 mod contention;
 mod counter;
 mod curator_priority;
+mod delay_queue;
 mod double_barrier;
 mod election;
 mod error;
@@ -208,6 +211,7 @@ mod two_phase_commit;
 
 pub use barrier::Barrier;
 pub use counter::{AtomicLong, AtomicValue, SharedCount, Versioned};
+pub use delay_queue::{DelayQueue, Delayed};
 pub use double_barrier::{DoubleBarrier, Participation};
 pub use election::{Leader, LeaderElection, Leadership, Observer, Term};
 pub use error::{Error, Result};
