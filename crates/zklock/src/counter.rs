@@ -89,8 +89,8 @@ pub struct AtomicValue {
 /// [`Error::CorruptData`] when the node holds anything but 4 bytes; [`Error::InvalidPath`] for an invalid path;
 /// [`Error::SessionExpired`] / [`Error::Closed`] when the session ends — for a write whose outcome we had not
 /// learnt yet, it happened once or not at all (see the module's receipts); [`Error::ConnectionLoss`] only if the
-/// [`RetryPolicy`] caps attempts (the same for a write in flight); [`Error::ZooKeeper`] for anything else the
-/// server refuses (`NoAuth`: the receipt needs `CREATE` on the counter node, the write `WRITE`).
+/// [`RetryPolicy`](crate::RetryPolicy) caps attempts (the same for a write in flight); [`Error::ZooKeeper`] for
+/// anything else the server refuses (`NoAuth`: the receipt needs `CREATE` on the counter node, the write `WRITE`).
 ///
 /// # Cancellation safety
 /// `get` and `changed` change nothing and may be dropped at any point. A write (`set`, `try_set`) dropped after it
@@ -202,7 +202,8 @@ impl SharedCount {
 /// version, and read again if somebody else wrote first. Unlike Curator's, which gives up after its retry policy
 /// and reports `succeeded() == false`, a change here is tried until it succeeds: every round somebody's write
 /// does, so the counter always moves on, but under heavy contention one caller may retry many times (backing off
-/// between rounds by the session's [`RetryPolicy`]). Arithmetic wraps on overflow, as Java's `long` does.
+/// between rounds by the session's [`RetryPolicy`](crate::RetryPolicy)). Arithmetic wraps on overflow, as Java's
+/// `long` does.
 ///
 /// A change whose reply was lost is settled by its receipt (see the module documentation), so
 /// [`add`](AtomicLong::add) never counts twice and always reports the values of the write that happened.
@@ -223,9 +224,9 @@ impl SharedCount {
 /// # Errors
 /// [`Error::CorruptData`] when the node holds anything but 8 bytes (or none); [`Error::InvalidPath`] for an invalid
 /// path; [`Error::SessionExpired`] / [`Error::Closed`] when the session ends — for a change whose outcome we had
-/// not learnt yet, it happened once or not at all; [`Error::ConnectionLoss`] only if the [`RetryPolicy`] caps
-/// attempts (the same for a change in flight); [`Error::ZooKeeper`] for anything else the server refuses
-/// (`NoAuth`: the receipt needs `CREATE` on the counter node, the write `WRITE`).
+/// not learnt yet, it happened once or not at all; [`Error::ConnectionLoss`] only if the
+/// [`RetryPolicy`](crate::RetryPolicy) caps attempts (the same for a change in flight); [`Error::ZooKeeper`] for
+/// anything else the server refuses (`NoAuth`: the receipt needs `CREATE` on the counter node, the write `WRITE`).
 ///
 /// # Cancellation safety
 /// `get` changes nothing. A change dropped after its write was sent may or may not happen — once at most.

@@ -3,11 +3,13 @@
 //! Layout under the barrier path: one ephemeral node per participant, named by a fresh uuid, and a persistent
 //! `ready` node created by whoever counts N participants.
 //!
-//! * **Enter** (the ZooKeeper recipe): set an `exists` watch on `ready`, create our node, list the children — the
-//!   three requests go out back to back and cost one round trip. If `ready` exists or we count N participants
-//!   (then we create `ready`), we are in. Otherwise we wait for the watch and then *look again*: a notification
-//!   is only a reason to re-check, never a release in itself (Curator #1290 let clients through on a spurious
-//!   wake-up). Whoever arrives last sees everybody, because its listing is processed after its own create.
+//! * **Enter** (the ZooKeeper recipe): create our node (the shared protected create: a lost reply finds it by its
+//!   uuid name), then look: an `exists` watch on `ready` and a listing of the children, sent back to back (one round
+//!   trip). If `ready` exists or we count N participants (then we create `ready`), we are in. Otherwise we wait
+//!   for the watch and then *look again*: a notification is only a reason to re-check, never a release in itself
+//!   (Curator #1290 let clients through on a spurious wake-up). Whoever arrives last sees everybody, because its
+//!   listing is processed after its own create (and the `ready` it creates is seen by everybody's watch or next
+//!   look).
 //! * **Leave** (the ZooKeeper recipe): the lowest participant (by name) waits for the highest to go; everybody
 //!   else deletes its node and waits for the lowest. Each look is a fresh listing; we return only when no
 //!   participant is left. The lowest is woken once per departure; the final departure of the lowest wakes every
