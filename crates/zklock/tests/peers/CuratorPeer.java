@@ -710,16 +710,7 @@ public final class CuratorPeer {
                     case "pq-consume": {
                         java.util.List<String> items = java.util.Collections.synchronizedList(new ArrayList<>());
                         org.apache.curator.framework.recipes.queue.QueueConsumer<String> consumer =
-                                new org.apache.curator.framework.recipes.queue.QueueConsumer<String>() {
-                                    @Override
-                                    public void consumeMessage(String item) {
-                                        items.add(item);
-                                    }
-
-                                    @Override
-                                    public void stateChanged(CuratorFramework unused,
-                                            org.apache.curator.framework.state.ConnectionState state) {}
-                                };
+                                keeping(items, false);
                         org.apache.curator.framework.recipes.queue.QueueBuilder<String> builder =
                                 org.apache.curator.framework.recipes.queue.QueueBuilder
                                         .builder(client, consumer, utf8, path)
@@ -751,19 +742,7 @@ public final class CuratorPeer {
                         // Each item consumed as "<item>@<epoch ms when Curator handed it over>".
                         java.util.List<String> items = java.util.Collections.synchronizedList(new ArrayList<>());
                         org.apache.curator.framework.recipes.queue.QueueConsumer<String> consumer =
-                                new org.apache.curator.framework.recipes.queue.QueueConsumer<String>() {
-                                    @Override
-                                    public void consumeMessage(String item) {
-                                        synchronized (items) {
-                                            items.add(item + "@" + System.currentTimeMillis());
-                                            items.notifyAll();
-                                        }
-                                    }
-
-                                    @Override
-                                    public void stateChanged(CuratorFramework unused,
-                                            org.apache.curator.framework.state.ConnectionState state) {}
-                                };
+                                keeping(items, true);
                         org.apache.curator.framework.recipes.queue.DistributedDelayQueue<String> queue =
                                 org.apache.curator.framework.recipes.queue.QueueBuilder
                                         .builder(client, consumer, utf8, path)
@@ -813,6 +792,24 @@ public final class CuratorPeer {
             }
         }
         return 0;
+    }
+
+    /** A queue consumer that keeps what it consumes in `items`, in order (`stamped`: as "item@epoch ms now"). */
+    private static org.apache.curator.framework.recipes.queue.QueueConsumer<String> keeping(
+            java.util.List<String> items, boolean stamped) {
+        return new org.apache.curator.framework.recipes.queue.QueueConsumer<String>() {
+            @Override
+            public void consumeMessage(String item) {
+                synchronized (items) {
+                    items.add(stamped ? item + "@" + System.currentTimeMillis() : item);
+                    items.notifyAll();
+                }
+            }
+
+            @Override
+            public void stateChanged(CuratorFramework unused,
+                    org.apache.curator.framework.state.ConnectionState state) {}
+        };
     }
 
     private static void say(String line) {
