@@ -166,7 +166,7 @@
 //! in a row).
 //!
 //! Private: node names and directory layouts (Curator's formats, a semaphore's `leases`/`locks`, a queue's `qn-`
-//! items and `claims`, a priority queue's `queue-` items, a counter's receipts, a double barrier's `ready`), the rules each recipe applies to its queue, and the one
+//! items and `claims`, a priority queue's `queue-` items, a delay queue's `queue-|<due>|` items, a counter's receipts, a double barrier's `ready`), the rules each recipe applies to its queue, and the one
 //! contention mechanism they share. The node *formats* are an interoperability promise (Curator and kazoo share
 //! locks with us) but not an API: use [`inspect`] to read a directory.
 #![forbid(unsafe_code)]
