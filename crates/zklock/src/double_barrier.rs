@@ -3,13 +3,12 @@
 //! Layout under the barrier path: one ephemeral node per participant, named by a fresh uuid, and a persistent
 //! `ready` node created by whoever counts N participants.
 //!
-//! * **Enter** (the ZooKeeper recipe): create our node (the shared protected create: a lost reply finds it by its
-//!   uuid name), then look: an `exists` watch on `ready` and a listing of the children, sent back to back (one round
-//!   trip). If `ready` exists or we count N participants (then we create `ready`), we are in. Otherwise we wait
-//!   for the watch and then *look again*: a notification is only a reason to re-check, never a release in itself
-//!   (Curator #1290 let clients through on a spurious wake-up). Whoever arrives last sees everybody, because its
-//!   listing is processed after its own create (and the `ready` it creates is seen by everybody's watch or next
-//!   look).
+//! * **Enter** (the ZooKeeper recipe): set an `exists` watch on `ready`, create our node (the shared protected
+//!   create: a lost reply finds it by its uuid name), list the children — the three requests go out back to back
+//!   and cost one round trip. If `ready` exists or we count N participants (then we create `ready`), we are in.
+//!   Otherwise we wait for the watch and then *look again*: a notification is only a reason to re-check, never a
+//!   release in itself (Curator #1290 let clients through on a spurious wake-up). Whoever arrives last sees
+//!   everybody, because its listing is processed after its own create.
 //! * **Leave** (the ZooKeeper recipe): the lowest participant (by name) waits for the highest to go; everybody
 //!   else deletes its node and waits for the lowest. Each look is a fresh listing; we return only when no
 //!   participant is left. The lowest is woken once per departure; the final departure of the lowest wakes every
@@ -146,28 +145,45 @@ impl DoubleBarrier {
         abandoned::settled(client, retry, &self.path).await?;
         let name = uuid::Uuid::new_v4().to_string();
         let me = child_path(&self.path, &name);
+        let ready = child_path(&self.path, READY);
+        // The first look goes out with our create, in the recipe's order: the watch on `ready` exists before our
+        // node does, and the listing is processed after our create. One round trip.
+        let watch = client.check_and_watch_stat(&ready);
         let own = self
             .session
-            .create_own(&self.path, &name, &self.data, &[], Some(CreateMode::Persistent));
-        let node = own.await?.made(&me)?;
+            .send_own(&me, &self.data, Some(CreateMode::Persistent))?;
+        let list = client.list_children(&self.path);
+        let (watched, made, listed) = tokio::join!(watch, own, list);
+        let (own, first) = made?;
+        let node = own.made(&me)?;
         self.session.emit(QueueEvent::Created { path: me.clone() });
         let held = Held::watch(node, &self.session);
-        let ready = child_path(&self.path, READY);
+        // Only when our first create made the node does that listing show it; else (and after any error) look anew.
+        let mut first_look = first
+            .then(|| {
+                Some((
+                    watched.ok()?,
+                    listed.map(Some).or_else(|err| absent(err, None)).ok()?,
+                ))
+            })
+            .flatten();
         loop {
             // Sent back to back, one round trip: the watch on `ready`, then the listing (processed after our
             // create, so whoever arrives last sees everybody).
-            let (watched, listed) = retry
-                .run_at("exists", &ready, || {
-                    let (watch, list) = (
-                        client.check_and_watch_stat(&ready),
-                        client.list_children(&self.path),
-                    );
-                    async move {
-                        let (watched, listed) = tokio::join!(watch, list);
-                        Ok((watched?, listed.map(Some).or_else(|err| absent(err, None))?))
-                    }
-                })
-                .await?;
+            let look = || {
+                let (watch, list) = (
+                    client.check_and_watch_stat(&ready),
+                    client.list_children(&self.path),
+                );
+                async move {
+                    let (watched, listed) = tokio::join!(watch, list);
+                    Ok((watched?, listed.map(Some).or_else(|err| absent(err, None))?))
+                }
+            };
+            let (watched, listed) = match first_look.take() {
+                Some(looked) => looked,
+                None => retry.run_at("exists", &ready, look).await?,
+            };
             let (ready_stat, watcher) = watched;
             if let Some(stat) = ready_stat {
                 return Ok(self.entered(held, stat.czxid));

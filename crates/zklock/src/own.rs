@@ -6,6 +6,8 @@
 //! of somebody else; the end of the session is an error. The lock queues' create (sequential nodes found by their
 //! `_c_<uuid>-` marker) is `contention.rs`'s.
 
+use std::future::Future;
+
 use zookeeper_client::{self as zk, CreateMode};
 
 use crate::cas::{Committed, Write};
@@ -80,7 +82,43 @@ impl Session {
         before: &[Write<'_>],
         parents: Option<CreateMode>,
     ) -> Result<Own> {
-        let mut node = OwnNode::named(self, dir, name)?;
+        self.settle_own(OwnNode::named(self, dir, name)?, data, before, parents)
+            .await
+    }
+
+    /// [`create_own`](Session::create_own) of our node `path` alone, with its first create sent before this returns:
+    /// what the caller sends next is processed after it. The future settles it as `create_own` does; its `bool`:
+    /// the node was made by that first create (so requests sent right after it see it).
+    pub(crate) fn send_own<'a>(
+        &'a self,
+        path: &'a str,
+        data: &'a [u8],
+        parents: Option<CreateMode>,
+    ) -> Result<impl Future<Output = Result<(Own, bool)>> + 'a> {
+        let (dir, name) = path.rsplit_once('/').unwrap_or_default();
+        let mut node = OwnNode::named(self, if dir.is_empty() { "/" } else { dir }, name)?;
+        let first = self
+            .client()
+            .create(path, data, &CreateMode::Ephemeral.with_acls(self.acls()));
+        Ok(async move {
+            match first.await {
+                Ok((stat, _)) => {
+                    node.czxid = stat.czxid;
+                    Ok((Own::Made(Box::new(node)), true))
+                }
+                Err(_) => Ok((self.settle_own(node, data, &[], parents).await?, false)),
+            }
+        })
+    }
+
+    /// Creates `node` (named, armed) after `before`, as [`create_own`](Session::create_own) says.
+    async fn settle_own(
+        &self,
+        mut node: OwnNode,
+        data: &[u8],
+        before: &[Write<'_>],
+        parents: Option<CreateMode>,
+    ) -> Result<Own> {
         let path = node.path();
         let mut writes = before.to_vec();
         writes.push(Write::Create(&path, data, CreateMode::Ephemeral));
