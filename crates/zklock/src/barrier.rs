@@ -9,9 +9,8 @@ use std::time::Duration;
 
 use zookeeper_client::{self as zk, CreateMode};
 
+use crate::cas::{Committed, Write};
 use crate::error::{Error, Result};
-use crate::events::QueueEvent;
-use crate::idioms;
 use crate::session::Session;
 
 /// A barrier: a persistent node whose existence holds waiters back.
@@ -33,8 +32,9 @@ use crate::session::Session;
 /// example `NotEmpty` when removing a barrier node that has children, or `NoAuth`).
 ///
 /// # Events
-/// The [`Session`]'s listener receives [`QueueEvent::Waiting`] each time a waiter (re-)arms its watch on the
-/// barrier node and [`QueueEvent::Woken`] each time that watch fires.
+/// The [`Session`]'s listener receives [`QueueEvent::Waiting`](crate::QueueEvent::Waiting) each time a waiter
+/// (re-)arms its watch on the barrier node and [`QueueEvent::Woken`](crate::QueueEvent::Woken) each time that
+/// watch fires.
 ///
 /// # Cancellation safety
 /// [`wait`](Barrier::wait) creates nothing, so dropping it at any point leaves nothing behind. [`set`](Barrier::set)
@@ -80,50 +80,28 @@ impl Barrier {
     /// (with its [`parent_acls`](Session::parent_acls)) as persistent nodes. Setting a barrier that is already
     /// set is fine.
     pub async fn set(&self) -> Result<()> {
-        let (client, retry) = (self.session.client(), self.session.retry());
-        let mode = CreateMode::Persistent.with_acls(self.session.acls());
-        let parent = self.path.rsplit_once('/').map_or("/", |(parent, _)| parent);
-        loop {
-            // An existing node is success — set already, or by our own create whose reply was lost — so retrying
-            // is harmless.
-            match retry
-                .run_at("create", &self.path, || client.create(&self.path, &[], &mode))
-                .await
-            {
-                Ok(_)
-                | Err(Error::ZooKeeper {
-                    source: zk::Error::NodeExists,
-                    ..
-                }) => return Ok(()),
-                // `mkdir` is `mkdir -p`: it creates missing parents and treats an existing node as success.
-                Err(Error::ZooKeeper {
-                    source: zk::Error::NoNode,
-                    ..
-                }) if !parent.is_empty() => {
-                    let parents = CreateMode::Persistent.with_acls(self.session.parent_acls());
-                    retry
-                        .run_at("create", parent, || client.mkdir(parent, &parents))
-                        .await?;
-                }
-                Err(err) => return Err(err),
+        // An existing node is success — set already, or by our own create whose reply was lost.
+        let writes = [Write::Create(&self.path, &[], CreateMode::Persistent)];
+        match self
+            .session
+            .create_once(&writes, false, Some(CreateMode::Persistent))
+            .await?
+        {
+            Committed::Refused { index, error } if error != zk::Error::NodeExists => {
+                Err(Committed::refused(index, error, &writes))
             }
+            _ => Ok(()),
         }
     }
 
     /// Opens the barrier: deletes the node, releasing every waiter. Removing a barrier that is not set is fine.
     pub async fn remove(&self) -> Result<()> {
-        idioms::delete_if_exists(self.session.client(), self.session.retry(), &self.path, None).await
+        self.session.delete_if_exists(&self.path, None).await
     }
 
     /// Whether the barrier is set right now.
     pub async fn is_set(&self) -> Result<bool> {
-        let client = self.session.client();
-        Ok(self
-            .session
-            .retry()
-            .run_at("exists", &self.path, || client.check_stat(&self.path))
-            .await?
-            .is_some())
+        Ok(self.session.exists(&self.path).await?.is_some())
     }
 
     /// Waits until the barrier node does not exist (returns at once if it is not set).
@@ -132,25 +110,12 @@ impl Barrier {
     /// watch; it returns when a look finds no node. A barrier removed and set again before the waiter looks
     /// therefore does not release it (it never saw the barrier open).
     pub async fn wait(&self) -> Result<()> {
-        let (client, retry) = (self.session.client(), self.session.retry());
         loop {
-            let (stat, watcher) = retry
-                .run_at("exists", &self.path, || client.check_and_watch_stat(&self.path))
-                .await?;
-            if stat.is_none() {
+            let (Some(_), watcher) = self.session.watch_exists(&self.path).await? else {
                 return Ok(());
-            }
-            self.session.emit(QueueEvent::Waiting {
-                on: self.path.clone(),
-            });
-            let event = crate::idioms::fired(watcher).await;
-            if let Some(err) = idioms::session_error(&event) {
-                return Err(err);
-            }
+            };
+            let event = self.session.await_change(watcher, &self.path).await?;
             tracing::debug!(path = %self.path, event = ?event.event_type, "barrier watch fired; looking again");
-            self.session.emit(QueueEvent::Woken {
-                by: self.path.clone(),
-            });
         }
     }
 

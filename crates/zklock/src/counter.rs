@@ -10,17 +10,17 @@
 //! is sent in one transaction with a **receipt**, an ephemeral child `<counter>/receipt-<id>` of the counter node,
 //! the same for every attempt of one change and holding that attempt's before and after values. Exactly one attempt
 //! can create it; after a lost reply we `sync` and read it: there, the change happened (and it says which values);
-//! absent, it did not, and we try again. The receipt is deleted in the background once the change is settled.
+//! absent, it did not, and we try again. The receipt is deleted in the background once the change is settled. The
+//! machinery is the library's one compare-and-set with a receipt, [`Session::compare_and_set`] (`cas.rs`).
 //! Only the end of our session before we could look leaves the outcome unknown: that is
 //! [`Error::SessionExpired`], and the change happened once or not at all — never twice.
 
-use zookeeper_client::{self as zk, Client, CreateMode, MultiWriteError, OneshotWatcher, Stat};
+use zookeeper_client::{self as zk, OneshotWatcher, Stat};
 
-use crate::error::{At as _, Error, Result};
+use crate::cas::Swapped;
+use crate::error::{Error, Result};
 use crate::idioms::{self, IfExists};
 use crate::participants::Recipe;
-use crate::path::child_path;
-use crate::retry::{is_connection_loss, Attempts, RetryPolicy};
 use crate::session::Session;
 
 /// The prefix of a receipt: an ephemeral child of the counter node while a change of ours is being settled.
@@ -89,8 +89,8 @@ pub struct AtomicValue {
 /// [`Error::CorruptData`] when the node holds anything but 4 bytes; [`Error::InvalidPath`] for an invalid path;
 /// [`Error::SessionExpired`] / [`Error::Closed`] when the session ends — for a write whose outcome we had not
 /// learnt yet, it happened once or not at all (see the module's receipts); [`Error::ConnectionLoss`] only if the
-/// [`RetryPolicy`] caps attempts (the same for a write in flight); [`Error::ZooKeeper`] for anything else the
-/// server refuses (`NoAuth`: the receipt needs `CREATE` on the counter node, the write `WRITE`).
+/// [`RetryPolicy`](crate::RetryPolicy) caps attempts (the same for a write in flight); [`Error::ZooKeeper`] for
+/// anything else the server refuses (`NoAuth`: the receipt needs `CREATE` on the counter node, the write `WRITE`).
 ///
 /// # Cancellation safety
 /// `get` and `changed` change nothing and may be dropped at any point. A write (`set`, `try_set`) dropped after it
@@ -141,8 +141,8 @@ impl SharedCount {
             })
             .await?;
         match written {
-            Updated::Written { version, .. } => Ok(Versioned { value, version }),
-            Updated::Declined { .. } => unreachable!("set always writes"),
+            Swapped::Written { version, .. } => Ok(Versioned { value, version }),
+            Swapped::Declined { .. } => unreachable!("set always writes"),
         }
     }
 
@@ -159,8 +159,8 @@ impl SharedCount {
             })
             .await?;
         Ok(match written {
-            Updated::Written { version, .. } => Some(Versioned { value, version }),
-            Updated::Declined { .. } => None,
+            Swapped::Written { version, .. } => Some(Versioned { value, version }),
+            Swapped::Declined { .. } => None,
         })
     }
 
@@ -176,10 +176,7 @@ impl SharedCount {
             if now != *since {
                 return Ok(now);
             }
-            let event = crate::idioms::fired(watcher).await;
-            if let Some(err) = idioms::session_error(&event) {
-                return Err(err);
-            }
+            idioms::changed(watcher).await?;
         }
     }
 
@@ -205,7 +202,8 @@ impl SharedCount {
 /// version, and read again if somebody else wrote first. Unlike Curator's, which gives up after its retry policy
 /// and reports `succeeded() == false`, a change here is tried until it succeeds: every round somebody's write
 /// does, so the counter always moves on, but under heavy contention one caller may retry many times (backing off
-/// between rounds by the session's [`RetryPolicy`]). Arithmetic wraps on overflow, as Java's `long` does.
+/// between rounds by the session's [`RetryPolicy`](crate::RetryPolicy)). Arithmetic wraps on overflow, as Java's
+/// `long` does.
 ///
 /// A change whose reply was lost is settled by its receipt (see the module documentation), so
 /// [`add`](AtomicLong::add) never counts twice and always reports the values of the write that happened.
@@ -226,9 +224,9 @@ impl SharedCount {
 /// # Errors
 /// [`Error::CorruptData`] when the node holds anything but 8 bytes (or none); [`Error::InvalidPath`] for an invalid
 /// path; [`Error::SessionExpired`] / [`Error::Closed`] when the session ends — for a change whose outcome we had
-/// not learnt yet, it happened once or not at all; [`Error::ConnectionLoss`] only if the [`RetryPolicy`] caps
-/// attempts (the same for a change in flight); [`Error::ZooKeeper`] for anything else the server refuses
-/// (`NoAuth`: the receipt needs `CREATE` on the counter node, the write `WRITE`).
+/// not learnt yet, it happened once or not at all; [`Error::ConnectionLoss`] only if the
+/// [`RetryPolicy`](crate::RetryPolicy) caps attempts (the same for a change in flight); [`Error::ZooKeeper`] for
+/// anything else the server refuses (`NoAuth`: the receipt needs `CREATE` on the counter node, the write `WRITE`).
 ///
 /// # Cancellation safety
 /// `get` changes nothing. A change dropped after its write was sent may or may not happen — once at most.
@@ -321,12 +319,12 @@ impl AtomicLong {
             })
             .await?;
         Ok(match updated {
-            Updated::Written { pre, post, .. } => AtomicValue {
+            Swapped::Written { pre, post, .. } => AtomicValue {
                 succeeded: true,
                 pre: pre.as_deref().map_or(Ok(0), |data| counter.decode_i64(data))?,
                 post: counter.decode_i64(&post)?,
             },
-            Updated::Declined { current } => {
+            Swapped::Declined { current } => {
                 let value = current
                     .as_deref()
                     .map_or(Ok(0), |data| counter.decode_i64(data))?;
@@ -338,18 +336,6 @@ impl AtomicLong {
             }
         })
     }
-}
-
-/// What [`Counter::update`] did.
-enum Updated {
-    /// Our write happened: the node's data before (`None`: it did not exist) and after, and the version it made.
-    Written {
-        pre: Option<Vec<u8>>,
-        post: Vec<u8>,
-        version: i32,
-    },
-    /// Nothing was written (the decision declined): the data found (`None`: no node).
-    Declined { current: Option<Vec<u8>> },
 }
 
 /// One counter node and how it is written: what [`SharedCount`] and [`AtomicLong`] share.
@@ -371,47 +357,26 @@ impl Counter {
         Ok(Counter { session, path })
     }
 
-    fn client(&self) -> &Client {
-        self.session.client()
-    }
-
-    fn retry(&self) -> &RetryPolicy {
-        self.session.retry()
-    }
-
     /// The node's data and stat; `None` if it does not exist.
     async fn read(&self) -> Result<Option<(Vec<u8>, Stat)>> {
-        self.retry()
-            .run_at("getData", &self.path, || self.client().get_data(&self.path))
-            .await
-            .if_exists()
+        self.session.get(&self.path).await
     }
 
     /// Like [`read`](Counter::read), with a watch that fires on the next change: a data watch, or an `exists` watch
     /// while the node does not exist.
     async fn read_and_watch(&self) -> Result<(Option<(Vec<u8>, Stat)>, OneshotWatcher)> {
+        let client = self.session.client();
         loop {
-            match self
+            let read = self
+                .session
                 .retry()
-                .run_at("getData", &self.path, || {
-                    self.client().get_and_watch_data(&self.path)
-                })
-                .await
-                .if_exists()?
-            {
-                Some((data, stat, watcher)) => return Ok((Some((data, stat)), watcher)),
-                None => {
-                    let (stat, watcher) = self
-                        .retry()
-                        .run_at("exists", &self.path, || {
-                            self.client().check_and_watch_stat(&self.path)
-                        })
-                        .await?;
-                    // Created between the two looks: read it (with a data watch) instead.
-                    if stat.is_none() {
-                        return Ok((None, watcher));
-                    }
-                }
+                .run_at("getData", &self.path, || client.get_and_watch_data(&self.path));
+            if let Some((data, stat, watcher)) = read.await.if_exists()? {
+                return Ok((Some((data, stat)), watcher));
+            }
+            // Created between the two looks: read it (with a data watch) instead.
+            if let (None, watcher) = self.session.watch_exists(&self.path).await? {
+                return Ok((None, watcher));
             }
         }
     }
@@ -424,184 +389,14 @@ impl Counter {
         decode_i64(&self.path, data)
     }
 
-    /// One change, written exactly once: read the node, ask `decide` what to write over what was read (its data,
-    /// `None` for no node, and its version, [`UNCREATED`] for no node; `None`: write nothing), and write it only over
-    /// that — `setData` at the version read, or `create` — in one transaction with this change's receipt. Somebody
-    /// else's write in between makes us read again (and ask again); a lost reply is settled by the receipt.
+    /// One change, written exactly once ([`Session::compare_and_set`], with this counter's receipts).
     async fn update(
         &self,
-        mut decide: impl FnMut(Option<&[u8]>, i32) -> Result<Option<Vec<u8>>>,
-    ) -> Result<Updated> {
-        let id = uuid::Uuid::new_v4().simple().to_string();
-        let receipt = child_path(&self.path, &format!("{RECEIPT_PREFIX}{id}"));
-        // However this ends — settled, failed, or dropped with a write in flight — the receipt is deleted then.
-        let _receipt = ReceiptGuard {
-            client: self.client().clone(),
-            retry: self.retry().clone(),
-            path: receipt.clone(),
-        };
-        let node_mode = CreateMode::Persistent.with_acls(self.session.acls());
-        let receipt_mode = CreateMode::Ephemeral.with_acls(self.session.acls());
-        let (mut lost, mut contended) = (Attempts::default(), 0);
-        loop {
-            let node = self.read().await?;
-            let (pre, version) = match node {
-                Some((data, stat)) => (Some(data), stat.version),
-                None => (None, UNCREATED),
-            };
-            let Some(post) = decide(pre.as_deref(), version)? else {
-                return Ok(Updated::Declined { current: pre });
-            };
-            let made = if version == UNCREATED {
-                0
-            } else {
-                version.wrapping_add(1)
-            };
-            let record = Record {
-                pre: pre.clone(),
-                post: post.clone(),
-                version: made,
-            };
-            let mut multi = self.client().new_multi_writer();
-            if version == UNCREATED {
-                multi
-                    .add_create(&self.path, &post, &node_mode)
-                    .at("create", &self.path)?;
-            } else {
-                multi
-                    .add_set_data(&self.path, &post, Some(version))
-                    .at("setData", &self.path)?;
-            }
-            multi
-                .add_create(&receipt, &record.encode(), &receipt_mode)
-                .at("create", &receipt)?;
-            let Some(reply) = self.retry().within(&lost, multi.commit()).await else {
-                return Err(lost.timed_out());
-            };
-            match reply {
-                Ok(_) => return Ok(record.into_written()),
-                // The parents of a counter to be created are missing.
-                Err(MultiWriteError::OperationFailed {
-                    index: 0,
-                    source: zk::Error::NoNode,
-                }) if version == UNCREATED => {
-                    let parent = parent(&self.path);
-                    idioms::mkdir_containers(self.client(), self.retry(), parent, self.session.parent_acls())
-                        .await?;
-                }
-                // Somebody else wrote (created, deleted) the node since we read it: read again.
-                Err(MultiWriteError::OperationFailed {
-                    index: 0,
-                    source: zk::Error::BadVersion | zk::Error::NodeExists | zk::Error::NoNode,
-                }) => {
-                    contended += 1;
-                    if contended > 1 {
-                        tokio::time::sleep(self.retry().backoff(contended - 1)).await;
-                    }
-                }
-                // An earlier attempt whose reply was lost did commit after all: its receipt is there.
-                Err(MultiWriteError::OperationFailed {
-                    index: 1,
-                    source: zk::Error::NodeExists,
-                }) => {
-                    let Some(record) = self.find(&receipt).await? else {
-                        return Err(Error::zk("create", &receipt, zk::Error::NodeExists));
-                    };
-                    return Ok(record.into_written());
-                }
-                Err(MultiWriteError::RequestFailed { source }) if is_connection_loss(&source) => {
-                    self.retry().pause(&mut lost).await?;
-                    if let Some(record) = self.find(&receipt).await? {
-                        tracing::info!(counter = %self.path, "found our write after a lost reply");
-                        return Ok(record.into_written());
-                    }
-                }
-                Err(err) => return Err(Error::zk("multi", &self.path, zk::Error::from(err))),
-            }
-        }
-    }
-
-    /// After a lost reply: did one of our attempts commit? `sync` first, so a lagging ensemble member has seen
-    /// everything the leader committed; then our receipt says (it is ephemeral: a session that has ended makes this
-    /// fail with `SessionExpired` rather than answer "no").
-    async fn find(&self, receipt: &str) -> Result<Option<Record>> {
-        self.retry()
-            .run_at("sync", &self.path, || self.client().sync(&self.path))
+        decide: impl FnMut(Option<&[u8]>, i32) -> Result<Option<Vec<u8>>>,
+    ) -> Result<Swapped> {
+        self.session
+            .compare_and_set(&self.path, RECEIPT_PREFIX, decide)
             .await
-            .if_exists()?;
-        let found = self
-            .retry()
-            .run_at("getData", receipt, || self.client().get_data(receipt))
-            .await
-            .if_exists()?;
-        Ok(found.and_then(|(data, _)| Record::decode(&data)))
-    }
-}
-
-/// Deletes a change's receipt when the change ends, in the background: the delete is sent at once, after every
-/// write of the change (a session's requests are processed in order), so it finds the receipt if one was made.
-struct ReceiptGuard {
-    client: Client,
-    retry: RetryPolicy,
-    path: String,
-}
-
-impl Drop for ReceiptGuard {
-    fn drop(&mut self) {
-        if tokio::runtime::Handle::try_current().is_ok() {
-            idioms::delete_in_background(&self.client, &self.retry, &self.path, "a counter receipt");
-        }
-        // Without a runtime the receipt goes with the session.
-    }
-}
-
-/// What a receipt holds: the write of the attempt that created it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Record {
-    pre: Option<Vec<u8>>,
-    post: Vec<u8>,
-    version: i32,
-}
-
-impl Record {
-    /// `version` (4 bytes), `1` and the length of `pre` (4 bytes) and `pre`, or `0`; then `post`.
-    fn encode(&self) -> Vec<u8> {
-        let mut out = self.version.to_be_bytes().to_vec();
-        match &self.pre {
-            Some(pre) => {
-                out.push(1);
-                out.extend_from_slice(&(pre.len() as u32).to_be_bytes());
-                out.extend_from_slice(pre);
-            }
-            None => out.push(0),
-        }
-        out.extend_from_slice(&self.post);
-        out
-    }
-
-    fn decode(data: &[u8]) -> Option<Record> {
-        let version = i32::from_be_bytes(data.get(..4)?.try_into().ok()?);
-        let (pre, post) = match data.get(4)? {
-            0 => (None, data.get(5..)?),
-            1 => {
-                let len = u32::from_be_bytes(data.get(5..9)?.try_into().ok()?) as usize;
-                (Some(data.get(9..9 + len)?.to_vec()), data.get(9 + len..)?)
-            }
-            _ => return None,
-        };
-        Some(Record {
-            pre,
-            post: post.to_vec(),
-            version,
-        })
-    }
-
-    fn into_written(self) -> Updated {
-        Updated::Written {
-            pre: self.pre,
-            post: self.post,
-            version: self.version,
-        }
     }
 }
 
@@ -630,14 +425,6 @@ fn corrupt(path: &str, data: &[u8], expected: &'static str) -> Error {
         path: path.to_owned(),
         len: data.len(),
         expected,
-    }
-}
-
-/// The parent of a path other than `/`.
-fn parent(path: &str) -> &str {
-    match path.rfind('/') {
-        Some(0) | None => "/",
-        Some(at) => &path[..at],
     }
 }
 
@@ -678,31 +465,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn receipts_round_trip() {
-        for record in [
-            Record {
-                pre: None,
-                post: 7i64.to_be_bytes().to_vec(),
-                version: 0,
-            },
-            Record {
-                pre: Some(5i32.to_be_bytes().to_vec()),
-                post: 6i32.to_be_bytes().to_vec(),
-                version: 12,
-            },
-            Record {
-                pre: Some(Vec::new()),
-                post: Vec::new(),
-                version: i32::MAX,
-            },
-        ] {
-            assert_eq!(Record::decode(&record.encode()), Some(record));
-        }
-        assert_eq!(Record::decode(b"\0\0"), None);
-        assert_eq!(Record::decode(&[0, 0, 0, 1, 1, 0, 0, 0, 9, 1]), None);
-    }
-
-    #[test]
     fn values_are_curators_bytes() {
         // SharedCount.toBytes: ByteBuffer.putInt, big-endian; DistributedAtomicLong.valueToBytes: putLong.
         assert_eq!(decode_i32("/c", &[0, 0, 1, 2]).unwrap(), 258);
@@ -717,7 +479,5 @@ mod tests {
             decode_i32("/c", &[0; 8]),
             Err(Error::CorruptData { len: 8, .. })
         ));
-        assert_eq!(parent("/a/b"), "/a");
-        assert_eq!(parent("/a"), "/");
     }
 }

@@ -3,11 +3,12 @@
 //! Layout under the barrier path: one ephemeral node per participant, named by a fresh uuid, and a persistent
 //! `ready` node created by whoever counts N participants.
 //!
-//! * **Enter** (the ZooKeeper recipe): set an `exists` watch on `ready`, create our node, list the children — the
-//!   three requests go out back to back and cost one round trip. If `ready` exists or we count N participants
-//!   (then we create `ready`), we are in. Otherwise we wait for the watch and then *look again*: a notification
-//!   is only a reason to re-check, never a release in itself (Curator #1290 let clients through on a spurious
-//!   wake-up). Whoever arrives last sees everybody, because its listing is processed after its own create.
+//! * **Enter** (the ZooKeeper recipe): set an `exists` watch on `ready`, create our node (the shared protected
+//!   create: a lost reply finds it by its uuid name), list the children — the three requests go out back to back
+//!   and cost one round trip. If `ready` exists or we count N participants (then we create `ready`), we are in.
+//!   Otherwise we wait for the watch and then *look again*: a notification is only a reason to re-check, never a
+//!   release in itself (Curator #1290 let clients through on a spurious wake-up). Whoever arrives last sees
+//!   everybody, because its listing is processed after its own create.
 //! * **Leave** (the ZooKeeper recipe): the lowest participant (by name) waits for the highest to go; everybody
 //!   else deletes its node and waits for the lowest. Each look is a fresh listing; we return only when no
 //!   participant is left. The lowest is woken once per departure; the final departure of the lowest wakes every
@@ -22,15 +23,13 @@ use std::time::Duration;
 use zookeeper_client::{self as zk, CreateMode};
 
 use crate::abandoned;
-use crate::error::{At as _, Error, Result};
+use crate::cas::{Committed, Write};
+use crate::error::{Error, Result};
 use crate::events::QueueEvent;
-use crate::gone;
-use crate::idioms::{self, IfExists};
-use crate::lost::{LostReason, LostSignal};
-use crate::own_node::OwnNode;
+use crate::held::Held;
+use crate::lost::LostReason;
 use crate::participants::{self, NodeKind, Participant, Recipe, Role};
 use crate::path::child_path;
-use crate::retry::{is_connection_loss, Attempts};
 use crate::session::Session;
 
 /// The name of the node that opens the barrier.
@@ -101,12 +100,13 @@ impl DoubleBarrier {
     /// `session` — a [`Session`] or a `&Client`.
     ///
     /// # Errors
-    /// [`Error::InvalidPath`] if `path` is not a valid ZooKeeper path.
-    ///
-    /// # Panics
-    /// If `members` is 0.
+    /// [`Error::InvalidPath`] if `path` is not a valid ZooKeeper path; [`Error::InvalidArgument`] if `members` is 0.
     pub fn new(session: impl Into<Session>, path: &str, members: usize) -> Result<DoubleBarrier> {
-        assert!(members > 0, "a double barrier needs at least one participant");
+        if members == 0 {
+            return Err(Error::InvalidArgument(
+                "a double barrier needs at least one participant".to_owned(),
+            ));
+        }
         Ok(DoubleBarrier {
             session: session.into(),
             path: crate::path::validate(path)?,
@@ -144,106 +144,76 @@ impl DoubleBarrier {
         // twice.
         abandoned::settled(client, retry, &self.path).await?;
         let name = uuid::Uuid::new_v4().to_string();
-        let mut node = OwnNode::new(&self.session, &self.path, name.clone())?;
-        // Named before the create is sent: if we are dropped, the delete by name goes out after the create on the
-        // same session, so it is processed after it.
-        node.name = Some(name.clone());
-        let me = node.path();
+        let me = child_path(&self.path, &name);
         let ready = child_path(&self.path, READY);
-        let member_mode = CreateMode::Ephemeral.with_acls(self.session.acls());
-        // Started once our node exists; moved into the participation when we are in.
-        let mut slot: Option<LostSignal> = None;
-        let mut attempt = Attempts::default();
+        // The first look goes out with our create, in the recipe's order: the watch on `ready` exists before our
+        // node does, and the listing is processed after our create. One round trip.
+        let watch = client.check_and_watch_stat(&ready);
+        let own = self
+            .session
+            .send_own(&me, &self.data, Some(CreateMode::Persistent))?;
+        let list = client.list_children(&self.path);
+        let (watched, made, listed) = tokio::join!(watch, own, list);
+        let (own, first) = made?;
+        let node = own.made(&me)?;
+        self.session.emit(QueueEvent::Created { path: me.clone() });
+        let held = Held::watch(node, &self.session);
+        // Only when our first create made the node does that listing show it; else (and after any error) look anew.
+        let mut first_look = first
+            .then(|| {
+                Some((
+                    watched.ok()?,
+                    listed.map(Some).or_else(|err| absent(err, None)).ok()?,
+                ))
+            })
+            .flatten();
         loop {
-            // Sent in this order (the recipe's order): the watch on `ready` exists before our node does, so the
-            // create of `ready` by the last arrival cannot slip by; the listing is processed after our create.
-            let watch_ready = client.check_and_watch_stat(&ready);
-            let create = slot
-                .is_none()
-                .then(|| client.create(&me, &self.data, &member_mode));
-            let listing = client.list_children(&self.path);
-            let create = async move {
-                match create {
-                    Some(create) => Some(create.await),
-                    None => None,
+            // Sent back to back, one round trip: the watch on `ready`, then the listing (processed after our
+            // create, so whoever arrives last sees everybody).
+            let look = || {
+                let (watch, list) = (
+                    client.check_and_watch_stat(&ready),
+                    client.list_children(&self.path),
+                );
+                async move {
+                    let (watched, listed) = tokio::join!(watch, list);
+                    Ok((watched?, listed.map(Some).or_else(|err| absent(err, None))?))
                 }
             };
-            let Some((watched, created, listed)) = retry
-                .within(&attempt, async { tokio::join!(watch_ready, create, listing) })
-                .await
-            else {
-                return Err(attempt.timed_out());
+            let (watched, listed) = match first_look.take() {
+                Some(looked) => looked,
+                None => retry.run_at("exists", &ready, look).await?,
             };
-            match created {
-                None => {}
-                Some(Ok((stat, _))) => node.czxid = stat.czxid,
-                // Our name is unique: an existing node is ours, from an attempt whose reply was lost.
-                Some(Err(zk::Error::NodeExists)) => {}
-                Some(Err(zk::Error::NoNode)) => {
-                    let parents = CreateMode::Persistent.with_acls(self.session.parent_acls());
-                    retry
-                        .run_at("create", &self.path, || client.mkdir(&self.path, &parents))
-                        .await?;
-                    continue;
-                }
-                Some(Err(err)) if is_connection_loss(&err) => {
-                    retry.pause(&mut attempt).await?;
-                    continue;
-                }
-                Some(Err(err)) => return Err(Error::zk("create", &me, err)),
-            }
-            let lost = slot.get_or_insert_with(|| {
-                self.session.emit(QueueEvent::Created { path: me.clone() });
-                LostSignal::for_node(&mut node, self.session.lost_policy())
-            });
-            let (watched, listed) = match (watched, listed) {
-                (Err(err), _) | (_, Err(err)) if is_connection_loss(&err) => {
-                    retry.pause(&mut attempt).await?;
-                    continue;
-                }
-                (watched, listed) => (watched.at("exists", &ready)?, listed),
-            };
-            attempt = Attempts::default();
             let (ready_stat, watcher) = watched;
             if let Some(stat) = ready_stat {
-                return Ok(self.entered(node, slot.take().expect("started above"), stat.czxid));
+                return Ok(self.entered(held, stat.czxid));
             }
-            let children = listed
-                .at("getChildren", &self.path)
-                .if_exists()?
-                .unwrap_or_default();
+            let children = listed.unwrap_or_default();
             if !children.contains(&name) {
-                return Err(gone::vanished(client, retry, lost, &me).await);
+                return Err(held.vanished().await);
             }
             let arrived = children.iter().filter(|c| is_participant(c)).count();
             if arrived >= self.members {
                 tracing::debug!(path = %self.path, arrived, "the last participant arrived; opening the barrier");
-                let mode = CreateMode::Persistent.with_acls(self.session.acls());
-                match retry
-                    .run_at("create", &ready, || client.create(&ready, &[], &mode))
-                    .await
-                {
-                    Ok((stat, _)) => {
-                        return Ok(self.entered(node, slot.take().expect("started above"), stat.czxid))
+                let writes = [Write::Create(&ready, &[], CreateMode::Persistent)];
+                match self.session.create_once(&writes, false, None).await? {
+                    Committed::Done { stat, .. } => {
+                        return Ok(self.entered(held, stat.map_or(-1, |stat| stat.czxid)))
                     }
                     // Created by another participant (or by our own attempt whose reply was lost): look again.
-                    Err(Error::ZooKeeper {
-                        source: zk::Error::NodeExists,
+                    Committed::Refused {
+                        error: zk::Error::NodeExists,
                         ..
-                    }) => continue,
-                    Err(err) => return Err(err),
+                    } => continue,
+                    Committed::Refused { index, error } => {
+                        return Err(Committed::refused(index, error, &writes))
+                    }
                 }
             }
             tracing::debug!(path = %self.path, arrived, members = self.members, "waiting for participants");
-            self.session.emit(QueueEvent::Waiting { on: ready.clone() });
             tokio::select! {
-                event = crate::idioms::fired(watcher) => {
-                    if let Some(err) = idioms::session_error(&event) {
-                        return Err(err);
-                    }
-                    self.session.emit(QueueEvent::Woken { by: ready.clone() });
-                }
-                _ = lost.lost() => return Err(gone::vanished(client, retry, lost, &me).await),
+                changed = self.session.await_change(watcher, &ready) => drop(changed?),
+                _ = held.lost() => return Err(held.vanished().await),
             }
         }
     }
@@ -256,16 +226,16 @@ impl DoubleBarrier {
             .map_err(|_| Error::Timeout)?
     }
 
-    fn entered(&self, node: OwnNode, lost: LostSignal, ready_czxid: i64) -> Participation {
-        lost.set_holding();
+    fn entered(&self, held: Held, ready_czxid: i64) -> Participation {
+        held.hold();
+        let path = held.path();
         self.session.emit(QueueEvent::Acquired {
-            path: node.path(),
-            fencing_token: node.czxid,
+            path: path.clone(),
+            fencing_token: held.czxid(),
         });
         Participation {
-            path: node.path(),
-            node,
-            lost,
+            path,
+            held,
             ready_czxid,
             barrier: self.clone(),
         }
@@ -273,26 +243,28 @@ impl DoubleBarrier {
 
     /// Removes `ready` if it is still the one of our round (by czxid); anything else is not ours to touch.
     async fn remove_ready(&self, czxid: i64) -> Result<()> {
-        let (client, retry) = (self.session.client(), self.session.retry());
         let ready = child_path(&self.path, READY);
-        let Some(stat) = retry
-            .run_at("exists", &ready, || client.check_stat(&ready))
-            .await?
-        else {
-            return Ok(());
-        };
-        if stat.czxid != czxid {
-            return Ok(());
+        match self.session.exists(&ready).await? {
+            Some(stat) if stat.czxid == czxid => {
+                match self.session.delete_if_exists(&ready, Some(stat.version)).await {
+                    // Replaced by a later round, or a participant of one has arrived already.
+                    Err(Error::ZooKeeper {
+                        source: zk::Error::BadVersion | zk::Error::NotEmpty,
+                        ..
+                    }) => Ok(()),
+                    deleted => deleted,
+                }
+            }
+            _ => Ok(()),
         }
-        match idioms::delete_if_exists(client, retry, &ready, Some(stat.version)).await {
-            // Replaced by a later round, or a participant of one has arrived already.
-            Ok(())
-            | Err(Error::ZooKeeper {
-                source: zk::Error::BadVersion | zk::Error::NotEmpty,
-                ..
-            }) => Ok(()),
-            Err(err) => Err(err),
-        }
+    }
+}
+
+/// `NoNode` as `value`; any other error stays one.
+fn absent<T>(err: zk::Error, value: T) -> std::result::Result<T, zk::Error> {
+    match err {
+        zk::Error::NoNode => Ok(value),
+        err => Err(err),
     }
 }
 
@@ -345,8 +317,7 @@ fn is_participant(name: &str) -> bool {
 /// Dropping it leaves without waiting for the others (our node is deleted in the background).
 #[derive(Debug)]
 pub struct Participation {
-    node: OwnNode,
-    lost: LostSignal,
+    held: Held,
     ready_czxid: i64,
     barrier: DoubleBarrier,
     /// The full path of our participant node.
@@ -362,17 +333,17 @@ impl Participation {
     /// Completes when our participation stops counting: session expiry, deletion of our node by somebody else,
     /// or (per the [`LostPolicy`](crate::LostPolicy)) a long disconnection.
     pub fn lost(&self) -> impl Future<Output = LostReason> + Send + 'static {
-        self.lost.lost()
+        self.held.lost()
     }
 
     /// Whether the participation has been lost already.
     pub fn is_lost(&self) -> bool {
-        self.lost.reason().is_some()
+        self.held.lost_reason().is_some()
     }
 
     /// Why the participation was lost, if it was.
     pub fn lost_reason(&self) -> Option<LostReason> {
-        self.lost.reason()
+        self.held.lost_reason()
     }
 
     /// Leaves the barrier and waits until every participant has left.
@@ -385,20 +356,17 @@ impl Participation {
     /// Dropping the future removes our node (if not yet removed) without waiting for the others.
     pub async fn leave(self) -> Result<()> {
         let Participation {
-            node,
-            lost,
+            held,
             ready_czxid,
-            barrier,
+            barrier: b,
             ..
         } = self;
         // Our node is about to go on purpose: that is not a loss.
-        drop(lost);
+        let node = held.into_node();
         let name = node.name.clone().unwrap_or_default();
         let mut node = Some(node);
-        let b = &barrier;
-        let (client, retry) = (b.session.client(), b.session.retry());
         loop {
-            let children = idioms::list_or_empty(client, retry, &b.path).await?;
+            let children = b.session.list_or_empty(&b.path).await?;
             let mut members: Vec<String> = children.into_iter().filter(|c| is_participant(c)).collect();
             members.sort();
             if members.iter().all(|m| *m == name) {
@@ -408,8 +376,7 @@ impl Participation {
                 }
                 return b.remove_ready(ready_czxid).await;
             }
-            let lowest = members[0] == name;
-            let target = if lowest {
+            let target = if members[0] == name {
                 members[members.len() - 1].clone()
             } else {
                 if let Some(node) = node.take() {
@@ -418,19 +385,10 @@ impl Participation {
                 members[0].clone()
             };
             let path = child_path(&b.path, &target);
-            let (stat, watcher) = retry
-                .run_at("exists", &path, || client.check_and_watch_stat(&path))
-                .await?;
-            if stat.is_none() {
-                continue;
+            // Whatever happens to the node we watch, only a fresh listing decides.
+            if let (Some(_), watcher) = b.session.watch_exists(&path).await? {
+                b.session.await_change(watcher, &path).await?;
             }
-            b.session.emit(QueueEvent::Waiting { on: path.clone() });
-            let event = crate::idioms::fired(watcher).await;
-            if let Some(err) = idioms::session_error(&event) {
-                return Err(err);
-            }
-            // Whatever happened to the node we watch, only a fresh listing decides.
-            b.session.emit(QueueEvent::Woken { by: path });
         }
     }
 

@@ -1,6 +1,6 @@
 //! The error vocabulary shared by every recipe.
 
-use zookeeper_client as zk;
+use zookeeper_client::{self as zk, SessionState};
 
 /// Result alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -107,6 +107,11 @@ pub enum Error {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// An argument no recipe can work with, in words: a [`DoubleBarrier`](crate::DoubleBarrier) of 0
+    /// participants, a [`MultiLock`](crate::MultiLock) of no lock, a [`TwoPhaseCommit`](crate::TwoPhaseCommit)
+    /// transaction without participants or naming one twice. Nothing was sent to ZooKeeper.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
     /// What the recipe was asked does not fit what is there: a [`Semaphore`](crate::Semaphore) of another number of
     /// leases than the one its directory records, say. Nothing was taken.
     #[error("{what}")]
@@ -149,6 +154,18 @@ fn connection_loss(attempts: u32) -> String {
 impl From<crate::LostReason> for Error {
     fn from(reason: crate::LostReason) -> Self {
         Error::Lost(reason)
+    }
+}
+
+/// The one conversion for "the session ended": the error for a session in `state`, if it has ended — expired, or
+/// closed (also by failed authentication). A disconnection is no end: the session may survive it. (Lost signals
+/// turn the same states into a [`LostReason`](crate::LostReason) through this, and back with `LostReason::error`.)
+pub(crate) fn session_ended(state: SessionState) -> Option<Error> {
+    match state {
+        SessionState::Expired => Some(Error::SessionExpired),
+        SessionState::Closed => Some(Error::Closed),
+        SessionState::AuthFailed => Some(Error::AuthFailed),
+        _ => None,
     }
 }
 

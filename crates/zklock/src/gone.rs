@@ -2,9 +2,9 @@
 //! and the sweep of a duplicate of our node. They sit above [`crate::lost`] and [`crate::own_node`]; the plain
 //! ZooKeeper idioms they use are in [`crate::idioms`].
 
-use zookeeper_client::{Client, SessionState};
+use zookeeper_client::Client;
 
-use crate::error::{Error, Result};
+use crate::error::{session_ended, Error, Result};
 use crate::idioms::{confirm_gone, delete_if_exists};
 use crate::lost::{LostReason, LostSignal};
 use crate::node::Contender;
@@ -16,10 +16,8 @@ use crate::retry::RetryPolicy;
 /// the session ended, so this looks at everything known without asking: the node's lost signal, then the client.
 fn session_end_known(client: &Client, lost: &LostSignal) -> Option<Error> {
     match lost.reason() {
-        Some(LostReason::SessionExpired) => Some(Error::SessionExpired),
-        Some(LostReason::ClientClosed) => Some(Error::Closed),
-        _ if client.state() == SessionState::Expired => Some(Error::SessionExpired),
-        _ => None,
+        Some(reason @ (LostReason::SessionExpired | LostReason::ClientClosed)) => Some(reason.error("")),
+        _ => session_ended(client.state()),
     }
 }
 

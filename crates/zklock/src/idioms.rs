@@ -1,14 +1,105 @@
 //! The ZooKeeper idioms the recipes share, each written once: a missing node as an answer rather than an error,
-//! the end of the session in a watch notification, "our node is gone — deleted, or did our session end?", the
-//! sweep of duplicate nodes of ours, queue directories made as container nodes, and deletes left to the
-//! background.
+//! the end of the session in a watch notification, "our node is gone — deleted, or did our session end?" (asked of
+//! the server), directories made persistent or as container nodes, deletes left to the background, and the one
+//! wait for a watch ("changed → did the session end? → look again").
+//!
+//! The idioms a recipe calls are methods of its [`Session`] (`session.mkdir(…)`, `session.delete_if_exists(…)`,
+//! `session.await_change(…)`), in the `impl Session` block below; the free functions are the same for code that
+//! holds a client and a retry policy rather than a session.
 
 use std::future::Future;
 
-use zookeeper_client::{self as zk, Acls, Client, CreateMode, EventType, SessionState, WatchedEvent};
+use zookeeper_client::{self as zk, Acls, Client, CreateMode, EventType, OneshotWatcher, Stat, WatchedEvent};
 
+pub(crate) use crate::error::session_ended;
 use crate::error::{At as _, Error, Result};
+use crate::events::QueueEvent;
 use crate::retry::RetryPolicy;
+use crate::session::Session;
+
+/// The idioms as methods of the session context: every recipe holds a [`Session`], so none passes a client and a
+/// retry policy around.
+impl Session {
+    /// Creates `dir` and its missing parents (`mkdir -p`) with the session's
+    /// [`parent_acls`](Session::parent_acls): `CreateMode::Persistent`, or `CreateMode::Container` for queue
+    /// directories the server may delete when they are empty again (see [`mkdir_containers`]). Existing nodes are
+    /// fine; `/` exists.
+    pub(crate) async fn mkdir(&self, dir: &str, mode: CreateMode) -> Result<()> {
+        if dir == "/" {
+            return Ok(());
+        }
+        if mode == CreateMode::Container {
+            return mkdir_containers(self.client(), self.retry(), dir, self.parent_acls()).await;
+        }
+        let options = mode.with_acls(self.parent_acls());
+        let client = self.client();
+        self.retry()
+            .run_at("create", dir, || client.mkdir(dir, &options))
+            .await
+    }
+
+    /// Deletes `path` (only at `version`, if given); a node already gone is fine.
+    pub(crate) async fn delete_if_exists(&self, path: &str, version: Option<i32>) -> Result<()> {
+        delete_if_exists(self.client(), self.retry(), path, version).await
+    }
+
+    /// The children of `dir`; empty if it does not exist.
+    pub(crate) async fn list_or_empty(&self, dir: &str) -> Result<Vec<String>> {
+        list_or_empty(self.client(), self.retry(), dir).await
+    }
+
+    /// The stat of `path`; `None` if it does not exist.
+    pub(crate) async fn exists(&self, path: &str) -> Result<Option<Stat>> {
+        let client = self.client();
+        self.retry()
+            .run_at("exists", path, || client.check_stat(path))
+            .await
+    }
+
+    /// The data and stat of `path`; `None` if it does not exist.
+    pub(crate) async fn get(&self, path: &str) -> Result<Option<(Vec<u8>, Stat)>> {
+        let client = self.client();
+        self.retry()
+            .run_at("getData", path, || client.get_data(path))
+            .await
+            .if_exists()
+    }
+
+    /// The stat of `path` (`None`: it does not exist) and a watch that fires when it is created, changed or deleted.
+    pub(crate) async fn watch_exists(&self, path: &str) -> Result<(Option<Stat>, OneshotWatcher)> {
+        let client = self.client();
+        self.retry()
+            .run_at("exists", path, || client.check_and_watch_stat(path))
+            .await
+    }
+
+    /// The one wait of every recipe: tells the listener we wait `on` a node, waits for `watcher` to fire, fails if
+    /// the notification says the session ended, and tells the listener we were woken. Whatever else the
+    /// notification says, the caller looks again: a notification is a reason to look, never an answer.
+    pub(crate) async fn await_change(&self, watcher: OneshotWatcher, on: &str) -> Result<WatchedEvent> {
+        self.emit(QueueEvent::Waiting { on: on.to_owned() });
+        let event = changed(watcher).await?;
+        self.emit(QueueEvent::Woken { by: on.to_owned() });
+        Ok(event)
+    }
+}
+
+/// Waits for `watcher` to fire ([`fired`]); the end of the session it reports is an error.
+pub(crate) async fn changed(watcher: OneshotWatcher) -> Result<WatchedEvent> {
+    let event = fired(watcher).await;
+    match session_error(&event) {
+        Some(err) => Err(err),
+        None => Ok(event),
+    }
+}
+
+/// The parent of a path other than `/` (`/` for a top-level node).
+pub(crate) fn parent_of(path: &str) -> &str {
+    match path.rfind('/') {
+        Some(0) | None => "/",
+        Some(at) => &path[..at],
+    }
+}
 
 /// `NoNode` as an answer: for reads and deletes of nodes that may be gone, that is not an error.
 pub(crate) trait IfExists<T> {
@@ -107,17 +198,6 @@ pub(crate) fn delete_in_background(client: &Client, retry: &RetryPolicy, path: &
             tracing::debug!(%path, %err, "removing {what} failed");
         }
     });
-}
-
-/// The error for a session in `state`, if the session has ended: expired, or closed (also by failed
-/// authentication). A disconnection is no end: the session may survive it.
-pub(crate) fn session_ended(state: SessionState) -> Option<Error> {
-    match state {
-        SessionState::Expired => Some(Error::SessionExpired),
-        SessionState::Closed => Some(Error::Closed),
-        SessionState::AuthFailed => Some(Error::AuthFailed),
-        _ => None,
-    }
 }
 
 /// The error a watch notification carries, if it reports the end of the session (a one-shot watcher also fires on

@@ -70,6 +70,8 @@
 //!   `with_kazoo_contenders`.
 //! * **[`PriorityQueue`]** — the [`Queue`] with a priority per item (lowest number first, FIFO within a priority), in
 //!   Curator's `DistributedPriorityQueue` layout.
+//! * **[`DelayQueue`]** — items each taken no earlier than its own due time ([`Delayed`]), in Curator's
+//!   `DistributedDelayQueue` layout.
 //! * **[`SharedCount`] and [`AtomicLong`]** — counters in one node, byte-compatible with Curator's `SharedCount` (with
 //!   [`Versioned`] values and a change watch) and `DistributedAtomicLong` (with [`AtomicValue`]); every change is a
 //!   compare-and-set with a receipt, so a lost reply never counts it twice.
@@ -202,17 +204,19 @@
 //! in a row).
 //!
 //! Private: node names and directory layouts (Curator's formats, a semaphore's `leases`/`locks`, a queue's `qn-`
-//! items and `claims`, a priority queue's `queue-` items, a counter's receipts, a double barrier's `ready`), the rules each recipe applies to its queue, and the one
+//! items and `claims`, a priority queue's `queue-` items, a delay queue's `queue-|<due>|` items, a counter's receipts, a double barrier's `ready`), the rules each recipe applies to its queue, and the one
 //! contention mechanism they share. The node *formats* are an interoperability promise (Curator and kazoo share
 //! locks with us) but not an API: use [`inspect`] to read a directory.
 #![forbid(unsafe_code)]
 
 mod abandoned;
 mod barrier;
+mod cas;
 mod closing;
 mod contention;
 mod counter;
 mod curator_priority;
+mod delay_queue;
 mod double_barrier;
 mod election;
 mod error;
@@ -221,6 +225,7 @@ mod fenced;
 mod gone;
 mod group;
 mod guard;
+mod held;
 mod idioms;
 mod inspect;
 mod lost;
@@ -229,6 +234,7 @@ mod metrics_describe;
 mod multi_lock;
 mod mutex;
 mod node;
+mod own;
 mod own_node;
 mod participants;
 mod path;
@@ -244,6 +250,7 @@ mod two_phase_commit;
 
 pub use barrier::Barrier;
 pub use counter::{AtomicLong, AtomicValue, SharedCount, Versioned};
+pub use delay_queue::{DelayQueue, Delayed};
 pub use double_barrier::{DoubleBarrier, Participation};
 pub use election::{Leader, LeaderElection, Leadership, Observer, Term};
 pub use error::{Error, Result};

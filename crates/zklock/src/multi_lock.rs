@@ -103,16 +103,15 @@ impl MultiLock {
     /// A multi-lock of `parts` (in any order: they are acquired in the global order).
     ///
     /// # Errors
-    /// [`Error::InvalidPath`] if no part is given or a path appears twice (one node per path and session is all
-    /// a holder may have).
+    /// [`Error::InvalidArgument`] if no part is given; [`Error::InvalidPath`] if a path appears twice (one node per
+    /// path and session is all a holder may have).
     pub fn new(parts: impl IntoIterator<Item = Part>) -> Result<MultiLock> {
         let mut parts: Vec<Part> = parts.into_iter().collect();
         parts.sort_by(|a, b| a.rank().cmp(&b.rank()));
         if parts.is_empty() {
-            return Err(Error::InvalidPath {
-                path: String::new(),
-                reason: "a multi-lock needs at least one lock",
-            });
+            return Err(Error::InvalidArgument(
+                "a multi-lock needs at least one lock".to_owned(),
+            ));
         }
         if let Some(pair) = parts.windows(2).find(|pair| pair[0].path() == pair[1].path()) {
             return Err(Error::InvalidPath {

@@ -34,13 +34,15 @@ use std::time::Duration;
 use tokio::time::Instant;
 use zookeeper_client::{self as zk, CreateMode, MultiWriteError};
 
+use crate::cas::{Committed, Write};
 use crate::error::{At as _, Error, Result};
 use crate::events::QueueEvent;
-use crate::idioms::{self, IfExists};
+use crate::idioms::IfExists;
+use crate::own::Own;
 use crate::own_node::OwnNode;
 use crate::participants::{self, NodeKind, Participant, Recipe, Role};
 use crate::path::child_path;
-use crate::retry::{is_connection_loss, Attempts};
+use crate::retry::is_connection_loss;
 use crate::session::Session;
 
 const COORDINATOR: &str = "coordinator-";
@@ -188,67 +190,31 @@ impl TwoPhaseCommit {
     /// Dropped at any await point, it removes our coordinator node: a transaction it opened aborts.
     pub async fn begin(&self, txid: &str, participants: &[&str]) -> Result<Coordinator> {
         let tx = self.tx(txid)?;
+        let refuse = |what: String| Err(Error::InvalidArgument(format!("transaction {}: {what}", tx.dir)));
         if participants.is_empty() {
-            return Err(Error::InvalidPath {
-                path: tx.dir.clone(),
-                reason: "a transaction needs at least one participant",
-            });
+            return refuse("a transaction needs at least one participant".to_owned());
         }
         let mut names = BTreeSet::new();
         for participant in participants {
             check_name(&child_path(&tx.dir, participant), participant)?;
             if !names.insert(*participant) {
-                return Err(Error::InvalidPath {
-                    path: child_path(&tx.dir, participant),
-                    reason: "a participant named twice",
-                });
+                return refuse(format!("the participant {participant:?} is named twice"));
             }
         }
         let listed = participants.join("\n");
-        let (client, retry) = (self.session.client(), self.session.retry());
         let name = format!("{COORDINATOR}{}", uuid::Uuid::new_v4().simple());
-        let mut node = OwnNode::new(&self.session, &tx.dir, name.clone())?;
-        node.name = Some(name);
-        let me = node.path();
-        let tx_mode = CreateMode::Persistent.with_acls(self.session.acls());
-        let our_mode = CreateMode::Ephemeral.with_acls(self.session.acls());
-        let mut attempt = Attempts::default();
-        loop {
-            let mut multi = client.new_multi_writer();
-            multi
-                .add_create(&tx.dir, listed.as_bytes(), &tx_mode)
-                .at("create", &tx.dir)?;
-            multi.add_create(&me, &[], &our_mode).at("create", &me)?;
-            let Some(reply) = retry.within(&attempt, multi.commit()).await else {
-                return Err(attempt.timed_out());
-            };
-            match reply {
-                Ok(_) => break,
-                // The transaction exists: ours, if our attempt whose reply was lost made it.
-                Err(MultiWriteError::OperationFailed {
-                    index: 0,
-                    source: zk::Error::NodeExists,
-                }) => {
-                    if retry
-                        .run_at("exists", &me, || client.check_stat(&me))
-                        .await?
-                        .is_some()
-                    {
-                        break;
-                    }
-                    return Err(Error::TransactionExists { path: tx.dir.clone() });
-                }
-                Err(MultiWriteError::OperationFailed {
-                    index: 0,
-                    source: zk::Error::NoNode,
-                }) => idioms::mkdir_containers(client, retry, &self.path, self.session.parent_acls()).await?,
-                Err(MultiWriteError::RequestFailed { source }) if is_connection_loss(&source) => {
-                    retry.pause(&mut attempt).await?;
-                }
-                Err(err) => return Err(Error::zk("multi", &tx.dir, zk::Error::from(err))),
-            }
-        }
-        self.session.emit(QueueEvent::Created { path: me });
+        let before = [Write::Create(&tx.dir, listed.as_bytes(), CreateMode::Persistent)];
+        let own = self
+            .session
+            .create_own(&tx.dir, &name, &[], &before, Some(CreateMode::Container));
+        let node = match own.await? {
+            Own::Refused {
+                index: 0,
+                error: zk::Error::NodeExists,
+            } => return Err(Error::TransactionExists { path: tx.dir.clone() }),
+            own => own.made(&tx.dir)?,
+        };
+        self.session.emit(QueueEvent::Created { path: node.path() });
         tracing::debug!(tx = %tx.dir, "transaction opened");
         Ok(Coordinator {
             tx,
@@ -278,54 +244,30 @@ impl TwoPhaseCommit {
                 participant: participant.to_owned(),
             });
         }
-        let (client, retry) = (self.session.client(), self.session.retry());
         let name = format!("{ALIVE}{}-{participant}", uuid::Uuid::new_v4().simple());
-        let mut node = OwnNode::new(&self.session, &tx.dir, name.clone())?;
-        node.name = Some(name);
-        let me = node.path();
         let joined = child_path(&tx.dir, &format!("{JOINED}{participant}"));
-        let persistent = CreateMode::Persistent.with_acls(self.session.acls());
-        let ephemeral = CreateMode::Ephemeral.with_acls(self.session.acls());
-        let mut attempt = Attempts::default();
-        loop {
-            let mut multi = client.new_multi_writer();
-            multi
-                .add_create(&joined, &[], &persistent)
-                .at("create", &joined)?;
-            multi.add_create(&me, &[], &ephemeral).at("create", &me)?;
-            let Some(reply) = retry.within(&attempt, multi.commit()).await else {
-                return Err(attempt.timed_out());
-            };
-            match reply {
-                Ok(_) => break,
-                Err(MultiWriteError::OperationFailed {
-                    index: 0,
-                    source: zk::Error::NodeExists,
-                }) => {
-                    // Ours, if our attempt whose reply was lost made it.
-                    if retry
-                        .run_at("exists", &me, || client.check_stat(&me))
-                        .await?
-                        .is_some()
-                    {
-                        break;
-                    }
-                    return Err(Error::AlreadyJoined {
-                        path: tx.dir.clone(),
-                        participant: participant.to_owned(),
-                    });
-                }
-                Err(MultiWriteError::OperationFailed {
-                    source: zk::Error::NoNode,
-                    ..
-                }) => return Err(Error::NodeDeleted { path: tx.dir.clone() }),
-                Err(MultiWriteError::RequestFailed { source }) if is_connection_loss(&source) => {
-                    retry.pause(&mut attempt).await?;
-                }
-                Err(err) => return Err(Error::zk("multi", &tx.dir, zk::Error::from(err))),
+        let before = [Write::Create(&joined, &[], CreateMode::Persistent)];
+        let node = match self
+            .session
+            .create_own(&tx.dir, &name, &[], &before, None)
+            .await?
+        {
+            Own::Refused {
+                index: 0,
+                error: zk::Error::NodeExists,
+            } => {
+                return Err(Error::AlreadyJoined {
+                    path: tx.dir.clone(),
+                    participant: participant.to_owned(),
+                })
             }
-        }
-        self.session.emit(QueueEvent::Created { path: me });
+            Own::Refused {
+                error: zk::Error::NoNode,
+                ..
+            } => return Err(Error::NodeDeleted { path: tx.dir.clone() }),
+            own => own.made(&tx.dir)?,
+        };
+        self.session.emit(QueueEvent::Created { path: node.path() });
         Ok(Ballot {
             tx,
             node,
@@ -367,18 +309,12 @@ impl TwoPhaseCommit {
     /// See [`TwoPhaseCommit`].
     pub async fn remove(&self, txid: &str) -> Result<bool> {
         let tx = self.tx(txid)?;
-        let (client, retry) = (self.session.client(), self.session.retry());
-        let Some(children) = retry
-            .run_at("getChildren", &tx.dir, || client.list_children(&tx.dir))
-            .await
-            .if_exists()?
-        else {
-            return Ok(false);
-        };
+        let children = self.session.list_or_empty(&tx.dir).await?;
         let look = Look::of(&children);
         if !look.outcome || look.coordinator || !look.alive.is_empty() {
             return Ok(false);
         }
+        let (client, retry) = (self.session.client(), self.session.retry());
         let mut multi = client.new_multi_writer();
         for child in &children {
             let child = child_path(&tx.dir, child);
@@ -502,83 +438,59 @@ struct Tx {
 impl Tx {
     /// Waits (with an `exists` watch) until the transaction node exists, and returns its participants.
     async fn wait_for_participants(&self) -> Result<Vec<String>> {
-        let (client, retry) = (self.session.client(), self.session.retry());
         loop {
-            match retry
-                .run_at("getData", &self.dir, || client.get_data(&self.dir))
-                .await
-                .if_exists()?
-            {
-                Some((data, _)) => {
-                    return Ok(String::from_utf8_lossy(&data)
-                        .lines()
-                        .filter(|l| !l.is_empty())
-                        .map(str::to_owned)
-                        .collect())
-                }
-                None => {
-                    let (stat, watcher) = retry
-                        .run_at("exists", &self.dir, || client.check_and_watch_stat(&self.dir))
-                        .await?;
-                    if stat.is_some() {
-                        continue;
-                    }
-                    self.session.emit(QueueEvent::Waiting { on: self.dir.clone() });
-                    let event = crate::idioms::fired(watcher).await;
-                    if let Some(err) = idioms::session_error(&event) {
-                        return Err(err);
-                    }
-                    self.session.emit(QueueEvent::Woken { by: self.dir.clone() });
-                }
+            if let Some((data, _)) = self.session.get(&self.dir).await? {
+                let lines = String::from_utf8_lossy(&data);
+                return Ok(lines
+                    .lines()
+                    .filter(|l| !l.is_empty())
+                    .map(str::to_owned)
+                    .collect());
+            }
+            if let (None, watcher) = self.session.watch_exists(&self.dir).await? {
+                self.session.await_change(watcher, &self.dir).await?;
             }
         }
     }
 
     async fn read_outcome(&self) -> Result<Option<Decision>> {
-        let (client, retry) = (self.session.client(), self.session.retry());
         let path = child_path(&self.dir, OUTCOME);
-        match retry
-            .run_at("getData", &path, || client.get_data(&path))
-            .await
-            .if_exists()?
-        {
-            Some((data, _)) => Decision::parse(&path, &data).map(Some),
-            None => Ok(None),
+        let read = self.session.get(&path).await?;
+        read.map(|(data, _)| Decision::parse(&path, &data)).transpose()
+    }
+
+    /// Creates the persistent child `name` holding `data`: `true` if it was made (perhaps by an attempt of ours
+    /// whose reply was lost), `false` if it existed; [`Error::NodeDeleted`] if the transaction is gone.
+    async fn create(&self, name: &str, data: &[u8]) -> Result<bool> {
+        let path = child_path(&self.dir, name);
+        let writes = [Write::Create(&path, data, CreateMode::Persistent)];
+        match self.session.create_once(&writes, false, None).await? {
+            Committed::Done { .. } => Ok(true),
+            Committed::Refused {
+                error: zk::Error::NodeExists,
+                ..
+            } => Ok(false),
+            Committed::Refused {
+                error: zk::Error::NoNode,
+                ..
+            } => Err(Error::NodeDeleted {
+                path: self.dir.clone(),
+            }),
+            Committed::Refused { index, error } => Err(Committed::refused(index, error, &writes)),
         }
     }
 
     /// Creates `outcome` = `decision` unless it exists, and returns the outcome as it is — ours, or the one that
     /// was there first.
     async fn write_outcome(&self, decision: Decision, why: &str) -> Result<Decision> {
-        let (client, retry) = (self.session.client(), self.session.retry());
-        let path = child_path(&self.dir, OUTCOME);
-        let mode = CreateMode::Persistent.with_acls(self.session.acls());
-        let mut attempt = Attempts::default();
         loop {
-            let Some(reply) = retry
-                .within(&attempt, client.create(&path, decision.bytes(), &mode))
-                .await
-            else {
-                return Err(attempt.timed_out());
-            };
-            match reply {
-                Ok(_) => {
-                    tracing::debug!(tx = %self.dir, %decision, why, "decided");
-                    return Ok(decision);
-                }
-                // Decided already — by somebody else, or by our attempt whose reply was lost: what is there counts.
-                Err(zk::Error::NodeExists) => {
-                    if let Some(decided) = self.read_outcome().await? {
-                        return Ok(decided);
-                    }
-                }
-                Err(zk::Error::NoNode) => {
-                    return Err(Error::NodeDeleted {
-                        path: self.dir.clone(),
-                    })
-                }
-                Err(err) if is_connection_loss(&err) => retry.pause(&mut attempt).await?,
-                Err(err) => return Err(Error::zk("create", &path, err)),
+            if self.create(OUTCOME, decision.bytes()).await? {
+                tracing::debug!(tx = %self.dir, %decision, why, "decided");
+                return Ok(decision);
+            }
+            // Decided already — by somebody else, or by our attempt whose reply was lost: what is there counts.
+            if let Some(decided) = self.read_outcome().await? {
+                return Ok(decided);
             }
         }
     }
@@ -634,16 +546,10 @@ impl Tx {
             if deadline.is_some_and(|d| d <= Instant::now()) {
                 return self.write_outcome(Decision::Abort, "the deadline passed").await;
             }
-            self.session.emit(QueueEvent::Waiting { on: self.dir.clone() });
             tokio::select! {
-                event = crate::idioms::fired(watcher) => {
-                    if let Some(err) = idioms::session_error(&event) {
-                        return Err(err);
-                    }
-                }
+                changed = self.session.await_change(watcher, &self.dir) => drop(changed?),
                 _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {}
             }
-            self.session.emit(QueueEvent::Woken { by: self.dir.clone() });
         }
     }
 }
@@ -755,26 +661,8 @@ impl Ballot {
             participant,
             participants,
         } = self;
-        let (client, retry) = (tx.session.client(), tx.session.retry());
-        let path = child_path(&tx.dir, &format!("{VOTE}{participant}"));
-        let mode = CreateMode::Persistent.with_acls(tx.session.acls());
-        let mut attempt = Attempts::default();
-        loop {
-            let Some(reply) = retry
-                .within(&attempt, client.create(&path, vote.bytes(), &mode))
-                .await
-            else {
-                return Err(attempt.timed_out());
-            };
-            match reply {
-                // Or cast by our attempt whose reply was lost: only we vote as this participant (`joined-` is
-                // created once).
-                Ok(_) | Err(zk::Error::NodeExists) => break,
-                Err(zk::Error::NoNode) => return Err(Error::NodeDeleted { path: tx.dir.clone() }),
-                Err(err) if is_connection_loss(&err) => retry.pause(&mut attempt).await?,
-                Err(err) => return Err(Error::zk("create", &path, err)),
-            }
-        }
+        // Or cast by our attempt whose reply was lost: only we vote as this participant (`joined-` is created once).
+        tx.create(&format!("{VOTE}{participant}"), vote.bytes()).await?;
         tracing::debug!(tx = %tx.dir, %participant, %vote, "voted");
         let outcome = tx.settle(&participants, false, None).await;
         // Our part is done (the node is deleted in the background).

@@ -340,3 +340,11 @@ on_every_server! {
         proxy.set_blackhole(false);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zero_members_is_an_invalid_argument_not_a_panic() {
+    let client = client(&embedded().await).await;
+    let zero = DoubleBarrier::new(&client, &unique_path("dbarrier-zero"), 0);
+    assert!(matches!(zero, Err(Error::InvalidArgument(_))), "{zero:?}");
+    assert!(DoubleBarrier::new(&client, &unique_path("dbarrier-one"), 1).is_ok());
+}

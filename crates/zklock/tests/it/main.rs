@@ -7,6 +7,7 @@ mod acl;
 mod barrier;
 mod containers;
 mod counter;
+mod delay_queue;
 mod double_barrier;
 mod election;
 mod errors;

@@ -51,7 +51,7 @@
 //       the lock. Prints "DONE <hand-offs> <seconds> <latency in µs>...", waits for a line (or EOF), closes the
 //       sessions (for at most 5 s; the rest expire after the JVM exits) and exits 0.
 //
-// Counter and priority-queue modes, for zklock's counter and priority_queue interop tests (see recipes() below):
+// Counter and queue modes, for zklock's counter, priority_queue and delay_queue interop tests (see recipes() below):
 //
 //   java CuratorPeer recipes CONNECT
 //       Prints "READY" once connected, then reads one command per line from stdin and answers each with one line:
@@ -72,6 +72,10 @@
 //                                      consumes, in order                            -> CONSUMING
 //         pq-stop PATH                 closes that consumer                          -> CONSUMED <text>,<text>,...
 //                                      (or "-" if it consumed nothing)
+//         dq-put PATH EPOCHMS TEXT     DistributedDelayQueue.put(TEXT, EPOCHMS), in the foreground -> PUT
+//         dq-consume PATH              starts a delay-queue consumer (no lock path)  -> CONSUMING
+//         dq-stop PATH COUNT           waits (30 s at most) until it consumed COUNT items, closes it
+//                                      -> CONSUMED <text>@<epoch ms consumed>,... (or "-")
 //       EOF ends it (exit 0); a failure prints a stack trace on stderr and exits 2.
 
 import java.io.BufferedReader;
@@ -597,6 +601,8 @@ public final class CuratorPeer {
         java.util.Map<String, org.apache.curator.framework.recipes.queue.DistributedPriorityQueue<String>> consumers =
                 new java.util.HashMap<>();
         java.util.Map<String, java.util.List<String>> consumed = new java.util.HashMap<>();
+        java.util.Map<String, org.apache.curator.framework.recipes.queue.DistributedDelayQueue<String>> delayed =
+                new java.util.HashMap<>();
         org.apache.curator.framework.recipes.queue.QueueSerializer<String> utf8 =
                 new org.apache.curator.framework.recipes.queue.QueueSerializer<String>() {
                     @Override
@@ -704,16 +710,7 @@ public final class CuratorPeer {
                     case "pq-consume": {
                         java.util.List<String> items = java.util.Collections.synchronizedList(new ArrayList<>());
                         org.apache.curator.framework.recipes.queue.QueueConsumer<String> consumer =
-                                new org.apache.curator.framework.recipes.queue.QueueConsumer<String>() {
-                                    @Override
-                                    public void consumeMessage(String item) {
-                                        items.add(item);
-                                    }
-
-                                    @Override
-                                    public void stateChanged(CuratorFramework unused,
-                                            org.apache.curator.framework.state.ConnectionState state) {}
-                                };
+                                keeping(items, false);
                         org.apache.curator.framework.recipes.queue.QueueBuilder<String> builder =
                                 org.apache.curator.framework.recipes.queue.QueueBuilder
                                         .builder(client, consumer, utf8, path)
@@ -727,6 +724,49 @@ public final class CuratorPeer {
                         consumers.put(path, queue);
                         consumed.put(path, items);
                         say("CONSUMING");
+                        break;
+                    }
+                    case "dq-put": {
+                        org.apache.curator.framework.recipes.queue.DistributedDelayQueue<String> queue =
+                                org.apache.curator.framework.recipes.queue.QueueBuilder
+                                        .builder(client, null, utf8, path)
+                                        .putInBackground(false)
+                                        .buildDelayQueue();
+                        queue.start();
+                        queue.put(c[3], Long.parseLong(c[2]));
+                        queue.close();
+                        say("PUT");
+                        break;
+                    }
+                    case "dq-consume": {
+                        // Each item consumed as "<item>@<epoch ms when Curator handed it over>".
+                        java.util.List<String> items = java.util.Collections.synchronizedList(new ArrayList<>());
+                        org.apache.curator.framework.recipes.queue.QueueConsumer<String> consumer =
+                                keeping(items, true);
+                        org.apache.curator.framework.recipes.queue.DistributedDelayQueue<String> queue =
+                                org.apache.curator.framework.recipes.queue.QueueBuilder
+                                        .builder(client, consumer, utf8, path)
+                                        .executor(Runnable::run)
+                                        .buildDelayQueue();
+                        queue.start();
+                        delayed.put(path, queue);
+                        consumed.put(path, items);
+                        say("CONSUMING");
+                        break;
+                    }
+                    case "dq-stop": {
+                        // Curator deletes an item before it hands it over: wait (30 s at most) for COUNT of them.
+                        java.util.List<String> items = consumed.remove(path);
+                        long deadline = System.currentTimeMillis() + 30_000;
+                        synchronized (items) {
+                            while (items.size() < Integer.parseInt(c[2]) && System.currentTimeMillis() < deadline) {
+                                items.wait(deadline - System.currentTimeMillis());
+                            }
+                        }
+                        delayed.remove(path).close();
+                        synchronized (items) {
+                            say("CONSUMED " + (items.isEmpty() ? "-" : String.join(",", items)));
+                        }
                         break;
                     }
                     case "pq-stop": {
@@ -747,8 +787,29 @@ public final class CuratorPeer {
             for (org.apache.curator.framework.recipes.queue.DistributedPriorityQueue<String> queue : consumers.values()) {
                 queue.close();
             }
+            for (org.apache.curator.framework.recipes.queue.DistributedDelayQueue<String> queue : delayed.values()) {
+                queue.close();
+            }
         }
         return 0;
+    }
+
+    /** A queue consumer that keeps what it consumes in `items`, in order (`stamped`: as "item@epoch ms now"). */
+    private static org.apache.curator.framework.recipes.queue.QueueConsumer<String> keeping(
+            java.util.List<String> items, boolean stamped) {
+        return new org.apache.curator.framework.recipes.queue.QueueConsumer<String>() {
+            @Override
+            public void consumeMessage(String item) {
+                synchronized (items) {
+                    items.add(stamped ? item + "@" + System.currentTimeMillis() : item);
+                    items.notifyAll();
+                }
+            }
+
+            @Override
+            public void stateChanged(CuratorFramework unused,
+                    org.apache.curator.framework.state.ConnectionState state) {}
+        };
     }
 
     private static void say(String line) {
