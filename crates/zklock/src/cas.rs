@@ -66,10 +66,12 @@ impl Session {
     /// presence after a `sync` says the request committed; without, the writes are sent again (for creates of
     /// nodes whose existence is the answer anyway).
     pub(crate) async fn commit_once(&self, writes: &[Write<'_>], receipt: bool) -> Result<Committed> {
+        // One ZooKeeper session from the first request to the last (see `Session::pinned`).
+        let this = &self.pinned();
         let receipt_path = writes.last().filter(|_| receipt).map(Write::path);
         let mut lost = Attempts::default();
         loop {
-            let Some(reply) = self.retry().within(&lost, self.send(writes)).await else {
+            let Some(reply) = this.retry().within(&lost, this.send(writes)).await else {
                 return Err(lost.timed_out());
             };
             match reply {
@@ -79,7 +81,7 @@ impl Session {
                     if let Some(path) =
                         receipt_path.filter(|_| index + 1 == writes.len() && source == zk::Error::NodeExists)
                     {
-                        return match self.find(path).await? {
+                        return match this.find(path).await? {
                             Some((data, stat)) => Ok(Committed::Done {
                                 stat: Some(stat),
                                 found: Some(data),
@@ -90,9 +92,9 @@ impl Session {
                     return Ok(Committed::Refused { index, error: source });
                 }
                 Err(MultiWriteError::RequestFailed { source }) if is_connection_loss(&source) => {
-                    self.retry().pause(&mut lost).await?;
+                    this.retry().pause(&mut lost).await?;
                     if let Some(path) = receipt_path {
-                        if let Some((data, stat)) = self.find(path).await? {
+                        if let Some((data, stat)) = this.find(path).await? {
                             tracing::debug!(%path, "found our write after a lost reply");
                             return Ok(Committed::Done {
                                 stat: Some(stat),
@@ -161,6 +163,8 @@ impl Session {
         receipt_prefix: &str,
         mut decide: impl FnMut(Option<&[u8]>, i32) -> Result<Option<Vec<u8>>>,
     ) -> Result<Swapped> {
+        // One ZooKeeper session from the first request to the last (see `Session::pinned`).
+        let this = &self.pinned();
         let receipt = child_path(
             path,
             &format!("{receipt_prefix}{}", uuid::Uuid::new_v4().simple()),
@@ -168,7 +172,7 @@ impl Session {
         let _receipt = DeleteOnDrop(self, &receipt);
         let mut contended = 0;
         loop {
-            let (pre, version) = match self.get(path).await? {
+            let (pre, version) = match this.get(path).await? {
                 Some((data, stat)) => (Some(data), stat.version),
                 None => (None, -1),
             };
@@ -187,7 +191,7 @@ impl Session {
                 _ => Write::SetData(path, &record.post, version),
             };
             let writes = [write, Write::Create(&receipt, &bytes, CreateMode::Ephemeral)];
-            match self.commit_once(&writes, true).await? {
+            match this.commit_once(&writes, true).await? {
                 Committed::Done { found: None, .. } => return Ok(record.into()),
                 Committed::Done {
                     found: Some(data), ..
@@ -199,7 +203,7 @@ impl Session {
                 Committed::Refused {
                     index: 0,
                     error: zk::Error::NoNode,
-                } if version == -1 => self.mkdir(idioms::parent_of(path), CreateMode::Container).await?,
+                } if version == -1 => this.mkdir(idioms::parent_of(path), CreateMode::Container).await?,
                 // Somebody else wrote (created, deleted) the node since we read it: read again.
                 Committed::Refused {
                     index: 0,
@@ -207,7 +211,7 @@ impl Session {
                 } => {
                     contended += 1;
                     if contended > 1 {
-                        tokio::time::sleep(self.retry().backoff(contended - 1)).await;
+                        tokio::time::sleep(this.retry().backoff(contended - 1)).await;
                     }
                 }
                 Committed::Refused { index, error } => return Err(Committed::refused(index, error, &writes)),

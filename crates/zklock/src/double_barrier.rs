@@ -138,7 +138,9 @@ impl DoubleBarrier {
 
     /// Joins the barrier and waits until `members` participants have arrived.
     pub async fn enter(&self) -> Result<Participation> {
-        let (client, retry) = (self.session.client(), self.session.retry());
+        // One ZooKeeper session from start to end (a reconnecting session may change in between).
+        let session = &self.session.pinned();
+        let (client, retry) = (session.client(), session.retry());
         // An earlier attempt of this process that was cancelled, or whose session ended as far as our client
         // knows, may have left its node here: it must be gone before ours exists, or one participant would count
         // twice.
@@ -149,15 +151,13 @@ impl DoubleBarrier {
         // The first look goes out with our create, in the recipe's order: the watch on `ready` exists before our
         // node does, and the listing is processed after our create. One round trip.
         let watch = client.check_and_watch_stat(&ready);
-        let own = self
-            .session
-            .send_own(&me, &self.data, Some(CreateMode::Persistent))?;
+        let own = session.send_own(&me, &self.data, Some(CreateMode::Persistent))?;
         let list = client.list_children(&self.path);
         let (watched, made, listed) = tokio::join!(watch, own, list);
         let (own, first) = made?;
         let node = own.made(&me)?;
-        self.session.emit(QueueEvent::Created { path: me.clone() });
-        let held = Held::watch(node, &self.session);
+        session.emit(QueueEvent::Created { path: me.clone() });
+        let held = Held::watch(node, session);
         // Only when our first create made the node does that listing show it; else (and after any error) look anew.
         let mut first_look = first
             .then(|| {
@@ -196,7 +196,7 @@ impl DoubleBarrier {
             if arrived >= self.members {
                 tracing::debug!(path = %self.path, arrived, "the last participant arrived; opening the barrier");
                 let writes = [Write::Create(&ready, &[], CreateMode::Persistent)];
-                match self.session.create_once(&writes, false, None).await? {
+                match session.create_once(&writes, false, None).await? {
                     Committed::Done { stat, .. } => {
                         return Ok(self.entered(held, stat.map_or(-1, |stat| stat.czxid)))
                     }
@@ -212,7 +212,7 @@ impl DoubleBarrier {
             }
             tracing::debug!(path = %self.path, arrived, members = self.members, "waiting for participants");
             tokio::select! {
-                changed = self.session.await_change(watcher, &ready) => drop(changed?),
+                changed = session.await_change(watcher, &ready) => drop(changed?),
                 _ = held.lost() => return Err(held.vanished().await),
             }
         }

@@ -56,15 +56,17 @@ impl Session {
         receipt: bool,
         parents: Option<CreateMode>,
     ) -> Result<Committed> {
+        // One ZooKeeper session from the first request to the last (see `Session::pinned`).
+        let this = &self.pinned();
         loop {
-            match self.commit_once(writes, receipt).await? {
+            match this.commit_once(writes, receipt).await? {
                 Committed::Refused {
                     index: 0,
                     error: zk::Error::NoNode,
                 } if parents.is_some() => {
                     let first = writes.first().map_or("/", Write::path);
                     let mode = parents.unwrap_or(CreateMode::Persistent);
-                    self.mkdir(idioms::parent_of(first), mode).await?;
+                    this.mkdir(idioms::parent_of(first), mode).await?;
                 }
                 committed => return Ok(committed),
             }
@@ -82,7 +84,9 @@ impl Session {
         before: &[Write<'_>],
         parents: Option<CreateMode>,
     ) -> Result<Own> {
-        self.settle_own(OwnNode::named(self, dir, name)?, data, before, parents)
+        // One ZooKeeper session from the first request to the last (see `Session::pinned`).
+        let this = &self.pinned();
+        this.settle_own(OwnNode::named(self, dir, name)?, data, before, parents)
             .await
     }
 

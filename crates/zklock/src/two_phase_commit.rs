@@ -174,7 +174,8 @@ impl TwoPhaseCommit {
         let dir = child_path(&self.path, txid);
         check_name(&dir, txid)?;
         Ok(Tx {
-            session: self.session.clone(),
+            // One ZooKeeper session for this transaction's nodes (a reconnecting session may change in between).
+            session: self.session.pinned(),
             dir,
         })
     }
@@ -204,7 +205,7 @@ impl TwoPhaseCommit {
         let listed = participants.join("\n");
         let name = format!("{COORDINATOR}{}", uuid::Uuid::new_v4().simple());
         let before = [Write::Create(&tx.dir, listed.as_bytes(), CreateMode::Persistent)];
-        let own = self
+        let own = tx
             .session
             .create_own(&tx.dir, &name, &[], &before, Some(CreateMode::Container));
         let node = match own.await? {
@@ -214,7 +215,7 @@ impl TwoPhaseCommit {
             } => return Err(Error::TransactionExists { path: tx.dir.clone() }),
             own => own.made(&tx.dir)?,
         };
-        self.session.emit(QueueEvent::Created { path: node.path() });
+        tx.session.emit(QueueEvent::Created { path: node.path() });
         tracing::debug!(tx = %tx.dir, "transaction opened");
         Ok(Coordinator {
             tx,
@@ -247,11 +248,7 @@ impl TwoPhaseCommit {
         let name = format!("{ALIVE}{}-{participant}", uuid::Uuid::new_v4().simple());
         let joined = child_path(&tx.dir, &format!("{JOINED}{participant}"));
         let before = [Write::Create(&joined, &[], CreateMode::Persistent)];
-        let node = match self
-            .session
-            .create_own(&tx.dir, &name, &[], &before, None)
-            .await?
-        {
+        let node = match tx.session.create_own(&tx.dir, &name, &[], &before, None).await? {
             Own::Refused {
                 index: 0,
                 error: zk::Error::NodeExists,
@@ -267,7 +264,7 @@ impl TwoPhaseCommit {
             } => return Err(Error::NodeDeleted { path: tx.dir.clone() }),
             own => own.made(&tx.dir)?,
         };
-        self.session.emit(QueueEvent::Created { path: node.path() });
+        tx.session.emit(QueueEvent::Created { path: node.path() });
         Ok(Ballot {
             tx,
             node,
