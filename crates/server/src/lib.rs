@@ -103,6 +103,7 @@ mod ops;
 mod outbox;
 mod path;
 mod persist;
+mod sasl;
 mod server;
 mod session;
 mod shared;
@@ -114,8 +115,8 @@ mod txn;
 mod watch;
 
 pub use config::{
-    ClientAuth, ConfigError, IgnoredKey, ServerConfig, Store, StoreKind, TlsConfig, TlsProtocol,
-    DEFAULT_FOUR_LETTER_WORDS, DEFAULT_SESSIONLESS_CNXN_TIMEOUT,
+    ClientAuth, ConfigError, IgnoredKey, JaasError, SaslConfig, ServerConfig, Store, StoreKind, TlsConfig,
+    TlsProtocol, DEFAULT_FOUR_LETTER_WORDS, DEFAULT_SESSIONLESS_CNXN_TIMEOUT,
 };
 pub use error::Error;
 pub use latency::LatencyFigures;
@@ -156,6 +157,14 @@ impl Server {
     pub async fn start(mut config: ServerConfig) -> Result<Server, Error> {
         for ignored in &config.ignored {
             tracing::warn!("{ignored}");
+        }
+        // ZooKeeper's AuthenticationHelper refuses to start on a scheme without a provider.
+        if let Some(scheme) = config
+            .enforce_auth_schemes
+            .iter()
+            .find(|scheme| !config.known_auth_scheme(scheme))
+        {
+            return Err(Error::UnknownAuthScheme(scheme.clone()));
         }
         // The stores are read before anything else: a TLS mistake must not leave a half-started server.
         let acceptor = match &config.tls {
