@@ -376,14 +376,9 @@ const CONNECTION_TIMEOUT: Duration = Duration::from_secs(2);
 /// gives each one's reason as the operating system tells it (connection refused, name not known); a chroot that
 /// does not exist is named as such rather than failing every later request; credentials ZooKeeper refuses are
 /// named by their scheme.
-pub async fn connect(hosts: &str, session_timeout: f64, security: &Security) -> Result<Client> {
-    if security.tls.is_none() && hosts.contains("tcp+tls://") {
-        return Err(usage(
-            "--connect names tcp+tls:// servers: give --tls-ca, the CA certificates that signed theirs"
-                .to_owned(),
-        ));
-    }
-    let timeout = Duration::from_secs_f64(session_timeout.max(0.1));
+/// The connector of every session: `timeout`, fail eagerly, `security`'s credentials, SASL and TLS; the flag is
+/// whether to connect with TLS (`secure_connect`).
+pub fn connector(timeout: Duration, security: &Security) -> (zookeeper_client::Connector, bool) {
     let mut connector = Client::connector()
         .with_session_timeout(timeout)
         .with_fail_eagerly();
@@ -393,11 +388,26 @@ pub async fn connect(hosts: &str, session_timeout: f64, security: &Security) -> 
     if let Some(sasl) = &security.sasl {
         connector = connector.with_sasl(sasl.options.clone());
     }
-    let tls = security.tls.clone();
+    match security.tls.clone() {
+        Some(tls) => (connector.with_tls(tls), true),
+        None => (connector, false),
+    }
+}
+
+pub async fn connect(hosts: &str, session_timeout: f64, security: &Security) -> Result<Client> {
+    if security.tls.is_none() && hosts.contains("tcp+tls://") {
+        return Err(usage(
+            "--connect names tcp+tls:// servers: give --tls-ca, the CA certificates that signed theirs"
+                .to_owned(),
+        ));
+    }
+    let timeout = Duration::from_secs_f64(session_timeout.max(0.1));
+    let (connector, secure) = connector(timeout, security);
     let connect = async move {
-        match tls {
-            Some(tls) => connector.with_tls(tls).secure_connect(hosts).await,
-            None => connector.connect(hosts).await,
+        if secure {
+            connector.secure_connect(hosts).await
+        } else {
+            connector.connect(hosts).await
         }
     };
     let client = match tokio::time::timeout(timeout + Duration::from_secs(5), connect).await {
@@ -477,7 +487,7 @@ async fn check_sasl_identity(client: &Client, sasl: &Sasl, hosts: &str) -> Resul
                 .collect();
             anyhow::bail!(
                 "ZooKeeper at {hosts} did not authenticate us with SASL as {} (it names this session {}): it has no \
-                 SASL — no JAAS Server section, or zklock's embedded server, which has no SASL yet",
+                 SASL — no JAAS Server section (zklock serve: no --jaas), or an embedded server zklock started",
                 sasl.user,
                 if identities.is_empty() {
                     "anonymous".to_owned()

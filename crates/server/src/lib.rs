@@ -121,6 +121,7 @@ pub use config::{
 pub use error::Error;
 pub use latency::LatencyFigures;
 pub use metrics::Figures;
+pub use sasl::DEFAULT_SECTION as JAAS_SERVER_SECTION;
 pub use tls::TlsError;
 pub use zklock_storage::{StorageError, LOCK_FILE};
 
