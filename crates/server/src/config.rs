@@ -947,6 +947,54 @@ mod tests {
     }
 
     #[test]
+    fn reads_the_sasl_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let jaas = dir.path().join("jaas.conf");
+        std::fs::write(
+            &jaas,
+            "Zk { org.apache.zookeeper.server.auth.DigestLoginModule required user_bob=\"b\"; };",
+        )
+        .unwrap();
+        let text = format!(
+            "java.security.auth.login.config={}\nsasl.serverconfig=Zk\nsuperUser=bob\n\
+             authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n\
+             enforce.auth.enabled=true\nenforce.auth.schemes=sasl, digest\n",
+            jaas.display()
+        );
+        let cfg = ServerConfig::from_zoo_cfg_str(&text, Path::new("z")).unwrap();
+        let sasl = cfg.sasl.as_ref().expect("SASL configured");
+        assert_eq!(sasl.users.get("bob").map(String::as_str), Some("b"));
+        assert_eq!(sasl.super_user.as_deref(), Some("bob"));
+        assert_eq!(cfg.enforce_auth_schemes, vec!["sasl", "digest"]);
+        assert!(cfg.ignored.is_empty(), "{:?}", cfg.ignored);
+        assert!(cfg.known_auth_scheme("sasl") && !cfg.known_auth_scheme("x509"));
+
+        // sessionRequireClientSASLAuth wins over enforce.auth.*, as in ZooKeeper.
+        let required = format!("{text}sessionRequireClientSASLAuth=true\n");
+        let cfg = ServerConfig::from_zoo_cfg_str(&required, Path::new("z")).unwrap();
+        assert_eq!(cfg.enforce_auth_schemes, vec!["sasl"]);
+
+        // Enforcing without schemes is refused; the SASL provider and superUser without a JAAS file are reported.
+        assert!(matches!(
+            ServerConfig::from_zoo_cfg_str("enforce.auth.enabled=true\n", Path::new("z")),
+            Err(ConfigError::EnforceWithoutSchemes { .. })
+        ));
+        let cfg = ServerConfig::from_zoo_cfg_str(
+            "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\nsuperUser=bob\n",
+            Path::new("z"),
+        )
+        .unwrap();
+        assert!(cfg.sasl.is_none());
+        assert_eq!(cfg.ignored.len(), 2, "{:?}", cfg.ignored);
+        // A section that is not there.
+        let missing = format!("java.security.auth.login.config={}\n", jaas.display());
+        assert!(matches!(
+            ServerConfig::from_zoo_cfg_str(&missing, Path::new("z")),
+            Err(ConfigError::Jaas(_))
+        ));
+    }
+
+    #[test]
     fn rejects_bad_number() {
         let err = ServerConfig::from_zoo_cfg_str("tickTime=abc\n", Path::new("z")).unwrap_err();
         assert!(matches!(err, ConfigError::BadValue { line: 1, .. }));

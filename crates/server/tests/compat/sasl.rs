@@ -405,3 +405,41 @@ async fn sasl_offered_matches_zookeeper() {
     assert!(text.contains("anonymous gets: NoAuth"), "{text}");
     assert!(text.contains("its ACL: [\"sasl:bob:"), "{text}");
 }
+
+/// `enforce_auth_schemes` on the embedded server alone: a scheme it does not have (`sasl` without SASL) is refused
+/// at start, as ZooKeeper's AuthenticationHelper refuses it; `digest` is always there, and a connection is served
+/// once it has authenticated with it (the control of the refusal before).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enforced_schemes_must_exist_and_any_of_them_admits() {
+    let refused = Server::start(zklock_server::ServerConfig {
+        enforce_auth_schemes: vec!["sasl".into()],
+        ..Default::default()
+    })
+    .await;
+    assert!(
+        matches!(&refused, Err(zklock_server::Error::UnknownAuthScheme(s)) if s == "sasl"),
+        "{:?}",
+        refused.err()
+    );
+    let server = Server::start(zklock_server::ServerConfig {
+        enforce_auth_schemes: vec!["digest".into()],
+        ..Default::default()
+    })
+    .await
+    .expect("digest can be enforced");
+    let mut root = Vec::new();
+    put_str(&mut root, "/");
+    root.push(0);
+    assert_eq!(
+        raw_unauthenticated(server.local_addr(), "getData", GET_DATA, &root).await,
+        "getData: err -124 zxid 0 body 0 bytes, closed true"
+    );
+    let mut s = Session::open(server.local_addr(), 30_000).await;
+    let mut auth = Vec::new();
+    zklock_codec::jute::put_i32(&mut auth, 0);
+    put_str(&mut auth, "digest");
+    put_buffer(&mut auth, Some(b"carol:pw"));
+    assert_eq!(s.call(100, &auth).await.map(|r| r.header.err), Some(0));
+    assert_eq!(s.call(GET_DATA, &root).await.map(|r| r.header.err), Some(0));
+    server.shutdown().await.expect("shutdown");
+}
