@@ -458,8 +458,8 @@ struct SaslKeys {
     enforce: bool,
     /// `enforce.auth.schemes`.
     schemes: Vec<String>,
-    /// The line of an `authProvider.N` naming the SASL provider.
-    provider_line: Option<usize>,
+    /// The line and key of an `authProvider.N` naming the SASL provider.
+    provider: Option<(usize, String)>,
 }
 
 const REPLICATION: &str =
@@ -596,8 +596,8 @@ impl SaslKeys {
             }
             None => {
                 let no_sasl = "no java.security.auth.login.config (the JAAS file), so no SASL";
-                if let Some(line) = self.provider_line {
-                    ignore(line, "authProvider", no_sasl);
+                if let Some((line, key)) = &self.provider {
+                    ignore(*line, key, no_sasl);
                 }
                 if let Some((line, _)) = self.super_user {
                     ignore(line, "superUser", no_sasl);
@@ -775,7 +775,7 @@ impl ServerConfig {
                         .collect()
                 }
                 _ if key.starts_with("authProvider.") && value == SASL_PROVIDER => {
-                    sasl.provider_line = Some(i + 1)
+                    sasl.provider = Some((i + 1, key.to_string()))
                 }
                 "secureClientPort" => {
                     let p: u16 = value.parse().map_err(|_| bad())?;
