@@ -372,6 +372,25 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Any bytes as the response (and as a second one after it): an error or a step, never a panic.
+        #[test]
+        fn any_response_is_answered(token: Vec<u8>, again: Vec<u8>) {
+            let mut server = DigestMd5::Start;
+            server.step(b"", users).unwrap();
+            let _ = server.step(&token, users);
+            let _ = server.step(&again, users);
+        }
+
+        /// Responses made of the directive syntax's own characters, where a parser would trip.
+        #[test]
+        fn directive_like_responses_are_answered(token in "[a-z=\",\\ -]{0,80}") {
+            let mut server = DigestMd5::Start;
+            server.step(b"", users).unwrap();
+            let _ = server.step(token.as_bytes(), users);
+        }
+    }
+
     #[test]
     fn refuses_malformed_tokens() {
         let mut server = DigestMd5::Start;

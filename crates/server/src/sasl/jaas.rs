@@ -215,6 +215,14 @@ mod tests {
         assert_eq!(sections[1].1[0].options[1], ("password".into(), "x".into()));
     }
 
+    proptest::proptest! {
+        /// Any text made of the syntax's characters parses or is refused, never panics.
+        #[test]
+        fn any_text_is_parsed_or_refused(text in "[A-Za-z_{};=\"/*\\ \n]{0,120}") {
+            let _ = parse(&text);
+        }
+    }
+
     #[test]
     fn refuses_what_java_refuses() {
         for bad in [

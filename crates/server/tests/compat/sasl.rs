@@ -1,7 +1,7 @@
 //! SASL DIGEST-MD5 side by side: real ZooKeeper 3.8 with a JAAS `Server` section (`-Djava.security.auth.login.config`,
 //! the testkit's `sasl_digest_users`) and the embedded server configured from a zoo.cfg naming a JAAS file of the
-//! same text (`embedded_sasl_config`), each once offering SASL and once requiring it
-//! (`sessionRequireClientSASLAuth=true`). The same scenario runs against both, through the Rust `zookeeper-client`
+//! same text (`embedded_sasl_config`), each once offering SASL (with a SASL super user, zoo.cfg `superUser`) and once
+//! requiring it (`sessionRequireClientSASLAuth=true`). The same scenario runs against both, through the Rust `zookeeper-client`
 //! (what applications see) and raw frames with a DIGEST-MD5 client written here (the exact error codes, what
 //! comes back, whether the connection is closed); the transcripts must be equal.
 
@@ -17,7 +17,11 @@ use zookeeper_client as zk;
 use crate::support::WAIT;
 use crate::wire::Session;
 
-const USERS: &[(&str, &str)] = &[("bob", "bob-secret"), ("alice", "alice-secret")];
+const USERS: &[(&str, &str)] = &[
+    ("bob", "bob-secret"),
+    ("alice", "alice-secret"),
+    ("carol", "carol-secret"),
+];
 const SASL: i32 = 102;
 const GET_DATA: i32 = 4;
 const WHO_AM_I: i32 = 107;
@@ -301,6 +305,13 @@ async fn scenario(addr: SocketAddr, required: bool, base: &str) -> Vec<String> {
         "alice creates under it: {}",
         outcome(alice.create(&format!("{base}/a"), b"", &creator).await)
     ));
+    // carol is the SASL super user where SASL is offered (zoo.cfg `superUser=carol`), an ordinary user elsewhere.
+    let carol = client(addr, Some(("carol", "carol-secret")))
+        .await
+        .expect("carol connects");
+    t.push(format!("carol whoAmI: {}", who(&carol).await));
+    t.push(format!("carol gets: {}", outcome(carol.get_data(base).await)));
+    t.push(format!("carol reads the ACL: {}", acl_of(&carol, base).await));
     if !required {
         let anonymous = client(addr, None)
             .await
@@ -327,7 +338,7 @@ async fn side_by_side(required: bool) -> Vec<String> {
     let extra: &[(&str, &str)] = if required {
         &[("sessionRequireClientSASLAuth", "true")]
     } else {
-        &[]
+        &[("superUser", "carol")]
     };
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(zklock_testkit::embedded_sasl_config(dir.path(), USERS, extra))
@@ -395,6 +406,10 @@ async fn sasl_required_matches_zookeeper() {
     );
     assert!(text.contains("alice gets: NoAuth"), "{text}");
     assert!(text.contains("no SASL: AuthFailed"), "{text}");
+    assert!(
+        text.contains("carol gets: NoAuth"),
+        "carol is no super user here (the control): {text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -404,6 +419,10 @@ async fn sasl_offered_matches_zookeeper() {
     assert!(text.contains("unauthenticated getData /: err 0"), "{text}");
     assert!(text.contains("anonymous gets: NoAuth"), "{text}");
     assert!(text.contains("its ACL: [\"sasl:bob:"), "{text}");
+    assert!(
+        text.contains("carol gets: ok"),
+        "the SASL super user reads bob's node: {text}"
+    );
 }
 
 /// `enforce_auth_schemes` on the embedded server alone: a scheme it does not have (`sasl` without SASL) is refused
