@@ -21,7 +21,8 @@ pub async fn bench(args: BenchArgs) -> exit::Result {
     let security = crate::zk::Security::from_args(&args.security)?;
     let target = Target::resolve(&args.connect).await?.with_security(security);
     // The workloads connect their own way, with a long timeout: fail fast, saying why, as the other commands do
-    // (also on the embedded server, which has no SASL: `--sasl` there fails here, not silently unauthenticated).
+    // (also on the embedded server bench starts, which has no SASL: `--sasl` there fails here, instead of the
+    // workloads running unauthenticated).
     let probe = target.connect().await?;
     crate::zk::close(probe).await;
     let connect = {

@@ -468,7 +468,7 @@ pub async fn connect(hosts: &str, session_timeout: f64, security: &Security) -> 
 }
 
 /// Fails unless the server says (`whoami`) that the session is `sasl:USER`. A server without SASL — real ZooKeeper
-/// without a JAAS `Server` section, or the embedded server — answers the handshake with an empty token and leaves
+/// without a JAAS `Server` section, `zklock serve` without `--jaas`, the embedded server a command starts — answers the handshake with an empty token and leaves
 /// the session anonymous, which zookeeper-client takes for success. A server too old to answer `whoami`
 /// (ZooKeeper before 3.7) cannot be asked: then the handshake's success is all we know.
 async fn check_sasl_identity(client: &Client, sasl: &Sasl, hosts: &str) -> Result<()> {
