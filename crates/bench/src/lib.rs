@@ -91,7 +91,12 @@ where
 /// Removes a benchmark path and its descendants down to `depth` levels, then closes the session it used (best
 /// effort: the benchmark is over, and contender nodes are ephemeral anyway).
 pub async fn remove_tree(hosts: &str, path: &str, depth: usize) -> Result<()> {
-    let client = connect(hosts).await?;
+    remove_tree_with(&Connect::plain(), hosts, path, depth).await
+}
+
+/// [`remove_tree`] with a session connected by `connect` (credentials, SASL, TLS).
+pub async fn remove_tree_with(connect: &Connect, hosts: &str, path: &str, depth: usize) -> Result<()> {
+    let client = connect.session(hosts).await?;
     remove_recursive(&client, path, depth).await;
     close(client).await;
     Ok(())
@@ -108,10 +113,40 @@ async fn remove_recursive(client: &zookeeper_client::Client, path: &str, depth: 
 
 /// Opens a session for a benchmark client.
 pub async fn connect(hosts: &str) -> Result<zookeeper_client::Client> {
-    Ok(zookeeper_client::Client::connector()
-        .with_session_timeout(std::time::Duration::from_secs(10))
-        .connect(hosts)
-        .await?)
+    Connect::plain().session(hosts).await
+}
+
+/// How benchmark sessions connect: a `zookeeper_client::Connector` carrying credentials (`with_auth`), SASL
+/// (`with_sasl`) or TLS (`with_tls`, then `secure`), as `zklock bench --auth/--sasl/--tls-*` give them.
+#[derive(Clone, Debug)]
+pub struct Connect {
+    connector: zookeeper_client::Connector,
+    secure: bool,
+}
+
+impl Connect {
+    /// No credentials, no TLS, a 10 s session timeout: what [`connect`] uses.
+    pub fn plain() -> Connect {
+        Connect::new(
+            zookeeper_client::Client::connector().with_session_timeout(std::time::Duration::from_secs(10)),
+            false,
+        )
+    }
+
+    /// Sessions made by `connector`; `secure`: with `secure_connect` (TLS by default for every host).
+    pub fn new(connector: zookeeper_client::Connector, secure: bool) -> Connect {
+        Connect { connector, secure }
+    }
+
+    /// Opens one session.
+    pub async fn session(&self, hosts: &str) -> Result<zookeeper_client::Client> {
+        let connector = self.connector.clone();
+        Ok(if self.secure {
+            connector.secure_connect(hosts).await?
+        } else {
+            connector.connect(hosts).await?
+        })
+    }
 }
 
 /// Closes a session and waits (briefly) until the server confirmed it, so that its ephemeral nodes disappear now

@@ -58,11 +58,27 @@ pub async fn throughput(
     clients: usize,
     duration: Duration,
 ) -> Result<f64> {
-    Ok(
-        measure(hosts, implementation, clients, duration, crate::no_probe())
-            .await?
-            .per_sec(),
+    throughput_with(&crate::Connect::plain(), hosts, implementation, clients, duration).await
+}
+
+/// [`throughput`] with sessions connected by `connect` (credentials, SASL, TLS).
+pub async fn throughput_with(
+    connect: &crate::Connect,
+    hosts: &str,
+    implementation: LockImpl,
+    clients: usize,
+    duration: Duration,
+) -> Result<f64> {
+    Ok(measure_with(
+        connect,
+        hosts,
+        implementation,
+        clients,
+        duration,
+        crate::no_probe(),
     )
+    .await?
+    .per_sec())
 }
 
 /// What one lock run measured.
@@ -91,11 +107,31 @@ pub async fn measure(
     duration: Duration,
     probe: crate::Probe,
 ) -> Result<LockRun> {
+    measure_with(
+        &crate::Connect::plain(),
+        hosts,
+        implementation,
+        clients,
+        duration,
+        probe,
+    )
+    .await
+}
+
+/// [`measure`] with sessions connected by `connect`.
+pub async fn measure_with(
+    connect: &crate::Connect,
+    hosts: &str,
+    implementation: LockImpl,
+    clients: usize,
+    duration: Duration,
+    probe: crate::Probe,
+) -> Result<LockRun> {
     let dir = format!("/zklock-bench-{:016x}", rand::random::<u64>());
     let root = dir.clone();
     let mut sessions = Vec::new();
     for _ in 0..clients.max(1) {
-        sessions.push(crate::connect(hosts).await?);
+        sessions.push(connect.session(hosts).await?);
     }
     let warmup = Duration::from_millis(300).min(duration / 4);
     let start = Instant::now();
@@ -110,7 +146,7 @@ pub async fn measure(
     for session in sessions {
         crate::close(session).await;
     }
-    crate::remove_tree(hosts, &root, 1).await?;
+    crate::remove_tree_with(connect, hosts, &root, 1).await?;
     Ok(LockRun {
         count,
         seconds,

@@ -9,19 +9,26 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use zklock_bench::lock::{throughput, LockImpl};
+use zklock_bench::lock::{throughput_with, LockImpl};
+use zklock_bench::Connect;
 
 use crate::cli::BenchArgs;
 use crate::exit;
 use crate::zk::Target;
 
 pub async fn bench(args: BenchArgs) -> exit::Result {
-    let target = Target::resolve(&args.connect).await?;
-    if target.embedded.is_none() {
-        // The workloads connect their own way, with a long timeout: fail fast, saying why, as the other commands do.
-        let probe = target.connect().await?;
-        crate::zk::close(probe).await;
-    }
+    // Credentials and TLS are read before an embedded server starts: a mistake in them ends nothing running.
+    let security = crate::zk::Security::from_args(&args.security)?;
+    let target = Target::resolve(&args.connect).await?.with_security(security);
+    // The workloads connect their own way, with a long timeout: fail fast, saying why, as the other commands do
+    // (also on the embedded server bench starts, which has no SASL: `--sasl` there fails here, instead of the
+    // workloads running unauthenticated).
+    let probe = target.connect().await?;
+    crate::zk::close(probe).await;
+    let connect = {
+        let (connector, secure) = crate::zk::connector(Duration::from_secs(10), &target.security);
+        Connect::new(connector, secure)
+    };
     let duration = Duration::from_secs_f64(args.duration.max(0.1));
     let rounds = args.rounds.max(1);
     println!(
@@ -50,7 +57,7 @@ pub async fn bench(args: BenchArgs) -> exit::Result {
             for k in 0..LockImpl::ALL.len() {
                 let i = (round + k) % LockImpl::ALL.len();
                 let implementation = LockImpl::ALL[i];
-                row[i] = throughput(&target.hosts, implementation, clients, duration)
+                row[i] = throughput_with(&connect, &target.hosts, implementation, clients, duration)
                     .await
                     .with_context(|| format!("{label}: {}", implementation.name()))?;
             }

@@ -485,6 +485,8 @@ pub struct DemoArgs {
 pub struct BenchArgs {
     #[command(flatten)]
     pub connect: OptionalConnectArgs,
+    #[command(flatten)]
+    pub security: SecurityArgs,
     /// Time per measurement (a duration: 5, 1.5, 5s, 500ms).
     #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = seconds, allow_negative_numbers = true)]
     pub duration: f64,
@@ -508,6 +510,17 @@ pub struct ServeArgs {
     /// A zoo.cfg file.
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// SASL DIGEST-MD5 for clients: a JAAS file whose `Server` section lists the users, the file real ZooKeeper
+    /// reads (`Server { org.apache.zookeeper.server.auth.DigestLoginModule required user_bob="secret"; };`).
+    /// Overrides the zoo.cfg key java.security.auth.login.config. Clients that authenticate get the id sasl:USER;
+    /// SASL is offered, not required, unless --require-sasl (or sessionRequireClientSASLAuth=true in --config).
+    #[arg(long, value_name = "FILE")]
+    pub jaas: Option<PathBuf>,
+    /// Refuse every request of a client that has not authenticated with SASL (ZooKeeper's
+    /// sessionRequireClientSASLAuth=true): it is answered SessionClosedRequireSaslAuth and its connection closed.
+    /// Needs --jaas (or java.security.auth.login.config in --config).
+    #[arg(long)]
+    pub require_sasl: bool,
     /// Read the configuration, print where the server would listen and keep its data, and exit without serving.
     #[arg(long)]
     pub dry_run: bool,

@@ -35,7 +35,7 @@
 //! | 3 | revoke | ZooKeeper cannot be reached or fails, or the node's ACL does not let us revoke it |
 //! | 3 | reap | ZooKeeper cannot be reached or fails |
 //! | 3 | counter | ZooKeeper cannot be reached or fails; set, add: also when the session ended before the outcome of the change was known (it happened once or not at all, as the message says) |
-//! | 3 | run, elect, status, demo, revoke, reap, counter | ZooKeeper refused to authenticate us (a refused SASL handshake: a wrong --sasl password or user; credentials of --auth it does not accept) or requires authentication that was not given (a server requiring SASL and no --sasl), or has no SASL though --sasl was given (it would leave the session without the identity): told on connecting, before anything is done |
+//! | 3 | run, elect, status, demo, bench, revoke, reap, counter | ZooKeeper refused to authenticate us (a refused SASL handshake: a wrong --sasl password or user; credentials of --auth it does not accept) or requires authentication that was not given (a server requiring SASL and no --sasl), or has no SASL though --sasl was given (it would leave the session without the identity): told on connecting, before anything is done |
 //! | 4 | run | the lock (or lease) was lost while the command ran (also: revoked, or a revocation was requested — the lock was then released), or could not be confirmed in time (zklock paused or starved): the command was stopped |
 //! | 4 | elect | leadership was lost while the command ran (also: revoked, or a revocation was requested — it was then given up), or could not be confirmed in time (zklock paused or starved): the command was stopped |
 //! | 5 | serve | the data directory is in use by another server (it holds the directory's lock file); this one did not start |
@@ -274,7 +274,7 @@ pub const TABLE: &[Row] = &[
     ),
     row(
         Code(FAILURE),
-        &[Run, Elect, Status, Demo, Revoke, Reap, Counter],
+        &[Run, Elect, Status, Demo, Bench, Revoke, Reap, Counter],
         "ZooKeeper refused to authenticate us (a refused SASL handshake: a wrong --sasl password or user; \
          credentials of --auth it does not accept) or requires authentication that was not given (a server \
          requiring SASL and no --sasl), or has no SASL though --sasl was given (it would leave the session \

@@ -27,6 +27,13 @@
 //! start, one warning line each, naming the key and why (`zklock_server::IgnoredKey`); `--dry-run` reports them
 //! too, reads the key and trust stores, and prints both addresses.
 //!
+//! # SASL DIGEST-MD5
+//!
+//! `--jaas FILE` (or the zoo.cfg key `java.security.auth.login.config`, which is a JVM property for ZooKeeper)
+//! names the JAAS file whose `Server` section lists the users, the same file real ZooKeeper reads; `--require-sasl`
+//! (or `sessionRequireClientSASLAuth=true`, or `enforce.auth.enabled=true` with `enforce.auth.schemes=sasl`)
+//! refuses clients that have not authenticated. GSSAPI (Kerberos) is not served: run real ZooKeeper for that.
+//!
 //! # Metrics and logs
 //!
 //! `--metrics ADDR` serves the figures of `mntr` to Prometheus at `http://ADDR/metrics`
@@ -52,7 +59,7 @@ use std::io::ErrorKind;
 
 use anyhow::Context;
 use tokio::signal::unix::{signal, SignalKind};
-use zklock_server::{Error, Server, ServerConfig, StorageError};
+use zklock_server::{Error, SaslConfig, Server, ServerConfig, StorageError, JAAS_SERVER_SECTION};
 
 use crate::cli::ServeArgs;
 use crate::exit::{self, Failure};
@@ -77,6 +84,23 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
     if let Some(dir) = &args.data_dir {
         config.data_dir = Some(dir.clone());
     }
+    if let Some(jaas) = &args.jaas {
+        let super_user = config.sasl.take().and_then(|sasl| sasl.super_user);
+        let mut sasl = SaslConfig::from_jaas_file(jaas, JAAS_SERVER_SECTION)
+            .map_err(|e| Failure::new(exit::FAILURE, e.to_string()))?;
+        sasl.super_user = super_user;
+        config.sasl = Some(sasl);
+    }
+    if args.require_sasl {
+        config.enforce_auth_schemes = vec!["sasl".to_owned()];
+    }
+    if config.sasl.is_none() && config.enforce_auth_schemes.iter().any(|s| s == "sasl") {
+        return Err(Failure::new(
+            exit::USAGE,
+            "SASL is required but not configured: give the users' JAAS file with --jaas \
+             (or java.security.auth.login.config in --config)",
+        ));
+    }
     if args.dry_run {
         // What the start would report.
         for ignored in &config.ignored {
@@ -99,7 +123,18 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
             (Some(tls), true) => format!("on {} and with TLS on {} ", config.listen, tls.listen),
             (Some(tls), false) => format!("with TLS on {} only ", tls.listen),
         };
-        println!("zklock server would listen {addresses}with its data in {data}{metrics}");
+        let sasl = match (&config.sasl, config.enforce_auth_schemes.is_empty()) {
+            (None, _) => String::new(),
+            (Some(sasl), true) => format!(
+                ", SASL DIGEST-MD5 offered (users in the JAAS file: {})",
+                sasl.users.len()
+            ),
+            (Some(sasl), false) => format!(
+                ", SASL DIGEST-MD5 required (users in the JAAS file: {})",
+                sasl.users.len()
+            ),
+        };
+        println!("zklock server would listen {addresses}with its data in {data}{metrics}{sasl}");
         return Ok(exit::OK);
     }
     // Before the server starts and says where it listens: a SIGINT or SIGTERM sent as soon as the address is out

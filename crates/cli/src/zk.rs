@@ -377,14 +377,9 @@ const CONNECTION_TIMEOUT: Duration = Duration::from_secs(2);
 /// gives each one's reason as the operating system tells it (connection refused, name not known); a chroot that
 /// does not exist is named as such rather than failing every later request; credentials ZooKeeper refuses are
 /// named by their scheme.
-pub async fn connect(hosts: &str, session_timeout: f64, security: &Security) -> Result<Client> {
-    if security.tls.is_none() && hosts.contains("tcp+tls://") {
-        return Err(usage(
-            "--connect names tcp+tls:// servers: give --tls-ca, the CA certificates that signed theirs"
-                .to_owned(),
-        ));
-    }
-    let timeout = Duration::from_secs_f64(session_timeout.max(0.1));
+/// The connector of every session: `timeout`, fail eagerly, `security`'s credentials, SASL and TLS; the flag is
+/// whether to connect with TLS (`secure_connect`).
+pub fn connector(timeout: Duration, security: &Security) -> (zookeeper_client::Connector, bool) {
     let mut connector = Client::connector()
         .with_session_timeout(timeout)
         .with_fail_eagerly();
@@ -394,11 +389,26 @@ pub async fn connect(hosts: &str, session_timeout: f64, security: &Security) -> 
     if let Some(sasl) = &security.sasl {
         connector = connector.with_sasl(sasl.options.clone());
     }
-    let tls = security.tls.clone();
+    match security.tls.clone() {
+        Some(tls) => (connector.with_tls(tls), true),
+        None => (connector, false),
+    }
+}
+
+pub async fn connect(hosts: &str, session_timeout: f64, security: &Security) -> Result<Client> {
+    if security.tls.is_none() && hosts.contains("tcp+tls://") {
+        return Err(usage(
+            "--connect names tcp+tls:// servers: give --tls-ca, the CA certificates that signed theirs"
+                .to_owned(),
+        ));
+    }
+    let timeout = Duration::from_secs_f64(session_timeout.max(0.1));
+    let (connector, secure) = connector(timeout, security);
     let connect = async move {
-        match tls {
-            Some(tls) => connector.with_tls(tls).secure_connect(hosts).await,
-            None => connector.connect(hosts).await,
+        if secure {
+            connector.secure_connect(hosts).await
+        } else {
+            connector.connect(hosts).await
         }
     };
     let client = match tokio::time::timeout(timeout + Duration::from_secs(5), connect).await {
@@ -459,7 +469,7 @@ pub async fn connect(hosts: &str, session_timeout: f64, security: &Security) -> 
 }
 
 /// Fails unless the server says (`whoami`) that the session is `sasl:USER`. A server without SASL — real ZooKeeper
-/// without a JAAS `Server` section, or the embedded server — answers the handshake with an empty token and leaves
+/// without a JAAS `Server` section, `zklock serve` without `--jaas`, the embedded server a command starts — answers the handshake with an empty token and leaves
 /// the session anonymous, which zookeeper-client takes for success. A server too old to answer `whoami`
 /// (ZooKeeper before 3.7) cannot be asked: then the handshake's success is all we know.
 async fn check_sasl_identity(client: &Client, sasl: &Sasl, hosts: &str) -> Result<()> {
@@ -478,7 +488,7 @@ async fn check_sasl_identity(client: &Client, sasl: &Sasl, hosts: &str) -> Resul
                 .collect();
             anyhow::bail!(
                 "ZooKeeper at {hosts} did not authenticate us with SASL as {} (it names this session {}): it has no \
-                 SASL — no JAAS Server section, or zklock's embedded server, which has no SASL yet",
+                 SASL — no JAAS Server section (zklock serve: no --jaas), or an embedded server zklock started",
                 sasl.user,
                 if identities.is_empty() {
                     "anonymous".to_owned()

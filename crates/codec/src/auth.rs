@@ -1,4 +1,4 @@
-//! auth and whoAmI.
+//! auth, SASL and whoAmI.
 
 use crate::record::record;
 
@@ -25,5 +25,17 @@ record! {
     pub struct WhoAmIResponse {
         /// Identities.
         pub client_info: Vec<ClientInfo>,
+    }
+
+    /// SASL request (opcode 102, `GetSASLRequest` in ZooKeeper's jute): the client's token of one step.
+    pub struct GetSaslRequest {
+        /// The client's token (empty at the start of DIGEST-MD5).
+        pub token: Vec<u8>,
+    }
+
+    /// SASL reply (`SetSASLResponse`): the server's next challenge; null when it has none.
+    pub struct SetSaslResponse {
+        /// The server's token.
+        pub token: Option<Vec<u8>>,
     }
 }

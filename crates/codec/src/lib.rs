@@ -35,7 +35,7 @@ mod stat;
 mod watch;
 
 pub use acl::{Acl, GetAclRequest, GetAclResponse, Id, SetAclRequest, SetAclResponse};
-pub use auth::{AuthPacket, ClientInfo, WhoAmIResponse};
+pub use auth::{AuthPacket, ClientInfo, GetSaslRequest, SetSaslResponse, WhoAmIResponse};
 pub use children::{
     GetAllChildrenNumberRequest, GetAllChildrenNumberResponse, GetChildren2Request, GetChildren2Response,
     GetChildrenRequest, GetChildrenResponse, GetEphemeralsRequest, GetEphemeralsResponse,

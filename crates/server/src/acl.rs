@@ -57,10 +57,20 @@ pub fn digest_id(user_password: &str) -> String {
     )
 }
 
+/// The ACL schemes a server knows beyond `world`, `ip` and `digest`, as ZooKeeper registers their providers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Schemes {
+    /// `x509`: a secure client port is configured (ZooKeeper's `configureSSLAuth`).
+    pub x509: bool,
+    /// `sasl`: SASL is configured (ZooKeeper: `authProvider.N=...SASLAuthenticationProvider`, which every SASL
+    /// deployment sets beside its JAAS file).
+    pub sasl: bool,
+}
+
 /// Validates a client ACL and expands the `auth` scheme to the connection's authenticated ids, removing
 /// duplicates. Empty ACLs, unknown schemes, malformed ids and `auth` without any identity are `InvalidAcl`. The
-/// `x509` scheme is known only when `x509` is (a secure client port is configured), as in ZooKeeper.
-pub fn fixup(acl: &[Acl], auth: &AuthIds, x509: bool) -> Result<Vec<Acl>, ErrorCode> {
+/// `x509` and `sasl` schemes are known only when `schemes` says so, as in ZooKeeper.
+pub fn fixup(acl: &[Acl], auth: &AuthIds, schemes: Schemes) -> Result<Vec<Acl>, ErrorCode> {
     if acl.is_empty() {
         return Err(ErrorCode::InvalidAcl);
     }
@@ -74,12 +84,12 @@ pub fn fixup(acl: &[Acl], auth: &AuthIds, x509: bool) -> Result<Vec<Acl>, ErrorC
         match a.id.scheme.as_str() {
             "world" if a.id.id == "anyone" => push(a.clone()),
             "auth" => {
-                // Only the ids of providers that authenticate count (ZooKeeper's `isAuthenticated`): digest and
-                // x509, not ip (implicit for every connection) nor super (no provider).
+                // Only the ids of providers that authenticate count (ZooKeeper's `isAuthenticated`): digest,
+                // x509 and sasl, not ip (implicit for every connection) nor super (no provider).
                 let mut any = false;
                 for id in in_zookeeper_order(auth)
                     .into_iter()
-                    .filter(|id| id.scheme == "digest" || id.scheme == "x509")
+                    .filter(|id| matches!(id.scheme.as_str(), "digest" | "x509" | "sasl"))
                 {
                     any = true;
                     push(Acl {
@@ -93,7 +103,9 @@ pub fn fixup(acl: &[Acl], auth: &AuthIds, x509: bool) -> Result<Vec<Acl>, ErrorC
             }
             "digest" if a.id.id.split(':').count() == 2 => push(a.clone()),
             "ip" if parse_ip_pattern(&a.id.id).is_some() => push(a.clone()),
-            "x509" if x509 && valid_x500_name(&a.id.id) => push(a.clone()),
+            "x509" if schemes.x509 && valid_x500_name(&a.id.id) => push(a.clone()),
+            // SASLAuthenticationProvider.isValid: a Kerberos name (`name`, or `primary[/instance]@REALM`).
+            "sasl" if schemes.sasl && valid_kerberos_name(&a.id.id) => push(a.clone()),
             _ => return Err(ErrorCode::InvalidAcl),
         }
     }
@@ -113,6 +125,10 @@ pub fn check(acl: &[Acl], perm: i32, auth: &AuthIds) -> Result<(), ErrorCode> {
                 .iter()
                 .any(|id| id.scheme == "ip" && ip_matches(&a.id.id, &id.id)),
             "x509" => auth.iter().any(|id| id.scheme == "x509" && id.id == a.id.id),
+            // SASLAuthenticationProvider.matches: the same id, or the SASL user `super` (on `sasl` entries only).
+            "sasl" => auth
+                .iter()
+                .any(|id| id.scheme == "sasl" && (id.id == a.id.id || id.id == "super")),
             _ => false,
         };
         if ok {
@@ -187,6 +203,20 @@ fn valid_x500_name(name: &str) -> bool {
     })
 }
 
+/// Whether Hadoop's `KerberosName` accepts `name`: without `@` anything, with it `primary[/instance]@realm`, none
+/// of the parts holding `/` or `@` (what ZooKeeper's `SASLAuthenticationProvider.isValid` asks).
+fn valid_kerberos_name(name: &str) -> bool {
+    let Some((principal, realm)) = name.split_once('@') else {
+        return true;
+    };
+    if realm.contains(['/', '@']) {
+        return false;
+    }
+    principal
+        .split_once('/')
+        .is_none_or(|(_, instance)| !instance.contains('/'))
+}
+
 /// Parses `addr` or `addr/bits`.
 fn parse_ip_pattern(pattern: &str) -> Option<(IpAddr, u32)> {
     let (addr, bits) = match pattern.split_once('/') {
@@ -217,6 +247,11 @@ mod tests {
     use super::*;
     use zklock_codec::perms;
 
+    const X509: Schemes = Schemes {
+        x509: true,
+        sasl: false,
+    };
+
     fn id(scheme: &str, id: &str) -> Id {
         Id {
             scheme: scheme.into(),
@@ -233,15 +268,18 @@ mod tests {
     #[test]
     fn fixup_rules() {
         let auth = vec![id("ip", "127.0.0.1")];
-        assert_eq!(fixup(&[], &auth, false), Err(ErrorCode::InvalidAcl));
+        assert_eq!(fixup(&[], &auth, Schemes::default()), Err(ErrorCode::InvalidAcl));
         let auth_acl = [Acl {
             perms: perms::ALL,
             id: id("auth", ""),
         }];
-        assert_eq!(fixup(&auth_acl, &auth, false), Err(ErrorCode::InvalidAcl));
+        assert_eq!(
+            fixup(&auth_acl, &auth, Schemes::default()),
+            Err(ErrorCode::InvalidAcl)
+        );
         let with_digest = vec![id("ip", "127.0.0.1"), id("digest", "u:h")];
         assert_eq!(
-            fixup(&auth_acl, &with_digest, false).unwrap(),
+            fixup(&auth_acl, &with_digest, Schemes::default()).unwrap(),
             vec![Acl {
                 perms: perms::ALL,
                 id: id("digest", "u:h")
@@ -254,7 +292,7 @@ mod tests {
                     id: id("world", "x")
                 }],
                 &auth,
-                false
+                Schemes::default()
             ),
             Err(ErrorCode::InvalidAcl)
         );
@@ -265,7 +303,7 @@ mod tests {
                     id: id("foo", "x")
                 }],
                 &auth,
-                false
+                Schemes::default()
             ),
             Err(ErrorCode::InvalidAcl)
         );
@@ -300,13 +338,13 @@ mod tests {
         };
         let auth = vec![id("ip", "127.0.0.1"), id("x509", "CN=app,O=example")];
         assert_eq!(
-            fixup(&[x509("CN=app,O=example")], &auth, false),
+            fixup(&[x509("CN=app,O=example")], &auth, Schemes::default()),
             Err(ErrorCode::InvalidAcl),
             "no x509 scheme without a secure client port"
         );
-        assert!(fixup(&[x509("CN=app,O=example")], &auth, true).is_ok());
+        assert!(fixup(&[x509("CN=app,O=example")], &auth, X509).is_ok());
         assert_eq!(
-            fixup(&[x509("no equals sign")], &auth, true),
+            fixup(&[x509("no equals sign")], &auth, X509),
             Err(ErrorCode::InvalidAcl)
         );
         let creator = fixup(
@@ -315,7 +353,7 @@ mod tests {
                 id: id("auth", ""),
             }],
             &auth,
-            true,
+            X509,
         )
         .unwrap();
         assert_eq!(creator, vec![x509("CN=app,O=example")]);
@@ -327,6 +365,48 @@ mod tests {
         assert!(valid_x500_name("CN=a\\,b,O=\"x, y\"+OU=z,2.5.4.3=c"));
         assert!(valid_x500_name(""));
         assert!(!valid_x500_name("CN=a,"));
+    }
+
+    #[test]
+    fn sasl_ids() {
+        let sasl = |name: &str| Acl {
+            perms: perms::ALL,
+            id: id("sasl", name),
+        };
+        let on = Schemes {
+            x509: false,
+            sasl: true,
+        };
+        let auth = vec![id("ip", "127.0.0.1"), id("sasl", "bob")];
+        assert_eq!(
+            fixup(&[sasl("bob")], &auth, Schemes::default()),
+            Err(ErrorCode::InvalidAcl),
+            "no sasl scheme without SASL"
+        );
+        assert!(fixup(&[sasl("bob")], &auth, on).is_ok());
+        assert!(fixup(&[sasl("zookeeper/host@REALM")], &auth, on).is_ok());
+        assert_eq!(fixup(&[sasl("a@b@c")], &auth, on), Err(ErrorCode::InvalidAcl));
+        assert_eq!(fixup(&[sasl("a/b/c@R")], &auth, on), Err(ErrorCode::InvalidAcl));
+        let creator = fixup(
+            &[Acl {
+                perms: perms::ALL,
+                id: id("auth", ""),
+            }],
+            &auth,
+            on,
+        )
+        .unwrap();
+        assert_eq!(creator, vec![sasl("bob")]);
+        assert_eq!(check(&creator, perms::READ, &auth), Ok(()));
+        assert_eq!(
+            check(&creator, perms::READ, &vec![id("sasl", "alice")]),
+            Err(ErrorCode::NoAuth)
+        );
+        assert_eq!(
+            check(&creator, perms::READ, &vec![id("digest", "bob")]),
+            Err(ErrorCode::NoAuth)
+        );
+        assert_eq!(check(&creator, perms::READ, &vec![id("sasl", "super")]), Ok(()));
     }
 
     #[test]
@@ -347,7 +427,7 @@ mod tests {
                 id: id("auth", ""),
             }],
             &auth,
-            false,
+            Schemes::default(),
         )
         .unwrap();
         let ids: Vec<&Id> = creator.iter().map(|a| &a.id).collect();

@@ -4,6 +4,8 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use crate::sasl::{JaasError, SaslConfig};
+
 /// Everything the server needs to start. `Default` gives a test-friendly server on `127.0.0.1:0` with a
 /// temporary data directory and ZooKeeper's default limits.
 #[derive(Debug, Clone)]
@@ -66,6 +68,17 @@ pub struct ServerConfig {
     /// How often empty container nodes are looked for and deleted: those that had children and have none now
     /// (ZooKeeper's `znode.container.checkIntervalMs`, a Java system property there; default 60 s).
     pub container_check_interval: Duration,
+    /// SASL DIGEST-MD5 for clients: the users of a JAAS file's `Server` section
+    /// ([`SaslConfig::from_jaas_file`]), which ZooKeeper names with the JVM property
+    /// `java.security.auth.login.config` (in zoo.cfg, our key of the same name; `zklock serve --jaas FILE`). A
+    /// client that authenticates gets the id `sasl:<user>`, and ACLs may name `sasl` ids. `None` (the default):
+    /// SASL requests are answered as by a ZooKeeper without a JAAS `Server` section (success, no token, no id).
+    pub sasl: Option<SaslConfig>,
+    /// The schemes a connection must have authenticated with (one of them) before any request other than `auth`
+    /// and SASL is served: ZooKeeper 3.8's `enforce.auth.enabled=true` with `enforce.auth.schemes`, or
+    /// `sessionRequireClientSASLAuth=true` (= `sasl`). A request of a connection without one of these ids is
+    /// answered `SessionClosedRequireSaslAuth` and the connection is closed. Empty (the default): none required.
+    pub enforce_auth_schemes: Vec<String>,
 }
 
 impl Default for ServerConfig {
@@ -91,6 +104,8 @@ impl Default for ServerConfig {
             snap_count: 100_000,
             snap_size_limit: 4 << 30,
             container_check_interval: Duration::from_secs(60),
+            sasl: None,
+            enforce_auth_schemes: Vec::new(),
         }
     }
 }
@@ -304,6 +319,15 @@ impl std::fmt::Display for IgnoredKey {
 /// Why a `zoo.cfg` could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// The JAAS file named by `java.security.auth.login.config` is unusable.
+    #[error("{0}")]
+    Jaas(#[from] JaasError),
+    /// `enforce.auth.enabled=true` without `enforce.auth.schemes` (ZooKeeper refuses to start too).
+    #[error("{path}: enforce.auth.enabled is true, so enforce.auth.schemes must be configured")]
+    EnforceWithoutSchemes {
+        /// The file.
+        path: PathBuf,
+    },
     /// The file could not be read.
     #[error("cannot read {path}: {source}")]
     Read {
@@ -416,6 +440,28 @@ fn looks_like_digest(value: &str) -> bool {
     })
 }
 
+/// ZooKeeper's SASL authentication provider class (`authProvider.N=` in zoo.cfg).
+const SASL_PROVIDER: &str = "org.apache.zookeeper.server.auth.SASLAuthenticationProvider";
+
+/// The SASL keys of a zoo.cfg, as read.
+#[derive(Default)]
+struct SaslKeys {
+    /// `java.security.auth.login.config` (ours: a JVM property for ZooKeeper) and its line.
+    jaas: Option<(usize, PathBuf)>,
+    /// `sasl.serverconfig`: the JAAS section (ZooKeeper's `zookeeper.sasl.serverconfig`).
+    section: Option<String>,
+    /// `superUser` (ZooKeeper's `zookeeper.superUser`) and its line.
+    super_user: Option<(usize, String)>,
+    /// `sessionRequireClientSASLAuth`.
+    require: bool,
+    /// `enforce.auth.enabled`.
+    enforce: bool,
+    /// `enforce.auth.schemes`.
+    schemes: Vec<String>,
+    /// The line and key of an `authProvider.N` naming the SASL provider.
+    provider: Option<(usize, String)>,
+}
+
 const REPLICATION: &str =
     "not supported by the embedded server (a replication setting: it is a single node, never part of an ensemble)";
 
@@ -446,12 +492,13 @@ fn ignored_because(key: &str, value: &str) -> Option<String> {
                 "org.apache.zookeeper.server.auth.DigestAuthenticationProvider"
                     | "org.apache.zookeeper.server.auth.X509AuthenticationProvider"
                     | "org.apache.zookeeper.server.auth.IPAuthenticationProvider"
+                    | SASL_PROVIDER
             ) =>
         {
             None
         }
         _ if key.starts_with("authProvider.") => not_supported(
-            "only the built-in ip, digest and x509 schemes; no SASL or custom authentication providers",
+            "only the built-in ip, digest, x509 and sasl schemes; no custom authentication providers",
         ),
         "initLimit"
         | "syncLimit"
@@ -529,7 +576,61 @@ fn ignored_because(key: &str, value: &str) -> Option<String> {
     }
 }
 
+impl SaslKeys {
+    /// Reads the JAAS file and sets `cfg.sasl` and `cfg.enforce_auth_schemes`.
+    fn apply(self, cfg: &mut ServerConfig, path: &Path) -> Result<(), ConfigError> {
+        let mut ignore = |line: usize, key: &str, reason: &str| {
+            cfg.ignored.push(IgnoredKey {
+                path: path.to_path_buf(),
+                line,
+                key: key.to_string(),
+                reason: reason.to_string(),
+            })
+        };
+        match self.jaas {
+            Some((_, file)) => {
+                let section = self.section.as_deref().unwrap_or(crate::sasl::DEFAULT_SECTION);
+                let mut sasl = SaslConfig::from_jaas_file(&file, section)?;
+                sasl.super_user = self.super_user.map(|(_, user)| user);
+                cfg.sasl = Some(sasl);
+            }
+            None => {
+                let no_sasl = "no java.security.auth.login.config (the JAAS file), so no SASL";
+                if let Some((line, key)) = &self.provider {
+                    ignore(*line, key, no_sasl);
+                }
+                if let Some((line, _)) = self.super_user {
+                    ignore(line, "superUser", no_sasl);
+                }
+            }
+        }
+        // ZooKeeper 3.8's AuthenticationHelper: sessionRequireClientSASLAuth=true wins and means `sasl`.
+        if self.require {
+            cfg.enforce_auth_schemes = vec!["sasl".into()];
+        } else if self.enforce {
+            if self.schemes.is_empty() {
+                return Err(ConfigError::EnforceWithoutSchemes {
+                    path: path.to_path_buf(),
+                });
+            }
+            cfg.enforce_auth_schemes = self.schemes;
+        }
+        Ok(())
+    }
+}
+
 impl ServerConfig {
+    /// The ACL schemes this configuration knows, as ZooKeeper's `ProviderRegistry` would: `ip`, `digest`, `x509`
+    /// with a secure client port, `sasl` with SASL configured.
+    pub fn known_auth_scheme(&self, scheme: &str) -> bool {
+        match scheme {
+            "ip" | "digest" => true,
+            "x509" => self.tls.is_some(),
+            "sasl" => self.sasl.is_some(),
+            _ => false,
+        }
+    }
+
     /// Reads a ZooKeeper `zoo.cfg` (Java properties subset: `key=value`, `#`/`!` comments).
     ///
     /// Applied: clientPort, clientPortAddress, secureClientPort, secureClientPortAddress, dataDir, dataLogDir,
@@ -537,7 +638,10 @@ impl ServerConfig {
     /// maxClientPendingBytes, maxClientPendingNotificationBytes (ours), nio.sessionlessCnxnTimeout,
     /// snapCount, snapSizeLimitInKb, znode.container.checkIntervalMs (a Java system property for ZooKeeper, see
     /// [`ServerConfig::container_check_interval`]), `DigestAuthenticationProvider.superDigest`,
-    /// `X509AuthenticationProvider.superUser`, and the client `ssl.*` keys (see [`TlsConfig`]). Every other key is
+    /// `X509AuthenticationProvider.superUser`, the client `ssl.*` keys (see [`TlsConfig`]), and for SASL
+    /// `java.security.auth.login.config` (the JAAS file: a JVM property for ZooKeeper, a zoo.cfg key here),
+    /// `sasl.serverconfig`, `superUser`, `sessionRequireClientSASLAuth`, `enforce.auth.enabled` and
+    /// `enforce.auth.schemes` (see [`ServerConfig::sasl`], [`ServerConfig::enforce_auth_schemes`]). Every other key is
     /// listed in [`ServerConfig::ignored`] with the reason (a replication setting, an unknown key, ...), which
     /// [`crate::Server::start`] logs as one warning each; keys whose value asks for what the embedded server does
     /// anyway (`serverCnxnFactory`, `admin.enableServer=false`, `forceSync=yes`, the built-in `authProvider.N`
@@ -561,6 +665,7 @@ impl ServerConfig {
         let mut port: Option<u16> = None;
         let mut addr: Option<IpAddr> = None;
         let mut tls = TlsKeys::default();
+        let mut sasl = SaslKeys::default();
         for (i, raw) in text.lines().enumerate() {
             let line = raw.trim();
             if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
@@ -654,6 +759,24 @@ impl ServerConfig {
                      (ZooKeeper adds the `zookeeper.` prefix itself)"
                         .into(),
                 ),
+                // A JVM property for ZooKeeper (`-Djava.security.auth.login.config=FILE`); a zoo.cfg key here.
+                "java.security.auth.login.config" => sasl.jaas = Some((i + 1, PathBuf::from(value))),
+                // ZooKeeper reads these as the system properties `zookeeper.<key>`, which zoo.cfg sets.
+                "sasl.serverconfig" => sasl.section = Some(value.to_string()),
+                "superUser" => sasl.super_user = Some((i + 1, value.to_string())),
+                "sessionRequireClientSASLAuth" => sasl.require = value.eq_ignore_ascii_case("true"),
+                "enforce.auth.enabled" => sasl.enforce = value.eq_ignore_ascii_case("true"),
+                "enforce.auth.schemes" => {
+                    sasl.schemes = value
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_string)
+                        .collect()
+                }
+                _ if key.starts_with("authProvider.") && value == SASL_PROVIDER => {
+                    sasl.provider = Some((i + 1, key.to_string()))
+                }
                 "secureClientPort" => {
                     let p: u16 = value.parse().map_err(|_| bad())?;
                     tls.port = (p != 0).then_some(p);
@@ -737,6 +860,7 @@ impl ServerConfig {
                 }
             }
         }
+        sasl.apply(&mut cfg, path)?;
         cfg.ignored.sort_by_key(|ignored| ignored.line);
         Ok(cfg)
     }
@@ -820,6 +944,54 @@ mod tests {
         assert!(cfg.ignored.is_empty(), "{:?}", cfg.ignored);
         let bad = ServerConfig::from_zoo_cfg_str("maxClientPendingBytes=lots\n", Path::new("z")).unwrap_err();
         assert!(matches!(bad, ConfigError::BadValue { line: 1, .. }));
+    }
+
+    #[test]
+    fn reads_the_sasl_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let jaas = dir.path().join("jaas.conf");
+        std::fs::write(
+            &jaas,
+            "Zk { org.apache.zookeeper.server.auth.DigestLoginModule required user_bob=\"b\"; };",
+        )
+        .unwrap();
+        let text = format!(
+            "java.security.auth.login.config={}\nsasl.serverconfig=Zk\nsuperUser=bob\n\
+             authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n\
+             enforce.auth.enabled=true\nenforce.auth.schemes=sasl, digest\n",
+            jaas.display()
+        );
+        let cfg = ServerConfig::from_zoo_cfg_str(&text, Path::new("z")).unwrap();
+        let sasl = cfg.sasl.as_ref().expect("SASL configured");
+        assert_eq!(sasl.users.get("bob").map(String::as_str), Some("b"));
+        assert_eq!(sasl.super_user.as_deref(), Some("bob"));
+        assert_eq!(cfg.enforce_auth_schemes, vec!["sasl", "digest"]);
+        assert!(cfg.ignored.is_empty(), "{:?}", cfg.ignored);
+        assert!(cfg.known_auth_scheme("sasl") && !cfg.known_auth_scheme("x509"));
+
+        // sessionRequireClientSASLAuth wins over enforce.auth.*, as in ZooKeeper.
+        let required = format!("{text}sessionRequireClientSASLAuth=true\n");
+        let cfg = ServerConfig::from_zoo_cfg_str(&required, Path::new("z")).unwrap();
+        assert_eq!(cfg.enforce_auth_schemes, vec!["sasl"]);
+
+        // Enforcing without schemes is refused; the SASL provider and superUser without a JAAS file are reported.
+        assert!(matches!(
+            ServerConfig::from_zoo_cfg_str("enforce.auth.enabled=true\n", Path::new("z")),
+            Err(ConfigError::EnforceWithoutSchemes { .. })
+        ));
+        let cfg = ServerConfig::from_zoo_cfg_str(
+            "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\nsuperUser=bob\n",
+            Path::new("z"),
+        )
+        .unwrap();
+        assert!(cfg.sasl.is_none());
+        assert_eq!(cfg.ignored.len(), 2, "{:?}", cfg.ignored);
+        // A section that is not there.
+        let missing = format!("java.security.auth.login.config={}\n", jaas.display());
+        assert!(matches!(
+            ServerConfig::from_zoo_cfg_str(&missing, Path::new("z")),
+            Err(ConfigError::Jaas(_))
+        ));
     }
 
     #[test]

@@ -98,6 +98,7 @@ pub async fn serve(shared: Arc<Shared>, socket: Stream, peer: SocketAddr, _slot:
         .collect(),
         last_op: "NA",
         last_reply_zxid: 0,
+        sasl: None,
     });
 
     let mut established = None;

@@ -13,6 +13,10 @@ pub enum Error {
     /// password, ...).
     #[error("{0}")]
     Tls(#[from] crate::tls::TlsError),
+    /// An enforced authentication scheme ([`crate::ServerConfig::enforce_auth_schemes`]) the server does not
+    /// have: `sasl` without SASL configured, `x509` without TLS, or one it does not know.
+    #[error("authentication scheme {0} is not available, so it cannot be enforced")]
+    UnknownAuthScheme(String),
     /// Neither a plain nor a secure client port is configured.
     #[error("no client port: plain_client_port is false and there is no TLS configuration")]
     NoClientPort,

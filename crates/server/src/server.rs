@@ -39,7 +39,12 @@ pub fn make_shared(
     state.super_digest = config.super_digest.clone();
     // ZooKeeper registers the x509 scheme when a secure client port is configured (`configureSSLAuth`): only then
     // may ACLs name x509 ids.
-    state.x509 = config.tls.is_some();
+    state.schemes = crate::acl::Schemes {
+        x509: config.tls.is_some(),
+        sasl: config.sasl.is_some(),
+    };
+    state.sasl = config.sasl.clone().map(Arc::new);
+    state.enforce_auth_schemes = config.enforce_auth_schemes.clone();
     let (min, max) = config.session_timeout_bounds();
     let ms = |d: Duration| i32::try_from(d.as_millis()).unwrap_or(i32::MAX);
     let limits = SessionLimits {

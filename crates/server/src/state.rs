@@ -42,6 +42,8 @@ pub struct Conn {
     pub last_op: &'static str,
     /// The highest zxid put in a reply header so far: headers never go backwards on a connection.
     pub last_reply_zxid: i64,
+    /// The connection's SASL exchange, once it has sent a SASL request (`ops/sasl.rs`).
+    pub sasl: Option<crate::sasl::digest_md5::DigestMd5>,
 }
 
 /// Where txns go to become durable.
@@ -84,8 +86,12 @@ pub struct State {
     pub since_snapshot_bytes: u64,
     /// `super:hash` digest that bypasses ACLs, if configured.
     pub super_digest: Option<String>,
-    /// Whether ACLs may name `x509` ids (a secure client port is configured).
-    pub x509: bool,
+    /// The optional ACL schemes: `x509` with a secure client port, `sasl` with SASL configured.
+    pub schemes: crate::acl::Schemes,
+    /// SASL DIGEST-MD5 users, when SASL is configured (then ACLs may name `sasl` ids).
+    pub sasl: Option<Arc<crate::sasl::SaslConfig>>,
+    /// The schemes one of which a connection must have before its requests are served (empty: none).
+    pub enforce_auth_schemes: Vec<String>,
     /// Outboxes that got frames under the lock, flushed once it is released.
     pub dirty: Vec<Arc<Outbox>>,
     /// Test-only: `getData` answers from stale copies (`fault-injection` feature).
@@ -132,7 +138,9 @@ impl State {
             since_snapshot: 0,
             since_snapshot_bytes: 0,
             super_digest: None,
-            x509: false,
+            schemes: Default::default(),
+            sasl: None,
+            enforce_auth_schemes: Vec::new(),
             dirty: Vec::new(),
             #[cfg(feature = "fault-injection")]
             stale_reads: None,
@@ -403,6 +411,7 @@ mod tests {
             auth: vec![],
             last_op: "NA",
             last_reply_zxid: 0,
+            sasl: None,
         })
     }
 

@@ -41,3 +41,43 @@ pub fn start_embedded(config: zklock_server::ServerConfig) -> String {
         .expect("spawn the embedded server thread");
     rx.recv().expect("the embedded server started")
 }
+
+/// An embedded server's configuration with SASL DIGEST-MD5, read from a zoo.cfg as a deployment would have it:
+/// the JAAS file [`crate::Builder::sasl_digest_users`] gives real ZooKeeper (same text, same `users`), named by
+/// the zoo.cfg key `java.security.auth.login.config`, `authProvider.1` naming ZooKeeper's SASL provider, and
+/// `extra` zoo.cfg lines (e.g. `("sessionRequireClientSASLAuth", "true")`). Listens on 127.0.0.1, a free port;
+/// its files (and data) live in `dir`, which the caller keeps as long as the server runs.
+///
+/// # Panics
+/// The zoo.cfg or JAAS file cannot be written or read back.
+pub fn embedded_sasl_config(
+    dir: &std::path::Path,
+    users: &[(&str, &str)],
+    extra: &[(&str, &str)],
+) -> zklock_server::ServerConfig {
+    let users: Vec<(String, String)> = users
+        .iter()
+        .map(|(user, password)| (user.to_string(), password.to_string()))
+        .collect();
+    let jaas = dir.join("jaas.conf");
+    std::fs::write(&jaas, crate::zookeeper::jaas_server_section(&users)).expect("write the JAAS file");
+    let mut cfg = format!(
+        "clientPortAddress=127.0.0.1\nclientPort=0\ndataDir={}\n\
+         authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n\
+         java.security.auth.login.config={}\n",
+        dir.join("data").display(),
+        jaas.display()
+    );
+    for (key, value) in extra {
+        cfg.push_str(&format!("{key}={value}\n"));
+    }
+    let zoo_cfg = dir.join("zoo.cfg");
+    std::fs::write(&zoo_cfg, cfg).expect("write zoo.cfg");
+    let config = zklock_server::ServerConfig::from_zoo_cfg(&zoo_cfg).expect("the SASL zoo.cfg parses");
+    assert!(
+        config.ignored.is_empty(),
+        "every SASL key applies: {:?}",
+        config.ignored
+    );
+    config
+}

@@ -37,7 +37,7 @@ mod tempdirs;
 mod tmpfs;
 mod zookeeper;
 
-pub use embedded::{shared_embedded, start_embedded};
+pub use embedded::{embedded_sasl_config, shared_embedded, start_embedded};
 pub use fourlw::four_letter_word;
 pub use link::{Condition, Direction, LinkProxy, Slowness};
 pub use peer_links::PeerLinks;

@@ -226,7 +226,7 @@ impl Builder {
 }
 
 /// A JAAS file whose `Server` section (the one ZooKeeper's server reads) lets `users` in with DIGEST-MD5.
-fn jaas_server_section(users: &[(String, String)]) -> String {
+pub(crate) fn jaas_server_section(users: &[(String, String)]) -> String {
     let mut text = String::from("Server {\n    org.apache.zookeeper.server.auth.DigestLoginModule required");
     for (user, password) in users {
         let _ = write!(text, "\n    user_{user}=\"{password}\"");

@@ -447,3 +447,130 @@ async fn sasl_against_a_server_without_sasl_is_refused() {
         );
     }
 }
+
+/// `zklock serve` with SASL required (`--jaas` with bob and alice, `--require-sasl`): `zklock run --sasl
+/// digest-md5:bob` runs its command and its directory is `sasl:bob`'s under `--acl creator` (alice, authenticated,
+/// is refused `NoAuth`); without `--sasl`, or with a wrong password, zklock fails at once with exit 3, as against
+/// real ZooKeeper above; `zklock bench --sasl` runs its workloads. A JAAS file without users, and `--require-sasl`
+/// without one, are refused at start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_with_sasl_against_zklock_serve_requiring_sasl() {
+    let dir = tempfile::tempdir().unwrap();
+    let jaas = dir.path().join("jaas.conf");
+    std::fs::write(
+        &jaas,
+        format!(
+            "Server {{\n    org.apache.zookeeper.server.auth.DigestLoginModule required\n    \
+             user_bob=\"{BOB_PASSWORD}\"\n    user_alice=\"{ALICE_PASSWORD}\";\n}};\n"
+        ),
+    )
+    .unwrap();
+    let jaas_arg = jaas.display().to_string();
+    let serve = crate::logs::Serve::start(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--jaas",
+        &jaas_arg,
+        "--require-sasl",
+    ])
+    .await;
+    let hosts = serve.addr.to_string();
+    let path = unique_path("cli-sasl-serve");
+    let (out, _) = run_as_bob(&hosts, &path, "creator").await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("held "), "{}", text(&out.stdout));
+    let bob = sasl_client(&hosts, "bob", BOB_PASSWORD).await;
+    let (acl, _) = bob.get_acl(&path).await.expect("bob reads the ACL");
+    assert!(
+        acl.contains(&Acl::new(Permission::ALL, AuthId::new("sasl", "bob"))),
+        "{acl:?}"
+    );
+    let alice = sasl_client(&hosts, "alice", ALICE_PASSWORD).await;
+    let intruder = alice
+        .create(
+            &format!("{path}/intruder"),
+            b"",
+            &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all()),
+        )
+        .await;
+    assert!(matches!(intruder, Err(zk::Error::NoAuth)), "{intruder:?}");
+
+    for (sasl, password, expected) in [
+        (false, None, "requires authentication"),
+        (
+            true,
+            Some("not-bobs-password"),
+            "refused the SASL DIGEST-MD5 handshake as bob",
+        ),
+    ] {
+        let mut args = vec!["--connect", hosts.as_str(), "run"];
+        if sasl {
+            args.extend(["--sasl", "digest-md5:bob"]);
+        }
+        args.extend([path.as_str(), "--", "true"]);
+        let mut zklock = command(&args);
+        if let Some(password) = password {
+            zklock.env("ZKLOCK_SASL_PASSWORD", password);
+        }
+        let (out, took) = finish(&mut zklock).await;
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(took < Duration::from_secs(20), "{args:?} took {took:?}: {stderr}");
+    }
+    // zklock bench: its workloads' sessions authenticate too (the server would refuse them otherwise, as it
+    // refuses the same bench without --sasl: the control).
+    let bench = |sasl: bool| {
+        let mut args = vec!["--connect", hosts.as_str(), "bench"];
+        if sasl {
+            args.extend(["--sasl", "digest-md5:bob"]);
+        }
+        args.extend(["--duration", "0.2", "--rounds", "1", "--clients", "2"]);
+        let mut zklock = command(&args);
+        zklock.env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD);
+        zklock
+    };
+    let (out, _) = finish(&mut bench(true)).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("contended hand-offs /s (2 clients)"),
+        "{}",
+        text(&out.stdout)
+    );
+    let (out, _) = finish(&mut bench(false)).await;
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("requires authentication"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let (code, stderr) = serve.stop().await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("adding SASL authorization"), "{stderr}");
+
+    // Refused at start: a JAAS file with no user (Kerberos only), and SASL required without a JAAS file.
+    let kerberos = dir.path().join("kerberos.conf");
+    std::fs::write(
+        &kerberos,
+        "Server {\n    com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true \
+         keyTab=\"/etc/zk.keytab\" principal=\"zookeeper/host@EXAMPLE.COM\";\n};\n",
+    )
+    .unwrap();
+    let kerberos_arg = kerberos.display().to_string();
+    let out = output(&["serve", "--dry-run", "--jaas", &kerberos_arg]).await;
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("not GSSAPI"), "{}", text(&out.stderr));
+    let out = output(&["serve", "--dry-run", "--require-sasl"]).await;
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("--jaas"), "{}", text(&out.stderr));
+    // The control: the good file passes the same dry run.
+    let out = output(&["serve", "--dry-run", "--jaas", &jaas_arg, "--require-sasl"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("SASL DIGEST-MD5 required (users in the JAAS file: 2)"),
+        "{}",
+        text(&out.stdout)
+    );
+}

@@ -64,7 +64,7 @@ const IGNORED: &[&str] = &[
     "ignoring initLimit: not supported by the embedded server (a replication setting",
     "ignoring server.1: not supported by the embedded server (a replication setting",
     "ignoring quorumListenOnAllIPs: not supported by the embedded server (a replication setting",
-    "ignoring authProvider.1: not supported by the embedded server (only the built-in ip, digest and x509",
+    "ignoring authProvider.1: not supported by the embedded server (only the built-in ip, digest, x509 and sasl schemes; no custom",
     "ignoring someTypo: unknown key",
 ];
 

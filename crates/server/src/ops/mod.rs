@@ -6,6 +6,7 @@
 mod multi;
 pub mod prep;
 mod read;
+mod sasl;
 pub mod session;
 mod watches;
 mod write;
@@ -123,9 +124,14 @@ pub fn handle(st: &mut State, conn: ConnId, body: &[u8]) -> Result<Flow, Malform
         Reply::err(ErrorCode::SessionExpired).closing()
     } else {
         st.sessions.touch(session);
-        match op {
-            Some(op) => dispatch(st, conn, session, op, &mut r)?,
-            None => {
+        let enforced = match op {
+            Some(OpCode::Auth | OpCode::Sasl) => None,
+            _ => sasl::refuse_unauthenticated(st, conn),
+        };
+        match (enforced, op) {
+            (Some(refused), _) => refused,
+            (None, Some(op)) => dispatch(st, conn, session, op, &mut r)?,
+            (None, None) => {
                 tracing::debug!(op = header.op, "unknown opcode");
                 // ZooKeeper answers an unknown opcode with zxid −1, then closes.
                 Reply {
@@ -202,12 +208,7 @@ fn dispatch(
             });
             Reply::err(ErrorCode::ReconfigDisabled)
         }
-        // Without SASL configured ZooKeeper answers with a null token and zxid 0; so do we.
-        OpCode::Sasl => Reply {
-            body: vec![0xff; 4],
-            zxid: Some(0),
-            ..Reply::empty()
-        },
+        OpCode::Sasl => sasl::sasl(st, conn, r)?,
         OpCode::Check
         | OpCode::Notification
         | OpCode::DeleteContainer

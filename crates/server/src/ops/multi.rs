@@ -44,7 +44,7 @@ pub fn multi(st: &mut State, conn: ConnId, session: i64, r: &mut Reader<'_>) -> 
         return Ok(Reply::err(ErrorCode::MarshallingError));
     }
     let auth = auth_of(st, conn);
-    let mut view = View::new(&st.tree).with_x509(st.x509);
+    let mut view = View::new(&st.tree).with_schemes(st.schemes);
     let mut txns = Vec::with_capacity(req.ops.len());
     let mut failure = None;
     for (i, op) in req.ops.iter().enumerate() {

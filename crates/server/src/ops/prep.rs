@@ -24,8 +24,8 @@ pub struct Pending {
 /// The tree as earlier ops of the same multi have left it (ZooKeeper's outstanding `ChangeRecord`s).
 pub struct View<'a> {
     tree: &'a DataTree,
-    /// Whether ACLs may name x509 ids (a secure client port is configured).
-    x509: bool,
+    /// The optional ACL schemes ACLs may name (x509 with a secure client port, sasl with SASL configured).
+    schemes: acl::Schemes,
     overlay: HashMap<String, Option<Pending>>,
 }
 
@@ -48,14 +48,14 @@ impl<'a> View<'a> {
     pub fn new(tree: &'a DataTree) -> Self {
         View {
             tree,
-            x509: false,
+            schemes: acl::Schemes::default(),
             overlay: HashMap::new(),
         }
     }
 
-    /// The same view, with the x509 scheme known to ACLs or not.
-    pub fn with_x509(mut self, x509: bool) -> Self {
-        self.x509 = x509;
+    /// The same view, with the optional ACL schemes (x509, sasl) known or not.
+    pub fn with_schemes(mut self, schemes: acl::Schemes) -> Self {
+        self.schemes = schemes;
         self
     }
 
@@ -158,7 +158,7 @@ pub fn create(view: &View, auth: &AuthIds, session: i64, args: &CreateArgs) -> R
         return Err(ErrorCode::BadArguments);
     }
     let parent_path = parent_for_create(args.path)?;
-    let acl = acl::fixup(args.acl, auth, view.x509)?;
+    let acl = acl::fixup(args.acl, auth, view.schemes)?;
     let parent = view.get(parent_path).ok_or(ErrorCode::NoNode)?;
     acl::check(&parent.acl, perms::CREATE, auth)?;
     let path = if mode.is_sequential() {
@@ -233,7 +233,7 @@ pub fn set_data(
 /// setACL.
 pub fn set_acl(view: &View, auth: &AuthIds, path: &str, acl: &[Acl], version: i32) -> Result<Txn, ErrorCode> {
     valid(path)?;
-    let acl = acl::fixup(acl, auth, view.x509)?;
+    let acl = acl::fixup(acl, auth, view.schemes)?;
     let node = view.get(path).ok_or(ErrorCode::NoNode)?;
     acl::check(&node.acl, perms::ADMIN, auth)?;
     let aversion = check_version(node.aversion, version)?;

@@ -55,7 +55,12 @@ pub fn create(
         acl: &req.acl,
         flags: req.flags,
     };
-    let prepared = prep::create(&View::new(&st.tree).with_x509(st.x509), &auth, session, &args);
+    let prepared = prep::create(
+        &View::new(&st.tree).with_schemes(st.schemes),
+        &auth,
+        session,
+        &args,
+    );
     Ok(commit(st, prepared)
         .map(|(txn, stat)| {
             // prep::create only ever returns Txn::Create; the fallback keeps this total.
@@ -79,7 +84,7 @@ pub fn delete(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply,
     let req = DeleteRequest::decode(r)?;
     let auth = auth_of(st, conn);
     let prepared = prep::delete(
-        &View::new(&st.tree).with_x509(st.x509),
+        &View::new(&st.tree).with_schemes(st.schemes),
         &auth,
         &req.path,
         req.version,
@@ -91,7 +96,7 @@ pub fn set_data(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Repl
     let req = SetDataRequest::decode(r)?;
     let auth = auth_of(st, conn);
     let prepared = prep::set_data(
-        &View::new(&st.tree).with_x509(st.x509),
+        &View::new(&st.tree).with_schemes(st.schemes),
         &auth,
         &req.path,
         &req.data,
@@ -110,7 +115,7 @@ pub fn set_acl(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply
     let req = SetAclRequest::decode(r)?;
     let auth = auth_of(st, conn);
     let prepared = prep::set_acl(
-        &View::new(&st.tree).with_x509(st.x509),
+        &View::new(&st.tree).with_schemes(st.schemes),
         &auth,
         &req.path,
         &req.acl,

@@ -22,6 +22,7 @@ mod differential;
 mod fuzz;
 mod process;
 mod recovery;
+mod sasl;
 mod scripted;
 mod serve;
 mod sessions;
