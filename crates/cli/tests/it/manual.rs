@@ -152,12 +152,14 @@ const SUBCOMMANDS_IN_HELP_ORDER: &[&str] = &[
 async fn a_reader_that_goes_away_ends_the_output_quietly() {
     use std::os::unix::process::ExitStatusExt as _;
     for args in [&["man"][..], &["completions", "bash"]] {
-        let mut child = crate::support::zklock(args)
-            .stdout(std::process::Stdio::piped())
+        // The reader is gone before zklock starts (else output that fits in the pipe could all be written first).
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        drop(reader);
+        let child = crate::support::zklock(args)
+            .stdout(writer)
             .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("start zklock");
-        drop(child.stdout.take()); // the reader goes away
         let out = tokio::time::timeout(crate::support::EVENTUALLY, child.wait_with_output())
             .await
             .expect("zklock ended")
