@@ -385,22 +385,11 @@ pub async fn connect(hosts: &str, session_timeout: f64, security: &Security) -> 
         ));
     }
     let timeout = Duration::from_secs_f64(session_timeout.max(0.1));
-    let mut connector = Client::connector()
-        .with_session_timeout(timeout)
-        .with_fail_eagerly();
-    for credential in &security.credentials {
-        connector = connector.with_auth(&credential.scheme, credential.credentials.as_bytes());
-    }
-    if let Some(sasl) = &security.sasl {
-        connector = connector.with_sasl(sasl.options.clone());
-    }
-    let tls = security.tls.clone();
-    let connect = async move {
-        match tls {
-            Some(tls) => connector.with_tls(tls).secure_connect(hosts).await,
-            None => connector.connect(hosts).await,
-        }
-    };
+    let connect = connect_once(
+        connector(timeout, security),
+        security.tls.clone(),
+        hosts.to_owned(),
+    );
     let client = match tokio::time::timeout(timeout + Duration::from_secs(5), connect).await {
         Err(_) => anyhow::bail!("no ZooKeeper answered at {hosts}"),
         Ok(Err(zookeeper_client::Error::NoHosts)) => {
@@ -456,6 +445,59 @@ pub async fn connect(hosts: &str, session_timeout: f64, security: &Security) -> 
         }
     }
     Ok(client)
+}
+
+/// The connector of every session of a command: its session timeout, credentials and SASL; every server tried
+/// once ("fail eagerly").
+fn connector(timeout: Duration, security: &Security) -> zookeeper_client::Connector {
+    let mut connector = Client::connector()
+        .with_session_timeout(timeout)
+        .with_fail_eagerly();
+    for credential in &security.credentials {
+        connector = connector.with_auth(&credential.scheme, credential.credentials.as_bytes());
+    }
+    if let Some(sasl) = &security.sasl {
+        connector = connector.with_sasl(sasl.options.clone());
+    }
+    connector
+}
+
+/// One attempt to make a session with `connector`, over TLS when `tls` is given.
+async fn connect_once(
+    connector: zookeeper_client::Connector,
+    tls: Option<TlsOptions>,
+    hosts: String,
+) -> std::result::Result<Client, zookeeper_client::Error> {
+    match tls {
+        Some(tls) => connector.with_tls(tls).secure_connect(&hosts).await,
+        None => connector.connect(&hosts).await,
+    }
+}
+
+/// A reconnecting [`zklock::Session`] (`zklock elect`'s) whose first ZooKeeper session is `client`'s — made by
+/// [`connect_args`], with its checks and its messages — and whose later ones, each made when the one before has
+/// ended, connect as `args` says: the same servers, session timeout, credentials, SASL and TLS.
+pub async fn reconnecting(client: &Client, args: &ConnectArgs) -> Result<zklock::Session> {
+    let security = Security::from_args(&args.security)?;
+    let timeout = Duration::from_secs_f64(args.session_timeout.max(0.1));
+    let connector = connector(timeout, &security);
+    let (tls, hosts) = (security.tls, args.hosts.clone());
+    let first = std::sync::Mutex::new(Some(client.clone()));
+    let session = zklock::Session::reconnecting_with(move || {
+        let first = first
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let next = connect_once(connector.clone(), tls.clone(), hosts.clone());
+        async move {
+            match first {
+                Some(client) => Ok(client),
+                None => next.await,
+            }
+        }
+    })
+    .await?;
+    Ok(session)
 }
 
 /// Fails unless the server says (`whoami`) that the session is `sasl:USER`. A server without SASL — real ZooKeeper
