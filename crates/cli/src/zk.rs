@@ -476,7 +476,9 @@ async fn connect_once(
 
 /// A reconnecting [`zklock::Session`] (`zklock elect`'s) whose first ZooKeeper session is `client`'s — made by
 /// [`connect_args`], with its checks and its messages — and whose later ones, each made when the one before has
-/// ended, connect as `args` says: the same servers, session timeout, credentials, SASL and TLS.
+/// ended, connect as `args` says: the same servers, session timeout, credentials, SASL and TLS. Those later
+/// connections are not checked again as the first was (the chroot's existence, the SASL identity by `whoami`): the
+/// same settings against the same servers. A connection that fails is tried again by the session, with backoff.
 pub async fn reconnecting(client: &Client, args: &ConnectArgs) -> Result<zklock::Session> {
     let security = Security::from_args(&args.security)?;
     let timeout = Duration::from_secs_f64(args.session_timeout.max(0.1));
