@@ -126,20 +126,29 @@ pub struct SecurityArgs {
     /// The private key (PEM) of --tls-cert.
     #[arg(long, value_name = "FILE", env = "ZKLOCK_TLS_KEY", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
-    /// Authenticate with SASL as USER: digest-md5:USER (a user of the JAAS Server section of ZooKeeper, for
-    /// servers that require SASL). Its password comes from ZKLOCK_SASL_PASSWORD or --sasl-password-file, never
-    /// from the command line. Under SASL, --acl creator gives the nodes to sasl:USER. GSSAPI (Kerberos) is not
-    /// supported yet.
-    #[arg(long, value_name = "MECHANISM:USER", env = "ZKLOCK_SASL", value_parser = sasl_spec)]
+    /// Authenticate with SASL: digest-md5:USER (a user of the JAAS Server section of ZooKeeper, for servers that
+    /// require SASL; its password comes from ZKLOCK_SASL_PASSWORD or --sasl-password-file, never from the command
+    /// line), or gssapi[:PRINCIPAL] (Kerberos: the ticket of the ticket cache, KRB5CCNAME, or of --keytab; with
+    /// PRINCIPAL, the server must name us that; KRB5_CONFIG is honoured; only in a zklock built with the cargo
+    /// feature sasl-gssapi). GSSAPI asks the KDC for a ticket for SERVICE/HOST, HOST as --connect writes it: give
+    /// --connect the host name of the server's principal (zookeeper/localhost: --connect localhost:2181). Under
+    /// SASL, --acl creator gives the nodes to sasl:USER (Kerberos: sasl:PRINCIPAL, e.g. sasl:bob@EXAMPLE.COM).
+    #[arg(long, value_name = "MECHANISM[:USER]", env = "ZKLOCK_SASL", value_parser = sasl_spec)]
     pub sasl: Option<SaslSpec>,
     /// The password of --sasl: the first line of FILE (instead of ZKLOCK_SASL_PASSWORD). Keep it private (chmod
     /// 600): zklock warns otherwise.
     #[arg(long, value_name = "FILE", requires = "sasl")]
     pub sasl_password_file: Option<PathBuf>,
     /// The service name of the server's SASL principal [default: zookeeper]. DIGEST-MD5 always uses zookeeper
-    /// (ZooKeeper's DIGEST-MD5 server expects the digest-uri zookeeper/zk-sasl-md5), so another name is refused.
+    /// (ZooKeeper's DIGEST-MD5 server expects the digest-uri zookeeper/zk-sasl-md5), so another name is refused;
+    /// GSSAPI asks for a ticket for NAME/HOST.
     #[arg(long, value_name = "NAME", requires = "sasl")]
     pub sasl_service: Option<String>,
+    /// --sasl gssapi: log in to Kerberos with the (first) principal of this keytab instead of the ticket cache;
+    /// zklock keeps the ticket in memory and leaves the ticket cache alone. The command zklock runs inherits
+    /// KRB5_CLIENT_KTNAME=FILE and a KRB5CCNAME of zklock's memory. Keep it private (chmod 600).
+    #[arg(long, value_name = "FILE", env = "ZKLOCK_KEYTAB", requires = "sasl")]
+    pub keytab: Option<PathBuf>,
 }
 
 /// The ACLs of the nodes a command creates (`run`, `elect`, `demo`); turned into a session's ACLs in `zk.rs`.

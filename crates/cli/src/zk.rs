@@ -48,8 +48,20 @@ pub struct Security {
 #[derive(Clone)]
 struct Sasl {
     mechanism: SaslMechanism,
-    user: String,
+    /// Who we must be (for GSSAPI: `None`, whoever the ticket names).
+    user: Option<String>,
+    /// The service name of the server's principal (`--sasl-service`).
+    service: String,
     options: SaslOptions,
+}
+
+impl Sasl {
+    /// Who we authenticate as, for messages.
+    fn who(&self) -> String {
+        self.user
+            .clone()
+            .unwrap_or_else(|| "the principal of the Kerberos ticket".to_owned())
+    }
 }
 
 impl std::fmt::Debug for Sasl {
@@ -61,11 +73,42 @@ impl std::fmt::Debug for Sasl {
     }
 }
 
-/// The SASL settings of `--sasl`, with the password from `--sasl-password-file` or else [`SASL_PASSWORD_ENV`].
+/// The SASL settings of `--sasl`: for DIGEST-MD5 with the password from `--sasl-password-file` or else
+/// [`SASL_PASSWORD_ENV`]; for GSSAPI with `--sasl-service` and `--keytab` ([`gssapi_options`]).
 fn sasl_options(args: &SecurityArgs) -> Result<Option<Sasl>> {
     let Some(spec) = &args.sasl else {
         return Ok(None);
     };
+    if spec.mechanism != SaslMechanism::Gssapi {
+        if let Some(keytab) = &args.keytab {
+            return Err(usage(format!(
+                "--keytab {}: a keytab is for --sasl gssapi (Kerberos) only",
+                keytab.display()
+            )));
+        }
+    }
+    let options = match spec.mechanism {
+        SaslMechanism::DigestMd5 => {
+            let user = spec.user.clone().unwrap_or_default();
+            let password = digest_password(args, &user)?;
+            SaslOptions::digest_md5(user, password).into()
+        }
+        SaslMechanism::Gssapi => gssapi_options(args)?,
+    };
+    Ok(Some(Sasl {
+        mechanism: spec.mechanism,
+        user: spec.user.clone(),
+        service: args
+            .sasl_service
+            .clone()
+            .unwrap_or_else(|| SASL_SERVICE.to_owned()),
+        options,
+    }))
+}
+
+/// The password of `--sasl digest-md5:USER`: the first line of `--sasl-password-file`, or else
+/// [`SASL_PASSWORD_ENV`]. Checks `--sasl-service` too (DIGEST-MD5 speaks for one service only).
+fn digest_password(args: &SecurityArgs, user: &str) -> Result<String> {
     if let Some(service) = args
         .sasl_service
         .as_deref()
@@ -76,7 +119,7 @@ fn sasl_options(args: &SecurityArgs) -> Result<Option<Sasl>> {
              DIGEST-MD5 server expects the digest-uri {SASL_SERVICE}/zk-sasl-md5)"
         )));
     }
-    let password = match &args.sasl_password_file {
+    match &args.sasl_password_file {
         Some(path) => {
             let text = read_private(path, "--sasl-password-file")?;
             let line = text.lines().next().unwrap_or("").to_owned();
@@ -86,30 +129,62 @@ fn sasl_options(args: &SecurityArgs) -> Result<Option<Sasl>> {
                     path.display()
                 )));
             }
-            line
+            Ok(line)
         }
         None => match std::env::var(SASL_PASSWORD_ENV) {
-            Ok(password) if !password.is_empty() => password,
-            Ok(_) | Err(std::env::VarError::NotPresent) => {
-                return Err(usage(format!(
-                    "--sasl {}:{} needs its password: set {SASL_PASSWORD_ENV} or give --sasl-password-file",
-                    spec.mechanism.name().to_ascii_lowercase(),
-                    spec.user
-                )))
-            }
-            Err(std::env::VarError::NotUnicode(_)) => {
-                return Err(usage(format!("{SASL_PASSWORD_ENV} is not UTF-8")))
-            }
+            Ok(password) if !password.is_empty() => Ok(password),
+            Ok(_) | Err(std::env::VarError::NotPresent) => Err(usage(format!(
+                "--sasl digest-md5:{user} needs its password: set {SASL_PASSWORD_ENV} or give --sasl-password-file"
+            ))),
+            Err(std::env::VarError::NotUnicode(_)) => Err(usage(format!("{SASL_PASSWORD_ENV} is not UTF-8"))),
         },
-    };
-    let options = match spec.mechanism {
-        SaslMechanism::DigestMd5 => SaslOptions::digest_md5(spec.user.clone(), password).into(),
-    };
-    Ok(Some(Sasl {
-        mechanism: spec.mechanism,
-        user: spec.user.clone(),
-        options,
-    }))
+    }
+}
+
+/// The GSSAPI (Kerberos) settings of `--sasl gssapi`: the service name of `--sasl-service` (the host is the one
+/// `--connect` names, each server's own), and `--keytab`, which [`use_keytab`] hands to MIT Kerberos.
+#[cfg(feature = "sasl-gssapi")]
+fn gssapi_options(args: &SecurityArgs) -> Result<SaslOptions> {
+    if let Some(path) = &args.sasl_password_file {
+        return Err(usage(format!(
+            "--sasl-password-file {}: Kerberos takes no password here: kinit first, or give --keytab",
+            path.display()
+        )));
+    }
+    if let Some(keytab) = &args.keytab {
+        // Readable, or a usage error now rather than "no Kerberos ticket" later.
+        std::fs::File::open(keytab).map_err(|err| usage(format!("--keytab {}: {err}", keytab.display())))?;
+        use_keytab(keytab);
+    }
+    let service = args
+        .sasl_service
+        .clone()
+        .unwrap_or_else(|| SASL_SERVICE.to_owned());
+    Ok(SaslOptions::gssapi().with_username(service).into())
+}
+
+/// `--sasl gssapi` in a binary without Kerberos: never reached, as `--sasl gssapi` is refused when parsed
+/// ([`values::sasl_spec`]).
+#[cfg(not(feature = "sasl-gssapi"))]
+fn gssapi_options(_args: &SecurityArgs) -> Result<SaslOptions> {
+    Err(usage(
+        "this zklock was built without Kerberos (GSSAPI): build it with the cargo feature sasl-gssapi"
+            .to_owned(),
+    ))
+}
+
+/// Makes MIT Kerberos log in with `keytab` (its client keytab, `KRB5_CLIENT_KTNAME`) into a ticket cache in this
+/// process's memory (`KRB5CCNAME=MEMORY:`), so that neither a ticket cache of the user's is used nor one written.
+/// GSSAPI reads both variables whenever it acquires credentials, so they are set in our environment: once, the
+/// first time (in `main`, before any runtime's thread is started, for every command but `bench`).
+#[cfg(feature = "sasl-gssapi")]
+fn use_keytab(keytab: &Path) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let keytab = std::path::absolute(keytab).unwrap_or_else(|_| keytab.to_owned());
+        std::env::set_var("KRB5_CLIENT_KTNAME", format!("FILE:{}", keytab.display()));
+        std::env::set_var("KRB5CCNAME", "MEMORY:zklock");
+    });
 }
 
 /// The PEM texts of `--tls-ca`, `--tls-cert` and `--tls-key`. Its `Debug` hides the key.
@@ -406,6 +481,13 @@ pub async fn connect(hosts: &str, session_timeout: f64, security: &Security) -> 
     let connect = connect_once(connector(timeout, security), hosts.to_owned());
     let client = match tokio::time::timeout(timeout + Duration::from_secs(5), connect).await {
         Err(_) => anyhow::bail!("no ZooKeeper answered at {hosts}"),
+        Ok(Err(zookeeper_client::Error::NoHosts)) if is_gssapi(security) => {
+            let reason = match kerberos_failure(hosts, security).await {
+                Some(why) => why,
+                None => unreachable(hosts, security.tls_pem.as_ref()).await,
+            };
+            anyhow::bail!("cannot connect to ZooKeeper at {hosts}: {reason}")
+        }
         Ok(Err(zookeeper_client::Error::NoHosts)) => {
             anyhow::bail!(
                 "cannot connect to ZooKeeper at {hosts}: {}",
@@ -418,16 +500,22 @@ pub async fn connect(hosts: &str, session_timeout: f64, security: &Security) -> 
         Ok(Err(zookeeper_client::Error::AuthFailed)) if security.sasl.is_some() => {
             let sasl = security.sasl.as_ref().expect("just checked");
             anyhow::bail!(
-                "ZooKeeper at {hosts} refused the SASL {} handshake as {}: authentication failed (a wrong \
-                 password, or a user its JAAS Server section does not know)",
+                "ZooKeeper at {hosts} refused the SASL {} handshake as {}: authentication failed ({})",
                 sasl.mechanism.name(),
-                sasl.user
+                sasl.who(),
+                match sasl.mechanism {
+                    SaslMechanism::DigestMd5 =>
+                        "a wrong password, or a user its JAAS Server section does not know",
+                    SaslMechanism::Gssapi =>
+                        "its JAAS Server section logs in to another realm, or has no Krb5LoginModule",
+                }
             )
         }
         Ok(Err(zookeeper_client::Error::AuthFailed)) if security.credentials.is_empty() => {
             anyhow::bail!(
                 "ZooKeeper at {hosts} requires authentication: give --sasl digest-md5:USER (with \
-                 {SASL_PASSWORD_ENV}) if it requires SASL, or else --auth, ZKLOCK_AUTH or --auth-file"
+                 {SASL_PASSWORD_ENV}) or --sasl gssapi (Kerberos) if it requires SASL, or else --auth, \
+                 ZKLOCK_AUTH or --auth-file"
             )
         }
         Ok(Err(zookeeper_client::Error::AuthFailed)) => {
@@ -508,9 +596,9 @@ pub async fn reconnecting(client: &Client, args: &ConnectArgs) -> Result<zklock:
 async fn check_sasl_identity(client: &Client, sasl: &Sasl, hosts: &str) -> Result<()> {
     match client.list_auth_users().await {
         Ok(users)
-            if users
-                .iter()
-                .any(|u| u.scheme() == "sasl" && u.user() == sasl.user) =>
+            if users.iter().any(|u| {
+                u.scheme() == "sasl" && sasl.user.as_deref().is_none_or(|user| u.user() == user)
+            }) =>
         {
             Ok(())
         }
@@ -519,10 +607,23 @@ async fn check_sasl_identity(client: &Client, sasl: &Sasl, hosts: &str) -> Resul
                 .iter()
                 .map(|u| format!("{}:{}", u.scheme(), u.user()))
                 .collect();
+            if let Some(other) = users.iter().find(|u| u.scheme() == "sasl") {
+                anyhow::bail!(
+                    "ZooKeeper at {hosts} did not authenticate us with SASL as {}: it names this session sasl:{} \
+                     ({})",
+                    sasl.who(),
+                    other.user(),
+                    match sasl.mechanism {
+                        SaslMechanism::Gssapi => "the principal of the Kerberos ticket: kinit as the principal \
+                                                  --sasl names, or give its --keytab",
+                        SaslMechanism::DigestMd5 => "its JAAS Server section maps the user to another name",
+                    }
+                )
+            }
             anyhow::bail!(
                 "ZooKeeper at {hosts} did not authenticate us with SASL as {} (it names this session {}): it has no \
                  SASL — no JAAS Server section (zklock serve: no --jaas), or an embedded server zklock started",
-                sasl.user,
+                sasl.who(),
                 if identities.is_empty() {
                     "anonymous".to_owned()
                 } else {
@@ -535,6 +636,80 @@ async fn check_sasl_identity(client: &Client, sasl: &Sasl, hosts: &str) -> Resul
             Ok(())
         }
         Err(err) => Err(err).with_context(|| format!("cannot connect to ZooKeeper at {hosts}")),
+    }
+}
+
+/// Whether `security` authenticates with Kerberos.
+fn is_gssapi(security: &Security) -> bool {
+    security
+        .sasl
+        .as_ref()
+        .is_some_and(|sasl| sasl.mechanism == SaslMechanism::Gssapi)
+}
+
+/// Why Kerberos cannot authenticate us to the first server of `hosts` — no ticket (nor keytab), an expired one, no
+/// service principal SERVICE/HOST in the KDC's database, no KDC answering — as MIT Kerberos says it, or `None`
+/// when it can (then the reason is elsewhere). zookeeper-client fails a GSSAPI handshake that cannot start before
+/// any ZooKeeper session exists, and reports only `NoHosts`: this asks GSSAPI again, as its handshake does (the
+/// default credentials, the service `SERVICE@HOST`), to tell why. Blocking calls, on a blocking thread.
+#[cfg(feature = "sasl-gssapi")]
+async fn kerberos_failure(hosts: &str, security: &Security) -> Option<String> {
+    let (servers, _chroot) = values::split_chroot(hosts);
+    let server = values::without_scheme(servers.split(',').next()?);
+    let host = match server.rsplit_once(':') {
+        Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => host,
+        _ => server,
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']').to_owned();
+    let service = security.sasl.as_ref()?.service.clone();
+    tokio::task::spawn_blocking(move || gssapi_failure(&service, &host))
+        .await
+        .ok()
+        .flatten()
+}
+
+/// `--sasl gssapi` in a binary without Kerberos: never reached.
+#[cfg(not(feature = "sasl-gssapi"))]
+async fn kerberos_failure(_hosts: &str, _security: &Security) -> Option<String> {
+    None
+}
+
+/// See [`kerberos_failure`].
+#[cfg(feature = "sasl-gssapi")]
+fn gssapi_failure(service: &str, host: &str) -> Option<String> {
+    use libgssapi::context::{ClientCtx, CtxFlags};
+    use libgssapi::credential::{Cred, CredUsage};
+    use libgssapi::name::Name;
+    use libgssapi::oid::{OidSet, GSS_MECH_KRB5, GSS_NT_HOSTBASED_SERVICE};
+    let mut mechanisms = OidSet::new().ok()?;
+    mechanisms.add(&GSS_MECH_KRB5).ok()?;
+    let credentials = match Cred::acquire(None, None, CredUsage::Initiate, Some(&mechanisms)) {
+        Ok(credentials) => credentials,
+        Err(err) => {
+            return Some(format!(
+                "no Kerberos ticket: kinit, or --keytab (Kerberos says: {})",
+                err.to_string().trim()
+            ))
+        }
+    };
+    let target = Name::new(
+        format!("{service}@{host}").as_bytes(),
+        Some(&GSS_NT_HOSTBASED_SERVICE),
+    )
+    .ok()?;
+    let mut context = ClientCtx::new(
+        Some(credentials),
+        target,
+        CtxFlags::GSS_C_MUTUAL_FLAG,
+        Some(&GSS_MECH_KRB5),
+    );
+    match context.step(None, None) {
+        Ok(_) => None,
+        Err(err) => Some(format!(
+            "Kerberos cannot authenticate us to the service {service}/{host} (the host as --connect names it; \
+             --sasl-service names the service): {}",
+            err.to_string().trim()
+        )),
     }
 }
 

@@ -24,6 +24,7 @@ mod fourlw;
 mod frame;
 pub mod hosts;
 pub mod install;
+pub mod kdc;
 pub mod keytool;
 pub mod link;
 mod peer_links;

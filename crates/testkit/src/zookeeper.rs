@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::fs::File;
 use std::io;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -43,8 +43,8 @@ pub struct Builder {
     system_properties: Vec<(String, String)>,
     /// Whether every member has a secure (TLS) client port.
     secure: bool,
-    /// The users (name, password) of the JAAS `Server` section for SASL DIGEST-MD5, when SASL is on.
-    sasl_users: Option<Vec<(String, String)>>,
+    /// The JAAS `Server` section, when SASL is on.
+    sasl: Option<ServerSasl>,
     /// Whether the members reach each other through [`PeerLinks`].
     peer_links: bool,
 }
@@ -109,13 +109,27 @@ impl Builder {
     /// offered, not required: add `sessionRequireClientSASLAuth=true`, or `enforce.auth.enabled=true` with
     /// `enforce.auth.schemes`, with [`Builder::config`].
     pub fn sasl_digest_users(mut self, users: &[(&str, &str)]) -> Self {
-        self.sasl_users = Some(
+        self.sasl = Some(ServerSasl::Digest(
             users
                 .iter()
                 .map(|(user, password)| (user.to_string(), password.to_string()))
                 .collect(),
-        );
+        ));
         self
+    }
+
+    /// Turns SASL with Kerberos (GSSAPI) on, as a kerberized ZooKeeper deployment does: a JAAS file whose `Server`
+    /// section's `Krb5LoginModule` logs in as `principal` (`zookeeper/localhost@REALM`, the name clients ask the KDC
+    /// a ticket for: service `zookeeper`, the host they connect to) with the keys of `keytab`; `krb5_conf` (e.g.
+    /// [`crate::kdc::Kdc::krb5_conf`]) names the KDC (`-Djava.security.krb5.conf`); and `authProvider.1` as for
+    /// [`Builder::sasl_digest_users`]. Clients that authenticate get the id `sasl:PRINCIPAL` (with its realm: no
+    /// `kerberos.removeRealmFromPrincipal`). SASL is offered, not required, unless configured as for DIGEST-MD5.
+    pub fn sasl_kerberos(mut self, principal: &str, keytab: &Path, krb5_conf: &Path) -> Self {
+        self.sasl = Some(ServerSasl::Kerberos {
+            principal: principal.to_owned(),
+            keytab: keytab.to_owned(),
+        });
+        self.system_property("java.security.krb5.conf", &krb5_conf.display().to_string())
     }
 
     /// Launches every member and blocks until all of them serve: a standalone server reports
@@ -173,9 +187,13 @@ impl Builder {
             .map_err(StartFailure::other)?;
         let mut settings = self.settings.clone();
         let mut system_properties = self.system_properties.clone();
-        if let Some(users) = &self.sasl_users {
+        if let Some(sasl) = &self.sasl {
             let jaas = dir.path().join("jaas.conf");
-            std::fs::write(&jaas, jaas_server_section(users)).map_err(StartFailure::other)?;
+            let text = match sasl {
+                ServerSasl::Digest(users) => jaas_server_section(users),
+                ServerSasl::Kerberos { principal, keytab } => jaas_kerberos_section(principal, keytab),
+            };
+            std::fs::write(&jaas, text).map_err(StartFailure::other)?;
             system_properties.push((
                 "java.security.auth.login.config".to_owned(),
                 jaas.display().to_string(),
@@ -223,6 +241,24 @@ impl Builder {
         tracing::info!(connect = %zookeeper.connect_string(), "real ZooKeeper serving");
         Ok(zookeeper)
     }
+}
+
+/// The SASL of a real ZooKeeper's JAAS `Server` section.
+#[derive(Clone, Debug)]
+enum ServerSasl {
+    /// DIGEST-MD5 with these users (name, password).
+    Digest(Vec<(String, String)>),
+    /// Kerberos: the server's principal and its keytab.
+    Kerberos { principal: String, keytab: PathBuf },
+}
+
+/// A JAAS file whose `Server` section logs ZooKeeper's server in to Kerberos as `principal` with `keytab`.
+fn jaas_kerberos_section(principal: &str, keytab: &Path) -> String {
+    format!(
+        "Server {{\n    com.sun.security.auth.module.Krb5LoginModule required\n    useKeyTab=true\n    \
+         keyTab=\"{}\"\n    storeKey=true\n    useTicketCache=false\n    principal=\"{principal}\";\n}};\n",
+        keytab.display()
+    )
 }
 
 /// A JAAS file whose `Server` section (the one ZooKeeper's server reads) lets `users` in with DIGEST-MD5.
@@ -285,7 +321,7 @@ impl ZooKeeper {
             start_timeout: DEFAULT_START_TIMEOUT,
             system_properties: Vec::new(),
             secure: false,
-            sasl_users: None,
+            sasl: None,
             peer_links: false,
         }
     }

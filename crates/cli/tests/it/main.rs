@@ -11,6 +11,8 @@ mod elect_expiry;
 mod foreign;
 mod input;
 mod interop;
+#[cfg(feature = "sasl-gssapi")]
+mod kerberos;
 mod logs;
 mod manual;
 mod metrics;

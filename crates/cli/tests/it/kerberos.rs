@@ -1,0 +1,295 @@
+//! Kerberos from the command line (`--sasl gssapi`, zklock-cli's `sasl-gssapi` feature) against a real MIT KDC and
+//! real ZooKeeper 3.8 whose JAAS `Server` section logs in with `Krb5LoginModule` as `zookeeper/localhost`, and that
+//! serves only authenticated sessions: `zklock run --sasl gssapi --connect localhost:PORT` takes its lock and runs
+//! its command with bob's ticket (from the ticket cache, `KRB5CCNAME`, or from `--keytab`); the nodes it creates
+//! under `--acl creator` are `sasl:bob@REALM`'s, refused (`NoAuth`) to a session of another identity, which may
+//! use them under `--acl world` (the negative control); without a ticket, or as a principal the ticket is not,
+//! zklock fails at once with exit 3 and says why.
+//!
+//! One KDC and one JVM for the file. The server requires authentication by SASL or digest
+//! (`enforce.auth.schemes=sasl,digest`), so that an authenticated session of another identity (digest) can be
+//! shown what the ACL keeps from it; an unauthenticated session can do nothing at all (checked too).
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use zklock_testkit::kdc::Kdc;
+use zklock_testkit::{unique_path, ZooKeeper};
+use zookeeper_client::{self as zk, Acl, AuthId, Client, Permission};
+
+use crate::support::*;
+
+const REALM: &str = "ZKLOCK.TEST";
+
+/// The file's realm and server.
+struct Kerberized {
+    kdc: Kdc,
+    zookeeper: ZooKeeper,
+    /// bob's keytab.
+    bob_keytab: PathBuf,
+    /// A ticket cache holding bob's ticket (`kinit -kt`).
+    bob_ccache: PathBuf,
+}
+
+impl Kerberized {
+    /// The connect string, with the host name of the server's principal (zookeeper/localhost).
+    fn hosts(&self) -> String {
+        format!("localhost:{}", self.zookeeper.member_addr(0).port())
+    }
+}
+
+fn kerberized() -> &'static Kerberized {
+    static SETUP: OnceLock<Result<Kerberized, String>> = OnceLock::new();
+    let setup = SETUP.get_or_init(|| {
+        let kdc = Kdc::start(REALM).map_err(|err| format!("the KDC: {err}"))?;
+        let server_keytab = kdc
+            .add_principal("zookeeper/localhost")
+            .map_err(|err| err.to_string())?;
+        let bob_keytab = kdc.add_principal("bob").map_err(|err| err.to_string())?;
+        let bob_ccache = kdc.dir().join("bob.ccache");
+        kdc.kinit("bob", &bob_keytab, &bob_ccache)
+            .map_err(|err| err.to_string())?;
+        let zookeeper = ZooKeeper::builder()
+            .sasl_kerberos(
+                &format!("zookeeper/localhost@{REALM}"),
+                &server_keytab,
+                kdc.krb5_conf(),
+            )
+            .config("enforce.auth.enabled", "true")
+            .config("enforce.auth.schemes", "sasl,digest")
+            .start()
+            .map_err(|err| format!("the kerberized ZooKeeper: {err}"))?;
+        Ok(Kerberized {
+            kdc,
+            zookeeper,
+            bob_keytab,
+            bob_ccache,
+        })
+    });
+    match setup {
+        Ok(setup) => setup,
+        Err(err) => panic!("cannot set up Kerberos: {err}"),
+    }
+}
+
+async fn setup() -> &'static Kerberized {
+    tokio::task::spawn_blocking(kerberized).await.unwrap()
+}
+
+/// `zklock` with `args` and the realm's `krb5.conf`, the ticket cache `ccache` (a file that need not exist), and
+/// no credentials from the test's own environment.
+fn command(setup: &Kerberized, ccache: &std::path::Path, args: &[&str]) -> tokio::process::Command {
+    let mut command = zklock(args);
+    for name in [
+        "ZKLOCK_AUTH",
+        "ZKLOCK_SASL",
+        "ZKLOCK_SASL_PASSWORD",
+        "ZKLOCK_KEYTAB",
+        "ZKLOCK_TLS_CA",
+        "ZKLOCK_TLS_CERT",
+        "ZKLOCK_TLS_KEY",
+        "KRB5_CLIENT_KTNAME",
+    ] {
+        command.env_remove(name);
+    }
+    command
+        .env("KRB5_CONFIG", setup.kdc.krb5_conf())
+        .env("KRB5CCNAME", format!("FILE:{}", ccache.display()));
+    command
+}
+
+/// Runs `command` to completion (bounded), and how long it took.
+async fn finish(command: &mut tokio::process::Command) -> (std::process::Output, Duration) {
+    let started = Instant::now();
+    let out = tokio::time::timeout(EVENTUALLY, command.output())
+        .await
+        .expect("zklock did not finish")
+        .expect("run zklock");
+    (out, started.elapsed())
+}
+
+/// `zklock run --sasl SASL` under `--acl ACL` whose command prints its lock node, with bob's ticket cache.
+async fn run_as_bob(setup: &Kerberized, sasl: &str, path: &str, acl: &str) -> std::process::Output {
+    let hosts = setup.hosts();
+    finish(&mut command(
+        setup,
+        &setup.bob_ccache,
+        &[
+            "--connect",
+            &hosts,
+            "run",
+            "--sasl",
+            sasl,
+            "--acl",
+            acl,
+            path,
+            "--",
+            "sh",
+            "-c",
+            "echo \"held $ZKLOCK_NODE\"",
+        ],
+    ))
+    .await
+    .0
+}
+
+/// A session authenticated with digest (an identity other than bob's).
+async fn digest_client(hosts: &str) -> Client {
+    Client::connector()
+        .with_session_timeout(Duration::from_secs(10))
+        .with_auth("digest", b"eve:eve-password")
+        .connect(hosts)
+        .await
+        .expect("connect with digest")
+}
+
+/// Whether `client` may create a child of `path`.
+async fn create_in(client: &Client, path: &str, name: &str) -> Result<(), zk::Error> {
+    client
+        .create(
+            &format!("{path}/{name}"),
+            b"",
+            &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all()),
+        )
+        .await
+        .map(drop)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_with_kerberos_runs_and_creator_acl_is_the_principals() {
+    let setup = setup().await;
+    let path = unique_path("cli-krb-creator");
+    let out = run_as_bob(setup, "gssapi", &path, "creator").await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("held "), "{}", text(&out.stdout));
+
+    // `--acl creator` under Kerberos is sasl:bob@REALM, plus world:r that --parent-acl adds by default.
+    let eve = digest_client(&setup.hosts()).await;
+    let (acl, _) = eve.get_acl(&path).await.expect("read the ACL");
+    let bob = AuthId::new("sasl", &format!("bob@{REALM}"));
+    assert!(acl.contains(&Acl::new(Permission::ALL, bob.clone())), "{acl:?}");
+    assert!(
+        !acl.iter()
+            .any(|entry| entry.permission().has(Permission::CREATE) && entry.auth_id() != &bob),
+        "{acl:?}"
+    );
+    let created = create_in(&eve, &path, "intruder").await;
+    assert!(matches!(created, Err(zk::Error::NoAuth)), "{created:?}");
+
+    // An unauthenticated session is not served at all.
+    let anonymous = Client::connector()
+        .with_session_timeout(Duration::from_secs(10))
+        .connect(&setup.hosts())
+        .await;
+    let refused = match anonymous {
+        Err(err) => Err(err),
+        Ok(client) => client.get_children("/").await.map(drop),
+    };
+    assert!(refused.is_err(), "an unauthenticated session was served");
+}
+
+/// The negative control of the test above: under `--acl world` the same digest session may queue, so the `NoAuth`
+/// there comes from the ACL, not from how that session connects.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_with_kerberos_and_world_acl_lets_others_in() {
+    let setup = setup().await;
+    let path = unique_path("cli-krb-world");
+    let out = run_as_bob(setup, &format!("gssapi:bob@{REALM}"), &path, "world").await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let eve = digest_client(&setup.hosts()).await;
+    create_in(&eve, &path, "eve")
+        .await
+        .expect("eve creates in a world directory");
+}
+
+/// `--keytab`: no ticket cache at all, bob's keys instead; and the ticket cache is left alone (none is written).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_with_a_keytab_needs_no_ticket_cache() {
+    let setup = setup().await;
+    let path = unique_path("cli-krb-keytab");
+    let empty = tempfile::tempdir().unwrap();
+    let ccache = empty.path().join("none");
+    let hosts = setup.hosts();
+    let keytab = setup.bob_keytab.display().to_string();
+    let (out, _) = finish(&mut command(
+        setup,
+        &ccache,
+        &[
+            "--connect",
+            &hosts,
+            "run",
+            "--sasl",
+            "gssapi",
+            "--keytab",
+            &keytab,
+            "--acl",
+            "creator",
+            &path,
+            "--",
+            "true",
+        ],
+    ))
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(!ccache.exists(), "zklock wrote the ticket cache");
+    let (acl, _) = digest_client(&hosts).await.get_acl(&path).await.unwrap();
+    assert!(
+        acl.contains(&Acl::new(
+            Permission::ALL,
+            AuthId::new("sasl", &format!("bob@{REALM}"))
+        )),
+        "{acl:?}"
+    );
+}
+
+/// Without a ticket (an empty ticket cache, no keytab) zklock fails at once with exit 3 and says so, and the
+/// command does not run; as a principal the ticket is not (`gssapi:alice@REALM` with bob's ticket), likewise.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_ticket_or_as_another_principal_zklock_fails_fast() {
+    let setup = setup().await;
+    let hosts = setup.hosts();
+    let marker = tempfile::NamedTempFile::new().unwrap();
+    let touch = format!("echo ran > {}", marker.path().display());
+    let empty = tempfile::tempdir().unwrap();
+    let no_ticket = empty.path().join("none");
+    let path = unique_path("cli-krb-refused");
+    let alice = format!("gssapi:alice@{REALM}");
+    for (sasl, ccache, why) in [
+        ("gssapi", &no_ticket, "no Kerberos ticket: kinit, or --keytab"),
+        (
+            alice.as_str(),
+            &setup.bob_ccache,
+            "did not authenticate us with SASL as alice@",
+        ),
+    ] {
+        let (out, took) = finish(&mut command(
+            setup,
+            ccache,
+            &[
+                "--connect",
+                &hosts,
+                "run",
+                "--session-timeout",
+                "30s",
+                "--sasl",
+                sasl,
+                &path,
+                "--",
+                "sh",
+                "-c",
+                &touch,
+            ],
+        ))
+        .await;
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{sasl}: {stderr}");
+        assert!(stderr.contains(why), "{sasl}: {stderr}");
+        assert!(took < Duration::from_secs(30), "{sasl}: took {took:?}");
+        assert_eq!(
+            std::fs::read_to_string(marker.path()).unwrap(),
+            "",
+            "{sasl}: the command ran"
+        );
+    }
+}
