@@ -504,10 +504,14 @@ pub async fn connect(hosts: &str, session_timeout: f64, security: &Security) -> 
                 sasl.mechanism.name(),
                 sasl.who(),
                 match sasl.mechanism {
-                    SaslMechanism::DigestMd5 =>
-                        "a wrong password, or a user its JAAS Server section does not know",
-                    SaslMechanism::Gssapi =>
-                        "its JAAS Server section logs in to another realm, or has no Krb5LoginModule",
+                    SaslMechanism::DigestMd5 => {
+                        "a wrong password, or a user its JAAS Server section does not know".to_owned()
+                    }
+                    SaslMechanism::Gssapi => format!(
+                        "the server could not accept our ticket for {}/HOST: its JAAS Server section logs in as \
+                         another principal or with an outdated keytab, or it has no Krb5LoginModule",
+                        sasl.service
+                    ),
                 }
             )
         }

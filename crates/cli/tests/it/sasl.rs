@@ -49,6 +49,7 @@ fn command(args: &[&str]) -> tokio::process::Command {
         "ZKLOCK_AUTH",
         "ZKLOCK_SASL",
         "ZKLOCK_SASL_PASSWORD",
+        "ZKLOCK_KEYTAB",
         "ZKLOCK_TLS_CA",
         "ZKLOCK_TLS_CERT",
         "ZKLOCK_TLS_KEY",
@@ -313,14 +314,27 @@ async fn every_connecting_command_takes_sasl_and_the_password_file() {
 }
 
 /// Usage errors (exit 2) before connecting: no password, a password on the command line, an unsupported
-/// mechanism, a service name DIGEST-MD5 cannot speak for.
+/// mechanism, a service name DIGEST-MD5 cannot speak for, a keytab for DIGEST-MD5; GSSAPI in a binary built
+/// without the `sasl-gssapi` feature (with it: an unreadable keytab).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sasl_usage_errors_exit_2() {
     let path = unique_path("cli-sasl-usage");
-    let cases: [(&[&str], &str); 5] = [
+    let gssapi: (&[&str], &str) = if cfg!(feature = "sasl-gssapi") {
+        (
+            &["--sasl", "gssapi", "--keytab", "/nonexistent/bob.keytab"],
+            "--keytab /nonexistent/bob.keytab: No such file",
+        )
+    } else {
+        (&["--sasl", "gssapi"], "built without Kerberos")
+    };
+    let cases: [(&[&str], &str); 6] = [
         (&["--sasl", "digest-md5:bob"], "needs its password"),
         (&["--sasl", "digest-md5:bob:hunter2"], "never on the command line"),
-        (&["--sasl", "gssapi"], "not supported yet"),
+        gssapi,
+        (
+            &["--sasl", "digest-md5:bob", "--keytab", "/nonexistent/bob.keytab"],
+            "a keytab is for --sasl gssapi",
+        ),
         (&["--sasl", "plain:bob"], "expected digest-md5:USER"),
         (
             &["--sasl", "digest-md5:bob", "--sasl-service", "zk"],
