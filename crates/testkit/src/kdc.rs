@@ -77,7 +77,7 @@ impl Kdc {
             "kdb5_util",
             &["create", "-s", "-r", realm, "-P", "zklock-test-master"],
         )?;
-        let mut command = Command::new("krb5kdc");
+        let mut command = Command::new(program("krb5kdc"));
         command.args(["-n", "-r", realm]);
         kdc.configure(&mut command);
         command
@@ -159,7 +159,7 @@ impl Kdc {
     /// `kinit` fails; its stderr is in the error.
     pub fn kinit(&self, name: &str, keytab: &Path, ccache: &Path) -> io::Result<()> {
         let principal = format!("{name}@{}", self.realm);
-        let mut command = Command::new("kinit");
+        let mut command = Command::new(program("kinit"));
         command
             .args(["-kt"])
             .arg(keytab)
@@ -177,7 +177,7 @@ impl Kdc {
 
     /// Runs a Kerberos administration program.
     fn run(&self, program: &str, args: &[&str]) -> io::Result<()> {
-        let mut command = Command::new(program);
+        let mut command = Command::new(self::program(program));
         command.args(args);
         self.output(command, program).map(drop)
     }
@@ -213,6 +213,17 @@ impl Drop for Kdc {
             let _ = child.kill();
             let _ = child.wait();
         }
+    }
+}
+
+/// The Kerberos program `name`: in /usr/sbin (krb5kdc, kdb5_util, kadmin.local), which is not in every user's
+/// `PATH`, or else wherever `PATH` finds it.
+fn program(name: &str) -> PathBuf {
+    let sbin = Path::new("/usr/sbin").join(name);
+    if sbin.exists() {
+        sbin
+    } else {
+        PathBuf::from(name)
     }
 }
 
