@@ -244,31 +244,41 @@ async fn run_with_a_keytab_needs_no_ticket_cache() {
 }
 
 /// Without a ticket (an empty ticket cache, no keytab) zklock fails at once with exit 3 and says so, and the
-/// command does not run; as a principal the ticket is not (`gssapi:alice@REALM` with bob's ticket), likewise.
+/// command does not run; likewise as a principal the ticket is not (`gssapi:alice@REALM` with bob's ticket), and
+/// when connecting to 127.0.0.1, for which the KDC has no service principal (zookeeper/127.0.0.1).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_ticket_or_as_another_principal_zklock_fails_fast() {
     let setup = setup().await;
-    let hosts = setup.hosts();
+    let localhost = setup.hosts();
+    let address = setup.zookeeper.member_addr(0).to_string();
     let marker = tempfile::NamedTempFile::new().unwrap();
     let touch = format!("echo ran > {}", marker.path().display());
     let empty = tempfile::tempdir().unwrap();
     let no_ticket = empty.path().join("none");
     let path = unique_path("cli-krb-refused");
     let alice = format!("gssapi:alice@{REALM}");
-    for (sasl, ccache, why) in [
-        ("gssapi", &no_ticket, "no Kerberos ticket: kinit, or --keytab"),
+    let unknown_service = format!("Server zookeeper/127.0.0.1@{REALM} not found in Kerberos database");
+    for (hosts, sasl, ccache, why) in [
         (
+            &localhost,
+            "gssapi",
+            &no_ticket,
+            "no Kerberos ticket: kinit, or --keytab",
+        ),
+        (
+            &localhost,
             alice.as_str(),
             &setup.bob_ccache,
             "did not authenticate us with SASL as alice@",
         ),
+        (&address, "gssapi", &setup.bob_ccache, unknown_service.as_str()),
     ] {
         let (out, took) = finish(&mut command(
             setup,
             ccache,
             &[
                 "--connect",
-                &hosts,
+                hosts,
                 "run",
                 "--session-timeout",
                 "30s",
@@ -283,9 +293,9 @@ async fn without_a_ticket_or_as_another_principal_zklock_fails_fast() {
         ))
         .await;
         let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(3), "{sasl}: {stderr}");
-        assert!(stderr.contains(why), "{sasl}: {stderr}");
-        assert!(took < Duration::from_secs(30), "{sasl}: took {took:?}");
+        assert_eq!(out.status.code(), Some(3), "{hosts} {sasl}: {stderr}");
+        assert!(stderr.contains(why), "{hosts} {sasl}: {stderr}");
+        assert!(took < Duration::from_secs(30), "{hosts} {sasl}: took {took:?}");
         assert_eq!(
             std::fs::read_to_string(marker.path()).unwrap(),
             "",
