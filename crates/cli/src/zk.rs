@@ -678,6 +678,10 @@ async fn kerberos_failure(_hosts: &str, _security: &Security) -> Option<String> 
     None
 }
 
+/// What [`gssapi_failure`] says of an expired ticket.
+#[cfg(feature = "sasl-gssapi")]
+const EXPIRED: &str = "no Kerberos ticket: the one in the ticket cache has expired: kinit again, or --keytab";
+
 /// See [`kerberos_failure`].
 #[cfg(feature = "sasl-gssapi")]
 fn gssapi_failure(service: &str, host: &str) -> Option<String> {
@@ -696,6 +700,10 @@ fn gssapi_failure(service: &str, host: &str) -> Option<String> {
             ))
         }
     };
+    // MIT Kerberos hands out the credentials of a ticket cache whose ticket has expired, with no time left.
+    if credentials.lifetime().map_or(true, |left| left.is_zero()) {
+        return Some(EXPIRED.to_owned());
+    }
     let target = Name::new(
         format!("{service}@{host}").as_bytes(),
         Some(&GSS_NT_HOSTBASED_SERVICE),
@@ -709,6 +717,7 @@ fn gssapi_failure(service: &str, host: &str) -> Option<String> {
     );
     match context.step(None, None) {
         Ok(_) => None,
+        Err(err) if err.to_string().contains("Ticket expired") => Some(EXPIRED.to_owned()),
         Err(err) => Some(format!(
             "Kerberos cannot authenticate us to the service {service}/{host} (the host as --connect names it; \
              --sasl-service names the service): {}",

@@ -158,8 +158,55 @@ impl Kdc {
     /// # Errors
     /// `kinit` fails; its stderr is in the error.
     pub fn kinit(&self, name: &str, keytab: &Path, ccache: &Path) -> io::Result<()> {
+        self.kinit_for(name, keytab, ccache, None)
+    }
+
+    /// [`Kdc::kinit`] with a ticket that expires after `lifetime` (whole seconds, `kinit -l`), and returns once it
+    /// has expired (`klist -s` fails; polled, bounded by `lifetime` + 30 s): a ticket cache holding only an
+    /// expired ticket.
+    ///
+    /// # Errors
+    /// `kinit` fails, or the ticket is still valid 30 s after it should have expired.
+    pub fn kinit_expired(
+        &self,
+        name: &str,
+        keytab: &Path,
+        ccache: &Path,
+        lifetime: Duration,
+    ) -> io::Result<()> {
+        self.kinit_for(name, keytab, ccache, Some(lifetime))?;
+        let deadline = Instant::now() + lifetime + START_TIMEOUT;
+        loop {
+            let mut klist = Command::new(program("klist"));
+            klist
+                .arg("-s")
+                .env("KRB5CCNAME", format!("FILE:{}", ccache.display()))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            self.configure(&mut klist);
+            if !klist.status()?.success() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(io::Error::other("the ticket did not expire"));
+            }
+            std::thread::sleep(POLL_INTERVAL);
+        }
+    }
+
+    fn kinit_for(
+        &self,
+        name: &str,
+        keytab: &Path,
+        ccache: &Path,
+        lifetime: Option<Duration>,
+    ) -> io::Result<()> {
         let principal = format!("{name}@{}", self.realm);
         let mut command = Command::new(program("kinit"));
+        if let Some(lifetime) = lifetime {
+            command.arg("-l").arg(format!("{}s", lifetime.as_secs().max(1)));
+        }
         command
             .args(["-kt"])
             .arg(keytab)

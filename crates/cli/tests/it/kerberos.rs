@@ -243,7 +243,7 @@ async fn run_with_a_keytab_needs_no_ticket_cache() {
     );
 }
 
-/// Without a ticket (an empty ticket cache, no keytab) zklock fails at once with exit 3 and says so, and the
+/// Without a ticket (an empty ticket cache, or one whose ticket has expired, no keytab) zklock fails at once with exit 3 and says so, and the
 /// command does not run; likewise as a principal the ticket is not (`gssapi:alice@REALM` with bob's ticket), and
 /// when connecting to 127.0.0.1, for which the KDC has no service principal (zookeeper/127.0.0.1).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -258,6 +258,14 @@ async fn without_a_ticket_or_as_another_principal_zklock_fails_fast() {
     let path = unique_path("cli-krb-refused");
     let alice = format!("gssapi:alice@{REALM}");
     let unknown_service = format!("Server zookeeper/127.0.0.1@{REALM} not found in Kerberos database");
+    let expired = empty.path().join("expired");
+    let kdc = &setup.kdc;
+    let keytab = setup.bob_keytab.clone();
+    let ccache = expired.clone();
+    tokio::task::spawn_blocking(move || kdc.kinit_expired("bob", &keytab, &ccache, Duration::from_secs(1)))
+        .await
+        .unwrap()
+        .expect("an expired ticket");
     for (hosts, sasl, ccache, why) in [
         (
             &localhost,
