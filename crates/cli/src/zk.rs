@@ -9,7 +9,10 @@
 //! failure (exit 3), told on connecting.
 //!
 //! SASL (`--sasl digest-md5:USER`) takes its password from [`SASL_PASSWORD_ENV`] or `--sasl-password-file`, read
-//! here too; zookeeper-client runs the handshake when it connects, before any request.
+//! here too; zookeeper-client runs the handshake when it connects, before any request. Kerberos (`--sasl
+//! gssapi[:PRINCIPAL]`, the `sasl-gssapi` feature) takes its ticket from the ticket cache or `--keytab`
+//! ([`use_keytab`]); when its handshake cannot start (no ticket), zookeeper-client says only `NoHosts`, and
+//! [`kerberos_failure`] asks GSSAPI why.
 
 use std::path::Path;
 use std::time::Duration;

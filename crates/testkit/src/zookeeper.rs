@@ -622,4 +622,14 @@ mod tests {
              user_alice=\"s3cret\";\n};\n"
         );
     }
+
+    #[test]
+    fn the_kerberos_server_section_logs_in_with_the_keytab() {
+        assert_eq!(
+            jaas_kerberos_section("zookeeper/localhost@ZKLOCK.TEST", Path::new("/k/zk.keytab")),
+            "Server {\n    com.sun.security.auth.module.Krb5LoginModule required\n    useKeyTab=true\n    \
+             keyTab=\"/k/zk.keytab\"\n    storeKey=true\n    useTicketCache=false\n    \
+             principal=\"zookeeper/localhost@ZKLOCK.TEST\";\n};\n"
+        );
+    }
 }
