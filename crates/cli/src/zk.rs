@@ -179,7 +179,7 @@ fn gssapi_options(_args: &SecurityArgs) -> Result<SaslOptions> {
 /// Makes MIT Kerberos log in with `keytab` (its client keytab, `KRB5_CLIENT_KTNAME`) into a ticket cache in this
 /// process's memory (`KRB5CCNAME=MEMORY:`), so that neither a ticket cache of the user's is used nor one written.
 /// GSSAPI reads both variables whenever it acquires credentials, so they are set in our environment: once, the
-/// first time (in `main`, before any runtime's thread is started, for every command but `bench`).
+/// first time (in `main`'s `before_connecting`, before any runtime's thread is started).
 #[cfg(feature = "sasl-gssapi")]
 fn use_keytab(keytab: &Path) {
     static ONCE: std::sync::Once = std::sync::Once::new();
