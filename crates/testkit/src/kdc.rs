@@ -17,6 +17,7 @@ use tempfile::TempDir;
 
 use crate::ports::free_port;
 use crate::spawn::spawn_tied_to_process;
+use crate::tempdirs::instance_dir;
 
 /// How long the KDC may take to listen.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -35,7 +36,8 @@ pub struct Kdc {
 }
 
 impl Kdc {
-    /// Creates a realm (`kdb5_util create -s`) in a new temporary directory and starts its KDC on a free port of
+    /// Creates a realm (`kdb5_util create -s`) in a new temporary directory (removed on drop, or by the next
+    /// testkit instance once this process is gone) and starts its KDC on a free port of
     /// 127.0.0.1 (TCP; clients are told to use TCP only, `udp_preference_limit = 1`). Returns once the KDC accepts
     /// connections.
     ///
@@ -43,7 +45,8 @@ impl Kdc {
     /// The Kerberos programs are missing (`apt-get install krb5-kdc krb5-admin-server krb5-user`), fail (their
     /// stderr is in the error), or the KDC does not listen within 30 s.
     pub fn start(realm: &str) -> io::Result<Kdc> {
-        let dir = tempfile::Builder::new().prefix("zklock-kdc-").tempdir()?;
+        // Swept when its owner is gone, as ZooKeeper's are: a KDC kept in a static never drops.
+        let dir = instance_dir()?;
         let port = free_port()?;
         let root = dir.path();
         let krb5_conf = root.join("krb5.conf");

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use tempfile::TempDir;
 
-/// Creates a fresh directory for one ZooKeeper instance, removed when the returned guard drops.
+/// Creates a fresh directory for one ZooKeeper instance (or KDC), removed when the returned guard drops.
 pub(crate) fn instance_dir() -> io::Result<TempDir> {
     let root = std::env::temp_dir().join("zklock-testkit");
     std::fs::create_dir_all(&root)?;
