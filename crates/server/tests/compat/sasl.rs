@@ -14,7 +14,7 @@ use zklock_server::Server;
 use zklock_testkit::ZooKeeper;
 use zookeeper_client as zk;
 
-use crate::support::WAIT;
+use crate::support::{acl_of, outcome, who, WAIT};
 use crate::wire::Session;
 
 const USERS: &[(&str, &str)] = &[
@@ -203,37 +203,6 @@ async fn client(addr: SocketAddr, sasl: Option<(&str, &str)>) -> Result<zk::Clie
     tokio::time::timeout(WAIT, connector.connect(&addr.to_string()))
         .await
         .expect("connect or fail in time")
-}
-
-fn outcome<T>(result: Result<T, zk::Error>) -> String {
-    match result {
-        Ok(_) => "ok".into(),
-        Err(e) => format!("{e:?}"),
-    }
-}
-
-async fn acl_of(client: &zk::Client, path: &str) -> String {
-    match client.get_acl(path).await {
-        Ok((acl, _)) => format!(
-            "{:?}",
-            acl.iter()
-                .map(|a| format!("{}:{}:{:?}", a.scheme(), a.id(), a.permission()))
-                .collect::<Vec<_>>()
-        ),
-        Err(e) => format!("{e:?}"),
-    }
-}
-
-async fn who(client: &zk::Client) -> String {
-    let mut ids: Vec<String> = client
-        .list_auth_users()
-        .await
-        .unwrap()
-        .iter()
-        .map(|u| format!("{}:{}", u.scheme(), u.user()))
-        .collect();
-    ids.sort();
-    format!("{ids:?}")
 }
 
 /// The scenario against one server; `required`: SASL is required there.

@@ -15,7 +15,7 @@ use zklock_testkit::certs::{tls_client, tls_options as options, Ca, Identity};
 use zklock_testkit::{keytool, ZooKeeper};
 use zookeeper_client as zk;
 
-use crate::support::WAIT;
+use crate::support::{acl_of, outcome, who, WAIT};
 
 const PASSWORD: &str = "zklock-tls";
 /// The client certificate's subject, most general first; ZooKeeper's x509 id of it is [`CLIENT_ID`].
@@ -116,43 +116,11 @@ async fn plain_client(addr: &str) -> zk::Client {
     .expect("connect")
 }
 
-async fn who(client: &zk::Client) -> String {
-    let mut ids: Vec<String> = client
-        .list_auth_users()
-        .await
-        .unwrap()
-        .iter()
-        .map(|u| format!("{}:{}", u.scheme(), u.user()))
-        .collect();
-    // ZooKeeper keeps a connection's identities in a hash set: their order is not part of the contract.
-    ids.sort();
-    format!("{ids:?}")
-}
-
 /// "ok", or "refused" (how a client learns that depends on its retry settings, not on the server).
 fn connected(result: Result<zk::Client, zk::Error>) -> String {
     match result {
         Ok(_) => "ok".into(),
         Err(_) => "refused".into(),
-    }
-}
-
-fn outcome<T>(result: Result<T, zk::Error>) -> String {
-    match result {
-        Ok(_) => "ok".into(),
-        Err(e) => format!("{e:?}"),
-    }
-}
-
-async fn acl_of(client: &zk::Client, path: &str) -> String {
-    match client.get_acl(path).await {
-        Ok((acl, _)) => format!(
-            "{:?}",
-            acl.iter()
-                .map(|a| format!("{}:{}:{:?}", a.scheme(), a.id(), a.permission()))
-                .collect::<Vec<_>>()
-        ),
-        Err(e) => format!("{e:?}"),
     }
 }
 
