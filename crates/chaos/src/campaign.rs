@@ -356,8 +356,19 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
     }
     let healed_ns = records.iter().map(|r| r.heal_ns).max().unwrap_or(start_ns);
     let recovery_bound = (session + Duration::from_secs(5)).as_nanos() as u64;
-    if let Err(v) = checker::check_recovery(&ops, healed_ns, recovery_bound) {
-        violations.push(v);
+    if healed_ns.saturating_add(recovery_bound) <= until_ns {
+        if let Err(v) = checker::check_recovery(&ops, healed_ns, recovery_bound) {
+            violations.push(v);
+        }
+    } else {
+        // A fault that took long to heal (a JVM restarting on a loaded machine) left the contenders, who stop at
+        // the end, less time than a recovery may take: liveness cannot be judged, which is said, not assumed.
+        eprintln!(
+            "zklock-chaos: liveness not judged: the last fault healed {:.1} s before the end, less than the {:.1} s a \
+             recovery may take",
+            until_ns.saturating_sub(healed_ns) as f64 / 1e9,
+            recovery_bound as f64 / 1e9
+        );
     }
     if exact_fence {
         // A fault's victim learns it lost its lock within a session timeout of the heal.

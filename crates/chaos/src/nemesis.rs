@@ -219,7 +219,7 @@ async fn inject(fault: Fault, hold: Duration, pick: u64, t: &Targets) -> Option<
     let choose = |n: usize| (pick % n.max(1) as u64) as usize;
     let target = match fault {
         Fault::Pause => {
-            let pid = t.contenders.pick_holder(&t.register.inside(), pick)?;
+            let pid = holder_soon(t, pick).await?;
             let target = t.contenders.describe(pid);
             t.contenders.set_paused(pid, true);
             signal(pid, Signal::SIGSTOP);
@@ -304,7 +304,7 @@ async fn inject(fault: Fault, hold: Duration, pick: u64, t: &Targets) -> Option<
             member_links_fault(kind, t, hold, pick).await?
         }
         Fault::PartitionClient => {
-            let pid = t.contenders.pick_holder(&t.register.inside(), pick)?;
+            let pid = holder_soon(t, pick).await?;
             let slot = t.contenders.slot_of(pid)?;
             let what = netfault::partition_client(&t.net, slot, hold).await?;
             format!("{what} ({})", t.contenders.describe(pid))
@@ -552,4 +552,18 @@ async fn ensemble_fault(fault: Fault, t: &Targets, hold: Duration, pick: u64) ->
     .await
     .ok()?;
     result
+}
+
+/// A contender inside its critical section, waited for (polling the register, bounded by 2 s): critical sections
+/// last milliseconds, so a fault aimed at "whoever holds now" would mostly hit one that holds nothing, and a
+/// negative control would then depend on its seed and the machine's load. After the bound, any contender.
+async fn holder_soon(t: &Targets, pick: u64) -> Option<u32> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+    loop {
+        let inside = t.register.inside();
+        if !inside.is_empty() || tokio::time::Instant::now() >= deadline {
+            return t.contenders.pick_holder(&inside, pick);
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
 }

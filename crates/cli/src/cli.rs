@@ -188,6 +188,13 @@ pub enum Command {
     Run(RunArgs),
     /// Run a command only while this process is the elected leader; stop it as soon as leadership is lost.
     ///
+    /// Leadership lost with our ZooKeeper session (it expired, the connection was down longer than the session
+    /// timeout allows, or zklock could not confirm it in time): the command is stopped, zklock makes a new session
+    /// and campaigns again, and runs the command again (with a new, larger ZKLOCK_FENCING_TOKEN) once it leads
+    /// again; --exit-on-expiry exits 4 instead. Leadership taken away (`zklock revoke`, its node deleted, a
+    /// revocation requested): the command is stopped and zklock exits 4. --nonblock and --timeout limit every
+    /// campaign.
+    ///
     /// With --observe, campaign for nothing and print the leader on every change instead. On a terminal the command
     /// gets it as under `zklock run` (see its --help).
     #[command(after_long_help = exit::help(Cmd::Elect))]
@@ -307,6 +314,11 @@ pub struct ElectArgs {
     pub kill_after: f64,
     #[command(flatten)]
     pub describe: DescribeArgs,
+    /// Exit 4 when leadership is lost with our ZooKeeper session (it expired, the connection was down too long, or
+    /// zklock could not confirm it in time), as when it is taken away. Without it zklock stops the command as
+    /// always, then makes a new session and campaigns again, and runs the command again once it leads again.
+    #[arg(long)]
+    pub exit_on_expiry: bool,
     /// Do not campaign and run no command: print the current leader (node, fencing token, session, data; or "no
     /// leader") at once and again on every change, one line each, until SIGINT or SIGTERM (exit 0).
     #[arg(
@@ -318,6 +330,7 @@ pub struct ElectArgs {
             "kill_after",
             "describe",
             "no_describe",
+            "exit_on_expiry",
             "command"
         ]
     )]

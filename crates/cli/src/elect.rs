@@ -1,6 +1,14 @@
 //! `zklock elect PATH -- CMD...`: run a command only while this process is the elected leader. `--nonblock` and
-//! `--timeout` limit the campaign as they limit `run`'s wait; `zklock elect --observe PATH` campaigns for nothing
+//! `--timeout` limit each campaign as they limit `run`'s wait; `zklock elect --observe PATH` campaigns for nothing
 //! and prints the leader on every change.
+//!
+//! A long-running process: its session is a reconnecting [`zklock::Session`]. When leadership is lost with the
+//! ZooKeeper session — it expired, the connection was down past the lost policy, or the watchdog could not confirm
+//! it in time — the command is stopped exactly as when leadership is taken away (SIGTERM, SIGKILL after
+//! `--kill-after`, and we wait for it to exit), what is left of our node is deleted, and we campaign again, on a new
+//! ZooKeeper session once the old one has ended; leading again, we run the command again with the new term's
+//! (larger) fencing token. Leadership taken away — our node deleted (`zklock revoke`), a revocation requested —
+//! still ends the process with [`exit::LOST`], and so does any loss with `--exit-on-expiry`.
 
 use std::io::Write as _;
 use std::time::Duration;
@@ -11,7 +19,7 @@ use zklock::{Error, Leader, LeaderElection};
 
 use crate::cli::ElectArgs;
 use crate::exit::{self, Failure};
-use crate::supervise::{self, Interrupts};
+use crate::supervise::{self, Held, Interrupts};
 
 /// Campaigns, runs the command while leading, and returns the process exit status (or, with `--observe`, follows
 /// the leadership until a signal).
@@ -34,26 +42,115 @@ async fn elect_with(
     client: &zookeeper_client::Client,
     interrupts: &mut Interrupts,
 ) -> exit::Result {
-    let session = crate::zk::session(client, &args.connect.security, &args.acl)?
+    let acls = crate::zk::NodeAcls::from_args(&args.connect.security, &args.acl)?;
+    // `--exit-on-expiry`: the session of `client`, which ends for good when it expires. Otherwise a session whose
+    // first ZooKeeper session is `client`'s and which makes the next one when one ends.
+    let session = if args.exit_on_expiry {
+        zklock::Session::new(client)
+    } else {
+        crate::zk::reconnecting(client, &args.connect).await?
+    };
+    let session = acls
+        .apply(session)
         .with_lost_policy(supervise::lost_policy(client.session_timeout(), args.kill_after));
-    let election = LeaderElection::new(session, &args.path)
+    let election = LeaderElection::new(session.clone(), &args.path)
         .map_err(|err| Failure::new(exit::USAGE, err.to_string()))?
         .with_data(supervise::describe(
             &args.command,
             args.describe.describe.as_deref(),
             args.describe.no_describe,
         ));
+    let result = lead(args, &election, client.session_timeout(), interrupts).await;
+    // `client` is closed by `supervise::with_session`; a later ZooKeeper session is closed here, once every other
+    // handle of it (the session's, the election's) is gone.
+    let newest = session.client().clone();
+    drop((election, session));
+    if newest.session_id() != client.session_id() {
+        crate::zk::close(newest).await;
+    }
+    result
+}
+
+/// Campaigns and runs the command while leading; after leadership lost with the session (unless
+/// `--exit-on-expiry`), campaigns again on the next ZooKeeper session and runs the command again.
+async fn lead(
+    args: &ElectArgs,
+    election: &LeaderElection,
+    session_timeout: Duration,
+    interrupts: &mut Interrupts,
+) -> exit::Result {
+    let what = format!("leadership of {}", args.path);
+    loop {
+        let leadership = campaign(args, election, interrupts).await?;
+        let held = supervise::hold(
+            leadership,
+            &args.path,
+            &what,
+            &args.command,
+            args.kill_after,
+            session_timeout,
+            interrupts,
+        )
+        .await;
+        match held {
+            Held::Ended(result) => return result,
+            Held::SessionLost { result, .. } if args.exit_on_expiry => return result,
+            Held::SessionLost { result, guard } => {
+                // A loss while the command ran was said when it happened; the others are said now.
+                if let Err(failure) = &result {
+                    eprintln!("zklock: {}", failure.message);
+                }
+                if let Some(guard) = guard {
+                    // After a disconnection our node may still be there: it goes before we queue again.
+                    tokio::select! {
+                        released = (*guard).release() => if let Err(err) = released {
+                            eprintln!("zklock: releasing {what}: {err}");
+                        },
+                        signal = interrupts.recv() => {
+                            return Err(supervise::interrupted(
+                                signal,
+                                format!("{signal} while giving up the lost {what}"),
+                            ));
+                        }
+                    }
+                }
+                eprintln!("zklock: campaigning for {} again", args.path);
+            }
+        }
+    }
+}
+
+/// One campaign, limited by `--nonblock` or `--timeout`: waits first for a usable ZooKeeper session, and campaigns
+/// again when the session ends meanwhile (unless `--exit-on-expiry`).
+async fn campaign(
+    args: &ElectArgs,
+    election: &LeaderElection,
+    interrupts: &mut Interrupts,
+) -> exit::Result<zklock::Leadership> {
+    let reconnects = election.session().is_reconnecting();
     let campaign = async {
-        if args.nonblock {
-            election.try_campaign().await
-        } else if let Some(secs) = args.timeout {
-            // Finite and at most a year: checked by `values::seconds`.
-            election
-                .campaign_timeout(Duration::from_secs_f64(secs))
-                .await
-                .map(Some)
-        } else {
-            election.campaign().await.map(Some)
+        loop {
+            election.session().ready().await?;
+            let campaign = if args.nonblock {
+                election.try_campaign().await
+            } else if let Some(secs) = args.timeout {
+                // Finite and at most a year: checked by `values::seconds`.
+                election
+                    .campaign_timeout(Duration::from_secs_f64(secs))
+                    .await
+                    .map(Some)
+            } else {
+                election.campaign().await.map(Some)
+            };
+            match campaign {
+                Err(Error::SessionExpired | Error::AuthFailed) if reconnects => {
+                    eprintln!(
+                        "zklock: the ZooKeeper session ended while campaigning for {}; campaigning again",
+                        args.path
+                    );
+                }
+                campaign => return campaign,
+            }
         }
     };
     // Dropping the campaign on a signal withdraws our candidacy; so do a failed `try_campaign` and a timed-out
@@ -64,14 +161,14 @@ async fn elect_with(
             return Err(supervise::interrupted(signal, format!("{signal} while campaigning for {}", args.path)));
         }
     };
-    let leadership = match campaign {
-        Ok(Some(leadership)) => leadership,
+    match campaign {
+        Ok(Some(leadership)) => Ok(leadership),
         Ok(None) => {
             let message = format!(
                 "another candidate leads {} or is queued ahead of us (--nonblock)",
                 args.path
             );
-            return Err(Failure::conflict(args.conflict.status(), message));
+            Err(Failure::conflict(args.conflict.status(), message))
         }
         Err(Error::Timeout) => {
             let message = format!(
@@ -79,29 +176,18 @@ async fn elect_with(
                 args.timeout.unwrap_or_default(),
                 args.path
             );
-            return Err(Failure::conflict(args.conflict.status(), message));
+            Err(Failure::conflict(args.conflict.status(), message))
         }
-        Err(err @ Error::InUse { .. }) => return Err(supervise::in_use(&err, "zklock elect")),
+        Err(err @ Error::InUse { .. }) => Err(supervise::in_use(&err, "zklock elect")),
         Err(err) => {
             let message = format!(
                 "cannot campaign for {}: {err}{}",
                 args.path,
                 crate::zk::refused(&err)
             );
-            return Err(Failure::new(exit::FAILURE, message));
+            Err(Failure::new(exit::FAILURE, message))
         }
-    };
-    let what = format!("leadership of {}", args.path);
-    supervise::run_while_held(
-        leadership,
-        &args.path,
-        &what,
-        &args.command,
-        args.kill_after,
-        client.session_timeout(),
-        interrupts,
-    )
-    .await
+    }
 }
 
 /// `--observe`: the leader now and after every change, one line each, until SIGINT or SIGTERM, or until the reader

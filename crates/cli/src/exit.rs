@@ -37,7 +37,7 @@
 //! | 3 | counter | ZooKeeper cannot be reached or fails; set, add: also when the session ended before the outcome of the change was known (it happened once or not at all, as the message says) |
 //! | 3 | run, elect, status, demo, bench, revoke, reap, counter | ZooKeeper refused to authenticate us (a refused SASL handshake: a wrong --sasl password or user; credentials of --auth it does not accept) or requires authentication that was not given (a server requiring SASL and no --sasl), or has no SASL though --sasl was given (it would leave the session without the identity): told on connecting, before anything is done |
 //! | 4 | run | the lock (or lease) was lost while the command ran (also: revoked, or a revocation was requested — the lock was then released), or could not be confirmed in time (zklock paused or starved): the command was stopped |
-//! | 4 | elect | leadership was lost while the command ran (also: revoked, or a revocation was requested — it was then given up), or could not be confirmed in time (zklock paused or starved): the command was stopped |
+//! | 4 | elect | leadership was taken away while the command ran (revoked: our node deleted, or a revocation was requested — it was then given up): the command was stopped; with --exit-on-expiry also leadership lost with the session (it expired, or the connection was down too long) or not confirmed in time (zklock paused or starved). Without it zklock stops the command, campaigns again and runs it again |
 //! | 5 | serve | the data directory is in use by another server (it holds the directory's lock file); this one did not start |
 //! | 126 | run, elect | the command cannot be run |
 //! | 127 | run, elect | the command is not found |
@@ -290,8 +290,10 @@ pub const TABLE: &[Row] = &[
     row(
         Code(LOST),
         &[Elect],
-        "leadership was lost while the command ran (also: revoked, or a revocation was requested — it was then \
-         given up), or could not be confirmed in time (zklock paused or starved): the command was stopped",
+        "leadership was taken away while the command ran (revoked: our node deleted, or a revocation was requested \
+         — it was then given up): the command was stopped; with --exit-on-expiry also leadership lost with the \
+         session (it expired, or the connection was down too long) or not confirmed in time (zklock paused or \
+         starved). Without it zklock stops the command, campaigns again and runs it again",
     ),
     row(
         Code(DIR_IN_USE),

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 use tokio::signal::unix::{signal as signal_stream, Signal as SignalStream, SignalKind};
-use zklock::{Guard, LostPolicy};
+use zklock::{Guard, LostPolicy, LostReason};
 
 use zookeeper_client::Client;
 
@@ -306,6 +306,58 @@ pub async fn run_while_held(
     session_timeout: Duration,
     interrupts: &mut Interrupts,
 ) -> exit::Result {
+    match hold(
+        guard,
+        path,
+        what,
+        command,
+        kill_after,
+        session_timeout,
+        interrupts,
+    )
+    .await
+    {
+        Held::Ended(result) => result,
+        // A lost guard goes with the process's session (dropping it deletes its node, if it is still there).
+        Held::SessionLost { result, .. } => result,
+    }
+}
+
+/// How [`hold`] ended.
+pub enum Held {
+    /// For good: the command's status, or the failure that ended it.
+    Ended(exit::Result),
+    /// The guard was lost with its ZooKeeper session — the session expired or its authentication failed, the
+    /// connection was down past the lost policy, or the watchdog could not confirm it in time — and the command
+    /// is gone (stopped, or it ended on its own after the loss). `result` is what
+    /// [`run_while_held`] returns for it (exit 4, said or to be said); `guard` is what is left of the guard, for
+    /// the caller to release (its node may still be there after a disconnection), or `None` once released.
+    SessionLost {
+        result: exit::Result,
+        guard: Option<Box<Guard>>,
+    },
+}
+
+/// Whether a guard lost for `reason` went with its session, rather than by somebody's act (its node deleted).
+fn with_the_session(reason: LostReason) -> bool {
+    matches!(
+        reason,
+        LostReason::SessionExpired | LostReason::Disconnected | LostReason::ClientClosed
+    )
+}
+
+/// [`run_while_held`], telling a guard lost with its session apart ([`Held::SessionLost`]): what `zklock elect`
+/// campaigns again after.
+pub async fn hold(
+    guard: Guard,
+    path: &str,
+    what: &str,
+    command: &[String],
+    kill_after: f64,
+    session_timeout: Duration,
+    interrupts: &mut Interrupts,
+) -> Held {
+    let ended = |result| Held::Ended(result);
     let kill_after = Duration::from_secs_f64(kill_after.max(0.0));
     let deadline = |valid_until: Option<Instant>| {
         valid_until.and_then(|valid_until| watchdog_deadline(valid_until, session_timeout, kill_after))
@@ -327,18 +379,22 @@ pub async fn run_while_held(
             // Fails once the guard is lost: then `lost` completes.
             Ok(()) = validity.changed() => {}
             reason = &mut lost => {
-                return Err(Failure::new(exit::LOST, format!("lost {what} ({reason}) before the command started")));
+                let result = Err(Failure::new(exit::LOST, format!("lost {what} ({reason}) before the command started")));
+                if with_the_session(reason) {
+                    return Held::SessionLost { result, guard: Some(Box::new(guard)) };
+                }
+                return ended(result);
             }
             () = &mut revoked => {
                 let _ = guard.release().await;
-                return Err(Failure::new(
+                return ended(Err(Failure::new(
                     exit::LOST,
                     format!("revocation of {what} was requested before the command started; released it"),
-                ));
+                )));
             }
             signal = interrupts.recv() => {
                 let _ = guard.release().await;
-                return Err(interrupted(signal, format!("{signal} before the command started")));
+                return ended(Err(interrupted(signal, format!("{signal} before the command started"))));
             }
         }
     };
@@ -356,7 +412,10 @@ pub async fn run_while_held(
             } else {
                 exit::CANNOT_RUN
             };
-            return Err(Failure::new(status, format!("cannot run {}: {err}", command[0])));
+            return ended(Err(Failure::new(
+                status,
+                format!("cannot run {}: {err}", command[0]),
+            )));
         }
     };
     tracing::info!(pid = child.pid(), node = %guard.path(), "command started while holding {what}");
@@ -373,7 +432,10 @@ pub async fn run_while_held(
                 // Said now, while the command is still being stopped.
                 eprintln!("zklock: lost {what} ({reason}); stopping the command (pid {})", child.pid());
                 child.stop(kill_after).await;
-                return Ok(exit::LOST);
+                if with_the_session(reason) {
+                    return Held::SessionLost { result: Ok(exit::LOST), guard: Some(Box::new(guard)) };
+                }
+                return ended(Ok(exit::LOST));
             }
             () = &mut revoked => {
                 // Honoured: the command goes first, then the guard, so the next holder's command never overlaps.
@@ -382,27 +444,30 @@ pub async fn run_while_held(
                 if let Err(err) = guard.release().await {
                     eprintln!("zklock: releasing {what}: {err}");
                 }
-                return Ok(exit::LOST);
+                return ended(Ok(exit::LOST));
             }
         }
     };
     // Known only after a successful wait.
     if child.stopped_by_watchdog() {
         let _ = guard.release().await;
-        return Err(Failure::new(
+        let result = Err(Failure::new(
             exit::LOST,
             format!(
                 "could not confirm {what} in time (was zklock paused or starved?); the watchdog stopped the command"
             ),
         ));
+        return Held::SessionLost { result, guard: None };
     }
     if let Err(err) = guard.release().await {
         // A warning: the command's status is what we report.
         eprintln!("zklock: releasing {what}: {err}");
     }
-    exited
-        .map(exit_code)
-        .map_err(|err| Failure::new(exit::LOCAL_FAILURE, format!("waiting for the command: {err}")))
+    ended(
+        exited
+            .map(exit_code)
+            .map_err(|err| Failure::new(exit::LOCAL_FAILURE, format!("waiting for the command: {err}"))),
+    )
 }
 
 #[cfg(test)]

@@ -369,14 +369,6 @@ pub fn session(client: &Client, security: &SecurityArgs, acl: &AclArgs) -> Resul
 /// How long a server may take to accept a TCP connection when we look for why none could be reached.
 const CONNECTION_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Connects with the requested session timeout (`hosts` is a connect string checked by
-/// [`crate::values::connect_string`]; `session_timeout` a duration checked by [`crate::values::seconds`]), presenting the
-/// credentials of `security` and, when it has TLS settings, over TLS to every server not written `tcp://`.
-///
-/// Fails fast and says why: every server is tried once ("fail eagerly"), and when none can be reached the error
-/// gives each one's reason as the operating system tells it (connection refused, name not known); a chroot that
-/// does not exist is named as such rather than failing every later request; credentials ZooKeeper refuses are
-/// named by their scheme.
 /// The connector of every session: `timeout`, fail eagerly, `security`'s credentials, SASL and TLS; the flag is
 /// whether to connect with TLS (`secure_connect`).
 pub fn connector(timeout: Duration, security: &Security) -> (zookeeper_client::Connector, bool) {
@@ -395,6 +387,14 @@ pub fn connector(timeout: Duration, security: &Security) -> (zookeeper_client::C
     }
 }
 
+/// Connects with the requested session timeout (`hosts` is a connect string checked by
+/// [`crate::values::connect_string`]; `session_timeout` a duration checked by [`crate::values::seconds`]), presenting the
+/// credentials of `security` and, when it has TLS settings, over TLS to every server not written `tcp://`.
+///
+/// Fails fast and says why: every server is tried once ("fail eagerly"), and when none can be reached the error
+/// gives each one's reason as the operating system tells it (connection refused, name not known); a chroot that
+/// does not exist is named as such rather than failing every later request; credentials ZooKeeper refuses are
+/// named by their scheme.
 pub async fn connect(hosts: &str, session_timeout: f64, security: &Security) -> Result<Client> {
     if security.tls.is_none() && hosts.contains("tcp+tls://") {
         return Err(usage(
@@ -403,14 +403,7 @@ pub async fn connect(hosts: &str, session_timeout: f64, security: &Security) -> 
         ));
     }
     let timeout = Duration::from_secs_f64(session_timeout.max(0.1));
-    let (connector, secure) = connector(timeout, security);
-    let connect = async move {
-        if secure {
-            connector.secure_connect(hosts).await
-        } else {
-            connector.connect(hosts).await
-        }
-    };
+    let connect = connect_once(connector(timeout, security), hosts.to_owned());
     let client = match tokio::time::timeout(timeout + Duration::from_secs(5), connect).await {
         Err(_) => anyhow::bail!("no ZooKeeper answered at {hosts}"),
         Ok(Err(zookeeper_client::Error::NoHosts)) => {
@@ -466,6 +459,46 @@ pub async fn connect(hosts: &str, session_timeout: f64, security: &Security) -> 
         }
     }
     Ok(client)
+}
+
+/// One attempt to make a session with a [`connector`], over TLS when it says so.
+async fn connect_once(
+    (connector, secure): (zookeeper_client::Connector, bool),
+    hosts: String,
+) -> std::result::Result<Client, zookeeper_client::Error> {
+    if secure {
+        connector.secure_connect(&hosts).await
+    } else {
+        connector.connect(&hosts).await
+    }
+}
+
+/// A reconnecting [`zklock::Session`] (`zklock elect`'s) whose first ZooKeeper session is `client`'s — made by
+/// [`connect_args`], with its checks and its messages — and whose later ones, each made when the one before has
+/// ended, connect as `args` says: the same servers, session timeout, credentials, SASL and TLS. Those later
+/// connections are not checked again as the first was (the chroot's existence, the SASL identity by `whoami`): the
+/// same settings against the same servers. A connection that fails is tried again by the session, with backoff.
+pub async fn reconnecting(client: &Client, args: &ConnectArgs) -> Result<zklock::Session> {
+    let security = Security::from_args(&args.security)?;
+    let timeout = Duration::from_secs_f64(args.session_timeout.max(0.1));
+    let connector = connector(timeout, &security);
+    let hosts = args.hosts.clone();
+    let first = std::sync::Mutex::new(Some(client.clone()));
+    let session = zklock::Session::reconnecting_with(move || {
+        let first = first
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let next = connect_once(connector.clone(), hosts.clone());
+        async move {
+            match first {
+                Some(client) => Ok(client),
+                None => next.await,
+            }
+        }
+    })
+    .await?;
+    Ok(session)
 }
 
 /// Fails unless the server says (`whoami`) that the session is `sasl:USER`. A server without SASL — real ZooKeeper

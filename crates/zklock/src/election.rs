@@ -56,7 +56,8 @@ pub type Leadership = Guard;
 ///
 /// # Events
 /// For each campaign, the [`Session`]'s listener receives `Created` (our node), `Waiting` and `Woken` (the
-/// candidate just before ours) and `Acquired` (we lead).
+/// candidate just before ours) and `Acquired` (we lead). The gauge `zklock_leader{path}` is 1 while this process
+/// leads the election, else 0 (see "Logging and metrics" in the crate documentation).
 ///
 /// # Cancellation safety
 /// [`campaign`](LeaderElection::campaign) and its variants are cancellation safe: dropping the future at any
@@ -97,6 +98,9 @@ pub struct Term {
     /// The full path of our node.
     pub path: String,
 }
+
+/// The gauge of leadership: 1 while this process leads the election of the `path` label, else 0.
+pub(crate) const LEADER_GAUGE: &str = "zklock_leader";
 
 /// The candidates' queue: the exclusive rule over `latch-` nodes.
 const RULES: Exclusive = Exclusive(Marker::Latch);
@@ -148,7 +152,23 @@ impl LeaderElection {
     }
 
     async fn acquire(&self, wait: Wait) -> Result<Option<Leadership>> {
-        contention::acquire(&self.session, &self.path, &self.data, &RULES, wait).await
+        let leadership = contention::acquire(&self.session, &self.path, &self.data, &RULES, wait).await?;
+        if let Some(leadership) = &leadership {
+            self.count_while_leading(leadership);
+        }
+        Ok(leadership)
+    }
+
+    /// `zklock_leader{path}` goes up by one now and down by one when `leadership` ends (lost, released or
+    /// dropped): 1 while this process leads the election, else 0.
+    fn count_while_leading(&self, leadership: &Leadership) {
+        let gauge = metrics::gauge!(LEADER_GAUGE, "path" => self.path.clone());
+        gauge.increment(1.0);
+        let ended = leadership.lost();
+        tokio::spawn(async move {
+            ended.await;
+            gauge.decrement(1.0);
+        });
     }
 
     /// Joins the queue of candidates and completes when we lead.

@@ -198,10 +198,19 @@
 //! | `zklock_hold_seconds` | histogram | `recipe` | a guard's time from its acquisition until it was released or dropped (a lost guard's too, until its owner lets it go) |
 //! | `zklock_guards_lost_total` | counter | `reason` | held guards lost (also queue claims and double-barrier participations): `session_expired`, `client_closed`, `node_deleted`, `disconnected` |
 //! | `zklock_connection_loss_retries_total` | counter | — | requests sent again after a connection loss, by every recipe ([`RetryPolicy`]) |
+//! | `zklock_leader` | gauge | `path` | 1 while this process leads the election in `path`, else 0: up by one when a campaign succeeds, down by one when that leadership is lost, released or dropped (never set for an election this process never led) |
+//! | `zklock_queue_depth` | gauge | `path` | the items — claimed ones included — this process saw in the queue `path` at its last listing of it (by a take, a safe take, `peek`, `len`, or a wait for items of a [`Queue`] or a [`PriorityQueue`]); a `put` lists nothing |
 //!
 //! `recipe` is `mutex`, `rwlock_read`, `rwlock_write`, `election`, `semaphore` (waiting for a free lease) or
 //! `semaphore_gate` (a semaphore's acquirers waiting for their turn to look for one; a semaphore acquire is the two
-//! in a row).
+//! in a row). `path` is a recipe's directory, as given: one series per election or queue, so a process with
+//! unboundedly many of them (a queue per customer, say) makes as many series.
+//!
+//! Per-call deadlines: every acquire that waits has a variant that gives up after a time with [`Error::Timeout`]
+//! and leaves no node of ours behind (its node, or its claim, is deleted as when the future is dropped):
+//! `lock_timeout`, `read_timeout`/`write_timeout`, `acquire_timeout`, [`LeaderElection::campaign_timeout`],
+//! [`Queue::take_timeout`] and [`Queue::take_safe_timeout`] (Curator's `takeSafe` with a timeout); the
+//! [`RetryPolicy`]'s `max_elapsed` bounds every operation's retries after connection loss.
 //!
 //! Private: node names and directory layouts (Curator's formats, a semaphore's `leases`/`locks`, a queue's `qn-`
 //! items and `claims`, a priority queue's `queue-` items, a delay queue's `queue-|<due>|` items, a counter's receipts, a double barrier's `ready`), the rules each recipe applies to its queue, and the one

@@ -1,6 +1,6 @@
 //! The help text and unit of every metric the recipes record, for an exporter that shows them (Prometheus'
 //! `# HELP` lines, say). The names are recorded where they are measured (`contention.rs`, `guard.rs`, `lost.rs`,
-//! `retry.rs`); this is the one list of what they mean.
+//! `retry.rs`, and the gauges in `election.rs` and `queue.rs`); this is the one list of what they mean.
 
 use metrics::Unit;
 
@@ -32,6 +32,21 @@ const HISTOGRAMS: [(&str, Unit, &str); 2] = [
     ),
 ];
 
+const GAUGES: [(&str, Unit, &str); 2] = [
+    (
+        crate::election::LEADER_GAUGE,
+        Unit::Count,
+        "1 while this process leads the election in the directory of the path label, else 0 (a LeaderElection's \
+         leadership, from the campaign's success until it is lost, released or dropped).",
+    ),
+    (
+        crate::queue::QUEUE_DEPTH_GAUGE,
+        Unit::Count,
+        "The items (claimed ones included) this process saw in the queue of the path label at its last listing of \
+         it: by take, take_safe, peek, len or a wait for items (Queue and PriorityQueue).",
+    ),
+];
+
 /// Describes every metric of the recipes (help text and unit) to the installed `metrics` recorder. Call it once,
 /// after installing the recorder (describing again is harmless): the `metrics` facade hands a description to the
 /// recorder installed at the time, so the library cannot do it before the application has one.
@@ -41,5 +56,8 @@ pub fn describe_metrics() {
     }
     for (name, unit, help) in HISTOGRAMS {
         metrics::describe_histogram!(name, unit, help);
+    }
+    for (name, unit, help) in GAUGES {
+        metrics::describe_gauge!(name, unit, help);
     }
 }

@@ -32,6 +32,8 @@ use crate::path::child_path;
 use crate::retry::{is_connection_loss, Attempts, RetryPolicy};
 use crate::session::Session;
 
+/// The gauge of the items a listing of the queue saw (label `path`).
+pub(crate) const QUEUE_DEPTH_GAUGE: &str = "zklock_queue_depth";
 /// The prefix of every item node of a FIFO queue.
 const ITEM_PREFIX: &str = "qn-";
 /// The child directory holding the claims of `take_safe`.
@@ -172,6 +174,14 @@ impl Queue {
     /// Like [`take_safe`](Queue::take_safe), but returns `None` at once if no item is unclaimed.
     pub async fn try_take_safe(&self) -> Result<Option<Claimed>> {
         self.items.try_take_safe().await
+    }
+
+    /// Like [`take_safe`](Queue::take_safe), but gives up after `timeout` with [`Error::Timeout`] (Curator's
+    /// `takeSafe` with a timeout). It leaves no node of ours behind: a claim being made when the time is up is
+    /// removed as when a `take_safe` future is dropped — its delete is sent at once and confirmed in the background —
+    /// and the item stays in its place for the other consumers.
+    pub async fn take_safe_timeout(&self, timeout: Duration) -> Result<Claimed> {
+        self.items.take_safe_timeout(timeout).await
     }
 }
 
@@ -474,6 +484,12 @@ impl Items {
         }
     }
 
+    pub(crate) async fn take_safe_timeout(&self, timeout: Duration) -> Result<Claimed> {
+        tokio::time::timeout(timeout, self.take_safe())
+            .await
+            .map_err(|_| Error::Timeout)?
+    }
+
     pub(crate) async fn try_take_safe(&self) -> Result<Option<Claimed>> {
         let this = self.pinned().await?;
         loop {
@@ -485,9 +501,12 @@ impl Items {
         }
     }
 
-    /// The items among `children`, first out first.
+    /// The items among `children`, first out first; their number is the queue's depth gauge
+    /// (`zklock_queue_depth{path}`: the items seen at the last listing, claimed ones included).
     fn sorted(&self, children: Vec<String>) -> Vec<String> {
-        sorted_items(children, self.layout)
+        let items = sorted_items(children, self.layout);
+        metrics::gauge!(QUEUE_DEPTH_GAUGE, "path" => self.path.clone()).set(items.len() as f64);
+        items
     }
 
     /// One look at the queue: try the items lowest first until one delete succeeds.

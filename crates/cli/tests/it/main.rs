@@ -7,6 +7,7 @@ mod cleanup;
 mod counter;
 mod demo;
 mod elect;
+mod elect_expiry;
 mod foreign;
 mod input;
 mod interop;

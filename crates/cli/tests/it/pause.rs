@@ -78,6 +78,9 @@ fn start(kind: &str, hosts: &str, dir: &str, log: &Path, tag: &str, count: &str)
     let mut args = vec![kind, "--connect", hosts, "--session-timeout", SESSION_TIMEOUT];
     if kind == "run" {
         args.extend(["--timeout", "60"]);
+    } else {
+        // Exit 4 once resumed, as `run` does, rather than campaign again (elect_expiry.rs tests that).
+        args.push("--exit-on-expiry");
     }
     let stderr = std::fs::File::create(log.with_extension(format!("{tag}.err"))).unwrap();
     zklock(&args)

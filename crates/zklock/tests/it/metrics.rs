@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use metrics_util::MetricKind;
-use zklock::{Error, LeaderElection, LostReason, Mutex, RwLock, Semaphore, Session};
+use zklock::{Error, LeaderElection, LostReason, Mutex, Queue, RwLock, Semaphore, Session};
 use zklock_testkit::{opcode, unique_path, Proxy};
 
 use crate::support::*;
@@ -20,6 +20,8 @@ const WAIT: &str = "zklock_acquire_wait_seconds";
 const HOLD: &str = "zklock_hold_seconds";
 const LOST: &str = "zklock_guards_lost_total";
 const RETRIES: &str = "zklock_connection_loss_retries_total";
+const LEADER: &str = "zklock_leader";
+const DEPTH: &str = "zklock_queue_depth";
 
 /// A metric's identity: kind, name and labels (sorted).
 type Key = (MetricKind, String, Vec<(String, String)>);
@@ -29,6 +31,9 @@ type Key = (MetricKind, String, Vec<(String, String)>);
 struct Recorded {
     counters: HashMap<Key, u64>,
     histograms: HashMap<Key, Vec<f64>>,
+    /// A gauge's value at each snapshot. The debugging recorder swaps a gauge to 0 when it takes a snapshot, so a
+    /// gauge moved by increments is the sum of its snapshots, and one that is set is the first snapshot after it.
+    gauges: HashMap<Key, Vec<f64>>,
 }
 
 impl Recorded {
@@ -49,7 +54,7 @@ impl Recorded {
                     .entry(id)
                     .or_default()
                     .extend(values.into_iter().map(|v| v.into_inner())),
-                DebugValue::Gauge(_) => panic!("the recipes record no gauges"),
+                DebugValue::Gauge(value) => self.gauges.entry(id).or_default().push(value.into_inner()),
             }
         }
         self
@@ -74,6 +79,18 @@ impl Recorded {
     fn counter(&self, name: &str, labels: &[(&str, &str)]) -> u64 {
         let id = Self::id(MetricKind::Counter, name, labels);
         self.counters.get(&id).copied().unwrap_or(0)
+    }
+
+    /// A gauge moved by increments, with exactly these labels (`None` if never moved).
+    fn gauge_moved(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        let id = Self::id(MetricKind::Gauge, name, labels);
+        self.gauges.get(&id).map(|values| values.iter().sum())
+    }
+
+    /// A gauge that is set, with exactly these labels, as the last snapshot saw it (`None` if never set).
+    fn gauge_set(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        let id = Self::id(MetricKind::Gauge, name, labels);
+        self.gauges.get(&id).and_then(|values| values.last().copied())
     }
 
     /// Every counter of this name, whatever its labels.
@@ -274,6 +291,94 @@ fn retries_after_connection_loss_are_counted() {
     });
 }
 
+/// Lets the tasks woken so far run (on this current-thread runtime) until `done` holds; bounded in turns.
+async fn settle(mut done: impl FnMut() -> bool) {
+    for _ in 0..1000 {
+        if done() {
+            return;
+        }
+        tokio::task::yield_now().await;
+    }
+    panic!("never settled");
+}
+
+/// `zklock_leader{path}` is 1 from the campaign's success until the leadership is released (or lost: its node
+/// deleted), and 0 for a candidate that never led; each election has its own `path` label.
+#[test]
+fn the_leader_gauge_follows_leadership() {
+    with_recorder(|snapshotter| async move {
+        let hosts = embedded().await;
+        let (a, b, admin) = (client(&hosts).await, client(&hosts).await, client(&hosts).await);
+        let (dir, other) = (unique_path("metrics-leader"), unique_path("metrics-leader-other"));
+        let mut recorded = Recorded::default();
+        let leadership = LeaderElection::new(&a, &dir).unwrap().campaign().await.unwrap();
+        let leading = |recorded: &mut Recorded, path: &str| {
+            recorded.take(&snapshotter).gauge_moved(LEADER, &[("path", path)])
+        };
+        assert_eq!(leading(&mut recorded, &dir), Some(1.0));
+        assert_eq!(
+            leading(&mut recorded, &other),
+            None,
+            "another election's label is untouched"
+        );
+        // The next candidate (another session of this process) leads once the first resigns.
+        let election = LeaderElection::new(&b, &dir).unwrap();
+        let next = tokio::spawn(async move { election.campaign().await });
+        await_children(&admin, &dir, "the second candidate", |c| c.len() == 2).await;
+        assert_eq!(
+            leading(&mut recorded, &dir),
+            Some(1.0),
+            "a candidate is not counted"
+        );
+        let ended = leadership.lost();
+        leadership.release().await.unwrap();
+        assert_eq!(ended.await, LostReason::Released);
+        let next = eventually("the next leader", next).await.unwrap().unwrap();
+        settle(|| leading(&mut recorded, &dir) == Some(1.0)).await;
+        // Lost (its node deleted by somebody else): 0.
+        let ended = next.lost();
+        admin.delete(next.path(), None).await.unwrap();
+        assert_eq!(
+            eventually("the lost signal", ended).await,
+            LostReason::NodeDeleted
+        );
+        settle(|| leading(&mut recorded, &dir) == Some(0.0)).await;
+        drop(next);
+    });
+}
+
+/// `zklock_queue_depth{path}` is the number of items the last listing saw, claimed ones included.
+#[test]
+fn the_queue_depth_gauge_is_the_last_listing() {
+    with_recorder(|snapshotter| async move {
+        let hosts = embedded().await;
+        let a = client(&hosts).await;
+        let dir = unique_path("metrics-depth");
+        let queue = Queue::new(&a, &dir).unwrap();
+        let mut recorded = Recorded::default();
+        let mut depth = || recorded.take(&snapshotter).gauge_set(DEPTH, &[("path", &dir)]);
+        for item in [b"1", b"2", b"3"] {
+            queue.put(item).await.unwrap();
+        }
+        assert_eq!(depth(), None, "a put lists nothing");
+        assert_eq!(queue.len().await.unwrap(), 3);
+        assert_eq!(depth(), Some(3.0));
+        assert_eq!(queue.take().await.unwrap(), b"1");
+        assert_eq!(depth(), Some(3.0), "the take saw three items, then took one");
+        let claimed = queue.take_safe().await.unwrap();
+        assert_eq!(depth(), Some(2.0));
+        assert_eq!(
+            queue.len().await.unwrap(),
+            2,
+            "a claimed item is still in the queue"
+        );
+        claimed.complete().await.unwrap();
+        assert_eq!(queue.try_take().await.unwrap().as_deref(), Some(&b"3"[..]));
+        assert_eq!(queue.try_take().await.unwrap(), None);
+        assert_eq!(depth(), Some(0.0));
+    });
+}
+
 /// What a recorder was told by `describe_*`: name, unit, help text.
 #[derive(Default)]
 struct Descriptions(std::sync::Mutex<Vec<(String, Option<metrics::Unit>, String)>>);
@@ -339,6 +444,8 @@ fn every_metric_is_described() {
         (HOLD, metrics::Unit::Seconds),
         (LOST, metrics::Unit::Count),
         (RETRIES, metrics::Unit::Count),
+        (LEADER, metrics::Unit::Count),
+        (DEPTH, metrics::Unit::Count),
     ];
     assert_eq!(described.len(), expected.len(), "{described:?}");
     for (name, unit) in expected {

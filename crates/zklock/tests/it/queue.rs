@@ -238,3 +238,39 @@ on_every_server! {
         await_children(&consumer_client, &format!("{dir}/receipts"), "the receipt to be deleted", |c| c.is_empty()).await;
     }
 }
+
+crate::on_standalone_and_embedded! {
+    async fn take_safe_timeout_gives_up_and_leaves_no_claim(hosts: &str) {
+        const TIMEOUT: Duration = Duration::from_millis(200);
+        let dir = unique_path("queue-take-safe-timeout");
+        let claims = format!("{dir}/claims");
+        let (a, b) = (client(hosts).await, client(hosts).await);
+        let (queue, other) = (Queue::new(&a, &dir).unwrap(), Queue::new(&b, &dir).unwrap());
+        // Nothing in the queue: it waits its time, then gives up.
+        let started = tokio::time::Instant::now();
+        assert_eq!(queue.take_safe_timeout(TIMEOUT).await.unwrap_err(), Error::Timeout);
+        assert!(started.elapsed() >= TIMEOUT, "gave up after {:?}", started.elapsed());
+        // Every item claimed by another consumer: it gives up, and only the other's claim is there.
+        queue.put(b"first").await.unwrap();
+        let theirs = other.take_safe().await.unwrap();
+        assert_eq!(queue.take_safe_timeout(TIMEOUT).await.unwrap_err(), Error::Timeout);
+        let left = await_children(&a, &claims, "the other's claim alone", |c| c.len() == 1).await;
+        assert_eq!(left, [theirs.name()], "a claim is named after its item");
+        // An unclaimed item: taken within the time.
+        queue.put(b"second").await.unwrap();
+        let ours = queue.take_safe_timeout(TIMEOUT).await.unwrap();
+        assert_eq!(ours.data(), b"second");
+        assert_eq!(ours.complete().await.unwrap(), b"second");
+        assert_eq!(theirs.complete().await.unwrap(), b"first");
+        // Timeouts at arbitrary moments — before the claim is sent, with it in flight, after it is made: no claim
+        // is left behind and the item stays in the queue.
+        queue.put(b"third").await.unwrap();
+        for micros in [0u64, 100, 500, 1_000, 2_000, 5_000] {
+            if let Ok(claimed) = queue.take_safe_timeout(Duration::from_micros(micros)).await {
+                drop(claimed);
+            }
+            await_children(&a, &claims, "no claim left", |c| c.is_empty()).await;
+            assert_eq!(queue.len().await.unwrap(), 1, "the item stays in the queue");
+        }
+    }
+}
