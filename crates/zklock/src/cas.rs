@@ -313,7 +313,7 @@ impl Drop for DeleteOnDrop<'_> {
     fn drop(&mut self) {
         // Without a runtime the receipt goes with the session.
         if tokio::runtime::Handle::try_current().is_ok() {
-            idioms::delete_in_background(self.0.client(), self.0.retry(), self.1, "a receipt");
+            self.0.delete_in_background(self.1, "a receipt");
         }
     }
 }

@@ -1,6 +1,6 @@
-//! Something held through a node of ours — a double-barrier participation (a group membership and a claimed queue
-//! item are the same shape): the node, its lost signal, the hand-over from "held" to "ours to delete", and a delete on
-//! drop that happens once. The queue recipes' [`Guard`](crate::Guard) is the same idea with a queue's rules around
+//! Something held through a node of ours — a double-barrier participation, a group membership, a claimed queue
+//! item: the node, its lost signal, the hand-over from "held" to "ours to delete", and a delete on drop that happens
+//! once. The queue recipes' [`Guard`](crate::Guard) is the same idea with a queue's rules around
 //! it (`guard.rs`).
 
 use std::future::Future;

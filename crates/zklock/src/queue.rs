@@ -19,6 +19,7 @@
 //! The priority queue differs only in its item names (the priority comes first in the order) and in its items'
 //! data (Curator's envelope): [`Layout`] says which, and everything else here serves both.
 
+use std::future::Future;
 use std::time::Duration;
 
 use zookeeper_client::{self as zk, CreateMode};
@@ -296,12 +297,7 @@ impl Items {
         let dirs = Some((receipts.as_str(), CreateMode::Persistent));
         let committed = self.session.create_once_in(&writes, true, dirs).await?;
         if let Committed::Done { .. } = committed {
-            idioms::delete_in_background(
-                self.session.client(),
-                self.session.retry(),
-                &receipt,
-                "a put receipt",
-            );
+            self.session.delete_in_background(&receipt, "a put receipt");
         }
         match committed {
             Committed::Done {
@@ -485,14 +481,7 @@ impl Items {
             // deleted the node in between, so the data we read is the item we own.
             let read = self.session.client().get_data(&path);
             let delete = self.session.client().delete(&path, None);
-            let Some((read, deleted)) = self
-                .session
-                .retry()
-                .within(&attempt, async { tokio::join!(read, delete) })
-                .await
-            else {
-                return Err(attempt.timed_out());
-            };
+            let (read, deleted) = self.both(&attempt, read, delete).await?;
             match deleted {
                 Ok(()) => return Ok(Some(read.at("getData", &path)?.0)),
                 Err(zk::Error::NoNode) => return Ok(None),
@@ -551,17 +540,14 @@ impl Items {
             // Claim and read in one round trip; the read only counts if the claim is ours.
             let create = self.session.client().create(&claim, &token, &mode);
             let read = self.session.client().get_data(&item);
-            let Some((created, read)) = self
-                .session
-                .retry()
-                .within(&attempt, async { tokio::join!(create, read) })
-                .await
-            else {
-                return Err(attempt.timed_out());
-            };
+            let (created, read) = self.both(&attempt, create, read).await?;
             let ours = match created {
                 Ok(_) => true,
-                Err(zk::Error::NodeExists) if reply_lost => self.claim_is_ours(&claim, &token).await?,
+                // After a lost reply, the claim is this attempt's if it carries our token.
+                Err(zk::Error::NodeExists) if reply_lost => {
+                    let found = self.session.get(&claim).await?;
+                    found.is_some_and(|(data, _)| data == token)
+                }
                 Err(zk::Error::NodeExists) => false,
                 Err(zk::Error::NoNode) => {
                     self.session.mkdir(claims_dir, CreateMode::Persistent).await?;
@@ -602,15 +588,6 @@ impl Items {
         }
     }
 
-    /// After a lost create reply: is the existing claim node the one this attempt created (it carries our token)?
-    async fn claim_is_ours(&self, claim: &str, token: &[u8]) -> Result<bool> {
-        Ok(self
-            .session
-            .get(claim)
-            .await?
-            .is_some_and(|(data, _)| data == token))
-    }
-
     /// Waits for the queue directory (and, for `take_safe`, the claims directory) to change, unless it already
     /// holds something to take. Every notification only leads to another look.
     /// `attempt` counts the connection losses in a row across the caller's whole loop, so a capped retry policy is honoured;
@@ -625,14 +602,7 @@ impl Items {
                 None => None,
             }
         };
-        let Some((items, claims)) = self
-            .session
-            .retry()
-            .within(&*attempt, async { tokio::join!(items, claims) })
-            .await
-        else {
-            return Err(attempt.timed_out());
-        };
+        let (items, claims) = self.both(attempt, items, claims).await?;
         let (items, items_watch) = match items {
             Ok(listed) => listed,
             Err(zk::Error::NoNode) => return self.wait_for_directory().await,
@@ -677,6 +647,19 @@ impl Items {
             self.session.await_change(watcher, &self.path).await?;
         }
         Ok(())
+    }
+
+    /// Two requests sent back to back (ZooKeeper processes them in that order), answered within what is left of
+    /// the retry policy's time budget for this run of `attempt`s.
+    async fn both<A: Future, B: Future>(
+        &self,
+        attempt: &Attempts,
+        a: A,
+        b: B,
+    ) -> Result<(A::Output, B::Output)> {
+        let both = async { tokio::join!(a, b) };
+        let answered = self.session.retry().within(attempt, both).await;
+        answered.ok_or_else(|| attempt.timed_out())
     }
 
     /// The children of `dir`; empty if it does not exist.
