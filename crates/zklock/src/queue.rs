@@ -668,7 +668,7 @@ impl Items {
     }
 }
 
-/// What [`inspect`](crate::inspect) shows of a queue directory (items, `claims` or `receipts` among its
+/// What [`inspect`](crate::inspect()) shows of a queue directory (items, `claims` or `receipts` among its
 /// `children`): a priority queue if any child is a priority item, else a FIFO queue; how many items, how many of
 /// them are claimed, and a priority queue's items per priority (first out first).
 pub(crate) async fn inspect(
