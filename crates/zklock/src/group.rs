@@ -477,16 +477,12 @@ impl Members {
         let mut left = Vec::new();
         let mut changed = Vec::new();
         let mut joined = Vec::new();
-        let mut watches = Vec::new();
         let mut view: Vec<Member> = Vec::with_capacity(present.len());
+        // Members still listed stay (those read again are replaced below).
         for member in std::mem::take(&mut self.known) {
-            if present.contains(&member.name) && !to_read.contains(&member.name) {
-                view.push(member);
-            } else if !present.contains(&member.name) {
-                left.push(member);
-            } else {
-                // Read again below.
-                view.push(member);
+            match present.contains(&member.name) {
+                true => view.push(member),
+                false => left.push(member),
             }
         }
         for (name, found) in to_read.iter().zip(read) {
@@ -496,7 +492,9 @@ impl Members {
                 left.extend(before);
                 continue;
             };
-            watches.push((name.clone(), watcher));
+            let watched = name.clone();
+            self.watches
+                .spawn(async move { Fired::Member(watched, idioms::changed(watcher).await.map(drop)) });
             let after = Member::new(&self.path, name, data, &stat);
             match before {
                 None => joined.push(after.clone()),
@@ -527,10 +525,6 @@ impl Members {
             self.relist = false;
             self.watches
                 .spawn(async move { Fired::Children(idioms::changed(watcher).await.map(drop)) });
-        }
-        for (name, watcher) in watches {
-            self.watches
-                .spawn(async move { Fired::Member(name, idioms::changed(watcher).await.map(drop)) });
         }
         Ok(())
     }
