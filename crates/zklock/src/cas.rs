@@ -89,10 +89,13 @@ impl Session {
             let Some(reply) = this.retry().within(&lost, this.send(writes)).await else {
                 return Err(lost.timed_out());
             };
-            let found = |data, stat| Committed::Done {
-                stat: Some(stat),
-                found: data,
-                created: Vec::new(),
+            // Settled by our receipt: what our earlier attempt created is not known.
+            let done = |stat, found| {
+                Ok(Committed::Done {
+                    stat,
+                    found,
+                    created: Vec::new(),
+                })
             };
             match reply {
                 Ok((stat, created)) => {
@@ -107,25 +110,17 @@ impl Session {
                     if let Some(path) =
                         made.filter(|_| index + 1 == writes.len() && source == zk::Error::NodeExists)
                     {
-                        return match this.find(path).await? {
-                            Some((data, stat)) => Ok(found(Some(data), stat)),
-                            None => Err(Error::zk("create", path, source)),
-                        };
+                        let found = this.find(path).await?;
+                        let (data, stat) = found.ok_or_else(|| Error::zk("create", path, source))?;
+                        return done(Some(stat), Some(data));
                     }
-                    // Only our own earlier attempt deletes our receipt together with what comes before it.
-                    if let Some(path) = gone.filter(|_| {
-                        reply_lost
-                            && index == 0
-                            && source == zk::Error::NoNode
-                            && matches!(writes[0], Write::Delete(..))
-                    }) {
+                    // Only our own earlier attempt deletes our receipt together with the nodes before it.
+                    let first_gone =
+                        index == 0 && source == zk::Error::NoNode && matches!(writes[0], Write::Delete(..));
+                    if let Some(path) = gone.filter(|_| reply_lost && first_gone) {
                         if this.find(path).await?.is_none() {
                             tracing::debug!(%path, "found our write done after a lost reply");
-                            return Ok(Committed::Done {
-                                stat: None,
-                                found: None,
-                                created: Vec::new(),
-                            });
+                            return done(None, None);
                         }
                     }
                     return Ok(Committed::Refused { index, error: source });
@@ -136,7 +131,7 @@ impl Session {
                     if let Some(path) = made {
                         if let Some((data, stat)) = this.find(path).await? {
                             tracing::debug!(%path, "found our write after a lost reply");
-                            return Ok(found(Some(data), stat));
+                            return done(Some(stat), Some(data));
                         }
                     }
                 }
@@ -159,19 +154,15 @@ impl Session {
             [Write::Create(path, data, mode)] => {
                 let options = mode.with_acls(self.acls());
                 client.create(path, data, &options).await.map(|(stat, sequence)| {
-                    let sequential = matches!(
-                        mode,
-                        CreateMode::PersistentSequential | CreateMode::EphemeralSequential
-                    );
-                    let created = if sequential {
-                        format!("{path}{sequence}")
-                    } else {
-                        path.to_owned()
+                    let created = match mode {
+                        CreateMode::PersistentSequential | CreateMode::EphemeralSequential => {
+                            format!("{path}{sequence}")
+                        }
+                        _ => path.to_owned(),
                     };
                     (Some(stat), vec![created])
                 })
             }
-            [Write::Delete(path, version)] => client.delete(path, version).await.map(|()| (None, Vec::new())),
             _ => return self.send_multi(writes).await,
         };
         single.map_err(|source| match source {
