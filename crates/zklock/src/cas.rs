@@ -25,13 +25,15 @@ pub(crate) enum Write<'a> {
     Create(&'a str, &'a [u8], CreateMode),
     /// Set the data of `path` at `version`.
     SetData(&'a str, &'a [u8], i32),
+    /// Delete `path` (at `version`, if given).
+    Delete(&'a str, Option<i32>),
 }
 
 impl Write<'_> {
     /// The node written.
     pub(crate) fn path(&self) -> &str {
         match self {
-            Write::Create(path, ..) | Write::SetData(path, ..) => path,
+            Write::Create(path, ..) | Write::SetData(path, ..) | Write::Delete(path, _) => path,
         }
     }
 }
@@ -40,10 +42,13 @@ impl Write<'_> {
 #[derive(Debug)]
 pub(crate) enum Committed {
     /// The writes happened (once). `stat`: of the receipt, or else of the first node created or written, when
-    /// known; `found`: the receipt's data when it was found after a lost reply (`None`: our own attempt answered).
+    /// known; `found`: the receipt's data when it was found after a lost reply (`None`: our own attempt answered,
+    /// or the receipt is a delete); `created`: the paths of the nodes created (with their sequence numbers), when
+    /// our attempt answered (empty after a lost reply).
     Done {
         stat: Option<Stat>,
         found: Option<Vec<u8>>,
+        created: Vec<String>,
     },
     /// ZooKeeper refused write number `index` with `error`, and no attempt of ours committed.
     Refused { index: usize, error: zk::Error },
@@ -54,6 +59,7 @@ impl Committed {
     pub(crate) fn refused(index: usize, error: zk::Error, writes: &[Write<'_>]) -> Error {
         let op = match writes.get(index) {
             Some(Write::SetData(..)) => "setData",
+            Some(Write::Delete(..)) => "delete",
             _ => "create",
         };
         Error::zk(op, writes.get(index).map_or("", Write::path), error)
@@ -62,44 +68,70 @@ impl Committed {
 
 impl Session {
     /// Sends `writes` as one request (a `multi` when there are several) until it is answered, and settles a lost
-    /// reply: with `receipt`, the last write is a create of a node of ours that nobody else would make, and its
-    /// presence after a `sync` says the request committed; without, the writes are sent again (for creates of
-    /// nodes whose existence is the answer anyway).
+    /// reply by the last write when `receipt` says it is ours alone:
+    /// * the create of a node of ours that nobody else would make: its presence after a `sync` says the request
+    ///   committed;
+    /// * the delete of a node of ours that nobody else deletes (a claim): the request is sent again, and when its
+    ///   first delete then finds its node gone and ours is gone too, our earlier attempt committed.
+    ///
+    /// Without `receipt` the writes are sent again (for creates of nodes whose existence is the answer anyway).
     pub(crate) async fn commit_once(&self, writes: &[Write<'_>], receipt: bool) -> Result<Committed> {
         // One ZooKeeper session from the first request to the last (see `Session::pinned`).
         let this = &self.pinned();
-        let receipt_path = writes.last().filter(|_| receipt).map(Write::path);
+        let (made, gone) = match writes.last().filter(|_| receipt) {
+            Some(Write::Create(path, ..)) => (Some(*path), None),
+            Some(Write::Delete(path, _)) => (None, Some(*path)),
+            _ => (None, None),
+        };
         let mut lost = Attempts::default();
+        let mut reply_lost = false;
         loop {
             let Some(reply) = this.retry().within(&lost, this.send(writes)).await else {
                 return Err(lost.timed_out());
             };
+            // Settled by our receipt: what our earlier attempt created is not known.
+            let done = |stat, found| {
+                Ok(Committed::Done {
+                    stat,
+                    found,
+                    created: Vec::new(),
+                })
+            };
             match reply {
-                Ok(stat) => return Ok(Committed::Done { stat, found: None }),
+                Ok((stat, created)) => {
+                    return Ok(Committed::Done {
+                        stat,
+                        found: None,
+                        created,
+                    })
+                }
                 Err(MultiWriteError::OperationFailed { index, source }) => {
                     // Only our own earlier attempt can have made our receipt.
                     if let Some(path) =
-                        receipt_path.filter(|_| index + 1 == writes.len() && source == zk::Error::NodeExists)
+                        made.filter(|_| index + 1 == writes.len() && source == zk::Error::NodeExists)
                     {
-                        return match this.find(path).await? {
-                            Some((data, stat)) => Ok(Committed::Done {
-                                stat: Some(stat),
-                                found: Some(data),
-                            }),
-                            None => Err(Error::zk("create", path, source)),
-                        };
+                        let found = this.find(path).await?;
+                        let (data, stat) = found.ok_or_else(|| Error::zk("create", path, source))?;
+                        return done(Some(stat), Some(data));
+                    }
+                    // Only our own earlier attempt deletes our receipt together with the nodes before it.
+                    let first_gone =
+                        index == 0 && source == zk::Error::NoNode && matches!(writes[0], Write::Delete(..));
+                    if let Some(path) = gone.filter(|_| reply_lost && first_gone) {
+                        if this.find(path).await?.is_none() {
+                            tracing::debug!(%path, "found our write done after a lost reply");
+                            return done(None, None);
+                        }
                     }
                     return Ok(Committed::Refused { index, error: source });
                 }
                 Err(MultiWriteError::RequestFailed { source }) if is_connection_loss(&source) => {
                     this.retry().pause(&mut lost).await?;
-                    if let Some(path) = receipt_path {
+                    reply_lost = true;
+                    if let Some(path) = made {
                         if let Some((data, stat)) = this.find(path).await? {
                             tracing::debug!(%path, "found our write after a lost reply");
-                            return Ok(Committed::Done {
-                                stat: Some(stat),
-                                found: Some(data),
-                            });
+                            return done(Some(stat), Some(data));
                         }
                     }
                 }
@@ -111,34 +143,65 @@ impl Session {
         }
     }
 
-    /// Sends `writes`: one request alone (whose reply carries the created node's stat), or a `multi`.
-    async fn send(&self, writes: &[Write<'_>]) -> std::result::Result<Option<Stat>, MultiWriteError> {
+    /// Sends `writes`: one request alone (whose reply carries the created node's stat), or a `multi`. Answers the
+    /// stat (see [`Committed::Done`]) and the paths created.
+    async fn send(
+        &self,
+        writes: &[Write<'_>],
+    ) -> std::result::Result<(Option<Stat>, Vec<String>), MultiWriteError> {
         let client = self.client();
-        if let [Write::Create(path, data, mode)] = writes {
-            let options = mode.with_acls(self.acls());
-            return match client.create(path, data, &options).await {
-                Ok((stat, _)) => Ok(Some(stat)),
-                Err(err) if is_connection_loss(&err) => Err(MultiWriteError::RequestFailed { source: err }),
-                Err(source) => Err(MultiWriteError::OperationFailed { index: 0, source }),
-            };
-        }
-        let mut multi = client.new_multi_writer();
+        let single = match *writes {
+            [Write::Create(path, data, mode)] => {
+                let options = mode.with_acls(self.acls());
+                client.create(path, data, &options).await.map(|(stat, sequence)| {
+                    let created = match mode {
+                        CreateMode::PersistentSequential | CreateMode::EphemeralSequential => {
+                            format!("{path}{sequence}")
+                        }
+                        _ => path.to_owned(),
+                    };
+                    (Some(stat), vec![created])
+                })
+            }
+            _ => return self.send_multi(writes).await,
+        };
+        single.map_err(|source| match source {
+            source if is_connection_loss(&source) => MultiWriteError::RequestFailed { source },
+            source => MultiWriteError::OperationFailed { index: 0, source },
+        })
+    }
+
+    /// Sends `writes` as one `multi`.
+    async fn send_multi(
+        &self,
+        writes: &[Write<'_>],
+    ) -> std::result::Result<(Option<Stat>, Vec<String>), MultiWriteError> {
+        let mut multi = self.client().new_multi_writer();
         for write in writes {
             match *write {
                 Write::Create(path, data, mode) => multi.add_create(path, data, &mode.with_acls(self.acls())),
                 Write::SetData(path, data, version) => multi.add_set_data(path, data, Some(version)),
+                Write::Delete(path, version) => multi.add_delete(path, version),
             }
             .map_err(|source| MultiWriteError::OperationFailed { index: 0, source })?;
         }
         let results = multi.commit().await?;
-        Ok(results.into_iter().rev().find_map(|result| match result {
+        let stat = results.iter().rev().find_map(|result| match result {
             MultiWriteResult::Create { stat, .. } | MultiWriteResult::SetData { stat }
                 if !stat.is_invalid() =>
             {
-                Some(stat)
+                Some(*stat)
             }
             _ => None,
-        }))
+        });
+        let created = results
+            .into_iter()
+            .filter_map(|result| match result {
+                MultiWriteResult::Create { path, .. } => Some(path),
+                _ => None,
+            })
+            .collect();
+        Ok((stat, created))
     }
 
     /// After a lost reply: is our receipt there? `sync` first (see the module documentation).
@@ -241,7 +304,7 @@ impl Drop for DeleteOnDrop<'_> {
     fn drop(&mut self) {
         // Without a runtime the receipt goes with the session.
         if tokio::runtime::Handle::try_current().is_ok() {
-            idioms::delete_in_background(self.0.client(), self.0.retry(), self.1, "a receipt");
+            self.0.delete_in_background(self.1, "a receipt");
         }
     }
 }

@@ -22,15 +22,14 @@ use std::collections::{BTreeSet, VecDeque};
 use std::future::Future;
 use std::time::{Duration, SystemTime};
 
-use zookeeper_client::{self as zk, CreateMode, OneshotWatcher, Stat, WatchedEvent};
+use zookeeper_client::{CreateMode, OneshotWatcher, Stat};
 
 use crate::error::{Error, Result};
+use crate::held::Held;
 use crate::idioms::{self, IfExists};
-use crate::lost::{LostReason, LostSignal};
-use crate::own_node::OwnNode;
+use crate::lost::LostReason;
 use crate::participants::{self, NodeKind, Participant, Recipe, Role};
 use crate::path::child_path;
-use crate::retry::{is_connection_loss, Attempts};
 use crate::session::Session;
 
 /// What kazoo's `Party` puts in its member names.
@@ -185,52 +184,20 @@ impl Group {
     async fn join_once(&self) -> Result<Membership> {
         // One ZooKeeper session for the whole join: the node and its lost signal are on the session that made it.
         let session = &self.session.pinned_usable().await?;
-        let (client, retry) = (session.client(), session.retry());
         let name = self.member_name()?;
-        let mut node = OwnNode::new(session, &self.path, name.clone())?;
-        // Named before the create is sent: if we are dropped, the delete by name goes out after the create on the
-        // same session, so it is processed after it.
-        node.name = Some(name.clone());
-        let me = node.path();
-        let mode = CreateMode::Ephemeral.with_acls(session.acls());
-        let mut attempt = Attempts::default();
-        loop {
-            let Some(reply) = retry
-                .within(&attempt, client.create(&me, &self.data, &mode))
-                .await
-            else {
-                return Err(attempt.timed_out());
-            };
-            match reply {
-                Ok((stat, _)) => {
-                    node.czxid = stat.czxid;
-                    break;
-                }
-                // Our name is unique: an existing node is ours, from an attempt whose reply was lost.
-                Err(zk::Error::NodeExists) => {
-                    match retry.run_at("exists", &me, || client.check_stat(&me)).await? {
-                        Some(stat) => {
-                            node.czxid = stat.czxid;
-                            break;
-                        }
-                        None => continue,
-                    }
-                }
-                Err(zk::Error::NoNode) => {
-                    idioms::mkdir_containers(client, retry, &self.path, session.parent_acls()).await?;
-                }
-                Err(err) if is_connection_loss(&err) => retry.pause(&mut attempt).await?,
-                Err(err) => return Err(Error::zk("create", &me, err)),
-            }
-        }
-        let lost = LostSignal::for_node(&mut node, session.lost_policy());
-        lost.set_holding();
+        let me = child_path(&self.path, &name);
+        // Our name is unique: a node by that name after a lost reply is ours, from an earlier attempt.
+        let node = session
+            .create_own(&self.path, &name, &self.data, &[], Some(CreateMode::Container))
+            .await?
+            .made(&me)?;
+        let held = Held::watch(node, session);
+        held.hold();
         tracing::debug!(path = %me, "joined the group");
         Ok(Membership {
-            path: node.path(),
-            node,
-            lost,
+            held,
             layout: self.layout,
+            path: me,
         })
     }
 
@@ -243,24 +210,8 @@ impl Group {
     /// # Errors
     /// See [`Group`].
     pub async fn members(&self) -> Result<Vec<Member>> {
-        let (client, retry) = (self.session.client(), self.session.retry());
-        let children = idioms::list_or_empty(client, retry, &self.path).await?;
-        let names: Vec<&str> = children
-            .iter()
-            .map(String::as_str)
-            .filter(|c| layout_of(c).is_some())
-            .collect();
-        let read = participants::read_nodes(&self.session, &self.path, &names).await?;
-        let mut members: Vec<Member> = names
-            .iter()
-            .zip(read)
-            .filter_map(|(name, read)| {
-                let (data, stat) = read?;
-                Some(Member::new(&self.path, name, data, &stat))
-            })
-            .collect();
-        members.sort_by_key(|m| m.joined_zxid);
-        Ok(members)
+        let children = self.session.list_or_empty(&self.path).await?;
+        read_members(&self.session, &self.path, &children).await
     }
 
     /// A live view of the group: the members now ([`Members::members`]) and, from [`Members::next`], every change
@@ -285,6 +236,27 @@ impl Group {
         members.view = members.known.clone();
         Ok(members)
     }
+}
+
+/// The members among `children` of the group `dir`, read in one round trip, in the order they joined; a member gone
+/// since the listing is left out.
+async fn read_members(session: &Session, dir: &str, children: &[String]) -> Result<Vec<Member>> {
+    let names: Vec<&str> = children
+        .iter()
+        .map(String::as_str)
+        .filter(|c| layout_of(c).is_some())
+        .collect();
+    let read = participants::read_nodes(session, dir, &names).await?;
+    let mut members: Vec<Member> = names
+        .iter()
+        .zip(read)
+        .filter_map(|(name, read)| {
+            let (data, stat) = read?;
+            Some(Member::new(dir, name, data, &stat))
+        })
+        .collect();
+    members.sort_by_key(|m| m.joined_zxid);
+    Ok(members)
 }
 
 /// Which layout a child of a group directory is a member of, if it is one.
@@ -360,10 +332,12 @@ pub enum MemberEvent {
     },
 }
 
-/// A watch that fired: the group's children (or the group's creation), or one member's node.
+/// A watch that fired: the group's children (or the group's creation), or one member's node; an error if it
+/// reported the end of the session.
+#[derive(Debug)]
 enum Fired {
-    Children(WatchedEvent),
-    Member(String, WatchedEvent),
+    Children(Result<()>),
+    Member(String, Result<()>),
 }
 
 /// A live, ordered view of a [`Group`] (from [`Group::watch`]): [`members`](Members::members) is the view,
@@ -386,15 +360,6 @@ pub struct Members {
     relist: bool,
     /// Members whose data watch fired: read again.
     stale: BTreeSet<String>,
-}
-
-impl std::fmt::Debug for Fired {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Fired::Children(event) => write!(f, "Children({:?})", event.event_type),
-            Fired::Member(name, event) => write!(f, "Member({name}, {:?})", event.event_type),
-        }
-    }
 }
 
 impl Members {
@@ -432,16 +397,12 @@ impl Members {
             match self.watches.join_next().await {
                 // Nothing is watched (it cannot happen once a look succeeded): look again.
                 None => self.relist = true,
-                Some(Ok(Fired::Children(event))) => {
-                    if let Some(err) = idioms::session_error(&event) {
-                        return Err(err);
-                    }
+                Some(Ok(Fired::Children(changed))) => {
+                    changed?;
                     self.relist = true;
                 }
-                Some(Ok(Fired::Member(name, event))) => {
-                    if let Some(err) = idioms::session_error(&event) {
-                        return Err(err);
-                    }
+                Some(Ok(Fired::Member(name, changed))) => {
+                    changed?;
                     if self.known.iter().any(|m| m.name == name) {
                         self.stale.insert(name);
                     }
@@ -490,9 +451,7 @@ impl Members {
                 }
                 None => {
                     // No group yet (or no more): wait for it to be created.
-                    let (stat, watcher) = retry
-                        .run_at("exists", &self.path, || client.check_and_watch_stat(&self.path))
-                        .await?;
+                    let (stat, watcher) = self.session.watch_exists(&self.path).await?;
                     if stat.is_some() {
                         return Ok(()); // created meanwhile: list it (`relist` stays set)
                     }
@@ -518,16 +477,12 @@ impl Members {
         let mut left = Vec::new();
         let mut changed = Vec::new();
         let mut joined = Vec::new();
-        let mut watches = Vec::new();
         let mut view: Vec<Member> = Vec::with_capacity(present.len());
+        // Members still listed stay (those read again are replaced below).
         for member in std::mem::take(&mut self.known) {
-            if present.contains(&member.name) && !to_read.contains(&member.name) {
-                view.push(member);
-            } else if !present.contains(&member.name) {
-                left.push(member);
-            } else {
-                // Read again below.
-                view.push(member);
+            match present.contains(&member.name) {
+                true => view.push(member),
+                false => left.push(member),
             }
         }
         for (name, found) in to_read.iter().zip(read) {
@@ -537,7 +492,9 @@ impl Members {
                 left.extend(before);
                 continue;
             };
-            watches.push((name.clone(), watcher));
+            let watched = name.clone();
+            self.watches
+                .spawn(async move { Fired::Member(watched, idioms::changed(watcher).await.map(drop)) });
             let after = Member::new(&self.path, name, data, &stat);
             match before {
                 None => joined.push(after.clone()),
@@ -567,11 +524,7 @@ impl Members {
         if let Some(watcher) = children_watch {
             self.relist = false;
             self.watches
-                .spawn(async move { Fired::Children(crate::idioms::fired(watcher).await) });
-        }
-        for (name, watcher) in watches {
-            self.watches
-                .spawn(async move { Fired::Member(name, crate::idioms::fired(watcher).await) });
+                .spawn(async move { Fired::Children(idioms::changed(watcher).await.map(drop)) });
         }
         Ok(())
     }
@@ -582,8 +535,7 @@ impl Members {
 /// Dropping it leaves the group (our node is deleted in the background).
 #[derive(Debug)]
 pub struct Membership {
-    node: OwnNode,
-    lost: LostSignal,
+    held: Held,
     layout: GroupLayout,
     /// The full path of our member node.
     path: String,
@@ -597,7 +549,7 @@ impl Membership {
 
     /// Our member node's name.
     pub fn name(&self) -> &str {
-        self.node.name.as_deref().unwrap_or_default()
+        self.path.rsplit('/').next().unwrap_or_default()
     }
 
     /// The layout our node is in.
@@ -608,17 +560,17 @@ impl Membership {
     /// Completes when we stop being a member: session expiry, deletion of our node by somebody else, or (per the
     /// [`LostPolicy`](crate::LostPolicy)) a long disconnection.
     pub fn lost(&self) -> impl Future<Output = LostReason> + Send + 'static {
-        self.lost.lost()
+        self.held.lost()
     }
 
     /// Whether the membership has been lost already.
     pub fn is_lost(&self) -> bool {
-        self.lost.reason().is_some()
+        self.held.lost_reason().is_some()
     }
 
     /// Why the membership was lost, if it was.
     pub fn lost_reason(&self) -> Option<LostReason> {
-        self.lost.reason()
+        self.held.lost_reason()
     }
 
     /// Replaces the data of our member node; every [`Members`] view reports [`MemberEvent::Changed`]. (A shallow
@@ -631,15 +583,7 @@ impl Membership {
     /// # Cancellation safety
     /// Dropping the future may or may not change the data; our membership is unaffected.
     pub async fn set_data(&self, data: &[u8]) -> Result<()> {
-        let (client, retry, path) = (&self.node.client, &self.node.retry, self.node.path());
-        match retry
-            .run_at("setData", &path, || client.set_data(&path, data, None))
-            .await
-            .if_exists()?
-        {
-            Some(_) => Ok(()),
-            None => Err(idioms::confirm_gone(client, retry, &path).await),
-        }
+        self.held.set_data(data).await
     }
 
     /// Leaves the group: deletes our member node and waits until ZooKeeper has done it, so that a look at the group
@@ -652,10 +596,8 @@ impl Membership {
     /// # Cancellation safety
     /// Dropping the future still removes our node, in the background.
     pub async fn leave(self) -> Result<()> {
-        let Membership { node, lost, .. } = self;
         // Our node is about to go on purpose: that is not a loss.
-        drop(lost);
-        node.delete().await
+        self.held.into_node().delete().await
     }
 }
 
@@ -666,37 +608,26 @@ pub(crate) async fn inspect(
     path: &str,
     children: &[String],
 ) -> Result<Option<(Recipe, Vec<Participant>)>> {
-    let names: Vec<(&str, GroupLayout)> = children
-        .iter()
-        .filter_map(|name| layout_of(name).map(|layout| (name.as_str(), layout)))
-        .collect();
-    if names.is_empty() {
+    if !children.iter().any(|name| layout_of(name).is_some()) {
         return Ok(None);
     }
-    let just_names: Vec<&str> = names.iter().map(|(name, _)| *name).collect();
-    let read = participants::read_nodes(session, path, &just_names).await?;
-    let mut members: Vec<Participant> = names
-        .iter()
-        .zip(read)
-        .filter_map(|((name, layout), read)| {
-            let (data, stat) = read?;
-            let kind = match layout {
-                GroupLayout::Party => NodeKind::GroupMember,
-                GroupLayout::Shallow => NodeKind::ShallowGroupMember,
-            };
-            Some(participants::participant(
-                path,
-                name,
-                None,
-                kind,
-                Role::Member,
-                data,
-                &stat,
-            ))
-        })
-        .collect();
-    members.sort_by_key(|p| p.fencing_token);
-    Ok(Some((Recipe::Group, members)))
+    let members = read_members(session, path, children).await?;
+    let participants = members.into_iter().map(|member| Participant {
+        kind: match member.layout {
+            GroupLayout::Party => NodeKind::GroupMember,
+            GroupLayout::Shallow => NodeKind::ShallowGroupMember,
+        },
+        name: member.name,
+        path: member.path,
+        sequence: None,
+        role: Role::Member,
+        session_id: member.session_id,
+        fencing_token: member.joined_zxid,
+        created: member.joined,
+        data_readable: member.data_readable,
+        data: member.data,
+    });
+    Ok(Some((Recipe::Group, participants.collect())))
 }
 
 #[cfg(test)]

@@ -1,12 +1,13 @@
-//! Something held through a node of ours — a double-barrier participation (a group membership and a claimed queue
-//! item are the same shape): the node, its lost signal, the hand-over from "held" to "ours to delete", and a delete on
-//! drop that happens once. The queue recipes' [`Guard`](crate::Guard) is the same idea with a queue's rules around
+//! Something held through a node of ours — a double-barrier participation, a group membership, a claimed queue
+//! item: the node, its lost signal, the hand-over from "held" to "ours to delete", and a delete on drop that happens
+//! once. The queue recipes' [`Guard`](crate::Guard) is the same idea with a queue's rules around
 //! it (`guard.rs`).
 
 use std::future::Future;
 
-use crate::error::Error;
+use crate::error::{Error, Result};
 use crate::gone;
+use crate::idioms::IfExists;
 use crate::lost::{LostReason, LostSignal};
 use crate::own_node::OwnNode;
 use crate::session::Session;
@@ -55,6 +56,23 @@ impl Held {
     /// The error for a wait that found our node gone: the end of the session, or a deletion by somebody else.
     pub(crate) async fn vanished(&self) -> Error {
         gone::vanished(&self.node.client, &self.node.retry, &self.lost, &self.node.path()).await
+    }
+
+    /// Replaces the node's data (whatever its version).
+    ///
+    /// # Errors
+    /// When the node is gone, [`vanished`](Held::vanished)'s error: the end of the session, or
+    /// [`Error::NodeDeleted`].
+    pub(crate) async fn set_data(&self, data: &[u8]) -> Result<()> {
+        let (client, path) = (&self.node.client, self.node.path());
+        let set = self
+            .node
+            .retry
+            .run_at("setData", &path, || client.set_data(&path, data, None));
+        match set.await.if_exists()? {
+            Some(_) => Ok(()),
+            None => Err(self.vanished().await),
+        }
     }
 
     /// Stops watching: from now on the node's going is ours, not a loss. The node itself stays ours to delete.

@@ -43,6 +43,25 @@ impl Session {
         delete_if_exists(self.client(), self.retry(), path, version).await
     }
 
+    /// Deletes `path` (any version) in the background — a receipt whose write is settled, say: the request is
+    /// sent now, only its reply (and, after a connection loss, a retry) is awaited later. A node that cannot be
+    /// deleted is left to the end of the session if it is ephemeral; `what` names it in the debug log.
+    pub(crate) fn delete_in_background(&self, path: &str, what: &'static str) {
+        let delete = self.client().delete(path, None);
+        let (session, path) = (self.clone(), path.to_owned());
+        tokio::spawn(async move {
+            let result = match delete.await {
+                Err(err) if crate::retry::is_connection_loss(&err) => {
+                    session.delete_if_exists(&path, None).await
+                }
+                other => other.at("delete", &path).if_exists().map(drop),
+            };
+            if let Err(err) = result {
+                tracing::debug!(%path, %err, "removing {what} failed");
+            }
+        });
+    }
+
     /// The children of `dir`; empty if it does not exist.
     pub(crate) async fn list_or_empty(&self, dir: &str) -> Result<Vec<String>> {
         list_or_empty(self.client(), self.retry(), dir).await
@@ -179,25 +198,6 @@ pub(crate) async fn delete_if_exists(
         .await
         .if_exists()
         .map(drop)
-}
-
-/// Deletes `path` (any version) in the background — a receipt whose write is settled, say: the request is sent
-/// now, only its reply (and, after a connection loss, a retry) is awaited later. A node that cannot be deleted is
-/// left to the end of the session if it is ephemeral; `what` names it in the debug log.
-pub(crate) fn delete_in_background(client: &Client, retry: &RetryPolicy, path: &str, what: &'static str) {
-    let delete = client.delete(path, None);
-    let (client, retry, path) = (client.clone(), retry.clone(), path.to_owned());
-    tokio::spawn(async move {
-        let result = match delete.await {
-            Err(err) if crate::retry::is_connection_loss(&err) => {
-                delete_if_exists(&client, &retry, &path, None).await
-            }
-            other => other.at("delete", &path).if_exists().map(drop),
-        };
-        if let Err(err) = result {
-            tracing::debug!(%path, %err, "removing {what} failed");
-        }
-    });
 }
 
 /// The error a watch notification carries, if it reports the end of the session (a one-shot watcher also fires on

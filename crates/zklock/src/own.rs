@@ -45,6 +45,14 @@ impl OwnNode {
     }
 }
 
+/// Whether making `dir` with its parents makes `parent`: it is `dir` or one of its ancestors.
+fn makes(dir: &str, parent: &str) -> bool {
+    parent == "/"
+        || dir
+            .strip_prefix(parent)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
 impl Session {
     /// Creates `writes` once ([`Session::commit_once`]; `receipt`: the last is a node of ours whose presence
     /// settles a lost reply). `parents`: when ZooKeeper answers that the parent of the first write is missing,
@@ -56,19 +64,39 @@ impl Session {
         receipt: bool,
         parents: Option<CreateMode>,
     ) -> Result<Committed> {
+        let first = writes.first().map_or("/", Write::path);
+        let dir = parents.map(|mode| (idioms::parent_of(first), mode));
+        self.create_once_in(writes, receipt, dir).await
+    }
+
+    /// [`create_once`](Session::create_once), making `dir` (and its missing parents) in its mode whenever ZooKeeper
+    /// answers that the parent of a create is missing which that makes: `dir` itself or one of its ancestors (a
+    /// queue's item and its receipt in `<queue>/receipts`, say).
+    pub(crate) async fn create_once_in(
+        &self,
+        writes: &[Write<'_>],
+        receipt: bool,
+        dir: Option<(&str, CreateMode)>,
+    ) -> Result<Committed> {
         // One ZooKeeper session from the first request to the last (see `Session::pinned`).
         let this = &self.pinned();
         loop {
-            match this.commit_once(writes, receipt).await? {
+            let committed = this.commit_once(writes, receipt).await?;
+            let missing = match &committed {
                 Committed::Refused {
-                    index: 0,
+                    index,
                     error: zk::Error::NoNode,
-                } if parents.is_some() => {
-                    let first = writes.first().map_or("/", Write::path);
-                    let mode = parents.unwrap_or(CreateMode::Persistent);
-                    this.mkdir(idioms::parent_of(first), mode).await?;
-                }
-                committed => return Ok(committed),
+                } => match writes.get(*index) {
+                    Some(Write::Create(path, ..)) => {
+                        dir.filter(|(dir, _)| makes(dir, idioms::parent_of(path)))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            };
+            match missing {
+                Some((dir, mode)) => this.mkdir(dir, mode).await?,
+                None => return Ok(committed),
             }
         }
     }
@@ -133,5 +161,20 @@ impl Session {
             }
             Committed::Refused { index, error } => Own::Refused { index, error },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::makes;
+
+    #[test]
+    fn making_a_directory_makes_its_ancestors_only() {
+        assert!(makes("/q/receipts", "/q/receipts"));
+        assert!(makes("/q/receipts", "/q"));
+        assert!(makes("/q/receipts", "/"));
+        assert!(!makes("/q/receipts", "/q/receipts/x"), "a child is not made");
+        assert!(!makes("/q/receipts", "/q/claims"), "nor a sibling");
+        assert!(!makes("/q/receipts", "/q/rec"), "nor a name that is a prefix");
     }
 }

@@ -107,6 +107,13 @@ impl OwnNode {
         self.armed = false;
         Ok(())
     }
+
+    /// The node is gone by a write of ours (a transaction that deleted it with other nodes): nothing is left to
+    /// delete.
+    pub(crate) fn deleted(mut self) {
+        self.dismiss_monitor();
+        self.armed = false;
+    }
 }
 
 impl Drop for OwnNode {

@@ -19,17 +19,21 @@
 //! The priority queue differs only in its item names (the priority comes first in the order) and in its items'
 //! data (Curator's envelope): [`Layout`] says which, and everything else here serves both.
 
+use std::future::Future;
 use std::time::Duration;
 
-use zookeeper_client::{self as zk, Client, CreateMode, MultiWriteError, MultiWriteResult};
+use zookeeper_client::{self as zk, CreateMode};
 
+use crate::cas::{Committed, Write};
 use crate::error::{At as _, Error, Result};
 use crate::events::QueueEvent;
+use crate::held::Held;
 use crate::idioms::{self, IfExists};
-use crate::lost::{LostReason, LostSignal};
+use crate::lost::LostReason;
+use crate::own_node::OwnNode;
 use crate::participants::Recipe;
 use crate::path::child_path;
-use crate::retry::{is_connection_loss, Attempts, RetryPolicy};
+use crate::retry::{is_connection_loss, Attempts};
 use crate::session::Session;
 
 /// The gauge of the items a listing of the queue saw (label `path`).
@@ -71,7 +75,7 @@ const RECEIPTS: &str = "receipts";
 ///
 /// # Errors
 /// [`Error::SessionExpired`] / [`Error::Closed`] when the session ends; [`Error::ConnectionLoss`] only if the
-/// [`RetryPolicy`] caps attempts; [`Error::ZooKeeper`] for anything else the server refuses (e.g. `NoAuth`).
+/// [`RetryPolicy`](crate::RetryPolicy) caps attempts; [`Error::ZooKeeper`] for anything else the server refuses (e.g. `NoAuth`).
 ///
 /// # Events
 /// The [`Session`]'s listener receives [`QueueEvent::Waiting`] each time a consumer starts waiting for items and
@@ -253,14 +257,6 @@ impl Items {
         &self.session
     }
 
-    fn client(&self) -> &Client {
-        self.session.client()
-    }
-
-    fn retry(&self) -> &RetryPolicy {
-        self.session.retry()
-    }
-
     /// Creates an item `<queue>/<prefix><sequence>` holding `data` (already encoded for the layout), together
     /// with its ephemeral receipt `<queue>/receipts/<id>`, in one transaction; returns the item's name.
     ///
@@ -293,76 +289,35 @@ impl Items {
         let item = child_path(&self.path, prefix);
         let receipts = child_path(&self.path, RECEIPTS);
         let receipt = child_path(&receipts, id);
-        let item_mode = CreateMode::PersistentSequential.with_acls(self.session.acls());
-        let receipt_mode = CreateMode::Ephemeral.with_acls(self.session.acls());
-        let mut attempt = Attempts::default();
-        loop {
-            let mut multi = self.client().new_multi_writer();
-            multi.add_create(&item, data, &item_mode).at("create", &item)?;
-            multi
-                .add_create(&receipt, &[], &receipt_mode)
-                .at("create", &receipt)?;
-            let Some(reply) = self.retry().within(&attempt, multi.commit()).await else {
-                return Err(attempt.timed_out());
-            };
-            match reply {
-                Ok(results) => {
-                    idioms::delete_in_background(self.client(), self.retry(), &receipt, "a put receipt");
-                    let name = results.into_iter().find_map(|result| match result {
-                        MultiWriteResult::Create { path, .. } => path
-                            .rsplit('/')
-                            .next()
-                            .filter(|name| name.starts_with(prefix) && self.layout.key(name).is_some())
-                            .map(str::to_owned),
-                        _ => None,
-                    });
-                    return Ok(name.unwrap_or_else(|| prefix.to_owned()));
-                }
-                // An earlier attempt whose reply was lost did commit after all: its receipt is there.
-                Err(MultiWriteError::OperationFailed {
-                    index: 1,
-                    source: zk::Error::NodeExists,
-                }) => {
-                    let Some(name) = self.find_put(prefix, &receipt).await? else {
-                        return Err(Error::zk("create", &receipt, zk::Error::NodeExists));
-                    };
-                    idioms::delete_in_background(self.client(), self.retry(), &receipt, "a put receipt");
-                    return Ok(name);
-                }
-                // The queue directory or its receipts directory does not exist yet.
-                Err(MultiWriteError::OperationFailed {
-                    source: zk::Error::NoNode,
-                    ..
-                }) => self.mkdir(&receipts).await?,
-                Err(MultiWriteError::RequestFailed { source }) if is_connection_loss(&source) => {
-                    self.retry().pause(&mut attempt).await?;
-                    if let Some(name) = self.find_put(prefix, &receipt).await? {
-                        idioms::delete_in_background(self.client(), self.retry(), &receipt, "a put receipt");
-                        return Ok(name);
-                    }
-                }
-                Err(err) => return Err(Error::zk("multi", &item, zk::Error::from(err))),
-            }
+        let writes = [
+            Write::Create(&item, data, CreateMode::PersistentSequential),
+            Write::Create(&receipt, &[], CreateMode::Ephemeral),
+        ];
+        // The queue directory or its receipts directory may not exist yet: both are made persistent.
+        let dirs = Some((receipts.as_str(), CreateMode::Persistent));
+        let committed = self.session.create_once_in(&writes, true, dirs).await?;
+        if let Committed::Done { .. } = committed {
+            self.session.delete_in_background(&receipt, "a put receipt");
+        }
+        match committed {
+            Committed::Done {
+                stat: Some(stat),
+                found: Some(_),
+                ..
+            } => self.find_put(prefix, stat.czxid).await,
+            Committed::Done { created, .. } => Ok(created
+                .iter()
+                .filter_map(|path| path.rsplit('/').next())
+                .find(|name| name.starts_with(prefix) && self.layout.key(name).is_some())
+                .unwrap_or(prefix)
+                .to_owned()),
+            Committed::Refused { index, error } => Err(Committed::refused(index, error, &writes)),
         }
     }
 
-    /// After a lost reply: did our transaction happen? `sync` first, so a lagging ensemble member has seen
-    /// everything the leader committed before we look. Our receipt exists if and only if it did (it is ephemeral,
-    /// so a session that has ended since makes these requests fail with `SessionExpired` instead of answering
-    /// "no"). Returns the item's name — the item named `<prefix>…` created in the receipt's transaction — or
-    /// `prefix` if a consumer took it already.
-    async fn find_put(&self, prefix: &str, receipt: &str) -> Result<Option<String>> {
-        self.retry()
-            .run_at("sync", &self.path, || self.client().sync(&self.path))
-            .await
-            .if_exists()?;
-        let Some(receipt) = self
-            .retry()
-            .run_at("exists", receipt, || self.client().check_stat(receipt))
-            .await?
-        else {
-            return Ok(None);
-        };
+    /// After a lost reply, our receipt (created at `czxid`) says our transaction happened: the item is the one
+    /// named `<prefix>…` created by the same transaction, or `prefix` if a consumer took it already.
+    async fn find_put(&self, prefix: &str, czxid: i64) -> Result<String> {
         let candidates: Vec<String> = self
             .list(&self.path)
             .await?
@@ -374,18 +329,17 @@ impl Items {
             .map(|name| child_path(&self.path, name))
             .collect();
         // All sent at once: `zookeeper-client` sends a request when the method is called.
-        let stats: Vec<_> = paths.iter().map(|path| self.client().check_stat(path)).collect();
+        let stats: Vec<_> = paths
+            .iter()
+            .map(|path| self.session.client().check_stat(path))
+            .collect();
         let mut found = None;
         for ((name, path), stat) in candidates.iter().zip(&paths).zip(stats) {
             let stat = match stat.await {
-                Err(err) if is_connection_loss(&err) => {
-                    self.retry()
-                        .run_at("exists", path, || self.client().check_stat(path))
-                        .await?
-                }
+                Err(err) if is_connection_loss(&err) => self.session.exists(path).await?,
                 other => other.at("exists", path)?,
             };
-            if found.is_none() && stat.is_some_and(|stat| stat.czxid == receipt.czxid) {
+            if found.is_none() && stat.is_some_and(|stat| stat.czxid == czxid) {
                 found = Some(name.clone());
             }
         }
@@ -395,7 +349,7 @@ impl Items {
                 tracing::info!(queue = %self.path, item = %prefix, "our item was put and taken before we looked")
             }
         }
-        Ok(Some(found.unwrap_or_else(|| prefix.to_owned())))
+        Ok(found.unwrap_or_else(|| prefix.to_owned()))
     }
 
     /// On a reconnecting session, an end of the ZooKeeper session while we wait for an item (holding nothing) is
@@ -445,12 +399,7 @@ impl Items {
             for name in items {
                 let path = child_path(&self.path, &name);
                 // Gone since the listing: try the next one.
-                if let Some((data, _)) = self
-                    .retry()
-                    .run_at("getData", &path, || self.client().get_data(&path))
-                    .await
-                    .if_exists()?
-                {
+                if let Some((data, _)) = self.session.get(&path).await? {
                     return Ok(Some(self.layout.decode(data)));
                 }
             }
@@ -530,26 +479,15 @@ impl Items {
         loop {
             // Sent back to back: the read is processed before the delete, and if the delete succeeds nobody
             // deleted the node in between, so the data we read is the item we own.
-            let read = self.client().get_data(&path);
-            let delete = self.client().delete(&path, None);
-            let Some((read, deleted)) = self
-                .retry()
-                .within(&attempt, async { tokio::join!(read, delete) })
-                .await
-            else {
-                return Err(attempt.timed_out());
-            };
+            let read = self.session.client().get_data(&path);
+            let delete = self.session.client().delete(&path, None);
+            let (read, deleted) = self.both(&attempt, read, delete).await?;
             match deleted {
                 Ok(()) => return Ok(Some(read.at("getData", &path)?.0)),
                 Err(zk::Error::NoNode) => return Ok(None),
                 Err(err) if is_connection_loss(&err) => {
-                    self.retry().pause(&mut attempt).await?;
-                    if self
-                        .retry()
-                        .run_at("exists", &path, || self.client().check_stat(&path))
-                        .await?
-                        .is_none()
-                    {
+                    self.session.retry().pause(&mut attempt).await?;
+                    if self.session.exists(&path).await?.is_none() {
                         // Ours or another consumer's delete: we cannot tell (see "Limits").
                         tracing::warn!(item = %path, "delete reply lost and the item is gone; skipping it");
                         return Ok(None);
@@ -593,33 +531,30 @@ impl Items {
         let token = uuid::Uuid::new_v4().to_string().into_bytes();
         // Until the claim is known to be ours (or not), a cancellation or error removes it if it carries our token.
         let mut pending = PendingClaim {
-            client: self.client().clone(),
+            session: self.session.clone(),
             claim: claim.clone(),
             token: token.clone(),
-            retry: self.retry().clone(),
             armed: true,
         };
-        let claimed = loop {
+        loop {
             // Claim and read in one round trip; the read only counts if the claim is ours.
-            let create = self.client().create(&claim, &token, &mode);
-            let read = self.client().get_data(&item);
-            let Some((created, read)) = self
-                .retry()
-                .within(&attempt, async { tokio::join!(create, read) })
-                .await
-            else {
-                return Err(attempt.timed_out());
-            };
+            let create = self.session.client().create(&claim, &token, &mode);
+            let read = self.session.client().get_data(&item);
+            let (created, read) = self.both(&attempt, create, read).await?;
             let ours = match created {
                 Ok(_) => true,
-                Err(zk::Error::NodeExists) if reply_lost => self.claim_is_ours(&claim, &token).await?,
+                // After a lost reply, the claim is this attempt's if it carries our token.
+                Err(zk::Error::NodeExists) if reply_lost => {
+                    let found = self.session.get(&claim).await?;
+                    found.is_some_and(|(data, _)| data == token)
+                }
                 Err(zk::Error::NodeExists) => false,
                 Err(zk::Error::NoNode) => {
-                    self.mkdir(claims_dir).await?;
+                    self.session.mkdir(claims_dir, CreateMode::Persistent).await?;
                     continue;
                 }
                 Err(err) if is_connection_loss(&err) => {
-                    self.retry().pause(&mut attempt).await?;
+                    self.session.retry().pause(&mut attempt).await?;
                     reply_lost = true;
                     continue;
                 }
@@ -629,59 +564,28 @@ impl Items {
                 pending.armed = false;
                 return Ok(None);
             }
-            // From here on `Claimed` releases the claim if anything fails.
+            // Ours: from here on `Held` removes the claim if anything fails.
+            let held = Held::watch(OwnNode::named(&self.session, claims_dir, name)?, &self.session);
             pending.armed = false;
-            let mut claimed = Claimed {
-                client: self.client().clone(),
-                item: item.clone(),
-                claim: claim.clone(),
-                name: name.to_owned(),
-                data: Vec::new(),
-                retry: self.retry().clone(),
-                lost: None,
-                settled: false,
-            };
             let read = match read {
                 // The read raced with an unconfirmed claim: read again now that it is ours.
-                Err(err) if is_connection_loss(&err) => {
-                    self.retry()
-                        .run_at("getData", &item, || self.client().get_data(&item))
-                        .await
-                }
-                other => other.at("getData", &item),
+                Err(err) if is_connection_loss(&err) => self.session.get(&item).await,
+                other => other.at("getData", &item).if_exists(),
             };
-            match read.if_exists()? {
-                Some((data, _)) => {
-                    claimed.data = self.layout.decode(data);
-                    let lost = LostSignal::start(
-                        self.client(),
-                        &claim,
-                        self.session.lost_policy(),
-                        self.retry(),
-                        self.session.registry().closed(),
-                    );
-                    lost.set_holding();
-                    claimed.lost = Some(lost);
-                    break claimed;
-                }
+            let Some((data, _)) = read? else {
                 // Completed by another consumer between our listing and our claim.
-                None => {
-                    claimed.abandon().await?;
-                    return Ok(None);
-                }
-            }
-        };
-        Ok(Some(claimed))
-    }
-
-    /// After a lost create reply: is the existing claim node the one this attempt created (it carries our token)?
-    async fn claim_is_ours(&self, claim: &str, token: &[u8]) -> Result<bool> {
-        let claim = self
-            .retry()
-            .run_at("getData", claim, || self.client().get_data(claim))
-            .await
-            .if_exists()?;
-        Ok(claim.is_some_and(|(data, _)| data == token))
+                held.into_node().delete().await?;
+                return Ok(None);
+            };
+            held.hold();
+            return Ok(Some(Claimed {
+                session: self.session.clone(),
+                held,
+                item,
+                name: name.to_owned(),
+                data: self.layout.decode(data),
+            }));
+        }
     }
 
     /// Waits for the queue directory (and, for `take_safe`, the claims directory) to change, unless it already
@@ -690,32 +594,26 @@ impl Items {
     /// an answered listing ends the run.
     async fn wait_for_items(&self, safe: bool, attempt: &mut Attempts) -> Result<()> {
         let claims_dir = child_path(&self.path, CLAIMS);
-        let items = self.client().list_and_watch_children(&self.path);
-        let claims = safe.then(|| self.client().list_and_watch_children(&claims_dir));
+        let items = self.session.client().list_and_watch_children(&self.path);
+        let claims = safe.then(|| self.session.client().list_and_watch_children(&claims_dir));
         let claims = async move {
             match claims {
                 Some(claims) => Some(claims.await),
                 None => None,
             }
         };
-        let Some((items, claims)) = self
-            .retry()
-            .within(&*attempt, async { tokio::join!(items, claims) })
-            .await
-        else {
-            return Err(attempt.timed_out());
-        };
+        let (items, claims) = self.both(attempt, items, claims).await?;
         let (items, items_watch) = match items {
             Ok(listed) => listed,
             Err(zk::Error::NoNode) => return self.wait_for_directory().await,
             // Nothing to wait on: the caller looks again (after a pause, so a dead connection is not hammered).
-            Err(err) if is_connection_loss(&err) => return self.retry().pause(attempt).await,
+            Err(err) if is_connection_loss(&err) => return self.session.retry().pause(attempt).await,
             Err(err) => return Err(Error::zk("getChildren", &self.path, err)),
         };
         let (claimed, claims_watch) = match claims {
             None | Some(Err(zk::Error::NoNode)) => (Vec::new(), None),
             Some(Ok((claimed, watch))) => (claimed, Some(watch)),
-            Some(Err(err)) if is_connection_loss(&err) => return self.retry().pause(attempt).await,
+            Some(Err(err)) if is_connection_loss(&err) => return self.session.retry().pause(attempt).await,
             Some(Err(err)) => return Err(Error::zk("getChildren", &claims_dir, err)),
         };
         // Answered: a run of connection losses, if there was one, is over.
@@ -728,17 +626,14 @@ impl Items {
         });
         let claims_changed = async move {
             match claims_watch {
-                Some(watch) => crate::idioms::fired(watch).await,
+                Some(watch) => idioms::changed(watch).await,
                 None => std::future::pending().await,
             }
         };
-        let event = tokio::select! {
-            event = crate::idioms::fired(items_watch) => event,
-            event = claims_changed => event,
+        tokio::select! {
+            changed = idioms::changed(items_watch) => changed?,
+            changed = claims_changed => changed?,
         };
-        if let Some(err) = idioms::session_error(&event) {
-            return Err(err);
-        }
         self.session.emit(QueueEvent::Woken {
             by: self.path.clone(),
         });
@@ -747,39 +642,33 @@ impl Items {
 
     /// The queue directory does not exist yet: wait until it does.
     async fn wait_for_directory(&self) -> Result<()> {
-        let (stat, watcher) = self
-            .retry()
-            .run_at("exists", &self.path, || {
-                self.client().check_and_watch_stat(&self.path)
-            })
-            .await?;
-        if stat.is_some() {
-            return Ok(());
+        let (stat, watcher) = self.session.watch_exists(&self.path).await?;
+        if stat.is_none() {
+            self.session.await_change(watcher, &self.path).await?;
         }
-        self.session.emit(QueueEvent::Waiting {
-            on: self.path.clone(),
-        });
-        let event = crate::idioms::fired(watcher).await;
-        match idioms::session_error(&event) {
-            Some(err) => Err(err),
-            None => Ok(()),
-        }
+        Ok(())
+    }
+
+    /// Two requests sent back to back (ZooKeeper processes them in that order), answered within what is left of
+    /// the retry policy's time budget for this run of `attempt`s.
+    async fn both<A: Future, B: Future>(
+        &self,
+        attempt: &Attempts,
+        a: A,
+        b: B,
+    ) -> Result<(A::Output, B::Output)> {
+        let both = async { tokio::join!(a, b) };
+        let answered = self.session.retry().within(attempt, both).await;
+        answered.ok_or_else(|| attempt.timed_out())
     }
 
     /// The children of `dir`; empty if it does not exist.
     async fn list(&self, dir: &str) -> Result<Vec<String>> {
-        idioms::list_or_empty(self.client(), self.retry(), dir).await
-    }
-
-    async fn mkdir(&self, dir: &str) -> Result<()> {
-        let mode = CreateMode::Persistent.with_acls(self.session.parent_acls());
-        self.retry()
-            .run_at("create", dir, || self.client().mkdir(dir, &mode))
-            .await
+        self.session.list_or_empty(dir).await
     }
 }
 
-/// What [`inspect`](crate::inspect) shows of a queue directory (items, `claims` or `receipts` among its
+/// What [`inspect`](crate::inspect()) shows of a queue directory (items, `claims` or `receipts` among its
 /// `children`): a priority queue if any child is a priority item, else a FIFO queue; how many items, how many of
 /// them are claimed, and a priority queue's items per priority (first out first).
 pub(crate) async fn inspect(
@@ -802,9 +691,7 @@ pub(crate) async fn inspect(
     }
     let claimed = if has_claims {
         let claims_dir = child_path(path, CLAIMS);
-        idioms::list_or_empty(session.client(), session.retry(), &claims_dir)
-            .await?
-            .len()
+        session.list_or_empty(&claims_dir).await?.len()
     } else {
         0
     };
@@ -855,11 +742,10 @@ fn sorted_items(children: Vec<String>, layout: Layout) -> Vec<String> {
 /// the check is sent at once, so it is processed after the create; a claim owned by our session can only
 /// disappear by our own delete, so deleting it after the check is safe.
 struct PendingClaim {
-    client: Client,
+    session: Session,
     claim: String,
     /// The data our create wrote: tells our claim from a sibling consumer's on the same session.
     token: Vec<u8>,
-    retry: RetryPolicy,
     armed: bool,
 }
 
@@ -872,28 +758,20 @@ impl Drop for PendingClaim {
             return; // the claim, if any, goes with the session
         };
         // Sent now, so that it sees our create if that was sent (requests of a session are processed in order).
-        let check = self.client.get_data(&self.claim);
-        let (client, claim, retry, token) = (
-            self.client.clone(),
+        let check = self.session.client().get_data(&self.claim);
+        let (session, claim, token) = (
+            self.session.clone(),
             self.claim.clone(),
-            self.retry.clone(),
             std::mem::take(&mut self.token),
         );
         runtime.spawn(async move {
-            let data = match check.await.at("getData", &claim).if_exists() {
-                Ok(found) => found.map(|(data, _)| data),
-                Err(_) => retry
-                    .run_at("getData", &claim, || client.get_data(&claim))
-                    .await
-                    .ok()
-                    .map(|(data, _)| data),
+            let found = match check.await.at("getData", &claim).if_exists() {
+                Ok(found) => found,
+                Err(_) => session.get(&claim).await.ok().flatten(),
             };
-            if data.is_some_and(|data| data == token) {
+            if found.is_some_and(|(data, _)| data == token) {
                 tracing::debug!(%claim, "removing the claim of a cancelled take");
-                if let Err(err) = retry
-                    .run_at("delete", &claim, || client.delete(&claim, None))
-                    .await
-                {
+                if let Err(err) = session.delete_if_exists(&claim, None).await {
                     tracing::debug!(%claim, %err, "removing the claim of a cancelled take failed");
                 }
             }
@@ -909,16 +787,12 @@ impl Drop for PendingClaim {
 /// [`lost`](Claimed::lost) reports at once: from then on another consumer may be processing the same item.
 #[derive(Debug)]
 pub struct Claimed {
-    client: Client,
+    session: Session,
+    /// Our claim, watched from the moment the item is ours; dropping it removes the claim.
+    held: Held,
     item: String,
-    claim: String,
     name: String,
     data: Vec<u8>,
-    retry: RetryPolicy,
-    /// Watches our claim from the moment the item is ours.
-    lost: Option<LostSignal>,
-    /// Completed or abandoned: nothing left for `Drop` to do.
-    settled: bool,
 }
 
 impl Claimed {
@@ -935,18 +809,12 @@ impl Claimed {
     /// Completes when our claim stops protecting the item: session expiry, deletion of the claim by somebody
     /// else, or (per the queue's [`LostPolicy`](crate::LostPolicy)) a long disconnection. Cheap to call many times.
     pub fn lost(&self) -> impl std::future::Future<Output = LostReason> + Send + 'static {
-        let lost = self.lost.as_ref().map(LostSignal::lost);
-        async move {
-            match lost {
-                Some(lost) => lost.await,
-                None => LostReason::Released,
-            }
-        }
+        self.held.lost()
     }
 
     /// Whether the claim has been lost already.
     pub fn is_lost(&self) -> bool {
-        self.lost.as_ref().is_some_and(|lost| lost.reason().is_some())
+        self.held.lost_reason().is_some()
     }
 
     /// Removes the item and our claim in one transaction and returns the data.
@@ -955,97 +823,40 @@ impl Claimed {
     /// [`Error::SessionExpired`] if our session ended (the claim is gone: another consumer may take the item);
     /// [`Error::NodeDeleted`] if the item or our claim was deleted by somebody else meanwhile (a `take` consumer
     /// ignoring claims, or an operator).
-    pub async fn complete(mut self) -> Result<Vec<u8>> {
-        // `settled` turns true only once the transaction is confirmed: if this future is dropped or fails
-        // half-way, `Drop` still gives the item back.
-        // Deleting the claim is the point now, not a loss.
-        self.lost = None;
-        let mut attempt = Attempts::default();
-        let mut reply_lost = false;
-        loop {
-            let mut multi = self.client.new_multi_writer();
-            multi.add_delete(&self.item, None).at("delete", &self.item)?;
-            multi.add_delete(&self.claim, None).at("delete", &self.claim)?;
-            let Some(reply) = self.retry.within(&attempt, multi.commit()).await else {
-                return Err(attempt.timed_out());
-            };
-            match reply {
-                Ok(_) => {
-                    self.settled = true;
-                    return Ok(std::mem::take(&mut self.data));
-                }
-                Err(MultiWriteError::RequestFailed { source }) if is_connection_loss(&source) => {
-                    self.retry.pause(&mut attempt).await?;
-                    reply_lost = true;
-                }
-                Err(MultiWriteError::OperationFailed {
-                    index: 0,
-                    source: zk::Error::NoNode,
-                }) => {
-                    // The item is gone. Nobody but the claim holder deletes a claimed item, so if our claim is gone
-                    // too after a lost reply, that was our own transaction.
-                    let claim_left = self
-                        .retry
-                        .run_at("exists", &self.claim, || self.client.check_stat(&self.claim))
-                        .await?;
-                    if claim_left.is_none() && reply_lost {
-                        self.settled = true;
-                        return Ok(std::mem::take(&mut self.data));
-                    }
-                    self.settled = false; // let `Drop` remove the claim
-                    return Err(Error::NodeDeleted {
-                        path: self.item.clone(),
-                    });
-                }
-                Err(MultiWriteError::OperationFailed {
-                    source: zk::Error::NoNode,
-                    ..
-                }) => {
-                    return Err(Error::NodeDeleted {
-                        path: self.claim.clone(),
-                    })
-                }
-                Err(err) => return Err(Error::zk("multi", &self.item, zk::Error::from(err))),
+    pub async fn complete(self) -> Result<Vec<u8>> {
+        let Claimed {
+            session,
+            held,
+            item,
+            data,
+            ..
+        } = self;
+        // Deleting the claim is the point now, not a loss. Until the transaction is confirmed the claim stays ours
+        // to remove: if this future is dropped or fails half-way, the item goes back.
+        let claim = held.into_node();
+        let claim_path = claim.path();
+        // Nobody but the claim holder deletes a claimed item: after a lost reply, the item and our claim both gone
+        // means our transaction went through.
+        let writes = [Write::Delete(&item, None), Write::Delete(&claim_path, None)];
+        match session.commit_once(&writes, true).await? {
+            Committed::Done { .. } => {
+                claim.deleted();
+                Ok(data)
             }
+            Committed::Refused {
+                index,
+                error: zk::Error::NoNode,
+            } => Err(Error::NodeDeleted {
+                path: writes[index].path().to_owned(),
+            }),
+            Committed::Refused { index, error } => Err(Committed::refused(index, error, &writes)),
         }
     }
 
     /// Gives the item back to the queue (removes our claim) and waits for ZooKeeper to confirm.
-    pub async fn abandon(mut self) -> Result<()> {
-        self.lost = None;
-        // Not settled on an error: `Drop` keeps trying in the background.
-        idioms::delete_if_exists(&self.client, &self.retry, &self.claim, None).await?;
-        self.settled = true;
-        Ok(())
-    }
-}
-
-impl Drop for Claimed {
-    fn drop(&mut self) {
-        if self.settled {
-            return;
-        }
-        // Dismissed before our delete is sent: the monitor must not take it for somebody else's (see `own_node.rs`).
-        self.lost = None;
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            tracing::warn!(claim = %self.claim, "no tokio runtime to remove our claim; it goes when the session ends");
-            return;
-        };
-        // Sent now, so it is ordered before anything this session sends later; only the reply is awaited in the
-        // background.
-        let delete = self.client.delete(&self.claim, None);
-        let (client, claim, retry) = (self.client.clone(), self.claim.clone(), self.retry.clone());
-        runtime.spawn(async move {
-            let result = match delete.await {
-                Err(err) if is_connection_loss(&err) => {
-                    idioms::delete_if_exists(&client, &retry, &claim, None).await
-                }
-                other => other.at("delete", &claim).if_exists().map(drop),
-            };
-            if let Err(err) = result {
-                tracing::debug!(%claim, %err, "background removal of our claim failed");
-            }
-        });
+    pub async fn abandon(self) -> Result<()> {
+        // On an error the claim's `Drop` keeps trying in the background.
+        self.held.into_node().delete().await
     }
 }
 
