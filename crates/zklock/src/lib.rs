@@ -255,6 +255,7 @@ mod revocation;
 mod rwlock;
 mod semaphore;
 mod session;
+mod session_idioms;
 mod two_phase_commit;
 
 pub use barrier::Barrier;
