@@ -334,6 +334,13 @@ impl Outbox {
             n -= left;
             q.offset = 0;
             freed += bytes.len();
+            tracing::trace!(
+                target: "zklock_server::timeline",
+                peer = self.peer.map(tracing::field::display),
+                xid = frame_xid(bytes),
+                reply = queued.is_some(),
+                "written"
+            );
             if let Some(queued) = *queued {
                 replies += 1;
                 let now = *now.get_or_insert_with(Instant::now);
@@ -358,6 +365,13 @@ impl Outbox {
             }
         }
     }
+}
+
+/// The xid of a reply or notification frame (after its length prefix), for the hand-off timeline's events.
+pub(crate) fn frame_xid(frame: &[u8]) -> i32 {
+    frame
+        .get(4..8)
+        .map_or(0, |b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
 }
 
 /// The durable zxid, and the outboxes waiting for it to grow. Also where a failed log is recorded: from then on

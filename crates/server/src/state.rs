@@ -222,6 +222,15 @@ impl State {
     pub fn send_after(&mut self, conn: ConnId, bytes: Vec<u8>, reply: bool, after: i64) {
         if let Some(c) = self.conns.get(&conn) {
             self.counters.sent += 1;
+            tracing::trace!(
+                target: "zklock_server::timeline",
+                session = c.session,
+                peer = %c.peer,
+                xid = crate::outbox::frame_xid(&bytes),
+                after,
+                reply,
+                "queued"
+            );
             c.outbox.push(after, bytes, reply);
             Self::mark_dirty(&mut self.dirty, &c.outbox);
         }
@@ -266,7 +275,10 @@ impl State {
                     // Only recorded here: the storage's batch hook flushes the waiting outboxes once per
                         // fsync (see `crate::Server::start`).
                     Box::new(move |res| match res {
-                        Ok(()) => durable.mark(zxid),
+                        Ok(()) => {
+                            tracing::trace!(target: "zklock_server::timeline", zxid, "durable");
+                            durable.mark(zxid)
+                        }
                         Err(e) => {
                             if durable.fail(&e) {
                                 tracing::error!(

@@ -80,6 +80,10 @@ pub(crate) trait Rules {
     }
 
     /// Our turn, given the sorted contenders and our index among them; by default the exclusive rule.
+    ///
+    /// Must be monotone: removing contenders from the queue never adds a blocker (a contender `sole` in a queue
+    /// stays `sole` in any queue with fewer of the others). [`wait_turn`] relies on it to learn that the contender it
+    /// waits for has become its only blocker from a deletion alone, without listing the queue again.
     fn turn(&self, queue: &[Contender], me: usize) -> Turn {
         exclusive_turn(queue, me)
     }
@@ -227,8 +231,8 @@ async fn acquire_unmeasured(
     };
     match ours {
         Ok(true) => {
-            // Not a round trip: at most a wait for the monitor task's first poll (see `LostSignal::armed`).
-            lost.armed().await;
+            // Nothing to wait for: the watch on our node was requested when the lost signal started.
+            tracing::trace!(target: "zklock::timeline", session = node.client.session_id().0, "turn");
             lost.set_holding();
             session.emit(QueueEvent::Acquired {
                 path: node.path(),
@@ -328,13 +332,21 @@ async fn find_own(node: &mut OwnNode) -> Result<bool> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Step {
     Ready,
-    /// Watch this child; `sole` if it is our only blocker. Otherwise `ahead` is the contender just before it (what
-    /// it waits for, under the exclusive rule): its deletion is when we look at the queue again (see [`wait_turn`]).
+    /// Watch this child; `sole` if it is our only blocker. Otherwise we also watch `ahead` (see [`wait_turn`]).
     Wait {
         name: String,
         sole: bool,
-        ahead: Option<String>,
+        ahead: Option<Ahead>,
     },
+}
+
+/// The second contender [`wait_turn`] watches, when the one it waits for is not its only blocker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Ahead {
+    name: String,
+    /// Its deletion leaves the contender we wait for as our only blocker (the listing showed every blocker): then
+    /// that deletion alone tells us so, with no listing. Otherwise its deletion is when we list the queue again.
+    makes_sole: bool,
 }
 
 /// One look at the queue: where are we, and what do we wait for?
@@ -365,9 +377,39 @@ async fn check_turn<R: Rules + ?Sized>(
         Turn::Wait { watch, sole } => Step::Wait {
             name: queue[watch].name.clone(),
             sole,
-            ahead: (!sole && watch > 0).then(|| queue[watch - 1].name.clone()),
+            ahead: (!sole && watch > 0).then(|| look_ahead(rules, &queue, me, watch)),
         },
     })
+}
+
+/// Which contender to watch besides `queue[watch]`, which is not our only blocker (see [`wait_turn`]).
+///
+/// If the contender just before it is the only other blocker — the rules say so of the queue without it, and
+/// since no contender can come before ours later (sequence numbers only grow) and [`Rules::turn`] is monotone,
+/// what the listing showed stays true — its deletion makes `queue[watch]` our only blocker: watched, no listing
+/// is needed after it. Otherwise we watch a contender further ahead (two before `queue[watch]` when there is
+/// one): when it goes, most often because it held and released, we list again — two turns before ours, so that
+/// the listing is over long before our predecessor can release, even by holders that release the moment they
+/// hold (docs/benchmarks.md, "Waiters back to back").
+fn look_ahead<R: Rules + ?Sized>(rules: &R, queue: &[Contender], me: usize, watch: usize) -> Ahead {
+    let before = watch - 1;
+    let mut without = queue.to_vec();
+    without.remove(before);
+    let makes_sole = me > before
+        && rules.turn(&without, me - 1)
+            == Turn::Wait {
+                watch: watch - 1,
+                sole: true,
+            };
+    let index = if makes_sole {
+        before
+    } else {
+        before.saturating_sub(1)
+    };
+    Ahead {
+        name: queue[index].name.clone(),
+        makes_sole,
+    }
 }
 
 /// The first child of our queue directory that we may not share it with ([`node::conflict`]), or a semaphore using
@@ -398,19 +440,27 @@ async fn conflict(
     }))
 }
 
+/// A pending watch notification.
+type Fired = Pin<Box<dyn Future<Output = zk::WatchedEvent> + Send>>;
+
 /// A watch on the contender we wait for: its name and its pending notification.
-type Watched = (String, Pin<Box<dyn Future<Output = zk::WatchedEvent> + Send>>);
+type Watched = (String, Fired);
 
 /// Waits until it is our turn, watching only the contender the rules name — and, when that one is not our only
-/// blocker, also the contender just before it.
+/// blocker, also one contender further ahead ([`look_ahead`]).
 ///
 /// Why the second watch: in a queue of N, the contender we wait for is usually deleted because it held and
 /// released, and then nothing else blocks us — but a listing taken before it held cannot tell, so its deletion
-/// would cost a listing of all N names between the release and our turn. The contender just before it is
-/// deleted first (when *it* releases); that is when we list again, while our predecessor holds, and learn that
-/// our predecessor is now the only blocker (`sole`): its deletion is then our turn at once. The hand-off stays
-/// "delete → notification → holder" at any queue length (docs/benchmarks.md, "Waiters"); a release notifies the
-/// next holder and the waiter behind it — two waiters, never more.
+/// would cost a listing of all N names between the release and our turn. With the second watch the hand-off is
+/// "delete → notification → holder" at any queue length (docs/benchmarks.md, "Waiters"):
+///
+/// * a waiter whose listing showed every blocker — the contender it waits for and the one just before it — learns
+///   from the latter's deletion alone that its predecessor is now its only blocker: no listing at all;
+/// * a waiter further back watches a contender two ahead of its predecessor and lists the queue again when that one
+///   goes (it held and released, most often), two turns before its own; that listing shows it the case above.
+///
+/// A release so notifies the next holder, the waiter behind it (which needs no request) and the one behind that
+/// (which lists) — three waiters, never more.
 async fn wait_turn<R: Rules + ?Sized>(
     rules: &R,
     session: &Session,
@@ -424,12 +474,21 @@ async fn wait_turn<R: Rules + ?Sized>(
         let children = match listing.take() {
             Some(children) => children,
             None => {
-                node.retry
+                tracing::trace!(target: "zklock::timeline", session = node.client.session_id().0, "listing");
+                let children = node
+                    .retry
                     .run_at("getChildren", &node.dir, || node.client.list_children(&node.dir))
-                    .await?
+                    .await?;
+                tracing::trace!(target: "zklock::timeline", session = node.client.session_id().0, children = children.len(), "listed");
+                children
             }
         };
-        let Step::Wait { name, sole, ahead } = check_turn(rules, node, lost, children).await? else {
+        let Step::Wait {
+            name,
+            mut sole,
+            ahead,
+        } = check_turn(rules, node, lost, children).await?
+        else {
             return Ok(());
         };
         let path = child_path(&node.dir, &name);
@@ -450,49 +509,77 @@ async fn wait_turn<R: Rules + ?Sized>(
                 Box::pin(crate::idioms::fired(watcher))
             }
         };
-        let early = match ahead {
-            Some(ahead) => match watch_ahead(&node.client, &child_path(&node.dir, &ahead)).await {
-                Ahead::Watching(watcher) => Some(watcher),
+        // The look-ahead watch, and whether its deletion makes `name` our only blocker.
+        let mut early: Option<(Fired, bool)> = None;
+        if let Some(ahead) = ahead {
+            match watch_ahead(&node.client, &child_path(&node.dir, &ahead.name)).await {
+                AheadWatch::Watching(watcher) => {
+                    early = Some((Box::pin(crate::idioms::fired(watcher)), ahead.makes_sole));
+                }
+                // Gone already, and it was the only other blocker: the one we wait for is now the only one.
+                AheadWatch::Gone if ahead.makes_sole => sole = true,
                 // Gone already: the queue has moved since our listing; look again, still watching `name`.
-                Ahead::Gone => {
+                AheadWatch::Gone => {
                     watching = Some((name, changed));
                     continue;
                 }
-                Ahead::Unwatched => None,
-            },
-            None => None,
-        };
-        let early = async move {
-            match early {
-                Some(watcher) => crate::idioms::fired(watcher).await,
-                None => std::future::pending().await,
+                AheadWatch::Unwatched => {}
             }
-        };
-        tokio::select! {
-            event = &mut changed => match event.event_type {
-                EventType::NodeDeleted if sole => {
-                    session.emit(QueueEvent::Woken { by: path });
-                    return Ok(());
+        }
+        loop {
+            let ahead_fired = async {
+                match early.as_mut() {
+                    Some((watcher, _)) => watcher.await,
+                    None => std::future::pending().await,
                 }
-                EventType::Session => if let Some(err) = idioms::session_error(&event) {
-                    return Err(err);
-                },
-                _ => session.emit(QueueEvent::Woken { by: path }),
-            },
-            event = early => match event.event_type {
-                EventType::Session => if let Some(err) = idioms::session_error(&event) {
-                    return Err(err);
-                },
-                // The contender before ours changed (most often: it held and released): look again.
-                _ => watching = Some((name, changed)),
-            },
-            reason = lost.lost() => return Err(reason.error(&node.path())),
+            };
+            tokio::select! {
+                event = &mut changed => {
+                    tracing::trace!(target: "zklock::timeline", session = node.client.session_id().0, sole, event = ?event.event_type, "notified");
+                    match event.event_type {
+                        EventType::NodeDeleted if sole => {
+                            session.emit(QueueEvent::Woken { by: path });
+                            return Ok(());
+                        }
+                        EventType::Session => {
+                            if let Some(err) = idioms::session_error(&event) {
+                                return Err(err);
+                            }
+                            break;
+                        }
+                        _ => {
+                            session.emit(QueueEvent::Woken { by: path });
+                            break;
+                        }
+                    }
+                }
+                event = ahead_fired => {
+                    tracing::trace!(target: "zklock::timeline", session = node.client.session_id().0, event = ?event.event_type, "look-ahead notified");
+                    let makes_sole = early.take().is_some_and(|(_, makes_sole)| makes_sole);
+                    match event.event_type {
+                        EventType::Session => if let Some(err) = idioms::session_error(&event) {
+                            return Err(err);
+                        },
+                        // The other blocker went: the contender we wait for is our only one now. Its deletion is
+                        // our turn; no request.
+                        EventType::NodeDeleted if makes_sole => {
+                            sole = true;
+                            continue;
+                        }
+                        _ => {}
+                    }
+                    // The contender ahead changed (most often: it held and released): look again.
+                    watching = Some((name, changed));
+                    break;
+                }
+                reason = lost.lost() => return Err(reason.error(&node.path())),
+            }
         }
     }
 }
 
 /// The look-ahead watch of [`wait_turn`].
-enum Ahead {
+enum AheadWatch {
     Watching(zk::OneshotWatcher),
     Gone,
     /// Not watched (no permission to read it, or a request that failed): we only look again later, when the
@@ -500,13 +587,13 @@ enum Ahead {
     Unwatched,
 }
 
-async fn watch_ahead(client: &zk::Client, path: &str) -> Ahead {
+async fn watch_ahead(client: &zk::Client, path: &str) -> AheadWatch {
     match client.get_and_watch_data(path).await {
-        Ok((_, _, watcher)) => Ahead::Watching(watcher),
-        Err(zk::Error::NoNode) => Ahead::Gone,
+        Ok((_, _, watcher)) => AheadWatch::Watching(watcher),
+        Err(zk::Error::NoNode) => AheadWatch::Gone,
         Err(err) => {
-            tracing::debug!(%path, %err, "not watching the contender two ahead of us");
-            Ahead::Unwatched
+            tracing::debug!(%path, %err, "not watching a contender further ahead");
+            AheadWatch::Unwatched
         }
     }
 }

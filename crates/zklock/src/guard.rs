@@ -197,6 +197,7 @@ impl Guard {
         drop(revocation);
         drop(held);
         drop(lost);
+        tracing::trace!(target: "zklock::timeline", session = node.client.session_id().0, %path, "release");
         let span = tracing::info_span!("release", %path);
         async move {
             match node.delete().await {

@@ -14,7 +14,8 @@
 //! node is still there) every sixth of the session timeout after the last confirmed contact, and records the
 //! instant each such request was *sent*.
 //!
-//! Cost: one `exists` watch on our own node (sent right after the create, never awaited on the acquire path). Only
+//! Cost: one `exists` watch on our own node (sent right after the create, by the acquire itself — its reply is
+//! awaited by the monitor task, never on the acquire path, and no task has to run before the guard is handed out). Only
 //! a guard whose session validity was asked for (`zklock run` and `zklock elect` do) adds one tiny `exists` every
 //! session timeout / 6 while it is held; every other guard costs nothing more.
 //!
@@ -99,8 +100,6 @@ pub(crate) struct LostSignal {
     wanted: watch::Sender<bool>,
     valid_until: watch::Receiver<Option<std::time::Instant>>,
     dismissed: CancellationToken,
-    /// Turns true once the task has sent the `exists` that sets the watch on our node (or closes if it ends first).
-    armed: watch::Receiver<bool>,
 }
 
 impl Drop for LostSignal {
@@ -128,7 +127,15 @@ impl LostSignal {
         let (wanted, wanted_rx) = watch::channel(false);
         let (valid_tx, valid_until) = watch::channel(None);
         let dismissed = CancellationToken::new();
-        let (armed_tx, armed) = watch::channel(false);
+        // The watch on our node is requested here, not by the task: `zookeeper-client` sends a request when it is
+        // made, in order with the session's others, so every delete of ours (made after this returns) comes after
+        // this `exists` — the watch is set on the node and fired by the delete, never set on a node already gone (a
+        // creation watch that would wait for nothing and have to be removed with a request of its own) — and the
+        // guard can be handed out without waiting for the task to run. A deletion by somebody else before the
+        // `exists` arrives makes it answer "no node": a loss all the same.
+        let first = reason_for_state(client.state())
+            .is_none()
+            .then(|| watch_node(client, path));
         // Not aborted, ever: it ends by itself once dismissed (see `Drop`).
         tokio::spawn(monitor(
             Monitor {
@@ -138,7 +145,7 @@ impl LostSignal {
                 retry: retry.clone(),
                 dismissed: dismissed.clone(),
                 closed,
-                armed: armed_tx,
+                first,
             },
             holding_rx,
             wanted_rx,
@@ -151,17 +158,7 @@ impl LostSignal {
             wanted,
             valid_until,
             dismissed,
-            armed,
         }
-    }
-
-    /// Completes once the watch on our node has been requested (or the task has ended). `zookeeper-client` sends a
-    /// request when it is made, in order with the session's others: a delete of ours made after this comes after
-    /// that `exists`, so the watch is set on the node and fired by the delete — never set on a node already gone
-    /// (a creation watch that would wait for nothing and have to be removed with a request of its own).
-    pub(crate) async fn armed(&self) {
-        let mut armed = self.armed.clone();
-        let _ = armed.wait_for(|armed| *armed).await;
     }
 
     /// Starts watching `node`, and has the node dismiss this signal before it deletes itself (see
@@ -257,21 +254,23 @@ async fn node_gone(
     contacts: &Contacts<'_>,
     dismissed: &CancellationToken,
     closed: &CancellationToken,
-    armed: &watch::Sender<bool>,
+    mut first: Option<FirstWatch>,
     linger: Duration,
 ) -> Option<LostReason> {
     let mut attempt = 0;
     loop {
-        // Dismissed before we ever asked (a guard released before this task first ran): the owner's delete is out
-        // or about to be, and a watch set after it would wait for a creation that never comes.
-        if dismissed.is_cancelled() {
-            return None;
-        }
-        // `zookeeper-client` sends the request when the method is called.
-        let sent = std::time::Instant::now();
-        let request = client.check_and_watch_stat(&path);
-        armed.send_replace(true);
-        tokio::pin!(request);
+        let (sent, request) = match first.take() {
+            Some(first) => first,
+            None => {
+                // Dismissed before we ask again (after a failed `exists`): the owner's delete is out or about to be,
+                // and a watch set after it would wait for a creation that never comes.
+                if dismissed.is_cancelled() {
+                    return None;
+                }
+                watch_node(&client, &path)
+            }
+        };
+        let mut request = request;
         let watched = tokio::select! {
             watched = &mut request => watched,
             () = dismissed.cancelled() => {
@@ -285,6 +284,7 @@ async fn node_gone(
                 return None;
             }
         };
+        tracing::trace!(target: "zklock::timeline", session = client.session_id().0, "own node watched");
         match watched {
             Ok((None, _)) => return Some(deletion_reason(&client, &path, &retry, closed).await),
             Ok((Some(_), watcher)) => {
@@ -353,8 +353,36 @@ struct Monitor {
     dismissed: CancellationToken,
     /// Cancelled once the session is closed (see [`LostSignal::start`]).
     closed: CancellationToken,
-    /// Set once the first `exists` is sent (see [`LostSignal::armed`]).
-    armed: watch::Sender<bool>,
+    /// The first `exists` on our node, already sent (`None` when the session had ended).
+    first: Option<FirstWatch>,
+}
+
+/// The first `exists` on our node, sent by [`LostSignal::start`] itself: when, and its reply.
+type FirstWatch = (
+    std::time::Instant,
+    Pin<Box<dyn Future<Output = Result<(Option<Stat>, zk::OneshotWatcher), zk::Error>> + Send>>,
+);
+
+/// Sends an `exists` that watches our node at `path`; returns when it was sent and its reply.
+///
+/// `zookeeper-client` sends a request when the method is called, but this one's future borrows the client; the
+/// future here owns a clone of it instead, and is polled once right here, which makes the call — the request is
+/// on its way when this returns. (A future may be polled with one waker and then another: the task that awaits the
+/// reply polls it with its own.)
+fn watch_node(client: &Client, path: &str) -> FirstWatch {
+    let (client, path) = (client.clone(), path.to_owned());
+    let sent = std::time::Instant::now();
+    let mut request: Pin<Box<dyn Future<Output = _> + Send>> =
+        Box::pin(async move { client.check_and_watch_stat(&path).await });
+    // Ready already only if it failed at once (say, the client closed); the task then sees that result.
+    let first = request
+        .as_mut()
+        .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()));
+    let request = match first {
+        std::task::Poll::Ready(result) => Box::pin(std::future::ready(result)),
+        std::task::Poll::Pending => request,
+    };
+    (sent, request)
 }
 
 /// A heartbeat in flight: when it was sent, and its reply.
@@ -377,7 +405,7 @@ async fn monitor(
         retry,
         dismissed,
         closed,
-        armed,
+        first,
     } = monitor;
     let mut states = client.state_watcher();
     let session_timeout = client.session_timeout();
@@ -397,7 +425,7 @@ async fn monitor(
                 &contacts,
                 &dismissed,
                 &closed,
-                &armed,
+                first,
                 session_timeout,
             );
             tokio::pin!(gone);

@@ -112,11 +112,29 @@ pub fn unique_prefix(uuid: &uuid::Uuid) -> String {
 ///
 /// The sequence is the run of digits (with an optional minus sign: ZooKeeper's int32 counter wraps) after the
 /// last known marker, and it must end the name.
+///
+/// Every look at a queue parses every name in it, so this is where a listing of thousands costs its time: it
+/// looks only at the end of the name. No marker ends with a digit, so the last marker of the name can only end
+/// where the final run of digits starts (or one byte earlier, before a minus sign); anything else is no contender.
 pub fn parse(name: &str) -> Option<Contender> {
-    let (marker, at) = Marker::ALL
-        .iter()
-        .filter_map(|m| name.rfind(m.as_str()).map(|at| (*m, at + m.as_str().len())))
-        .max_by_key(|(m, at)| (*at, m.as_str().len()))?;
+    let bytes = name.as_bytes();
+    let digits_at = bytes.len() - bytes.iter().rev().take_while(|b| b.is_ascii_digit()).count();
+    if digits_at == bytes.len() {
+        return None;
+    }
+    // The longest marker ending at `at` (both cut points are ASCII, so char boundaries).
+    let ending_at = |at: usize| {
+        Marker::ALL
+            .iter()
+            .filter(|m| name[..at].ends_with(m.as_str()))
+            .max_by_key(|m| m.as_str().len())
+            .copied()
+    };
+    let (marker, at) = match ending_at(digits_at) {
+        Some(marker) => (marker, digits_at),
+        None if digits_at > 0 && bytes[digits_at - 1] == b'-' => (ending_at(digits_at - 1)?, digits_at - 1),
+        None => return None,
+    };
     let digits = &name[at..];
     let unsigned = digits.strip_prefix('-').unwrap_or(digits);
     if unsigned.is_empty() || !unsigned.bytes().all(|b| b.is_ascii_digit()) {
@@ -216,6 +234,67 @@ pub fn sorted_contenders(children: Vec<String>, keep: impl Fn(Marker) -> bool) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What `parse` did before it looked only at the end of the name: the last occurrence of any marker.
+    fn parse_by_search(name: &str) -> Option<Contender> {
+        let (marker, at) = Marker::ALL
+            .iter()
+            .filter_map(|m| name.rfind(m.as_str()).map(|at| (*m, at + m.as_str().len())))
+            .max_by_key(|(m, at)| (*at, m.as_str().len()))?;
+        let digits = &name[at..];
+        let unsigned = digits.strip_prefix('-').unwrap_or(digits);
+        if unsigned.is_empty() || !unsigned.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        Some(Contender {
+            name: name.to_owned(),
+            sequence: digits.parse().ok()?,
+            marker,
+        })
+    }
+
+    #[test]
+    fn parse_agrees_with_a_search_for_the_last_marker() {
+        let pieces = [
+            "",
+            "_c_",
+            "0f3a-",
+            "lock-",
+            "__READ__",
+            "__WRIT__",
+            "latch-",
+            "lease-",
+            "__lock__",
+            "__rlock__",
+            "-",
+            "--",
+            "7",
+            "0000000042",
+            "-12",
+            "x",
+            "é",
+            "lock",
+            "__",
+            "2147483648",
+            "-2147483648",
+        ];
+        let mut names = 0;
+        for a in pieces {
+            for b in pieces {
+                for c in pieces {
+                    let name = format!("{a}{b}{c}");
+                    let (fast, slow) = (parse(&name), parse_by_search(&name));
+                    assert_eq!(
+                        fast.as_ref().map(|c| (c.marker, c.sequence)),
+                        slow.as_ref().map(|c| (c.marker, c.sequence)),
+                        "{name:?}"
+                    );
+                    names += 1;
+                }
+            }
+        }
+        assert_eq!(names, pieces.len().pow(3));
+    }
 
     #[test]
     fn parses_curator_and_kazoo_names() {

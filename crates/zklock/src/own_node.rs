@@ -104,6 +104,7 @@ impl OwnNode {
             &self.retry,
         )
         .await?;
+        tracing::trace!(target: "zklock::timeline", session = self.client.session_id().0, "deleted");
         self.armed = false;
         Ok(())
     }

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+pub mod floor;
 pub mod locks;
 pub mod measure;
 pub mod plots;
@@ -24,6 +25,7 @@ pub mod servers;
 pub mod sessions;
 pub mod size;
 pub mod tables;
+pub mod timeline;
 pub mod waiters;
 
 pub use servers::ServerKind;
@@ -181,8 +183,8 @@ impl Options {
                 "--sections" => {
                     options.sections = list(&value()?)?;
                     for s in &options.sections {
-                        if !["waiters", "locks", "size"].contains(&s.as_str()) {
-                            bail!("--sections: {s}? (waiters, locks, size)");
+                        if !["waiters", "locks", "size", "timeline"].contains(&s.as_str()) {
+                            bail!("--sections: {s}? (waiters, locks, size, timeline)");
                         }
                     }
                 }
@@ -268,6 +270,7 @@ pub const USAGE: &str = "usage: compare-scale [--quick] [--out DIR] [--sections 
            [--hold-ms 10] [--handoffs 200] [--handoff-seconds 5] [--count-handoffs 30] [--count-seconds 2]
   locks:   [--lock-paths 1,10,100,1000] [--lock-sessions 64] [--lock-seconds 4] [--lock-warmup 1] [--lock-rounds 2]
   size:    [--znodes 10000,100000,1000000] [--sessions 10000] [--znode-bytes 100] [--readers 8] [--read-seconds 3]
+  timeline: (zklock at each --waiters N and --hold-ms, --handoffs hand-offs, on fresh servers: where the time goes)
   [--zk-heap SIZE] [--setup-timeout SECONDS]
   compare-scale --from-json FILE [--out DIR]   (tables and charts again from a saved run, no measuring)";
 
@@ -306,6 +309,9 @@ pub struct Report {
     pub locks: Vec<locks::LocksRow>,
     /// The server-size section.
     pub size: Vec<size::SizeRow>,
+    /// The hand-off timelines (`--sections timeline`).
+    #[serde(default)]
+    pub timelines: Vec<timeline::Timeline>,
 }
 
 /// The circumstances of a run.
@@ -348,6 +354,7 @@ pub async fn run(options: Options) -> Result<Report> {
         report.meta.load_before
     );
     if options.section("waiters") || options.section("locks") {
+        // (The timeline section starts servers of its own.)
         let mut servers = Vec::new();
         for &kind in &options.servers {
             servers.push(tokio::task::spawn_blocking(move || servers::ServerUnderTest::start(kind)).await??);
@@ -362,10 +369,63 @@ pub async fn run(options: Options) -> Result<Report> {
     if options.section("size") {
         report.size = size::run(&options).await?;
     }
+    if options.section("timeline") {
+        report.timelines = run_timelines(&options).await?;
+    }
     report.meta.load_after = measure::load_average();
     report.meta.seconds = started.elapsed().as_secs_f64();
     write_outputs(&report, &options.out)?;
     Ok(report)
+}
+
+/// The hand-off timelines: zklock's `Mutex` at each N of `--waiters`, holders holding `--hold-ms`, on a fresh
+/// server of each kind; the embedded server records its side of the timeline into a file it writes as it stops.
+async fn run_timelines(options: &Options) -> Result<Vec<timeline::Timeline>> {
+    timeline::install();
+    let mut timelines = Vec::new();
+    for &kind in &options.servers {
+        for &n in &options.waiters {
+            let dir = tempfile::tempdir()?;
+            let file = dir.path().join("server-timeline.txt");
+            let mut server = match kind {
+                ServerKind::Embedded => {
+                    let env = vec![(timeline::ENV.into(), file.clone().into_os_string())];
+                    tokio::task::spawn_blocking(move || servers::ServerUnderTest::embedded_with_env(env))
+                        .await??
+                }
+                ServerKind::Zookeeper => {
+                    tokio::task::spawn_blocking(move || servers::ServerUnderTest::start(kind)).await??
+                }
+            };
+            let w = floor::measure(&server, floor::DELETES).await?;
+            let hold = Duration::from_secs_f64(options.hold_ms / 1000.0);
+            let w_idle = if hold.is_zero() {
+                None
+            } else {
+                Some(floor::measure_after(&server, floor::DELETES / 3, hold).await?)
+            };
+            timeline::take();
+            let samples = waiters::timed_zklock_run(options, &server, n).await?;
+            let mut events = timeline::take();
+            server.stop().await?;
+            if kind == ServerKind::Embedded {
+                events.extend(timeline::read(&file)?);
+            }
+            drop(server);
+            let mut analysed = timeline::analyse(kind.label(), n, &mut events);
+            analysed.w_us = w.p50_ms.map(|ms| ms * 1e3);
+            analysed.w_idle_us = w_idle.and_then(|w| w.p50_ms).map(|ms| ms * 1e3);
+            progress!(
+                "timeline N={n} on {}: {} hand-offs (p50 {:.3} ms), {} analysed",
+                kind.label(),
+                samples.len(),
+                measure::quantile_ms(&samples, 0.5).unwrap_or(f64::NAN),
+                analysed.handoffs
+            );
+            timelines.push(analysed);
+        }
+    }
+    Ok(timelines)
 }
 
 /// Writes `scale.json` and the charts into `out`, and prints the tables.

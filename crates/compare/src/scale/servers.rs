@@ -66,6 +66,8 @@ struct Embedded {
     log: PathBuf,
     program: PathBuf,
     args: Vec<OsString>,
+    /// Extra environment of the server process (the hand-off timeline's file).
+    env: Vec<(OsString, OsString)>,
     _dir: tempfile::TempDir,
 }
 
@@ -85,6 +87,7 @@ impl Embedded {
         command
             .args(&self.args)
             .arg(&self.config)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log);
@@ -145,6 +148,12 @@ impl ServerUnderTest {
     /// ZooKeeper (no connection cap, every four-letter word); durability is always on. Blocking; returns once
     /// `ruok` answers `imok`.
     pub fn embedded() -> Result<ServerUnderTest> {
+        ServerUnderTest::embedded_with_env(Vec::new())
+    }
+
+    /// [`ServerUnderTest::embedded`] with extra environment variables for the server process (the hand-off
+    /// timeline's file, [`super::timeline::ENV`]).
+    pub fn embedded_with_env(env: Vec<(OsString, OsString)>) -> Result<ServerUnderTest> {
         let (program, args): (PathBuf, Vec<OsString>) = match std::env::var_os(ZKLOCK_BIN_ENV) {
             Some(bin) => (bin.into(), vec!["serve".into(), "--config".into()]),
             None => (std::env::current_exe()?, vec!["__serve".into()]),
@@ -173,6 +182,7 @@ impl ServerUnderTest {
             log: dir.path().join("server.log"),
             program,
             args,
+            env,
             _dir: dir,
         };
         embedded.start()?;
@@ -199,6 +209,15 @@ impl ServerUnderTest {
             started.elapsed().as_secs_f64() * 1e3
         );
         Ok(server)
+    }
+
+    /// Stops the embedded server with SIGTERM (it writes its snapshot, and its timeline if it records one) and waits
+    /// for it to exit; nothing for ZooKeeper (stopped when dropped).
+    pub async fn stop(&mut self) -> Result<()> {
+        match &mut self.inner {
+            Inner::Embedded(embedded) => embedded.stop_gracefully().await,
+            Inner::Zookeeper(_) => Ok(()),
+        }
     }
 
     /// The client address.
@@ -402,8 +421,12 @@ pub fn serve_embedded(config: &Path) -> Result<()> {
     let config = zklock_server::ServerConfig::from_zoo_cfg(config)
         .with_context(|| format!("reading {}", config.display()))?;
     // As `zklock serve`: a multi-thread runtime with the default number of workers.
+    let timeline = std::env::var_os(super::timeline::ENV).map(PathBuf::from);
+    if timeline.is_some() {
+        super::timeline::install();
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         use tokio::signal::unix::{signal, SignalKind};
         let mut term = signal(SignalKind::terminate())?;
         let mut interrupt = signal(SignalKind::interrupt())?;
@@ -419,5 +442,9 @@ pub fn serve_embedded(config: &Path) -> Result<()> {
         }
         server.shutdown().await?;
         Ok(())
-    })
+    });
+    if let Some(path) = timeline {
+        super::timeline::write(&path)?;
+    }
+    served
 }

@@ -83,6 +83,9 @@ pub fn markdown(report: &Report) -> String {
     if !report.size.is_empty() {
         size(&mut out, &report.size);
     }
+    for timeline in &report.timelines {
+        out.push_str(&super::timeline::markdown(timeline));
+    }
     targets(&mut out, report);
     out
 }
@@ -106,6 +109,12 @@ fn waiters(out: &mut String, rows: &[WaitersRow]) {
             "N",
             "hand-off p50 ms: ZooKeeper",
             "embedded",
+            "W ms: ZooKeeper",
+            "embedded",
+            "W after the hold ms: ZooKeeper",
+            "embedded",
+            "p50 ÷ W: ZooKeeper",
+            "embedded",
             "p99 ms: ZooKeeper",
             "embedded",
             "notifications / release: ZooKeeper",
@@ -126,18 +135,51 @@ fn waiters(out: &mut String, rows: &[WaitersRow]) {
         for &n in &sizes {
             let both = ServerKind::BOTH.map(|s| find_waiters(rows, s, contender, n));
             let pick = |f: &dyn Fn(&WaitersRow) -> Option<f64>| both.map(|r| r.and_then(f));
-            let [p50, p99, notes, kib, requests] = [
+            let [p50, w, w_idle, over_w, p99, notes, kib, requests] = [
                 pick(&|r| r.p50_ms).map(sig),
+                pick(&|r| r.w_ms).map(sig),
+                pick(&|r| r.w_idle_ms).map(sig),
+                pick(&|r| r.p50_over_w()).map(|v| cell(v, 2)),
                 pick(&|r| r.p99_ms).map(sig),
                 pick(&|r| r.notifications_per_release).map(sig),
                 pick(&|r| r.bytes_per_acquisition.map(|b| b / 1024.0)).map(sig),
                 pick(&|r| r.requests_per_acquisition).map(sig),
             ];
             let mut cells = vec![contender.label().to_string(), n.to_string()];
-            for pair in [p50, p99, notes, kib, requests] {
+            for pair in [p50, w, w_idle, over_w, p99, notes, kib, requests] {
                 cells.extend(pair);
             }
             row(out, &cells);
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nPer contended acquisition, by kind (the counting run): requests sent, and notifications received per \
+         release.\n"
+    );
+    header(out, &["lock", "N", "server", "requests", "notifications"]);
+    let kinds = |map: &std::collections::BTreeMap<String, f64>| {
+        map.iter()
+            .map(|(kind, n)| format!("{kind} {n:.2}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for contender in Contender::ALL {
+        for &n in &sizes {
+            for server in ServerKind::BOTH {
+                if let Some(r) = find_waiters(rows, server, contender, n) {
+                    row(
+                        out,
+                        &[
+                            contender.label().to_string(),
+                            n.to_string(),
+                            server.label().to_string(),
+                            kinds(&r.requests_by_kind),
+                            kinds(&r.notifications_by_type),
+                        ],
+                    );
+                }
+            }
         }
     }
     let problems: Vec<&WaitersRow> = rows.iter().filter(|r| !r.ok()).collect();
@@ -330,6 +372,24 @@ fn targets(out: &mut String, report: &Report) {
                     met(Some(a / b <= 1.2)),
                 ]);
             }
+        }
+    }
+    // Issue 20: the hand-off p50 ≤ 2× `W` of the same server, at every N measured.
+    for r in report
+        .waiters
+        .iter()
+        .filter(|r| r.contender == Contender::Zklock && r.ok())
+    {
+        if let Some(over) = r.p50_over_w() {
+            lines.push([
+                format!(
+                    "zklock hand-off p50 ≤ 2× W at {} waiters ({})",
+                    r.waiters,
+                    r.server.label()
+                ),
+                format!("{over:.2}×"),
+                met(Some(over <= 2.0)),
+            ]);
         }
     }
     // 2. Embedded ≥ 2× ZooKeeper's acquisitions/s with 1,000 lock paths.

@@ -110,8 +110,19 @@ pub struct WaitersRow {
     /// Requests per acquisition by kind (`create`, `getChildren`, …), from the counting run.
     #[serde(default)]
     pub requests_by_kind: std::collections::BTreeMap<String, f64>,
+    /// Notifications per release by event type (`NodeDeleted`, `NodeDataChanged`, …), from the counting run.
+    #[serde(default)]
+    pub notifications_by_type: std::collections::BTreeMap<String, f64>,
     /// Seconds to connect and queue everybody (timed run).
     pub setup_seconds: Option<f64>,
+    /// `W` of this server, measured just before this row's timed run: p50 of a sequential `delete` round trip with
+    /// zookeeper-client ([`super::floor`]), ms.
+    #[serde(default)]
+    pub w_ms: Option<f64>,
+    /// The same with each delete sent `--hold-ms` after the one before ended ([`super::floor::measure_after`]): what a
+    /// delete costs a machine that has been idle as long as a holder holds, ms (`None` when `--hold-ms` is 0).
+    #[serde(default)]
+    pub w_idle_ms: Option<f64>,
 }
 
 impl WaitersRow {
@@ -130,13 +141,24 @@ impl WaitersRow {
             bytes_per_acquisition: None,
             requests_per_acquisition: None,
             requests_by_kind: Default::default(),
+            notifications_by_type: Default::default(),
             setup_seconds: None,
+            w_ms: None,
+            w_idle_ms: None,
         }
     }
 
     /// Whether the row has figures.
     pub fn ok(&self) -> bool {
         self.status == "ok"
+    }
+
+    /// The hand-off p50 as a multiple of `W`.
+    pub fn p50_over_w(&self) -> Option<f64> {
+        match (self.p50_ms, self.w_ms) {
+            (Some(p50), Some(w)) if w > 0.0 => Some(p50 / w),
+            _ => None,
+        }
     }
 }
 
@@ -148,6 +170,8 @@ struct Counters {
     requests: u64,
     /// Requests by kind (`opcode_name`).
     by_kind: std::collections::BTreeMap<&'static str, u64>,
+    /// Notifications by event type (`event_name`).
+    by_type: std::collections::BTreeMap<&'static str, u64>,
 }
 
 /// The request kinds a lock sends, by name (the rest are counted as `other`).
@@ -164,6 +188,15 @@ fn opcode_name(op: i32) -> &'static str {
         _ => "other",
     }
 }
+
+/// The watch event types a notification carries (`WatcherEvent.type`), by name.
+const EVENT_TYPES: &[(i32, &str)] = &[
+    (-1, "session"),
+    (1, "NodeCreated"),
+    (2, "NodeDeleted"),
+    (3, "NodeDataChanged"),
+    (4, "NodeChildrenChanged"),
+];
 
 /// Every request opcode but ping: creates, deletes, reads, watches, multi, sync, closeSession.
 const REQUEST_OPCODES: &[i32] = &[
@@ -183,7 +216,23 @@ fn counters(proxy: Option<&Proxy>) -> Counters {
             *kinds.entry(opcode_name(op)).or_default() += proxy.requests(op);
             kinds
         }),
+        by_type: EVENT_TYPES
+            .iter()
+            .map(|&(event, name)| (name, proxy.notifications_of(event)))
+            .collect(),
     }
+}
+
+/// `after − before` of each kind, the kinds that moved only.
+fn difference(
+    after: &std::collections::BTreeMap<&'static str, u64>,
+    before: &std::collections::BTreeMap<&'static str, u64>,
+) -> std::collections::BTreeMap<&'static str, u64> {
+    after
+        .iter()
+        .map(|(&kind, &n)| (kind, n.saturating_sub(before.get(kind).copied().unwrap_or(0))))
+        .filter(|&(_, n)| n > 0)
+        .collect()
 }
 
 impl std::ops::Sub for Counters {
@@ -193,17 +242,8 @@ impl std::ops::Sub for Counters {
             notifications: self.notifications.saturating_sub(before.notifications),
             bytes: self.bytes.saturating_sub(before.bytes),
             requests: self.requests.saturating_sub(before.requests),
-            by_kind: self
-                .by_kind
-                .iter()
-                .map(|(&kind, &n)| {
-                    (
-                        kind,
-                        n.saturating_sub(before.by_kind.get(kind).copied().unwrap_or(0)),
-                    )
-                })
-                .filter(|&(_, n)| n > 0)
-                .collect(),
+            by_kind: difference(&self.by_kind, &before.by_kind),
+            by_type: difference(&self.by_type, &before.by_type),
         }
     }
 }
@@ -282,20 +322,28 @@ fn describe(row: &WaitersRow) -> String {
         return row.status.clone();
     }
     let f = |v: Option<f64>, digits: usize| v.map_or("–".to_string(), |v| format!("{v:.digits$}"));
+    let kinds = |map: &std::collections::BTreeMap<String, f64>| {
+        map.iter()
+            .map(|(kind, n)| format!("{kind} {n:.2}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     format!(
-        "{} hand-offs in {:.2} s, p50 {} ms, p99 {} ms; per hand-off {} notifications, {} bytes, {} requests ({})",
+        "{} hand-offs in {:.2} s, p50 {} ms, p99 {} ms, W {} ms (after the hold: {} ms), p50 = {}× W; per hand-off \
+         {} notifications ({}), \
+         {} bytes, {} requests ({})",
         row.handoffs,
         row.seconds,
         f(row.p50_ms, 3),
         f(row.p99_ms, 3),
-        f(row.notifications_per_release, 1),
+        f(row.w_ms, 3),
+        f(row.w_idle_ms, 3),
+        f(row.p50_over_w(), 2),
+        f(row.notifications_per_release, 2),
+        kinds(&row.notifications_by_type),
         f(row.bytes_per_acquisition, 0),
-        f(row.requests_per_acquisition, 1),
-        row.requests_by_kind
-            .iter()
-            .map(|(kind, n)| format!("{kind} {n:.1}"))
-            .collect::<Vec<_>>()
-            .join(", ")
+        f(row.requests_per_acquisition, 2),
+        kinds(&row.requests_by_kind),
     )
 }
 
@@ -307,6 +355,20 @@ async fn measure(
     contender: Contender,
     n: usize,
 ) -> WaitersRow {
+    let w_ms = match super::floor::measure(server, super::floor::DELETES).await {
+        Ok(floor) => floor.p50_ms,
+        Err(e) => return WaitersRow::empty(server.kind, contender, n, format!("failed (W): {e:#}")),
+    };
+    let hold = Duration::from_secs_f64(options.hold_ms / 1000.0);
+    let w_idle_ms = if hold.is_zero() {
+        None
+    } else {
+        // Fewer: each costs a hold.
+        match super::floor::measure_after(server, super::floor::DELETES / 3, hold).await {
+            Ok(floor) => floor.p50_ms,
+            Err(e) => return WaitersRow::empty(server.kind, contender, n, format!("failed (W idle): {e:#}")),
+        }
+    };
     let timed = one_run(
         options,
         tools,
@@ -369,7 +431,15 @@ async fn measure(
             .iter()
             .filter_map(|(&kind, &n)| Some((kind.to_string(), per(n)?)))
             .collect(),
+        notifications_by_type: counted
+            .counted
+            .by_type
+            .iter()
+            .filter_map(|(&kind, &n)| Some((kind.to_string(), per(n)?)))
+            .collect(),
         setup_seconds: Some(timed.setup.as_secs_f64()),
+        w_ms,
+        w_idle_ms,
     }
 }
 
@@ -667,13 +737,16 @@ async fn contend(contender: Contender, client: zk::Client, dir: String, shared: 
     match contender {
         Contender::Zklock => {
             let mutex = zklock::Mutex::new(&client, &dir)?;
+            let session = client.session_id().0;
             loop {
                 let guard = mutex.lock().await?;
+                tracing::trace!(target: "compare::timeline", session, "acquired");
                 if shared.acquired().await {
                     return hold_forever(guard).await;
                 }
                 shared.hold().await;
                 shared.releasing();
+                tracing::trace!(target: "compare::timeline", session, "releasing");
                 guard.release().await?;
             }
         }
@@ -727,6 +800,30 @@ async fn contend(contender: Contender, client: zk::Client, dir: String, shared: 
         }
         Contender::Curator => bail!("Curator runs in its own JVM"),
     }
+}
+
+/// One timed run of zklock's `Mutex` with `n` sessions on `server` (no counting proxy), for the hand-off timeline
+/// ([`super::timeline`]): the hand-off samples.
+pub async fn timed_zklock_run(
+    options: &Options,
+    server: &ServerUnderTest,
+    n: usize,
+) -> Result<Vec<Duration>> {
+    let dir = format!("/compare-scale-timeline-{:016x}", rand::random::<u64>());
+    let run = in_process(
+        options,
+        server.addr(),
+        &server.hosts(),
+        None,
+        Contender::Zklock,
+        &dir,
+        n,
+        options.handoffs,
+        Duration::from_secs_f64(options.handoff_seconds),
+    )
+    .await?;
+    zklock_bench::remove_tree(&server.hosts(), &dir, 1).await?;
+    Ok(run.samples)
 }
 
 /// The last holder keeps the lock until its task is aborted.

@@ -114,6 +114,8 @@ pub fn handle(st: &mut State, conn: ConnId, body: &[u8]) -> Result<Flow, Malform
         return Ok(Flow::Close);
     };
     let session = c.session;
+    // The hand-off timeline (docs/benchmarks.md): off unless a subscriber enables this target at `trace`.
+    tracing::trace!(target: "zklock_server::timeline", session, xid = header.xid, op = header.op, "request");
     c.outbox
         .received
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -35,6 +35,9 @@ struct Shared {
     blackhole: watch::Sender<bool>,
     accepted: AtomicU64,
     notifications: AtomicU64,
+    /// Notifications by the event type of their WatcherEvent (1 created, 2 deleted, 3 data changed, 4 children
+    /// changed, …; −1 a session event).
+    notifications_by_type: Mutex<HashMap<i32, u64>>,
     /// Bytes of whole frames relayed, server to clients and clients to server (ZooKeeper protocol only).
     bytes_to_clients: AtomicU64,
     bytes_to_server: AtomicU64,
@@ -104,6 +107,7 @@ impl Proxy {
             blackhole: watch::Sender::new(false),
             accepted: AtomicU64::new(0),
             notifications: AtomicU64::new(0),
+            notifications_by_type: Mutex::new(HashMap::new()),
             bytes_to_clients: AtomicU64::new(0),
             bytes_to_server: AtomicU64::new(0),
             lost_replies: AtomicU64::new(0),
@@ -185,6 +189,16 @@ impl Proxy {
     /// it is written, so a client that has seen it also sees it counted.
     pub fn notifications(&self) -> u64 {
         self.shared.notifications.load(Ordering::SeqCst)
+    }
+
+    /// Number of watch notifications of this event type (`WatcherEvent.type`: 1 NodeCreated, 2 NodeDeleted,
+    /// 3 NodeDataChanged, 4 NodeChildrenChanged, −1 a session event) forwarded so far, counted like
+    /// [`Proxy::notifications`].
+    pub fn notifications_of(&self, event_type: i32) -> u64 {
+        lock(&self.shared.notifications_by_type)
+            .get(&event_type)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Bytes forwarded from the server to clients so far: whole frames (length prefix included) of the ZooKeeper
@@ -380,6 +394,11 @@ where
                         return Ok(());
                     }
                     if xid == Some(NOTIFICATION_XID) {
+                        // After the length (4) and the ReplyHeader (xid 4, zxid 8, err 4): the event's type.
+                        if let Some(event_type) = frame.get(20..24) {
+                            let event_type = i32::from_be_bytes(event_type.try_into().expect("4 bytes"));
+                            *lock(&shared.notifications_by_type).entry(event_type).or_default() += 1;
+                        }
                         shared.notifications.fetch_add(1, Ordering::SeqCst);
                     }
                 }

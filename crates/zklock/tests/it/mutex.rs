@@ -138,7 +138,7 @@ on_every_server! {
         after.release().await.unwrap();
     }
 
-    async fn no_herd_a_release_notifies_two_waiters_at_most(hosts: &str) {
+    async fn no_herd_a_release_notifies_three_waiters_at_most(hosts: &str) {
         // Every waiter talks through its own proxy, so we can count the watch notifications each one receives.
         const WAITERS: usize = 5;
         let dir = unique_path("mutex-herd");
@@ -173,18 +173,20 @@ on_every_server! {
             eventually("the next waiter to acquire", acquired).await.unwrap();
             let now = counts(&proxies);
             for (j, count) in now.iter().enumerate() {
-                // A release notifies the next holder and the waiter behind it (whose look-ahead watch is on the
-                // releaser: it lists the queue while the new holder holds), nobody else. Earlier holders: their
-                // look-ahead (waiter 0 had none: the holder was its only blocker), their wake-up, and possibly the
-                // watch on their own node firing at their release. The new holder: its wake-up and its look-ahead.
-                // The waiter behind it: its look-ahead, if it has arrived yet. Later waiters: nothing — no herd.
-                let look_ahead = usize::from(j > 0) as u64;
+                // A release notifies the next holder and the two waiters behind it (their look-ahead watches are
+                // on the releaser: the first learns that the new holder is its only blocker, the second lists the
+                // queue), nobody else. Earlier holders: their look-ahead notifications (waiter 0 had none: the
+                // holder was its only blocker; waiter 1 one; later waiters two at most), their wake-up, and
+                // possibly the watch on their own node firing at their release. The new holder: its wake-up and its
+                // look-aheads. The two waiters behind it: their look-aheads so far. Later waiters: nothing — no
+                // herd.
+                let look_ahead = j.min(2) as u64;
                 let expected = if j < k {
                     1..=2 + look_ahead
                 } else if j == k {
                     1..=1 + look_ahead
-                } else if j == k + 1 {
-                    0..=1
+                } else if j <= k + 2 {
+                    0..=look_ahead
                 } else {
                     0..=0
                 };
@@ -195,19 +197,28 @@ on_every_server! {
         for task in tasks {
             eventually("waiters to finish", task).await.unwrap();
         }
-        assert!(counts(&proxies).iter().all(|c| (1..=3).contains(c)), "{:?}", counts(&proxies));
+        assert!(counts(&proxies).iter().all(|c| (1..=4).contains(c)), "{:?}", counts(&proxies));
     }
 
     async fn a_waiter_deep_in_the_queue_lists_before_its_turn_not_after(hosts: &str) {
-        // holder ← w0 ← w1 ← w2. w1 first listed behind two nodes, so w0's deletion alone cannot tell it that its
-        // turn has come; it lists again when the holder releases (its look-ahead watch), while w0 holds, and so
-        // takes over from w0 with no listing between w0's release and its turn. Without the look-ahead watch it
-        // would list after w0's deletion (a listing of the whole queue on every hand-off).
+        // holder ← w0 ← w1 ← w2 ← w3. w0's only blocker is the holder. w1's first listing showed both its blockers
+        // (the holder and w0), so the holder's deletion tells it that w0 is now its only one: it never lists again.
+        // w2 and w3 queued behind three and four nodes: each lists once more when the contender two ahead of its
+        // predecessor goes (w2: the holder, while w0 holds; w3: w0, while w1 holds) — two turns before its own — and
+        // then takes over from its predecessor with no listing between any later release and its turn. Without the
+        // look-ahead a waiter would list after its predecessor's deletion: a listing of the whole queue on every
+        // hand-off.
         let dir = unique_path("mutex-lookahead");
         let holder_client = client(hosts).await;
         let holder = Mutex::new(&holder_client, &dir).unwrap().lock().await.unwrap();
+        struct Waiter {
+            proxy: Proxy,
+            release: Option<tokio::sync::oneshot::Sender<()>>,
+            acquired: Option<tokio::sync::oneshot::Receiver<()>>,
+            task: Option<tokio::task::JoinHandle<()>>,
+        }
         let mut waiters = Vec::new();
-        for _ in 0..3 {
+        for _ in 0..4 {
             let proxy = Proxy::start(first_server(hosts)).await.unwrap();
             let client = client(&proxy.connect_string()).await;
             let (listener, mut rx) = events();
@@ -221,28 +232,33 @@ on_every_server! {
                 guard.release().await.unwrap();
             });
             until(&mut rx, "the waiter to queue", |e| matches!(e, QueueEvent::Waiting { .. })).await;
-            waiters.push((proxy, release_tx, acquired_rx, task));
+            waiters.push(Waiter { proxy, release: Some(release_tx), acquired: Some(acquired_rx), task: Some(task) });
         }
-        let queued: Vec<u64> = waiters.iter().map(|(proxy, ..)| listings(proxy)).collect();
+        let queued: Vec<u64> = waiters.iter().map(|w| listings(&w.proxy)).collect();
+        // Releases a waiter (after its acquire) and waits for it to be done.
+        async fn hand_over(waiter: &mut Waiter) {
+            waiter.release.take().unwrap().send(()).unwrap();
+            eventually("the holder to release", waiter.task.take().unwrap()).await.unwrap();
+        }
         holder.release().await.unwrap();
-        let (w0_proxy, w0_release, w0_acquired, w0_task) = waiters.remove(0);
-        eventually("w0 to acquire", w0_acquired).await.unwrap();
-        assert_eq!(listings(&w0_proxy), queued[0], "w0 waited for the holder alone: no listing");
-        // w1 lists once more, on the holder's release, while w0 holds.
-        let w1_proxy = &waiters[0].0;
-        listed_again(w1_proxy, queued[1], "w1 to look at the queue again").await;
-        let before_handoff = listings(w1_proxy);
-        w0_release.send(()).unwrap();
-        eventually("w0 to release", w0_task).await.unwrap();
-        let (w1_proxy, w1_release, w1_acquired, w1_task) = waiters.remove(0);
-        eventually("w1 to acquire", w1_acquired).await.unwrap();
-        assert_eq!(listings(&w1_proxy), before_handoff, "w1's turn came with w0's deletion: no listing after it");
-        w1_release.send(()).unwrap();
-        eventually("w1 to release", w1_task).await.unwrap();
-        let (_w2_proxy, w2_release, w2_acquired, w2_task) = waiters.remove(0);
-        eventually("w2 to acquire", w2_acquired).await.unwrap();
-        w2_release.send(()).unwrap();
-        eventually("w2 to release", w2_task).await.unwrap();
+        eventually("w0 to acquire", waiters[0].acquired.take().unwrap()).await.unwrap();
+        assert_eq!(listings(&waiters[0].proxy), queued[0], "w0 waited for the holder alone: no listing");
+        // w2 lists once more, on the holder's release, while w0 holds.
+        listed_again(&waiters[2].proxy, queued[2], "w2 to look at the queue again").await;
+        let w2_listed = listings(&waiters[2].proxy);
+        hand_over(&mut waiters[0]).await;
+        eventually("w1 to acquire", waiters[1].acquired.take().unwrap()).await.unwrap();
+        assert_eq!(listings(&waiters[1].proxy), queued[1], "w1's first listing showed both its blockers: no listing since");
+        // w3 lists once more, on w0's release, while w1 holds.
+        listed_again(&waiters[3].proxy, queued[3], "w3 to look at the queue again").await;
+        let w3_listed = listings(&waiters[3].proxy);
+        hand_over(&mut waiters[1]).await;
+        eventually("w2 to acquire", waiters[2].acquired.take().unwrap()).await.unwrap();
+        assert_eq!(listings(&waiters[2].proxy), w2_listed, "w2's turn came with w1's deletion: no listing after the holder's");
+        hand_over(&mut waiters[2]).await;
+        eventually("w3 to acquire", waiters[3].acquired.take().unwrap()).await.unwrap();
+        assert_eq!(listings(&waiters[3].proxy), w3_listed, "w3's turn came with w2's deletion: no listing after w0's");
+        hand_over(&mut waiters[3]).await;
     }
 
     async fn try_lock_never_queues(hosts: &str) {

@@ -110,25 +110,31 @@ on_every_server! {
     }
 
     async fn reader_waits_for_the_nearest_writer_and_lists_before_its_turn(hosts: &str) {
-        // A reader behind W1, W2 waits for W2 (the nearest writer) and looks ahead at W1, what W2 waits for. When W1
-        // leaves, the reader lists the queue again while W2 holds, learns that W2 is its only blocker, and so W2's
-        // deletion is its turn with no listing after it. Two notifications at most: the look-ahead and the turn.
+        // A reader behind W0, W1, W2 waits for W2 (the nearest writer). W2 is not its only blocker, so it also
+        // watches W0 (two writers before W2): when W0 leaves, the reader lists the queue again while W1 holds — two
+        // turns before its own —, learns that W1 and W2 are its only blockers, and watches W1 too. W1's deletion
+        // then tells it that W2 is its only blocker, with no request, and W2's deletion is its turn: no listing after
+        // W0's release. A reader whose first listing shows two writers (here, behind W1 and W2 alone) never lists
+        // again. Notifications: W0's (the listing), W1's and W2's (the turn): three at most.
         let dir = unique_path("rw-nearest-writer");
-        let (c1, c2) = (client(hosts).await, client(hosts).await);
-        let w1 = RwLock::new(&c1, &dir).unwrap().write().await.unwrap();
-        let (w2_tx, w2_rx) = tokio::sync::oneshot::channel();
-        let (release_w2, release_rx) = tokio::sync::oneshot::channel::<()>();
-        let (listener, mut rx) = events();
-        let w2 = {
-            let lock = RwLock::new(Session::new(&c2).with_listener(listener), &dir).unwrap();
-            tokio::spawn(async move {
+        let (c0, c1, c2) = (client(hosts).await, client(hosts).await, client(hosts).await);
+        let w0 = RwLock::new(&c0, &dir).unwrap().write().await.unwrap();
+        let mut writers = Vec::new();
+        for c in [c1, c2] {
+            let (acquired_tx, acquired_rx) = tokio::sync::oneshot::channel();
+            let (release_tx, release_rx) = tokio::sync::oneshot::channel::<()>();
+            let (listener, mut rx) = events();
+            let lock = RwLock::new(Session::new(&c).with_listener(listener), &dir).unwrap();
+            let task = tokio::spawn(async move {
                 let guard = lock.write().await.unwrap();
-                w2_tx.send(()).unwrap();
+                acquired_tx.send(()).unwrap();
                 release_rx.await.unwrap();
                 guard.release().await.unwrap();
-            })
-        };
-        queued(&mut rx).await;
+                drop(c);
+            });
+            queued(&mut rx).await;
+            writers.push((acquired_rx, release_tx, task));
+        }
         let proxy = Proxy::start(first_server(hosts)).await.unwrap();
         let reader_client = client(&proxy.connect_string()).await;
         let (listener, mut rx) = events();
@@ -139,18 +145,56 @@ on_every_server! {
         queued(&mut rx).await;
         let queued_listings = listings(&proxy);
         assert_eq!(proxy.notifications(), 0);
-        w1.release().await.unwrap();
-        eventually("the second writer to take over", w2_rx).await.unwrap();
+        w0.release().await.unwrap();
+        let (w1_acquired, w1_release, w1_task) = writers.remove(0);
+        eventually("the first writer to take over", w1_acquired).await.unwrap();
         listed_again(&proxy, queued_listings, "the reader to look at the queue again").await;
         assert!(!reader.is_finished());
         let before_turn = listings(&proxy);
-        release_w2.send(()).unwrap();
+        w1_release.send(()).unwrap();
+        eventually("the first writer to finish", w1_task).await.unwrap();
+        let (w2_acquired, w2_release, w2_task) = writers.remove(0);
+        eventually("the second writer to take over", w2_acquired).await.unwrap();
+        assert!(!reader.is_finished());
+        w2_release.send(()).unwrap();
         let guard = eventually("the reader after the writers", reader).await.unwrap().unwrap();
-        // The look-ahead's notification, unless W1 was gone before the look-ahead was set (then the reader listed at
-        // once), and the turn's.
-        assert!((1..=2).contains(&proxy.notifications()), "{} notifications", proxy.notifications());
-        assert_eq!(listings(&proxy), before_turn, "no listing between W2's release and the reader's turn");
-        eventually("the writer to finish", w2).await.unwrap();
+        // W0's, W1's and W2's deletions, unless one was gone before its watch was set (then the reader looked
+        // again at once).
+        assert!((1..=3).contains(&proxy.notifications()), "{} notifications", proxy.notifications());
+        assert_eq!(listings(&proxy), before_turn, "no listing between W0's release and the reader's turn");
+        eventually("the writer to finish", w2_task).await.unwrap();
+
+        guard.release().await.unwrap();
+
+        // Behind two writers only: the first listing shows both, and is the only one.
+        let w1 = RwLock::new(&c0, &dir).unwrap().write().await.unwrap();
+        let (w2_acquired_tx, w2_acquired) = tokio::sync::oneshot::channel();
+        let (w2_release, w2_release_rx) = tokio::sync::oneshot::channel::<()>();
+        let (listener, mut events_w2) = events();
+        let c2 = client(hosts).await;
+        let lock = RwLock::new(Session::new(&c2).with_listener(listener), &dir).unwrap();
+        let w2_task = tokio::spawn(async move {
+            let guard = lock.write().await.unwrap();
+            w2_acquired_tx.send(()).unwrap();
+            w2_release_rx.await.unwrap();
+            guard.release().await.unwrap();
+        });
+        queued(&mut events_w2).await;
+        let proxy = Proxy::start(first_server(hosts)).await.unwrap();
+        let reader_client = client(&proxy.connect_string()).await;
+        let (listener, mut rx) = events();
+        let reader = {
+            let lock = RwLock::new(Session::new(&reader_client).with_listener(listener), &dir).unwrap();
+            tokio::spawn(async move { lock.read().await })
+        };
+        queued(&mut rx).await;
+        let queued_listings = listings(&proxy);
+        w1.release().await.unwrap();
+        eventually("the second writer to take over", w2_acquired).await.unwrap();
+        w2_release.send(()).unwrap();
+        let guard = eventually("the reader after the writers", reader).await.unwrap().unwrap();
+        assert_eq!(listings(&proxy), queued_listings, "its first listing showed both writers: no listing since");
+        eventually("the writer to finish", w2_task).await.unwrap();
         guard.release().await.unwrap();
     }
 
