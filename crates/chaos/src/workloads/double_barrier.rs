@@ -6,7 +6,6 @@
 
 use std::time::Duration;
 
-use anyhow::Result;
 use rand::Rng;
 use zklock::Error;
 use zookeeper_client::Client;
@@ -14,44 +13,36 @@ use zookeeper_client::Client;
 use super::shared::record;
 use super::{Contender, Turn, Workload};
 use crate::history::Action;
-use crate::register::Connection;
-use crate::worker_args::WorkerArgs;
 
+#[derive(Default)]
 pub struct DoubleBarrier {
-    register: Connection,
     /// The round to join next; `None`: look for the newest.
     round: Option<i64>,
 }
 
 impl Workload for DoubleBarrier {
-    async fn open(args: &WorkerArgs) -> Result<Self> {
-        let register = Connection::open(&args.register, args.client).await?;
-        Ok(DoubleBarrier {
-            register,
-            round: None,
-        })
-    }
-
-    async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> Result<Turn> {
+    async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> zklock::Result<Turn> {
         let work = Duration::from_millis(cx.rng.gen_range(10..60));
-        Ok(self.round(cx.args, zk, cx.timeout * 2, work).await.into())
+        let timeout = cx.timeout * 2;
+        Ok(self.round(cx, zk, timeout, work).await?.into())
     }
 }
 
 impl DoubleBarrier {
     async fn round(
         &mut self,
-        args: &WorkerArgs,
+        cx: &mut Contender<'_>,
         zk: &Client,
         timeout: Duration,
         work: Duration,
     ) -> zklock::Result<bool> {
         let current = match self.round {
             Some(r) => r,
-            None => newest_round(zk, &args.path).await?,
+            None => newest_round(zk, &cx.args.path).await?,
         };
+        let args = cx.args;
         let launch = args.launch as i64;
-        let register = &mut self.register;
+        let register = cx.register();
         let barrier = zklock::DoubleBarrier::new(zk, &format!("{}/r-{current:08}", args.path), args.leases)?;
         record(register, Action::Arrive, current, launch).await;
         let participation = match barrier.enter_timeout(timeout).await {

@@ -14,12 +14,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use anyhow::Result;
 use rand::Rng;
 use zklock::Error;
 use zookeeper_client::Client;
 
-use super::shared::{self, record};
+use super::shared::record;
 use super::{Contender, Turn, Workload};
 use crate::checker::Violation;
 use crate::clock::now_ns;
@@ -43,43 +42,29 @@ fn slot_of(id: i64) -> i64 {
 /// One worker of the `group` workload: a round (join, follow, look, leave) per operation until the reports; then it
 /// waits for the end. `args.naive` (the negative control, `--no-fencing`): the final view recorded is the first one
 /// this process had, never updated.
+#[derive(Default)]
 pub struct Group {
-    register: Connection,
-    members: u64,
     first_view: Option<Vec<i64>>,
 }
 
 impl Workload for Group {
-    async fn open(args: &WorkerArgs) -> Result<Self> {
-        let register = Connection::open(&args.register, args.client).await?;
-        Ok(Group {
-            register,
-            members: 0,
-            first_view: None,
-        })
-    }
-
     /// A process started after the reports has nothing to add.
     fn until(&self, args: &WorkerArgs) -> u64 {
         args.until_ns - REPORT_NS
     }
 
-    async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> Result<Turn> {
-        self.members += 1;
+    async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> zklock::Result<Turn> {
         let hold = Duration::from_millis(cx.rng.gen_range(200..1500));
         let round = Round {
             args: cx.args,
             zk,
-            id: shared::unique_id(cx.args, self.members),
+            id: cx.next_id(),
             timeout: cx.timeout,
             final_ns: cx.args.until_ns - FINAL_NS,
             report_ns: cx.args.until_ns - REPORT_NS,
         };
-        let outcome = round.run(&mut self.register, hold, &mut self.first_view).await;
-        Ok(match outcome {
-            Ok(()) => Turn::Done,
-            Err(err) => Turn::Failed(err),
-        })
+        round.run(cx.register(), hold, &mut self.first_view).await?;
+        Ok(Turn::Done)
     }
 
     async fn finish(&mut self, cx: &mut Contender<'_>) {

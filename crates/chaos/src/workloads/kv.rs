@@ -63,15 +63,18 @@ pub async fn prepare(connect: &str, path: &str) -> Result<()> {
 }
 
 /// One contender process of the `register` workload: an operation per turn, each recorded in `--history`.
+#[derive(Default)]
 pub struct Register {
-    history: std::fs::File,
+    history: Option<std::fs::File>,
     /// The last version this contender saw of each key: what its compare-and-sets expect.
     known: [i32; KEYS as usize],
     operations: u64,
 }
 
 impl Workload for Register {
-    async fn open(args: &WorkerArgs) -> Result<Self> {
+    const RECORDS: bool = false;
+
+    fn open(&mut self, args: &WorkerArgs) -> Result<()> {
         let file = args
             .history
             .as_deref()
@@ -81,23 +84,20 @@ impl Workload for Register {
             .append(true)
             .open(file)
             .with_context(|| format!("opening {file}"))?;
-        Ok(Register {
-            history,
-            known: [0; KEYS as usize],
-            operations: 0,
-        })
+        self.history = Some(history);
+        Ok(())
     }
 
     /// One operation: `Done` when it was answered (applied or refused), `Idle` when it may or may not have happened.
-    async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> Result<Turn> {
+    async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> zklock::Result<Turn> {
         let args = cx.args;
         self.operations += 1;
         let n = self.operations;
         let value =
             ((args.client as i64 + 1) << 40) | ((args.launch as i64 & 0xffff) << 24) | (n as i64 & 0xff_ffff);
         let call = choose(&mut cx.rng, &self.known, value);
-        let history = &mut self.history;
-        line(history, &format!("call {n} {} {}", now_ns(), encode_call(&call)))?;
+        let history = self.history.as_mut().expect("opened before the first operation");
+        line(history, &format!("call {n} {} {}", now_ns(), encode_call(&call)));
         let outcome = match tokio::time::timeout(cx.timeout, perform(zk, &args.path, &call)).await {
             Ok(outcome) => outcome,
             Err(_) => Err("timed out".to_owned()),
@@ -108,7 +108,7 @@ impl Workload for Register {
                 if let Call::Read { key } = call {
                     self.known[key as usize] = version;
                 }
-                line(history, &format!("ok {n} {at} read {value} {version}"))?;
+                line(history, &format!("ok {n} {at} read {value} {version}"));
                 Turn::Done
             }
             Ok(Outcome::Applied(versions)) => {
@@ -122,11 +122,11 @@ impl Workload for Register {
                     }
                 }
                 let versions: Vec<String> = versions.iter().map(ToString::to_string).collect();
-                line(history, &format!("ok {n} {at} txn {}", versions.join(" ")))?;
+                line(history, &format!("ok {n} {at} txn {}", versions.join(" ")));
                 Turn::Done
             }
             Ok(Outcome::Refused(step)) => {
-                line(history, &format!("refused {n} {at} {}", step.unwrap_or(0)))?;
+                line(history, &format!("refused {n} {at} {}", step.unwrap_or(0)));
                 Turn::Done
             }
             Ok(Outcome::Unknown) | Err(_) => {
@@ -134,7 +134,7 @@ impl Workload for Register {
                     Err(why) => why,
                     Ok(_) => "unknown".to_owned(),
                 };
-                line(history, &format!("unknown {n} {at} {why}"))?;
+                line(history, &format!("unknown {n} {at} {why}"));
                 Turn::Idle
             }
         };
@@ -143,9 +143,13 @@ impl Workload for Register {
     }
 }
 
-fn line(file: &mut std::fs::File, text: &str) -> Result<()> {
-    file.write_all(format!("{text}\n").as_bytes())
-        .context("writing the history")
+/// Appends a line to the history; a history that cannot be written ends the process (status 1): nothing it did
+/// after could be judged.
+fn line(file: &mut std::fs::File, text: &str) {
+    if let Err(err) = file.write_all(format!("{text}\n").as_bytes()) {
+        eprintln!("zklock-chaos: writing the history: {err}");
+        std::process::exit(1);
+    }
 }
 
 /// The next operation: 40 % reads, 20 % writes, 25 % compare-and-sets on a random key, 15 % `multi` on `k0` and

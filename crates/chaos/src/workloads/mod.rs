@@ -32,25 +32,24 @@ use rand::rngs::StdRng;
 use zookeeper_client::Client;
 
 use crate::clock::now_ns;
+use crate::register::Connection;
 use crate::worker_args::WorkerArgs;
 use crate::Recipe;
 
-/// What one operation came to.
+/// What one operation came to (`Err`: it failed; the driver logs it, and makes a new session if this one ended).
 pub enum Turn {
     /// It happened: a hold, an item put or taken, an increment, a round, a transaction, an answered request.
     Done,
     /// Nothing happened in time (not acquired, nothing to take, no answer).
     Idle,
-    /// It failed; the driver logs it, and makes a new session if this one ended.
-    Failed(zklock::Error),
 }
 
-impl From<zklock::Result<bool>> for Turn {
-    fn from(outcome: zklock::Result<bool>) -> Turn {
-        match outcome {
-            Ok(true) => Turn::Done,
-            Ok(false) => Turn::Idle,
-            Err(err) => Turn::Failed(err),
+impl From<bool> for Turn {
+    fn from(done: bool) -> Turn {
+        if done {
+            Turn::Done
+        } else {
+            Turn::Idle
         }
     }
 }
@@ -63,15 +62,40 @@ pub struct Contender<'a> {
     pub rng: StdRng,
     /// The session timeout.
     pub timeout: Duration,
+    register: Option<Connection>,
+    /// The ids made so far.
+    ids: u64,
+}
+
+impl Contender<'_> {
+    /// A new id, unique across the campaign (an item, an increment, a member, a transaction): slot, launch and
+    /// count.
+    pub fn next_id(&mut self) -> i64 {
+        self.ids += 1;
+        ((self.args.client as i64) << 48) | ((self.args.launch as i64 & 0xffff) << 32) | self.ids as i64
+    }
+
+    /// The connection to the register, where the workload records what it does (opened before the first operation
+    /// when [`Workload::RECORDS`]).
+    pub fn register(&mut self) -> &mut Connection {
+        self.register
+            .as_mut()
+            .expect("only a workload that records at the register asks for it")
+    }
 }
 
 /// What a contender process does: one operation at a time, on a live session, recording what it did.
-pub trait Workload: Sized {
-    /// The process's state before its first operation (its register connection, its history file, …).
-    async fn open(args: &WorkerArgs) -> Result<Self>;
+pub trait Workload: Default {
+    /// Whether it records at the register (all but `register`, which keeps a history file of its own).
+    const RECORDS: bool = true;
 
-    /// One operation on `zk`'s session, recorded as it goes. `Err`: the process cannot go on.
-    async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> Result<Turn>;
+    /// Before the first operation (`Err`: the process cannot work).
+    fn open(&mut self, _args: &WorkerArgs) -> Result<()> {
+        Ok(())
+    }
+
+    /// One operation on `zk`'s session, recorded as it goes.
+    async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> zklock::Result<Turn>;
 
     /// Until when (`CLOCK_MONOTONIC` nanoseconds) the process begins operations.
     fn until(&self, args: &WorkerArgs) -> u64 {
@@ -123,11 +147,19 @@ pub async fn run(args: WorkerArgs) -> i32 {
 /// Runs workload `W` in this process: operations until its deadline, each on a live session (a new one once the
 /// last has ended), then closes the session.
 async fn drive<W: Workload>(args: &WorkerArgs) -> Result<()> {
-    let mut work = W::open(args).await?;
+    let mut work = W::default();
+    work.open(args)?;
+    let register = if W::RECORDS {
+        Some(Connection::open(&args.register, args.client).await?)
+    } else {
+        None
+    };
     let mut cx = Contender {
         args,
         rng: shared::seeded_rng(args),
         timeout: Duration::from_millis(args.session_timeout_ms),
+        register,
+        ids: 0,
     };
     let mut session = shared::Session::new(args);
     let (mut done, mut idle, mut failed) = (0u64, 0u64, 0u64);
@@ -138,10 +170,10 @@ async fn drive<W: Workload>(args: &WorkerArgs) -> Result<()> {
         if new {
             work.connected();
         }
-        match work.step(&mut cx, &zk).await? {
-            Turn::Done => done += 1,
-            Turn::Idle => idle += 1,
-            Turn::Failed(err) => {
+        match work.step(&mut cx, &zk).await {
+            Ok(Turn::Done) => done += 1,
+            Ok(Turn::Idle) => idle += 1,
+            Err(err) => {
                 failed += 1;
                 eprintln!("worker {}: {err}", args.client);
                 if err.is_terminal() {

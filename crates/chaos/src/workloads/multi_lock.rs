@@ -5,22 +5,17 @@
 
 use std::time::Duration;
 
-use anyhow::Result;
 use rand::Rng;
-use zklock::Error;
 use zookeeper_client::Client;
 
 use super::{shared, Contender, Turn, Workload};
 use crate::history::Kind;
-use crate::register::Connection;
-use crate::worker_args::WorkerArgs;
 
-pub struct MultiLock {
-    register: Connection,
-}
+#[derive(Default)]
+pub struct MultiLock;
 
-impl MultiLock {
-    async fn round(&mut self, cx: &mut Contender<'_>, zk: &Client) -> zklock::Result<bool> {
+impl Workload for MultiLock {
+    async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> zklock::Result<Turn> {
         let path = &cx.args.path;
         let (a, b) = (format!("{path}/a"), format!("{path}/b"));
         let (first, second) = if cx.rng.gen_bool(0.5) { (a, b) } else { (b, a) };
@@ -28,30 +23,17 @@ impl MultiLock {
             zklock::Part::Mutex(zklock::Mutex::new(zk, &first)?),
             zklock::Part::Mutex(zklock::Mutex::new(zk, &second)?),
         ])?;
-        let held = match multi.lock_timeout(cx.timeout * 3).await {
-            Ok(held) => held,
-            Err(Error::Timeout) => return Ok(false),
-            Err(err) => return Err(err),
+        let Some(held) = shared::in_time(multi.lock_timeout(cx.timeout * 3).await)? else {
+            return Ok(Turn::Idle);
         };
         let work = Duration::from_millis(cx.rng.gen_range(20..120));
         if !held.is_lost() {
-            let fenced = shared::section(&mut self.register, &held.guards()[0], Kind::Exclusive, work);
+            let fenced = shared::section(cx.register(), &held.guards()[0], Kind::Exclusive, work);
             if let Err(err) = fenced.await {
                 shared::register_failed(&err);
             }
         }
         shared::release(cx, held.release()).await;
-        Ok(true)
-    }
-}
-
-impl Workload for MultiLock {
-    async fn open(args: &WorkerArgs) -> Result<Self> {
-        let register = Connection::open(&args.register, args.client).await?;
-        Ok(MultiLock { register })
-    }
-
-    async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> Result<Turn> {
-        Ok(self.round(cx, zk).await.into())
+        Ok(Turn::Done)
     }
 }

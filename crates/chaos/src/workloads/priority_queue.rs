@@ -4,58 +4,33 @@
 
 use std::time::Duration;
 
-use anyhow::Result;
 use rand::Rng;
 use zookeeper_client::Client;
 
-use super::shared::{self, record};
+use super::shared::record;
 use super::{Contender, Turn, Workload};
 use crate::history::Action;
 use crate::register::Connection;
-use crate::worker_args::WorkerArgs;
 
-pub struct PriorityQueue {
-    register: Connection,
-    items: u64,
-}
+#[derive(Default)]
+pub struct PriorityQueue;
 
 impl Workload for PriorityQueue {
-    async fn open(args: &WorkerArgs) -> Result<Self> {
-        let register = Connection::open(&args.register, args.client).await?;
-        Ok(PriorityQueue { register, items: 0 })
-    }
-
-    async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> Result<Turn> {
+    async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> zklock::Result<Turn> {
         let work = Duration::from_millis(cx.rng.gen_range(10..60));
+        let path = &cx.args.path;
         if !cx.rng.gen_bool(1.0 / 3.0) {
-            return Ok(consume_priority(zk, &cx.args.path, &mut self.register, work)
-                .await
-                .into());
+            return Ok(consume_priority(zk, path, cx.register(), work).await?.into());
         }
+        let queue = zklock::PriorityQueue::new(zk, path)?;
         for _ in 0..2 {
-            self.items += 1;
-            let (id, priority) = (shared::unique_id(cx.args, self.items), cx.rng.gen_range(0..4));
-            if let Err(err) = produce(zk, &cx.args.path, &mut self.register, id, priority).await {
-                return Ok(Turn::Failed(err));
-            }
+            let (id, priority) = (cx.next_id(), cx.rng.gen_range(0..4));
+            queue.put(format!("{id} {priority}").as_bytes(), priority).await?;
+            // Once acknowledged, with its priority.
+            record(cx.register(), Action::Put, id, i64::from(priority)).await;
         }
         Ok(Turn::Done)
     }
-}
-
-/// Puts item `id` with `priority`; records it (with its priority) once acknowledged.
-async fn produce(
-    zk: &Client,
-    path: &str,
-    register: &mut Connection,
-    id: i64,
-    priority: i32,
-) -> zklock::Result<()> {
-    zklock::PriorityQueue::new(zk, path)?
-        .put(format!("{id} {priority}").as_bytes(), priority)
-        .await?;
-    record(register, Action::Put, id, i64::from(priority)).await;
-    Ok(())
 }
 
 /// Looks once for an item with `try_take_safe` (no cancellation: a claim never outlives the look's record), records

@@ -4,47 +4,32 @@
 
 use std::time::Duration;
 
-use anyhow::Result;
 use rand::Rng;
 use zookeeper_client::Client;
 
-use super::shared::{self, record};
+use super::shared::record;
 use super::{Contender, Turn, Workload};
 use crate::history::Action;
 use crate::register::Connection;
-use crate::worker_args::WorkerArgs;
 
-pub struct Queue {
-    register: Connection,
-    items: u64,
-}
+#[derive(Default)]
+pub struct Queue;
 
 impl Workload for Queue {
-    async fn open(args: &WorkerArgs) -> Result<Self> {
-        let register = Connection::open(&args.register, args.client).await?;
-        Ok(Queue { register, items: 0 })
-    }
-
-    async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> Result<Turn> {
+    async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> zklock::Result<Turn> {
         let work = Duration::from_millis(cx.rng.gen_range(10..60));
-        self.items += 1;
-        let id = shared::unique_id(cx.args, self.items);
-        let outcome = if cx.rng.gen_bool(0.5) {
-            produce(zk, &cx.args.path, &mut self.register, id).await
+        let id = cx.next_id();
+        let (path, timeout) = (&cx.args.path, cx.timeout);
+        if cx.rng.gen_bool(0.5) {
+            zklock::Queue::new(zk, path)?
+                .put(id.to_string().as_bytes())
+                .await?;
+            record(cx.register(), Action::Put, id, 0).await; // once acknowledged
+            Ok(Turn::Done)
         } else {
-            consume(zk, &cx.args.path, &mut self.register, cx.timeout, work).await
-        };
-        Ok(outcome.into())
+            Ok(consume(zk, path, cx.register(), timeout, work).await?.into())
+        }
     }
-}
-
-/// Puts item `id`; records it at the register once acknowledged.
-async fn produce(zk: &Client, path: &str, register: &mut Connection, id: i64) -> zklock::Result<bool> {
-    zklock::Queue::new(zk, path)?
-        .put(id.to_string().as_bytes())
-        .await?;
-    record(register, Action::Put, id, 0).await;
-    Ok(true)
 }
 
 /// Takes one item with `take_safe`, records it, "processes" it for `work`, completes it and records that.

@@ -10,7 +10,7 @@ use rand::{Rng, SeedableRng};
 use zklock::{Error, Guard};
 use zookeeper_client::{Client, SessionState};
 
-use super::Contender;
+use super::{Contender, Turn};
 use crate::history::{Action, Kind};
 use crate::register::{Answer, Connection};
 use crate::worker_args::WorkerArgs;
@@ -18,11 +18,6 @@ use crate::worker_args::WorkerArgs;
 /// The process's random choices: the worker's seed mixed with its launch.
 pub fn seeded_rng(args: &WorkerArgs) -> StdRng {
     StdRng::seed_from_u64(args.seed ^ args.launch.wrapping_mul(0x9e37_79b9_7f4a_7c15))
-}
-
-/// An id unique across the campaign (an item, a member, a transaction): slot, launch and count.
-pub fn unique_id(args: &WorkerArgs, count: u64) -> i64 {
-    ((args.client as i64) << 48) | ((args.launch as i64 & 0xffff) << 32) | count as i64
 }
 
 /// The register failed: the campaign cannot be judged, so the process ends with status 2.
@@ -99,23 +94,20 @@ async fn connect(args: &WorkerArgs) -> Result<Client> {
         .context("connecting")
 }
 
-/// One turn of a lock-like recipe: acquire (`Ok(false)`: not in time), use the resource in `sections` critical
-/// sections of 20–120 ms, release.
+/// One turn of a lock-like recipe: acquire (`Idle`: not in time), use the resource in `sections` critical sections
+/// of 20–120 ms, release.
 pub async fn hold(
     cx: &mut Contender<'_>,
-    register: &mut Connection,
     acquiring: impl Future<Output = zklock::Result<Guard>>,
     kind: Kind,
     sections: usize,
-) -> zklock::Result<bool> {
-    let guard = match acquiring.await {
-        Ok(guard) => guard,
-        Err(Error::Timeout) => return Ok(false),
-        Err(err) => return Err(err),
+) -> zklock::Result<Turn> {
+    let Some(guard) = in_time(acquiring.await)? else {
+        return Ok(Turn::Idle);
     };
     for _ in 0..sections {
         let work = Duration::from_millis(cx.rng.gen_range(20..120));
-        match section(register, &guard, kind, work).await {
+        match section(cx.register(), &guard, kind, work).await {
             Ok(true) => {}
             Ok(false) => break,
             Err(err) => register_failed(&err),
@@ -125,7 +117,16 @@ pub async fn hold(
         eprintln!("worker {}: guard lost: {reason}", cx.args.client);
     }
     release(cx, guard.release()).await;
-    Ok(true)
+    Ok(Turn::Done)
+}
+
+/// An acquire's outcome, with a timeout as `None`.
+pub fn in_time<T>(acquired: zklock::Result<T>) -> zklock::Result<Option<T>> {
+    match acquired {
+        Ok(held) => Ok(Some(held)),
+        Err(Error::Timeout) => Ok(None),
+        Err(err) => Err(err),
+    }
 }
 
 /// Waits for a release, at most the session timeout, and logs how it went.

@@ -11,7 +11,6 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::time::Duration;
 
-use anyhow::Result;
 use rand::rngs::StdRng;
 use rand::seq::IteratorRandom;
 use rand::{Rng, SeedableRng};
@@ -19,12 +18,11 @@ use tokio::sync::{mpsc, oneshot};
 use zklock::{Decision, Error, TwoPhaseCommit};
 use zookeeper_client::Client;
 
-use super::shared::{self, record};
+use super::shared::record;
 use super::{Contender, Turn, Workload};
 use crate::checker::Violation;
 use crate::clock::now_ns;
 use crate::history::{Action, Op};
-use crate::register::Connection;
 use crate::worker_args::WorkerArgs;
 
 /// The probability of a commit vote.
@@ -40,60 +38,44 @@ fn value(decision: Decision) -> i64 {
 /// The coordinator half of a `two-phase-commit` worker (the participant half runs beside it): a transaction per
 /// operation among 1–`args.leases` of the contenders. `args.naive` (the negative control, `--no-fencing`): it
 /// reports `commit` as soon as it has opened the transaction, and leaves without deciding.
-pub struct Coordinator {
-    register: Connection,
-    transactions: u64,
-}
+#[derive(Default)]
+pub struct Coordinator;
 
 impl Workload for Coordinator {
-    async fn open(args: &WorkerArgs) -> Result<Self> {
-        let register = Connection::open(&args.register, args.client).await?;
-        Ok(Coordinator {
-            register,
-            transactions: 0,
-        })
-    }
-
-    async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> Result<Turn> {
+    async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> zklock::Result<Turn> {
         let (args, timeout) = (cx.args, cx.timeout);
         let slots = args.leases.max(1);
-        self.transactions += 1;
-        let tx = shared::unique_id(args, self.transactions);
+        let tx = cx.next_id();
         let txid = format!("{tx:x}");
         let n = cx.rng.gen_range(1..=slots);
         let mut chosen: Vec<usize> = (0..slots).choose_multiple(&mut cx.rng, n);
         chosen.sort_unstable();
         for p in &chosen {
-            record(&mut self.register, Action::Begin, tx, *p as i64).await;
+            record(cx.register(), Action::Begin, tx, *p as i64).await;
         }
         let names: Vec<String> = chosen.iter().map(|p| format!("p{p}")).collect();
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        let tpc = match TwoPhaseCommit::new(zk, &args.path) {
-            Ok(tpc) => tpc,
-            Err(err) => return Ok(Turn::Failed(err)),
-        };
-        let coordinator = match tokio::time::timeout(timeout, tpc.begin(&txid, &names)).await {
-            Ok(Ok(coordinator)) => coordinator,
-            Ok(Err(err)) => return Ok(Turn::Failed(err)),
-            Err(_) => return Ok(Turn::Failed(Error::Timeout)),
-        };
-        let turn = if args.naive {
-            record(&mut self.register, Action::Outcome, tx, 1).await;
+        let tpc = TwoPhaseCommit::new(zk, &args.path)?;
+        let coordinator = tokio::time::timeout(timeout, tpc.begin(&txid, &names))
+            .await
+            .map_err(|_| Error::Timeout)??;
+        let decided = if args.naive {
+            record(cx.register(), Action::Outcome, tx, 1).await;
             // Gone without deciding: the participants abort.
             drop(coordinator);
-            Turn::Done
+            Ok(())
         } else {
             match tokio::time::timeout(timeout * 4, coordinator.decide_timeout(timeout * 2)).await {
                 Ok(Ok(decision)) => {
-                    record(&mut self.register, Action::Outcome, tx, value(decision)).await;
-                    Turn::Done
+                    record(cx.register(), Action::Outcome, tx, value(decision)).await;
+                    Ok(())
                 }
-                Ok(Err(err)) => Turn::Failed(err),
-                Err(_) => Turn::Failed(Error::Timeout),
+                Ok(Err(err)) => Err(err),
+                Err(_) => Err(Error::Timeout),
             }
         };
         tokio::time::sleep(Duration::from_millis(cx.rng.gen_range(20..150))).await;
-        Ok(turn)
+        decided.map(|()| Turn::Done)
     }
 }
 
@@ -104,8 +86,6 @@ type Request = (Action, i64, i64, oneshot::Sender<()>);
 /// for the next change), with a task for each new one that names us. `args.naive`: it reports its own vote as the
 /// outcome.
 pub struct Participant {
-    register: Connection,
-    me: String,
     requests: mpsc::UnboundedSender<Request>,
     inbox: mpsc::UnboundedReceiver<Request>,
     tasks: tokio::task::JoinSet<()>,
@@ -113,27 +93,27 @@ pub struct Participant {
     handled: HashSet<String>,
 }
 
-impl Workload for Participant {
-    async fn open(args: &WorkerArgs) -> Result<Self> {
-        let register = Connection::open(&args.register, args.client).await?;
+impl Default for Participant {
+    fn default() -> Participant {
         let (requests, inbox) = mpsc::unbounded_channel::<Request>();
-        Ok(Participant {
-            register,
-            me: format!("p{}", args.client),
+        Participant {
             requests,
             inbox,
             tasks: tokio::task::JoinSet::new(),
             handled: HashSet::new(),
-        })
+        }
     }
+}
 
+impl Workload for Participant {
     /// A new session looks again at every transaction not decided yet.
     fn connected(&mut self) {
         self.handled.clear();
     }
 
-    async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> Result<Turn> {
+    async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> zklock::Result<Turn> {
         let args = cx.args;
+        let me = format!("p{}", args.client);
         let listed = match zk.list_and_watch_children(&args.path).await {
             Ok((children, watcher)) => Some((children, watcher)),
             Err(zookeeper_client::Error::NoNode) => match zk.check_and_watch_stat(&args.path).await {
@@ -155,8 +135,7 @@ impl Workload for Participant {
         };
         for txid in children {
             if self.handled.insert(txid.clone()) {
-                let (zk, args, me, requests) =
-                    (zk.clone(), args.clone(), self.me.clone(), self.requests.clone());
+                let (zk, args, me, requests) = (zk.clone(), args.clone(), me.clone(), self.requests.clone());
                 self.tasks
                     .spawn(async move { take_part(&zk, &args, &me, &txid, &requests).await });
             }
@@ -169,7 +148,7 @@ impl Workload for Participant {
             tokio::select! {
                 _ = &mut changed => break,
                 Some((action, token, value, done)) = self.inbox.recv() => {
-                    record(&mut self.register, action, token, value).await;
+                    record(cx.register(), action, token, value).await;
                     let _ = done.send(());
                 }
                 Some(_) = self.tasks.join_next() => {}
