@@ -3,9 +3,6 @@
 //! out, and may or may not have happened). `--no-fencing` (`args.naive`), the negative control: read the value, then
 //! set it plus one, whatever happened in between.
 
-use std::time::Duration;
-
-use rand::Rng;
 use zookeeper_client::Client;
 
 use super::shared::record;
@@ -17,7 +14,7 @@ pub struct Counter;
 
 impl Workload for Counter {
     async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> zklock::Result<Turn> {
-        let work = Duration::from_millis(cx.rng.gen_range(10..60));
+        let work = cx.pace();
         let id = cx.next_id();
         let counted = increment(cx, zk, id).await;
         tokio::time::sleep(work / 2).await; // a pace, so that contention is not all there is

@@ -6,7 +6,6 @@
 
 use std::time::Duration;
 
-use rand::Rng;
 use zklock::Error;
 use zookeeper_client::Client;
 
@@ -22,7 +21,7 @@ pub struct DoubleBarrier {
 
 impl Workload for DoubleBarrier {
     async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> zklock::Result<Turn> {
-        let work = Duration::from_millis(cx.rng.gen_range(10..60));
+        let work = cx.pace();
         let timeout = cx.timeout * 2;
         Ok(self.round(cx, zk, timeout, work).await?.into())
     }

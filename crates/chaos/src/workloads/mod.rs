@@ -29,6 +29,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use rand::rngs::StdRng;
+use rand::Rng;
 use zookeeper_client::Client;
 
 use crate::clock::now_ns;
@@ -68,6 +69,12 @@ pub struct Contender<'a> {
 }
 
 impl Contender<'_> {
+    /// The pace of a turn: 10–60 ms of "work". Drawn first in every turn, so that a seed makes the same choices
+    /// it always has (the lock-like workloads draw it and time their sections apart).
+    pub fn pace(&mut self) -> Duration {
+        Duration::from_millis(self.rng.gen_range(10..60))
+    }
+
     /// A new id, unique across the campaign (an item, an increment, a member, a transaction): slot, launch and
     /// count.
     pub fn next_id(&mut self) -> i64 {

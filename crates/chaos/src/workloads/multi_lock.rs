@@ -16,6 +16,7 @@ pub struct MultiLock;
 
 impl Workload for MultiLock {
     async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> zklock::Result<Turn> {
+        cx.pace();
         let path = &cx.args.path;
         let (a, b) = (format!("{path}/a"), format!("{path}/b"));
         let (first, second) = if cx.rng.gen_bool(0.5) { (a, b) } else { (b, a) };

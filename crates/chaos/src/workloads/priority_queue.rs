@@ -17,7 +17,7 @@ pub struct PriorityQueue;
 
 impl Workload for PriorityQueue {
     async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> zklock::Result<Turn> {
-        let work = Duration::from_millis(cx.rng.gen_range(10..60));
+        let work = cx.pace();
         let path = &cx.args.path;
         if !cx.rng.gen_bool(1.0 / 3.0) {
             return Ok(consume_priority(zk, path, cx.register(), work).await?.into());

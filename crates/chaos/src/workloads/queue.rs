@@ -17,7 +17,7 @@ pub struct Queue;
 
 impl Workload for Queue {
     async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> zklock::Result<Turn> {
-        let work = Duration::from_millis(cx.rng.gen_range(10..60));
+        let work = cx.pace();
         let id = cx.next_id();
         let (path, timeout) = (&cx.args.path, cx.timeout);
         if cx.rng.gen_bool(0.5) {

@@ -14,6 +14,7 @@ impl Workload for RwLock {
     async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> zklock::Result<Turn> {
         let lock = zklock::RwLock::new(zk, &cx.args.path)?;
         let timeout = cx.timeout * 3;
+        cx.pace();
         if cx.rng.gen_bool(0.4) {
             shared::hold(cx, lock.write_timeout(timeout), Kind::Exclusive, 1).await
         } else {

@@ -94,16 +94,22 @@ async fn connect(args: &WorkerArgs) -> Result<Client> {
         .context("connecting")
 }
 
-/// One turn of a lock-like recipe: acquire (`Idle`: not in time), use the resource in `sections` critical sections
-/// of 20–120 ms, release.
+/// One turn of a lock-like recipe, once `acquiring` has been made (after the turn's [`Contender::pace`] and any
+/// choice of its own): acquire (`Idle`: not in time), use the resource in critical sections of 20–120 ms — one, or
+/// 1 to `most_sections` drawn once acquired — release.
 pub async fn hold(
     cx: &mut Contender<'_>,
     acquiring: impl Future<Output = zklock::Result<Guard>>,
     kind: Kind,
-    sections: usize,
+    most_sections: usize,
 ) -> zklock::Result<Turn> {
     let Some(guard) = in_time(acquiring.await)? else {
         return Ok(Turn::Idle);
+    };
+    let sections = if most_sections > 1 {
+        cx.rng.gen_range(1..=most_sections)
+    } else {
+        1
     };
     for _ in 0..sections {
         let work = Duration::from_millis(cx.rng.gen_range(20..120));
