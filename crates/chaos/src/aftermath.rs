@@ -20,7 +20,9 @@ pub async fn drain(connect: &str, path: &str, register: &Register) -> anyhow::Re
         .await?;
     let mut conn = crate::register::Connection::open(&register.addr().to_string(), u32::MAX).await?;
     for _ in 0..100_000 {
-        if !crate::worker::consume(&client, path, &mut conn, Duration::from_secs(1), Duration::ZERO).await? {
+        if !crate::workloads::queue::consume(&client, path, &mut conn, Duration::from_secs(1), Duration::ZERO)
+            .await?
+        {
             return Ok(());
         }
     }
@@ -35,7 +37,9 @@ pub async fn drain_priority(connect: &str, path: &str, register: &Register) -> a
         .await?;
     let mut conn = crate::register::Connection::open(&register.addr().to_string(), u32::MAX).await?;
     for _ in 0..100_000 {
-        if !crate::worker::consume_priority(&client, path, &mut conn, Duration::ZERO).await? {
+        if !crate::workloads::priority_queue::consume_priority(&client, path, &mut conn, Duration::ZERO)
+            .await?
+        {
             return Ok(());
         }
     }

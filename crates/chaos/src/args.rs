@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
-use crate::foreign::Peer;
 use crate::nemesis::Fault;
 use crate::servers::ServerKind;
+use crate::workloads::foreign::Peer;
 use crate::Recipe;
 
 /// The campaign's command line.

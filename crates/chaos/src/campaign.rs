@@ -12,12 +12,12 @@ use crate::checker::{self, Rules, Violation};
 use crate::clock::now_ns;
 use crate::contenders::{Contenders, Launch, SlotReport};
 use crate::fence::Fence;
-use crate::foreign::{self, Foreign, Side, WorkerLine};
 use crate::linearizability::Verdict;
 use crate::nemesis::{self, Fault, Targets};
 use crate::netfault;
 use crate::register::Register;
 use crate::servers::{ServerKind, Servers};
+use crate::workloads::foreign::{self, Foreign, Side, WorkerLine};
 use crate::Recipe;
 use crate::{aftermath, report};
 
@@ -189,7 +189,7 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
     }
     let path = format!("/chaos/{}-{seed:016x}", report::name(args.recipe));
     if args.recipe == Recipe::Register {
-        crate::kv::prepare(&direct, &path).await?;
+        crate::workloads::kv::prepare(&direct, &path).await?;
     }
     let sides: Vec<Side> = (0..args.clients)
         .map(|slot| foreign::side(&args.mix, slot))
@@ -272,7 +272,7 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
                     (now_ns() - start_ns) as f64 / 1e9,
                     kv_dir
                         .as_deref()
-                        .map_or_else(|| register.len(), crate::kv::answered)
+                        .map_or_else(|| register.len(), crate::workloads::kv::answered)
                 );
             }
         })
@@ -322,7 +322,7 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
     let mut ops = register.ops();
     let mut unjudged = None;
     if args.recipe == Recipe::Register {
-        let (report, acknowledged) = crate::kv::judge(&dir).await?;
+        let (report, acknowledged) = crate::workloads::kv::judge(&dir).await?;
         println!("{report}");
         match report.verdict {
             Verdict::Linearizable => {}
@@ -331,9 +331,9 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
         }
         ops = acknowledged;
     } else if args.recipe == Recipe::Group {
-        violations.extend(crate::group::check(&ops, session.as_nanos() as u64));
+        violations.extend(crate::workloads::group::check(&ops, session.as_nanos() as u64));
     } else if args.recipe == Recipe::TwoPhaseCommit {
-        violations.extend(crate::two_phase_commit::check(&ops));
+        violations.extend(crate::workloads::two_phase_commit::check(&ops));
     } else if args.recipe == Recipe::Queue {
         violations.extend(checker::check_queue(&ops));
     } else if args.recipe == Recipe::PriorityQueue {

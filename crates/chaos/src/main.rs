@@ -8,33 +8,28 @@
 //! finds nothing (1: violations; 2: the campaign itself could not run).
 //!
 //! Layout: `campaign.rs` runs one campaign; `aftermath.rs` drains and checks cleanliness; `report.rs` writes
-//! the files and the summary; `contenders.rs` the contender processes; `foreign.rs` the kazoo and Curator
-//! contenders of `--mix`; `nemesis.rs` the faults; `servers.rs` the server under test; `register.rs` +
-//! `fence.rs` the protected resource; `checker.rs` the verdict (`kv.rs` + `linearizability.rs`: the `register`
-//! workload and its linearizability checker); `worker.rs` and `command.rs` what runs inside the
-//! contender processes.
+//! the files and the summary; `contenders.rs` the contender processes; `nemesis.rs` the faults; `servers.rs` the
+//! server under test; `register.rs` + `fence.rs` the protected resource; `checker.rs` the verdict
+//! (`linearizability.rs`: the `register` workload's); `workloads/` what runs inside the contender processes, one
+//! file per workload behind the `Workload` trait (and `workloads/foreign.rs` the kazoo and Curator contenders of
+//! `--mix`, `workloads/run.rs` the command of the `run` workload).
 
 mod aftermath;
 mod args;
 mod campaign;
 mod checker;
 mod clock;
-mod command;
 mod contenders;
 mod fence;
-mod foreign;
-mod group;
 mod history;
-mod kv;
 mod linearizability;
 mod nemesis;
 mod netfault;
 mod register;
 mod report;
 mod servers;
-mod two_phase_commit;
-mod worker;
 mod worker_args;
+mod workloads;
 
 use clap::{Parser, Subcommand};
 
@@ -96,7 +91,7 @@ enum Internal {
     Worker(worker_args::WorkerArgs),
     /// (internal) the command `zklock run` runs in the `run` workload.
     #[command(name = "__command", hide = true)]
-    Command(command::CommandArgs),
+    Command(workloads::run::CommandArgs),
     /// Recovery figures of a kept campaign directory (`--out DIR`), from its history files.
     #[command(name = "__rescore", hide = true)]
     Rescore {
@@ -120,8 +115,8 @@ fn main() {
         .with_writer(std::io::stderr)
         .try_init();
     let code = match cli.internal {
-        Some(Internal::Worker(args)) => current_thread().block_on(worker::run(args)),
-        Some(Internal::Command(args)) => current_thread().block_on(command::run(args)),
+        Some(Internal::Worker(args)) => current_thread().block_on(workloads::run(args)),
+        Some(Internal::Command(args)) => current_thread().block_on(workloads::run::run(args)),
         Some(Internal::Rescore { dir }) => match campaign::rescore(&dir) {
             Ok(()) => 0,
             Err(err) => {
@@ -129,7 +124,7 @@ fn main() {
                 2
             }
         },
-        Some(Internal::CheckRegister { dir }) => kv::check_dir(&dir).unwrap_or_else(|err| {
+        Some(Internal::CheckRegister { dir }) => workloads::kv::check_dir(&dir).unwrap_or_else(|err| {
             eprintln!("zklock-chaos: {err:#}");
             2
         }),

@@ -150,7 +150,7 @@ pub fn report(
             if args.mix.is_empty() {
                 String::new()
             } else {
-                let mix: Vec<&str> = args.mix.iter().map(|p| crate::foreign::name(*p)).collect();
+                let mix: Vec<&str> = args.mix.iter().map(|p| crate::workloads::foreign::name(*p)).collect();
                 format!(" --mix {}", mix.join(","))
             },
             if args.stock_curator { " --stock-curator" } else { "" },

@@ -44,8 +44,8 @@ pub fn side(mix: &[Peer], slot: usize) -> Side {
         .map_or(Side::Zklock, |&peer| Side::Foreign(peer))
 }
 
-const KAZOO_WORKER: &str = include_str!("../peers/kazoo_worker.py");
-const CURATOR_WORKER: &str = include_str!("../peers/CuratorWorker.java");
+const KAZOO_WORKER: &str = include_str!("../../peers/kazoo_worker.py");
+const CURATOR_WORKER: &str = include_str!("../../peers/CuratorWorker.java");
 
 /// The prepared foreign workers: how to start each.
 pub struct Foreign {

@@ -14,15 +14,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use anyhow::Result;
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
-use zklock::{Error, Group};
-use zookeeper_client::{Client, SessionState};
+use rand::Rng;
+use zklock::Error;
+use zookeeper_client::Client;
 
+use super::shared::record;
+use super::{Contender, Turn, Workload};
 use crate::checker::Violation;
 use crate::clock::now_ns;
-use crate::history::{Action, Kind, Op};
+use crate::history::{Action, Op};
 use crate::register::Connection;
 use crate::worker_args::WorkerArgs;
 
@@ -34,93 +34,43 @@ const REPORT_NS: u64 = 2_000_000_000;
 /// …and the members leave this long before the end.
 const LEAVE_NS: u64 = 1_000_000_000;
 
-/// A member id: slot, launch, count.
-fn member_id(args: &WorkerArgs, count: u64) -> i64 {
-    ((args.client as i64) << 48) | ((args.launch as i64 & 0xffff) << 32) | count as i64
-}
-
 /// The slot a member id belongs to.
 fn slot_of(id: i64) -> i64 {
     id >> 48
 }
 
-async fn record(register: &mut Connection, action: Action, token: i64, value: i64) {
-    if let Err(err) = register.op(Kind::Shared, token, action, value).await {
-        eprintln!("chaos: the register failed: {err:#}");
-        std::process::exit(2);
-    }
+/// One worker of the `group` workload: a round (join, follow, look, leave) per operation until the reports; then it
+/// waits for the end. `args.naive` (the negative control, `--no-fencing`): the final view recorded is the first one
+/// this process had, never updated.
+#[derive(Default)]
+pub struct Group {
+    first_view: Option<Vec<i64>>,
 }
 
-/// One worker of the `group` workload; `args.naive` (the negative control, `--no-fencing`): the final view
-/// recorded is the first one this process had, never updated.
-pub async fn work(args: &WorkerArgs) -> Result<()> {
-    let mut rng = StdRng::seed_from_u64(args.seed ^ args.launch.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-    let mut register = Connection::open(&args.register, args.client).await?;
-    let timeout = Duration::from_millis(args.session_timeout_ms);
-    let (final_ns, report_ns) = (args.until_ns - FINAL_NS, args.until_ns - REPORT_NS);
-    let mut client: Option<Client> = None;
-    let mut count = 0u64;
-    let mut first_view: Option<Vec<i64>> = None;
-    // A process started after the reports has nothing to add.
-    while now_ns() < report_ns {
-        let zk = match &client {
-            Some(c) if !matches!(c.state(), SessionState::Expired | SessionState::Closed) => c.clone(),
-            _ => match connect(args, timeout).await {
-                Ok(c) => {
-                    client = Some(c.clone());
-                    c
-                }
-                Err(err) => {
-                    eprintln!("worker {}: {err:#}", args.client);
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                    continue;
-                }
-            },
-        };
-        count += 1;
-        let id = member_id(args, count);
-        let hold = Duration::from_millis(rng.gen_range(200..1500));
+impl Workload for Group {
+    /// A process started after the reports has nothing to add.
+    fn until(&self, args: &WorkerArgs) -> u64 {
+        args.until_ns - REPORT_NS
+    }
+
+    async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> zklock::Result<Turn> {
+        let hold = Duration::from_millis(cx.rng.gen_range(200..1500));
         let round = Round {
-            args,
-            zk: &zk,
-            id,
-            timeout,
-            final_ns,
-            report_ns,
+            args: cx.args,
+            zk,
+            id: cx.next_id(),
+            timeout: cx.timeout,
+            final_ns: cx.args.until_ns - FINAL_NS,
+            report_ns: cx.args.until_ns - REPORT_NS,
         };
-        match round.run(&mut register, hold, &mut first_view).await {
-            Ok(()) => {}
-            Err(err) => {
-                eprintln!("worker {}: {err}", args.client);
-                if err.is_terminal() {
-                    client = None;
-                }
-            }
-        }
+        round.run(cx.register(), hold, &mut self.first_view).await?;
+        Ok(Turn::Done)
     }
-    let rest = Duration::from_nanos(args.until_ns.saturating_sub(now_ns()));
-    tokio::time::sleep(rest).await;
-    if let Some(client) = client {
-        close(client).await;
+
+    async fn finish(&mut self, cx: &mut Contender<'_>) {
+        let rest = Duration::from_nanos(cx.args.until_ns.saturating_sub(now_ns()));
+        tokio::time::sleep(rest).await;
     }
-    Ok(())
-}
-
-/// Closes `client`'s session and waits (a little) until it is closed, so that its nodes go at once.
-pub async fn close(client: Client) {
-    let mut states = client.state_watcher();
-    drop(client);
-    let _ = tokio::time::timeout(Duration::from_secs(3), async {
-        while !states.changed().await.is_terminated() {}
-    })
-    .await;
-}
-
-async fn connect(args: &WorkerArgs, timeout: Duration) -> Result<Client> {
-    let connecting = Client::connector()
-        .with_session_timeout(timeout)
-        .connect(&args.connect);
-    Ok(tokio::time::timeout(timeout * 2, connecting).await??)
 }
 
 struct Round<'a> {
@@ -140,7 +90,7 @@ impl Round<'_> {
         hold: Duration,
         first_view: &mut Option<Vec<i64>>,
     ) -> zklock::Result<()> {
-        let group = Group::new(self.zk, &self.args.path)?.with_data(self.id.to_string());
+        let group = zklock::Group::new(self.zk, &self.args.path)?.with_data(self.id.to_string());
         let membership = match tokio::time::timeout(self.timeout, group.join()).await {
             Ok(joined) => joined?,
             Err(_) => return Err(Error::Timeout), // dropped: our node (if made) is removed
@@ -319,6 +269,7 @@ pub fn check(ops: &[Op], session_timeout_ns: u64) -> Vec<Violation> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::history::Kind;
 
     const S: u64 = 1_000_000_000;
 

@@ -20,9 +20,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
-use zookeeper_client::{Client, CreateMode, MultiWriteError, MultiWriteResult, SessionState};
+use rand::Rng;
+use zookeeper_client::{Client, CreateMode, MultiWriteError, MultiWriteResult};
 
+use super::{Contender, Turn, Workload};
 use crate::clock::now_ns;
 use crate::history::{Action, Kind, Op};
 use crate::linearizability::{self, Call, Operation, Outcome, Report, Step};
@@ -61,61 +62,54 @@ pub async fn prepare(connect: &str, path: &str) -> Result<()> {
     Ok(())
 }
 
-/// One contender process: operations until the deadline, each recorded in `--history`.
-pub async fn work(args: &WorkerArgs) -> Result<()> {
-    let file = args
-        .history
-        .as_deref()
-        .context("the register workload needs --history")?;
-    let mut history = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(file)
-        .with_context(|| format!("opening {file}"))?;
-    let mut rng = StdRng::seed_from_u64(args.seed ^ args.launch.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-    let timeout = Duration::from_millis(args.session_timeout_ms);
-    let mut client: Option<Client> = None;
-    // The last version this contender saw of each key: what its compare-and-sets expect.
-    let mut known = [0i32; KEYS as usize];
-    let (mut n, mut unknown) = (0u64, 0u64);
-    while now_ns() < args.until_ns {
-        let zk = match &client {
-            Some(c) if !matches!(c.state(), SessionState::Expired | SessionState::Closed) => c.clone(),
-            _ => {
-                let connecting = Client::connector()
-                    .with_session_timeout(timeout)
-                    .connect(&args.connect);
-                match tokio::time::timeout(timeout * 2, connecting).await {
-                    Ok(Ok(c)) => {
-                        client = Some(c.clone());
-                        c
-                    }
-                    _ => {
-                        tokio::time::sleep(Duration::from_millis(200)).await;
-                        continue;
-                    }
-                }
-            }
-        };
-        n += 1;
+/// One contender process of the `register` workload: an operation per turn, each recorded in `--history`.
+#[derive(Default)]
+pub struct Register {
+    history: Option<std::fs::File>,
+    /// The last version this contender saw of each key: what its compare-and-sets expect.
+    known: [i32; KEYS as usize],
+    operations: u64,
+}
+
+impl Workload for Register {
+    const RECORDS: bool = false;
+
+    fn open(&mut self, args: &WorkerArgs) -> Result<()> {
+        let file = args
+            .history
+            .as_deref()
+            .context("the register workload needs --history")?;
+        let history = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(file)
+            .with_context(|| format!("opening {file}"))?;
+        self.history = Some(history);
+        Ok(())
+    }
+
+    /// One operation: `Done` when it was answered (applied or refused), `Idle` when it may or may not have happened.
+    async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> zklock::Result<Turn> {
+        let args = cx.args;
+        self.operations += 1;
+        let n = self.operations;
         let value =
             ((args.client as i64 + 1) << 40) | ((args.launch as i64 & 0xffff) << 24) | (n as i64 & 0xff_ffff);
-        let call = choose(&mut rng, &known, value);
-        line(
-            &mut history,
-            &format!("call {n} {} {}", now_ns(), encode_call(&call)),
-        )?;
-        let outcome = match tokio::time::timeout(timeout, perform(&zk, &args.path, &call)).await {
+        let call = choose(&mut cx.rng, &self.known, value);
+        let history = self.history.as_mut().expect("opened before the first operation");
+        line(history, &format!("call {n} {} {}", now_ns(), encode_call(&call)));
+        let outcome = match tokio::time::timeout(cx.timeout, perform(zk, &args.path, &call)).await {
             Ok(outcome) => outcome,
             Err(_) => Err("timed out".to_owned()),
         };
         let at = now_ns();
-        match outcome {
+        let turn = match outcome {
             Ok(Outcome::Read { value, version }) => {
                 if let Call::Read { key } = call {
-                    known[key as usize] = version;
+                    self.known[key as usize] = version;
                 }
-                line(&mut history, &format!("ok {n} {at} read {value} {version}"))?;
+                line(history, &format!("ok {n} {at} read {value} {version}"));
+                Turn::Done
             }
             Ok(Outcome::Applied(versions)) => {
                 if let Call::Txn(steps) = &call {
@@ -124,37 +118,38 @@ pub async fn work(args: &WorkerArgs) -> Result<()> {
                         Step::Check { .. } => None,
                     });
                     for (key, version) in sets.zip(&versions) {
-                        known[key as usize] = *version;
+                        self.known[key as usize] = *version;
                     }
                 }
                 let versions: Vec<String> = versions.iter().map(ToString::to_string).collect();
-                line(&mut history, &format!("ok {n} {at} txn {}", versions.join(" ")))?;
+                line(history, &format!("ok {n} {at} txn {}", versions.join(" ")));
+                Turn::Done
             }
             Ok(Outcome::Refused(step)) => {
-                line(&mut history, &format!("refused {n} {at} {}", step.unwrap_or(0)))?;
+                line(history, &format!("refused {n} {at} {}", step.unwrap_or(0)));
+                Turn::Done
             }
             Ok(Outcome::Unknown) | Err(_) => {
-                unknown += 1;
                 let why = match outcome {
                     Err(why) => why,
                     Ok(_) => "unknown".to_owned(),
                 };
-                line(&mut history, &format!("unknown {n} {at} {why}"))?;
+                line(history, &format!("unknown {n} {at} {why}"));
+                Turn::Idle
             }
-        }
-        tokio::time::sleep(Duration::from_millis(rng.gen_range(2..20))).await;
+        };
+        tokio::time::sleep(Duration::from_millis(cx.rng.gen_range(2..20))).await;
+        Ok(turn)
     }
-    drop(client);
-    eprintln!(
-        "worker {}: done, {n} operations, {unknown} with no answer",
-        args.client
-    );
-    Ok(())
 }
 
-fn line(file: &mut std::fs::File, text: &str) -> Result<()> {
-    file.write_all(format!("{text}\n").as_bytes())
-        .context("writing the history")
+/// Appends a line to the history; a history that cannot be written ends the process (status 1): nothing it did
+/// after could be judged.
+fn line(file: &mut std::fs::File, text: &str) {
+    if let Err(err) = file.write_all(format!("{text}\n").as_bytes()) {
+        eprintln!("zklock-chaos: writing the history: {err}");
+        std::process::exit(1);
+    }
 }
 
 /// The next operation: 40 % reads, 20 % writes, 25 % compare-and-sets on a random key, 15 % `multi` on `k0` and

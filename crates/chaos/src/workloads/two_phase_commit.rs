@@ -11,26 +11,22 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::time::Duration;
 
-use anyhow::Result;
 use rand::rngs::StdRng;
 use rand::seq::IteratorRandom;
 use rand::{Rng, SeedableRng};
 use tokio::sync::{mpsc, oneshot};
 use zklock::{Decision, Error, TwoPhaseCommit};
-use zookeeper_client::{Client, SessionState};
+use zookeeper_client::Client;
 
+use super::shared::record;
+use super::{Contender, Turn, Workload};
 use crate::checker::Violation;
 use crate::clock::now_ns;
-use crate::history::{Action, Kind, Op};
-use crate::register::Connection;
+use crate::history::{Action, Op};
 use crate::worker_args::WorkerArgs;
 
 /// The probability of a commit vote.
 const COMMIT: f64 = 0.85;
-
-fn tx_id(args: &WorkerArgs, count: u64) -> i64 {
-    ((args.client as i64) << 48) | ((args.launch as i64 & 0xffff) << 32) | count as i64
-}
 
 fn value(decision: Decision) -> i64 {
     match decision {
@@ -39,140 +35,90 @@ fn value(decision: Decision) -> i64 {
     }
 }
 
-async fn record(register: &mut Connection, action: Action, token: i64, value: i64) {
-    if let Err(err) = register.op(Kind::Shared, token, action, value).await {
-        eprintln!("chaos: the register failed: {err:#}");
-        std::process::exit(2);
-    }
-}
+/// The coordinator half of a `two-phase-commit` worker (the participant half runs beside it): a transaction per
+/// operation among 1–`args.leases` of the contenders. `args.naive` (the negative control, `--no-fencing`): it
+/// reports `commit` as soon as it has opened the transaction, and leaves without deciding.
+#[derive(Default)]
+pub struct Coordinator;
 
-async fn connect(args: &WorkerArgs) -> Option<Client> {
-    let timeout = Duration::from_millis(args.session_timeout_ms);
-    let connecting = Client::connector()
-        .with_session_timeout(timeout)
-        .connect(&args.connect);
-    match tokio::time::timeout(timeout * 2, connecting).await {
-        Ok(Ok(client)) => Some(client),
-        Ok(Err(err)) => {
-            eprintln!("worker {}: connecting: {err}", args.client);
-            None
-        }
-        Err(_) => {
-            eprintln!("worker {}: connecting timed out", args.client);
-            None
-        }
-    }
-}
-
-fn usable(client: &Option<Client>) -> Option<Client> {
-    client
-        .as_ref()
-        .filter(|c| !matches!(c.state(), SessionState::Expired | SessionState::Closed))
-        .cloned()
-}
-
-/// One worker of the `two-phase-commit` workload: a coordinator and a participant, side by side. `args.leases` is
-/// the number of contenders; `args.naive` (the negative control, `--no-fencing`): everybody reports what it
-/// wished instead of what was decided — the coordinator `commit` as soon as it has opened the transaction, a
-/// participant its own vote.
-pub async fn work(args: &WorkerArgs) -> Result<()> {
-    let (coordinated, participated) = tokio::join!(coordinate(args), participate(args));
-    coordinated.and(participated)
-}
-
-async fn coordinate(args: &WorkerArgs) -> Result<()> {
-    let mut rng = StdRng::seed_from_u64(args.seed ^ args.launch.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-    let mut register = Connection::open(&args.register, args.client).await?;
-    let timeout = Duration::from_millis(args.session_timeout_ms);
-    let slots = args.leases.max(1);
-    let mut client: Option<Client> = None;
-    let mut count = 0u64;
-    while now_ns() < args.until_ns {
-        let Some(zk) = usable(&client) else {
-            client = connect(args).await;
-            if client.is_none() {
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-            continue;
-        };
-        count += 1;
-        let tx = tx_id(args, count);
+impl Workload for Coordinator {
+    async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> zklock::Result<Turn> {
+        let (args, timeout) = (cx.args, cx.timeout);
+        let slots = args.leases.max(1);
+        let tx = cx.next_id();
         let txid = format!("{tx:x}");
-        let n = rng.gen_range(1..=slots);
-        let mut chosen: Vec<usize> = (0..slots).choose_multiple(&mut rng, n);
+        let n = cx.rng.gen_range(1..=slots);
+        let mut chosen: Vec<usize> = (0..slots).choose_multiple(&mut cx.rng, n);
         chosen.sort_unstable();
         for p in &chosen {
-            record(&mut register, Action::Begin, tx, *p as i64).await;
+            record(cx.register(), Action::Begin, tx, *p as i64).await;
         }
         let names: Vec<String> = chosen.iter().map(|p| format!("p{p}")).collect();
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        let tpc = TwoPhaseCommit::new(&zk, &args.path)?;
-        let coordinator = match tokio::time::timeout(timeout, tpc.begin(&txid, &names)).await {
-            Ok(Ok(coordinator)) => coordinator,
-            Ok(Err(err)) => {
-                eprintln!("worker {}: begin {txid}: {err}", args.client);
-                if err.is_terminal() {
-                    client = None;
-                }
-                continue;
-            }
-            Err(_) => {
-                eprintln!("worker {}: begin {txid} timed out", args.client);
-                continue;
-            }
-        };
-        if args.naive {
-            record(&mut register, Action::Outcome, tx, 1).await;
+        let tpc = TwoPhaseCommit::new(zk, &args.path)?;
+        let coordinator = tokio::time::timeout(timeout, tpc.begin(&txid, &names))
+            .await
+            .map_err(|_| Error::Timeout)??;
+        let decided = if args.naive {
+            record(cx.register(), Action::Outcome, tx, 1).await;
             // Gone without deciding: the participants abort.
             drop(coordinator);
+            Ok(())
         } else {
             match tokio::time::timeout(timeout * 4, coordinator.decide_timeout(timeout * 2)).await {
-                Ok(Ok(decision)) => record(&mut register, Action::Outcome, tx, value(decision)).await,
-                Ok(Err(err)) => {
-                    eprintln!("worker {}: deciding {txid}: {err}", args.client);
-                    if err.is_terminal() {
-                        client = None;
-                    }
+                Ok(Ok(decision)) => {
+                    record(cx.register(), Action::Outcome, tx, value(decision)).await;
+                    Ok(())
                 }
-                Err(_) => eprintln!("worker {}: deciding {txid} timed out", args.client),
+                Ok(Err(err)) => Err(err),
+                Err(_) => Err(Error::Timeout),
             }
-        }
-        tokio::time::sleep(Duration::from_millis(rng.gen_range(20..150))).await;
+        };
+        tokio::time::sleep(Duration::from_millis(cx.rng.gen_range(20..150))).await;
+        decided.map(|()| Turn::Done)
     }
-    if let Some(client) = client {
-        crate::group::close(client).await;
-    }
-    Ok(())
 }
 
 /// A record a participant task asks for; the answer says it is recorded.
 type Request = (Action, i64, i64, oneshot::Sender<()>);
 
-async fn participate(args: &WorkerArgs) -> Result<()> {
-    let mut register = Connection::open(&args.register, args.client).await?;
-    let me = format!("p{}", args.client);
-    let (requests, mut inbox) = mpsc::unbounded_channel::<Request>();
-    let mut tasks = tokio::task::JoinSet::new();
-    let mut client: Option<Client> = None;
-    let mut handled: HashSet<String> = HashSet::new();
-    while now_ns() < args.until_ns {
-        let zk = match usable(&client) {
-            Some(zk) => zk,
-            None => {
-                client = connect(args).await;
-                // A new session looks again at every transaction not decided yet.
-                handled.clear();
-                if client.is_none() {
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                }
-                continue;
-            }
-        };
+/// The participant half of a `two-phase-commit` worker: an operation is one look at the transactions (and the wait
+/// for the next change), with a task for each new one that names us. `args.naive`: it reports its own vote as the
+/// outcome.
+pub struct Participant {
+    requests: mpsc::UnboundedSender<Request>,
+    inbox: mpsc::UnboundedReceiver<Request>,
+    tasks: tokio::task::JoinSet<()>,
+    /// The transactions looked at with this session.
+    handled: HashSet<String>,
+}
+
+impl Default for Participant {
+    fn default() -> Participant {
+        let (requests, inbox) = mpsc::unbounded_channel::<Request>();
+        Participant {
+            requests,
+            inbox,
+            tasks: tokio::task::JoinSet::new(),
+            handled: HashSet::new(),
+        }
+    }
+}
+
+impl Workload for Participant {
+    /// A new session looks again at every transaction not decided yet.
+    fn connected(&mut self) {
+        self.handled.clear();
+    }
+
+    async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> zklock::Result<Turn> {
+        let args = cx.args;
+        let me = format!("p{}", args.client);
         let listed = match zk.list_and_watch_children(&args.path).await {
             Ok((children, watcher)) => Some((children, watcher)),
             Err(zookeeper_client::Error::NoNode) => match zk.check_and_watch_stat(&args.path).await {
                 Ok((None, watcher)) => Some((Vec::new(), watcher)),
-                Ok(_) => continue,
+                Ok(_) => return Ok(Turn::Idle),
                 Err(err) => {
                     eprintln!("worker {}: watching {}: {err}", args.client, args.path);
                     None
@@ -185,12 +131,13 @@ async fn participate(args: &WorkerArgs) -> Result<()> {
         };
         let Some((children, watcher)) = listed else {
             tokio::time::sleep(Duration::from_millis(100)).await;
-            continue;
+            return Ok(Turn::Idle);
         };
         for txid in children {
-            if handled.insert(txid.clone()) {
-                let (zk, args, me, requests) = (zk.clone(), args.clone(), me.clone(), requests.clone());
-                tasks.spawn(async move { take_part(&zk, &args, &me, &txid, &requests).await });
+            if self.handled.insert(txid.clone()) {
+                let (zk, args, me, requests) = (zk.clone(), args.clone(), me.clone(), self.requests.clone());
+                self.tasks
+                    .spawn(async move { take_part(&zk, &args, &me, &txid, &requests).await });
             }
         }
         let deadline =
@@ -200,20 +147,20 @@ async fn participate(args: &WorkerArgs) -> Result<()> {
         loop {
             tokio::select! {
                 _ = &mut changed => break,
-                Some((action, token, value, done)) = inbox.recv() => {
-                    record(&mut register, action, token, value).await;
+                Some((action, token, value, done)) = self.inbox.recv() => {
+                    record(cx.register(), action, token, value).await;
                     let _ = done.send(());
                 }
-                Some(_) = tasks.join_next() => {}
+                Some(_) = self.tasks.join_next() => {}
                 _ = tokio::time::sleep_until(deadline) => break,
             }
         }
+        Ok(Turn::Done)
     }
-    tasks.abort_all();
-    if let Some(client) = client {
-        crate::group::close(client).await;
+
+    async fn finish(&mut self, _cx: &mut Contender<'_>) {
+        self.tasks.abort_all();
     }
-    Ok(())
 }
 
 /// Records through the participant loop's register connection; returns once it is recorded.
@@ -334,6 +281,7 @@ pub fn check(ops: &[Op]) -> Vec<Violation> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::history::Kind;
 
     fn op(client: u32, action: Action, token: i64, value: i64) -> Op {
         Op {

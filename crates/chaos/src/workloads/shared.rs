@@ -1,0 +1,170 @@
+//! What several workloads use: the contender's session, its records at the register, ids unique across the
+//! campaign, and the fenced critical section of the lock-like workloads.
+
+use std::future::Future;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use zklock::{Error, Guard};
+use zookeeper_client::{Client, SessionState};
+
+use super::{Contender, Turn};
+use crate::history::{Action, Kind};
+use crate::register::{Answer, Connection};
+use crate::worker_args::WorkerArgs;
+
+/// The process's random choices: the worker's seed mixed with its launch.
+pub fn seeded_rng(args: &WorkerArgs) -> StdRng {
+    StdRng::seed_from_u64(args.seed ^ args.launch.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+}
+
+/// The register failed: the campaign cannot be judged, so the process ends with status 2.
+pub fn register_failed(err: &anyhow::Error) -> ! {
+    eprintln!("chaos: the register failed: {err:#}");
+    std::process::exit(2);
+}
+
+/// Records `action` at the register (a shared, unfenced record for a checker).
+pub async fn record(register: &mut Connection, action: Action, token: i64, value: i64) {
+    if let Err(err) = register.op(Kind::Shared, token, action, value).await {
+        register_failed(&err);
+    }
+}
+
+/// The contender's session: the live one, or a new one once it has ended.
+pub struct Session<'a> {
+    args: &'a WorkerArgs,
+    client: Option<Client>,
+}
+
+impl<'a> Session<'a> {
+    pub fn new(args: &'a WorkerArgs) -> Session<'a> {
+        Session { args, client: None }
+    }
+
+    /// The live session and whether it is new; `None` (after a pause) when connecting failed.
+    pub async fn get(&mut self) -> Option<(Client, bool)> {
+        if let Some(c) = &self.client {
+            if !matches!(c.state(), SessionState::Expired | SessionState::Closed) {
+                return Some((c.clone(), false));
+            }
+        }
+        match connect(self.args).await {
+            Ok(c) => {
+                self.client = Some(c.clone());
+                Some((c, true))
+            }
+            Err(err) => {
+                eprintln!("worker {}: {err:#}", self.args.client);
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                None
+            }
+        }
+    }
+
+    /// The session has ended (an error said so): the next [`Session::get`] makes a new one.
+    pub fn ended(&mut self) {
+        self.client = None;
+    }
+
+    /// Closes the session and waits (a little) until it is closed, so that its nodes go at once.
+    pub async fn close(self) {
+        let Some(client) = self.client else {
+            return;
+        };
+        let mut states = client.state_watcher();
+        drop(client);
+        let _ = tokio::time::timeout(Duration::from_secs(3), async {
+            while !states.changed().await.is_terminated() {}
+        })
+        .await;
+    }
+}
+
+async fn connect(args: &WorkerArgs) -> Result<Client> {
+    let timeout = Duration::from_millis(args.session_timeout_ms);
+    let connecting = Client::connector()
+        .with_session_timeout(timeout)
+        .connect(&args.connect);
+    tokio::time::timeout(timeout * 2, connecting)
+        .await
+        .context("connecting timed out")?
+        .context("connecting")
+}
+
+/// One turn of a lock-like recipe, once `acquiring` has been made (after the turn's [`Contender::pace`] and any
+/// choice of its own): acquire (`Idle`: not in time), use the resource in critical sections of 20–120 ms — one, or
+/// 1 to `most_sections` drawn once acquired — release.
+pub async fn hold(
+    cx: &mut Contender<'_>,
+    acquiring: impl Future<Output = zklock::Result<Guard>>,
+    kind: Kind,
+    most_sections: usize,
+) -> zklock::Result<Turn> {
+    let Some(guard) = in_time(acquiring.await)? else {
+        return Ok(Turn::Idle);
+    };
+    let sections = if most_sections > 1 {
+        cx.rng.gen_range(1..=most_sections)
+    } else {
+        1
+    };
+    for _ in 0..sections {
+        let work = Duration::from_millis(cx.rng.gen_range(20..120));
+        match section(cx.register(), &guard, kind, work).await {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(err) => register_failed(&err),
+        }
+    }
+    if let Some(reason) = guard.lost_reason() {
+        eprintln!("worker {}: guard lost: {reason}", cx.args.client);
+    }
+    release(cx, guard.release()).await;
+    Ok(Turn::Done)
+}
+
+/// An acquire's outcome, with a timeout as `None`.
+pub fn in_time<T>(acquired: zklock::Result<T>) -> zklock::Result<Option<T>> {
+    match acquired {
+        Ok(held) => Ok(Some(held)),
+        Err(Error::Timeout) => Ok(None),
+        Err(err) => Err(err),
+    }
+}
+
+/// Waits for a release, at most the session timeout, and logs how it went.
+pub async fn release(cx: &Contender<'_>, releasing: impl Future<Output = zklock::Result<()>>) {
+    match tokio::time::timeout(cx.timeout, releasing).await {
+        Ok(Ok(())) => {}
+        Ok(Err(err)) => eprintln!("worker {}: release: {err}", cx.args.client),
+        Err(_) => eprintln!("worker {}: release timed out", cx.args.client),
+    }
+}
+
+/// One critical section. A holder checks its guard before each use of the resource, as a careful user does; the
+/// fence catches what that check cannot (a pause between the check and the use). Returns whether it completed.
+pub async fn section(register: &mut Connection, guard: &Guard, kind: Kind, work: Duration) -> Result<bool> {
+    let token = guard.fencing_token();
+    let first = match kind {
+        Kind::Exclusive => Action::Read,
+        Kind::Shared => Action::Enter,
+    };
+    if guard.is_lost() {
+        return Ok(false);
+    }
+    let Answer::Ok(value) = register.op(kind, token, first, 0).await? else {
+        return Ok(false);
+    };
+    tokio::time::sleep(work).await;
+    if guard.is_lost() {
+        return Ok(false);
+    }
+    let (last, value) = match kind {
+        Kind::Exclusive => (Action::Write, value + 1),
+        Kind::Shared => (Action::Leave, 0),
+    };
+    Ok(register.op(kind, token, last, value).await? != Answer::Rejected)
+}
