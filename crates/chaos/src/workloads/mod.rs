@@ -1,5 +1,5 @@
 //! The workloads: what a contender process (`zklock-chaos __worker --recipe …`) does, one file each behind one
-//! trait, [`Workload`] — what the process does in one operation and what it records — and one driver, [`run`],
+//! trait, [`Workload`] — what the process does in one operation and what it records — and one driver, [`run()`],
 //! that keeps a session, calls the workload's operations until the deadline and closes the session.
 //!
 //! The lock-like workloads (`mutex`, `rwlock`, `semaphore`, `election`, `multi-lock`) fence a read-modify-write of

@@ -181,7 +181,7 @@ pub fn write(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Reads a file [`write`] wrote.
+/// Reads a file [`write()`] wrote.
 pub fn read(path: &Path) -> Result<Vec<Event>> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     Ok(text.lines().filter_map(Event::from_line).collect())
