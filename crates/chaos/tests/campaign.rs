@@ -37,6 +37,24 @@ fn numbers(summary: &str) -> (u64, u64, u64) {
     (n[0], n[1], n[2])
 }
 
+/// A negative control whose fault must land inside a critical section (sections last milliseconds; the nemesis
+/// waits up to 2 s for one, and a foreign contender may notice its suspension before writing): `args` run with
+/// each of `seeds` in turn until the checker finds a violation, at most `seeds.len()` runs. A broken checker
+/// finds none in any of them. The run that found it, else the last.
+fn caught_with_one_of(args: &[&str], seeds: &[&str]) -> (Option<i32>, String, String) {
+    let mut last = None;
+    for seed in seeds {
+        let mut with_seed = args.to_vec();
+        with_seed.extend(["--seed", seed]);
+        let run = chaos(&with_seed);
+        if numbers(&run.1).2 >= 1 {
+            return run;
+        }
+        last = Some(run);
+    }
+    last.expect("at least one seed")
+}
+
 /// A campaign that must find nothing, with some work done and some faults injected.
 fn clean(server: &str, recipe: &str, seed: &str, duration: &str) {
     clean_with(server, recipe, seed, duration, &[]);
@@ -138,23 +156,24 @@ fn random_seed_on_embedded() {
 /// (mixed: the paused holder may be a kazoo, a Curator or a zklock worker).
 #[test]
 fn without_fencing_the_pause_fault_is_caught() {
-    let (code, summary, stderr) = chaos(&[
-        "--server",
-        "embedded",
-        "--recipe",
-        "mutex",
-        "--clients",
-        "3",
-        "--mix",
-        "kazoo,curator",
-        "--duration",
-        "25",
-        "--seed",
-        "41",
-        "--faults",
-        "pause",
-        "--no-fencing",
-    ]);
+    let (code, summary, stderr) = caught_with_one_of(
+        &[
+            "--server",
+            "embedded",
+            "--recipe",
+            "mutex",
+            "--clients",
+            "3",
+            "--mix",
+            "kazoo,curator",
+            "--duration",
+            "25",
+            "--faults",
+            "pause",
+            "--no-fencing",
+        ],
+        &["41", "42", "43"],
+    );
     let (_, faults, violations) = numbers(&summary);
     assert!(faults >= 1, "{summary}\n{stderr}");
     assert!(
@@ -320,21 +339,22 @@ fn mutex_on_ensemble_under_the_network_nemesis() {
 /// be caught.
 #[test]
 fn without_fencing_partition_client_and_pause_on_the_ensemble_are_caught() {
-    let (code, summary, stderr) = chaos(&[
-        "--server",
-        "ensemble",
-        "--recipe",
-        "mutex",
-        "--clients",
-        "3",
-        "--duration",
-        "30",
-        "--seed",
-        "55",
-        "--faults",
-        "partition-client,pause",
-        "--no-fencing",
-    ]);
+    let (code, summary, stderr) = caught_with_one_of(
+        &[
+            "--server",
+            "ensemble",
+            "--recipe",
+            "mutex",
+            "--clients",
+            "3",
+            "--duration",
+            "30",
+            "--faults",
+            "partition-client,pause",
+            "--no-fencing",
+        ],
+        &["55", "56", "57"],
+    );
     let (_, faults, violations) = numbers(&summary);
     assert!(faults >= 1, "{summary}\n{stderr}");
     assert!(violations >= 1, "the checker found nothing: {summary}\n{stderr}");
