@@ -39,19 +39,25 @@ fn lock(zk: &Mutex<ZooKeeper>) -> MutexGuard<'_, ZooKeeper> {
 impl Servers {
     /// Starts `kind`. The embedded server's data dir is `dir/data` (on a small tmpfs when `disk` is set, so that
     /// the disk can be filled).
-    pub fn start(kind: ServerKind, zklock: &Path, dir: &Path, disk: bool) -> Result<Servers> {
+    /// `links`: an ensemble's members reach each other only through links the network faults can cut or slow.
+    pub fn start(kind: ServerKind, zklock: &Path, dir: &Path, disk: bool, links: bool) -> Result<Servers> {
         Ok(match kind {
             ServerKind::Embedded => Servers::Embedded(Embedded::start(zklock, dir, disk)?),
             ServerKind::Zookeeper => Servers::ZooKeeper(Arc::new(Mutex::new(
                 ZooKeeper::standalone().context("starting ZooKeeper")?,
             ))),
-            ServerKind::Ensemble => Servers::ZooKeeper(Arc::new(Mutex::new(
-                // Members reach each other only through links the network faults can cut or slow.
+            ServerKind::Ensemble if links => Servers::ZooKeeper(Arc::new(Mutex::new(
                 ZooKeeper::builder()
                     .members(3)
                     .peer_links()
                     .start()
                     .context("starting the ZooKeeper ensemble with links between its members")?,
+            ))),
+            ServerKind::Ensemble => Servers::ZooKeeper(Arc::new(Mutex::new(
+                ZooKeeper::builder()
+                    .members(3)
+                    .start()
+                    .context("starting the ZooKeeper ensemble")?,
             ))),
         })
     }
