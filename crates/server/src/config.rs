@@ -8,6 +8,7 @@ pub use crate::sasl::{JaasError, SaslConfig};
 
 mod auth_keys;
 mod ignored;
+mod reading;
 mod tls_keys;
 mod zoo_cfg;
 

@@ -1,9 +1,9 @@
 //! The authentication keys of a `zoo.cfg`: the digest super user, and SASL (the JAAS file, its section, the super
 //! user, the providers, required and enforced schemes), read line by line and applied once the file is read.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use super::zoo_cfg::{set, Keys, Line, Reading};
+use super::reading::{set, Keys, Line, Reading, SaslKeys};
 use super::{ConfigError, IgnoredKey, SaslConfig, ServerConfig};
 
 /// The authentication keys.
@@ -73,25 +73,6 @@ fn looks_like_digest(value: &str) -> bool {
 
 /// ZooKeeper's SASL authentication provider class (`authProvider.N=` in zoo.cfg).
 pub(super) const SASL_PROVIDER: &str = "org.apache.zookeeper.server.auth.SASLAuthenticationProvider";
-
-/// The SASL keys of a zoo.cfg, as read.
-#[derive(Default)]
-pub(super) struct SaslKeys {
-    /// `java.security.auth.login.config` (ours: a JVM property for ZooKeeper) and its line.
-    jaas: Option<(usize, PathBuf)>,
-    /// `sasl.serverconfig`: the JAAS section (ZooKeeper's `zookeeper.sasl.serverconfig`).
-    section: Option<String>,
-    /// `superUser` (ZooKeeper's `zookeeper.superUser`) and its line.
-    super_user: Option<(usize, String)>,
-    /// `sessionRequireClientSASLAuth`.
-    require: bool,
-    /// `enforce.auth.enabled`.
-    enforce: bool,
-    /// `enforce.auth.schemes`.
-    schemes: Vec<String>,
-    /// The line and key of an `authProvider.N` naming the SASL provider.
-    provider: Option<(usize, String)>,
-}
 
 impl SaslKeys {
     /// Reads the JAAS file and sets `cfg.sasl` and `cfg.enforce_auth_schemes`.

@@ -2,9 +2,9 @@
 //! `ssl.clientAuth`, the protocols, the x509 super user): read line by line, applied once the file is read.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use super::zoo_cfg::{set, Keys, Line};
+use super::reading::{set, Keys, Line, StoreKeys, TlsKeys};
 use super::{
     ClientAuth, ConfigError, IgnoredKey, ServerConfig, Store, StoreKind, TlsConfig, TlsProtocol, PROTOCOLS,
 };
@@ -59,15 +59,6 @@ pub(super) fn note(tls: &mut TlsKeys, line: &Line<'_>) {
     }
 }
 
-/// The zoo.cfg `ssl.*` keys of one store, as read.
-#[derive(Default)]
-pub(super) struct StoreKeys {
-    path: Option<PathBuf>,
-    password: Option<String>,
-    password_path: Option<PathBuf>,
-    kind: Option<StoreKind>,
-}
-
 impl StoreKeys {
     /// Reads `ssl.<store>.location`, `.password`, `.passwordPath` or `.type`.
     fn read(&mut self, line: &Line<'_>) -> Result<(), ConfigError> {
@@ -100,21 +91,6 @@ impl StoreKeys {
             kind: self.kind,
         }))
     }
-}
-
-/// The TLS keys of a zoo.cfg, as read.
-#[derive(Default)]
-pub(super) struct TlsKeys {
-    port: Option<u16>,
-    addr: Option<IpAddr>,
-    key_store: StoreKeys,
-    trust_store: StoreKeys,
-    client_auth: ClientAuth,
-    protocol: Option<TlsProtocol>,
-    enabled: Option<Vec<TlsProtocol>>,
-    super_user: Option<String>,
-    /// Every TLS key's line, to report them when there is no secureClientPort.
-    lines: Vec<(usize, String)>,
 }
 
 impl TlsKeys {

@@ -5,104 +5,14 @@
 //! [`super::ignored::ignored_because`].
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::{Path, PathBuf};
-use std::str::FromStr;
+use std::path::Path;
 use std::time::Duration;
 
-use super::auth_keys::{self, SaslKeys};
+use super::auth_keys;
 use super::ignored::ignored_because;
-use super::tls_keys::{self, TlsKeys};
+use super::reading::{set, Keys, Line, Reading, SaslKeys, TlsKeys};
+use super::tls_keys;
 use super::{ConfigError, IgnoredKey, ServerConfig};
-
-/// What a key does with its line: sets a field of the configuration or of what is read so far.
-pub(super) type Handler = fn(&mut Reading, &Line<'_>) -> Result<(), ConfigError>;
-
-/// A concern's keys and their handlers.
-pub(super) type Keys = &'static [(&'static str, Handler)];
-
-/// Sets a field; what a handler of one line mostly does.
-pub(super) fn set<T>(field: &mut T, value: T) -> Result<(), ConfigError> {
-    *field = value;
-    Ok(())
-}
-
-/// One `key=value` line.
-pub(super) struct Line<'a> {
-    pub path: &'a Path,
-    /// 1-based.
-    pub number: usize,
-    pub key: &'a str,
-    pub value: &'a str,
-}
-
-impl Line<'_> {
-    /// The value does not parse.
-    pub fn bad(&self) -> ConfigError {
-        ConfigError::BadValue {
-            path: self.path.to_path_buf(),
-            line: self.number,
-            key: self.key.to_string(),
-            value: self.value.to_string(),
-        }
-    }
-
-    /// The value asks for something the embedded server cannot do.
-    pub fn unsupported(&self, reason: &str) -> ConfigError {
-        ConfigError::Unsupported {
-            path: self.path.to_path_buf(),
-            line: self.number,
-            key: self.key.to_string(),
-            value: self.value.to_string(),
-            reason: reason.to_string(),
-        }
-    }
-
-    /// The line is not applied, for `reason`.
-    pub fn ignored(&self, reason: String) -> IgnoredKey {
-        IgnoredKey {
-            path: self.path.to_path_buf(),
-            line: self.number,
-            key: self.key.to_string(),
-            reason,
-        }
-    }
-
-    pub fn parse<T: FromStr>(&self) -> Result<T, ConfigError> {
-        self.value.parse().map_err(|_| self.bad())
-    }
-
-    /// Milliseconds.
-    pub fn ms(&self) -> Result<Duration, ConfigError> {
-        self.parse::<u64>().map(Duration::from_millis)
-    }
-
-    pub fn path_value(&self) -> PathBuf {
-        PathBuf::from(self.value)
-    }
-
-    /// The value as text, `None` when empty.
-    pub fn non_empty(&self) -> Option<String> {
-        (!self.value.is_empty()).then(|| self.value.to_string())
-    }
-
-    /// A comma-separated list, items trimmed, empty ones left out.
-    pub fn list(&self) -> impl Iterator<Item = &str> {
-        self.value.split(',').map(str::trim).filter(|s| !s.is_empty())
-    }
-
-    pub fn is_true(&self) -> bool {
-        self.value.eq_ignore_ascii_case("true")
-    }
-}
-
-/// What has been read so far.
-pub(super) struct Reading {
-    pub cfg: ServerConfig,
-    pub port: Option<u16>,
-    pub addr: Option<IpAddr>,
-    pub tls: TlsKeys,
-    pub sasl: SaslKeys,
-}
 
 /// Where clients connect.
 const LISTEN: Keys = &[
