@@ -53,18 +53,7 @@ fn read_log(log: &Path) -> Vec<Line> {
 
 /// Polls the log file (there is no event to await across processes) until `done` holds; bounded in time.
 async fn wait_for_log(log: &Path, what: &str, done: impl Fn(&[Line]) -> bool) -> Vec<Line> {
-    let deadline = Instant::now() + EVENTUALLY;
-    loop {
-        let lines = read_log(log);
-        if done(&lines) {
-            return lines;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}; log: {lines:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    crate::support::poll_log(log, what, read_log, done).await
 }
 
 /// Checks that the commands' activity intervals (first to last line of each shell) never overlap.

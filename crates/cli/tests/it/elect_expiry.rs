@@ -76,18 +76,7 @@ fn terms(lines: &[Line]) -> Vec<(i64, u128, u128)> {
 
 /// Polls the log file (there is no event to await across processes) until `done` holds; bounded in time.
 async fn wait_for_log(log: &Path, what: &str, done: impl Fn(&[Line]) -> bool) -> Vec<Line> {
-    let deadline = Instant::now() + EVENTUALLY;
-    loop {
-        let lines = read_log(log);
-        if done(&lines) {
-            return lines;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}; log: {lines:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    poll_log(log, what, read_log, done).await
 }
 
 fn started(lines: &[Line]) -> usize {

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
@@ -59,18 +59,7 @@ fn read_log(log: &Path) -> Vec<Line> {
 
 /// Polls the log file (there is no event to await across processes) until `done` holds; bounded in time.
 async fn wait_for_log(log: &Path, what: &str, done: impl Fn(&[Line]) -> bool) {
-    let deadline = Instant::now() + EVENTUALLY;
-    loop {
-        if done(&read_log(log)) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}; log: {:?}",
-            read_log(log)
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    poll_log(log, what, read_log, done).await;
 }
 
 /// `zklock <kind> ... <dir> -- sh -c SCRIPT sh <log> <tag> <count>`, its stderr going to `<log>.<tag>.err`.

@@ -222,3 +222,25 @@ macro_rules! on_both_servers {
         }
     };
 }
+
+/// Polls a log file that `zklock` commands append to (there is no event to await across processes), read with
+/// `read`, until `done` holds; bounded by [`EVENTUALLY`]. Returns the lines that satisfied it.
+pub async fn poll_log<L: std::fmt::Debug>(
+    log: &std::path::Path,
+    what: &str,
+    read: impl Fn(&std::path::Path) -> Vec<L>,
+    done: impl Fn(&[L]) -> bool,
+) -> Vec<L> {
+    let deadline = std::time::Instant::now() + EVENTUALLY;
+    loop {
+        let lines = read(log);
+        if done(&lines) {
+            return lines;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}; log: {lines:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
