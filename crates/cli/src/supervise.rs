@@ -271,16 +271,17 @@ fn mask_url_password(word: &str) -> String {
 }
 
 /// The watchdog's deadline for a session that cannot expire before `valid_until`: the command's process group must
-/// be dead a tenth of the session timeout before that (SIGKILL), and is asked to stop `kill_after` earlier
-/// (SIGTERM) — at most half the session timeout earlier, which leaves the renewals (every sixth of the timeout) room
-/// to arrive first. `None` if that lies before the clock's origin.
+/// be dead a twentieth of the session timeout before that (SIGKILL), and is asked to stop `kill_after` earlier
+/// (SIGTERM) — at most a fifth of the session timeout earlier, which leaves the renewals room to arrive first
+/// (a heartbeat every tenth of the timeout moves `valid_until` to half a timeout after it was sent; see
+/// `zklock`'s `lost.rs`). `None` if that lies before the clock's origin.
 pub fn watchdog_deadline(
     valid_until: Instant,
     session_timeout: Duration,
     kill_after: Duration,
 ) -> Option<Deadline> {
-    let kill_at = valid_until.checked_sub(session_timeout / 10)?;
-    let term_at = kill_at.checked_sub(kill_after.min(session_timeout / 2))?;
+    let kill_at = valid_until.checked_sub(session_timeout / 20)?;
+    let term_at = kill_at.checked_sub(kill_after.min(session_timeout / 5))?;
     Some(Deadline { term_at, kill_at })
 }
 
@@ -454,7 +455,7 @@ pub async fn hold(
         let result = Err(Failure::new(
             exit::LOST,
             format!(
-                "could not confirm {what} in time (was zklock paused or starved?); the watchdog stopped the command"
+                "could not confirm {what} with the ZooKeeper leader in time (was zklock paused or starved, or its server cut off from the leader?); the watchdog stopped the command"
             ),
         ));
         return Held::SessionLost { result, guard: None };
@@ -562,10 +563,12 @@ mod tests {
         let valid_until = Instant::now() + Duration::from_secs(60);
         let timeout = Duration::from_secs(4);
         let deadline = watchdog_deadline(valid_until, timeout, Duration::from_secs(1)).unwrap();
-        assert_eq!(deadline.kill_at, valid_until - Duration::from_millis(400));
-        assert_eq!(deadline.term_at, deadline.kill_at - Duration::from_secs(1));
-        // A --kill-after too long for the session timeout is cut to half of it: renewals must have room to arrive.
+        assert_eq!(deadline.kill_at, valid_until - Duration::from_millis(200));
+        assert_eq!(deadline.term_at, deadline.kill_at - Duration::from_millis(800));
+        let deadline = watchdog_deadline(valid_until, timeout, Duration::from_millis(500)).unwrap();
+        assert_eq!(deadline.term_at, deadline.kill_at - Duration::from_millis(500));
+        // A --kill-after too long for the session timeout is cut to a fifth of it: renewals must have room to arrive.
         let deadline = watchdog_deadline(valid_until, timeout, Duration::from_secs(10)).unwrap();
-        assert_eq!(deadline.term_at, deadline.kill_at - Duration::from_secs(2));
+        assert_eq!(deadline.term_at, deadline.kill_at - Duration::from_millis(800));
     }
 }

@@ -6,18 +6,42 @@
 //! session may already be gone on the server.
 //!
 //! The same task keeps the *session validity* of a held node: the instant before which the server cannot have
-//! expired our session. A reply to a request we sent at time `t` proves that the server heard from us at or after
-//! `t`, so it cannot expire the session before `t` + the negotiated session timeout (ZooKeeper's expiry queue rounds
-//! up; in an ensemble the leader learns of a follower's touch later, which only delays the expiry). zookeeper-client
-//! does not tell when it last heard from the server, so the task asks itself: once the owner has asked for the
-//! session validity, and while the node is held, it sends an `exists` on our own node (which also confirms that the
-//! node is still there) every sixth of the session timeout after the last confirmed contact, and records the
-//! instant each such request was *sent*.
+//! expired our session. In an ensemble only the leader expires sessions, and it hears of ours late: a follower
+//! answers reads and pings itself and tells the leader which sessions it heard from only in its replies to the
+//! leader's pings (every half `tickTime`). A follower cut off from the leader keeps our connection, and answers us,
+//! until it gives up on the leader (`syncLimit` ticks: 10 s with the defaults) — while the leader expires our
+//! session after the session timeout and lets the next holder in. So a reply from "the server" proves nothing; only
+//! a request that went through the leader does. The heartbeat is a `sync` on our node (a follower forwards it to
+//! the leader and answers only once the leader has) with an `exists` on it pipelined behind (which also confirms
+//! that the node is still there), and a heartbeat *sent* at `t` and answered makes the session valid until
+//! `t` + half the session timeout `T`. The reasoning, and where it ends:
+//! * The leader processed our `sync` at or after `t`. Before it, on the same ordered connection, came the
+//!   follower's reply to each leader ping that reached the follower before our `sync` did; the last of them was
+//!   sent at or after `t` − `tickTime`/2 − (jitter of the ping's delay). ZooKeeper negotiates `T` ≥ 2 `tickTime`
+//!   unless `minSessionTimeout` is set lower, so `tickTime`/2 ≤ `T`/4.
+//! * That reply lists our session if we sent the follower anything since the reply before it; the leader then sets
+//!   our expiry to its own now + `T`. `zookeeper-client` pings an idle connection every 3/20 of `T` (checked every
+//!   `T`/20) and a held node's heartbeats come every `T`/10, so the latest packet of ours that such a reply covered
+//!   was sent at or after `t` − `T`/4 − `T`/5 − jitter.
+//! * So the leader cannot expire us before `t` + `T` − `T`/4 − `T`/5 − jitter = `t` + 0.55 `T` − jitter: half the
+//!   timeout holds for a ping jitter up to `T`/20 (200 ms at 4 s). The leader's expiry queue rounds up to the next
+//!   tick, and the next holder still has to hear of the deletion, which only widens the margin.
+//! * A standalone server (or the embedded one) touches the session on every packet and answers a `sync` itself:
+//!   there the bound is `t` + `T`, and half of it is merely careful.
+//! * Not covered: a pause or clock jump of the whole machine (the fencing token covers it), a `minSessionTimeout`
+//!   below 2 `tickTime`, links between members slower than that jitter, and a `sync` answered by a leader that has
+//!   lost its quorum without knowing yet (ZOOKEEPER-2136: it steps down within `syncLimit` ticks, and a new
+//!   leader expires our session only a session timeout after it took over, so this holds on its own).
+//!
+//! zookeeper-client does not tell when it last heard from the server, so the task asks itself: once the owner has
+//! asked for the session validity, and while the node is held, it sends a heartbeat every tenth of the session
+//! timeout after the last confirmed one was sent, one at a time (a heartbeat that hangs — a partitioned follower —
+//! leaves the validity to run out).
 //!
 //! Cost: one `exists` watch on our own node (sent right after the create, by the acquire itself — its reply is
 //! awaited by the monitor task, never on the acquire path, and no task has to run before the guard is handed out). Only
-//! a guard whose session validity was asked for (`zklock run` and `zklock elect` do) adds one tiny `exists` every
-//! session timeout / 6 while it is held; every other guard costs nothing more.
+//! a guard whose session validity was asked for (`zklock run` and `zklock elect` do) adds a `sync` and a tiny
+//! `exists` every session timeout / 10 while it is held; every other guard costs nothing more.
 //!
 //! The owner *dismisses* the task before it deletes the node itself (see [`OwnNode`](crate::own_node::OwnNode)):
 //! a dismissed task reports nothing, so the owner's own delete is never mistaken for somebody else's.
@@ -219,9 +243,10 @@ struct Contacts<'a> {
 }
 
 impl Contacts<'_> {
-    /// A request sent at `sent` got a reply that shows our node (so our session) alive.
+    /// A heartbeat sent at `sent` went through the leader and found our node (so our session) alive: the session
+    /// is valid until half a timeout after `sent` (see the module documentation).
     fn confirmed(&self, sent: std::time::Instant) {
-        let until = sent + self.session_timeout;
+        let until = sent + self.session_timeout / 2;
         self.valid_until.send_if_modified(|valid| {
             let later = valid.is_none_or(|valid| until > valid);
             if later {
@@ -231,13 +256,30 @@ impl Contacts<'_> {
         });
     }
 
-    /// When the next heartbeat is due: a sixth of the session timeout after the last confirmed contact was sent.
+    /// When the next heartbeat is due: [`HEARTBEATS`] of the session timeout after the last confirmed one was sent.
     fn next_heartbeat(&self) -> Instant {
         match *self.valid_until.borrow() {
-            Some(until) => Instant::from_std(until - self.session_timeout + self.session_timeout / 6),
+            Some(until) => {
+                Instant::from_std(until - self.session_timeout / 2 + self.session_timeout / HEARTBEATS)
+            }
             None => Instant::now(),
         }
     }
+}
+
+/// Heartbeats per session timeout while the session validity is kept.
+const HEARTBEATS: u32 = 10;
+
+/// Sends a heartbeat: a `sync` on our node, which a follower answers only once the leader has, and an `exists`
+/// on it pipelined behind (ZooKeeper answers a session's requests in order, so its reply comes after the `sync`'s).
+/// `Some` if both went through and the node is there.
+fn heartbeat_to(client: &Client, path: &str) -> Pin<Box<dyn Future<Output = bool> + Send>> {
+    let (client, path) = (client.clone(), path.to_owned());
+    Box::pin(async move {
+        // Both requests are sent on the first poll, one after the other.
+        let (synced, stat) = tokio::join!(client.sync(&path), client.check_stat(&path));
+        synced.is_ok() && matches!(stat, Ok(Some(_)))
+    })
 }
 
 /// Waits for our node to be deleted (or the session to end), re-arming the one-shot watch on data changes. `None`
@@ -251,7 +293,6 @@ async fn node_gone(
     client: Client,
     path: String,
     retry: RetryPolicy,
-    contacts: &Contacts<'_>,
     dismissed: &CancellationToken,
     closed: &CancellationToken,
     mut first: Option<FirstWatch>,
@@ -259,7 +300,7 @@ async fn node_gone(
 ) -> Option<LostReason> {
     let mut attempt = 0;
     loop {
-        let (sent, request) = match first.take() {
+        let request = match first.take() {
             Some(first) => first,
             None => {
                 // Dismissed before we ask again (after a failed `exists`): the owner's delete is out or about to be,
@@ -288,7 +329,6 @@ async fn node_gone(
         match watched {
             Ok((None, _)) => return Some(deletion_reason(&client, &path, &retry, closed).await),
             Ok((Some(_), watcher)) => {
-                contacts.confirmed(sent);
                 attempt = 0;
                 let changed = crate::idioms::fired(watcher);
                 tokio::pin!(changed);
@@ -357,13 +397,10 @@ struct Monitor {
     first: Option<FirstWatch>,
 }
 
-/// The first `exists` on our node, sent by [`LostSignal::start`] itself: when, and its reply.
-type FirstWatch = (
-    std::time::Instant,
-    Pin<Box<dyn Future<Output = Result<(Option<Stat>, zk::OneshotWatcher), zk::Error>> + Send>>,
-);
+/// The first `exists` on our node, sent by [`LostSignal::start`] itself: its reply.
+type FirstWatch = Pin<Box<dyn Future<Output = Result<(Option<Stat>, zk::OneshotWatcher), zk::Error>> + Send>>;
 
-/// Sends an `exists` that watches our node at `path`; returns when it was sent and its reply.
+/// Sends an `exists` that watches our node at `path`; returns its reply.
 ///
 /// `zookeeper-client` sends a request when the method is called, but this one's future borrows the client; the
 /// future here owns a clone of it instead, and is polled once right here, which makes the call — the request is
@@ -371,25 +408,20 @@ type FirstWatch = (
 /// reply polls it with its own.)
 fn watch_node(client: &Client, path: &str) -> FirstWatch {
     let (client, path) = (client.clone(), path.to_owned());
-    let sent = std::time::Instant::now();
     let mut request: Pin<Box<dyn Future<Output = _> + Send>> =
         Box::pin(async move { client.check_and_watch_stat(&path).await });
     // Ready already only if it failed at once (say, the client closed); the task then sees that result.
     let first = request
         .as_mut()
         .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()));
-    let request = match first {
+    match first {
         std::task::Poll::Ready(result) => Box::pin(std::future::ready(result)),
         std::task::Poll::Pending => request,
-    };
-    (sent, request)
+    }
 }
 
-/// A heartbeat in flight: when it was sent, and its reply.
-type Heartbeat = (
-    std::time::Instant,
-    Pin<Box<dyn Future<Output = Result<Option<Stat>, zk::Error>> + Send>>,
-);
+/// A heartbeat in flight: when it was sent, and whether it confirmed our session at the leader.
+type Heartbeat = (std::time::Instant, Pin<Box<dyn Future<Output = bool> + Send>>);
 
 async fn monitor(
     monitor: Monitor,
@@ -422,7 +454,6 @@ async fn monitor(
                 client.clone(),
                 path.clone(),
                 retry,
-                &contacts,
                 &dismissed,
                 &closed,
                 first,
@@ -430,7 +461,7 @@ async fn monitor(
             );
             tokio::pin!(gone);
             let mut heartbeat: Option<Heartbeat> = None;
-            // At most one heartbeat per sixth of the timeout, also when they fail (say, while disconnected).
+            // At most one heartbeat per tenth of the timeout, also when they fail (say, while disconnected).
             let mut not_before = Instant::now();
             loop {
                 let held = *holding.borrow();
@@ -480,15 +511,15 @@ async fn monitor(
                         // A contact confirmed meanwhile (the watch re-armed) may have moved the heartbeat later.
                         if contacts.next_heartbeat() <= Instant::now() {
                             let sent = std::time::Instant::now();
-                            not_before = Instant::from_std(sent) + session_timeout / 6;
-                            heartbeat = Some((sent, Box::pin(client.check_stat(&path))));
+                            not_before = Instant::from_std(sent) + session_timeout / HEARTBEATS;
+                            heartbeat = Some((sent, heartbeat_to(&client, &path)));
                         }
                     }
                     reply = async { heartbeat.as_mut().expect("in flight").1.as_mut().await }, if heartbeat.is_some() => {
                         let (sent, _) = heartbeat.take().expect("in flight");
-                        // Gone (`None`): the watch on our node tells why. A failure: the session state tells, or
-                        // the next heartbeat does better.
-                        if let Ok(Some(_)) = reply {
+                        // Our node gone: the watch on it tells why. A failure: the session state tells, or the next
+                        // heartbeat does better.
+                        if reply {
                             contacts.confirmed(sent);
                         }
                     }
@@ -528,8 +559,7 @@ mod tests {
         Client::connect(&hosts).await.expect("connect")
     }
 
-    /// A held node of ours with its lost signal, once the monitor watches the node (its first contact is the
-    /// watch).
+    /// A held node of ours with its lost signal, once a first heartbeat has confirmed it.
     async fn held_node(client: &Client) -> (OwnNode, LostSignal) {
         let dir = zklock_testkit::unique_path("lost-dismissal");
         let (mut node, _) = enqueue(&Session::new(client), &dir, Marker::Lock, b"")
@@ -540,7 +570,7 @@ mod tests {
         let mut valid_until = lost.valid_until();
         tokio::time::timeout(EVENTUALLY, valid_until.wait_for(Option::is_some))
             .await
-            .expect("the monitor watches our node")
+            .expect("a heartbeat confirms our node")
             .unwrap();
         (node, lost)
     }

@@ -178,3 +178,80 @@ async fn paused_leader_is_stopped_before_the_next_leader_starts_standalone() {
 async fn paused_leader_is_stopped_before_the_next_leader_starts_embedded() {
     paused_holder_is_stopped_before_the_next_starts("elect", &embedded().await).await
 }
+
+/// A's `zklock run` holds the lock through a follower, and that follower is cut off from the other two members: it
+/// keeps A connected (and answers A's pings) until it gives up on its leader, `syncLimit` × `tickTime` = 10 s later,
+/// while the leader hears nothing of A's session and expires it after the 4 s timeout, letting B (on the leader)
+/// in. A's heartbeats go through the leader, so they stop being answered, and the watchdog stops A's command
+/// before the leader can expire the session. (Found by the 2-hour `run` soak on the partitioned ensemble: before
+/// the heartbeats went through the leader, A's command ran on for up to 1.7 s beside B's. Run against that
+/// build, this test fails with A's command still running seconds after B's started.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_through_a_partitioned_follower_is_stopped_before_the_next_holder_starts() {
+    use zklock_testkit::{Condition, ZooKeeper};
+    let zk = tokio::task::block_in_place(|| {
+        ZooKeeper::builder()
+            .members(3)
+            .peer_links()
+            .start()
+            .expect("an ensemble with peer links")
+    });
+    let leader = tokio::task::block_in_place(|| zk.wait_for_leader(EVENTUALLY)).expect("a leader");
+    let follower = (0..3).find(|&i| i != leader).expect("a follower");
+    let (on_follower, on_leader) = (
+        zk.member_addr(follower).to_string(),
+        zk.member_addr(leader).to_string(),
+    );
+    let dir = zklock_testkit::unique_path("cli-partition-run");
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("commands.log");
+    let a = start("run", &on_follower, &dir, &log, "A", "");
+    wait_for_log(&log, "A's command to run", |lines| {
+        lines.iter().any(|l| l.tag == "A" && l.what == "tick")
+    })
+    .await;
+
+    // Every byte between the follower and the others stops; the follower's JVM and A's connection to it stay.
+    let links = zk.peer_links().expect("peer links");
+    for other in (0..3).filter(|&o| o != follower) {
+        links.direction(follower, other).set(Condition::Stop);
+        links.direction(other, follower).set(Condition::Stop);
+    }
+    let cut_at = Instant::now();
+    let b = start("run", &on_leader, &dir, &log, "B", "40");
+    let b_status = tokio::time::timeout(EVENTUALLY, b.wait_with_output())
+        .await
+        .expect("B finishes")
+        .unwrap()
+        .status;
+    eprintln!("B finished {:?} after the cut", cut_at.elapsed());
+    assert_eq!(b_status.code(), Some(0), "B: {}", stderr_of(&log, "B"));
+
+    let lines = read_log(&log);
+    let (_, a_last) = interval(&lines, "A");
+    let (b_first, _) = interval(&lines, "B");
+    let a_stderr = stderr_of(&log, "A");
+    assert!(
+        a_last < b_first,
+        "A's command was still running {} ms after B's had started; A said: {a_stderr}",
+        (a_last - b_first) / 1_000_000,
+    );
+    eprintln!(
+        "A's command stopped {} ms before B's started",
+        (b_first - a_last) / 1_000_000
+    );
+
+    // Healed, A's zklock learns that its session is gone and reports the lost lock.
+    links.heal();
+    let a_status = tokio::time::timeout(EVENTUALLY, a.wait_with_output())
+        .await
+        .expect("A exits")
+        .unwrap()
+        .status;
+    let a_stderr = stderr_of(&log, "A");
+    assert_eq!(a_status.code(), Some(4), "A reports the lost lock: {a_stderr}");
+    assert!(
+        a_stderr.contains("could not confirm"),
+        "A's command was stopped for want of the leader's confirmation: {a_stderr}"
+    );
+}
