@@ -188,6 +188,16 @@ async fn paused_leader_is_stopped_before_the_next_leader_starts_embedded() {
 /// build, this test fails with A's command still running seconds after B's started.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_through_a_partitioned_follower_is_stopped_before_the_next_holder_starts() {
+    partitioned_holder_is_stopped_before_the_next_starts("run").await
+}
+
+/// The same for `zklock elect`: the leader's command, on a follower cut from the quorum's leader.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn elect_through_a_partitioned_follower_is_stopped_before_the_next_leader_starts() {
+    partitioned_holder_is_stopped_before_the_next_starts("elect").await
+}
+
+async fn partitioned_holder_is_stopped_before_the_next_starts(kind: &str) {
     use zklock_testkit::{Condition, ZooKeeper};
     let zk = tokio::task::block_in_place(|| {
         ZooKeeper::builder()
@@ -202,10 +212,10 @@ async fn run_through_a_partitioned_follower_is_stopped_before_the_next_holder_st
         zk.member_addr(follower).to_string(),
         zk.member_addr(leader).to_string(),
     );
-    let dir = zklock_testkit::unique_path("cli-partition-run");
+    let dir = zklock_testkit::unique_path(&format!("cli-partition-{kind}"));
     let tmp = tempfile::tempdir().unwrap();
     let log = tmp.path().join("commands.log");
-    let a = start("run", &on_follower, &dir, &log, "A", "");
+    let a = start(kind, &on_follower, &dir, &log, "A", "");
     wait_for_log(&log, "A's command to run", |lines| {
         lines.iter().any(|l| l.tag == "A" && l.what == "tick")
     })
@@ -218,7 +228,7 @@ async fn run_through_a_partitioned_follower_is_stopped_before_the_next_holder_st
         links.direction(other, follower).set(Condition::Stop);
     }
     let cut_at = Instant::now();
-    let b = start("run", &on_leader, &dir, &log, "B", "40");
+    let b = start(kind, &on_leader, &dir, &log, "B", "40");
     let b_status = tokio::time::timeout(EVENTUALLY, b.wait_with_output())
         .await
         .expect("B finishes")
@@ -241,7 +251,7 @@ async fn run_through_a_partitioned_follower_is_stopped_before_the_next_holder_st
         (b_first - a_last) / 1_000_000
     );
 
-    // Healed, A's zklock learns that its session is gone and reports the lost lock.
+    // Healed, A's zklock learns that its session is gone and reports the loss.
     links.heal();
     let a_status = tokio::time::timeout(EVENTUALLY, a.wait_with_output())
         .await
@@ -249,7 +259,7 @@ async fn run_through_a_partitioned_follower_is_stopped_before_the_next_holder_st
         .unwrap()
         .status;
     let a_stderr = stderr_of(&log, "A");
-    assert_eq!(a_status.code(), Some(4), "A reports the lost lock: {a_stderr}");
+    assert_eq!(a_status.code(), Some(4), "A reports the loss: {a_stderr}");
     assert!(
         a_stderr.contains("could not confirm"),
         "A's command was stopped for want of the leader's confirmation: {a_stderr}"
