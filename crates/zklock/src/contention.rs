@@ -148,6 +148,48 @@ impl Wait {
     }
 }
 
+/// The three public acquires of a recipe, over its private `acquire(.., wait: Wait) -> Result<Option<_>>`: one
+/// that waits as long as it takes, a `try_` one that does not wait ([`Wait::Never`], the only one that can come
+/// back without a guard) and a `_timeout` one. Each name takes its doc comment:
+///
+/// ```ignore
+/// contention::acquire_methods! {
+///     acquire(Marker::Read) => ReadGuard:
+///     /// Waits as long as it takes for a read lock.
+///     read,
+///     /// Takes a read lock only if ...
+///     try_read,
+///     /// Waits at most `timeout` for a read lock ...
+///     read_timeout;
+/// }
+/// ```
+macro_rules! acquire_methods {
+    ($(
+        $acquire:ident($($arg:expr),*) => $held:ty:
+        $(#[$forever_doc:meta])* $forever:ident,
+        $(#[$never_doc:meta])* $never:ident,
+        $(#[$timeout_doc:meta])* $timeout:ident;
+    )+) => {$(
+        $(#[$forever_doc])*
+        pub async fn $forever(&self) -> $crate::error::Result<$held> {
+            let held = self.$acquire($($arg,)* $crate::contention::Wait::Forever).await?;
+            Ok(held.expect("a blocking acquire returns a guard"))
+        }
+
+        $(#[$never_doc])*
+        pub async fn $never(&self) -> $crate::error::Result<Option<$held>> {
+            self.$acquire($($arg,)* $crate::contention::Wait::Never).await
+        }
+
+        $(#[$timeout_doc])*
+        pub async fn $timeout(&self, timeout: ::std::time::Duration) -> $crate::error::Result<$held> {
+            let held = self.$acquire($($arg,)* $crate::contention::Wait::timeout(timeout)).await?;
+            Ok(held.expect("a timed acquire returns a guard or an error"))
+        }
+    )+};
+}
+pub(crate) use acquire_methods;
+
 /// Creates our node (holding `data`) in `dir` and waits, as `rules` decide and at most as long as `wait` allows,
 /// for our turn; hands back the guard. `Ok(None)` only for [`Wait::Never`] when it is not our turn (our node is
 /// then already removed). On an error, a timeout or cancellation our node is removed.

@@ -2,7 +2,6 @@
 
 use std::future::Future;
 use std::ops::ControlFlow;
-use std::time::Duration;
 
 use zookeeper_client as zk;
 
@@ -171,21 +170,14 @@ impl LeaderElection {
         });
     }
 
-    /// Joins the queue of candidates and completes when we lead.
-    pub async fn campaign(&self) -> Result<Leadership> {
-        let guard = self.acquire(Wait::Forever).await?;
-        Ok(guard.expect("a blocking acquire returns a guard"))
-    }
-
-    /// Leads only if there is no other candidate; otherwise withdraws and returns `None`.
-    pub async fn try_campaign(&self) -> Result<Option<Leadership>> {
-        self.acquire(Wait::Never).await
-    }
-
-    /// Campaigns for at most `timeout`; [`Error::Timeout`](crate::Error::Timeout) (and withdrawn) afterwards.
-    pub async fn campaign_timeout(&self, timeout: Duration) -> Result<Leadership> {
-        let guard = self.acquire(Wait::timeout(timeout)).await?;
-        Ok(guard.expect("a timed acquire returns a guard or an error"))
+    contention::acquire_methods! {
+        acquire() => Leadership:
+        /// Joins the queue of candidates and completes when we lead.
+        campaign,
+        /// Leads only if there is no other candidate; otherwise withdraws and returns `None`.
+        try_campaign,
+        /// Campaigns for at most `timeout`; [`Error::Timeout`](crate::Error::Timeout) (and withdrawn) afterwards.
+        campaign_timeout;
     }
 
     /// The current leader, if there is one. A leader whose node's ACL keeps its data from our session is shown

@@ -1,7 +1,5 @@
 //! The fair exclusive lock.
 
-use std::time::Duration;
-
 use crate::contention::{self, Rules, Wait};
 use crate::error::Result;
 use crate::guard::Guard;
@@ -112,20 +110,13 @@ impl Mutex {
         contention::acquire(&self.session, &self.path, &self.data, &rules, wait).await
     }
 
-    /// Waits as long as it takes for the lock.
-    pub async fn lock(&self) -> Result<Guard> {
-        let guard = self.acquire(Wait::Forever).await?;
-        Ok(guard.expect("a blocking acquire returns a guard"))
-    }
-
-    /// Takes the lock only if nobody holds it or waits for it; otherwise removes our node and returns `None`.
-    pub async fn try_lock(&self) -> Result<Option<Guard>> {
-        self.acquire(Wait::Never).await
-    }
-
-    /// Waits at most `timeout` for the lock; [`Error::Timeout`](crate::Error::Timeout) afterwards.
-    pub async fn lock_timeout(&self, timeout: Duration) -> Result<Guard> {
-        let guard = self.acquire(Wait::timeout(timeout)).await?;
-        Ok(guard.expect("a timed acquire returns a guard or an error"))
+    contention::acquire_methods! {
+        acquire() => Guard:
+        /// Waits as long as it takes for the lock.
+        lock,
+        /// Takes the lock only if nobody holds it or waits for it; otherwise removes our node and returns `None`.
+        try_lock,
+        /// Waits at most `timeout` for the lock; [`Error::Timeout`](crate::Error::Timeout) afterwards.
+        lock_timeout;
     }
 }

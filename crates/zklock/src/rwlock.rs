@@ -1,7 +1,5 @@
 //! The fair read/write lock.
 
-use std::time::Duration;
-
 use crate::contention::{self, Rules, Turn, Wait};
 use crate::error::Result;
 use crate::guard::Guard;
@@ -150,40 +148,24 @@ impl RwLock {
         contention::acquire(&self.session, &self.path, &self.data, &rules, wait).await
     }
 
-    /// Waits as long as it takes for a read lock.
-    pub async fn read(&self) -> Result<ReadGuard> {
-        let guard = self.acquire(Marker::Read, Wait::Forever).await?;
-        Ok(guard.expect("a blocking acquire returns a guard"))
-    }
+    contention::acquire_methods! {
+        acquire(Marker::Read) => ReadGuard:
+        /// Waits as long as it takes for a read lock.
+        read,
+        /// Takes a read lock only if no writer holds or waits for the lock; otherwise removes our node and returns
+        /// `None`.
+        try_read,
+        /// Waits at most `timeout` for a read lock; [`Error::Timeout`](crate::Error::Timeout) afterwards.
+        read_timeout;
 
-    /// Takes a read lock only if no writer holds or waits for the lock; otherwise removes our node and returns
-    /// `None`.
-    pub async fn try_read(&self) -> Result<Option<ReadGuard>> {
-        self.acquire(Marker::Read, Wait::Never).await
-    }
-
-    /// Waits at most `timeout` for a read lock; [`Error::Timeout`](crate::Error::Timeout) afterwards.
-    pub async fn read_timeout(&self, timeout: Duration) -> Result<ReadGuard> {
-        let guard = self.acquire(Marker::Read, Wait::timeout(timeout)).await?;
-        Ok(guard.expect("a timed acquire returns a guard or an error"))
-    }
-
-    /// Waits as long as it takes for the write lock.
-    pub async fn write(&self) -> Result<WriteGuard> {
-        let guard = self.acquire(Marker::Write, Wait::Forever).await?;
-        Ok(guard.expect("a blocking acquire returns a guard"))
-    }
-
-    /// Takes the write lock only if nobody holds or waits for the lock; otherwise removes our node and returns
-    /// `None`.
-    pub async fn try_write(&self) -> Result<Option<WriteGuard>> {
-        self.acquire(Marker::Write, Wait::Never).await
-    }
-
-    /// Waits at most `timeout` for the write lock; [`Error::Timeout`](crate::Error::Timeout) afterwards.
-    pub async fn write_timeout(&self, timeout: Duration) -> Result<WriteGuard> {
-        let guard = self.acquire(Marker::Write, Wait::timeout(timeout)).await?;
-        Ok(guard.expect("a timed acquire returns a guard or an error"))
+        acquire(Marker::Write) => WriteGuard:
+        /// Waits as long as it takes for the write lock.
+        write,
+        /// Takes the write lock only if nobody holds or waits for the lock; otherwise removes our node and returns
+        /// `None`.
+        try_write,
+        /// Waits at most `timeout` for the write lock; [`Error::Timeout`](crate::Error::Timeout) afterwards.
+        write_timeout;
     }
 }
 

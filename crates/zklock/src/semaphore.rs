@@ -1,7 +1,5 @@
 //! The counting semaphore: at most N lease holders at once.
 
-use std::time::Duration;
-
 use crate::contention::{self, Exclusive, Rules, Wait};
 use crate::error::{Error, Result};
 use crate::events::QueueEvent;
@@ -124,22 +122,15 @@ impl Semaphore {
             .collect())
     }
 
-    /// Waits as long as it takes for a lease.
-    pub async fn acquire(&self) -> Result<Lease> {
-        let lease = self.acquire_with(Wait::Forever).await?;
-        Ok(lease.expect("a blocking acquire returns a lease"))
-    }
-
-    /// Takes a lease only if one is free and no other acquirer is ahead of us; otherwise removes our nodes and
-    /// returns `None`.
-    pub async fn try_acquire(&self) -> Result<Option<Lease>> {
-        self.acquire_with(Wait::Never).await
-    }
-
-    /// Waits at most `timeout` for a lease; [`Error::Timeout`](crate::Error::Timeout) afterwards.
-    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Lease> {
-        let lease = self.acquire_with(Wait::timeout(timeout)).await?;
-        Ok(lease.expect("a timed acquire returns a lease or an error"))
+    contention::acquire_methods! {
+        acquire_with() => Lease:
+        /// Waits as long as it takes for a lease.
+        acquire,
+        /// Takes a lease only if one is free and no other acquirer is ahead of us; otherwise removes our nodes and
+        /// returns `None`.
+        try_acquire,
+        /// Waits at most `timeout` for a lease; [`Error::Timeout`](crate::Error::Timeout) afterwards.
+        acquire_timeout;
     }
 
     async fn acquire_with(&self, wait: Wait) -> Result<Option<Lease>> {
