@@ -134,6 +134,53 @@ fn recipe_of(marker: Marker) -> &'static str {
     }
 }
 
+/// Where a queue recipe contends: its session, its queue directory, and the data of the node it creates there.
+#[derive(Debug, Clone)]
+pub(crate) struct Place {
+    pub(crate) session: Session,
+    pub(crate) path: String,
+    pub(crate) data: Vec<u8>,
+}
+
+impl Place {
+    /// The directory `path` (checked: [`Error::InvalidPath`]) on `session`, with no data.
+    pub(crate) fn new(session: impl Into<Session>, path: &str) -> Result<Place> {
+        Ok(Place {
+            session: session.into(),
+            path: crate::path::validate(path)?,
+            data: Vec::new(),
+        })
+    }
+
+    /// [`acquire`] here, by `rules`.
+    pub(crate) async fn acquire(&self, rules: &impl Rules, wait: Wait) -> Result<Option<Guard>> {
+        acquire(&self.session, &self.path, &self.data, rules, wait).await
+    }
+}
+
+/// The public `with_data`, `path` and `session` of a queue recipe kept in `self.place` (a [`Place`]): `with_data`
+/// takes its doc comment, the other two are named after `$what` ("lock", "election").
+macro_rules! place_methods {
+    ($what:literal, $(#[$data_doc:meta])*) => {
+        $(#[$data_doc])*
+        pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> Self {
+            self.place.data = data.into();
+            self
+        }
+
+        #[doc = concat!("The ", $what, " directory.")]
+        pub fn path(&self) -> &str {
+            &self.place.path
+        }
+
+        #[doc = concat!("The session and policies this ", $what, " uses.")]
+        pub fn session(&self) -> &$crate::session::Session {
+            &self.place.session
+        }
+    };
+}
+pub(crate) use place_methods;
+
 /// How long an acquire may wait for its turn.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Wait {

@@ -1,6 +1,6 @@
 //! The fair exclusive lock.
 
-use crate::contention::{self, Rules, Wait};
+use crate::contention::{self, Place, Rules, Wait};
 use crate::error::Result;
 use crate::guard::Guard;
 use crate::node::Marker;
@@ -42,9 +42,7 @@ use crate::session::Session;
 /// [`try_lock`](Mutex::try_lock) have removed it before they return.
 #[derive(Debug, Clone)]
 pub struct Mutex {
-    session: Session,
-    path: String,
-    data: Vec<u8>,
+    place: Place,
     kazoo: bool,
 }
 
@@ -69,17 +67,14 @@ impl Mutex {
     /// a `&Client`.
     pub fn new(session: impl Into<Session>, path: &str) -> Result<Mutex> {
         Ok(Mutex {
-            session: session.into(),
-            path: crate::path::validate(path)?,
-            data: Vec::new(),
+            place: Place::new(session, path)?,
             kazoo: true,
         })
     }
 
-    /// Data stored in our node while we wait and hold (shown by `zklock status`).
-    pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> Mutex {
-        self.data = data.into();
-        self
+    contention::place_methods! {
+        "lock",
+        /// Data stored in our node while we wait and hold (shown by `zklock status`).
     }
 
     /// Whether to queue behind kazoo's contenders in the same directory (`<hex>__lock__<seq>`: kazoo's `Lock`,
@@ -95,19 +90,9 @@ impl Mutex {
         self
     }
 
-    /// The lock directory.
-    pub fn path(&self) -> &str {
-        &self.path
-    }
-
-    /// The session and policies this lock uses.
-    pub fn session(&self) -> &Session {
-        &self.session
-    }
-
     async fn acquire(&self, wait: Wait) -> Result<Option<Guard>> {
         let rules = Lock { kazoo: self.kazoo };
-        contention::acquire(&self.session, &self.path, &self.data, &rules, wait).await
+        self.place.acquire(&rules, wait).await
     }
 
     contention::acquire_methods! {

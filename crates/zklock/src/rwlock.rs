@@ -1,6 +1,6 @@
 //! The fair read/write lock.
 
-use crate::contention::{self, Rules, Turn, Wait};
+use crate::contention::{self, Place, Rules, Turn, Wait};
 use crate::error::Result;
 use crate::guard::Guard;
 use crate::node::{Contender, Marker};
@@ -56,9 +56,7 @@ pub type WriteGuard = Guard;
 /// the background). A timed-out acquire and a failed `try_` acquire have removed it before they return.
 #[derive(Debug, Clone)]
 pub struct RwLock {
-    session: Session,
-    path: String,
-    data: Vec<u8>,
+    place: Place,
     kazoo: bool,
 }
 
@@ -108,17 +106,14 @@ impl RwLock {
     /// [`Session`] or a `&Client`.
     pub fn new(session: impl Into<Session>, path: &str) -> Result<RwLock> {
         Ok(RwLock {
-            session: session.into(),
-            path: crate::path::validate(path)?,
-            data: Vec::new(),
+            place: Place::new(session, path)?,
             kazoo: true,
         })
     }
 
-    /// Data stored in our node while we wait and hold (shown by `zklock status`).
-    pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> RwLock {
-        self.data = data.into();
-        self
+    contention::place_methods! {
+        "lock",
+        /// Data stored in our node while we wait and hold (shown by `zklock status`).
     }
 
     /// Whether to queue with kazoo's `ReadLock` (`<hex>__rlock__<seq>`) and `WriteLock` (`<hex>__lock__<seq>`)
@@ -130,22 +125,12 @@ impl RwLock {
         self
     }
 
-    /// The lock directory.
-    pub fn path(&self) -> &str {
-        &self.path
-    }
-
-    /// The session and policies this lock uses.
-    pub fn session(&self) -> &Session {
-        &self.session
-    }
-
     async fn acquire(&self, marker: Marker, wait: Wait) -> Result<Option<Guard>> {
         let rules = Side {
             marker,
             kazoo: self.kazoo,
         };
-        contention::acquire(&self.session, &self.path, &self.data, &rules, wait).await
+        self.place.acquire(&rules, wait).await
     }
 
     contention::acquire_methods! {

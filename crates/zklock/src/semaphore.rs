@@ -1,6 +1,6 @@
 //! The counting semaphore: at most N lease holders at once.
 
-use crate::contention::{self, Exclusive, Rules, Wait};
+use crate::contention::{self, Exclusive, Place, Rules, Wait};
 use crate::error::{Error, Result};
 use crate::events::QueueEvent;
 use crate::gone;
@@ -69,10 +69,8 @@ pub type Lease = Guard;
 /// and a failed [`try_acquire`](Semaphore::try_acquire) have removed both before they return.
 #[derive(Debug, Clone)]
 pub struct Semaphore {
-    session: Session,
-    path: String,
+    place: Place,
     leases: usize,
-    data: Vec<u8>,
 }
 
 /// The mutex that serialises acquirers.
@@ -83,27 +81,14 @@ impl Semaphore {
     /// `session` — a [`Session`] or a `&Client`. Every participant must use the same number.
     pub fn new(session: impl Into<Session>, path: &str, leases: usize) -> Result<Semaphore> {
         Ok(Semaphore {
-            session: session.into(),
-            path: crate::path::validate(path)?,
+            place: Place::new(session, path)?,
             leases,
-            data: Vec::new(),
         })
     }
 
-    /// Data stored in our lease node (shown by `zklock status`).
-    pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> Semaphore {
-        self.data = data.into();
-        self
-    }
-
-    /// The semaphore directory.
-    pub fn path(&self) -> &str {
-        &self.path
-    }
-
-    /// The session and policies this semaphore uses.
-    pub fn session(&self) -> &Session {
-        &self.session
+    contention::place_methods! {
+        "semaphore",
+        /// Data stored in our lease node (shown by `zklock status`).
     }
 
     /// The number of leases.
@@ -114,8 +99,9 @@ impl Semaphore {
     /// The full paths of the current lease nodes, in sequence order (holders, plus at most one acquirer that is
     /// still waiting for a free lease).
     pub async fn lease_nodes(&self) -> Result<Vec<String>> {
-        let dir = leases_dir(&self.path);
-        let children = idioms::list_or_empty(self.session.client(), self.session.retry(), &dir).await?;
+        let dir = leases_dir(&self.place.path);
+        let children =
+            idioms::list_or_empty(self.place.session.client(), self.place.session.retry(), &dir).await?;
         Ok(node::sorted_contenders(children, is_lease)
             .into_iter()
             .map(|c| child_path(&dir, &c.name))
@@ -135,9 +121,14 @@ impl Semaphore {
 
     async fn acquire_with(&self, wait: Wait) -> Result<Option<Lease>> {
         // The turn only matters while it is held, and a mere disconnection must not abort a blocking acquire.
-        let gate_session = self.session.clone().with_lost_policy(LostPolicy::SessionOnly);
-        let locks_dir = child_path(&self.path, node::LOCKS);
-        let Some(turn) = contention::acquire(&gate_session, &locks_dir, &self.data, &GATE, wait).await?
+        let gate_session = self
+            .place
+            .session
+            .clone()
+            .with_lost_policy(LostPolicy::SessionOnly);
+        let locks_dir = child_path(&self.place.path, node::LOCKS);
+        let Some(turn) =
+            contention::acquire(&gate_session, &locks_dir, &self.place.data, &GATE, wait).await?
         else {
             return Ok(None);
         };
@@ -145,10 +136,10 @@ impl Semaphore {
         // The directory is the semaphore's alone: a contender of another recipe beside our `leases` and `locks` (a
         // mutex's node, say) would not exclude us, nor we it. Looked at while our gate node exists, so of the two the
         // later one refuses (a queue recipe looks into `leases` and `locks`: contention.rs).
-        let (client, retry) = (self.session.client(), self.session.retry());
-        let leases_dir = leases_dir(&self.path);
+        let (client, retry) = (self.place.session.client(), self.place.session.retry());
+        let leases_dir = leases_dir(&self.place.path);
         let (children, recorded) = tokio::join!(
-            idioms::list_or_empty(client, retry, &self.path),
+            idioms::list_or_empty(client, retry, &self.place.path),
             retry.run_at("getData", &leases_dir, || client.get_data(&leases_dir)),
         );
         let children = children?;
@@ -165,7 +156,7 @@ impl Semaphore {
                 Err(err) => return Err(err),
             }
             return Err(Error::InUse {
-                path: self.path.clone(),
+                path: self.place.path.clone(),
                 node: other,
                 what,
             });
@@ -199,8 +190,9 @@ impl Semaphore {
                 .ok()
                 .and_then(|s| s.trim().parse::<usize>().ok()),
             None => {
-                let (client, retry) = (self.session.client(), self.session.retry());
-                let mode = zookeeper_client::CreateMode::Container.with_acls(self.session.parent_acls());
+                let (client, retry) = (self.place.session.client(), self.place.session.retry());
+                let mode =
+                    zookeeper_client::CreateMode::Container.with_acls(self.place.session.parent_acls());
                 let record = self.leases.to_string();
                 match retry
                     .run_at("create", leases_dir, || {
@@ -227,7 +219,7 @@ impl Semaphore {
             what: format!(
                 "{} is a semaphore of {n} lease(s) (its leases directory records it), not {}: every participant must \
                  use the same number",
-                self.path, self.leases
+                self.place.path, self.leases
             ),
         }))
     }
@@ -238,7 +230,14 @@ impl Semaphore {
             leases: self.leases,
             turn,
         };
-        contention::acquire(&self.session, &leases_dir(&self.path), &self.data, &room, wait).await
+        contention::acquire(
+            &self.place.session,
+            &leases_dir(&self.place.path),
+            &self.place.data,
+            &room,
+            wait,
+        )
+        .await
     }
 }
 
