@@ -152,9 +152,13 @@ impl Place {
         })
     }
 
-    /// [`acquire`] here, by `rules`.
-    pub(crate) async fn acquire(&self, rules: &impl Rules, wait: Wait) -> Result<Option<Guard>> {
-        acquire(&self.session, &self.path, &self.data, rules, wait).await
+    /// The directory `name` below this one, with the same session and data.
+    pub(crate) fn child(&self, name: &str) -> Place {
+        Place {
+            session: self.session.clone(),
+            path: child_path(&self.path, name),
+            data: self.data.clone(),
+        }
     }
 }
 
@@ -237,22 +241,16 @@ macro_rules! acquire_methods {
 }
 pub(crate) use acquire_methods;
 
-/// Creates our node (holding `data`) in `dir` and waits, as `rules` decide and at most as long as `wait` allows,
+/// Creates our node (holding the place's data) in its directory and waits, as `rules` decide and at most as long as `wait` allows,
 /// for our turn; hands back the guard. `Ok(None)` only for [`Wait::Never`] when it is not our turn (our node is
 /// then already removed). On an error, a timeout or cancellation our node is removed.
 ///
 /// The one place an acquire's wait is measured: `zklock_acquire_wait_seconds{recipe, outcome}`, from the call to
 /// the guard (`acquired`), to `busy` (a try that found it taken), `timeout` or `error`; nothing when cancelled.
-pub(crate) async fn acquire(
-    session: &Session,
-    dir: &str,
-    data: &[u8],
-    rules: &impl Rules,
-    wait: Wait,
-) -> Result<Option<Guard>> {
+pub(crate) async fn acquire(place: &Place, rules: &impl Rules, wait: Wait) -> Result<Option<Guard>> {
     let started = Instant::now();
-    let span = tracing::info_span!("acquire", recipe = rules.recipe(), path = dir);
-    let result = acquire_unmeasured(session, dir, data, rules, wait)
+    let span = tracing::info_span!("acquire", recipe = rules.recipe(), path = place.path);
+    let result = acquire_unmeasured(place, rules, wait)
         .instrument(span.clone())
         .await;
     let outcome = match &result {
@@ -272,15 +270,10 @@ pub(crate) async fn acquire(
     result
 }
 
-async fn acquire_unmeasured(
-    session: &Session,
-    dir: &str,
-    data: &[u8],
-    rules: &impl Rules,
-    wait: Wait,
-) -> Result<Option<Guard>> {
+async fn acquire_unmeasured(place: &Place, rules: &impl Rules, wait: Wait) -> Result<Option<Guard>> {
+    let (dir, data) = (place.path.as_str(), place.data.as_slice());
     // One ZooKeeper session for the whole acquire (a reconnecting `Session` may make a new one meanwhile).
-    let session = &session.pinned();
+    let session = &place.session.pinned();
     let enqueue = enqueue(session, dir, rules.marker(), data);
     let (mut node, listing) = match wait {
         Wait::Until(deadline) => tokio::time::timeout_at(deadline, enqueue)

@@ -136,7 +136,7 @@ impl LeaderElection {
     }
 
     async fn acquire(&self, wait: Wait) -> Result<Option<Leadership>> {
-        let leadership = self.place.acquire(&RULES, wait).await?;
+        let leadership = contention::acquire(&self.place, &RULES, wait).await?;
         if let Some(leadership) = &leadership {
             self.count_while_leading(leadership);
         }

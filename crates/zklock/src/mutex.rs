@@ -92,7 +92,7 @@ impl Mutex {
 
     async fn acquire(&self, wait: Wait) -> Result<Option<Guard>> {
         let rules = Lock { kazoo: self.kazoo };
-        self.place.acquire(&rules, wait).await
+        contention::acquire(&self.place, &rules, wait).await
     }
 
     contention::acquire_methods! {

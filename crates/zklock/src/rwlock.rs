@@ -130,7 +130,7 @@ impl RwLock {
             marker,
             kazoo: self.kazoo,
         };
-        self.place.acquire(&rules, wait).await
+        contention::acquire(&self.place, &rules, wait).await
     }
 
     contention::acquire_methods! {

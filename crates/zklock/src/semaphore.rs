@@ -120,16 +120,10 @@ impl Semaphore {
     }
 
     async fn acquire_with(&self, wait: Wait) -> Result<Option<Lease>> {
+        let mut gate = self.place.child(node::LOCKS);
         // The turn only matters while it is held, and a mere disconnection must not abort a blocking acquire.
-        let gate_session = self
-            .place
-            .session
-            .clone()
-            .with_lost_policy(LostPolicy::SessionOnly);
-        let locks_dir = child_path(&self.place.path, node::LOCKS);
-        let Some(turn) =
-            contention::acquire(&gate_session, &locks_dir, &self.place.data, &GATE, wait).await?
-        else {
+        gate.session = gate.session.with_lost_policy(LostPolicy::SessionOnly);
+        let Some(turn) = contention::acquire(&gate, &GATE, wait).await? else {
             return Ok(None);
         };
         // Sent together (one round trip): the directory, and the number of leases its `leases` directory records.
@@ -147,7 +141,7 @@ impl Semaphore {
             turn.release().await?;
             // Our gate directory would make the other recipe's directory look like an idle semaphore's: gone with
             // us, unless another acquirer is in it (the server refuses to delete a node with children then).
-            match idioms::delete_if_exists(client, retry, &locks_dir, None).await {
+            match idioms::delete_if_exists(client, retry, &gate.path, None).await {
                 Ok(())
                 | Err(Error::ZooKeeper {
                     source: zookeeper_client::Error::NotEmpty,
@@ -230,14 +224,7 @@ impl Semaphore {
             leases: self.leases,
             turn,
         };
-        contention::acquire(
-            &self.place.session,
-            &leases_dir(&self.place.path),
-            &self.place.data,
-            &room,
-            wait,
-        )
-        .await
+        contention::acquire(&self.place.child(node::LEASES), &room, wait).await
     }
 }
 
