@@ -179,7 +179,7 @@ async fn run_with(
             return Err(Failure::new(exit::FAILURE, message));
         }
     };
-    supervise::run_while_held(
+    supervise::hold(
         guard,
         &args.path,
         &lock.what(&args.path),
@@ -189,4 +189,5 @@ async fn run_with(
         interrupts,
     )
     .await
+    .result()
 }

@@ -150,28 +150,12 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
     let mut server = match Server::start(config).await {
         Ok(server) => server,
         Err(Error::Bind(err)) => {
-            let reason = match err.kind() {
-                ErrorKind::AddrInUse => {
-                    "address in use (another server listens there; choose one with --listen)".to_owned()
-                }
-                _ => err.to_string(),
-            };
-            return Err(Failure::new(
-                exit::FAILURE,
-                format!("cannot listen on {listen}: {reason}"),
-            ));
+            let in_use = "another server listens there; choose one with --listen";
+            return Err(cannot_bind(&format!("listen on {listen}"), &err, in_use));
         }
         Err(Error::SecureBind(addr, err)) => {
-            let reason = match err.kind() {
-                ErrorKind::AddrInUse => {
-                    "address in use (another server listens there; change secureClientPort)".to_owned()
-                }
-                _ => err.to_string(),
-            };
-            return Err(Failure::new(
-                exit::FAILURE,
-                format!("cannot listen with TLS on {addr}: {reason}"),
-            ));
+            let in_use = "another server listens there; change secureClientPort";
+            return Err(cannot_bind(&format!("listen with TLS on {addr}"), &err, in_use));
         }
         Err(Error::Tls(err)) => {
             let on = secure_listen.map_or_else(String::new, |addr| format!(" on {addr}"));
@@ -205,20 +189,14 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
         Some(addr) => match server.serve_metrics(addr).await {
             Ok(bound) => Some(bound),
             Err(err) => {
-                let reason = match &err {
-                    Error::MetricsBind(err) if err.kind() == ErrorKind::AddrInUse => {
-                        "address in use (choose another with --metrics)".to_owned()
-                    }
-                    Error::MetricsBind(err) => err.to_string(),
-                    other => other.to_string(),
-                };
                 if let Err(e) = server.shutdown().await {
                     tracing::debug!(error = %e, "shutdown after the metrics address failed");
                 }
-                return Err(Failure::new(
-                    exit::FAILURE,
-                    format!("cannot serve metrics on {addr}: {reason}"),
-                ));
+                let doing = format!("serve metrics on {addr}");
+                return Err(match &err {
+                    Error::MetricsBind(err) => cannot_bind(&doing, err, "choose another with --metrics"),
+                    other => Failure::new(exit::FAILURE, format!("cannot {doing}: {other}")),
+                });
             }
         },
         None => None,
@@ -254,6 +232,16 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
     tracing::info!("shutting down");
     server.shutdown().await.context("shutting down")?;
     Ok(exit::OK)
+}
+
+/// The failure of a socket that could not be bound, `cannot <doing>: <reason>`; an address in use says what to do
+/// about it (`in_use`).
+fn cannot_bind(doing: &str, err: &std::io::Error, in_use: &str) -> Failure {
+    let reason = match err.kind() {
+        ErrorKind::AddrInUse => format!("address in use ({in_use})"),
+        _ => err.to_string(),
+    };
+    Failure::new(exit::FAILURE, format!("cannot {doing}: {reason}"))
 }
 
 /// What the operator should do about a failed log write.

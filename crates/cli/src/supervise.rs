@@ -285,6 +285,39 @@ pub fn watchdog_deadline(
     Some(Deadline { term_at, kill_at })
 }
 
+/// How [`hold`] ended.
+pub enum Held {
+    /// For good: the command's status, or the failure that ended it.
+    Ended(exit::Result),
+    /// The guard was lost with its ZooKeeper session — the session expired or its authentication failed, the
+    /// connection was down past the lost policy, or the watchdog could not confirm it in time — and the command
+    /// is gone (stopped, or it ended on its own after the loss). `result` is what
+    /// `zklock run` exits with for it (exit 4, said or to be said); `guard` is what is left of the guard, for
+    /// the caller to release (its node may still be there after a disconnection), or `None` once released.
+    SessionLost {
+        result: exit::Result,
+        guard: Option<Box<Guard>>,
+    },
+}
+
+impl Held {
+    /// The command's status, or the failure that ended it: what `zklock run` exits with. A guard lost with its
+    /// session goes with the process's session (dropping it deletes its node, if it is still there).
+    pub fn result(self) -> exit::Result {
+        match self {
+            Held::Ended(result) | Held::SessionLost { result, .. } => result,
+        }
+    }
+}
+
+/// Whether a guard lost for `reason` went with its session, rather than by somebody's act (its node deleted).
+fn with_the_session(reason: LostReason) -> bool {
+    matches!(
+        reason,
+        LostReason::SessionExpired | LostReason::Disconnected | LostReason::ClientClosed
+    )
+}
+
 /// Runs `command` while `guard` holds. `what` names the guard in messages ("the lock on /x", "leadership of /x").
 /// The guard is released only once the command is gone, so the next holder's command never overlaps ours.
 ///
@@ -298,57 +331,8 @@ pub fn watchdog_deadline(
 /// the watchdog's deadline, derived from [`Guard::session_validity`] (see `child.rs`). Either way the exit status is
 /// [`exit::LOST`]. A loss or a revocation while the command runs is said at once, while the command is still being
 /// stopped, and then returned as `Ok(exit::LOST)`: nothing is left to say.
-pub async fn run_while_held(
-    guard: Guard,
-    path: &str,
-    what: &str,
-    command: &[String],
-    kill_after: f64,
-    session_timeout: Duration,
-    interrupts: &mut Interrupts,
-) -> exit::Result {
-    match hold(
-        guard,
-        path,
-        what,
-        command,
-        kill_after,
-        session_timeout,
-        interrupts,
-    )
-    .await
-    {
-        Held::Ended(result) => result,
-        // A lost guard goes with the process's session (dropping it deletes its node, if it is still there).
-        Held::SessionLost { result, .. } => result,
-    }
-}
-
-/// How [`hold`] ended.
-pub enum Held {
-    /// For good: the command's status, or the failure that ended it.
-    Ended(exit::Result),
-    /// The guard was lost with its ZooKeeper session — the session expired or its authentication failed, the
-    /// connection was down past the lost policy, or the watchdog could not confirm it in time — and the command
-    /// is gone (stopped, or it ended on its own after the loss). `result` is what
-    /// [`run_while_held`] returns for it (exit 4, said or to be said); `guard` is what is left of the guard, for
-    /// the caller to release (its node may still be there after a disconnection), or `None` once released.
-    SessionLost {
-        result: exit::Result,
-        guard: Option<Box<Guard>>,
-    },
-}
-
-/// Whether a guard lost for `reason` went with its session, rather than by somebody's act (its node deleted).
-fn with_the_session(reason: LostReason) -> bool {
-    matches!(
-        reason,
-        LostReason::SessionExpired | LostReason::Disconnected | LostReason::ClientClosed
-    )
-}
-
-/// [`run_while_held`], telling a guard lost with its session apart ([`Held::SessionLost`]): what `zklock elect`
-/// campaigns again after.
+///
+/// A guard lost with its session is told apart ([`Held::SessionLost`]): what `zklock elect` campaigns again after.
 pub async fn hold(
     guard: Guard,
     path: &str,

@@ -134,6 +134,57 @@ fn recipe_of(marker: Marker) -> &'static str {
     }
 }
 
+/// Where a queue recipe contends: its session, its queue directory, and the data of the node it creates there.
+#[derive(Debug, Clone)]
+pub(crate) struct Place {
+    pub(crate) session: Session,
+    pub(crate) path: String,
+    pub(crate) data: Vec<u8>,
+}
+
+impl Place {
+    /// The directory `path` (checked: [`Error::InvalidPath`]) on `session`, with no data.
+    pub(crate) fn new(session: impl Into<Session>, path: &str) -> Result<Place> {
+        Ok(Place {
+            session: session.into(),
+            path: crate::path::validate(path)?,
+            data: Vec::new(),
+        })
+    }
+
+    /// The directory `name` below this one, with the same session and data.
+    pub(crate) fn child(&self, name: &str) -> Place {
+        Place {
+            session: self.session.clone(),
+            path: child_path(&self.path, name),
+            data: self.data.clone(),
+        }
+    }
+}
+
+/// The public `with_data`, `path` and `session` of a queue recipe kept in `self.place` (a [`Place`]): `with_data`
+/// takes its doc comment, the other two are named after `$what` ("lock", "election").
+macro_rules! place_methods {
+    ($what:literal, $(#[$data_doc:meta])*) => {
+        $(#[$data_doc])*
+        pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> Self {
+            self.place.data = data.into();
+            self
+        }
+
+        #[doc = concat!("The ", $what, " directory.")]
+        pub fn path(&self) -> &str {
+            &self.place.path
+        }
+
+        #[doc = concat!("The session and policies this ", $what, " uses.")]
+        pub fn session(&self) -> &$crate::session::Session {
+            &self.place.session
+        }
+    };
+}
+pub(crate) use place_methods;
+
 /// How long an acquire may wait for its turn.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Wait {
@@ -148,22 +199,58 @@ impl Wait {
     }
 }
 
-/// Creates our node (holding `data`) in `dir` and waits, as `rules` decide and at most as long as `wait` allows,
+/// The three public acquires of a recipe, over its private `acquire(.., wait: Wait) -> Result<Option<_>>`: one
+/// that waits as long as it takes, a `try_` one that does not wait ([`Wait::Never`], the only one that can come
+/// back without a guard) and a `_timeout` one. Each name takes its doc comment:
+///
+/// ```ignore
+/// contention::acquire_methods! {
+///     acquire(Marker::Read) => ReadGuard:
+///     /// Waits as long as it takes for a read lock.
+///     read,
+///     /// Takes a read lock only if ...
+///     try_read,
+///     /// Waits at most `timeout` for a read lock ...
+///     read_timeout;
+/// }
+/// ```
+macro_rules! acquire_methods {
+    ($(
+        $acquire:ident($($arg:expr),*) => $held:ty:
+        $(#[$forever_doc:meta])* $forever:ident,
+        $(#[$never_doc:meta])* $never:ident,
+        $(#[$timeout_doc:meta])* $timeout:ident;
+    )+) => {$(
+        $(#[$forever_doc])*
+        pub async fn $forever(&self) -> $crate::error::Result<$held> {
+            let held = self.$acquire($($arg,)* $crate::contention::Wait::Forever).await?;
+            Ok(held.expect("a blocking acquire returns a guard"))
+        }
+
+        $(#[$never_doc])*
+        pub async fn $never(&self) -> $crate::error::Result<Option<$held>> {
+            self.$acquire($($arg,)* $crate::contention::Wait::Never).await
+        }
+
+        $(#[$timeout_doc])*
+        pub async fn $timeout(&self, timeout: ::std::time::Duration) -> $crate::error::Result<$held> {
+            let held = self.$acquire($($arg,)* $crate::contention::Wait::timeout(timeout)).await?;
+            Ok(held.expect("a timed acquire returns a guard or an error"))
+        }
+    )+};
+}
+pub(crate) use acquire_methods;
+
+/// Creates our node (holding the place's data) in its directory and waits, as `rules` decide and at most as long as `wait` allows,
 /// for our turn; hands back the guard. `Ok(None)` only for [`Wait::Never`] when it is not our turn (our node is
 /// then already removed). On an error, a timeout or cancellation our node is removed.
 ///
 /// The one place an acquire's wait is measured: `zklock_acquire_wait_seconds{recipe, outcome}`, from the call to
 /// the guard (`acquired`), to `busy` (a try that found it taken), `timeout` or `error`; nothing when cancelled.
-pub(crate) async fn acquire(
-    session: &Session,
-    dir: &str,
-    data: &[u8],
-    rules: &impl Rules,
-    wait: Wait,
-) -> Result<Option<Guard>> {
+pub(crate) async fn acquire(place: &Place, rules: &impl Rules, wait: Wait) -> Result<Option<Guard>> {
     let started = Instant::now();
-    let span = tracing::info_span!("acquire", recipe = rules.recipe(), path = dir);
-    let result = acquire_unmeasured(session, dir, data, rules, wait)
+    let span = tracing::info_span!("acquire", recipe = rules.recipe(), path = place.path);
+    let result = acquire_unmeasured(place, rules, wait)
         .instrument(span.clone())
         .await;
     let outcome = match &result {
@@ -183,15 +270,10 @@ pub(crate) async fn acquire(
     result
 }
 
-async fn acquire_unmeasured(
-    session: &Session,
-    dir: &str,
-    data: &[u8],
-    rules: &impl Rules,
-    wait: Wait,
-) -> Result<Option<Guard>> {
+async fn acquire_unmeasured(place: &Place, rules: &impl Rules, wait: Wait) -> Result<Option<Guard>> {
+    let (dir, data) = (place.path.as_str(), place.data.as_slice());
     // One ZooKeeper session for the whole acquire (a reconnecting `Session` may make a new one meanwhile).
-    let session = &session.pinned();
+    let session = &place.session.pinned();
     let enqueue = enqueue(session, dir, rules.marker(), data);
     let (mut node, listing) = match wait {
         Wait::Until(deadline) => tokio::time::timeout_at(deadline, enqueue)

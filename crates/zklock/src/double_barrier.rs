@@ -17,7 +17,6 @@
 //!   A failed or cancelled `enter`, a failed or cancelled `leave` and a dropped [`Participation`] delete our node
 //!   (Curator #601 left it behind on errors).
 
-use std::future::Future;
 use std::time::Duration;
 
 use zookeeper_client::{self as zk, CreateMode};
@@ -27,7 +26,6 @@ use crate::cas::{Committed, Write};
 use crate::error::{Error, Result};
 use crate::events::QueueEvent;
 use crate::held::Held;
-use crate::lost::LostReason;
 use crate::participants::{self, NodeKind, Participant, Recipe, Role};
 use crate::path::child_path;
 use crate::session::Session;
@@ -330,20 +328,10 @@ impl Participation {
         &self.path
     }
 
-    /// Completes when our participation stops counting: session expiry, deletion of our node by somebody else,
-    /// or (per the [`LostPolicy`](crate::LostPolicy)) a long disconnection.
-    pub fn lost(&self) -> impl Future<Output = LostReason> + Send + 'static {
-        self.held.lost()
-    }
-
-    /// Whether the participation has been lost already.
-    pub fn is_lost(&self) -> bool {
-        self.held.lost_reason().is_some()
-    }
-
-    /// Why the participation was lost, if it was.
-    pub fn lost_reason(&self) -> Option<LostReason> {
-        self.held.lost_reason()
+    crate::held::lost_methods! {
+        held, "the participation",
+        /// Completes when our participation stops counting: session expiry, deletion of our node by somebody else,
+        /// or (per the [`LostPolicy`](crate::LostPolicy)) a long disconnection.
     }
 
     /// Leaves the barrier and waits until every participant has left.

@@ -2,11 +2,10 @@
 
 use std::future::Future;
 use std::ops::ControlFlow;
-use std::time::Duration;
 
 use zookeeper_client as zk;
 
-use crate::contention::{self, Exclusive, Rules as _, Wait};
+use crate::contention::{self, Exclusive, Place, Rules as _, Wait};
 use crate::error::{Error, Result};
 use crate::guard::Guard;
 use crate::idioms::{self, IfExists};
@@ -66,9 +65,7 @@ pub type Leadership = Guard;
 /// current term's work and resigns.
 #[derive(Debug, Clone)]
 pub struct LeaderElection {
-    session: Session,
-    path: String,
-    data: Vec<u8>,
+    place: Place,
     /// Whether `lead` goes back into the election after the session ended (see `with_auto_requeue`).
     auto_requeue: bool,
 }
@@ -110,9 +107,7 @@ impl LeaderElection {
     /// [`Session`] or a `&Client`.
     pub fn new(session: impl Into<Session>, path: &str) -> Result<LeaderElection> {
         Ok(LeaderElection {
-            session: session.into(),
-            path: crate::path::validate(path)?,
-            data: Vec::new(),
+            place: Place::new(session, path)?,
             auto_requeue: false,
         })
     }
@@ -131,28 +126,17 @@ impl LeaderElection {
     /// Whether `err`, the end of the ZooKeeper session, is one `lead` carries on after.
     fn requeues_after(&self, err: &Error) -> bool {
         self.auto_requeue
-            && self.session.is_reconnecting()
+            && self.place.session.is_reconnecting()
             && matches!(err, Error::SessionExpired | Error::AuthFailed)
     }
 
-    /// Data stored in our node, e.g. our address: what [`leader`](LeaderElection::leader) shows the others.
-    pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> LeaderElection {
-        self.data = data.into();
-        self
-    }
-
-    /// The election directory.
-    pub fn path(&self) -> &str {
-        &self.path
-    }
-
-    /// The session and policies this election uses.
-    pub fn session(&self) -> &Session {
-        &self.session
+    contention::place_methods! {
+        "election",
+        /// Data stored in our node, e.g. our address: what [`leader`](LeaderElection::leader) shows the others.
     }
 
     async fn acquire(&self, wait: Wait) -> Result<Option<Leadership>> {
-        let leadership = contention::acquire(&self.session, &self.path, &self.data, &RULES, wait).await?;
+        let leadership = contention::acquire(&self.place, &RULES, wait).await?;
         if let Some(leadership) = &leadership {
             self.count_while_leading(leadership);
         }
@@ -162,7 +146,7 @@ impl LeaderElection {
     /// `zklock_leader{path}` goes up by one now and down by one when `leadership` ends (lost, released or
     /// dropped): 1 while this process leads the election, else 0.
     fn count_while_leading(&self, leadership: &Leadership) {
-        let gauge = metrics::gauge!(LEADER_GAUGE, "path" => self.path.clone());
+        let gauge = metrics::gauge!(LEADER_GAUGE, "path" => self.place.path.clone());
         gauge.increment(1.0);
         let ended = leadership.lost();
         tokio::spawn(async move {
@@ -171,21 +155,14 @@ impl LeaderElection {
         });
     }
 
-    /// Joins the queue of candidates and completes when we lead.
-    pub async fn campaign(&self) -> Result<Leadership> {
-        let guard = self.acquire(Wait::Forever).await?;
-        Ok(guard.expect("a blocking acquire returns a guard"))
-    }
-
-    /// Leads only if there is no other candidate; otherwise withdraws and returns `None`.
-    pub async fn try_campaign(&self) -> Result<Option<Leadership>> {
-        self.acquire(Wait::Never).await
-    }
-
-    /// Campaigns for at most `timeout`; [`Error::Timeout`](crate::Error::Timeout) (and withdrawn) afterwards.
-    pub async fn campaign_timeout(&self, timeout: Duration) -> Result<Leadership> {
-        let guard = self.acquire(Wait::timeout(timeout)).await?;
-        Ok(guard.expect("a timed acquire returns a guard or an error"))
+    contention::acquire_methods! {
+        acquire() => Leadership:
+        /// Joins the queue of candidates and completes when we lead.
+        campaign,
+        /// Leads only if there is no other candidate; otherwise withdraws and returns `None`.
+        try_campaign,
+        /// Campaigns for at most `timeout`; [`Error::Timeout`](crate::Error::Timeout) (and withdrawn) afterwards.
+        campaign_timeout;
     }
 
     /// The current leader, if there is one. A leader whose node's ACL keeps its data from our session is shown
@@ -195,8 +172,10 @@ impl LeaderElection {
             let Some(head) = self.head().await? else {
                 return Ok(None);
             };
-            let path = child_path(&self.path, &head);
-            match participants::read_node(self.session.client(), self.session.retry(), &path).await? {
+            let path = child_path(&self.place.path, &head);
+            match participants::read_node(self.place.session.client(), self.place.session.retry(), &path)
+                .await?
+            {
                 Some((data, stat)) => return Ok(Some(leader(path, data, &stat))),
                 // The leader left between the listing and the read: the next one leads now.
                 None => continue,
@@ -230,8 +209,8 @@ impl LeaderElection {
             let leadership = match self.campaign().await {
                 Ok(leadership) => leadership,
                 Err(err) if self.requeues_after(&err) => {
-                    tracing::info!(path = %self.path, %err, "the session ended while campaigning; campaigning again on the next");
-                    self.session.ready().await?;
+                    tracing::info!(path = %self.place.path, %err, "the session ended while campaigning; campaigning again on the next");
+                    self.place.session.ready().await?;
                     continue;
                 }
                 Err(err) => return Err(err),
@@ -249,7 +228,7 @@ impl LeaderElection {
                         LostReason::SessionExpired if self.requeues_after(&Error::SessionExpired) => {
                             // Our node went with the session: nothing to resign.
                             drop(leadership);
-                            self.session.ready().await?;
+                            self.place.session.ready().await?;
                             continue;
                         }
                         LostReason::SessionExpired => return Err(Error::SessionExpired),
@@ -260,7 +239,7 @@ impl LeaderElection {
             };
             match leadership.release().await {
                 Ok(()) => {}
-                Err(err) if self.requeues_after(&err) => self.session.ready().await?,
+                Err(err) if self.requeues_after(&err) => self.place.session.ready().await?,
                 Err(err) => return Err(err),
             }
             if let Some(ControlFlow::Break(value)) = flow {
@@ -271,7 +250,12 @@ impl LeaderElection {
 
     /// The name of the head of the queue, if any.
     async fn head(&self) -> Result<Option<String>> {
-        let children = idioms::list_or_empty(self.session.client(), self.session.retry(), &self.path).await?;
+        let children = idioms::list_or_empty(
+            self.place.session.client(),
+            self.place.session.retry(),
+            &self.place.path,
+        )
+        .await?;
         let head = node::sorted_contenders(children, |m| RULES.keeps(m))
             .into_iter()
             .next();
@@ -315,9 +299,9 @@ impl Observer {
     pub async fn next(&mut self) -> Result<Option<Leader>> {
         let election = &self.election;
         let (client, dir, retry) = (
-            election.session.client(),
-            &election.path,
-            election.session.retry(),
+            election.place.session.client(),
+            &election.place.path,
+            election.place.session.retry(),
         );
         loop {
             let watcher = match election.head().await? {

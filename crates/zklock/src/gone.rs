@@ -15,7 +15,7 @@ use crate::retry::RetryPolicy;
 /// Our node is gone: did our session end? The deletion of our ephemeral node can reach us before the news that
 /// the session ended, so this looks at everything known without asking: the node's lost signal, then the client.
 fn session_end_known(client: &Client, lost: &LostSignal) -> Option<Error> {
-    match lost.reason() {
+    match lost.lost_reason() {
         Some(reason @ (LostReason::SessionExpired | LostReason::ClientClosed)) => Some(reason.error("")),
         _ => session_ended(client.state()),
     }

@@ -19,7 +19,6 @@
 //! behind. Changes are reported as [`MemberEvent`]s computed from the difference between two looks.
 
 use std::collections::{BTreeSet, VecDeque};
-use std::future::Future;
 use std::time::{Duration, SystemTime};
 
 use zookeeper_client::{CreateMode, OneshotWatcher, Stat};
@@ -27,7 +26,6 @@ use zookeeper_client::{CreateMode, OneshotWatcher, Stat};
 use crate::error::{Error, Result};
 use crate::held::Held;
 use crate::idioms::{self, IfExists};
-use crate::lost::LostReason;
 use crate::participants::{self, NodeKind, Participant, Recipe, Role};
 use crate::path::child_path;
 use crate::session::Session;
@@ -557,20 +555,10 @@ impl Membership {
         self.layout
     }
 
-    /// Completes when we stop being a member: session expiry, deletion of our node by somebody else, or (per the
-    /// [`LostPolicy`](crate::LostPolicy)) a long disconnection.
-    pub fn lost(&self) -> impl Future<Output = LostReason> + Send + 'static {
-        self.held.lost()
-    }
-
-    /// Whether the membership has been lost already.
-    pub fn is_lost(&self) -> bool {
-        self.held.lost_reason().is_some()
-    }
-
-    /// Why the membership was lost, if it was.
-    pub fn lost_reason(&self) -> Option<LostReason> {
-        self.held.lost_reason()
+    crate::held::lost_methods! {
+        held, "the membership",
+        /// Completes when we stop being a member: session expiry, deletion of our node by somebody else, or (per the
+        /// [`LostPolicy`](crate::LostPolicy)) a long disconnection.
     }
 
     /// Replaces the data of our member node; every [`Members`] view reports [`MemberEvent::Changed`]. (A shallow

@@ -6,7 +6,7 @@ use std::time::Instant;
 use tracing::Instrument as _;
 
 use crate::error::Result;
-use crate::lost::{LostReason, LostSignal};
+use crate::lost::LostSignal;
 use crate::own_node::OwnNode;
 use crate::revocation::Revocation;
 
@@ -15,8 +15,8 @@ use crate::revocation::Revocation;
 /// * [`fencing_token`](Guard::fencing_token) — the czxid of our node: it increases strictly from one holder to
 ///   the next across the whole ensemble, and stays monotonic even if the lock directory is deleted and recreated
 ///   (unlike the sequence suffix). Pass it to the resource you protect and have it reject smaller tokens.
-/// * [`lost`](Guard::lost) — completes the moment the guard stops protecting you (see [`LostReason`]). Select on
-///   it next to your critical section.
+/// * [`lost`](Guard::lost) — completes the moment the guard stops protecting you (see
+///   [`LostReason`](crate::LostReason)). Select on it next to your critical section.
 /// * [`session_valid_until`](Guard::session_valid_until) — the instant before which the server cannot have expired
 ///   our session, renewed while held: a deadline for work that must stop even if this process is paused.
 /// * [`revocation_requested`](Guard::revocation_requested) — completes when somebody asks this holder to give up
@@ -90,19 +90,10 @@ impl Guard {
         self.node.client.session_id().0
     }
 
-    /// Completes when the guard is lost, with the reason. Cheap to call many times; the future owns what it needs.
-    pub fn lost(&self) -> impl Future<Output = LostReason> + Send + 'static {
-        self.lost.lost()
-    }
-
-    /// Whether the guard has been lost already.
-    pub fn is_lost(&self) -> bool {
-        self.lost.reason().is_some()
-    }
-
-    /// Why the guard was lost, if it was.
-    pub fn lost_reason(&self) -> Option<LostReason> {
-        self.lost.reason()
+    crate::held::lost_methods! {
+        lost, "the guard",
+        /// Completes when the guard is lost, with the reason. Cheap to call many times; the future owns what it
+        /// needs.
     }
 
     /// The instant before which ZooKeeper cannot have expired our session, and so before which nobody can take over

@@ -12,6 +12,28 @@ use crate::lost::{LostReason, LostSignal};
 use crate::own_node::OwnNode;
 use crate::session::Session;
 
+/// The public `lost`, `is_lost` and `lost_reason` of something held through `self.$signal` (a [`Held`] or a
+/// [`LostSignal`]): `lost` takes its doc comment, the other two are named after `$what` ("the guard").
+macro_rules! lost_methods {
+    ($signal:ident, $what:literal, $(#[$lost_doc:meta])*) => {
+        $(#[$lost_doc])*
+        pub fn lost(&self) -> impl ::std::future::Future<Output = $crate::lost::LostReason> + Send + 'static {
+            self.$signal.lost()
+        }
+
+        #[doc = concat!("Whether ", $what, " has been lost already.")]
+        pub fn is_lost(&self) -> bool {
+            self.$signal.lost_reason().is_some()
+        }
+
+        #[doc = concat!("Why ", $what, " was lost, if it was.")]
+        pub fn lost_reason(&self) -> Option<$crate::lost::LostReason> {
+            self.$signal.lost_reason()
+        }
+    };
+}
+pub(crate) use lost_methods;
+
 /// Our node and its lost signal. Dropping it deletes the node in the background (once: see [`OwnNode`]).
 #[derive(Debug)]
 pub(crate) struct Held {
@@ -50,7 +72,7 @@ impl Held {
 
     /// Why the node was lost, if it was.
     pub(crate) fn lost_reason(&self) -> Option<LostReason> {
-        self.lost.reason()
+        self.lost.lost_reason()
     }
 
     /// The error for a wait that found our node gone: the end of the session, or a deletion by somebody else.

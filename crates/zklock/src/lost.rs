@@ -198,7 +198,7 @@ impl LostSignal {
         self.holding.send_replace(true);
     }
 
-    pub(crate) fn reason(&self) -> Option<LostReason> {
+    pub(crate) fn lost_reason(&self) -> Option<LostReason> {
         *self.reason.borrow()
     }
 
@@ -591,7 +591,7 @@ mod tests {
             .await
             .expect("the dismissed monitor ends");
         assert_eq!(reason, LostReason::Released);
-        assert_eq!(lost.reason(), None, "no loss reported");
+        assert_eq!(lost.lost_reason(), None, "no loss reported");
         // The delete was sent before this request on the same session, so it has been processed.
         assert_eq!(
             client.check_stat(&path).await.unwrap(),

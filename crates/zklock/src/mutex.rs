@@ -1,8 +1,6 @@
 //! The fair exclusive lock.
 
-use std::time::Duration;
-
-use crate::contention::{self, Rules, Wait};
+use crate::contention::{self, Place, Rules, Wait};
 use crate::error::Result;
 use crate::guard::Guard;
 use crate::node::Marker;
@@ -44,9 +42,7 @@ use crate::session::Session;
 /// [`try_lock`](Mutex::try_lock) have removed it before they return.
 #[derive(Debug, Clone)]
 pub struct Mutex {
-    session: Session,
-    path: String,
-    data: Vec<u8>,
+    place: Place,
     kazoo: bool,
 }
 
@@ -71,17 +67,14 @@ impl Mutex {
     /// a `&Client`.
     pub fn new(session: impl Into<Session>, path: &str) -> Result<Mutex> {
         Ok(Mutex {
-            session: session.into(),
-            path: crate::path::validate(path)?,
-            data: Vec::new(),
+            place: Place::new(session, path)?,
             kazoo: true,
         })
     }
 
-    /// Data stored in our node while we wait and hold (shown by `zklock status`).
-    pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> Mutex {
-        self.data = data.into();
-        self
+    contention::place_methods! {
+        "lock",
+        /// Data stored in our node while we wait and hold (shown by `zklock status`).
     }
 
     /// Whether to queue behind kazoo's contenders in the same directory (`<hex>__lock__<seq>`: kazoo's `Lock`,
@@ -97,35 +90,18 @@ impl Mutex {
         self
     }
 
-    /// The lock directory.
-    pub fn path(&self) -> &str {
-        &self.path
-    }
-
-    /// The session and policies this lock uses.
-    pub fn session(&self) -> &Session {
-        &self.session
-    }
-
     async fn acquire(&self, wait: Wait) -> Result<Option<Guard>> {
         let rules = Lock { kazoo: self.kazoo };
-        contention::acquire(&self.session, &self.path, &self.data, &rules, wait).await
+        contention::acquire(&self.place, &rules, wait).await
     }
 
-    /// Waits as long as it takes for the lock.
-    pub async fn lock(&self) -> Result<Guard> {
-        let guard = self.acquire(Wait::Forever).await?;
-        Ok(guard.expect("a blocking acquire returns a guard"))
-    }
-
-    /// Takes the lock only if nobody holds it or waits for it; otherwise removes our node and returns `None`.
-    pub async fn try_lock(&self) -> Result<Option<Guard>> {
-        self.acquire(Wait::Never).await
-    }
-
-    /// Waits at most `timeout` for the lock; [`Error::Timeout`](crate::Error::Timeout) afterwards.
-    pub async fn lock_timeout(&self, timeout: Duration) -> Result<Guard> {
-        let guard = self.acquire(Wait::timeout(timeout)).await?;
-        Ok(guard.expect("a timed acquire returns a guard or an error"))
+    contention::acquire_methods! {
+        acquire() => Guard:
+        /// Waits as long as it takes for the lock.
+        lock,
+        /// Takes the lock only if nobody holds it or waits for it; otherwise removes our node and returns `None`.
+        try_lock,
+        /// Waits at most `timeout` for the lock; [`Error::Timeout`](crate::Error::Timeout) afterwards.
+        lock_timeout;
     }
 }

@@ -14,11 +14,9 @@
 //!   big-endian), then per payload the byte `0x01`, its length (4 bytes, big-endian) and its bytes, then the byte
 //!   `0x02`. We write one payload per item.
 
-use std::time::Duration;
-
 use crate::curator_priority::{envelope, item_prefix};
 use crate::error::Result;
-use crate::queue::{Claimed, Items, Layout};
+use crate::queue::{forward_to_items, Claimed, Items, Layout};
 use crate::session::Session;
 
 /// A distributed priority queue: every item has a priority (an `i32`), the item with the lowest priority number
@@ -130,40 +128,11 @@ impl PriorityQueue {
         self.items.take().await
     }
 
-    /// Like [`take`](PriorityQueue::take), but gives up after `timeout` with
-    /// [`Error::Timeout`](crate::Error::Timeout).
-    pub async fn take_timeout(&self, timeout: Duration) -> Result<Vec<u8>> {
-        self.items.take_timeout(timeout).await
-    }
-
-    /// Removes and returns the first item, or `None` at once if the queue is empty.
-    pub async fn try_take(&self) -> Result<Option<Vec<u8>>> {
-        self.items.try_take().await
-    }
-
-    /// The data of the first item (claimed or not), without removing it; `None` if the queue is empty.
-    pub async fn peek(&self) -> Result<Option<Vec<u8>>> {
-        self.items.peek().await
-    }
-
-    /// The number of items in the queue right now (including claimed ones).
-    pub async fn len(&self) -> Result<usize> {
-        self.items.len().await
-    }
-
-    /// Whether the queue is empty right now.
-    pub async fn is_empty(&self) -> Result<bool> {
-        Ok(self.len().await? == 0)
-    }
+    forward_to_items!("first");
 
     /// Claims the first unclaimed item, waiting while there is none; see [`Queue::take_safe`](crate::Queue::take_safe).
     /// A claimed item keeps its place: if the claim goes away before [`Claimed::complete`], it is the first again.
     pub async fn take_safe(&self) -> Result<Claimed> {
         self.items.take_safe().await
-    }
-
-    /// Like [`take_safe`](PriorityQueue::take_safe), but returns `None` at once if no item is unclaimed.
-    pub async fn try_take_safe(&self) -> Result<Option<Claimed>> {
-        self.items.try_take_safe().await
     }
 }

@@ -143,41 +143,13 @@ impl Queue {
         self.items.take().await
     }
 
-    /// Like [`take`](Queue::take), but gives up after `timeout` with [`Error::Timeout`].
-    pub async fn take_timeout(&self, timeout: Duration) -> Result<Vec<u8>> {
-        self.items.take_timeout(timeout).await
-    }
-
-    /// Removes and returns the lowest item, or `None` at once if the queue is empty.
-    pub async fn try_take(&self) -> Result<Option<Vec<u8>>> {
-        self.items.try_take().await
-    }
-
-    /// The data of the lowest item (claimed or not), without removing it; `None` if the queue is empty.
-    pub async fn peek(&self) -> Result<Option<Vec<u8>>> {
-        self.items.peek().await
-    }
-
-    /// The number of items in the queue right now (including claimed ones).
-    pub async fn len(&self) -> Result<usize> {
-        self.items.len().await
-    }
-
-    /// Whether the queue is empty right now.
-    pub async fn is_empty(&self) -> Result<bool> {
-        Ok(self.len().await? == 0)
-    }
+    forward_to_items!("lowest");
 
     /// Claims the lowest unclaimed item, waiting while there is none. The item stays in the queue, invisible to
     /// other `take_safe` consumers, until [`Claimed::complete`] removes it; if the claim goes away first (dropped,
     /// [`abandoned`](Claimed::abandon), or our session ends) the item is available again, still in its place.
     pub async fn take_safe(&self) -> Result<Claimed> {
         self.items.take_safe().await
-    }
-
-    /// Like [`take_safe`](Queue::take_safe), but returns `None` at once if no item is unclaimed.
-    pub async fn try_take_safe(&self) -> Result<Option<Claimed>> {
-        self.items.try_take_safe().await
     }
 
     /// Like [`take_safe`](Queue::take_safe), but gives up after `timeout` with [`Error::Timeout`] (Curator's
@@ -230,6 +202,44 @@ pub(crate) struct Items {
     layout: Layout,
 }
 
+/// The public methods [`Queue`] and [`PriorityQueue`](crate::PriorityQueue) share word for word, forwarded to
+/// their `items` ([`Items`]); `$first` names the item that comes out first ("lowest", "first").
+macro_rules! forward_to_items {
+    ($first:literal) => {
+        /// Like [`take`](Self::take), but gives up after `timeout` with [`Error::Timeout`](crate::Error::Timeout).
+        pub async fn take_timeout(&self, timeout: ::std::time::Duration) -> $crate::Result<Vec<u8>> {
+            self.items.take_timeout(timeout).await
+        }
+
+        #[doc = concat!("Removes and returns the ", $first, " item, or `None` at once if the queue is empty.")]
+        pub async fn try_take(&self) -> $crate::Result<Option<Vec<u8>>> {
+            self.items.try_take().await
+        }
+
+        #[doc = concat!("The data of the ", $first, " item (claimed or not), without removing it; `None` if the queue")]
+        /// is empty.
+        pub async fn peek(&self) -> $crate::Result<Option<Vec<u8>>> {
+            self.items.peek().await
+        }
+
+        /// The number of items in the queue right now (including claimed ones).
+        pub async fn len(&self) -> $crate::Result<usize> {
+            self.items.len().await
+        }
+
+        /// Whether the queue is empty right now.
+        pub async fn is_empty(&self) -> $crate::Result<bool> {
+            Ok(self.len().await? == 0)
+        }
+
+        /// Like [`take_safe`](Self::take_safe), but returns `None` at once if no item is unclaimed.
+        pub async fn try_take_safe(&self) -> $crate::Result<Option<$crate::Claimed>> {
+            self.items.try_take_safe().await
+        }
+    };
+}
+pub(crate) use forward_to_items;
+
 /// The outcome of one pass over the queue.
 enum Pass<T> {
     Took(T),
@@ -237,6 +247,20 @@ enum Pass<T> {
     Empty,
     /// Every item we saw was taken by somebody else first: look again.
     Raced,
+}
+
+/// Runs `pass` until it settles: what it took, or `None` once the queue is empty; a lost race passes again.
+async fn first_settled<T, F>(mut pass: impl FnMut() -> F) -> Result<Option<T>>
+where
+    F: Future<Output = Result<Pass<T>>>,
+{
+    loop {
+        match pass().await? {
+            Pass::Took(taken) => return Ok(Some(taken)),
+            Pass::Raced => {}
+            Pass::Empty => return Ok(None),
+        }
+    }
 }
 
 impl Items {
@@ -377,13 +401,7 @@ impl Items {
 
     pub(crate) async fn try_take(&self) -> Result<Option<Vec<u8>>> {
         let this = self.pinned().await?;
-        loop {
-            match this.take_pass().await? {
-                Pass::Took(data) => return Ok(Some(data)),
-                Pass::Raced => {}
-                Pass::Empty => return Ok(None),
-            }
-        }
+        first_settled(|| this.take_pass()).await
     }
 
     pub(crate) async fn peek(&self) -> Result<Option<Vec<u8>>> {
@@ -441,13 +459,7 @@ impl Items {
 
     pub(crate) async fn try_take_safe(&self) -> Result<Option<Claimed>> {
         let this = self.pinned().await?;
-        loop {
-            match this.claim_pass().await? {
-                Pass::Took(claimed) => return Ok(Some(claimed)),
-                Pass::Raced => {}
-                Pass::Empty => return Ok(None),
-            }
-        }
+        first_settled(|| this.claim_pass()).await
     }
 
     /// The items among `children`, first out first; their number is the queue's depth gauge

@@ -1,8 +1,6 @@
 //! The fair read/write lock.
 
-use std::time::Duration;
-
-use crate::contention::{self, Rules, Turn, Wait};
+use crate::contention::{self, Place, Rules, Turn, Wait};
 use crate::error::Result;
 use crate::guard::Guard;
 use crate::node::{Contender, Marker};
@@ -58,9 +56,7 @@ pub type WriteGuard = Guard;
 /// the background). A timed-out acquire and a failed `try_` acquire have removed it before they return.
 #[derive(Debug, Clone)]
 pub struct RwLock {
-    session: Session,
-    path: String,
-    data: Vec<u8>,
+    place: Place,
     kazoo: bool,
 }
 
@@ -110,17 +106,14 @@ impl RwLock {
     /// [`Session`] or a `&Client`.
     pub fn new(session: impl Into<Session>, path: &str) -> Result<RwLock> {
         Ok(RwLock {
-            session: session.into(),
-            path: crate::path::validate(path)?,
-            data: Vec::new(),
+            place: Place::new(session, path)?,
             kazoo: true,
         })
     }
 
-    /// Data stored in our node while we wait and hold (shown by `zklock status`).
-    pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> RwLock {
-        self.data = data.into();
-        self
+    contention::place_methods! {
+        "lock",
+        /// Data stored in our node while we wait and hold (shown by `zklock status`).
     }
 
     /// Whether to queue with kazoo's `ReadLock` (`<hex>__rlock__<seq>`) and `WriteLock` (`<hex>__lock__<seq>`)
@@ -132,58 +125,32 @@ impl RwLock {
         self
     }
 
-    /// The lock directory.
-    pub fn path(&self) -> &str {
-        &self.path
-    }
-
-    /// The session and policies this lock uses.
-    pub fn session(&self) -> &Session {
-        &self.session
-    }
-
     async fn acquire(&self, marker: Marker, wait: Wait) -> Result<Option<Guard>> {
         let rules = Side {
             marker,
             kazoo: self.kazoo,
         };
-        contention::acquire(&self.session, &self.path, &self.data, &rules, wait).await
+        contention::acquire(&self.place, &rules, wait).await
     }
 
-    /// Waits as long as it takes for a read lock.
-    pub async fn read(&self) -> Result<ReadGuard> {
-        let guard = self.acquire(Marker::Read, Wait::Forever).await?;
-        Ok(guard.expect("a blocking acquire returns a guard"))
-    }
+    contention::acquire_methods! {
+        acquire(Marker::Read) => ReadGuard:
+        /// Waits as long as it takes for a read lock.
+        read,
+        /// Takes a read lock only if no writer holds or waits for the lock; otherwise removes our node and returns
+        /// `None`.
+        try_read,
+        /// Waits at most `timeout` for a read lock; [`Error::Timeout`](crate::Error::Timeout) afterwards.
+        read_timeout;
 
-    /// Takes a read lock only if no writer holds or waits for the lock; otherwise removes our node and returns
-    /// `None`.
-    pub async fn try_read(&self) -> Result<Option<ReadGuard>> {
-        self.acquire(Marker::Read, Wait::Never).await
-    }
-
-    /// Waits at most `timeout` for a read lock; [`Error::Timeout`](crate::Error::Timeout) afterwards.
-    pub async fn read_timeout(&self, timeout: Duration) -> Result<ReadGuard> {
-        let guard = self.acquire(Marker::Read, Wait::timeout(timeout)).await?;
-        Ok(guard.expect("a timed acquire returns a guard or an error"))
-    }
-
-    /// Waits as long as it takes for the write lock.
-    pub async fn write(&self) -> Result<WriteGuard> {
-        let guard = self.acquire(Marker::Write, Wait::Forever).await?;
-        Ok(guard.expect("a blocking acquire returns a guard"))
-    }
-
-    /// Takes the write lock only if nobody holds or waits for the lock; otherwise removes our node and returns
-    /// `None`.
-    pub async fn try_write(&self) -> Result<Option<WriteGuard>> {
-        self.acquire(Marker::Write, Wait::Never).await
-    }
-
-    /// Waits at most `timeout` for the write lock; [`Error::Timeout`](crate::Error::Timeout) afterwards.
-    pub async fn write_timeout(&self, timeout: Duration) -> Result<WriteGuard> {
-        let guard = self.acquire(Marker::Write, Wait::timeout(timeout)).await?;
-        Ok(guard.expect("a timed acquire returns a guard or an error"))
+        acquire(Marker::Write) => WriteGuard:
+        /// Waits as long as it takes for the write lock.
+        write,
+        /// Takes the write lock only if nobody holds or waits for the lock; otherwise removes our node and returns
+        /// `None`.
+        try_write,
+        /// Waits at most `timeout` for the write lock; [`Error::Timeout`](crate::Error::Timeout) afterwards.
+        write_timeout;
     }
 }
 

@@ -1,8 +1,6 @@
 //! The counting semaphore: at most N lease holders at once.
 
-use std::time::Duration;
-
-use crate::contention::{self, Exclusive, Rules, Wait};
+use crate::contention::{self, Exclusive, Place, Rules, Wait};
 use crate::error::{Error, Result};
 use crate::events::QueueEvent;
 use crate::gone;
@@ -71,10 +69,8 @@ pub type Lease = Guard;
 /// and a failed [`try_acquire`](Semaphore::try_acquire) have removed both before they return.
 #[derive(Debug, Clone)]
 pub struct Semaphore {
-    session: Session,
-    path: String,
+    place: Place,
     leases: usize,
-    data: Vec<u8>,
 }
 
 /// The mutex that serialises acquirers.
@@ -85,27 +81,14 @@ impl Semaphore {
     /// `session` — a [`Session`] or a `&Client`. Every participant must use the same number.
     pub fn new(session: impl Into<Session>, path: &str, leases: usize) -> Result<Semaphore> {
         Ok(Semaphore {
-            session: session.into(),
-            path: crate::path::validate(path)?,
+            place: Place::new(session, path)?,
             leases,
-            data: Vec::new(),
         })
     }
 
-    /// Data stored in our lease node (shown by `zklock status`).
-    pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> Semaphore {
-        self.data = data.into();
-        self
-    }
-
-    /// The semaphore directory.
-    pub fn path(&self) -> &str {
-        &self.path
-    }
-
-    /// The session and policies this semaphore uses.
-    pub fn session(&self) -> &Session {
-        &self.session
+    contention::place_methods! {
+        "semaphore",
+        /// Data stored in our lease node (shown by `zklock status`).
     }
 
     /// The number of leases.
@@ -116,48 +99,41 @@ impl Semaphore {
     /// The full paths of the current lease nodes, in sequence order (holders, plus at most one acquirer that is
     /// still waiting for a free lease).
     pub async fn lease_nodes(&self) -> Result<Vec<String>> {
-        let dir = leases_dir(&self.path);
-        let children = idioms::list_or_empty(self.session.client(), self.session.retry(), &dir).await?;
+        let dir = leases_dir(&self.place.path);
+        let children =
+            idioms::list_or_empty(self.place.session.client(), self.place.session.retry(), &dir).await?;
         Ok(node::sorted_contenders(children, is_lease)
             .into_iter()
             .map(|c| child_path(&dir, &c.name))
             .collect())
     }
 
-    /// Waits as long as it takes for a lease.
-    pub async fn acquire(&self) -> Result<Lease> {
-        let lease = self.acquire_with(Wait::Forever).await?;
-        Ok(lease.expect("a blocking acquire returns a lease"))
-    }
-
-    /// Takes a lease only if one is free and no other acquirer is ahead of us; otherwise removes our nodes and
-    /// returns `None`.
-    pub async fn try_acquire(&self) -> Result<Option<Lease>> {
-        self.acquire_with(Wait::Never).await
-    }
-
-    /// Waits at most `timeout` for a lease; [`Error::Timeout`](crate::Error::Timeout) afterwards.
-    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Lease> {
-        let lease = self.acquire_with(Wait::timeout(timeout)).await?;
-        Ok(lease.expect("a timed acquire returns a lease or an error"))
+    contention::acquire_methods! {
+        acquire_with() => Lease:
+        /// Waits as long as it takes for a lease.
+        acquire,
+        /// Takes a lease only if one is free and no other acquirer is ahead of us; otherwise removes our nodes and
+        /// returns `None`.
+        try_acquire,
+        /// Waits at most `timeout` for a lease; [`Error::Timeout`](crate::Error::Timeout) afterwards.
+        acquire_timeout;
     }
 
     async fn acquire_with(&self, wait: Wait) -> Result<Option<Lease>> {
+        let mut gate = self.place.child(node::LOCKS);
         // The turn only matters while it is held, and a mere disconnection must not abort a blocking acquire.
-        let gate_session = self.session.clone().with_lost_policy(LostPolicy::SessionOnly);
-        let locks_dir = child_path(&self.path, node::LOCKS);
-        let Some(turn) = contention::acquire(&gate_session, &locks_dir, &self.data, &GATE, wait).await?
-        else {
+        gate.session = gate.session.with_lost_policy(LostPolicy::SessionOnly);
+        let Some(turn) = contention::acquire(&gate, &GATE, wait).await? else {
             return Ok(None);
         };
         // Sent together (one round trip): the directory, and the number of leases its `leases` directory records.
         // The directory is the semaphore's alone: a contender of another recipe beside our `leases` and `locks` (a
         // mutex's node, say) would not exclude us, nor we it. Looked at while our gate node exists, so of the two the
         // later one refuses (a queue recipe looks into `leases` and `locks`: contention.rs).
-        let (client, retry) = (self.session.client(), self.session.retry());
-        let leases_dir = leases_dir(&self.path);
+        let (client, retry) = (self.place.session.client(), self.place.session.retry());
+        let leases_dir = leases_dir(&self.place.path);
         let (children, recorded) = tokio::join!(
-            idioms::list_or_empty(client, retry, &self.path),
+            idioms::list_or_empty(client, retry, &self.place.path),
             retry.run_at("getData", &leases_dir, || client.get_data(&leases_dir)),
         );
         let children = children?;
@@ -165,7 +141,7 @@ impl Semaphore {
             turn.release().await?;
             // Our gate directory would make the other recipe's directory look like an idle semaphore's: gone with
             // us, unless another acquirer is in it (the server refuses to delete a node with children then).
-            match idioms::delete_if_exists(client, retry, &locks_dir, None).await {
+            match idioms::delete_if_exists(client, retry, &gate.path, None).await {
                 Ok(())
                 | Err(Error::ZooKeeper {
                     source: zookeeper_client::Error::NotEmpty,
@@ -174,7 +150,7 @@ impl Semaphore {
                 Err(err) => return Err(err),
             }
             return Err(Error::InUse {
-                path: self.path.clone(),
+                path: self.place.path.clone(),
                 node: other,
                 what,
             });
@@ -208,8 +184,9 @@ impl Semaphore {
                 .ok()
                 .and_then(|s| s.trim().parse::<usize>().ok()),
             None => {
-                let (client, retry) = (self.session.client(), self.session.retry());
-                let mode = zookeeper_client::CreateMode::Container.with_acls(self.session.parent_acls());
+                let (client, retry) = (self.place.session.client(), self.place.session.retry());
+                let mode =
+                    zookeeper_client::CreateMode::Container.with_acls(self.place.session.parent_acls());
                 let record = self.leases.to_string();
                 match retry
                     .run_at("create", leases_dir, || {
@@ -236,7 +213,7 @@ impl Semaphore {
             what: format!(
                 "{} is a semaphore of {n} lease(s) (its leases directory records it), not {}: every participant must \
                  use the same number",
-                self.path, self.leases
+                self.place.path, self.leases
             ),
         }))
     }
@@ -247,7 +224,7 @@ impl Semaphore {
             leases: self.leases,
             turn,
         };
-        contention::acquire(&self.session, &leases_dir(&self.path), &self.data, &room, wait).await
+        contention::acquire(&self.place.child(node::LEASES), &room, wait).await
     }
 }
 
