@@ -330,6 +330,24 @@ mod tests {
         assert_eq!(check(&acl, perms::WRITE, &vec![id("super", "")]), Ok(()));
     }
 
+    /// The `auth` ACL of a connection with `auth` expands to `expected` alone (its id of the scheme), which lets
+    /// the connection read and not `other`.
+    fn creator_acl_is(auth: &AuthIds, schemes: Schemes, expected: Acl, other: Id) -> Vec<Acl> {
+        let creator = fixup(
+            &[Acl {
+                perms: perms::ALL,
+                id: id("auth", ""),
+            }],
+            auth,
+            schemes,
+        )
+        .unwrap();
+        assert_eq!(creator, vec![expected]);
+        assert_eq!(check(&creator, perms::READ, auth), Ok(()));
+        assert_eq!(check(&creator, perms::READ, &vec![other]), Err(ErrorCode::NoAuth));
+        creator
+    }
+
     #[test]
     fn x509_ids() {
         let x509 = |name: &str| Acl {
@@ -347,21 +365,7 @@ mod tests {
             fixup(&[x509("no equals sign")], &auth, X509),
             Err(ErrorCode::InvalidAcl)
         );
-        let creator = fixup(
-            &[Acl {
-                perms: perms::ALL,
-                id: id("auth", ""),
-            }],
-            &auth,
-            X509,
-        )
-        .unwrap();
-        assert_eq!(creator, vec![x509("CN=app,O=example")]);
-        assert_eq!(check(&creator, perms::READ, &auth), Ok(()));
-        assert_eq!(
-            check(&creator, perms::READ, &vec![id("x509", "CN=other")]),
-            Err(ErrorCode::NoAuth)
-        );
+        creator_acl_is(&auth, X509, x509("CN=app,O=example"), id("x509", "CN=other"));
         assert!(valid_x500_name("CN=a\\,b,O=\"x, y\"+OU=z,2.5.4.3=c"));
         assert!(valid_x500_name(""));
         assert!(!valid_x500_name("CN=a,"));
@@ -387,21 +391,7 @@ mod tests {
         assert!(fixup(&[sasl("zookeeper/host@REALM")], &auth, on).is_ok());
         assert_eq!(fixup(&[sasl("a@b@c")], &auth, on), Err(ErrorCode::InvalidAcl));
         assert_eq!(fixup(&[sasl("a/b/c@R")], &auth, on), Err(ErrorCode::InvalidAcl));
-        let creator = fixup(
-            &[Acl {
-                perms: perms::ALL,
-                id: id("auth", ""),
-            }],
-            &auth,
-            on,
-        )
-        .unwrap();
-        assert_eq!(creator, vec![sasl("bob")]);
-        assert_eq!(check(&creator, perms::READ, &auth), Ok(()));
-        assert_eq!(
-            check(&creator, perms::READ, &vec![id("sasl", "alice")]),
-            Err(ErrorCode::NoAuth)
-        );
+        let creator = creator_acl_is(&auth, on, sasl("bob"), id("sasl", "alice"));
         assert_eq!(
             check(&creator, perms::READ, &vec![id("digest", "bob")]),
             Err(ErrorCode::NoAuth)

@@ -217,12 +217,9 @@ fn handle_buffered(
     let max_frame = shared.config.max_frame_len;
     let mut st = shared.lock();
     let mut frames = 0;
-    loop {
+    let stop = loop {
         if over_budget(shared, outbox) {
-            return Handled {
-                frames,
-                stop: Buffered::Throttled,
-            };
+            break Buffered::Throttled;
         }
         let (body, used) = match decode_frame(buf, max_frame) {
             Ok(Some(frame)) => frame,
@@ -236,17 +233,11 @@ fn handle_buffered(
                         buf.reserve((4 + len).saturating_sub(buf.len()));
                     }
                 }
-                return Handled {
-                    frames,
-                    stop: Buffered::NeedInput,
-                };
+                break Buffered::NeedInput;
             }
             Err(e) => {
                 tracing::warn!(%peer, error = %e, "bad frame; closing connection");
-                return Handled {
-                    frames,
-                    stop: Buffered::Close,
-                };
+                break Buffered::Close;
             }
         };
         frames += 1;
@@ -273,21 +264,16 @@ fn handle_buffered(
         match flow {
             Ok(Flow::Continue) => {}
             Ok(Flow::Close) => {
-                return Handled {
-                    frames,
-                    stop: Buffered::Close,
-                }
+                break Buffered::Close;
             }
             Err(e) => {
                 tracing::warn!(%peer, error = %e, "closing connection");
-                return Handled {
-                    frames,
-                    stop: Buffered::Close,
-                };
+                break Buffered::Close;
             }
         }
-    }
+    };
     // The guard's drop writes the replies that are durable already.
+    Handled { frames, stop }
 }
 
 /// The read buffer a connection starts with.

@@ -2,8 +2,8 @@
 //! then commits either the txn or an error txn: a failed write consumes a zxid too, as in ZooKeeper.
 
 use zklock_codec::{
-    Create2Response, CreateRequest, CreateResponse, CreateTtlRequest, Decode, DeleteRequest, ErrorCode,
-    OpCode, Reader, SetAclRequest, SetAclResponse, SetDataRequest, StatResponse,
+    Create2Response, CreateRequest, CreateResponse, CreateTtlRequest, Decode, DeleteRequest, Encode,
+    ErrorCode, OpCode, Reader, SetAclRequest, SetAclResponse, SetDataRequest, StatResponse,
 };
 
 use super::prep::{self, CreateArgs, View};
@@ -31,6 +31,15 @@ fn prepare_and_commit(
             Err(err)
         }
     }
+}
+
+/// The reply of a write answered with the node's new stat (zeros if it has none).
+fn stat_reply<T: Encode>(
+    done: Result<(Txn, Option<zklock_codec::Stat>), ErrorCode>,
+    reply: impl FnOnce(zklock_codec::Stat) -> T,
+) -> Reply {
+    done.map(|(_, stat)| Reply::ok(&reply(stat.unwrap_or_default())))
+        .into()
 }
 
 pub fn create(
@@ -93,13 +102,7 @@ pub fn set_data(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Repl
     let done = prepare_and_commit(st, conn, |view, auth| {
         prep::set_data(view, auth, &req.path, &req.data, req.version)
     });
-    Ok(done
-        .map(|(_, stat)| {
-            Reply::ok(&StatResponse {
-                stat: stat.unwrap_or_default(),
-            })
-        })
-        .into())
+    Ok(stat_reply(done, |stat| StatResponse { stat }))
 }
 
 pub fn set_acl(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply, Malformed> {
@@ -107,11 +110,5 @@ pub fn set_acl(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply
     let done = prepare_and_commit(st, conn, |view, auth| {
         prep::set_acl(view, auth, &req.path, &req.acl, req.version)
     });
-    Ok(done
-        .map(|(_, stat)| {
-            Reply::ok(&SetAclResponse {
-                stat: stat.unwrap_or_default(),
-            })
-        })
-        .into())
+    Ok(stat_reply(done, |stat| SetAclResponse { stat }))
 }
