@@ -2,7 +2,7 @@
 //! kazoo's writes surviving SIGKILL, a torn log tail, and a corrupted record.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use tokio::sync::mpsc;
 
@@ -98,25 +98,17 @@ async fn kill9_under_write_load_keeps_acknowledged_writes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kazoo_writes_survive_kill9() {
     let dir = tempfile::tempdir().unwrap();
-    let serve = Serve::up(dir.path()).await;
-    python_ok(
-        "kazoo_bulk.py",
-        &[&serve.addr.to_string(), "/bulk", "500", "write"],
-    )
-    .await;
-    serve.kill9().await;
-    let serve = Serve::up(dir.path()).await;
-    python_ok(
-        "kazoo_bulk.py",
-        &[&serve.addr.to_string(), "/bulk", "500", "verify"],
-    )
-    .await;
-    serve.kill9().await;
+    // Writes, SIGKILL; then a fresh server on the same directory, which must have them all.
+    for step in ["write", "verify"] {
+        let serve = Serve::up(dir.path()).await;
+        python_ok("kazoo_bulk.py", &[&serve.addr.to_string(), "/bulk", "500", step]).await;
+        serve.kill9().await;
+    }
 }
 
 /// Writes `/t/n0 .. /t/n<count-1>` one at a time (each acknowledged, so each is its own log batch),
-/// then SIGKILLs the server.
-async fn write_then_kill(dir: &Path, count: usize) {
+/// then SIGKILLs the server. Returns the newest log file, its bytes and its records' spans.
+async fn write_then_kill(dir: &Path, count: usize) -> (PathBuf, Vec<u8>, Vec<(usize, usize)>) {
     let serve = Serve::up(dir).await;
     let mut s = Session::open(serve.addr, 30_000).await;
     assert_eq!(s.create("/t", b"", 0).await, 0);
@@ -124,15 +116,16 @@ async fn write_then_kill(dir: &Path, count: usize) {
         assert_eq!(s.create(&format!("/t/n{i}"), b"data", 0).await, 0);
     }
     serve.kill9().await;
+    let newest = log_files(dir).pop().expect("a log file");
+    let bytes = std::fs::read(&newest).unwrap();
+    let records = log_records(&bytes);
+    (newest, bytes, records)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn torn_log_tail_still_starts() {
     let dir = tempfile::tempdir().unwrap();
-    write_then_kill(dir.path(), 30).await;
-    let newest = log_files(dir.path()).pop().expect("a log file");
-    let bytes = std::fs::read(&newest).unwrap();
-    let records = log_records(&bytes);
+    let (newest, _, records) = write_then_kill(dir.path(), 30).await;
     let (_, last_end) = *records.last().expect("records");
     // Cut into the last record, as a crash in the middle of its write would.
     let file = std::fs::OpenOptions::new().write(true).open(&newest).unwrap();
@@ -159,10 +152,7 @@ async fn torn_log_tail_still_starts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn corrupted_log_record_refuses_to_start() {
     let dir = tempfile::tempdir().unwrap();
-    write_then_kill(dir.path(), 30).await;
-    let newest = log_files(dir.path()).pop().expect("a log file");
-    let mut bytes = std::fs::read(&newest).unwrap();
-    let records = log_records(&bytes);
+    let (newest, mut bytes, records) = write_then_kill(dir.path(), 30).await;
     assert!(records.len() >= 20, "{} records", records.len());
     let (start, end) = records[records.len() / 2];
     bytes[(start + end) / 2] ^= 0x40;
