@@ -28,7 +28,7 @@ pub async fn client(server: &Server) -> zookeeper_client::Client {
         .expect("connect")
 }
 
-/// The connect request of a new session asking for `time_out` ms, without the readOnly byte (as the Rust client).
+/// The connect request of a new session asking for `time_out` ms: a zeroed 16-byte password, no readOnly byte.
 pub fn new_session(time_out: i32) -> ConnectRequest {
     ConnectRequest {
         time_out,
