@@ -27,6 +27,15 @@ impl MultiHeader {
         done: true,
         err: -1,
     };
+
+    /// The header of an entry: an op of a request (`err` −1) or a result (its error code, 0 on success).
+    pub fn entry(op: OpCode, err: i32) -> MultiHeader {
+        MultiHeader {
+            op: op.into(),
+            done: false,
+            err,
+        }
+    }
 }
 
 /// One op of a multi / multiRead request.
@@ -91,12 +100,7 @@ pub struct MultiRequest {
 impl Encode for MultiRequest {
     fn encode(&self, w: &mut Vec<u8>) {
         for op in &self.ops {
-            MultiHeader {
-                op: op.op_code().into(),
-                done: false,
-                err: -1,
-            }
-            .encode(w);
+            MultiHeader::entry(op.op_code(), -1).encode(w);
             match op {
                 MultiOp::Create { req, .. } => req.encode(w),
                 MultiOp::CreateTtl(r) => r.encode(w),
@@ -113,18 +117,8 @@ impl Encode for MultiRequest {
 
 impl Decode for MultiRequest {
     fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
-        let mut ops = Vec::new();
-        // Each iteration consumes at least a 9-byte header, so the loop is bounded by the frame size.
-        loop {
-            let h = MultiHeader::decode(r)?;
-            if h.done {
-                return Ok(MultiRequest { ops });
-            }
-            let op = OpCode::try_from(h.op).map_err(|_| DecodeError::InvalidValue {
-                what: "multi op",
-                value: h.op,
-            })?;
-            ops.push(match op {
+        let ops = decode_entries(r, "multi op", |op, r| {
+            Ok(Some(match op {
                 OpCode::Create | OpCode::Create2 | OpCode::CreateContainer => MultiOp::Create {
                     op,
                     req: CreateRequest::decode(r)?,
@@ -135,14 +129,31 @@ impl Decode for MultiRequest {
                 OpCode::Check => MultiOp::Check(CheckVersionRequest::decode(r)?),
                 OpCode::GetData => MultiOp::GetData(GetDataRequest::decode(r)?),
                 OpCode::GetChildren => MultiOp::GetChildren(GetChildrenRequest::decode(r)?),
-                _ => {
-                    return Err(DecodeError::InvalidValue {
-                        what: "multi op",
-                        value: h.op,
-                    })
-                }
-            });
+                _ => return Ok(None),
+            }))
+        })?;
+        Ok(MultiRequest { ops })
+    }
+}
+
+/// Reads the entries of a multi (the ops of a request, the results of a response) up to the done header. `entry`
+/// reads the body of an entry with the header's op code, `None` for an op code that has no place here (an error
+/// naming `what`, as is an op code that does not exist).
+fn decode_entries<T>(
+    r: &mut Reader<'_>,
+    what: &'static str,
+    mut entry: impl FnMut(OpCode, &mut Reader<'_>) -> Result<Option<T>, DecodeError>,
+) -> Result<Vec<T>, DecodeError> {
+    let mut entries = Vec::new();
+    // Each iteration consumes at least a 9-byte header, so the loop is bounded by the frame size.
+    loop {
+        let h = MultiHeader::decode(r)?;
+        if h.done {
+            return Ok(entries);
         }
+        let invalid = || DecodeError::InvalidValue { what, value: h.op };
+        let op = OpCode::try_from(h.op).map_err(|_| invalid())?;
+        entries.push(entry(op, r)?.ok_or_else(invalid)?);
     }
 }
 
@@ -193,12 +204,7 @@ impl Encode for MultiResponse {
                 MultiResult::GetChildren(_) => (OpCode::GetChildren, 0),
                 MultiResult::Error(e) => (OpCode::Error, *e),
             };
-            MultiHeader {
-                op: op.into(),
-                done: false,
-                err,
-            }
-            .encode(w);
+            MultiHeader::entry(op, err).encode(w);
             match res {
                 MultiResult::Create(r) => r.encode(w),
                 MultiResult::Create2 { resp, .. } => resp.encode(w),
@@ -215,17 +221,8 @@ impl Encode for MultiResponse {
 
 impl Decode for MultiResponse {
     fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
-        let mut results = Vec::new();
-        loop {
-            let h = MultiHeader::decode(r)?;
-            if h.done {
-                return Ok(MultiResponse { results });
-            }
-            let op = OpCode::try_from(h.op).map_err(|_| DecodeError::InvalidValue {
-                what: "multi result",
-                value: h.op,
-            })?;
-            results.push(match op {
+        let results = decode_entries(r, "multi result", |op, r| {
+            Ok(Some(match op {
                 OpCode::Create => MultiResult::Create(CreateResponse::decode(r)?),
                 OpCode::Create2 | OpCode::CreateTtl | OpCode::CreateContainer => MultiResult::Create2 {
                     op,
@@ -237,13 +234,9 @@ impl Decode for MultiResponse {
                 OpCode::GetData => MultiResult::GetData(GetDataResponse::decode(r)?),
                 OpCode::GetChildren => MultiResult::GetChildren(GetChildrenResponse::decode(r)?),
                 OpCode::Error => MultiResult::Error(ErrorResponse::decode(r)?.err),
-                _ => {
-                    return Err(DecodeError::InvalidValue {
-                        what: "multi result",
-                        value: h.op,
-                    })
-                }
-            });
-        }
+                _ => return Ok(None),
+            }))
+        })?;
+        Ok(MultiResponse { results })
     }
 }

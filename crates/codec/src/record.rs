@@ -2,9 +2,13 @@
 //!
 //! Field encodings follow the Rust type: `i32`/`i64`/`bool` as themselves, `String` as a `ustring`
 //! (null read as empty), `Option<Vec<u8>>` as a nullable `buffer`, `Vec<u8>` as a `buffer` (null read as
-//! empty), `Vec<T>` of records as a `vector` (null read as empty), and nested records.
+//! empty), `Vec<T>` of records as a `vector` (null read as empty), and nested records. `Option<bool>` is an
+//! optional trailing `boolean`, so it may only be the last field: written when `Some`, read as `None` when the
+//! frame has ended.
 
-use crate::jute::{put_bool, put_buffer, put_i32, put_i64, put_str, put_vec, Decode, Encode, Reader};
+use crate::jute::{
+    put_bool, put_buffer, put_i32, put_i64, put_str, put_trailing_bool, put_vec, Decode, Encode, Reader,
+};
 use crate::DecodeError;
 
 /// One field of a record (crate-internal glue for `record!`).
@@ -15,31 +19,27 @@ pub trait Field: Sized {
     fn get(r: &mut Reader<'_>) -> Result<Self, DecodeError>;
 }
 
-impl Field for i32 {
-    fn put(&self, w: &mut Vec<u8>) {
-        put_i32(w, *self)
-    }
-    fn get(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
-        r.read_i32()
-    }
+/// `Field` for the scalar types, each through its jute writer and reader.
+macro_rules! scalar_fields {
+    ($( $ty:ty => $put:ident, $read:ident; )*) => {
+        $(
+            impl Field for $ty {
+                fn put(&self, w: &mut Vec<u8>) {
+                    $put(w, *self)
+                }
+                fn get(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+                    r.$read()
+                }
+            }
+        )*
+    };
 }
 
-impl Field for i64 {
-    fn put(&self, w: &mut Vec<u8>) {
-        put_i64(w, *self)
-    }
-    fn get(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
-        r.read_i64()
-    }
-}
-
-impl Field for bool {
-    fn put(&self, w: &mut Vec<u8>) {
-        put_bool(w, *self)
-    }
-    fn get(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
-        r.read_bool()
-    }
+scalar_fields! {
+    i32 => put_i32, read_i32;
+    i64 => put_i64, read_i64;
+    bool => put_bool, read_bool;
+    Option<bool> => put_trailing_bool, read_trailing_bool;
 }
 
 impl Field for String {

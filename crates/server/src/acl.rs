@@ -330,38 +330,53 @@ mod tests {
         assert_eq!(check(&acl, perms::WRITE, &vec![id("super", "")]), Ok(()));
     }
 
-    #[test]
-    fn x509_ids() {
-        let x509 = |name: &str| Acl {
+    /// An ACL granting everything to `scheme:name`.
+    fn all_to(scheme: &str, name: &str) -> Acl {
+        Acl {
             perms: perms::ALL,
-            id: id("x509", name),
-        };
-        let auth = vec![id("ip", "127.0.0.1"), id("x509", "CN=app,O=example")];
+            id: id(scheme, name),
+        }
+    }
+
+    /// `acl` is refused while its scheme is off, and accepted with the schemes `on`.
+    fn needs_scheme(acl: Acl, auth: &AuthIds, on: Schemes) {
         assert_eq!(
-            fixup(&[x509("CN=app,O=example")], &auth, Schemes::default()),
+            fixup(std::slice::from_ref(&acl), auth, Schemes::default()),
             Err(ErrorCode::InvalidAcl),
-            "no x509 scheme without a secure client port"
+            "{acl:?} without its scheme"
         );
-        assert!(fixup(&[x509("CN=app,O=example")], &auth, X509).is_ok());
-        assert_eq!(
-            fixup(&[x509("no equals sign")], &auth, X509),
-            Err(ErrorCode::InvalidAcl)
-        );
+        assert!(fixup(&[acl], auth, on).is_ok());
+    }
+
+    /// The `auth` ACL of a connection with `auth` expands to `expected` alone (its id of the scheme), which lets
+    /// the connection read and not `other`.
+    fn creator_acl_is(auth: &AuthIds, schemes: Schemes, expected: Acl, other: Id) -> Vec<Acl> {
         let creator = fixup(
             &[Acl {
                 perms: perms::ALL,
                 id: id("auth", ""),
             }],
-            &auth,
-            X509,
+            auth,
+            schemes,
         )
         .unwrap();
-        assert_eq!(creator, vec![x509("CN=app,O=example")]);
-        assert_eq!(check(&creator, perms::READ, &auth), Ok(()));
+        assert_eq!(creator, vec![expected]);
+        assert_eq!(check(&creator, perms::READ, auth), Ok(()));
+        assert_eq!(check(&creator, perms::READ, &vec![other]), Err(ErrorCode::NoAuth));
+        creator
+    }
+
+    #[test]
+    fn x509_ids() {
+        let x509 = |name: &str| all_to("x509", name);
+        let auth = vec![id("ip", "127.0.0.1"), id("x509", "CN=app,O=example")];
+        // No x509 scheme without a secure client port.
+        needs_scheme(x509("CN=app,O=example"), &auth, X509);
         assert_eq!(
-            check(&creator, perms::READ, &vec![id("x509", "CN=other")]),
-            Err(ErrorCode::NoAuth)
+            fixup(&[x509("no equals sign")], &auth, X509),
+            Err(ErrorCode::InvalidAcl)
         );
+        creator_acl_is(&auth, X509, x509("CN=app,O=example"), id("x509", "CN=other"));
         assert!(valid_x500_name("CN=a\\,b,O=\"x, y\"+OU=z,2.5.4.3=c"));
         assert!(valid_x500_name(""));
         assert!(!valid_x500_name("CN=a,"));
@@ -369,39 +384,18 @@ mod tests {
 
     #[test]
     fn sasl_ids() {
-        let sasl = |name: &str| Acl {
-            perms: perms::ALL,
-            id: id("sasl", name),
-        };
+        let sasl = |name: &str| all_to("sasl", name);
         let on = Schemes {
             x509: false,
             sasl: true,
         };
         let auth = vec![id("ip", "127.0.0.1"), id("sasl", "bob")];
-        assert_eq!(
-            fixup(&[sasl("bob")], &auth, Schemes::default()),
-            Err(ErrorCode::InvalidAcl),
-            "no sasl scheme without SASL"
-        );
-        assert!(fixup(&[sasl("bob")], &auth, on).is_ok());
+        // No sasl scheme without SASL.
+        needs_scheme(sasl("bob"), &auth, on);
         assert!(fixup(&[sasl("zookeeper/host@REALM")], &auth, on).is_ok());
         assert_eq!(fixup(&[sasl("a@b@c")], &auth, on), Err(ErrorCode::InvalidAcl));
         assert_eq!(fixup(&[sasl("a/b/c@R")], &auth, on), Err(ErrorCode::InvalidAcl));
-        let creator = fixup(
-            &[Acl {
-                perms: perms::ALL,
-                id: id("auth", ""),
-            }],
-            &auth,
-            on,
-        )
-        .unwrap();
-        assert_eq!(creator, vec![sasl("bob")]);
-        assert_eq!(check(&creator, perms::READ, &auth), Ok(()));
-        assert_eq!(
-            check(&creator, perms::READ, &vec![id("sasl", "alice")]),
-            Err(ErrorCode::NoAuth)
-        );
+        let creator = creator_acl_is(&auth, on, sasl("bob"), id("sasl", "alice"));
         assert_eq!(
             check(&creator, perms::READ, &vec![id("digest", "bob")]),
             Err(ErrorCode::NoAuth)

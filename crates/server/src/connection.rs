@@ -49,17 +49,9 @@ pub async fn serve(shared: Arc<Shared>, socket: Stream, peer: SocketAddr, _slot:
                 tracing::debug!(%peer, "no connect request in time; closing");
                 return;
             }
-            ready = socket.readable() => {
-                if ready.is_err() {
-                    return;
-                }
-                match read_some(&socket, &mut buf) {
-                    Ok(0) => return,
-                    Ok(_) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                    Err(_) => return,
-                }
-            }
+            open = read_more(&socket, &mut buf, peer) => if !open {
+                return;
+            },
             _ = shared.shutdown.cancelled() => return,
         }
     }
@@ -145,20 +137,9 @@ pub async fn serve(shared: Arc<Shared>, socket: Stream, peer: SocketAddr, _slot:
                 }
                 break;
             }
-            ready = stream.readable() => {
-                if ready.is_err() {
-                    break;
-                }
-                match read_some(&stream, &mut buf) {
-                    Ok(0) => break,
-                    Ok(_) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                    Err(e) => {
-                        tracing::debug!(%peer, error = %e, "read failed");
-                        break;
-                    }
-                }
-            }
+            open = read_more(&stream, &mut buf, peer) => if !open {
+                break;
+            },
             alive = wait_for_output(&shared, &stream, &outbox) => if !alive {
                 break;
             },
@@ -177,6 +158,23 @@ pub async fn serve(shared: Arc<Shared>, socket: Stream, peer: SocketAddr, _slot:
     .await;
     outbox.abort();
     let _ = stream.shutdown(std::net::Shutdown::Both);
+}
+
+/// Waits until the socket is readable and reads what it has into `buf`; `false` once the connection is over (the
+/// peer closed it or the read failed). Cancel-safe: nothing is read until the socket is ready, and then at once.
+async fn read_more(socket: &Stream, buf: &mut BytesMut, peer: SocketAddr) -> bool {
+    if socket.readable().await.is_err() {
+        return false;
+    }
+    match read_some(socket, buf) {
+        Ok(0) => false,
+        Ok(_) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => true,
+        Err(e) => {
+            tracing::debug!(%peer, error = %e, "read failed");
+            false
+        }
+    }
 }
 
 /// How long a closing connection may take to write out its queued frames.
@@ -219,12 +217,9 @@ fn handle_buffered(
     let max_frame = shared.config.max_frame_len;
     let mut st = shared.lock();
     let mut frames = 0;
-    loop {
+    let stop = loop {
         if over_budget(shared, outbox) {
-            return Handled {
-                frames,
-                stop: Buffered::Throttled,
-            };
+            break Buffered::Throttled;
         }
         let (body, used) = match decode_frame(buf, max_frame) {
             Ok(Some(frame)) => frame,
@@ -238,17 +233,11 @@ fn handle_buffered(
                         buf.reserve((4 + len).saturating_sub(buf.len()));
                     }
                 }
-                return Handled {
-                    frames,
-                    stop: Buffered::NeedInput,
-                };
+                break Buffered::NeedInput;
             }
             Err(e) => {
                 tracing::warn!(%peer, error = %e, "bad frame; closing connection");
-                return Handled {
-                    frames,
-                    stop: Buffered::Close,
-                };
+                break Buffered::Close;
             }
         };
         frames += 1;
@@ -275,21 +264,16 @@ fn handle_buffered(
         match flow {
             Ok(Flow::Continue) => {}
             Ok(Flow::Close) => {
-                return Handled {
-                    frames,
-                    stop: Buffered::Close,
-                }
+                break Buffered::Close;
             }
             Err(e) => {
                 tracing::warn!(%peer, error = %e, "closing connection");
-                return Handled {
-                    frames,
-                    stop: Buffered::Close,
-                };
+                break Buffered::Close;
             }
         }
-    }
+    };
     // The guard's drop writes the replies that are durable already.
+    Handled { frames, stop }
 }
 
 /// The read buffer a connection starts with.

@@ -10,7 +10,7 @@
 //! a stat), anything else is a plain create (result type 1, path only), whatever opcode the client sent.
 
 use zklock_codec::{
-    Create2Response, CreateMode, CreateResponse, Decode, Encode, ErrorCode, GetChildrenResponse,
+    Acl, Create2Response, CreateMode, CreateResponse, Decode, Encode, ErrorCode, GetChildrenResponse,
     GetDataResponse, MultiOp, MultiRequest, MultiResponse, MultiResult, OpCode, Reader, StatResponse,
 };
 
@@ -27,6 +27,17 @@ fn create_op(flags: i32) -> OpCode {
         Ok(CreateMode::Container) => OpCode::CreateContainer,
         Ok(m) if m.is_ttl() => OpCode::CreateTtl,
         _ => OpCode::Create,
+    }
+}
+
+/// The arguments of a create inside a multi, whose op code its mode decides.
+fn create_args<'r>(path: &'r str, data: &'r Option<Vec<u8>>, acl: &'r [Acl], flags: i32) -> CreateArgs<'r> {
+    CreateArgs {
+        op: create_op(flags),
+        path,
+        data,
+        acl,
+        flags,
     }
 }
 
@@ -50,23 +61,11 @@ pub fn multi(st: &mut State, conn: ConnId, session: i64, r: &mut Reader<'_>) -> 
     for (i, op) in req.ops.iter().enumerate() {
         let prepared = match op {
             MultiOp::Create { req, .. } => {
-                let args = CreateArgs {
-                    op: create_op(req.flags),
-                    path: &req.path,
-                    data: &req.data,
-                    acl: &req.acl,
-                    flags: req.flags,
-                };
+                let args = create_args(&req.path, &req.data, &req.acl, req.flags);
                 prep::create(&view, &auth, session, &args)
             }
             MultiOp::CreateTtl(req) => {
-                let args = CreateArgs {
-                    op: create_op(req.flags),
-                    path: &req.path,
-                    data: &req.data,
-                    acl: &req.acl,
-                    flags: req.flags,
-                };
+                let args = create_args(&req.path, &req.data, &req.acl, req.flags);
                 prep::create(&view, &auth, session, &args)
             }
             MultiOp::Delete(d) => prep::delete(&view, &auth, &d.path, d.version),

@@ -288,34 +288,23 @@ mod tests {
         let view = View::new(&tree);
         let open = Acl::open_unsafe();
         let none = None;
-        assert_eq!(
-            create(&view, &auth(), 1, &create_args("/a", 9, &none, &open)).unwrap_err(),
-            ErrorCode::BadArguments
-        );
-        assert_eq!(
-            create(&view, &auth(), 1, &create_args("a", 0, &none, &open)).unwrap_err(),
-            ErrorCode::BadArguments
-        );
-        assert_eq!(
-            create(&view, &auth(), 1, &create_args("/a", 0, &none, &[])).unwrap_err(),
-            ErrorCode::InvalidAcl
-        );
-        assert_eq!(
-            create(&view, &auth(), 1, &create_args("/x/y", 0, &none, &open)).unwrap_err(),
-            ErrorCode::NoNode
-        );
-        assert_eq!(
-            create(&view, &auth(), 1, &create_args("/a/", 0, &none, &open)).unwrap_err(),
-            ErrorCode::NoNode
-        );
-        assert_eq!(
-            create(&view, &auth(), 1, &create_args("/zookeeper/", 0, &none, &open)).unwrap_err(),
-            ErrorCode::BadArguments
-        );
-        assert_eq!(
-            create(&view, &auth(), 1, &create_args("/zookeeper", 0, &none, &open)).unwrap_err(),
-            ErrorCode::NodeExists
-        );
+        // (path, flags, acl, the error), in the order ZooKeeper checks them.
+        let cases: [(&str, i32, &[Acl], ErrorCode); 7] = [
+            ("/a", 9, &open, ErrorCode::BadArguments),
+            ("a", 0, &open, ErrorCode::BadArguments),
+            ("/a", 0, &[], ErrorCode::InvalidAcl),
+            ("/x/y", 0, &open, ErrorCode::NoNode),
+            ("/a/", 0, &open, ErrorCode::NoNode),
+            ("/zookeeper/", 0, &open, ErrorCode::BadArguments),
+            ("/zookeeper", 0, &open, ErrorCode::NodeExists),
+        ];
+        for (path, flags, acl, expected) in cases {
+            assert_eq!(
+                create(&view, &auth(), 1, &create_args(path, flags, &none, acl)).unwrap_err(),
+                expected,
+                "create {path} with flags {flags}"
+            );
+        }
         // The trailing-slash trick: a sequential create under "/zookeeper/" is a valid child name.
         let txn = create(&view, &auth(), 1, &create_args("/zookeeper/", 2, &none, &open)).unwrap();
         assert!(matches!(txn, Txn::Create { ref path, .. } if path == "/zookeeper/0000000000"));

@@ -10,7 +10,7 @@ use zklock_codec::{
 };
 
 use super::{auth_of, Malformed, Reply};
-use crate::acl;
+use crate::acl::{self, AuthIds};
 use crate::state::State;
 use crate::watch::ConnId;
 
@@ -31,13 +31,24 @@ pub fn exists(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply,
     .observing(observed))
 }
 
+/// Answers a read of the node at `path` with the connection's ids: the reply (or its error) reveals the node's
+/// latest change, so it waits only for that change to be durable.
+fn read_node(
+    st: &mut State,
+    conn: ConnId,
+    path: &str,
+    answer: impl FnOnce(&mut State, &AuthIds) -> Result<Reply, ErrorCode>,
+) -> Reply {
+    let auth = auth_of(st, conn);
+    let observed = st.tree.changed_at(path);
+    Reply::from(answer(st, &auth)).observing(observed)
+}
+
 pub fn get_data(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply, Malformed> {
     let req = GetDataRequest::decode(r)?;
-    let auth = auth_of(st, conn);
-    let observed = st.tree.changed_at(&req.path);
-    Ok(Reply::from((|| {
+    Ok(read_node(st, conn, &req.path, |st, auth| {
         let n = st.tree.get(&req.path).ok_or(ErrorCode::NoNode)?;
-        acl::check(&n.acl, perms::READ, &auth)?;
+        acl::check(&n.acl, perms::READ, auth)?;
         let (data, stat) = (n.data.as_deref().map(<[u8]>::to_vec), n.stat());
         #[cfg(feature = "fault-injection")]
         let (data, stat) = match st.stale_reads.as_mut() {
@@ -49,8 +60,7 @@ pub fn get_data(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Repl
             st.watches.add_data(&req.path, conn);
         }
         Ok(reply)
-    })())
-    .observing(observed))
+    }))
 }
 
 pub fn get_children(
@@ -60,11 +70,9 @@ pub fn get_children(
     with_stat: bool,
 ) -> Result<Reply, Malformed> {
     let req = GetChildrenRequest::decode(r)?;
-    let auth = auth_of(st, conn);
-    let observed = st.tree.changed_at(&req.path);
-    Ok(Reply::from((|| {
+    Ok(read_node(st, conn, &req.path, |st, auth| {
         let n = st.tree.get(&req.path).ok_or(ErrorCode::NoNode)?;
-        acl::check(&n.acl, perms::READ, &auth)?;
+        acl::check(&n.acl, perms::READ, auth)?;
         let children: Vec<String> = n.children.iter().map(str::to_string).collect();
         let reply = if with_stat {
             Reply::ok(&GetChildren2Response {
@@ -78,25 +86,21 @@ pub fn get_children(
             st.watches.add_child(&req.path, conn);
         }
         Ok(reply)
-    })())
-    .observing(observed))
+    }))
 }
 
 pub fn get_acl(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply, Malformed> {
     let req = GetAclRequest::decode(r)?;
-    let auth = auth_of(st, conn);
-    let observed = st.tree.changed_at(&req.path);
-    Ok(Reply::from((|| {
+    Ok(read_node(st, conn, &req.path, |st, auth| {
         let n = st.tree.get(&req.path).ok_or(ErrorCode::NoNode)?;
-        acl::check(&n.acl, perms::READ | perms::ADMIN, &auth)?;
+        acl::check(&n.acl, perms::READ | perms::ADMIN, auth)?;
         // Without ADMIN the digest hashes are hidden (they are brute-forceable).
-        let acl = match acl::check(&n.acl, perms::ADMIN, &auth) {
+        let acl = match acl::check(&n.acl, perms::ADMIN, auth) {
             Ok(()) => n.acl.to_vec(),
             Err(_) => acl::redact(&n.acl),
         };
         Ok(Reply::ok(&GetAclResponse { acl, stat: n.stat() }))
-    })())
-    .observing(observed))
+    }))
 }
 
 pub fn all_children_number(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply, Malformed> {

@@ -7,6 +7,7 @@ use zklock_codec::{
 
 use super::{Malformed, Reply};
 use crate::state::{notification, State};
+use crate::tree::{DataTree, Node};
 use crate::watch::{ConnId, Target};
 
 /// Re-arms watches, first firing the events the client missed since `relative_zxid` (ZooKeeper's
@@ -27,10 +28,9 @@ pub fn set_watches(st: &mut State, conn: ConnId, r: &mut Reader<'_>, v2: bool) -
     let rel = w.relative_zxid;
     let mut fire = Vec::new();
     for path in w.data_watches {
-        match st.tree.get(&path) {
-            None => fire.push((EventType::NodeDeleted, path)),
-            Some(n) if n.mzxid > rel => fire.push((EventType::NodeDataChanged, path)),
-            Some(_) => st.watches.add_data(&path, conn),
+        match missed(&st.tree, &path, |n| n.mzxid > rel, EventType::NodeDataChanged) {
+            Some(ty) => fire.push((ty, path)),
+            None => st.watches.add_data(&path, conn),
         }
     }
     for path in w.exist_watches {
@@ -40,10 +40,9 @@ pub fn set_watches(st: &mut State, conn: ConnId, r: &mut Reader<'_>, v2: bool) -
         }
     }
     for path in w.child_watches {
-        match st.tree.get(&path) {
-            None => fire.push((EventType::NodeDeleted, path)),
-            Some(n) if n.pzxid > rel => fire.push((EventType::NodeChildrenChanged, path)),
-            Some(_) => st.watches.add_child(&path, conn),
+        match missed(&st.tree, &path, |n| n.pzxid > rel, EventType::NodeChildrenChanged) {
+            Some(ty) => fire.push((ty, path)),
+            None => st.watches.add_child(&path, conn),
         }
     }
     for path in w.persistent_watches {
@@ -57,6 +56,21 @@ pub fn set_watches(st: &mut State, conn: ConnId, r: &mut Reader<'_>, v2: bool) -
         st.send(conn, bytes, false);
     }
     Ok(Reply::empty())
+}
+
+/// The event a data or child watch set again missed: `NodeDeleted` when its node is gone, `on_change` when
+/// the node `changed` after the client's zxid; `None` when it missed nothing and is re-armed.
+fn missed(
+    tree: &DataTree,
+    path: &str,
+    changed: impl Fn(&Node) -> bool,
+    on_change: EventType,
+) -> Option<EventType> {
+    match tree.get(path) {
+        None => Some(EventType::NodeDeleted),
+        Some(n) if changed(n) => Some(on_change),
+        Some(_) => None,
+    }
 }
 
 pub fn add_watch(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply, Malformed> {

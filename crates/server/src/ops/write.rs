@@ -2,22 +2,26 @@
 //! then commits either the txn or an error txn: a failed write consumes a zxid too, as in ZooKeeper.
 
 use zklock_codec::{
-    Create2Response, CreateRequest, CreateResponse, CreateTtlRequest, Decode, DeleteRequest, ErrorCode,
-    OpCode, Reader, SetAclRequest, SetAclResponse, SetDataRequest, StatResponse,
+    Create2Response, CreateRequest, CreateResponse, CreateTtlRequest, Decode, DeleteRequest, Encode,
+    ErrorCode, OpCode, Reader, SetAclRequest, SetAclResponse, SetDataRequest, StatResponse,
 };
 
 use super::prep::{self, CreateArgs, View};
 use super::{auth_of, Malformed, Reply};
+use crate::acl::AuthIds;
 use crate::state::State;
 use crate::txn::Txn;
 use crate::watch::ConnId;
 
-/// Commits `prepared` (or an error txn) and returns the first leaf stat on success.
-fn commit(
+/// Prepares a write against the tree with the connection's ids, then commits the txn (or an error txn: a
+/// failed write consumes a zxid too) and returns it with its first leaf stat on success.
+fn prepare_and_commit(
     st: &mut State,
-    prepared: Result<Txn, ErrorCode>,
+    conn: ConnId,
+    prepare: impl FnOnce(&View<'_>, &AuthIds) -> Result<Txn, ErrorCode>,
 ) -> Result<(Txn, Option<zklock_codec::Stat>), ErrorCode> {
-    match prepared {
+    let auth = auth_of(st, conn);
+    match prepare(&View::new(&st.tree).with_schemes(st.schemes), &auth) {
         Ok(txn) => {
             let (_, stats) = st.commit(txn.clone());
             Ok((txn, stats.into_iter().next().flatten()))
@@ -27,6 +31,15 @@ fn commit(
             Err(err)
         }
     }
+}
+
+/// The reply of a write answered with the node's new stat (zeros if it has none).
+fn stat_reply<T: Encode>(
+    done: Result<(Txn, Option<zklock_codec::Stat>), ErrorCode>,
+    reply: impl FnOnce(zklock_codec::Stat) -> T,
+) -> Reply {
+    done.map(|(_, stat)| Reply::ok(&reply(stat.unwrap_or_default())))
+        .into()
 }
 
 pub fn create(
@@ -47,7 +60,6 @@ pub fn create(
     } else {
         CreateRequest::decode(r)?
     };
-    let auth = auth_of(st, conn);
     let args = CreateArgs {
         op,
         path: &req.path,
@@ -55,77 +67,48 @@ pub fn create(
         acl: &req.acl,
         flags: req.flags,
     };
-    let prepared = prep::create(
-        &View::new(&st.tree).with_schemes(st.schemes),
-        &auth,
-        session,
-        &args,
-    );
-    Ok(commit(st, prepared)
-        .map(|(txn, stat)| {
-            // prep::create only ever returns Txn::Create; the fallback keeps this total.
-            let path = match txn {
-                Txn::Create { path, .. } => path,
-                _ => req.path.clone(),
-            };
-            if op == OpCode::Create {
-                Reply::ok(&CreateResponse { path })
-            } else {
-                Reply::ok(&Create2Response {
-                    path,
-                    stat: stat.unwrap_or_default(),
-                })
-            }
-        })
-        .into())
+    Ok(
+        prepare_and_commit(st, conn, |view, auth| prep::create(view, auth, session, &args))
+            .map(|(txn, stat)| {
+                // prep::create only ever returns Txn::Create; the fallback keeps this total.
+                let path = match txn {
+                    Txn::Create { path, .. } => path,
+                    _ => req.path.clone(),
+                };
+                if op == OpCode::Create {
+                    Reply::ok(&CreateResponse { path })
+                } else {
+                    Reply::ok(&Create2Response {
+                        path,
+                        stat: stat.unwrap_or_default(),
+                    })
+                }
+            })
+            .into(),
+    )
 }
 
 pub fn delete(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply, Malformed> {
     let req = DeleteRequest::decode(r)?;
-    let auth = auth_of(st, conn);
-    let prepared = prep::delete(
-        &View::new(&st.tree).with_schemes(st.schemes),
-        &auth,
-        &req.path,
-        req.version,
-    );
-    Ok(commit(st, prepared).map(|_| Reply::empty()).into())
+    Ok(prepare_and_commit(st, conn, |view, auth| {
+        prep::delete(view, auth, &req.path, req.version)
+    })
+    .map(|_| Reply::empty())
+    .into())
 }
 
 pub fn set_data(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply, Malformed> {
     let req = SetDataRequest::decode(r)?;
-    let auth = auth_of(st, conn);
-    let prepared = prep::set_data(
-        &View::new(&st.tree).with_schemes(st.schemes),
-        &auth,
-        &req.path,
-        &req.data,
-        req.version,
-    );
-    Ok(commit(st, prepared)
-        .map(|(_, stat)| {
-            Reply::ok(&StatResponse {
-                stat: stat.unwrap_or_default(),
-            })
-        })
-        .into())
+    let done = prepare_and_commit(st, conn, |view, auth| {
+        prep::set_data(view, auth, &req.path, &req.data, req.version)
+    });
+    Ok(stat_reply(done, |stat| StatResponse { stat }))
 }
 
 pub fn set_acl(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply, Malformed> {
     let req = SetAclRequest::decode(r)?;
-    let auth = auth_of(st, conn);
-    let prepared = prep::set_acl(
-        &View::new(&st.tree).with_schemes(st.schemes),
-        &auth,
-        &req.path,
-        &req.acl,
-        req.version,
-    );
-    Ok(commit(st, prepared)
-        .map(|(_, stat)| {
-            Reply::ok(&SetAclResponse {
-                stat: stat.unwrap_or_default(),
-            })
-        })
-        .into())
+    let done = prepare_and_commit(st, conn, |view, auth| {
+        prep::set_acl(view, auth, &req.path, &req.acl, req.version)
+    });
+    Ok(stat_reply(done, |stat| SetAclResponse { stat }))
 }

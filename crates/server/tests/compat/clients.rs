@@ -192,13 +192,6 @@ async fn curator_crud_and_mutex() {
         .arg(classpath)
         .arg(crate::process::script("CuratorCheck.java"))
         .arg(server.connect_string());
-    let output = run(command, Duration::from_secs(180)).await;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success() && stdout.lines().any(|l| l == "OK"),
-        "CuratorCheck failed ({}):\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
+    crate::process::run_ok("CuratorCheck", command).await;
     server.shutdown().await.unwrap();
 }

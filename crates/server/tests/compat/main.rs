@@ -26,6 +26,8 @@ mod sasl;
 mod scripted;
 mod serve;
 mod sessions;
+#[path = "../shared/mod.rs"]
+mod shared;
 mod support;
 mod tls;
 mod wire;

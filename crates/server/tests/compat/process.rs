@@ -29,11 +29,16 @@ pub async fn run(mut command: Command, limit: Duration) -> Output {
 pub async fn python_ok(name: &str, args: &[&str]) {
     let mut command = Command::new("python3");
     command.arg(script(name)).args(args);
+    run_ok(&format!("{name} {args:?}"), command).await;
+}
+
+/// Runs `command` (bounded: 3 minutes); asserts it succeeded and printed a line `OK`. `what` names it in the failure.
+pub async fn run_ok(what: &str, command: Command) {
     let output = run(command, Duration::from_secs(180)).await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success() && stdout.lines().any(|l| l == "OK"),
-        "{name} {args:?} failed ({}):\nstdout:\n{stdout}\nstderr:\n{}",
+        "{what} failed ({}):\nstdout:\n{stdout}\nstderr:\n{}",
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );

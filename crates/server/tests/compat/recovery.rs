@@ -2,7 +2,7 @@
 //! kazoo's writes surviving SIGKILL, a torn log tail, and a corrupted record.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use tokio::sync::mpsc;
 
@@ -44,11 +44,17 @@ fn get_data(path: &str) -> Vec<u8> {
     body
 }
 
+/// `zklock serve` on `dir`, and a session on it (30 s timeout).
+async fn serve_with_session(dir: &Path) -> (Serve, Session) {
+    let serve = Serve::up(dir).await;
+    let session = Session::open(serve.addr, 30_000).await;
+    (serve, session)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill9_under_write_load_keeps_acknowledged_writes() {
     let dir = tempfile::tempdir().unwrap();
-    let serve = Serve::up(dir.path()).await;
-    let mut setup = Session::open(serve.addr, 30_000).await;
+    let (serve, mut setup) = serve_with_session(dir.path()).await;
     assert_eq!(setup.create("/load", b"", 0).await, 0);
     let (tx, mut rx) = mpsc::unbounded_channel();
     let writers: Vec<_> = (0..WRITERS)
@@ -73,8 +79,7 @@ async fn kill9_under_write_load_keeps_acknowledged_writes() {
     }
     let max_acked = *acked.values().max().unwrap();
 
-    let serve = Serve::up(dir.path()).await;
-    let mut check = Session::open(serve.addr, 30_000).await;
+    let (serve, mut check) = serve_with_session(dir.path()).await;
     for path in acked.keys() {
         let reply = check.call(4, &get_data(path)).await.expect("reply");
         assert_eq!(reply.header.err, 0, "acknowledged {path} lost after kill -9");
@@ -98,49 +103,40 @@ async fn kill9_under_write_load_keeps_acknowledged_writes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kazoo_writes_survive_kill9() {
     let dir = tempfile::tempdir().unwrap();
-    let serve = Serve::up(dir.path()).await;
-    python_ok(
-        "kazoo_bulk.py",
-        &[&serve.addr.to_string(), "/bulk", "500", "write"],
-    )
-    .await;
-    serve.kill9().await;
-    let serve = Serve::up(dir.path()).await;
-    python_ok(
-        "kazoo_bulk.py",
-        &[&serve.addr.to_string(), "/bulk", "500", "verify"],
-    )
-    .await;
-    serve.kill9().await;
+    // Writes, SIGKILL; then a fresh server on the same directory, which must have them all.
+    for step in ["write", "verify"] {
+        let serve = Serve::up(dir.path()).await;
+        python_ok("kazoo_bulk.py", &[&serve.addr.to_string(), "/bulk", "500", step]).await;
+        serve.kill9().await;
+    }
 }
 
 /// Writes `/t/n0 .. /t/n<count-1>` one at a time (each acknowledged, so each is its own log batch),
-/// then SIGKILLs the server.
-async fn write_then_kill(dir: &Path, count: usize) {
-    let serve = Serve::up(dir).await;
-    let mut s = Session::open(serve.addr, 30_000).await;
+/// then SIGKILLs the server. Returns the newest log file, its bytes and its records' spans.
+async fn write_then_kill(dir: &Path, count: usize) -> (PathBuf, Vec<u8>, Vec<(usize, usize)>) {
+    let (serve, mut s) = serve_with_session(dir).await;
     assert_eq!(s.create("/t", b"", 0).await, 0);
     for i in 0..count {
         assert_eq!(s.create(&format!("/t/n{i}"), b"data", 0).await, 0);
     }
     serve.kill9().await;
+    let newest = log_files(dir).pop().expect("a log file");
+    let bytes = std::fs::read(&newest).unwrap();
+    let records = log_records(&bytes);
+    (newest, bytes, records)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn torn_log_tail_still_starts() {
     let dir = tempfile::tempdir().unwrap();
-    write_then_kill(dir.path(), 30).await;
-    let newest = log_files(dir.path()).pop().expect("a log file");
-    let bytes = std::fs::read(&newest).unwrap();
-    let records = log_records(&bytes);
+    let (newest, _, records) = write_then_kill(dir.path(), 30).await;
     let (_, last_end) = *records.last().expect("records");
     // Cut into the last record, as a crash in the middle of its write would.
     let file = std::fs::OpenOptions::new().write(true).open(&newest).unwrap();
     file.set_len((last_end - 5) as u64).unwrap();
     drop(file);
 
-    let serve = Serve::up(dir.path()).await;
-    let mut s = Session::open(serve.addr, 30_000).await;
+    let (serve, mut s) = serve_with_session(dir.path()).await;
     for i in 0..29 {
         let reply = s.call(4, &get_data(&format!("/t/n{i}"))).await.unwrap();
         assert_eq!(reply.header.err, 0, "/t/n{i} lost");
@@ -150,8 +146,7 @@ async fn torn_log_tail_still_starts() {
     // And it keeps logging after the cut.
     assert_eq!(s.create("/t/again", b"", 0).await, 0);
     serve.kill9().await;
-    let serve = Serve::up(dir.path()).await;
-    let mut s = Session::open(serve.addr, 30_000).await;
+    let (serve, mut s) = serve_with_session(dir.path()).await;
     assert_eq!(s.call(4, &get_data("/t/again")).await.unwrap().header.err, 0);
     serve.kill9().await;
 }
@@ -159,10 +154,7 @@ async fn torn_log_tail_still_starts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn corrupted_log_record_refuses_to_start() {
     let dir = tempfile::tempdir().unwrap();
-    write_then_kill(dir.path(), 30).await;
-    let newest = log_files(dir.path()).pop().expect("a log file");
-    let mut bytes = std::fs::read(&newest).unwrap();
-    let records = log_records(&bytes);
+    let (newest, mut bytes, records) = write_then_kill(dir.path(), 30).await;
     assert!(records.len() >= 20, "{} records", records.len());
     let (start, end) = records[records.len() / 2];
     bytes[(start + end) / 2] ^= 0x40;
@@ -191,8 +183,7 @@ async fn corrupted_log_record_refuses_to_start() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_survive_kill9() {
     let dir = tempfile::tempdir().unwrap();
-    let serve = Serve::up(dir.path()).await;
-    let mut kept = Session::open(serve.addr, 30_000).await;
+    let (serve, mut kept) = serve_with_session(dir.path()).await;
     assert_eq!(kept.create("/kept", b"", 1).await, 0);
     let mut dropped = Session::open(serve.addr, 4_000).await;
     assert_eq!(dropped.timeout_ms, 4_000);

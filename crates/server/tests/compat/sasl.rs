@@ -14,7 +14,7 @@ use zklock_server::Server;
 use zklock_testkit::ZooKeeper;
 use zookeeper_client as zk;
 
-use crate::support::{acl_of, outcome, who, WAIT};
+use crate::support::{acl_of, create_with_acl, outcome, who, who_am_i_ids, WAIT};
 use crate::wire::Session;
 
 const USERS: &[(&str, &str)] = &[
@@ -160,17 +160,7 @@ fn who_text(body: Option<&[u8]>) -> String {
     let Some(body) = body else {
         return "closed".into();
     };
-    let mut r = Reader::new(body);
-    let mut ids = Vec::new();
-    for _ in 0..r.read_i32().unwrap_or(0).clamp(0, 10) {
-        ids.push(format!(
-            "{}:{}",
-            r.read_string().unwrap(),
-            r.read_string().unwrap()
-        ));
-    }
-    ids.sort();
-    format!("{ids:?}")
+    format!("{:?}", who_am_i_ids(body))
 }
 
 /// A raw session that never authenticates: `op` (with `body`) and what follows.
@@ -245,21 +235,14 @@ async fn scenario(addr: SocketAddr, required: bool, base: &str) -> Vec<String> {
         outcome(bob.create(&child, b"c", &creator).await)
     ));
     t.push(format!("its ACL: {}", acl_of(&bob, &child).await));
-    let bad = [zk::Acl::new(
+    let bad = create_with_acl(
+        &bob,
+        &format!("{base}-bad"),
         zk::Permission::ALL,
-        zk::AuthId::new("sasl", "a@b@c"),
-    )];
-    t.push(format!(
-        "a malformed sasl id: {}",
-        outcome(
-            bob.create(
-                &format!("{base}-bad"),
-                b"",
-                &zk::CreateMode::Persistent.with_acls(zk::Acls::new(&bad))
-            )
-            .await
-        )
-    ));
+        ("sasl", "a@b@c"),
+    )
+    .await;
+    t.push(format!("a malformed sasl id: {bad}"));
     let alice = client(addr, Some(("alice", "alice-secret")))
         .await
         .expect("alice connects");
@@ -363,18 +346,26 @@ async fn side_by_side(required: bool) -> Vec<String> {
     ours
 }
 
+/// Asserts the transcript `text` has each of the `lines`.
+fn assert_says(text: &str, lines: &[&str]) {
+    for line in lines {
+        assert!(text.contains(line), "no {line:?} in:\n{text}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sasl_required_matches_zookeeper() {
-    let t = side_by_side(true).await;
-    let text = t.join("\n");
+    let text = side_by_side(true).await.join("\n");
     // The transcript is what both servers did; these lines pin what it must say.
-    assert!(text.contains("unauthenticated getData /: err -124"), "{text}");
-    assert!(
-        text.contains("raw bob/bob-secret: whoAmI: [\"ip:127.0.0.1\", \"sasl:bob\"]"),
-        "{text}"
+    assert_says(
+        &text,
+        &[
+            "unauthenticated getData /: err -124",
+            "raw bob/bob-secret: whoAmI: [\"ip:127.0.0.1\", \"sasl:bob\"]",
+            "alice gets: NoAuth",
+            "no SASL: AuthFailed",
+        ],
     );
-    assert!(text.contains("alice gets: NoAuth"), "{text}");
-    assert!(text.contains("no SASL: AuthFailed"), "{text}");
     assert!(
         text.contains("carol gets: NoAuth"),
         "carol is no super user here (the control): {text}"
@@ -383,11 +374,15 @@ async fn sasl_required_matches_zookeeper() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sasl_offered_matches_zookeeper() {
-    let t = side_by_side(false).await;
-    let text = t.join("\n");
-    assert!(text.contains("unauthenticated getData /: err 0"), "{text}");
-    assert!(text.contains("anonymous gets: NoAuth"), "{text}");
-    assert!(text.contains("its ACL: [\"sasl:bob:"), "{text}");
+    let text = side_by_side(false).await.join("\n");
+    assert_says(
+        &text,
+        &[
+            "unauthenticated getData /: err 0",
+            "anonymous gets: NoAuth",
+            "its ACL: [\"sasl:bob:",
+        ],
+    );
     assert!(
         text.contains("carol gets: ok"),
         "the SASL super user reads bob's node: {text}"

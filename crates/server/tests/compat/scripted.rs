@@ -9,6 +9,7 @@ use zklock_codec::jute::{put_bool, put_buffer, put_i32, put_i64, put_str};
 use zklock_codec::Decode;
 use zklock_server::{Server, ServerConfig};
 
+use crate::support::who_am_i_ids;
 use crate::wire::{request_frame, Reply, Session};
 
 fn path_body(path: &str, watch: Option<bool>) -> Vec<u8> {
@@ -78,20 +79,18 @@ async fn closing_requests(addr: SocketAddr, _base: String) -> Vec<String> {
     t.push(format!("whoAmI: {}", reply_text(who.clone())));
     if let Some(r) = who {
         // ZooKeeper keeps a connection's identities in a hash set: their order is unspecified.
-        let mut reader = zklock_codec::Reader::new(&r.body);
-        let mut ids = Vec::new();
-        for _ in 0..reader.read_i32().unwrap_or(0).clamp(0, 10) {
-            ids.push(format!(
-                "{}:{}",
-                reader.read_string().unwrap(),
-                reader.read_string().unwrap()
-            ));
-        }
-        ids.sort();
-        t.push(format!("whoAmI: {ids:?}"));
+        t.push(format!("whoAmI: {:?}", who_am_i_ids(&r.body)));
     }
     t.push(format!("close: {}", s.close().await));
     t
+}
+
+/// The notifications `s` has received since the last call, as `type path` with `base` shown as `B`.
+fn drain_events(s: &mut Session, base: &str) -> Vec<String> {
+    s.events
+        .drain(..)
+        .map(|(k, p)| format!("{k} {}", p.replace(base, "B")))
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -189,11 +188,7 @@ async fn set_watches(addr: SocketAddr, base: String) -> Vec<String> {
     // Everything the setWatches produced arrives before the reply to the next request.
     let ping = a.call(11, &[]).await;
     t.push(format!("ping after setWatches: {}", reply_text(ping)));
-    let mut events: Vec<String> = a
-        .events
-        .drain(..)
-        .map(|(k, p)| format!("{k} {}", p.replace(&base, "B")))
-        .collect();
+    let mut events = drain_events(&mut a, &base);
     events.sort();
     t.push(format!("events: {events:?}"));
     // The watch on /same was re-registered: a change now fires it.
@@ -202,11 +197,7 @@ async fn set_watches(addr: SocketAddr, base: String) -> Vec<String> {
     put_i32(&mut set, -1);
     t.push(format!("setData same: {}", reply_text(b.call(5, &set).await)));
     t.push(format!("ping: {}", reply_text(a.call(11, &[]).await)));
-    let events: Vec<String> = a
-        .events
-        .drain(..)
-        .map(|(k, p)| format!("{k} {}", p.replace(&base, "B")))
-        .collect();
+    let events = drain_events(&mut a, &base);
     t.push(format!("events: {events:?}"));
     assert!(a.close().await);
     assert!(b.close().await);
@@ -357,11 +348,7 @@ async fn pipelined(addr: SocketAddr, base: String) -> Vec<String> {
     }
     t.push(format!("replies: {replies:?}"));
     a.call(11, &[]).await.unwrap();
-    let events: Vec<String> = a
-        .events
-        .drain(..)
-        .map(|(k, p)| format!("{k} {}", p.replace(&base, "B")))
-        .collect();
+    let events = drain_events(&mut a, &base);
     t.push(format!("events in order: {events:?}"));
     assert!(a.close().await);
     assert!(b.close().await);

@@ -25,6 +25,16 @@ async fn embedded(tick: Duration) -> Server {
     Server::start(config).await.expect("embedded server starts")
 }
 
+/// Runs `scenario` against the embedded server (2 s ticks), then against the shared real ZooKeeper.
+async fn on_embedded_and_shared_zookeeper<F: std::future::Future<Output = ()>>(
+    scenario: impl Fn(SocketAddr, &'static str) -> F,
+) {
+    let server = embedded(Duration::from_millis(2000)).await;
+    scenario(server.local_addr(), "embedded").await;
+    scenario(zklock_testkit::shared_standalone().member_addr(0), "zookeeper").await;
+    server.shutdown().await.unwrap();
+}
+
 async fn real_with_tick(tick_ms: u32) -> ZooKeeper {
     tokio::task::spawn_blocking(move || ZooKeeper::builder().tick_time_ms(tick_ms).start())
         .await
@@ -122,10 +132,7 @@ async fn move_scenario(addr: SocketAddr, who: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reconnect_moves_session() {
-    let server = embedded(Duration::from_millis(2000)).await;
-    move_scenario(server.local_addr(), "embedded").await;
-    move_scenario(zklock_testkit::shared_standalone().member_addr(0), "zookeeper").await;
-    server.shutdown().await.unwrap();
+    on_embedded_and_shared_zookeeper(move_scenario).await;
 }
 
 /// When the close reply arrives, the ephemerals are already gone for everyone, and the watchers of other
@@ -162,10 +169,7 @@ async fn close_scenario(addr: SocketAddr, who: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ephemerals_gone_before_close_reply() {
-    let server = embedded(Duration::from_millis(2000)).await;
-    close_scenario(server.local_addr(), "embedded").await;
-    close_scenario(zklock_testkit::shared_standalone().member_addr(0), "zookeeper").await;
-    server.shutdown().await.unwrap();
+    on_embedded_and_shared_zookeeper(close_scenario).await;
 }
 
 /// The testkit's on-demand expiry (re-attach + close from another connection) works on the embedded

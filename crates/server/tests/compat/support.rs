@@ -22,6 +22,22 @@ pub fn outcome<T>(result: Result<T, zookeeper_client::Error>) -> String {
     }
 }
 
+/// Creates `path` (persistent, no data) whose ACL grants `permission` to the one id `scheme:id`: "ok", or the
+/// error's name.
+pub async fn create_with_acl(
+    client: &zookeeper_client::Client,
+    path: &str,
+    permission: zookeeper_client::Permission,
+    (scheme, id): (&str, &str),
+) -> String {
+    let acl = [zookeeper_client::Acl::new(
+        permission,
+        zookeeper_client::AuthId::new(scheme, id),
+    )];
+    let mode = zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::new(&acl));
+    outcome(client.create(path, b"", &mode).await)
+}
+
 /// The ACL of `path` as text (scheme:id:permissions each), or the error's name.
 pub async fn acl_of(client: &zookeeper_client::Client, path: &str) -> String {
     match client.get_acl(path).await {
@@ -35,16 +51,23 @@ pub async fn acl_of(client: &zookeeper_client::Client, path: &str) -> String {
     }
 }
 
-/// The session's identities (`whoami`), sorted: ZooKeeper keeps a connection's identities in a hash set, their
-/// order is not part of the contract.
+/// The session's identities (`whoami`), sorted, as text.
 pub async fn who(client: &zookeeper_client::Client) -> String {
-    let mut ids: Vec<String> = client
-        .list_auth_users()
-        .await
-        .expect("whoami")
-        .iter()
-        .map(|u| format!("{}:{}", u.scheme(), u.user()))
-        .collect();
+    format!("{:?}", crate::shared::auth_ids(client).await)
+}
+
+/// The identities in the body of a raw whoAmI reply, sorted (their order is unspecified, see [`who`]); lenient, as a
+/// reply that differs must still print.
+pub fn who_am_i_ids(body: &[u8]) -> Vec<String> {
+    let mut r = zklock_codec::Reader::new(body);
+    let mut ids = Vec::new();
+    for _ in 0..r.read_i32().unwrap_or(0).clamp(0, 10) {
+        ids.push(format!(
+            "{}:{}",
+            r.read_string().unwrap(),
+            r.read_string().unwrap()
+        ));
+    }
     ids.sort();
-    format!("{ids:?}")
+    ids
 }

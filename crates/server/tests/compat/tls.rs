@@ -15,7 +15,8 @@ use zklock_testkit::certs::{tls_client, tls_options as options, Ca, Identity};
 use zklock_testkit::{keytool, ZooKeeper};
 use zookeeper_client as zk;
 
-use crate::support::{acl_of, outcome, who, WAIT};
+use crate::shared::plain_client;
+use crate::support::{acl_of, create_with_acl, outcome, who, WAIT};
 
 const PASSWORD: &str = "zklock-tls";
 /// The client certificate's subject, most general first; ZooKeeper's x509 id of it is [`CLIENT_ID`].
@@ -104,18 +105,6 @@ fn super_digest() -> String {
     format!("super:{}", base64::engine::general_purpose::STANDARD.encode(hash))
 }
 
-async fn plain_client(addr: &str) -> zk::Client {
-    tokio::time::timeout(
-        WAIT,
-        zk::Client::connector()
-            .with_session_timeout(Duration::from_secs(10))
-            .connect(addr),
-    )
-    .await
-    .expect("connect in time")
-    .expect("connect")
-}
-
 /// "ok", or "refused" (how a client learns that depends on its retry settings, not on the server).
 fn connected(result: Result<zk::Client, zk::Error>) -> String {
     match result {
@@ -177,40 +166,23 @@ async fn scenario(plain: &str, secure: &str, m: &Material, base: &str) -> Vec<St
     let read_only = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_read());
 
     // Refused handshakes.
-    t.push(format!(
-        "trusting another CA: {}",
-        connected(tls_client(secure, options(&m.client_ca.pem(), Some(&m.client))).await)
-    ));
-    t.push(format!(
-        "no client certificate: {}",
-        connected(tls_client(secure, options(trusted, None)).await)
-    ));
-    t.push(format!(
-        "untrusted client certificate: {}",
-        connected(tls_client(secure, options(trusted, Some(&m.stranger))).await)
-    ));
-    t.push(format!(
-        "TLSv1.3 only: {}",
-        raw_tls(
-            secure,
-            trusted,
-            Some(&m.client),
-            &[&rustls::version::TLS13],
-            b"ruok"
-        )
-        .await
-    ));
-    t.push(format!(
-        "ruok over TLSv1.2: {}",
-        raw_tls(
-            secure,
-            trusted,
-            Some(&m.client),
-            &[&rustls::version::TLS12],
-            b"ruok"
-        )
-        .await
-    ));
+    let handshakes = [
+        ("trusting another CA", m.client_ca.pem(), Some(&m.client)),
+        ("no client certificate", trusted.clone(), None),
+        ("untrusted client certificate", trusted.clone(), Some(&m.stranger)),
+    ];
+    for (what, ca, identity) in handshakes {
+        let result = tls_client(secure, options(&ca, identity)).await;
+        t.push(format!("{what}: {}", connected(result)));
+    }
+    let versions = [
+        ("TLSv1.3 only", &rustls::version::TLS13),
+        ("ruok over TLSv1.2", &rustls::version::TLS12),
+    ];
+    for (what, version) in versions {
+        let answer = raw_tls(secure, trusted, Some(&m.client), &[version], b"ruok").await;
+        t.push(format!("{what}: {answer}"));
+    }
 
     // The certificate's identity, and the auth scheme expanded to it.
     let tls = tls_client(secure, options(trusted, Some(&m.client)))
@@ -299,36 +271,22 @@ async fn scenario(plain: &str, secure: &str, m: &Material, base: &str) -> Vec<St
     ));
     // In ZooKeeper's own order (its hash set's), not sorted: the embedded server reproduces it.
     t.push(format!("its ACL: {}", acl_of(&tls, &both).await));
-    let named = [zk::Acl::new(
+    let named = create_with_acl(
+        &tls,
+        &format!("{base}-named"),
         zk::Permission::READ,
-        zk::AuthId::new("x509", SUPER_USER),
-    )];
-    t.push(format!(
-        "an ACL naming an x509 id: {}",
-        outcome(
-            tls.create(
-                &format!("{base}-named"),
-                b"",
-                &zk::CreateMode::Persistent.with_acls(zk::Acls::new(&named))
-            )
-            .await
-        )
-    ));
-    let bad = [zk::Acl::new(
+        ("x509", SUPER_USER),
+    )
+    .await;
+    t.push(format!("an ACL naming an x509 id: {named}"));
+    let bad = create_with_acl(
+        &tls,
+        &format!("{base}-bad"),
         zk::Permission::READ,
-        zk::AuthId::new("x509", "not a name"),
-    )];
-    t.push(format!(
-        "an x509 id that is no name: {}",
-        outcome(
-            tls.create(
-                &format!("{base}-bad"),
-                b"",
-                &zk::CreateMode::Persistent.with_acls(zk::Acls::new(&bad))
-            )
-            .await
-        )
-    ));
+        ("x509", "not a name"),
+    )
+    .await;
+    t.push(format!("an x509 id that is no name: {bad}"));
 
     // The super users: the digest one on the plain port, the x509 one over TLS.
     let admin = plain_client(plain).await;

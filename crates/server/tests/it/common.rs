@@ -5,7 +5,9 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use zklock_codec::frame::{begin_frame, decode_frame, end_frame};
-use zklock_codec::{ConnectRequest, ConnectResponse, Decode, Encode, OpCode, ReplyHeader, RequestHeader};
+use zklock_codec::{
+    ConnectRequest, ConnectResponse, Decode, Encode, ExistsRequest, OpCode, ReplyHeader, RequestHeader,
+};
 use zklock_server::{Server, ServerConfig};
 
 /// Generous bound for "this must happen" waits on a loaded 2-core machine.
@@ -24,6 +26,15 @@ pub async fn client(server: &Server) -> zookeeper_client::Client {
         .await
         .expect("connect in time")
         .expect("connect")
+}
+
+/// The connect request of a new session asking for `time_out` ms: a zeroed 16-byte password, no readOnly byte.
+pub fn new_session(time_out: i32) -> ConnectRequest {
+    ConnectRequest {
+        time_out,
+        passwd: vec![0; 16],
+        ..Default::default()
+    }
 }
 
 /// A raw ZooKeeper protocol connection.
@@ -61,10 +72,8 @@ impl Raw {
         let mut raw = Raw::connect(addr).await;
         let resp = raw
             .handshake(&ConnectRequest {
-                time_out: 30_000,
-                passwd: vec![0; 16],
                 read_only: Some(false),
-                ..Default::default()
+                ..new_session(30_000)
             })
             .await;
         (raw, resp)
@@ -143,6 +152,15 @@ impl Raw {
             }
             assert_eq!(h.xid, -1, "only notifications may come between");
         }
+    }
+
+    /// An exists request, answered.
+    pub async fn exists(&mut self, path: &str, watch: bool) -> (ReplyHeader, Vec<u8>) {
+        let req = ExistsRequest {
+            path: path.into(),
+            watch,
+        };
+        self.call(OpCode::Exists, &req).await
     }
 
     /// Whether the server closes the connection within `limit` (reads until EOF).

@@ -11,12 +11,11 @@ use std::path::Path;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
-use zklock_codec::ConnectRequest;
 use zklock_server::{Error, Server, ServerConfig, StorageError};
 use zklock_testkit::Tmpfs;
 use zookeeper_client as zk;
 
-use crate::common::{client, Raw, WAIT};
+use crate::common::{client, new_session, Raw, WAIT};
 
 /// ZooKeeper's answer to most four-letter words while it is not serving.
 const NOT_SERVING: &str = "This ZooKeeper instance is not currently serving requests\n";
@@ -127,13 +126,7 @@ async fn full_disk_stops_serving_and_loses_no_acknowledged_write() {
     .expect("the idle zookeeper-client session was disconnected");
     // New sessions are refused: the connection closes without a ConnectResponse.
     let mut fresh = Raw::connect(addr).await;
-    fresh
-        .send_record(&ConnectRequest {
-            time_out: 30_000,
-            passwd: vec![0; 16],
-            ..Default::default()
-        })
-        .await;
+    fresh.send_record(&new_session(30_000)).await;
     assert_eq!(fresh.read_frame().await, None, "a new session was refused");
     drop((writer, idle));
     let shutdown = server.shutdown().await;

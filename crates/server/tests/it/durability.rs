@@ -12,6 +12,15 @@ fn config(dir: &std::path::Path) -> ServerConfig {
     }
 }
 
+/// A snapshot per 4 MiB logged, with short ticks.
+fn snapshot_every_4_mib(dir: &std::path::Path) -> ServerConfig {
+    ServerConfig {
+        tick_time: std::time::Duration::from_millis(200),
+        snap_size_limit: 4 << 20,
+        ..config(dir)
+    }
+}
+
 fn create(path: &str, data: &[u8], flags: i32) -> CreateRequest {
     CreateRequest {
         path: path.into(),
@@ -81,15 +90,7 @@ async fn survives_restart(between: impl FnOnce(&std::path::Path)) {
         CreateResponse::from_bytes(&body).unwrap().path,
         "/keep/seq-0000000001"
     );
-    let (h, body) = raw
-        .call(
-            OpCode::Exists,
-            &ExistsRequest {
-                path: "/eph".into(),
-                watch: false,
-            },
-        )
-        .await;
+    let (h, body) = raw.exists("/eph", false).await;
     assert_eq!(h.err, 0);
     assert_eq!(
         StatResponse::from_bytes(&body).unwrap().stat.ephemeral_owner,
@@ -129,12 +130,7 @@ async fn restart_recovers_from_the_log_alone() {
 #[tokio::test]
 async fn logged_bytes_trigger_snapshots_and_keep_the_disk_use_bounded() {
     let dir = tempfile::tempdir().unwrap();
-    let config = ServerConfig {
-        data_dir: Some(dir.path().to_path_buf()),
-        tick_time: std::time::Duration::from_millis(200),
-        snap_size_limit: 4 << 20,
-        ..Default::default()
-    };
+    let config = snapshot_every_4_mib(dir.path());
     // A file listed may be gone by the time its size is read (a pruned log, a renamed snapshot): it counts 0.
     let dir_bytes = |dir: &std::path::Path| -> u64 {
         std::fs::read_dir(dir)
@@ -226,12 +222,7 @@ async fn start_once_free(config: &ServerConfig) -> Server {
 #[tokio::test]
 async fn the_log_replayed_at_start_counts_towards_the_next_snapshot() {
     let dir = tempfile::tempdir().unwrap();
-    let config = ServerConfig {
-        data_dir: Some(dir.path().to_path_buf()),
-        tick_time: std::time::Duration::from_millis(200),
-        snap_size_limit: 4 << 20,
-        ..Default::default()
-    };
+    let config = snapshot_every_4_mib(dir.path());
     let snapshots = |dir: &std::path::Path| {
         std::fs::read_dir(dir)
             .unwrap()

@@ -11,7 +11,7 @@ use tokio::net::TcpStream;
 use zklock_codec::*;
 use zklock_server::{Server, ServerConfig, DEFAULT_SESSIONLESS_CNXN_TIMEOUT};
 
-use crate::common::{client, server_with, Raw, WAIT};
+use crate::common::{client, new_session, server_with, Raw, WAIT};
 
 /// 1,000,000 bytes: the "1 MB node" of the issue (under jute.maxbuffer).
 const BIG: usize = 1_000_000;
@@ -27,12 +27,7 @@ async fn big_node(server: &Server, path: &str) {
 /// A connection with a 4 KiB receive buffer, a session, and `n` pipelined `getData` of `path` it never reads.
 async fn never_reading_reader(addr: SocketAddr, path: &str, n: usize) -> Raw {
     let mut raw = Raw::connect_small(addr, 4096).await;
-    raw.handshake(&ConnectRequest {
-        time_out: 30_000,
-        passwd: vec![0; 16],
-        ..Default::default()
-    })
-    .await;
+    raw.handshake(&new_session(30_000)).await;
     let mut bytes = Vec::new();
     for xid in 1..=n as i32 {
         let start = frame::begin_frame(&mut bytes);
@@ -130,13 +125,7 @@ async fn never_reading_clients_hold_a_bounded_number_of_bytes() {
 /// A connection with a persistent recursive watch on `path`, a 4 KiB receive buffer, that never reads.
 async fn never_reading_watcher(addr: SocketAddr, path: &str) -> (Raw, ConnectResponse) {
     let mut raw = Raw::connect_small(addr, 4096).await;
-    let session = raw
-        .handshake(&ConnectRequest {
-            time_out: 30_000,
-            passwd: vec![0; 16],
-            ..Default::default()
-        })
-        .await;
+    let session = raw.handshake(&new_session(30_000)).await;
     let (h, _) = raw
         .call(
             OpCode::AddWatch,
@@ -241,31 +230,15 @@ async fn connections_without_a_session_or_stalled_mid_frame_are_closed() {
 
     // Established with a 600 ms session timeout, then half a frame and nothing more.
     let mut stalled = Raw::connect(addr).await;
-    let resp = stalled
-        .handshake(&ConnectRequest {
-            time_out: 600,
-            passwd: vec![0; 16],
-            ..Default::default()
-        })
-        .await;
+    let resp = stalled.handshake(&new_session(600)).await;
     assert_eq!(resp.time_out, 600);
     let mut pinging = Raw::connect(addr).await;
-    pinging
-        .handshake(&ConnectRequest {
-            time_out: 600,
-            passwd: vec![0; 16],
-            ..Default::default()
-        })
-        .await;
+    pinging.handshake(&new_session(600)).await;
     let stalled_at = Instant::now();
     stalled.send_raw(&[0, 0, 0, 20, 0, 0, 0]).await;
     // The other one sends a complete request every 150 ms for 1.5 s: well past both deadlines, and stays open.
     for _ in 0..10 {
-        let exists = ExistsRequest {
-            path: "/".into(),
-            watch: false,
-        };
-        let (h, _) = pinging.call(OpCode::Exists, &exists).await;
+        let (h, _) = pinging.exists("/", false).await;
         assert_eq!(h.err, 0);
         tokio::time::sleep(Duration::from_millis(150)).await;
     }
@@ -296,13 +269,7 @@ async fn idle_connections_do_not_lock_an_ip_out() {
     }
     // The cap holds: one more is closed without a session (the control: the IP is locked out now).
     let mut refused = Raw::connect(addr).await;
-    refused
-        .send_record(&ConnectRequest {
-            time_out: 30_000,
-            passwd: vec![0; 16],
-            ..Default::default()
-        })
-        .await;
+    refused.send_record(&new_session(30_000)).await;
     assert!(refused.read_frame().await.is_none(), "over the cap: closed");
     for conn in &mut idle {
         assert!(conn.closed().await, "an idle connection is closed");
@@ -328,6 +295,15 @@ async fn ask(addr: SocketAddr, word: &str) -> String {
     .expect("answered in time")
 }
 
+/// A server answering the four-letter words `words` (its whitelist).
+async fn answering(words: &[&str]) -> Server {
+    server_with(ServerConfig {
+        four_letter_words: words.iter().map(|w| w.to_string()).collect(),
+        ..Default::default()
+    })
+    .await
+}
+
 /// By default only `srvr`, `ruok` and `isro` are answered; every other word gets ZooKeeper 3.8's exact refusal
 /// (checked against a real 3.8.0 with no whitelist configured). `*` restores them all; `srvr` is answered whatever
 /// the list says, as in ZooKeeper.
@@ -348,22 +324,14 @@ async fn four_letter_words_default_to_zookeepers_safe_set() {
     }
     server.shutdown().await.unwrap();
 
-    let all = server_with(ServerConfig {
-        four_letter_words: vec!["*".into()],
-        ..Default::default()
-    })
-    .await;
+    let all = answering(&["*"]).await;
     let addr = all.local_addr();
     assert!(ask(addr, "dump").await.starts_with("SessionTracker dump:"));
     assert!(ask(addr, "mntr").await.contains("zk_server_state\tstandalone"));
     assert!(ask(addr, "conf").await.contains("clientPort="));
     all.shutdown().await.unwrap();
 
-    let listed = server_with(ServerConfig {
-        four_letter_words: vec!["mntr".into()],
-        ..Default::default()
-    })
-    .await;
+    let listed = answering(&["mntr"]).await;
     let addr = listed.local_addr();
     assert!(ask(addr, "mntr").await.contains("zk_slow_connections_closed\t0"));
     assert!(

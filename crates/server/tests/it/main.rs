@@ -8,4 +8,6 @@ mod disk_full;
 mod durability;
 mod limits;
 mod raw;
+#[path = "../shared/mod.rs"]
+mod shared;
 mod tls;

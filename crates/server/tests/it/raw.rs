@@ -208,15 +208,7 @@ async fn every_write_consumes_a_zxid_even_when_it_fails() {
     let (h2, _) = raw.call(OpCode::Create, &create("/z", None, 0)).await;
     assert_eq!(h2.err, err(ErrorCode::NodeExists));
     assert_eq!(h2.zxid, h1.zxid + 1);
-    let (h3, _) = raw
-        .call(
-            OpCode::Exists,
-            &ExistsRequest {
-                path: "/z".into(),
-                watch: false,
-            },
-        )
-        .await;
+    let (h3, _) = raw.exists("/z", false).await;
     assert_eq!(h3.zxid, h2.zxid, "reads do not");
     let (h4, _) = raw
         .call(
@@ -262,15 +254,7 @@ async fn failed_multi_uses_zookeepers_encoding() {
             MultiResult::Error(-2)
         ]
     );
-    let (h, _) = raw
-        .call(
-            OpCode::Exists,
-            &ExistsRequest {
-                path: "/ok".into(),
-                watch: false,
-            },
-        )
-        .await;
+    let (h, _) = raw.exists("/ok", false).await;
     assert_eq!(h.err, err(ErrorCode::NoNode));
 }
 
@@ -278,15 +262,7 @@ async fn failed_multi_uses_zookeepers_encoding() {
 async fn notification_precedes_the_reply_of_the_write_that_caused_it() {
     let server = server().await;
     let (mut raw, _) = Raw::session(server.local_addr()).await;
-    let (h, _) = raw
-        .call(
-            OpCode::Exists,
-            &ExistsRequest {
-                path: "/n".into(),
-                watch: true,
-            },
-        )
-        .await;
+    let (h, _) = raw.exists("/n", true).await;
     assert_eq!(h.err, err(ErrorCode::NoNode));
     let xid = raw.send(OpCode::Create, &create("/n", None, 0)).await;
     let (first, body) = raw.reply().await;
@@ -434,15 +410,7 @@ async fn session_moves_to_a_new_connection_and_close_deletes_ephemerals() {
     };
     assert_eq!(b.handshake(&req).await.session_id, resp.session_id);
     assert!(a.closed().await, "the old connection is dropped");
-    let (h, body) = b
-        .call(
-            OpCode::Exists,
-            &ExistsRequest {
-                path: "/eph".into(),
-                watch: true,
-            },
-        )
-        .await;
+    let (h, body) = b.exists("/eph", true).await;
     assert_eq!(h.err, 0);
     assert_eq!(
         StatResponse::from_bytes(&body).unwrap().stat.ephemeral_owner,

@@ -12,6 +12,7 @@ use zklock_testkit::certs::{tls_client, tls_options as options, Ca, Identity};
 use zookeeper_client as zk;
 
 use crate::common::WAIT;
+use crate::shared::{auth_ids, plain_client};
 
 const CLIENT_DN: &[(&str, &str)] = &[("C", "NL"), ("O", "zklock, tests"), ("CN", "client one")];
 /// ZooKeeper's x509 id of [`CLIENT_DN`]: RFC 2253, most specific first, the comma escaped.
@@ -50,6 +51,11 @@ impl Pki {
         }
     }
 
+    /// A TLS session at `secure` trusting this CA, with a client certificate when `identity` is given.
+    async fn client(&self, secure: &str, identity: Option<&Identity>) -> Result<zk::Client, zk::Error> {
+        tls_client(secure, options(&self.ca.pem(), identity)).await
+    }
+
     async fn server(&self, client_auth: ClientAuth) -> Server {
         server_with_tls(self.tls(client_auth)).await
     }
@@ -76,30 +82,6 @@ fn zklock_server_digest(user_password: &str) -> String {
     )
 }
 
-async fn plain_client(addr: &str) -> zk::Client {
-    tokio::time::timeout(
-        WAIT,
-        zk::Client::connector()
-            .with_session_timeout(Duration::from_secs(10))
-            .connect(addr),
-    )
-    .await
-    .expect("connect in time")
-    .expect("connect")
-}
-
-async fn who(client: &zk::Client) -> Vec<String> {
-    let mut ids: Vec<String> = client
-        .list_auth_users()
-        .await
-        .unwrap()
-        .iter()
-        .map(|u| format!("{}:{}", u.scheme(), u.user()))
-        .collect();
-    ids.sort();
-    ids
-}
-
 fn open() -> zk::CreateOptions<'static> {
     zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
 }
@@ -111,11 +93,9 @@ async fn a_client_certificate_authenticates_over_tls_beside_the_plain_port() {
     let secure = server.secure_connect_string().expect("a secure port");
     assert_ne!(secure, server.connect_string(), "two ports");
     let identity = pki.ca.client(CLIENT_DN);
-    let tls = tls_client(&secure, options(&pki.ca.pem(), Some(&identity)))
-        .await
-        .expect("TLS session");
+    let tls = pki.client(&secure, Some(&identity)).await.expect("TLS session");
     assert_eq!(
-        who(&tls).await,
+        auth_ids(&tls).await,
         vec!["ip:127.0.0.1".to_string(), format!("x509:{CLIENT_ID}")]
     );
     // The auth scheme expands to the certificate's id; the plain port shares the tree but not the identity.
@@ -130,7 +110,7 @@ async fn a_client_certificate_authenticates_over_tls_beside_the_plain_port() {
         vec![format!("x509:{CLIENT_ID}")]
     );
     let plain = plain_client(&server.connect_string()).await;
-    assert_eq!(who(&plain).await, vec!["ip:127.0.0.1".to_string()]);
+    assert_eq!(auth_ids(&plain).await, ["ip:127.0.0.1"]);
     assert_eq!(plain.get_data("/by-cert").await.unwrap_err(), zk::Error::NoAuth);
     assert_eq!(
         plain.create("/by-cert/child", b"", &open()).await.unwrap_err(),
@@ -143,7 +123,8 @@ async fn a_client_certificate_authenticates_over_tls_beside_the_plain_port() {
     );
     // Another certificate is another identity.
     let other = pki.ca.client(&[("CN", "client two")]);
-    let two = tls_client(&secure, options(&pki.ca.pem(), Some(&other)))
+    let two = pki
+        .client(&secure, Some(&other))
         .await
         .expect("second TLS session");
     assert_eq!(two.get_data("/by-cert").await.unwrap_err(), zk::Error::NoAuth);
@@ -173,10 +154,8 @@ async fn a_client_trusting_another_ca_is_refused() {
         "the server's certificate is not signed by the CA the client trusts"
     );
     // The right CA works, without a client certificate under ssl.clientAuth=none.
-    let ok = tls_client(&secure, options(&pki.ca.pem(), None))
-        .await
-        .expect("TLS session");
-    assert_eq!(who(&ok).await, vec!["ip:127.0.0.1".to_string()]);
+    let ok = pki.client(&secure, None).await.expect("TLS session");
+    assert_eq!(auth_ids(&ok).await, ["ip:127.0.0.1"]);
     server.shutdown().await.unwrap();
 }
 
@@ -189,44 +168,40 @@ async fn client_auth_need_want_none() {
     let need = pki.server(ClientAuth::Need).await;
     let secure = need.secure_connect_string().unwrap();
     assert!(
-        tls_client(&secure, options(&pki.ca.pem(), None)).await.is_err(),
+        pki.client(&secure, None).await.is_err(),
         "need: no certificate, no session"
     );
     assert!(
-        tls_client(&secure, options(&pki.ca.pem(), Some(&stranger)))
-            .await
-            .is_err(),
+        pki.client(&secure, Some(&stranger)).await.is_err(),
         "need: a certificate from a CA the trust store does not hold is refused"
     );
-    tls_client(&secure, options(&pki.ca.pem(), Some(&mine)))
+    pki.client(&secure, Some(&mine))
         .await
         .expect("need: a trusted certificate");
     need.shutdown().await.unwrap();
 
     let want = pki.server(ClientAuth::Want).await;
     let secure = want.secure_connect_string().unwrap();
-    let anonymous = tls_client(&secure, options(&pki.ca.pem(), None))
+    let anonymous = pki
+        .client(&secure, None)
         .await
         .expect("want: no certificate is fine");
-    assert_eq!(who(&anonymous).await, vec!["ip:127.0.0.1".to_string()]);
+    assert_eq!(auth_ids(&anonymous).await, ["ip:127.0.0.1"]);
     assert!(
-        tls_client(&secure, options(&pki.ca.pem(), Some(&stranger)))
-            .await
-            .is_err(),
+        pki.client(&secure, Some(&stranger)).await.is_err(),
         "want: a certificate that is presented must verify"
     );
-    let known = tls_client(&secure, options(&pki.ca.pem(), Some(&mine)))
-        .await
-        .unwrap();
-    assert!(who(&known).await.contains(&format!("x509:{CLIENT_ID}")));
+    let known = pki.client(&secure, Some(&mine)).await.unwrap();
+    assert!(auth_ids(&known).await.contains(&format!("x509:{CLIENT_ID}")));
     want.shutdown().await.unwrap();
 
     let none = pki.server(ClientAuth::None).await;
     let secure = none.secure_connect_string().unwrap();
-    let with_cert = tls_client(&secure, options(&pki.ca.pem(), Some(&mine)))
+    let with_cert = pki
+        .client(&secure, Some(&mine))
         .await
         .expect("none: a client certificate is not asked for");
-    assert_eq!(who(&with_cert).await, vec!["ip:127.0.0.1".to_string()]);
+    assert_eq!(auth_ids(&with_cert).await, ["ip:127.0.0.1"]);
     none.shutdown().await.unwrap();
 }
 
@@ -265,7 +240,7 @@ async fn the_super_digest_and_the_x509_super_user_bypass_acls() {
     let admin = plain_client(&server.connect_string()).await;
     admin.auth("digest", b"super:secret").await.unwrap();
     assert_eq!(
-        who(&admin).await,
+        auth_ids(&admin).await,
         vec!["digest:super", "ip:127.0.0.1", "super:"],
         "whoAmI lists the super id with an empty user, as ZooKeeper does"
     );
@@ -275,11 +250,9 @@ async fn the_super_digest_and_the_x509_super_user_bypass_acls() {
 
     let cert_admin = pki.ca.client(&[("CN", "admin")]);
     let secure = server.secure_connect_string().unwrap();
-    let x509_admin = tls_client(&secure, options(&pki.ca.pem(), Some(&cert_admin)))
-        .await
-        .unwrap();
+    let x509_admin = pki.client(&secure, Some(&cert_admin)).await.unwrap();
     assert_eq!(
-        who(&x509_admin).await,
+        auth_ids(&x509_admin).await,
         vec!["ip:127.0.0.1", "super:", "x509:CN=admin"]
     );
     x509_admin
@@ -316,7 +289,7 @@ async fn a_pkcs12_key_store_and_trust_store() {
     )
     .await
     .expect("TLS session with PKCS12 stores");
-    assert!(who(&client).await.contains(&format!("x509:{CLIENT_ID}")));
+    assert!(auth_ids(&client).await.contains(&format!("x509:{CLIENT_ID}")));
     server.shutdown().await.unwrap();
 
     let wrong = TlsConfig {
