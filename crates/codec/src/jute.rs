@@ -112,6 +112,14 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Reads a `buffer` in place: a slice of the input, `None` for the null buffer.
+    pub fn read_buffer_slice(&mut self) -> Result<Option<&'a [u8]>, DecodeError> {
+        match self.read_len()? {
+            None => Ok(None),
+            Some(n) => self.take(n).map(Some),
+        }
+    }
+
     /// Reads a `ustring`; `None` is null. Invalid UTF-8 is replaced by U+FFFD, as Java's decoder does
     /// (and U+FFFD then fails path validation, like on the real server).
     pub fn read_ustring(&mut self) -> Result<Option<String>, DecodeError> {

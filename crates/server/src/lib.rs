@@ -106,6 +106,7 @@ mod fault_injection;
 mod fourlw;
 mod latency;
 mod metrics;
+mod node_map;
 mod ops;
 mod outbox;
 mod path;

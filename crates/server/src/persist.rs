@@ -57,9 +57,9 @@ pub fn snapshot_blob(st: &State) -> Vec<u8> {
         put_buffer(&mut w, Some(&s.passwd));
     }
     put_i32(&mut w, st.tree.node_count() as i32);
-    for (path, n) in st.tree.nodes() {
-        put_str(&mut w, path);
-        put_buffer(&mut w, n.data.as_deref());
+    for n in st.tree.nodes() {
+        put_str(&mut w, n.path());
+        put_buffer(&mut w, n.data());
         put_vec(&mut w, &n.acl);
         for v in [n.czxid, n.mzxid, n.ctime, n.mtime] {
             put_i64(&mut w, v);
@@ -100,7 +100,7 @@ fn decode_snapshot(blob: &[u8]) -> Result<Decoded, String> {
     let mut last_acl: Option<(&[u8], crate::tree::SharedAcl)> = None;
     for _ in 0..count {
         let path = r.read_string().map_err(e)?;
-        let data = r.read_buffer().map_err(e)?;
+        let data = r.read_buffer_slice().map_err(e)?;
         // Neighbours mostly share their ACL: when the bytes are those of the previous node's ACL (the encoding is
         // self-delimiting), that ACL is taken without decoding it again (the tree interns the rest).
         let at = r.rest();
@@ -116,22 +116,23 @@ fn decode_snapshot(blob: &[u8]) -> Result<Decoded, String> {
                 shared
             }
         };
-        let node = Node {
-            data: data.map(Vec::into_boxed_slice),
-            acl,
-            czxid: r.read_i64().map_err(e)?,
-            mzxid: r.read_i64().map_err(e)?,
-            ctime: r.read_i64().map_err(e)?,
-            mtime: r.read_i64().map_err(e)?,
-            version: r.read_i32().map_err(e)?,
-            cversion: r.read_i32().map_err(e)?,
-            aversion: r.read_i32().map_err(e)?,
-            ephemeral_owner: r.read_i64().map_err(e)?,
-            pzxid: r.read_i64().map_err(e)?,
-            children: Default::default(),
-            changed: 0, // rebuilt by the TreeBuilder
-        };
-        nodes.push(path, node);
+        let (czxid, mzxid, ctime, mtime) = (
+            r.read_i64().map_err(e)?,
+            r.read_i64().map_err(e)?,
+            r.read_i64().map_err(e)?,
+            r.read_i64().map_err(e)?,
+        );
+        let (version, cversion, aversion) = (
+            r.read_i32().map_err(e)?,
+            r.read_i32().map_err(e)?,
+            r.read_i32().map_err(e)?,
+        );
+        let owner = r.read_i64().map_err(e)?;
+        // `children` and `changed` are rebuilt by the TreeBuilder.
+        let mut node = Node::new(&path, data, acl, owner, czxid, ctime);
+        (node.mzxid, node.mtime, node.pzxid) = (mzxid, mtime, r.read_i64().map_err(e)?);
+        (node.version, node.cversion, node.aversion) = (version, cversion, aversion);
+        nodes.push(node);
     }
     Ok((nodes.finish(), sessions))
 }

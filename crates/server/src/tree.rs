@@ -5,6 +5,8 @@
 //! time), which is what makes log replay reproduce the tree exactly.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+
+use crate::node_map::NodeMap;
 use std::sync::Arc;
 use zklock_codec::{Acl, Stat};
 
@@ -20,8 +22,14 @@ pub const CONTAINER_OWNER: i64 = i64::MIN;
 /// One znode.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Node {
-    /// Data; `None` (null) differs from empty. A boxed slice: no spare capacity, 8 bytes less than a `Vec`.
-    pub data: Option<Box<[u8]>>,
+    /// The node's path and then its data, in one allocation: with the node's own box, two allocations per znode
+    /// instead of three, and the node map is keyed by this path ([`NodeMap`](crate::node_map::NodeMap)), so it
+    /// keeps no copy of it. A boxed slice: no spare capacity.
+    bytes: Box<[u8]>,
+    /// Where the path ends in `bytes`.
+    path_len: u32,
+    /// Null data, which differs from empty.
+    null_data: bool,
     /// ACL (already fixed up), shared with every node that has the same one.
     pub acl: SharedAcl,
     /// Stat fields (numChildren and dataLength are derived).
@@ -52,10 +60,22 @@ pub struct Node {
     pub changed: i64,
 }
 
+/// A path and data packed as a node keeps them.
+fn pack(path: &str, data: Option<&[u8]>) -> Box<[u8]> {
+    let data = data.unwrap_or_default();
+    let mut bytes = Vec::with_capacity(path.len() + data.len());
+    bytes.extend_from_slice(path.as_bytes());
+    bytes.extend_from_slice(data);
+    bytes.into_boxed_slice()
+}
+
 impl Node {
-    fn new(data: Option<Vec<u8>>, acl: SharedAcl, owner: i64, zxid: i64, time: i64) -> Self {
+    /// A node at `path` as a create makes it.
+    pub fn new(path: &str, data: Option<&[u8]>, acl: SharedAcl, owner: i64, zxid: i64, time: i64) -> Self {
         Node {
-            data: data.map(Vec::into_boxed_slice),
+            bytes: pack(path, data),
+            path_len: path.len() as u32,
+            null_data: data.is_none(),
             acl,
             czxid: zxid,
             mzxid: zxid,
@@ -89,10 +109,32 @@ impl Node {
             } else {
                 0
             },
-            data_length: self.data.as_ref().map_or(0, |d| d.len() as i32),
+            data_length: self.data().map_or(0, |d| d.len() as i32),
             num_children,
             pzxid: self.pzxid,
         }
+    }
+
+    /// The node's path.
+    pub fn path(&self) -> &str {
+        // Made from a `&str` (`pack`), cut at its end: valid UTF-8, checked again only here (snapshots, `dump`).
+        std::str::from_utf8(self.path_bytes()).unwrap_or_default()
+    }
+
+    /// The node's path as bytes (what the node map hashes and compares).
+    pub fn path_bytes(&self) -> &[u8] {
+        &self.bytes[..self.path_len as usize]
+    }
+
+    /// The data; `None` (null) differs from empty.
+    pub fn data(&self) -> Option<&[u8]> {
+        (!self.null_data).then(|| &self.bytes[self.path_len as usize..])
+    }
+
+    /// Replaces the data (one new allocation, path and data together).
+    fn set_data(&mut self, data: Option<&[u8]>) {
+        self.bytes = pack(self.path(), data);
+        self.null_data = data.is_none();
     }
 
     /// Whether this is a session-owned ephemeral (not a container or TTL node).
@@ -173,7 +215,7 @@ pub type Hasher = foldhash::fast::RandomState;
 /// bigger); keys and child names are `Box<str>` (no spare capacity); ACLs are shared ([`SharedAcl`]).
 #[derive(Debug, Clone)]
 pub struct DataTree {
-    nodes: HashMap<Box<str>, Box<Node>, Hasher>,
+    nodes: NodeMap,
     ephemerals: HashMap<i64, BTreeSet<String>>,
     containers: BTreeSet<String>,
     /// One copy of every distinct ACL in use (and some no longer in use, until [`DataTree::intern`] sweeps).
@@ -199,9 +241,9 @@ impl DataTree {
     pub fn new() -> Self {
         let mut t = DataTree::empty();
         let open = t.intern(Acl::open_unsafe());
-        t.insert_node("/", Node::new(Some(vec![]), open.clone(), 0, 0, 0));
+        t.insert_node(Node::new("/", Some(&[]), open.clone(), 0, 0, 0));
         for p in ["/zookeeper", "/zookeeper/quota", "/zookeeper/config"] {
-            t.insert_node(p, Node::new(Some(vec![]), open.clone(), 0, 0, 0));
+            t.insert_node(Node::new(p, Some(&[]), open.clone(), 0, 0, 0));
             if let Some(parent) = t.nodes.get_mut(path::parent(p)) {
                 parent.children.insert(path::basename(p));
             }
@@ -222,7 +264,7 @@ impl DataTree {
 
     fn empty() -> Self {
         DataTree {
-            nodes: HashMap::default(),
+            nodes: NodeMap::default(),
             ephemerals: HashMap::new(),
             containers: BTreeSet::new(),
             acls: HashSet::new(),
@@ -247,16 +289,16 @@ impl DataTree {
     }
 
     /// Puts a node in the map, keeping the data size.
-    fn insert_node(&mut self, path: &str, node: Node) {
-        self.data_size += path.len() + node.data.as_ref().map_or(0, |d| d.len());
-        if let Some(old) = self.nodes.insert(path.into(), Box::new(node)) {
-            self.forget(path, &old);
+    fn insert_node(&mut self, node: Node) {
+        self.data_size += size_of_node(&node);
+        if let Some(old) = self.nodes.insert(Box::new(node)) {
+            self.forget(&old);
         }
     }
 
     /// Takes a node out of the data size.
-    fn forget(&mut self, path: &str, node: &Node) {
-        self.data_size -= path.len() + node.data.as_ref().map_or(0, |d| d.len());
+    fn forget(&mut self, node: &Node) {
+        self.data_size -= size_of_node(node);
     }
 
     /// Whether `path` is one of the built-in nodes that can never be deleted.
@@ -269,7 +311,7 @@ impl DataTree {
 
     /// Looks up a node.
     pub fn get(&self, path: &str) -> Option<&Node> {
-        self.nodes.get(path).map(|n| &**n)
+        self.nodes.get(path)
     }
 
     /// The zxid a read of `path` depends on: the node's latest change, or for a missing node the latest
@@ -305,8 +347,8 @@ impl DataTree {
     }
 
     /// All nodes (for snapshots and `dump`).
-    pub fn nodes(&self) -> impl Iterator<Item = (&str, &Node)> {
-        self.nodes.iter().map(|(p, n)| (&**p, &**n))
+    pub fn nodes(&self) -> impl Iterator<Item = &Node> {
+        self.nodes.iter()
     }
 
     /// Ephemeral paths by session.
@@ -369,7 +411,7 @@ impl DataTree {
             self.containers.insert(path.to_string());
         }
         let acl = self.intern(acl);
-        self.insert_node(path, Node::new(data, acl, owner, zxid, time));
+        self.insert_node(Node::new(path, data.as_deref(), acl, owner, zxid, time));
         events.push(Event::Created(path.to_string()));
         events.push(Event::ChildrenChanged(parent_path.to_string()));
     }
@@ -380,7 +422,7 @@ impl DataTree {
             tracing::error!(path, "delete txn for a missing node; skipped");
             return;
         };
-        self.forget(path, &node);
+        self.forget(&node);
         if node.is_ephemeral() {
             if let Some(set) = self.ephemerals.get_mut(&node.ephemeral_owner) {
                 set.remove(path);
@@ -415,10 +457,10 @@ impl DataTree {
             return;
         };
         let (old, new) = (
-            node.data.as_ref().map_or(0, |d| d.len()),
+            node.data().map_or(0, <[u8]>::len),
             data.as_ref().map_or(0, Vec::len),
         );
-        node.data = data.map(Vec::into_boxed_slice);
+        node.set_data(data.as_deref());
         node.version = version;
         node.mzxid = zxid;
         node.mtime = time;
@@ -439,6 +481,11 @@ impl DataTree {
             node.changed = node.changed.max(zxid);
         }
     }
+}
+
+/// What a node counts for in the data size: its path and data bytes, as ZooKeeper's `approximateDataSize`.
+fn size_of_node(node: &Node) -> usize {
+    node.bytes.len()
 }
 
 /// Builds a tree from snapshot nodes as they are decoded, one at a time (no intermediate list of a million nodes):
@@ -464,22 +511,23 @@ impl TreeBuilder {
     }
 
     /// Adds one node (its `children` and `changed` are rebuilt).
-    pub fn push(&mut self, path: String, mut node: Node) {
+    pub fn push(&mut self, mut node: Node) {
         let t = &mut self.t;
         node.children = Children::default();
         node.changed = node.czxid.max(node.mzxid).max(node.pzxid);
         node.acl = t.intern(node.acl);
+        let path = node.path();
         if node.is_ephemeral() {
             t.ephemerals
                 .entry(node.ephemeral_owner)
                 .or_default()
-                .insert(path.clone());
+                .insert(path.to_string());
         }
         if node.ephemeral_owner == CONTAINER_OWNER {
-            t.containers.insert(path.clone());
+            t.containers.insert(path.to_string());
         }
         if path != "/" {
-            let (parent, name) = (path::parent(&path), path::basename(&path));
+            let (parent, name) = (path::parent(path), path::basename(path));
             match self.by_parent.get_mut(parent) {
                 Some(children) => children.push(name.into()),
                 None => {
@@ -487,7 +535,7 @@ impl TreeBuilder {
                 }
             }
         }
-        t.insert_node(&path, node);
+        t.insert_node(node);
     }
 
     /// The tree.
@@ -583,8 +631,8 @@ mod tests {
         assert_eq!(t.changed_at("/b"), 8, "the parent records the delete");
         assert_eq!(t.changed_at("no-slash"), 8);
         let mut restored = TreeBuilder::with_capacity(t.node_count());
-        for (p, n) in t.nodes() {
-            restored.push(p.to_string(), n.clone());
+        for n in t.nodes() {
+            restored.push(n.clone());
         }
         let restored = restored.finish();
         assert_eq!(restored.changed_at("/a"), 6, "rebuilt from the stat zxids");

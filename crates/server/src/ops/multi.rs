@@ -161,7 +161,7 @@ pub fn multi_read(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Re
                 MultiOp::GetData(g) => st.tree.get(&g.path).ok_or(ErrorCode::NoNode).and_then(|n| {
                     acl::check(&n.acl, zklock_codec::perms::READ, &auth)?;
                     Ok(MultiResult::GetData(GetDataResponse {
-                        data: n.data.as_deref().map(<[u8]>::to_vec),
+                        data: n.data().map(<[u8]>::to_vec),
                         stat: n.stat(),
                     }))
                 }),

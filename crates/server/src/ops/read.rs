@@ -49,7 +49,7 @@ pub fn get_data(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Repl
     Ok(read_node(st, conn, &req.path, |st, auth| {
         let n = st.tree.get(&req.path).ok_or(ErrorCode::NoNode)?;
         acl::check(&n.acl, perms::READ, auth)?;
-        let (data, stat) = (n.data.as_deref().map(<[u8]>::to_vec), n.stat());
+        let (data, stat) = (n.data().map(<[u8]>::to_vec), n.stat());
         #[cfg(feature = "fault-injection")]
         let (data, stat) = match st.stale_reads.as_mut() {
             Some(stale) => stale.read(&req.path, data, stat),
