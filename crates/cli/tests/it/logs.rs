@@ -74,6 +74,12 @@ impl Serve {
         }
     }
 
+    /// `zklock serve` on the data directory `data`, listening on a free port of the loopback.
+    pub async fn on_data_dir(data: &std::path::Path) -> Serve {
+        let data = data.to_str().expect("utf-8 path");
+        Serve::start(&["serve", "--listen", "127.0.0.1:0", "--data-dir", data]).await
+    }
+
     /// The server's process id.
     pub fn pid(&self) -> i32 {
         self.child.id().expect("running") as i32
@@ -85,9 +91,14 @@ impl Serve {
     }
 
     /// Sends `signal`, then waits for the exit; returns the exit code and everything written to stderr.
-    pub async fn stop_with(mut self, signal: nix::sys::signal::Signal) -> (Option<i32>, String) {
+    pub async fn stop_with(self, signal: nix::sys::signal::Signal) -> (Option<i32>, String) {
         let pid = self.pid();
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal).expect("signal");
+        self.exited().await
+    }
+
+    /// Waits for the process to exit on its own; returns the exit code and everything written to stderr.
+    pub async fn exited(mut self) -> (Option<i32>, String) {
         let status = timeout(EVENTUALLY, self.child.wait())
             .await
             .expect("zklock serve exited in time")

@@ -112,10 +112,6 @@ async fn mntr(addr: SocketAddr) -> HashMap<String, String> {
         .collect()
 }
 
-fn persistent() -> zk::CreateOptions<'static> {
-    zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
-}
-
 /// The scrape reports what `mntr` reports, and follows the tree: nodes, ephemerals, watches, sessions,
 /// connections, the zxid, latency.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

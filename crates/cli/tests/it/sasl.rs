@@ -10,7 +10,7 @@
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use zklock_testkit::peers::Peer;
 use zklock_testkit::{unique_path, ZooKeeper};
@@ -42,33 +42,6 @@ async fn sasl_zookeeper() -> String {
     .unwrap()
 }
 
-/// `zklock` with `args`, no credentials from the test's own environment.
-fn command(args: &[&str]) -> tokio::process::Command {
-    let mut command = zklock(args);
-    for name in [
-        "ZKLOCK_AUTH",
-        "ZKLOCK_SASL",
-        "ZKLOCK_SASL_PASSWORD",
-        "ZKLOCK_KEYTAB",
-        "ZKLOCK_TLS_CA",
-        "ZKLOCK_TLS_CERT",
-        "ZKLOCK_TLS_KEY",
-    ] {
-        command.env_remove(name);
-    }
-    command
-}
-
-/// Runs `command` to completion (bounded), and how long it took.
-async fn finish(command: &mut tokio::process::Command) -> (std::process::Output, Duration) {
-    let started = Instant::now();
-    let out = tokio::time::timeout(EVENTUALLY, command.output())
-        .await
-        .expect("zklock did not finish")
-        .expect("run zklock");
-    (out, started.elapsed())
-}
-
 /// A session authenticated with SASL DIGEST-MD5.
 async fn sasl_client(hosts: &str, user: &'static str, password: &'static str) -> Client {
     Client::connector()
@@ -92,8 +65,8 @@ async fn digest_client(hosts: &str) -> Client {
 /// `zklock run` as bob (password in the environment) under `--acl ACL`, whose command prints its lock node. The
 /// node goes when the command ends; the directory zklock created (with the same ACL, plus world:r) stays.
 async fn run_as_bob(hosts: &str, path: &str, acl: &str) -> (std::process::Output, Duration) {
-    finish(
-        command(&[
+    timed(
+        without_credentials(&[
             "--connect",
             hosts,
             "run",
@@ -212,12 +185,12 @@ async fn without_sasl_or_with_a_wrong_password_zklock_fails_fast() {
     ];
     for (args, password, expected) in cases {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let mut zklock = command(&args);
+        let mut zklock = without_credentials(&args);
         zklock.env("ZKLOCK_LOG", "trace");
         if let Some(password) = password {
             zklock.env("ZKLOCK_SASL_PASSWORD", password);
         }
-        let (out, took) = finish(&mut zklock).await;
+        let (out, took) = timed(&mut zklock).await;
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(3), "{args:?}: {stderr}");
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
@@ -232,8 +205,8 @@ async fn without_sasl_or_with_a_wrong_password_zklock_fails_fast() {
     // The right password, through the same arguments: the command runs (the control of the checks above).
     let args = args(true);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (out, _) = finish(
-        command(&args)
+    let (out, _) = timed(
+        without_credentials(&args)
             .env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD)
             .env("ZKLOCK_LOG", "trace"),
     )
@@ -270,7 +243,7 @@ async fn every_connecting_command_takes_sasl_and_the_password_file() {
         all.extend(&args[..1]);
         all.extend(sasl);
         all.extend(&args[1..]);
-        let (out, _) = finish(&mut command(&all)).await;
+        let (out, _) = timed(&mut without_credentials(&all)).await;
         let stderr = text(&out.stderr);
         // revoke --dry-run: 1, nothing to revoke; the others succeed.
         let expected = if args[0] == "revoke" { 1 } else { 0 };
@@ -291,7 +264,7 @@ async fn every_connecting_command_takes_sasl_and_the_password_file() {
     ];
     demo.extend(["--path", demo_path.as_str(), "--acl", "creator"]);
     demo.extend(sasl);
-    let (out, _) = finish(&mut command(&demo)).await;
+    let (out, _) = timed(&mut without_credentials(&demo)).await;
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -304,7 +277,7 @@ async fn every_connecting_command_takes_sasl_and_the_password_file() {
     let mut all = vec!["--connect", hosts.as_str(), "status"];
     all.extend(sasl);
     all.push(path.as_str());
-    let (out, _) = finish(&mut command(&all)).await;
+    let (out, _) = timed(&mut without_credentials(&all)).await;
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
@@ -345,11 +318,11 @@ async fn sasl_usage_errors_exit_2() {
         let mut all = vec!["--connect", "127.0.0.1:1", "status"];
         all.extend(flags);
         all.push(path.as_str());
-        let mut zklock = command(&all);
+        let mut zklock = without_credentials(&all);
         if flags.contains(&"--sasl-service") {
             zklock.env("ZKLOCK_SASL_PASSWORD", "x");
         }
-        let (out, _) = finish(&mut zklock).await;
+        let (out, _) = timed(&mut zklock).await;
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{all:?}: {stderr}");
         assert!(stderr.contains(expected), "{all:?}: {stderr}");
@@ -390,7 +363,7 @@ async fn curator_with_the_same_sasl_user_shares_the_lock() {
 
     let nonblock = |marker: &str| {
         let script = format!("echo ran > {marker}");
-        let mut zklock = command(&[
+        let mut zklock = without_credentials(&[
             "--connect",
             &hosts,
             "run",
@@ -408,14 +381,14 @@ async fn curator_with_the_same_sasl_user_shares_the_lock() {
     };
     let marker = dir.path().join("ran");
     let marker_arg = marker.display().to_string();
-    let (out, _) = finish(&mut nonblock(&marker_arg)).await;
+    let (out, _) = timed(&mut nonblock(&marker_arg)).await;
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(!marker.exists(), "the command ran while Curator held the lock");
 
     curator.send("release").await;
     curator.expect("RELEASED").await;
     curator.finish().await;
-    let (out, _) = finish(&mut nonblock(&marker_arg)).await;
+    let (out, _) = timed(&mut nonblock(&marker_arg)).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(std::fs::read_to_string(&marker).unwrap(), "ran\n");
 }
@@ -434,7 +407,7 @@ async fn sasl_against_a_server_without_sasl_is_refused() {
         let path = unique_path("cli-sasl-plain");
         let marker = tempfile::NamedTempFile::new().unwrap();
         let touch = format!("echo ran > {}", marker.path().display());
-        let mut zklock = command(&[
+        let mut zklock = without_credentials(&[
             "--connect",
             &hosts,
             "run",
@@ -446,7 +419,7 @@ async fn sasl_against_a_server_without_sasl_is_refused() {
             "-c",
             &touch,
         ]);
-        let (out, _) = finish(zklock.env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD)).await;
+        let (out, _) = timed(zklock.env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD)).await;
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(3), "{hosts}: {stderr}");
         assert!(
@@ -523,11 +496,11 @@ async fn run_with_sasl_against_zklock_serve_requiring_sasl() {
             args.extend(["--sasl", "digest-md5:bob"]);
         }
         args.extend([path.as_str(), "--", "true"]);
-        let mut zklock = command(&args);
+        let mut zklock = without_credentials(&args);
         if let Some(password) = password {
             zklock.env("ZKLOCK_SASL_PASSWORD", password);
         }
-        let (out, took) = finish(&mut zklock).await;
+        let (out, took) = timed(&mut zklock).await;
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(3), "{args:?}: {stderr}");
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
@@ -541,18 +514,18 @@ async fn run_with_sasl_against_zklock_serve_requiring_sasl() {
             args.extend(["--sasl", "digest-md5:bob"]);
         }
         args.extend(["--duration", "0.2", "--rounds", "1", "--clients", "2"]);
-        let mut zklock = command(&args);
+        let mut zklock = without_credentials(&args);
         zklock.env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD);
         zklock
     };
-    let (out, _) = finish(&mut bench(true)).await;
+    let (out, _) = timed(&mut bench(true)).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
         text(&out.stdout).contains("contended hand-offs /s (2 clients)"),
         "{}",
         text(&out.stdout)
     );
-    let (out, _) = finish(&mut bench(false)).await;
+    let (out, _) = timed(&mut bench(false)).await;
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains("requires authentication"),

@@ -85,10 +85,6 @@ async fn exists_p99_ms(c: &zk::Client, n: usize, pid: i32, peak: &mut u64) -> f6
     times[(n * 99).div_ceil(100) - 1]
 }
 
-fn persistent() -> zk::CreateOptions<'static> {
-    zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
-}
-
 /// Three connections pipeline 3,000 `getData` of a 1 MB node each and read nothing: with the default
 /// configuration the server grows by less than 64 MiB and a second client's `exists` p99 stays under 100 ms.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -38,6 +38,32 @@ pub async fn completed(command: &mut tokio::process::Command) -> Output {
         .expect("run zklock")
 }
 
+/// Runs `command` to completion (bounded), and how long it took.
+pub async fn timed(command: &mut tokio::process::Command) -> (Output, Duration) {
+    let started = std::time::Instant::now();
+    let out = completed(command).await;
+    (out, started.elapsed())
+}
+
+/// `zklock` with `args` and no credentials from the test's own environment: the variables that give it
+/// credentials (digest, SASL, Kerberos, TLS) removed.
+pub fn without_credentials(args: &[&str]) -> tokio::process::Command {
+    let mut command = zklock(args);
+    for name in [
+        "ZKLOCK_AUTH",
+        "ZKLOCK_SASL",
+        "ZKLOCK_SASL_PASSWORD",
+        "ZKLOCK_KEYTAB",
+        "ZKLOCK_TLS_CA",
+        "ZKLOCK_TLS_CERT",
+        "ZKLOCK_TLS_KEY",
+        "KRB5_CLIENT_KTNAME",
+    ] {
+        command.env_remove(name);
+    }
+    command
+}
+
 /// Awaits `future` for at most [`EVENTUALLY`]; `what` names it in the panic.
 pub async fn eventually<F: Future>(what: &str, future: F) -> F::Output {
     tokio::time::timeout(EVENTUALLY, future)
@@ -151,6 +177,11 @@ pub async fn remaining(client: &Client, dir: &str) -> Vec<String> {
         Err(zk::Error::NoNode) => Vec::new(),
         Err(err) => panic!("listing {dir}: {err}"),
     }
+}
+
+/// A persistent node anyone may do anything with.
+pub fn persistent() -> zk::CreateOptions<'static> {
+    zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
 }
 
 /// A client session for inspecting or preparing the tree.
