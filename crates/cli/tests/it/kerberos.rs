@@ -90,48 +90,13 @@ fn command(setup: &Kerberized, ccache: &std::path::Path, args: &[&str]) -> tokio
 /// `zklock run --sasl SASL` under `--acl ACL` whose command prints its lock node, with bob's ticket cache.
 async fn run_as_bob(setup: &Kerberized, sasl: &str, path: &str, acl: &str) -> std::process::Output {
     let hosts = setup.hosts();
-    timed(&mut command(
-        setup,
-        &setup.bob_ccache,
-        &[
-            "--connect",
-            &hosts,
-            "run",
-            "--sasl",
-            sasl,
-            "--acl",
-            acl,
-            path,
-            "--",
-            "sh",
-            "-c",
-            "echo \"held $ZKLOCK_NODE\"",
-        ],
-    ))
-    .await
-    .0
+    let args = run_printing_node(&hosts, sasl, acl, path);
+    timed(&mut command(setup, &setup.bob_ccache, &args)).await.0
 }
 
 /// A session authenticated with digest (an identity other than bob's).
 async fn digest_client(hosts: &str) -> Client {
-    Client::connector()
-        .with_session_timeout(Duration::from_secs(10))
-        .with_auth("digest", b"eve:eve-password")
-        .connect(hosts)
-        .await
-        .expect("connect with digest")
-}
-
-/// Whether `client` may create a child of `path`.
-async fn create_in(client: &Client, path: &str, name: &str) -> Result<(), zk::Error> {
-    client
-        .create(
-            &format!("{path}/{name}"),
-            b"",
-            &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all()),
-        )
-        .await
-        .map(drop)
+    as_user(hosts, "eve", "eve-password").await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -321,13 +321,7 @@ async fn on_a_terminal(args: &[&str], no_color: Option<&str>) -> String {
         .await
         .expect("script finished in time")
         .expect("util-linux's `script` (Debian: bsdutils, an essential package) runs");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{line}: {}{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
+    assert_exit(&out, 0, &line);
     text(&out.stdout)
 }
 

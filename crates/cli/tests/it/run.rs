@@ -91,9 +91,7 @@ async fn missing_command_exits_127_and_releases() {
 async fn eight_concurrent_runs_keep_a_counter_exact() {
     let hosts = zookeeper().await;
     let path = unique_path("cli-run-counter");
-    let dir = tempfile::tempdir().unwrap();
-    let counter = dir.path().join("counter");
-    std::fs::write(&counter, "0\n").unwrap();
+    let (_dir, counter) = temp_file("counter", "0\n");
     let script = format!(
         "v=$(cat '{0}'); sleep 0.05; echo $((v + 1)) > '{0}'",
         counter.display()

@@ -52,37 +52,77 @@ async fn sasl_client(hosts: &str, user: &'static str, password: &'static str) ->
         .unwrap_or_else(|err| panic!("connect as {user} with SASL: {err}"))
 }
 
+/// bob's session, and the ACL of `path` as bob reads it, which gives `sasl:bob` every permission.
+async fn bobs_directory(hosts: &str, path: &str) -> (Client, Vec<Acl>) {
+    let bob = sasl_client(hosts, "bob", BOB_PASSWORD).await;
+    let (acl, _) = bob.get_acl(path).await.expect("bob reads the ACL");
+    assert!(
+        acl.contains(&Acl::new(Permission::ALL, AuthId::new("sasl", "bob"))),
+        "{acl:?}"
+    );
+    (bob, acl)
+}
+
 /// A session authenticated with digest (not SASL).
 async fn digest_client(hosts: &str) -> Client {
-    Client::connector()
-        .with_session_timeout(Duration::from_secs(10))
-        .with_auth("digest", b"eve:eve-password")
-        .connect(hosts)
-        .await
-        .expect("connect with digest")
+    as_user(hosts, "eve", "eve-password").await
+}
+
+/// A JAAS file `name` in `dir` with one section, `section`, that logs in with `DigestLoginModule` and `options`.
+fn digest_jaas(dir: &tempfile::TempDir, name: &str, section: &str, options: &str) -> std::path::PathBuf {
+    let jaas = dir.path().join(name);
+    let module = "org.apache.zookeeper.server.auth.DigestLoginModule";
+    std::fs::write(
+        &jaas,
+        format!("{section} {{\n    {module} required\n    {options};\n}};\n"),
+    )
+    .unwrap();
+    jaas
+}
+
+/// `zklock HEAD [--sasl digest-md5:bob] TAIL`, with `--sasl` when `sasl`.
+fn maybe_sasl(sasl: bool, head: &[&str], tail: &[&str]) -> tokio::process::Command {
+    let mut args = head.to_vec();
+    if sasl {
+        args.extend(["--sasl", "digest-md5:bob"]);
+    }
+    args.extend(tail);
+    without_credentials(&args)
+}
+
+/// Without `--sasl`, and with a wrong password, `command(sasl)` (a [`maybe_sasl`]) fails at once — long before
+/// any session timeout of 20 s or more — with exit 3, says why, and does not show the password.
+async fn refused_fast(command: impl Fn(bool) -> tokio::process::Command) {
+    let cases = [
+        (false, None, "requires authentication"),
+        (
+            true,
+            Some("not-bobs-password"),
+            "refused the SASL DIGEST-MD5 handshake as bob",
+        ),
+    ];
+    for (sasl, password, expected) in cases {
+        let mut zklock = command(sasl);
+        if let Some(password) = password {
+            zklock.env("ZKLOCK_SASL_PASSWORD", password);
+        }
+        let (out, took) = timed(&mut zklock).await;
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{zklock:?}: {stderr}");
+        assert!(stderr.contains(expected), "{zklock:?}: {stderr}");
+        assert!(!stderr.contains("not-bobs-password"), "{stderr}");
+        assert!(
+            took < Duration::from_secs(20),
+            "{zklock:?} took {took:?}: {stderr}"
+        );
+    }
 }
 
 /// `zklock run` as bob (password in the environment) under `--acl ACL`, whose command prints its lock node. The
 /// node goes when the command ends; the directory zklock created (with the same ACL, plus world:r) stays.
 async fn run_as_bob(hosts: &str, path: &str, acl: &str) -> (std::process::Output, Duration) {
-    timed(
-        without_credentials(&[
-            "--connect",
-            hosts,
-            "run",
-            "--sasl",
-            "digest-md5:bob",
-            "--acl",
-            acl,
-            path,
-            "--",
-            "sh",
-            "-c",
-            "echo \"held $ZKLOCK_NODE\"",
-        ])
-        .env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD),
-    )
-    .await
+    let args = run_printing_node(hosts, "digest-md5:bob", acl, path);
+    timed(without_credentials(&args).env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -96,12 +136,7 @@ async fn run_with_sasl_runs_and_creator_acl_is_sasl_user_only() {
 
     // The directory zklock created: `--acl creator` under SASL is sasl:bob (ZooKeeper turns `auth` into the
     // session's identity), plus world:r that --parent-acl adds by default.
-    let bob = sasl_client(&hosts, "bob", BOB_PASSWORD).await;
-    let (acl, _) = bob.get_acl(&path).await.expect("bob reads the ACL");
-    assert!(
-        acl.contains(&Acl::new(Permission::ALL, AuthId::new("sasl", "bob"))),
-        "{acl:?}"
-    );
+    let (bob, acl) = bobs_directory(&hosts, &path).await;
     assert!(
         !acl.iter().any(|entry| entry.permission().has(Permission::CREATE)
             && entry.auth_id() != &AuthId::new("sasl", "bob")),
@@ -111,14 +146,7 @@ async fn run_with_sasl_runs_and_creator_acl_is_sasl_user_only() {
     let alice = sasl_client(&hosts, "alice", ALICE_PASSWORD).await;
     let eve = digest_client(&hosts).await;
     for (who, client) in [("alice", &alice), ("eve", &eve)] {
-        let node = format!("{path}/intruder");
-        let created = client
-            .create(
-                &node,
-                b"",
-                &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all()),
-            )
-            .await;
+        let created = create_in(client, &path, "intruder").await;
         assert!(matches!(created, Err(zk::Error::NoAuth)), "{who}: {created:?}");
     }
     // Bob's own data node under --acl creator: only bob may read it.
@@ -148,13 +176,7 @@ async fn run_with_sasl_and_world_acl_lets_others_in() {
     let alice = sasl_client(&hosts, "alice", ALICE_PASSWORD).await;
     let eve = digest_client(&hosts).await;
     for (who, client) in [("alice", &alice), ("eve", &eve)] {
-        let node = format!("{path}/{who}");
-        client
-            .create(
-                &node,
-                b"",
-                &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all()),
-            )
+        create_in(client, &path, who)
             .await
             .unwrap_or_else(|err| panic!("{who} creates in a world directory: {err}"));
     }
@@ -167,50 +189,20 @@ async fn without_sasl_or_with_a_wrong_password_zklock_fails_fast() {
     let marker = tempfile::NamedTempFile::new().unwrap();
     let touch = format!("echo ran > {}", marker.path().display());
     // The session timeout asked for is long: an answer well within it is not a connect that waited it out.
-    let args = |sasl: bool| {
-        let mut args = vec!["--connect", &hosts, "run", "--session-timeout", "30s"];
-        if sasl {
-            args.extend(["--sasl", "digest-md5:bob"]);
-        }
-        args.extend([path.as_str(), "--", "sh", "-c", touch.as_str()]);
-        args.into_iter().map(str::to_owned).collect::<Vec<_>>()
-    };
-    let cases = [
-        (args(false), None, "requires authentication"),
-        (
-            args(true),
-            Some("not-bobs-password"),
-            "refused the SASL DIGEST-MD5 handshake as bob",
-        ),
-    ];
-    for (args, password, expected) in cases {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let mut zklock = without_credentials(&args);
+    let command = |sasl: bool| {
+        let head = ["--connect", &hosts, "run", "--session-timeout", "30s"];
+        let mut zklock = maybe_sasl(sasl, &head, &[&path, "--", "sh", "-c", &touch]);
         zklock.env("ZKLOCK_LOG", "trace");
-        if let Some(password) = password {
-            zklock.env("ZKLOCK_SASL_PASSWORD", password);
-        }
-        let (out, took) = timed(&mut zklock).await;
-        let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(3), "{args:?}: {stderr}");
-        assert!(stderr.contains(expected), "{args:?}: {stderr}");
-        assert!(!stderr.contains("not-bobs-password"), "{stderr}");
-        assert!(took < Duration::from_secs(20), "{args:?} took {took:?}: {stderr}");
-        assert_eq!(
-            std::fs::read_to_string(marker.path()).unwrap(),
-            "",
-            "the command ran"
-        );
-    }
+        zklock
+    };
+    refused_fast(command).await;
+    assert_eq!(
+        std::fs::read_to_string(marker.path()).unwrap(),
+        "",
+        "the command ran"
+    );
     // The right password, through the same arguments: the command runs (the control of the checks above).
-    let args = args(true);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (out, _) = timed(
-        without_credentials(&args)
-            .env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD)
-            .env("ZKLOCK_LOG", "trace"),
-    )
-    .await;
+    let (out, _) = timed(command(true).env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD)).await;
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert_eq!(std::fs::read_to_string(marker.path()).unwrap(), "ran\n");
@@ -223,9 +215,7 @@ async fn without_sasl_or_with_a_wrong_password_zklock_fails_fast() {
 async fn every_connecting_command_takes_sasl_and_the_password_file() {
     let hosts = sasl_zookeeper().await;
     let path = unique_path("cli-sasl-commands");
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("sasl-password");
-    std::fs::write(&file, format!("{BOB_PASSWORD}\n")).unwrap();
+    let (_dir, file) = temp_file("sasl-password", format!("{BOB_PASSWORD}\n"));
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
     let file = file.display().to_string();
     let sasl = ["--sasl", "digest-md5:bob", "--sasl-password-file", file.as_str()];
@@ -265,25 +255,14 @@ async fn every_connecting_command_takes_sasl_and_the_password_file() {
     demo.extend(["--path", demo_path.as_str(), "--acl", "creator"]);
     demo.extend(sasl);
     let (out, _) = timed(&mut without_credentials(&demo)).await;
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
+    assert_exit(&out, 0, "the demo");
     // The same file readable by others: it works, with a warning.
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
     let mut all = vec!["--connect", hosts.as_str(), "status"];
     all.extend(sasl);
     all.push(path.as_str());
     let (out, _) = timed(&mut without_credentials(&all)).await;
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(
-        stderr.contains("warning") && stderr.contains("can be read by other users"),
-        "{stderr}"
-    );
+    assert_warned_readable_secrets(&out);
 }
 
 /// Usage errors (exit 2) before connecting: no password, a password on the command line, an unsupported
@@ -322,10 +301,7 @@ async fn sasl_usage_errors_exit_2() {
         if flags.contains(&"--sasl-service") {
             zklock.env("ZKLOCK_SASL_PASSWORD", "x");
         }
-        let (out, _) = timed(&mut zklock).await;
-        let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{all:?}: {stderr}");
-        assert!(stderr.contains(expected), "{all:?}: {stderr}");
+        fails_with(&mut zklock, 2, expected).await;
     }
 }
 
@@ -340,26 +316,18 @@ async fn curator_with_the_same_sasl_user_shares_the_lock() {
     let (out, _) = run_as_bob(&hosts, &path, "creator").await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let dir = tempfile::tempdir().unwrap();
-    let jaas = dir.path().join("jaas-client.conf");
-    std::fs::write(
-        &jaas,
-        format!(
-            "Client {{\n    org.apache.zookeeper.server.auth.DigestLoginModule required\n    \
-             username=\"bob\"\n    password=\"{BOB_PASSWORD}\";\n}};\n"
-        ),
-    )
-    .unwrap();
+    let jaas = digest_jaas(
+        &dir,
+        "jaas-client.conf",
+        "Client",
+        &format!("username=\"bob\"\n    password=\"{BOB_PASSWORD}\""),
+    );
     let flag = format!("-Djava.security.auth.login.config={}", jaas.display());
     let mut curator = Peer::curator_with_jvm_flags(&[&flag], &["mutex", "hold", &hosts, &path]).await;
     let node = curator.expect("ACQUIRED").await;
     assert!(node.starts_with(&format!("{path}/")), "{node}");
     // Still the directory zklock made (not one Curator made again with its default world ACL).
-    let bob = sasl_client(&hosts, "bob", BOB_PASSWORD).await;
-    let (acl, _) = bob.get_acl(&path).await.expect("bob reads the ACL");
-    assert!(
-        acl.contains(&Acl::new(Permission::ALL, AuthId::new("sasl", "bob"))),
-        "{acl:?}"
-    );
+    bobs_directory(&hosts, &path).await;
 
     let nonblock = |marker: &str| {
         let script = format!("echo ran > {marker}");
@@ -443,15 +411,12 @@ async fn sasl_against_a_server_without_sasl_is_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_with_sasl_against_zklock_serve_requiring_sasl() {
     let dir = tempfile::tempdir().unwrap();
-    let jaas = dir.path().join("jaas.conf");
-    std::fs::write(
-        &jaas,
-        format!(
-            "Server {{\n    org.apache.zookeeper.server.auth.DigestLoginModule required\n    \
-             user_bob=\"{BOB_PASSWORD}\"\n    user_alice=\"{ALICE_PASSWORD}\";\n}};\n"
-        ),
-    )
-    .unwrap();
+    let jaas = digest_jaas(
+        &dir,
+        "jaas.conf",
+        "Server",
+        &format!("user_bob=\"{BOB_PASSWORD}\"\n    user_alice=\"{ALICE_PASSWORD}\""),
+    );
     let jaas_arg = jaas.display().to_string();
     let serve = crate::logs::Serve::start(&[
         "serve",
@@ -467,54 +432,17 @@ async fn run_with_sasl_against_zklock_serve_requiring_sasl() {
     let (out, _) = run_as_bob(&hosts, &path, "creator").await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stdout).starts_with("held "), "{}", text(&out.stdout));
-    let bob = sasl_client(&hosts, "bob", BOB_PASSWORD).await;
-    let (acl, _) = bob.get_acl(&path).await.expect("bob reads the ACL");
-    assert!(
-        acl.contains(&Acl::new(Permission::ALL, AuthId::new("sasl", "bob"))),
-        "{acl:?}"
-    );
+    bobs_directory(&hosts, &path).await;
     let alice = sasl_client(&hosts, "alice", ALICE_PASSWORD).await;
-    let intruder = alice
-        .create(
-            &format!("{path}/intruder"),
-            b"",
-            &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all()),
-        )
-        .await;
+    let intruder = create_in(&alice, &path, "intruder").await;
     assert!(matches!(intruder, Err(zk::Error::NoAuth)), "{intruder:?}");
 
-    for (sasl, password, expected) in [
-        (false, None, "requires authentication"),
-        (
-            true,
-            Some("not-bobs-password"),
-            "refused the SASL DIGEST-MD5 handshake as bob",
-        ),
-    ] {
-        let mut args = vec!["--connect", hosts.as_str(), "run"];
-        if sasl {
-            args.extend(["--sasl", "digest-md5:bob"]);
-        }
-        args.extend([path.as_str(), "--", "true"]);
-        let mut zklock = without_credentials(&args);
-        if let Some(password) = password {
-            zklock.env("ZKLOCK_SASL_PASSWORD", password);
-        }
-        let (out, took) = timed(&mut zklock).await;
-        let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(3), "{args:?}: {stderr}");
-        assert!(stderr.contains(expected), "{args:?}: {stderr}");
-        assert!(took < Duration::from_secs(20), "{args:?} took {took:?}: {stderr}");
-    }
+    refused_fast(|sasl| maybe_sasl(sasl, &["--connect", &hosts, "run"], &[&path, "--", "true"])).await;
     // zklock bench: its workloads' sessions authenticate too (the server would refuse them otherwise, as it
     // refuses the same bench without --sasl: the control).
     let bench = |sasl: bool| {
-        let mut args = vec!["--connect", hosts.as_str(), "bench"];
-        if sasl {
-            args.extend(["--sasl", "digest-md5:bob"]);
-        }
-        args.extend(["--duration", "0.2", "--rounds", "1", "--clients", "2"]);
-        let mut zklock = without_credentials(&args);
+        let workload = ["--duration", "0.2", "--rounds", "1", "--clients", "2"];
+        let mut zklock = maybe_sasl(sasl, &["--connect", &hosts, "bench"], &workload);
         zklock.env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD);
         zklock
     };

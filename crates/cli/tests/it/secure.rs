@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt as _;
 
 use base64::Engine as _;
 use zklock_testkit::unique_path;
-use zookeeper_client::{self as zk, Acl, AuthId, Client, CreateMode, Permission};
+use zookeeper_client::{self as zk, Acl, AuthId, CreateMode, Permission};
 
 use crate::support::*;
 
@@ -26,16 +26,6 @@ fn digest_acl(user: &str, password: &str, permission: Permission) -> Acl {
         permission,
         AuthId::new("digest", &format!("{user}:{}", hash(user, password))),
     )
-}
-
-/// A session authenticated as `user`.
-async fn as_user(hosts: &str, user: &str, password: &str) -> Client {
-    Client::connector()
-        .with_session_timeout(std::time::Duration::from_secs(10))
-        .with_auth("digest", format!("{user}:{password}").as_bytes())
-        .connect(hosts)
-        .await
-        .expect("connect")
 }
 
 /// A random secret, so that finding it anywhere means it leaked from this test.
@@ -58,6 +48,19 @@ async fn hold(command: &mut tokio::process::Command) -> Running {
 async fn release(mut held: Running) -> Option<i32> {
     held.release("done").await;
     held.finish().await.0
+}
+
+/// `zklock run --auth-file FILE PATH -- true`.
+fn run_with_auth_file(hosts: &str, file: &std::path::Path, path: &str) -> tokio::process::Command {
+    let file = file.to_str().unwrap();
+    without_credentials(&["run", "--connect", hosts, "--auth-file", file, path, "--", "true"])
+}
+
+/// The ACL of the first lock node in `path`, read by alice (digest, password `password`).
+async fn alices_node_acl(hosts: &str, password: &str, path: &str) -> Vec<Acl> {
+    let alice = as_user(hosts, "alice", password).await;
+    let names = alice.list_children(path).await.unwrap();
+    alice.get_acl(&format!("{path}/{}", names[0])).await.unwrap().0
 }
 
 /// The command lines of every process on the machine that contain `needle`.
@@ -245,26 +248,13 @@ async fn credentials_from_a_file_or_the_environment_stay_out_of_every_command_li
             .any(|line| line.starts_with(&format!("{}:", held.pid()))),
         "{with_path:?}"
     );
-    let alice = as_user(&hosts, "alice", &pw).await;
-    let names = alice.list_children(&path).await.unwrap();
-    let acl = alice.get_acl(&format!("{path}/{}", names[0])).await.unwrap().0;
     assert_eq!(
-        acl,
+        alices_node_acl(&hosts, &pw, &path).await,
         [digest_acl("alice", &pw, Permission::ALL)],
         "the file's credentials were used"
     );
     assert_eq!(release(held).await, Some(0));
-    let out = completed(&mut without_credentials(&[
-        "run",
-        "--connect",
-        &hosts,
-        "--auth-file",
-        file.to_str().unwrap(),
-        &path,
-        "--",
-        "true",
-    ]))
-    .await;
+    let out = completed(&mut run_with_auth_file(&hosts, &file, &path)).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(!text(&out.stderr).contains("warning"), "{}", text(&out.stderr));
 
@@ -282,11 +272,8 @@ async fn credentials_from_a_file_or_the_environment_stay_out_of_every_command_li
         "{:?}",
         command_lines_with(&pw)
     );
-    let alice = as_user(&hosts, "alice", &pw).await;
-    let names = alice.list_children(&path).await.unwrap();
-    let acl = alice.get_acl(&format!("{path}/{}", names[0])).await.unwrap().0;
     assert_eq!(
-        acl,
+        alices_node_acl(&hosts, &pw, &path).await,
         [digest_acl("alice", &pw, Permission::ALL)],
         "the environment's credentials were used"
     );
@@ -295,23 +282,8 @@ async fn credentials_from_a_file_or_the_environment_stay_out_of_every_command_li
     // A file other users may read: it works, with a warning.
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
     let path = unique_path("cli-secure-shared-file");
-    let out = completed(&mut without_credentials(&[
-        "run",
-        "--connect",
-        &hosts,
-        "--auth-file",
-        file.to_str().unwrap(),
-        &path,
-        "--",
-        "true",
-    ]))
-    .await;
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(
-        stderr.contains("warning") && stderr.contains("can be read by other users"),
-        "{stderr}"
-    );
+    let out = completed(&mut run_with_auth_file(&hosts, &file, &path)).await;
+    assert_warned_readable_secrets(&out);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -100,9 +100,7 @@ async fn refused_data_dir(data: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_data_directory_that_cannot_be_used_fails_before_listening() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("data");
-    std::fs::write(&file, b"").unwrap();
+    let (_dir, file) = temp_file("data", b"");
     let file = file.to_str().unwrap();
     let stderr = refused_data_dir(file).await;
     assert!(
