@@ -45,9 +45,8 @@ async fn hold(command: &mut tokio::process::Command) -> Running {
 }
 
 /// Lets a [`hold`]ing command end; `zklock`'s exit code.
-async fn release(mut held: Running) -> Option<i32> {
-    held.release("done").await;
-    held.finish().await.0
+async fn release(held: Running) -> Option<i32> {
+    held.end("done").await.0
 }
 
 /// `zklock run --auth-file FILE PATH -- true`.

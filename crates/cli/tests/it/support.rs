@@ -161,6 +161,13 @@ impl Running {
         self.close_stdin();
     }
 
+    /// [`release`](Running::release)s the command with `line` and waits (bounded) for `zklock` to exit: its exit
+    /// code and standard error.
+    pub async fn end(mut self, line: &str) -> (Option<i32>, String) {
+        self.release(line).await;
+        self.finish().await
+    }
+
     pub fn close_stdin(&mut self) {
         drop(self.stdin.take());
     }
