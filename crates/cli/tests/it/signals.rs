@@ -4,7 +4,6 @@
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
-use zklock::Mutex;
 use zklock_testkit::unique_path;
 
 use crate::support::*;
@@ -103,8 +102,7 @@ async fn hup_while_running_reaches_the_command_and_frees_the_lock_at_once() {
 async fn hup_while_waiting_ends_the_wait_and_leaves_no_node() {
     let hosts = zookeeper().await;
     let path = unique_path("cli-signal-hup-waiting");
-    let holder = client(&hosts).await;
-    let guard = Mutex::new(&holder, &path).unwrap().lock().await.unwrap();
+    let (holder, guard) = lock_held(&hosts, &path).await;
     let waiter = Running::zklock(&["run", "--connect", &hosts, &path, "--", "true"]);
     // Waiting: its node is queued behind the holder's.
     await_children(&holder, &path, 2).await;

@@ -215,6 +215,13 @@ pub async fn remaining(client: &Client, dir: &str) -> Vec<String> {
     }
 }
 
+/// A session of its own holding the lock at `path` (a `zklock::Mutex`): the session and the guard.
+pub async fn lock_held(hosts: &str, path: &str) -> (Client, zklock::Guard) {
+    let holder = client(hosts).await;
+    let guard = zklock::Mutex::new(&holder, path).unwrap().lock().await.unwrap();
+    (holder, guard)
+}
+
 /// A persistent node anyone may do anything with.
 pub fn persistent() -> zk::CreateOptions<'static> {
     zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
