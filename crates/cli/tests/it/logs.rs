@@ -13,6 +13,7 @@ use tokio::net::TcpStream;
 use tokio::process::Child;
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
+use zklock_testkit::hosts::embedded;
 use zklock_testkit::unique_path;
 
 use crate::support::*;
@@ -225,12 +226,6 @@ async fn zklock_with_log(args: &[&str], zklock_log: Option<&str>) -> Output {
         text(&out.stderr)
     );
     out
-}
-
-async fn embedded() -> String {
-    tokio::task::spawn_blocking(zklock_testkit::shared_embedded)
-        .await
-        .unwrap()
 }
 
 /// `zklock run` logs only warnings by default; `-v` (before or after the command) adds info lines, `-vv` debug

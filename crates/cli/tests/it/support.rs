@@ -348,6 +348,19 @@ macro_rules! on_both_servers {
     };
 }
 
+/// Each line of a log file that `zklock` commands append to, parsed by `parse` from its fields (split at white
+/// space); a line it cannot parse (one still being written) is left out, and a log not written yet has none.
+pub fn read_log_with<L>(
+    log: &std::path::Path,
+    parse: impl Fn(&mut std::str::SplitWhitespace<'_>) -> Option<L>,
+) -> Vec<L> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| parse(&mut line.split_whitespace()))
+        .collect()
+}
+
 /// Polls a log file that `zklock` commands append to (there is no event to await across processes), read with
 /// `read`, until `done` holds; bounded by [`EVENTUALLY`]. Returns the lines that satisfied it.
 pub async fn poll_log<L: std::fmt::Debug>(
