@@ -68,10 +68,21 @@ async fn digest_client(hosts: &str) -> Client {
     as_user(hosts, "eve", "eve-password").await
 }
 
-/// A JAAS file `name` in `dir` with one section, `section`, that logs in with `DigestLoginModule` and `options`.
-fn digest_jaas(dir: &tempfile::TempDir, name: &str, section: &str, options: &str) -> std::path::PathBuf {
+/// A JAAS file `name` in `dir` with one section, `section`, that logs in with `DigestLoginModule` and the
+/// `options` (name, value).
+fn digest_jaas(
+    dir: &tempfile::TempDir,
+    name: &str,
+    section: &str,
+    options: &[(&str, &str)],
+) -> std::path::PathBuf {
     let jaas = dir.path().join(name);
     let module = "org.apache.zookeeper.server.auth.DigestLoginModule";
+    let options: Vec<String> = options
+        .iter()
+        .map(|(name, value)| format!("{name}=\"{value}\""))
+        .collect();
+    let options = options.join("\n    ");
     std::fs::write(
         &jaas,
         format!("{section} {{\n    {module} required\n    {options};\n}};\n"),
@@ -88,6 +99,15 @@ fn maybe_sasl(sasl: bool, head: &[&str], tail: &[&str]) -> tokio::process::Comma
     }
     args.extend(tail);
     without_credentials(&args)
+}
+
+/// `zklock run --sasl digest-md5:bob FLAGS PATH -- sh -c SCRIPT`, bob's password in the environment.
+fn sh_as_bob(hosts: &str, flags: &[&str], path: &str, script: &str) -> tokio::process::Command {
+    let mut tail = flags.to_vec();
+    tail.extend([path, "--", "sh", "-c", script]);
+    let mut zklock = maybe_sasl(true, &["--connect", hosts, "run"], &tail);
+    zklock.env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD);
+    zklock
 }
 
 /// Without `--sasl`, and with a wrong password, `command(sasl)` (a [`maybe_sasl`]) fails at once — long before
@@ -120,19 +140,19 @@ async fn refused_fast(command: impl Fn(bool) -> tokio::process::Command) {
 
 /// `zklock run` as bob (password in the environment) under `--acl ACL`, whose command prints its lock node. The
 /// node goes when the command ends; the directory zklock created (with the same ACL, plus world:r) stays.
-async fn run_as_bob(hosts: &str, path: &str, acl: &str) -> (std::process::Output, Duration) {
+/// It must run the command (exit 0, the command's line printed).
+async fn run_as_bob(hosts: &str, path: &str, acl: &str) {
     let args = run_printing_node(hosts, "digest-md5:bob", acl, path);
-    timed(without_credentials(&args).env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD)).await
+    let out = completed(without_credentials(&args).env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD)).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("held "), "{}", text(&out.stdout));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_with_sasl_runs_and_creator_acl_is_sasl_user_only() {
     let hosts = sasl_zookeeper().await;
     let path = unique_path("cli-sasl-creator");
-    let (out, _) = run_as_bob(&hosts, &path, "creator").await;
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(text(&out.stdout).starts_with("held "), "{}", text(&out.stdout));
+    run_as_bob(&hosts, &path, "creator").await;
 
     // The directory zklock created: `--acl creator` under SASL is sasl:bob (ZooKeeper turns `auth` into the
     // session's identity), plus world:r that --parent-acl adds by default.
@@ -171,8 +191,7 @@ async fn run_with_sasl_runs_and_creator_acl_is_sasl_user_only() {
 async fn run_with_sasl_and_world_acl_lets_others_in() {
     let hosts = sasl_zookeeper().await;
     let path = unique_path("cli-sasl-world");
-    let (out, _) = run_as_bob(&hosts, &path, "world").await;
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    run_as_bob(&hosts, &path, "world").await;
     let alice = sasl_client(&hosts, "alice", ALICE_PASSWORD).await;
     let eve = digest_client(&hosts).await;
     for (who, client) in [("alice", &alice), ("eve", &eve)] {
@@ -313,15 +332,10 @@ async fn sasl_usage_errors_exit_2() {
 async fn curator_with_the_same_sasl_user_shares_the_lock() {
     let hosts = sasl_zookeeper().await;
     let path = unique_path("cli-sasl-curator");
-    let (out, _) = run_as_bob(&hosts, &path, "creator").await;
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    run_as_bob(&hosts, &path, "creator").await;
     let dir = tempfile::tempdir().unwrap();
-    let jaas = digest_jaas(
-        &dir,
-        "jaas-client.conf",
-        "Client",
-        &format!("username=\"bob\"\n    password=\"{BOB_PASSWORD}\""),
-    );
+    let bob = [("username", "bob"), ("password", BOB_PASSWORD)];
+    let jaas = digest_jaas(&dir, "jaas-client.conf", "Client", &bob);
     let flag = format!("-Djava.security.auth.login.config={}", jaas.display());
     let mut curator = Peer::curator_with_jvm_flags(&[&flag], &["mutex", "hold", &hosts, &path]).await;
     let node = curator.expect("ACQUIRED").await;
@@ -329,34 +343,17 @@ async fn curator_with_the_same_sasl_user_shares_the_lock() {
     // Still the directory zklock made (not one Curator made again with its default world ACL).
     bobs_directory(&hosts, &path).await;
 
-    let nonblock = |marker: &str| {
-        let script = format!("echo ran > {marker}");
-        let mut zklock = without_credentials(&[
-            "--connect",
-            &hosts,
-            "run",
-            "--sasl",
-            "digest-md5:bob",
-            "--nonblock",
-            &path,
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ]);
-        zklock.env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD);
-        zklock
-    };
     let marker = dir.path().join("ran");
-    let marker_arg = marker.display().to_string();
-    let (out, _) = timed(&mut nonblock(&marker_arg)).await;
+    let script = format!("echo ran > {}", marker.display());
+    let nonblock = || sh_as_bob(&hosts, &["--nonblock"], &path, &script);
+    let (out, _) = timed(&mut nonblock()).await;
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(!marker.exists(), "the command ran while Curator held the lock");
 
     curator.send("release").await;
     curator.expect("RELEASED").await;
     curator.finish().await;
-    let (out, _) = timed(&mut nonblock(&marker_arg)).await;
+    let (out, _) = timed(&mut nonblock()).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(std::fs::read_to_string(&marker).unwrap(), "ran\n");
 }
@@ -368,26 +365,12 @@ async fn curator_with_the_same_sasl_user_shares_the_lock() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sasl_against_a_server_without_sasl_is_refused() {
     let real = zookeeper().await;
-    let embedded = tokio::task::spawn_blocking(zklock_testkit::shared_embedded)
-        .await
-        .unwrap();
+    let embedded = zklock_testkit::hosts::embedded().await;
     for hosts in [real, embedded] {
         let path = unique_path("cli-sasl-plain");
         let marker = tempfile::NamedTempFile::new().unwrap();
         let touch = format!("echo ran > {}", marker.path().display());
-        let mut zklock = without_credentials(&[
-            "--connect",
-            &hosts,
-            "run",
-            "--sasl",
-            "digest-md5:bob",
-            &path,
-            "--",
-            "sh",
-            "-c",
-            &touch,
-        ]);
-        let (out, _) = timed(zklock.env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD)).await;
+        let (out, _) = timed(&mut sh_as_bob(&hosts, &[], &path, &touch)).await;
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(3), "{hosts}: {stderr}");
         assert!(
@@ -411,12 +394,8 @@ async fn sasl_against_a_server_without_sasl_is_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_with_sasl_against_zklock_serve_requiring_sasl() {
     let dir = tempfile::tempdir().unwrap();
-    let jaas = digest_jaas(
-        &dir,
-        "jaas.conf",
-        "Server",
-        &format!("user_bob=\"{BOB_PASSWORD}\"\n    user_alice=\"{ALICE_PASSWORD}\""),
-    );
+    let users = [("user_bob", BOB_PASSWORD), ("user_alice", ALICE_PASSWORD)];
+    let jaas = digest_jaas(&dir, "jaas.conf", "Server", &users);
     let jaas_arg = jaas.display().to_string();
     let serve = crate::logs::Serve::start(&[
         "serve",
@@ -429,9 +408,7 @@ async fn run_with_sasl_against_zklock_serve_requiring_sasl() {
     .await;
     let hosts = serve.addr.to_string();
     let path = unique_path("cli-sasl-serve");
-    let (out, _) = run_as_bob(&hosts, &path, "creator").await;
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).starts_with("held "), "{}", text(&out.stdout));
+    run_as_bob(&hosts, &path, "creator").await;
     bobs_directory(&hosts, &path).await;
     let alice = sasl_client(&hosts, "alice", ALICE_PASSWORD).await;
     let intruder = create_in(&alice, &path, "intruder").await;
@@ -453,13 +430,7 @@ async fn run_with_sasl_against_zklock_serve_requiring_sasl() {
         "{}",
         text(&out.stdout)
     );
-    let (out, _) = timed(&mut bench(false)).await;
-    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains("requires authentication"),
-        "{}",
-        text(&out.stderr)
-    );
+    fails_with(&mut bench(false), 3, "requires authentication").await;
 
     let (code, stderr) = serve.stop().await;
     assert_eq!(code, Some(0), "{stderr}");
