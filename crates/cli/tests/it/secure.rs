@@ -351,21 +351,11 @@ async fn bad_credentials_acls_and_tls_files_are_usage_errors() {
         if let Some(env) = env {
             zklock.env("ZKLOCK_AUTH", env);
         }
-        let out = completed(&mut zklock).await;
-        let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        let stderr = fails_with(&mut zklock, 2, expected).await;
         assert!(!stderr.contains(&hidden), "{args:?} shows the secret: {stderr}");
     }
-    let out = completed(&mut without_credentials(&[
-        "status",
-        "--connect",
-        "tcp+tls://127.0.0.1:2281",
-        &path,
-    ]))
-    .await;
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("--tls-ca"), "{}", text(&out.stderr));
+    let tls_without_ca = ["status", "--connect", "tcp+tls://127.0.0.1:2281", &path];
+    fails_with(&mut without_credentials(&tls_without_ca), 2, "--tls-ca").await;
     // Nothing was created.
     let anonymous = client(&hosts).await;
     assert_eq!(anonymous.check_stat(&path).await.unwrap(), None);

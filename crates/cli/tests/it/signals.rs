@@ -41,24 +41,17 @@ async fn reaches_the_command(kind: &str, signal: Signal) {
     assert_eq!(client.list_children(&path).await.unwrap(), Vec::<String>::new());
 }
 
+/// USR1, USR2 and QUIT reach the command of `zklock run`, HUP that of `zklock elect`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn usr1_reaches_the_command() {
-    reaches_the_command("run", Signal::SIGUSR1).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn usr2_reaches_the_command() {
-    reaches_the_command("run", Signal::SIGUSR2).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn quit_reaches_the_command() {
-    reaches_the_command("run", Signal::SIGQUIT).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hup_reaches_the_command_of_elect() {
-    reaches_the_command("elect", Signal::SIGHUP).await;
+async fn signals_reach_the_command() {
+    for (kind, signal) in [
+        ("run", Signal::SIGUSR1),
+        ("run", Signal::SIGUSR2),
+        ("run", Signal::SIGQUIT),
+        ("elect", Signal::SIGHUP),
+    ] {
+        reaches_the_command(kind, signal).await;
+    }
 }
 
 /// Polls (bounded by `FREED_WITHIN` from now) until `path` has `left` children; panics with what is there.
