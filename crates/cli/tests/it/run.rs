@@ -5,12 +5,17 @@ use zklock_testkit::unique_path;
 
 use crate::support::*;
 
+/// `zklock run PATH -- sh -c SCRIPT`, run to its end (bounded).
+async fn run_sh(hosts: &str, path: &str, script: &str) -> std::process::Output {
+    output(&["run", "--connect", hosts, path, "--", "sh", "-c", script]).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn passes_environment_and_exit_code() {
     let hosts = zookeeper().await;
     let path = unique_path("cli-run-env");
     let script = "echo \"$ZKLOCK_PATH|$ZKLOCK_NODE|$ZKLOCK_FENCING_TOKEN\"; exit 7";
-    let out = output(&["run", "--connect", &hosts, &path, "--", "sh", "-c", script]).await;
+    let out = run_sh(&hosts, &path, script).await;
     assert_eq!(out.status.code(), Some(7), "stderr: {}", text(&out.stderr));
     let stdout = text(&out.stdout);
     let fields: Vec<&str> = stdout.trim().split('|').collect();
@@ -173,7 +178,7 @@ async fn processes_left_behind_by_the_command_are_killed_before_release() {
     let path = unique_path("cli-run-leftover");
     // The shell exits at once, leaving a background sleep in the command's process group.
     let script = "sleep 120 & echo $!";
-    let out = output(&["run", "--connect", &hosts, &path, "--", "sh", "-c", script]).await;
+    let out = run_sh(&hosts, &path, script).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let leftover: i32 = text(&out.stdout).trim().parse().unwrap();
     exited(leftover).await;
