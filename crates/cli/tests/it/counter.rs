@@ -17,6 +17,15 @@ async fn counter(hosts: &str, args: &[&str]) -> (Option<i32>, String, String) {
     (out.status.code(), text(&out.stdout), text(&out.stderr))
 }
 
+/// A Curator shared count at `path`, set to `value` by `client`.
+async fn shared_count(client: &zk::Client, path: &str, value: i32) {
+    SharedCount::new(client, path, 0)
+        .unwrap()
+        .set(value)
+        .await
+        .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_set_and_add_a_long_and_a_shared_count() {
     let hosts = zookeeper().await;
@@ -60,11 +69,7 @@ async fn get_set_and_add_a_long_and_a_shared_count() {
 
     // A shared count (4 bytes) is recognised by its data, and changed as one.
     let shared = unique_path("cli-counter-shared");
-    SharedCount::new(&observer, &shared, 0)
-        .unwrap()
-        .set(7)
-        .await
-        .unwrap();
+    shared_count(&observer, &shared, 7).await;
     assert_eq!(counter(&hosts, &["get", &shared]).await.1, "7\n");
     assert_eq!(counter(&hosts, &["add", &shared, "5"]).await.1, "12\n");
     assert_eq!(
@@ -107,7 +112,7 @@ async fn usage_errors_and_failures_have_their_statuses() {
     let observer = client(&hosts).await;
     // Something that is no counter is refused and left as it is.
     let other = unique_path("cli-counter-other");
-    let mode = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    let mode = persistent();
     observer.create(&other, b"abc", &mode).await.unwrap();
     let (code, _, stderr) = counter(&hosts, &["add", &other]).await;
     assert_eq!(code, Some(2), "{stderr}");
@@ -120,11 +125,7 @@ async fn usage_errors_and_failures_have_their_statuses() {
     assert_eq!(code, Some(2), "{stderr}");
     // A value a shared count cannot hold; a shared count asked to be a long.
     let shared = unique_path("cli-counter-range");
-    SharedCount::new(&observer, &shared, 0)
-        .unwrap()
-        .set(1)
-        .await
-        .unwrap();
+    shared_count(&observer, &shared, 1).await;
     let (code, _, stderr) = counter(&hosts, &["set", &shared, "2147483648"]).await;
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("does not fit a shared count"), "{stderr}");
@@ -241,20 +242,10 @@ async fn a_node_that_is_no_counter_is_refused_and_left_alone() {
     let queue = unique_path("cli-counter-queue");
     zklock::Queue::new(&a, &queue).unwrap().put(b"job").await.unwrap();
     let plain = unique_path("cli-counter-parent");
-    a.create(
-        &plain,
-        b"",
-        &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
-    )
-    .await
-    .unwrap();
-    a.create(
-        &format!("{plain}/child"),
-        b"",
-        &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
-    )
-    .await
-    .unwrap();
+    a.create(&plain, b"", &persistent()).await.unwrap();
+    a.create(&format!("{plain}/child"), b"", &persistent())
+        .await
+        .unwrap();
     for (path, what) in [
         (&lock, "a lock's directory"),
         (&queue, "a queue"),
@@ -278,7 +269,7 @@ async fn a_node_that_is_no_counter_is_refused_and_left_alone() {
     guard.release().await.unwrap();
     // An idle directory — it has had children, as a lock's has once its last contender left — is no counter either.
     let idle = unique_path("cli-counter-idle");
-    let mode = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    let mode = persistent();
     a.create(&idle, b"", &mode).await.unwrap();
     a.create(&format!("{idle}/gone"), b"", &mode).await.unwrap();
     a.delete(&format!("{idle}/gone"), None).await.unwrap();

@@ -6,13 +6,8 @@ use crate::support::*;
 async fn demo_on_real_zookeeper_passes_its_own_checks() {
     let hosts = zookeeper().await;
     let out = output(&["demo", "--connect", &hosts, "--workers", "10", "--hold", "30"]).await;
+    assert_exit(&out, 0, "zklock demo");
     let stdout = text(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stdout: {stdout}\nstderr: {}",
-        text(&out.stderr)
-    );
     for needle in [
         "FIFO order:                 ok",
         "no overlapping holders:     ok",
@@ -29,13 +24,8 @@ async fn demo_on_real_zookeeper_passes_its_own_checks() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn demo_without_connect_runs_on_the_embedded_server() {
     let out = output(&["demo", "--workers", "10", "--hold", "20"]).await;
+    assert_exit(&out, 0, "zklock demo");
     let stdout = text(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stdout: {stdout}\nstderr: {}",
-        text(&out.stderr)
-    );
     assert!(stdout.contains("on embedded server 127.0.0.1:"), "{stdout}");
     assert!(stdout.contains("result:                     PASS"), "{stdout}");
     assert_eq!(stdout.matches(" acquired ").count(), 10);

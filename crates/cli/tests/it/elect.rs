@@ -17,42 +17,40 @@ const EVENTUALLY: Duration = Duration::from_secs(30);
 /// The session timeout of the `zklock elect` processes (the minimum a default ZooKeeper allows: 2 ticks).
 const SESSION_TIMEOUT_SECS: u64 = 4;
 
-/// The elected command: logs `start`, then a `tick` every 50 ms, and `stop` when asked to terminate. `$PPID` is the
-/// `zklock` process that runs it.
-const SCRIPT: &str = r#"
+/// The elected command (here and in elect_expiry.rs): logs `start` with its fencing token, then a `tick` every
+/// 50 ms, and `stop` when asked to terminate. `$PPID` is the `zklock` process that runs it.
+pub(crate) const SCRIPT: &str = r#"
 log="$1"
 now() { date +%s%N; }
-echo "start $PPID $$ $(now)" >> "$log"
-trap 'echo "stop $PPID $$ $(now)" >> "$log"; exit 0' TERM
-while :; do echo "tick $PPID $$ $(now)" >> "$log"; sleep 0.05; done
+echo "start $PPID $$ $ZKLOCK_FENCING_TOKEN $(now)" >> "$log"
+trap 'echo "stop $PPID $$ $ZKLOCK_FENCING_TOKEN $(now)" >> "$log"; exit 0' TERM
+while :; do echo "tick $PPID $$ $ZKLOCK_FENCING_TOKEN $(now)" >> "$log"; sleep 0.05; done
 "#;
 
 /// One line of the log.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Line {
-    what: String,
-    zklock: u32,
-    shell: u32,
-    at_ns: u128,
+pub(crate) struct Line {
+    pub(crate) what: String,
+    pub(crate) zklock: u32,
+    pub(crate) shell: u32,
+    pub(crate) token: i64,
+    pub(crate) at_ns: u128,
 }
 
-fn read_log(log: &Path) -> Vec<Line> {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    text.lines()
-        .filter_map(|line| {
-            let mut parts = line.split_whitespace();
-            Some(Line {
-                what: parts.next()?.to_owned(),
-                zklock: parts.next()?.parse().ok()?,
-                shell: parts.next()?.parse().ok()?,
-                at_ns: parts.next()?.parse().ok()?,
-            })
+pub(crate) fn read_log(log: &Path) -> Vec<Line> {
+    crate::support::read_log_with(log, |parts| {
+        Some(Line {
+            what: parts.next()?.to_owned(),
+            zklock: parts.next()?.parse().ok()?,
+            shell: parts.next()?.parse().ok()?,
+            token: parts.next()?.parse().ok()?,
+            at_ns: parts.next()?.parse().ok()?,
         })
-        .collect()
+    })
 }
 
 /// Polls the log file (there is no event to await across processes) until `done` holds; bounded in time.
-async fn wait_for_log(log: &Path, what: &str, done: impl Fn(&[Line]) -> bool) -> Vec<Line> {
+pub(crate) async fn wait_for_log(log: &Path, what: &str, done: impl Fn(&[Line]) -> bool) -> Vec<Line> {
     crate::support::poll_log(log, what, read_log, done).await
 }
 
@@ -147,7 +145,8 @@ async fn connect(hosts: &str) -> Client {
         .expect("connect")
 }
 
-fn temp_log() -> (tempfile::TempDir, PathBuf) {
+/// A temporary directory with the path of the log in it (written by the commands).
+pub(crate) fn temp_log() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("elected.log");
     (dir, log)
@@ -240,34 +239,12 @@ async fn lost_leadership_stops_the_command(hosts: &str) {
     );
 }
 
-async fn standalone() -> String {
-    tokio::task::spawn_blocking(|| zklock_testkit::shared_standalone().connect_string())
-        .await
-        .unwrap()
-}
-
-async fn embedded() -> String {
-    tokio::task::spawn_blocking(zklock_testkit::shared_embedded)
-        .await
-        .unwrap()
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn handover_after_kill_and_sigterm_standalone() {
-    handover_after_kill_and_sigterm(&standalone().await).await
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn handover_after_kill_and_sigterm_embedded() {
-    handover_after_kill_and_sigterm(&embedded().await).await
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lost_leadership_stops_the_command_standalone() {
-    lost_leadership_stops_the_command(&standalone().await).await
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lost_leadership_stops_the_command_embedded() {
-    lost_leadership_stops_the_command(&embedded().await).await
+// Each on the shared real ZooKeeper and on the embedded server.
+on_both_servers! {
+    async fn handover_after_kill_and_sigterm(hosts: &str) {
+        handover_after_kill_and_sigterm(hosts).await
+    }
+    async fn lost_leadership_stops_the_command(hosts: &str) {
+        lost_leadership_stops_the_command(hosts).await
+    }
 }

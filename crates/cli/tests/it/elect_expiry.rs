@@ -5,55 +5,19 @@
 //! directory after the session timeout has passed. The commands append lines to one file, from which the test reads
 //! each term's fencing token and interval of activity.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
+use crate::elect::{read_log, temp_log, wait_for_log, Line, SCRIPT};
 use crate::logs::Serve;
 use crate::support::*;
 
 /// The session timeout of the `zklock elect` processes (the minimum a default server allows: 2 ticks of 2 s).
 const SESSION_TIMEOUT: &str = "4";
-
-/// The elected command: logs `start` with its fencing token, a `tick` every 50 ms, and `stop` when asked to
-/// terminate. `$PPID` is the `zklock` that runs it.
-const SCRIPT: &str = r#"
-log="$1"
-now() { date +%s%N; }
-echo "start $PPID $$ $ZKLOCK_FENCING_TOKEN $(now)" >> "$log"
-trap 'echo "stop $PPID $$ $ZKLOCK_FENCING_TOKEN $(now)" >> "$log"; exit 0' TERM
-while :; do echo "tick $PPID $$ $ZKLOCK_FENCING_TOKEN $(now)" >> "$log"; sleep 0.05; done
-"#;
-
-/// One line of the log.
-#[derive(Debug, Clone)]
-struct Line {
-    what: String,
-    shell: u32,
-    token: i64,
-    at_ns: u128,
-}
-
-fn read_log(log: &Path) -> Vec<Line> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|line| {
-            let mut parts = line.split_whitespace();
-            let what = parts.next()?.to_owned();
-            let _zklock = parts.next()?;
-            Some(Line {
-                what,
-                shell: parts.next()?.parse().ok()?,
-                token: parts.next()?.parse().ok()?,
-                at_ns: parts.next()?.parse().ok()?,
-            })
-        })
-        .collect()
-}
 
 /// The terms seen so far: each command's fencing token, first and last line, in the order they started.
 fn terms(lines: &[Line]) -> Vec<(i64, u128, u128)> {
@@ -72,11 +36,6 @@ fn terms(lines: &[Line]) -> Vec<(i64, u128, u128)> {
         .into_iter()
         .map(|(_, token, first, last)| (token, first, last))
         .collect()
-}
-
-/// Polls the log file (there is no event to await across processes) until `done` holds; bounded in time.
-async fn wait_for_log(log: &Path, what: &str, done: impl Fn(&[Line]) -> bool) -> Vec<Line> {
-    poll_log(log, what, read_log, done).await
 }
 
 fn started(lines: &[Line]) -> usize {
@@ -100,12 +59,6 @@ fn start_elect(hosts: &str, dir: &str, log: &Path, extra: &[&str]) -> tokio::pro
 
 fn stderr_of(log: &Path) -> String {
     std::fs::read_to_string(log.with_extension("err")).unwrap_or_default()
-}
-
-fn temp_log() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("elected.log");
-    (dir, log)
 }
 
 /// Two terms, one after the other, with a larger token the second time, and the first command gone before the

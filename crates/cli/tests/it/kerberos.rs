@@ -12,7 +12,7 @@
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use zklock_testkit::kdc::Kdc;
 use zklock_testkit::{unique_path, ZooKeeper};
@@ -80,80 +80,23 @@ async fn setup() -> &'static Kerberized {
 /// `zklock` with `args` and the realm's `krb5.conf`, the ticket cache `ccache` (a file that need not exist), and
 /// no credentials from the test's own environment.
 fn command(setup: &Kerberized, ccache: &std::path::Path, args: &[&str]) -> tokio::process::Command {
-    let mut command = zklock(args);
-    for name in [
-        "ZKLOCK_AUTH",
-        "ZKLOCK_SASL",
-        "ZKLOCK_SASL_PASSWORD",
-        "ZKLOCK_KEYTAB",
-        "ZKLOCK_TLS_CA",
-        "ZKLOCK_TLS_CERT",
-        "ZKLOCK_TLS_KEY",
-        "KRB5_CLIENT_KTNAME",
-    ] {
-        command.env_remove(name);
-    }
+    let mut command = without_credentials(args);
     command
         .env("KRB5_CONFIG", setup.kdc.krb5_conf())
         .env("KRB5CCNAME", format!("FILE:{}", ccache.display()));
     command
 }
 
-/// Runs `command` to completion (bounded), and how long it took.
-async fn finish(command: &mut tokio::process::Command) -> (std::process::Output, Duration) {
-    let started = Instant::now();
-    let out = tokio::time::timeout(EVENTUALLY, command.output())
-        .await
-        .expect("zklock did not finish")
-        .expect("run zklock");
-    (out, started.elapsed())
-}
-
 /// `zklock run --sasl SASL` under `--acl ACL` whose command prints its lock node, with bob's ticket cache.
 async fn run_as_bob(setup: &Kerberized, sasl: &str, path: &str, acl: &str) -> std::process::Output {
     let hosts = setup.hosts();
-    finish(&mut command(
-        setup,
-        &setup.bob_ccache,
-        &[
-            "--connect",
-            &hosts,
-            "run",
-            "--sasl",
-            sasl,
-            "--acl",
-            acl,
-            path,
-            "--",
-            "sh",
-            "-c",
-            "echo \"held $ZKLOCK_NODE\"",
-        ],
-    ))
-    .await
-    .0
+    let args = run_printing_node(&hosts, sasl, acl, path);
+    timed(&mut command(setup, &setup.bob_ccache, &args)).await.0
 }
 
 /// A session authenticated with digest (an identity other than bob's).
 async fn digest_client(hosts: &str) -> Client {
-    Client::connector()
-        .with_session_timeout(Duration::from_secs(10))
-        .with_auth("digest", b"eve:eve-password")
-        .connect(hosts)
-        .await
-        .expect("connect with digest")
-}
-
-/// Whether `client` may create a child of `path`.
-async fn create_in(client: &Client, path: &str, name: &str) -> Result<(), zk::Error> {
-    client
-        .create(
-            &format!("{path}/{name}"),
-            b"",
-            &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all()),
-        )
-        .await
-        .map(drop)
+    as_user(hosts, "eve", "eve-password").await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -212,7 +155,7 @@ async fn run_with_a_keytab_needs_no_ticket_cache() {
     let ccache = empty.path().join("none");
     let hosts = setup.hosts();
     let keytab = setup.bob_keytab.display().to_string();
-    let (out, _) = finish(&mut command(
+    let (out, _) = timed(&mut command(
         setup,
         &ccache,
         &[
@@ -281,7 +224,7 @@ async fn without_a_ticket_or_as_another_principal_zklock_fails_fast() {
         ),
         (&address, "gssapi", &setup.bob_ccache, unknown_service.as_str()),
     ] {
-        let (out, took) = finish(&mut command(
+        let (out, took) = timed(&mut command(
             setup,
             ccache,
             &[

@@ -13,6 +13,7 @@ use tokio::net::TcpStream;
 use tokio::process::Child;
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
+use zklock_testkit::hosts::embedded;
 use zklock_testkit::unique_path;
 
 use crate::support::*;
@@ -74,6 +75,12 @@ impl Serve {
         }
     }
 
+    /// `zklock serve` on the data directory `data`, listening on a free port of the loopback.
+    pub async fn on_data_dir(data: &std::path::Path) -> Serve {
+        let data = data.to_str().expect("utf-8 path");
+        Serve::start(&["serve", "--listen", "127.0.0.1:0", "--data-dir", data]).await
+    }
+
     /// The server's process id.
     pub fn pid(&self) -> i32 {
         self.child.id().expect("running") as i32
@@ -85,9 +92,14 @@ impl Serve {
     }
 
     /// Sends `signal`, then waits for the exit; returns the exit code and everything written to stderr.
-    pub async fn stop_with(mut self, signal: nix::sys::signal::Signal) -> (Option<i32>, String) {
+    pub async fn stop_with(self, signal: nix::sys::signal::Signal) -> (Option<i32>, String) {
         let pid = self.pid();
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal).expect("signal");
+        self.exited().await
+    }
+
+    /// Waits for the process to exit on its own; returns the exit code and everything written to stderr.
+    pub async fn exited(mut self) -> (Option<i32>, String) {
         let status = timeout(EVENTUALLY, self.child.wait())
             .await
             .expect("zklock serve exited in time")
@@ -216,12 +228,6 @@ async fn zklock_with_log(args: &[&str], zklock_log: Option<&str>) -> Output {
     out
 }
 
-async fn embedded() -> String {
-    tokio::task::spawn_blocking(zklock_testkit::shared_embedded)
-        .await
-        .unwrap()
-}
-
 /// `zklock run` logs only warnings by default; `-v` (before or after the command) adds info lines, `-vv` debug
 /// lines; `ZKLOCK_LOG` wins over `-v` either way; `-v` with `-q` is a usage error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -310,13 +316,7 @@ async fn on_a_terminal(args: &[&str], no_color: Option<&str>) -> String {
         .await
         .expect("script finished in time")
         .expect("util-linux's `script` (Debian: bsdutils, an essential package) runs");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{line}: {}{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
+    assert_exit(&out, 0, &line);
     text(&out.stdout)
 }
 

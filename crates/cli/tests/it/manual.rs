@@ -1,6 +1,6 @@
 //! `zklock completions` and `zklock man`: generated from the clap definitions, for every subcommand.
 
-use crate::support::{output, text};
+use crate::support::{output, temp_file, text};
 
 /// The subcommands a user sees (the internal `__watchdog` must not show up).
 const SUBCOMMANDS: &[&str] = &[
@@ -41,9 +41,7 @@ async fn completions_cover_every_subcommand_for_each_shell() {
 #[tokio::test]
 async fn bash_completion_script_is_valid_bash() {
     let out = output(&["completions", "bash"]).await;
-    let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("zklock.bash");
-    std::fs::write(&script, &out.stdout).unwrap();
+    let (_dir, script) = temp_file("zklock.bash", &out.stdout);
     // `bash -n` parses without running; then sourcing must define the completion for `zklock`.
     let check = std::process::Command::new("bash")
         .arg("-c")

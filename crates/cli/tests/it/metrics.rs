@@ -112,18 +112,12 @@ async fn mntr(addr: SocketAddr) -> HashMap<String, String> {
         .collect()
 }
 
-fn persistent() -> zk::CreateOptions<'static> {
-    zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
-}
-
 /// The scrape reports what `mntr` reports, and follows the tree: nodes, ephemerals, watches, sessions,
 /// connections, the zxid, latency.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_are_the_figures_of_mntr_and_follow_the_tree() {
     // `mntr` is off by default (4lw.commands.whitelist): this test compares against it.
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("zoo.cfg");
-    std::fs::write(&config, "4lw.commands.whitelist=mntr\n").unwrap();
+    let (_dir, config) = temp_file("zoo.cfg", "4lw.commands.whitelist=mntr\n");
     let config = config.to_str().unwrap();
     let serve = Serve::start(&[
         "serve",

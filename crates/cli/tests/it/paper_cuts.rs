@@ -6,7 +6,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncBufReadExt, BufReader};
-use zklock::{LeaderElection, Mutex};
+use zklock::LeaderElection;
 use zklock_testkit::unique_path;
 
 use crate::support::*;
@@ -140,8 +140,7 @@ async fn usage_errors_come_before_the_network() {
 async fn quiet_and_conflict_exit_code_on_a_busy_lock() {
     let hosts = zookeeper().await;
     let path = unique_path("cli-conflict");
-    let holder = client(&hosts).await;
-    let guard = Mutex::new(&holder, &path).unwrap().lock().await.unwrap();
+    let (holder, guard) = lock_held(&hosts, &path).await;
     let election = unique_path("cli-conflict-election");
     let leader = LeaderElection::new(&holder, &election)
         .unwrap()

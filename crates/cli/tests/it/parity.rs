@@ -49,8 +49,8 @@ async fn shared_runs_overlap_and_a_writer_waits_for_both() {
     let reader = format!(r#"{HOLD}; touch "$1/$2.done""#);
     let writer = r#"if [ -e "$1/r1.done" ] && [ -e "$1/r2.done" ]; then echo "after both"; else echo "too early"; exit 9; fi"#;
     let shared = ["run", "--connect", &hosts, "--shared", &path];
-    let mut r1 = hold(1, &shared, &reader, &[dir, "r1"], &tx);
-    let mut r2 = hold(2, &shared, &reader, &[dir, "r2"], &tx);
+    let r1 = hold(1, &shared, &reader, &[dir, "r1"], &tx);
+    let r2 = hold(2, &shared, &reader, &[dir, "r2"], &tx);
     // Both start while neither has been released: they hold the lock at the same time.
     let mut started = Vec::new();
     for _ in 0..2 {
@@ -78,10 +78,8 @@ async fn shared_runs_overlap_and_a_writer_waits_for_both() {
         "{nodes:?}"
     );
     // ... and stays so until both are done.
-    r1.release("go").await;
-    assert_eq!(r1.finish().await.0, Some(0));
-    r2.release("go").await;
-    assert_eq!(r2.finish().await.0, Some(0));
+    assert_eq!(r1.end("go").await.0, Some(0));
+    assert_eq!(r2.end("go").await.0, Some(0));
     let (tag, line) = next_line(&mut lines, "the writer's command").await;
     assert_eq!((tag, line.as_str()), (3, "after both"));
     let (status, stderr) = w.finish().await;
@@ -126,16 +124,14 @@ async fn two_leases_let_exactly_two_of_three_run() {
         "a third command started while two held leases"
     );
     // One leaves: the third starts, alongside the one still running.
-    let mut held = runs[first].take().unwrap();
-    held.release("go").await;
-    assert_eq!(held.finish().await.0, Some(0));
+    let held = runs[first].take().unwrap();
+    assert_eq!(held.end("go").await.0, Some(0));
     let (third, line) = next_line(&mut lines, "the third lease holder").await;
     assert!(![first, second].contains(&third));
     assert_eq!(running(&line), 2, "{line}");
     for tag in [second, third] {
-        let mut held = runs[tag].take().unwrap();
-        held.release("go").await;
-        let (status, stderr) = held.finish().await;
+        let held = runs[tag].take().unwrap();
+        let (status, stderr) = held.end("go").await;
         assert_eq!(status, Some(0), "{stderr}");
     }
     assert!(admin
@@ -149,47 +145,32 @@ async fn two_leases_let_exactly_two_of_three_run() {
 async fn kinds_of_lock_are_not_mixed_on_one_path() {
     let hosts = zookeeper().await;
     let (tx, mut lines) = mpsc::unbounded_channel();
-    let refused = async |args: &[&str], what: &str| {
-        let out = output(args).await;
+    // `zklock run FLAGS PATH -- true`.
+    let run_true = async |flags: &[&str], path: &str| {
+        let mut args = vec!["run", "--connect", &hosts];
+        args.extend(flags);
+        args.extend([path, "--", "true"]);
+        output(&args).await
+    };
+    let refused = async |flags: &[&str], path: &str, what: &str| {
+        let out = run_true(flags, path).await;
         let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {stderr}");
         assert!(
             stderr.contains(&format!("in use by {what}")),
-            "{args:?}: {stderr}"
+            "{flags:?}: {stderr}"
         );
     };
     // A mutex holds: neither side of a read/write lock nor a semaphore may join.
     let path = unique_path("cli-parity-mix");
-    let mut mutex = hold(0, &["run", "--connect", &hosts, &path], HOLD, &[], &tx);
+    let mutex = hold(0, &["run", "--connect", &hosts, &path], HOLD, &[], &tx);
     next_line(&mut lines, "the mutex holder").await;
-    refused(
-        &[
-            "run",
-            "--connect",
-            &hosts,
-            "--shared",
-            "--nonblock",
-            &path,
-            "--",
-            "true",
-        ],
-        "a mutex",
-    )
-    .await;
-    refused(
-        &["run", "--connect", &hosts, "--write", &path, "--", "true"],
-        "a mutex",
-    )
-    .await;
-    refused(
-        &["run", "--connect", &hosts, "--leases", "2", &path, "--", "true"],
-        "a mutex",
-    )
-    .await;
-    mutex.release("go").await;
-    assert_eq!(mutex.finish().await.0, Some(0));
+    refused(&["--shared", "--nonblock"], &path, "a mutex").await;
+    refused(&["--write"], &path, "a mutex").await;
+    refused(&["--leases", "2"], &path, "a mutex").await;
+    assert_eq!(mutex.end("go").await.0, Some(0));
     // A reader holds: no mutex, no semaphore.
-    let mut reader = hold(
+    let reader = hold(
         1,
         &["run", "--connect", &hosts, "--shared", &path],
         HOLD,
@@ -197,39 +178,20 @@ async fn kinds_of_lock_are_not_mixed_on_one_path() {
         &tx,
     );
     next_line(&mut lines, "the reader").await;
-    refused(
-        &["run", "--connect", &hosts, &path, "--", "true"],
-        "a read/write lock",
-    )
-    .await;
+    refused(&[], &path, "a read/write lock").await;
     // A writer is busy, and says why: readers hold it.
-    let out = output(&[
-        "run",
-        "--connect",
-        &hosts,
-        "--write",
-        "--nonblock",
-        &path,
-        "--",
-        "true",
-    ])
-    .await;
+    let out = run_true(&["--write", "--nonblock"], &path).await;
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("read-locked by 1 reader(s)"), "{stderr}");
-    refused(
-        &["run", "--connect", &hosts, "--leases", "1", &path, "--", "true"],
-        "a read/write lock",
-    )
-    .await;
-    reader.release("go").await;
-    assert_eq!(reader.finish().await.0, Some(0));
+    refused(&["--leases", "1"], &path, "a read/write lock").await;
+    assert_eq!(reader.end("go").await.0, Some(0));
     // Free again: a plain run goes ahead.
-    let out = output(&["run", "--connect", &hosts, "--nonblock", &path, "--", "true"]).await;
+    let out = run_true(&["--nonblock"], &path).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     // A semaphore's directory: no mutex, no read/write lock — also once idle, as long as it stays one.
     let path = unique_path("cli-parity-mix-sem");
-    let mut lease = hold(
+    let lease = hold(
         2,
         &["run", "--connect", &hosts, "--leases", "3", &path],
         HOLD,
@@ -237,39 +199,19 @@ async fn kinds_of_lock_are_not_mixed_on_one_path() {
         &tx,
     );
     next_line(&mut lines, "the lease holder").await;
-    refused(&["run", "--connect", &hosts, &path, "--", "true"], "a semaphore").await;
+    refused(&[], &path, "a semaphore").await;
     // Another number of leases than the holder's: refused, not one lease too many.
-    let out = output(&[
-        "run",
-        "--connect",
-        &hosts,
-        "--leases",
-        "4",
-        "--nonblock",
-        &path,
-        "--",
-        "true",
-    ])
-    .await;
+    let out = run_true(&["--leases", "4", "--nonblock"], &path).await;
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains("semaphore of 3 lease(s)") && stderr.contains("not 4"),
         "{stderr}"
     );
-    refused(
-        &["run", "--connect", &hosts, "--shared", &path, "--", "true"],
-        "a semaphore",
-    )
-    .await;
-    lease.release("go").await;
-    assert_eq!(lease.finish().await.0, Some(0));
-    refused(
-        &["run", "--connect", &hosts, "--write", &path, "--", "true"],
-        "a semaphore",
-    )
-    .await;
-    let out = output(&["run", "--connect", &hosts, "--leases", "3", &path, "--", "true"]).await;
+    refused(&["--shared"], &path, "a semaphore").await;
+    assert_eq!(lease.end("go").await.0, Some(0));
+    refused(&["--write"], &path, "a semaphore").await;
+    let out = run_true(&["--leases", "3"], &path).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
 
@@ -333,21 +275,24 @@ async fn a_paused_reader_or_lease_holder_is_stopped_by_the_watchdog() {
 async fn elect_nonblock_is_busy_while_another_leads() {
     let hosts = zookeeper().await;
     let path = unique_path("cli-parity-elect-nb");
+    let nonblock = async || {
+        output(&[
+            "elect",
+            "--connect",
+            &hosts,
+            "--nonblock",
+            &path,
+            "--",
+            "echo",
+            "led",
+        ])
+        .await
+    };
     let admin = client(&hosts).await;
     let (tx, mut lines) = mpsc::unbounded_channel();
-    let mut leader = hold(0, &["elect", "--connect", &hosts, &path], HOLD, &[], &tx);
+    let leader = hold(0, &["elect", "--connect", &hosts, &path], HOLD, &[], &tx);
     next_line(&mut lines, "the leader's command").await;
-    let out = output(&[
-        "elect",
-        "--connect",
-        &hosts,
-        "--nonblock",
-        &path,
-        "--",
-        "echo",
-        "led",
-    ])
-    .await;
+    let out = nonblock().await;
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
@@ -360,20 +305,9 @@ async fn elect_nonblock_is_busy_while_another_leads() {
         1,
         "only the leader's node"
     );
-    leader.release("go").await;
-    assert_eq!(leader.finish().await.0, Some(0));
+    assert_eq!(leader.end("go").await.0, Some(0));
     // Nobody leads: --nonblock leads at once.
-    let out = output(&[
-        "elect",
-        "--connect",
-        &hosts,
-        "--nonblock",
-        &path,
-        "--",
-        "echo",
-        "led",
-    ])
-    .await;
+    let out = nonblock().await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "led\n");
 }
@@ -384,7 +318,7 @@ async fn elect_timeout_gives_up_and_withdraws() {
     let path = unique_path("cli-parity-elect-timeout");
     let admin = client(&hosts).await;
     let (tx, mut lines) = mpsc::unbounded_channel();
-    let mut leader = hold(0, &["elect", "--connect", &hosts, &path], HOLD, &[], &tx);
+    let leader = hold(0, &["elect", "--connect", &hosts, &path], HOLD, &[], &tx);
     let (_, line) = next_line(&mut lines, "the leader's command").await;
     let leader_node = line
         .strip_prefix("started ")
@@ -422,8 +356,7 @@ async fn elect_timeout_gives_up_and_withdraws() {
         [leader_node],
         "no candidate node left behind"
     );
-    leader.release("go").await;
-    assert_eq!(leader.finish().await.0, Some(0));
+    assert_eq!(leader.end("go").await.0, Some(0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -455,7 +388,7 @@ async fn elect_observe_prints_each_leader() {
     let a = hold(0, &["elect", "--connect", &hosts, &path], HOLD, &[], &tx);
     let (_, line) = next_line(&mut lines, "A's command").await;
     let a_node = line.strip_prefix("started ").unwrap().to_owned();
-    let mut b = hold(1, &["elect", "--connect", &hosts, &path], HOLD, &[], &tx);
+    let b = hold(1, &["elect", "--connect", &hosts, &path], HOLD, &[], &tx);
     await_children(&admin, &path, 2).await;
     // Each observer's next line is A, then (once A's zklock is stopped) B.
     let leader_of = |observed: &(usize, String)| -> Option<(String, i64, String)> {
@@ -520,8 +453,7 @@ async fn elect_observe_prints_each_leader() {
         process.signal(Signal::SIGINT);
         assert_eq!(process.finish().await.0, Some(0));
     }
-    b.release("go").await;
-    assert_eq!(b.finish().await.0, Some(0));
+    assert_eq!(b.end("go").await.0, Some(0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -40,21 +40,16 @@ struct Line {
 }
 
 fn read_log(log: &Path) -> Vec<Line> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|line| {
-            let mut parts = line.split_whitespace();
-            let what = parts.next()?.to_owned();
-            let tag = parts.next()?.to_owned();
-            let _shell = parts.next()?;
-            Some(Line {
-                what,
-                tag,
-                at_ns: parts.next()?.parse().ok()?,
-            })
+    read_log_with(log, |parts| {
+        let what = parts.next()?.to_owned();
+        let tag = parts.next()?.to_owned();
+        let _shell = parts.next()?;
+        Some(Line {
+            what,
+            tag,
+            at_ns: parts.next()?.parse().ok()?,
         })
-        .collect()
+    })
 }
 
 /// Polls the log file (there is no event to await across processes) until `done` holds; bounded in time.
@@ -153,30 +148,14 @@ async fn paused_holder_is_stopped_before_the_next_starts(kind: &str, hosts: &str
     );
 }
 
-async fn embedded() -> String {
-    tokio::task::spawn_blocking(zklock_testkit::shared_embedded)
-        .await
-        .unwrap()
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn paused_run_is_stopped_before_the_next_holder_starts_standalone() {
-    paused_holder_is_stopped_before_the_next_starts("run", &zookeeper().await).await
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn paused_run_is_stopped_before_the_next_holder_starts_embedded() {
-    paused_holder_is_stopped_before_the_next_starts("run", &embedded().await).await
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn paused_leader_is_stopped_before_the_next_leader_starts_standalone() {
-    paused_holder_is_stopped_before_the_next_starts("elect", &zookeeper().await).await
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn paused_leader_is_stopped_before_the_next_leader_starts_embedded() {
-    paused_holder_is_stopped_before_the_next_starts("elect", &embedded().await).await
+// Each on the shared real ZooKeeper and on the embedded server.
+on_both_servers! {
+    async fn paused_run_is_stopped_before_the_next_holder_starts(hosts: &str) {
+        paused_holder_is_stopped_before_the_next_starts("run", hosts).await
+    }
+    async fn paused_leader_is_stopped_before_the_next_leader_starts(hosts: &str) {
+        paused_holder_is_stopped_before_the_next_starts("elect", hosts).await
+    }
 }
 
 /// A's `zklock run` holds the lock through a follower, and that follower is cut off from the other two members: it

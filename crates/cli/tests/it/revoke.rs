@@ -45,70 +45,83 @@ async fn holder_and_waiter(
     (holder, waiter, first, second)
 }
 
+/// `zklock revoke FLAGS PATH`, which must succeed: what it says.
+async fn revoke(hosts: &str, flags: &[&str], path: &str) -> String {
+    let mut args = vec!["revoke", "--connect", hosts];
+    args.extend(flags);
+    args.push(path);
+    let out = output(&args).await;
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout: {stdout}\nstderr: {}",
+        text(&out.stderr)
+    );
+    stdout
+}
+
+/// The revoked holder's (or leader's) command is stopped — it says `term` — and its `zklock` exits 4: what that
+/// `zklock` said.
+async fn stopped(mut holder: Running) -> String {
+    assert_eq!(holder.line("the revoked command to be stopped").await, "term");
+    let (status, stderr) = holder.finish().await;
+    assert_eq!(status, Some(4), "{stderr}");
+    stderr
+}
+
+/// The waiter's (or next candidate's) command runs — it says `second` — and its `zklock` exits 0.
+async fn runs_next(mut waiter: Running) {
+    assert_eq!(waiter.line("the next command").await, "second");
+    let (status, stderr) = waiter.finish().await;
+    assert_eq!(status, Some(0), "{stderr}");
+}
+
 on_both_servers! {
     async fn revoke_stops_the_holders_run_with_exit_4_and_the_waiter_takes_over(hosts: &str) {
         let admin = client(hosts).await;
         let path = unique_path("cli-revoke");
-        let (mut holder, mut waiter, holder_node, _) =
-            holder_and_waiter("run", hosts, &path, &admin).await;
+        let (holder, waiter, holder_node, _) = holder_and_waiter("run", hosts, &path, &admin).await;
 
-        let out = output(&["revoke", "--connect", hosts, &path]).await;
-        let stdout = text(&out.stdout);
-        assert_eq!(out.status.code(), Some(0), "stdout: {stdout}\nstderr: {}", text(&out.stderr));
+        let stdout = revoke(hosts, &[], &path).await;
         // Which node, and whose: the holder's role, session, fencing token and data (zklock run's description).
         assert!(stdout.starts_with(&format!("revoked {path}/{holder_node}: holder, session 0x")), "{stdout}");
         assert!(stdout.contains(&format!("pid={}", holder.pid())), "{stdout}");
         assert!(stdout.contains("fencing token "), "{stdout}");
         assert_eq!(stdout.lines().count(), 1, "{stdout}");
 
-        assert_eq!(holder.line("the holder's command to be stopped").await, "term");
-        let (status, stderr) = holder.finish().await;
-        assert_eq!(status, Some(4), "{stderr}");
+        let stderr = stopped(holder).await;
         assert!(stderr.contains("lost the lock"), "{stderr}");
-        assert_eq!(waiter.line("the waiter's command").await, "second");
-        let (status, stderr) = waiter.finish().await;
-        assert_eq!(status, Some(0), "{stderr}");
+        runs_next(waiter).await;
     }
 
     async fn a_revocation_request_is_honoured_by_run(hosts: &str) {
         let admin = client(hosts).await;
         let path = unique_path("cli-revoke-request");
-        let (mut holder, mut waiter, holder_node, _) =
-            holder_and_waiter("run", hosts, &path, &admin).await;
+        let (holder, waiter, holder_node, _) = holder_and_waiter("run", hosts, &path, &admin).await;
 
-        let out = output(&["revoke", "--request", "--connect", hosts, &path]).await;
-        let stdout = text(&out.stdout);
-        assert_eq!(out.status.code(), Some(0), "stdout: {stdout}\nstderr: {}", text(&out.stderr));
+        let stdout = revoke(hosts, &["--request"], &path).await;
         assert!(stdout.starts_with(&format!("asked to give up {path}/{holder_node}: holder")), "{stdout}");
 
-        assert_eq!(holder.line("the holder's command to be stopped").await, "term");
-        let (status, stderr) = holder.finish().await;
-        assert_eq!(status, Some(4), "{stderr}");
+        let stderr = stopped(holder).await;
         assert!(stderr.contains(&format!("revocation of the lock on {path} requested")), "{stderr}");
-        assert_eq!(waiter.line("the waiter's command").await, "second");
-        assert_eq!(waiter.finish().await.0, Some(0));
+        runs_next(waiter).await;
     }
 
     async fn revoking_the_leader_stops_elect_and_the_next_candidate_leads(hosts: &str) {
         let admin = client(hosts).await;
         let path = unique_path("cli-revoke-elect");
-        let (mut leader, mut next, leader_node, _) =
-            holder_and_waiter("elect", hosts, &path, &admin).await;
-        let out = output(&["revoke", "--connect", hosts, &path]).await;
-        let stdout = text(&out.stdout);
-        assert_eq!(out.status.code(), Some(0), "{stdout}");
+        let (leader, next, leader_node, _) = holder_and_waiter("elect", hosts, &path, &admin).await;
+        let stdout = revoke(hosts, &[], &path).await;
         assert!(stdout.starts_with(&format!("revoked {path}/{leader_node}: leader")), "{stdout}");
-        assert_eq!(leader.line("the leader's command to be stopped").await, "term");
-        let (status, stderr) = leader.finish().await;
-        assert_eq!(status, Some(4), "{stderr}");
-        assert_eq!(next.line("the next leader's command").await, "second");
-        assert_eq!(next.finish().await.0, Some(0));
+        stopped(leader).await;
+        runs_next(next).await;
     }
 
     async fn node_names_one_waiter_and_dry_run_changes_nothing(hosts: &str) {
         let admin = client(hosts).await;
         let path = unique_path("cli-revoke-node");
-        let (mut holder, waiter, holder_node, waiter_node) =
+        let (holder, waiter, holder_node, waiter_node) =
             holder_and_waiter("run", hosts, &path, &admin).await;
 
         let out = output(&["revoke", "--dry-run", "--connect", hosts, &path]).await;
@@ -135,8 +148,7 @@ on_both_servers! {
         // By full path too.
         let out = output(&["revoke", "--connect", hosts, "--node", &format!("{path}/{holder_node}"), &path]).await;
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-        assert_eq!(holder.line("the holder's command to be stopped").await, "term");
-        assert_eq!(holder.finish().await.0, Some(4));
+        stopped(holder).await;
     }
 
     async fn nothing_to_revoke_is_1_and_other_recipes_are_usage_errors(hosts: &str) {

@@ -1,26 +1,21 @@
 //! `zklock run`: environment, exit codes, exclusion, and the child never outliving the lock.
 
 use tokio::io::{AsyncBufReadExt, BufReader};
-use zklock::Mutex;
 use zklock_testkit::unique_path;
 
 use crate::support::*;
+
+/// `zklock run PATH -- sh -c SCRIPT`, run to its end (bounded).
+async fn run_sh(hosts: &str, path: &str, script: &str) -> std::process::Output {
+    output(&["run", "--connect", hosts, path, "--", "sh", "-c", script]).await
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn passes_environment_and_exit_code() {
     let hosts = zookeeper().await;
     let path = unique_path("cli-run-env");
-    let out = output(&[
-        "run",
-        "--connect",
-        &hosts,
-        &path,
-        "--",
-        "sh",
-        "-c",
-        "echo \"$ZKLOCK_PATH|$ZKLOCK_NODE|$ZKLOCK_FENCING_TOKEN\"; exit 7",
-    ])
-    .await;
+    let script = "echo \"$ZKLOCK_PATH|$ZKLOCK_NODE|$ZKLOCK_FENCING_TOKEN\"; exit 7";
+    let out = run_sh(&hosts, &path, script).await;
     assert_eq!(out.status.code(), Some(7), "stderr: {}", text(&out.stderr));
     let stdout = text(&out.stdout);
     let fields: Vec<&str> = stdout.trim().split('|').collect();
@@ -39,8 +34,7 @@ async fn passes_environment_and_exit_code() {
 async fn busy_lock_exits_1_with_nonblock_and_timeout() {
     let hosts = zookeeper().await;
     let path = unique_path("cli-run-busy");
-    let holder = client(&hosts).await;
-    let guard = Mutex::new(&holder, &path).unwrap().lock().await.unwrap();
+    let (holder, guard) = lock_held(&hosts, &path).await;
     let out = output(&["run", "--connect", &hosts, "--nonblock", &path, "--", "true"]).await;
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
@@ -91,9 +85,7 @@ async fn missing_command_exits_127_and_releases() {
 async fn eight_concurrent_runs_keep_a_counter_exact() {
     let hosts = zookeeper().await;
     let path = unique_path("cli-run-counter");
-    let dir = tempfile::tempdir().unwrap();
-    let counter = dir.path().join("counter");
-    std::fs::write(&counter, "0\n").unwrap();
+    let (_dir, counter) = temp_file("counter", "0\n");
     let script = format!(
         "v=$(cat '{0}'); sleep 0.05; echo $((v + 1)) > '{0}'",
         counter.display()
@@ -185,17 +177,8 @@ async fn processes_left_behind_by_the_command_are_killed_before_release() {
     let hosts = zookeeper().await;
     let path = unique_path("cli-run-leftover");
     // The shell exits at once, leaving a background sleep in the command's process group.
-    let out = output(&[
-        "run",
-        "--connect",
-        &hosts,
-        &path,
-        "--",
-        "sh",
-        "-c",
-        "sleep 120 & echo $!",
-    ])
-    .await;
+    let script = "sleep 120 & echo $!";
+    let out = run_sh(&hosts, &path, script).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let leftover: i32 = text(&out.stdout).trim().parse().unwrap();
     exited(leftover).await;

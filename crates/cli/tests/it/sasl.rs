@@ -10,7 +10,7 @@
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use zklock_testkit::peers::Peer;
 use zklock_testkit::{unique_path, ZooKeeper};
@@ -42,33 +42,6 @@ async fn sasl_zookeeper() -> String {
     .unwrap()
 }
 
-/// `zklock` with `args`, no credentials from the test's own environment.
-fn command(args: &[&str]) -> tokio::process::Command {
-    let mut command = zklock(args);
-    for name in [
-        "ZKLOCK_AUTH",
-        "ZKLOCK_SASL",
-        "ZKLOCK_SASL_PASSWORD",
-        "ZKLOCK_KEYTAB",
-        "ZKLOCK_TLS_CA",
-        "ZKLOCK_TLS_CERT",
-        "ZKLOCK_TLS_KEY",
-    ] {
-        command.env_remove(name);
-    }
-    command
-}
-
-/// Runs `command` to completion (bounded), and how long it took.
-async fn finish(command: &mut tokio::process::Command) -> (std::process::Output, Duration) {
-    let started = Instant::now();
-    let out = tokio::time::timeout(EVENTUALLY, command.output())
-        .await
-        .expect("zklock did not finish")
-        .expect("run zklock");
-    (out, started.elapsed())
-}
-
 /// A session authenticated with SASL DIGEST-MD5.
 async fn sasl_client(hosts: &str, user: &'static str, password: &'static str) -> Client {
     Client::connector()
@@ -79,56 +52,111 @@ async fn sasl_client(hosts: &str, user: &'static str, password: &'static str) ->
         .unwrap_or_else(|err| panic!("connect as {user} with SASL: {err}"))
 }
 
+/// bob's session, and the ACL of `path` as bob reads it, which gives `sasl:bob` every permission.
+async fn bobs_directory(hosts: &str, path: &str) -> (Client, Vec<Acl>) {
+    let bob = sasl_client(hosts, "bob", BOB_PASSWORD).await;
+    let (acl, _) = bob.get_acl(path).await.expect("bob reads the ACL");
+    assert!(
+        acl.contains(&Acl::new(Permission::ALL, AuthId::new("sasl", "bob"))),
+        "{acl:?}"
+    );
+    (bob, acl)
+}
+
 /// A session authenticated with digest (not SASL).
 async fn digest_client(hosts: &str) -> Client {
-    Client::connector()
-        .with_session_timeout(Duration::from_secs(10))
-        .with_auth("digest", b"eve:eve-password")
-        .connect(hosts)
-        .await
-        .expect("connect with digest")
+    as_user(hosts, "eve", "eve-password").await
+}
+
+/// A JAAS file `name` in `dir` with one section, `section`, that logs in with `DigestLoginModule` and the
+/// `options` (name, value).
+fn digest_jaas(
+    dir: &tempfile::TempDir,
+    name: &str,
+    section: &str,
+    options: &[(&str, &str)],
+) -> std::path::PathBuf {
+    let jaas = dir.path().join(name);
+    let module = "org.apache.zookeeper.server.auth.DigestLoginModule";
+    let options: Vec<String> = options
+        .iter()
+        .map(|(name, value)| format!("{name}=\"{value}\""))
+        .collect();
+    let options = options.join("\n    ");
+    std::fs::write(
+        &jaas,
+        format!("{section} {{\n    {module} required\n    {options};\n}};\n"),
+    )
+    .unwrap();
+    jaas
+}
+
+/// `zklock HEAD [--sasl digest-md5:bob] TAIL`, with `--sasl` when `sasl`.
+fn maybe_sasl(sasl: bool, head: &[&str], tail: &[&str]) -> tokio::process::Command {
+    let mut args = head.to_vec();
+    if sasl {
+        args.extend(["--sasl", "digest-md5:bob"]);
+    }
+    args.extend(tail);
+    without_credentials(&args)
+}
+
+/// `zklock run --sasl digest-md5:bob FLAGS PATH -- sh -c SCRIPT`, bob's password in the environment.
+fn sh_as_bob(hosts: &str, flags: &[&str], path: &str, script: &str) -> tokio::process::Command {
+    let mut tail = flags.to_vec();
+    tail.extend([path, "--", "sh", "-c", script]);
+    let mut zklock = maybe_sasl(true, &["--connect", hosts, "run"], &tail);
+    zklock.env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD);
+    zklock
+}
+
+/// Without `--sasl`, and with a wrong password, `command(sasl)` (a [`maybe_sasl`]) fails at once — long before
+/// any session timeout of 20 s or more — with exit 3, says why, and does not show the password.
+async fn refused_fast(command: impl Fn(bool) -> tokio::process::Command) {
+    let cases = [
+        (false, None, "requires authentication"),
+        (
+            true,
+            Some("not-bobs-password"),
+            "refused the SASL DIGEST-MD5 handshake as bob",
+        ),
+    ];
+    for (sasl, password, expected) in cases {
+        let mut zklock = command(sasl);
+        if let Some(password) = password {
+            zklock.env("ZKLOCK_SASL_PASSWORD", password);
+        }
+        let (out, took) = timed(&mut zklock).await;
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{zklock:?}: {stderr}");
+        assert!(stderr.contains(expected), "{zklock:?}: {stderr}");
+        assert!(!stderr.contains("not-bobs-password"), "{stderr}");
+        assert!(
+            took < Duration::from_secs(20),
+            "{zklock:?} took {took:?}: {stderr}"
+        );
+    }
 }
 
 /// `zklock run` as bob (password in the environment) under `--acl ACL`, whose command prints its lock node. The
 /// node goes when the command ends; the directory zklock created (with the same ACL, plus world:r) stays.
-async fn run_as_bob(hosts: &str, path: &str, acl: &str) -> (std::process::Output, Duration) {
-    finish(
-        command(&[
-            "--connect",
-            hosts,
-            "run",
-            "--sasl",
-            "digest-md5:bob",
-            "--acl",
-            acl,
-            path,
-            "--",
-            "sh",
-            "-c",
-            "echo \"held $ZKLOCK_NODE\"",
-        ])
-        .env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD),
-    )
-    .await
+/// It must run the command (exit 0, the command's line printed).
+async fn run_as_bob(hosts: &str, path: &str, acl: &str) {
+    let args = run_printing_node(hosts, "digest-md5:bob", acl, path);
+    let out = completed(without_credentials(&args).env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD)).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("held "), "{}", text(&out.stdout));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_with_sasl_runs_and_creator_acl_is_sasl_user_only() {
     let hosts = sasl_zookeeper().await;
     let path = unique_path("cli-sasl-creator");
-    let (out, _) = run_as_bob(&hosts, &path, "creator").await;
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(text(&out.stdout).starts_with("held "), "{}", text(&out.stdout));
+    run_as_bob(&hosts, &path, "creator").await;
 
     // The directory zklock created: `--acl creator` under SASL is sasl:bob (ZooKeeper turns `auth` into the
     // session's identity), plus world:r that --parent-acl adds by default.
-    let bob = sasl_client(&hosts, "bob", BOB_PASSWORD).await;
-    let (acl, _) = bob.get_acl(&path).await.expect("bob reads the ACL");
-    assert!(
-        acl.contains(&Acl::new(Permission::ALL, AuthId::new("sasl", "bob"))),
-        "{acl:?}"
-    );
+    let (bob, acl) = bobs_directory(&hosts, &path).await;
     assert!(
         !acl.iter().any(|entry| entry.permission().has(Permission::CREATE)
             && entry.auth_id() != &AuthId::new("sasl", "bob")),
@@ -138,14 +166,7 @@ async fn run_with_sasl_runs_and_creator_acl_is_sasl_user_only() {
     let alice = sasl_client(&hosts, "alice", ALICE_PASSWORD).await;
     let eve = digest_client(&hosts).await;
     for (who, client) in [("alice", &alice), ("eve", &eve)] {
-        let node = format!("{path}/intruder");
-        let created = client
-            .create(
-                &node,
-                b"",
-                &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all()),
-            )
-            .await;
+        let created = create_in(client, &path, "intruder").await;
         assert!(matches!(created, Err(zk::Error::NoAuth)), "{who}: {created:?}");
     }
     // Bob's own data node under --acl creator: only bob may read it.
@@ -170,18 +191,11 @@ async fn run_with_sasl_runs_and_creator_acl_is_sasl_user_only() {
 async fn run_with_sasl_and_world_acl_lets_others_in() {
     let hosts = sasl_zookeeper().await;
     let path = unique_path("cli-sasl-world");
-    let (out, _) = run_as_bob(&hosts, &path, "world").await;
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    run_as_bob(&hosts, &path, "world").await;
     let alice = sasl_client(&hosts, "alice", ALICE_PASSWORD).await;
     let eve = digest_client(&hosts).await;
     for (who, client) in [("alice", &alice), ("eve", &eve)] {
-        let node = format!("{path}/{who}");
-        client
-            .create(
-                &node,
-                b"",
-                &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all()),
-            )
+        create_in(client, &path, who)
             .await
             .unwrap_or_else(|err| panic!("{who} creates in a world directory: {err}"));
     }
@@ -194,50 +208,20 @@ async fn without_sasl_or_with_a_wrong_password_zklock_fails_fast() {
     let marker = tempfile::NamedTempFile::new().unwrap();
     let touch = format!("echo ran > {}", marker.path().display());
     // The session timeout asked for is long: an answer well within it is not a connect that waited it out.
-    let args = |sasl: bool| {
-        let mut args = vec!["--connect", &hosts, "run", "--session-timeout", "30s"];
-        if sasl {
-            args.extend(["--sasl", "digest-md5:bob"]);
-        }
-        args.extend([path.as_str(), "--", "sh", "-c", touch.as_str()]);
-        args.into_iter().map(str::to_owned).collect::<Vec<_>>()
-    };
-    let cases = [
-        (args(false), None, "requires authentication"),
-        (
-            args(true),
-            Some("not-bobs-password"),
-            "refused the SASL DIGEST-MD5 handshake as bob",
-        ),
-    ];
-    for (args, password, expected) in cases {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let mut zklock = command(&args);
+    let command = |sasl: bool| {
+        let head = ["--connect", &hosts, "run", "--session-timeout", "30s"];
+        let mut zklock = maybe_sasl(sasl, &head, &[&path, "--", "sh", "-c", &touch]);
         zklock.env("ZKLOCK_LOG", "trace");
-        if let Some(password) = password {
-            zklock.env("ZKLOCK_SASL_PASSWORD", password);
-        }
-        let (out, took) = finish(&mut zklock).await;
-        let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(3), "{args:?}: {stderr}");
-        assert!(stderr.contains(expected), "{args:?}: {stderr}");
-        assert!(!stderr.contains("not-bobs-password"), "{stderr}");
-        assert!(took < Duration::from_secs(20), "{args:?} took {took:?}: {stderr}");
-        assert_eq!(
-            std::fs::read_to_string(marker.path()).unwrap(),
-            "",
-            "the command ran"
-        );
-    }
+        zklock
+    };
+    refused_fast(command).await;
+    assert_eq!(
+        std::fs::read_to_string(marker.path()).unwrap(),
+        "",
+        "the command ran"
+    );
     // The right password, through the same arguments: the command runs (the control of the checks above).
-    let args = args(true);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (out, _) = finish(
-        command(&args)
-            .env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD)
-            .env("ZKLOCK_LOG", "trace"),
-    )
-    .await;
+    let (out, _) = timed(command(true).env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD)).await;
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert_eq!(std::fs::read_to_string(marker.path()).unwrap(), "ran\n");
@@ -250,9 +234,7 @@ async fn without_sasl_or_with_a_wrong_password_zklock_fails_fast() {
 async fn every_connecting_command_takes_sasl_and_the_password_file() {
     let hosts = sasl_zookeeper().await;
     let path = unique_path("cli-sasl-commands");
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("sasl-password");
-    std::fs::write(&file, format!("{BOB_PASSWORD}\n")).unwrap();
+    let (_dir, file) = temp_file("sasl-password", format!("{BOB_PASSWORD}\n"));
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
     let file = file.display().to_string();
     let sasl = ["--sasl", "digest-md5:bob", "--sasl-password-file", file.as_str()];
@@ -270,7 +252,7 @@ async fn every_connecting_command_takes_sasl_and_the_password_file() {
         all.extend(&args[..1]);
         all.extend(sasl);
         all.extend(&args[1..]);
-        let (out, _) = finish(&mut command(&all)).await;
+        let (out, _) = timed(&mut without_credentials(&all)).await;
         let stderr = text(&out.stderr);
         // revoke --dry-run: 1, nothing to revoke; the others succeed.
         let expected = if args[0] == "revoke" { 1 } else { 0 };
@@ -291,26 +273,15 @@ async fn every_connecting_command_takes_sasl_and_the_password_file() {
     ];
     demo.extend(["--path", demo_path.as_str(), "--acl", "creator"]);
     demo.extend(sasl);
-    let (out, _) = finish(&mut command(&demo)).await;
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
+    let (out, _) = timed(&mut without_credentials(&demo)).await;
+    assert_exit(&out, 0, "the demo");
     // The same file readable by others: it works, with a warning.
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
     let mut all = vec!["--connect", hosts.as_str(), "status"];
     all.extend(sasl);
     all.push(path.as_str());
-    let (out, _) = finish(&mut command(&all)).await;
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(
-        stderr.contains("warning") && stderr.contains("can be read by other users"),
-        "{stderr}"
-    );
+    let (out, _) = timed(&mut without_credentials(&all)).await;
+    assert_warned_readable_secrets(&out);
 }
 
 /// Usage errors (exit 2) before connecting: no password, a password on the command line, an unsupported
@@ -345,14 +316,11 @@ async fn sasl_usage_errors_exit_2() {
         let mut all = vec!["--connect", "127.0.0.1:1", "status"];
         all.extend(flags);
         all.push(path.as_str());
-        let mut zklock = command(&all);
+        let mut zklock = without_credentials(&all);
         if flags.contains(&"--sasl-service") {
             zklock.env("ZKLOCK_SASL_PASSWORD", "x");
         }
-        let (out, _) = finish(&mut zklock).await;
-        let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{all:?}: {stderr}");
-        assert!(stderr.contains(expected), "{all:?}: {stderr}");
+        fails_with(&mut zklock, 2, expected).await;
     }
 }
 
@@ -364,58 +332,28 @@ async fn sasl_usage_errors_exit_2() {
 async fn curator_with_the_same_sasl_user_shares_the_lock() {
     let hosts = sasl_zookeeper().await;
     let path = unique_path("cli-sasl-curator");
-    let (out, _) = run_as_bob(&hosts, &path, "creator").await;
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    run_as_bob(&hosts, &path, "creator").await;
     let dir = tempfile::tempdir().unwrap();
-    let jaas = dir.path().join("jaas-client.conf");
-    std::fs::write(
-        &jaas,
-        format!(
-            "Client {{\n    org.apache.zookeeper.server.auth.DigestLoginModule required\n    \
-             username=\"bob\"\n    password=\"{BOB_PASSWORD}\";\n}};\n"
-        ),
-    )
-    .unwrap();
+    let bob = [("username", "bob"), ("password", BOB_PASSWORD)];
+    let jaas = digest_jaas(&dir, "jaas-client.conf", "Client", &bob);
     let flag = format!("-Djava.security.auth.login.config={}", jaas.display());
     let mut curator = Peer::curator_with_jvm_flags(&[&flag], &["mutex", "hold", &hosts, &path]).await;
     let node = curator.expect("ACQUIRED").await;
     assert!(node.starts_with(&format!("{path}/")), "{node}");
     // Still the directory zklock made (not one Curator made again with its default world ACL).
-    let bob = sasl_client(&hosts, "bob", BOB_PASSWORD).await;
-    let (acl, _) = bob.get_acl(&path).await.expect("bob reads the ACL");
-    assert!(
-        acl.contains(&Acl::new(Permission::ALL, AuthId::new("sasl", "bob"))),
-        "{acl:?}"
-    );
+    bobs_directory(&hosts, &path).await;
 
-    let nonblock = |marker: &str| {
-        let script = format!("echo ran > {marker}");
-        let mut zklock = command(&[
-            "--connect",
-            &hosts,
-            "run",
-            "--sasl",
-            "digest-md5:bob",
-            "--nonblock",
-            &path,
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ]);
-        zklock.env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD);
-        zklock
-    };
     let marker = dir.path().join("ran");
-    let marker_arg = marker.display().to_string();
-    let (out, _) = finish(&mut nonblock(&marker_arg)).await;
+    let script = format!("echo ran > {}", marker.display());
+    let nonblock = || sh_as_bob(&hosts, &["--nonblock"], &path, &script);
+    let (out, _) = timed(&mut nonblock()).await;
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(!marker.exists(), "the command ran while Curator held the lock");
 
     curator.send("release").await;
     curator.expect("RELEASED").await;
     curator.finish().await;
-    let (out, _) = finish(&mut nonblock(&marker_arg)).await;
+    let (out, _) = timed(&mut nonblock()).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(std::fs::read_to_string(&marker).unwrap(), "ran\n");
 }
@@ -427,26 +365,12 @@ async fn curator_with_the_same_sasl_user_shares_the_lock() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sasl_against_a_server_without_sasl_is_refused() {
     let real = zookeeper().await;
-    let embedded = tokio::task::spawn_blocking(zklock_testkit::shared_embedded)
-        .await
-        .unwrap();
+    let embedded = zklock_testkit::hosts::embedded().await;
     for hosts in [real, embedded] {
         let path = unique_path("cli-sasl-plain");
         let marker = tempfile::NamedTempFile::new().unwrap();
         let touch = format!("echo ran > {}", marker.path().display());
-        let mut zklock = command(&[
-            "--connect",
-            &hosts,
-            "run",
-            "--sasl",
-            "digest-md5:bob",
-            &path,
-            "--",
-            "sh",
-            "-c",
-            &touch,
-        ]);
-        let (out, _) = finish(zklock.env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD)).await;
+        let (out, _) = timed(&mut sh_as_bob(&hosts, &[], &path, &touch)).await;
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(3), "{hosts}: {stderr}");
         assert!(
@@ -470,15 +394,8 @@ async fn sasl_against_a_server_without_sasl_is_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_with_sasl_against_zklock_serve_requiring_sasl() {
     let dir = tempfile::tempdir().unwrap();
-    let jaas = dir.path().join("jaas.conf");
-    std::fs::write(
-        &jaas,
-        format!(
-            "Server {{\n    org.apache.zookeeper.server.auth.DigestLoginModule required\n    \
-             user_bob=\"{BOB_PASSWORD}\"\n    user_alice=\"{ALICE_PASSWORD}\";\n}};\n"
-        ),
-    )
-    .unwrap();
+    let users = [("user_bob", BOB_PASSWORD), ("user_alice", ALICE_PASSWORD)];
+    let jaas = digest_jaas(&dir, "jaas.conf", "Server", &users);
     let jaas_arg = jaas.display().to_string();
     let serve = crate::logs::Serve::start(&[
         "serve",
@@ -491,74 +408,29 @@ async fn run_with_sasl_against_zklock_serve_requiring_sasl() {
     .await;
     let hosts = serve.addr.to_string();
     let path = unique_path("cli-sasl-serve");
-    let (out, _) = run_as_bob(&hosts, &path, "creator").await;
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).starts_with("held "), "{}", text(&out.stdout));
-    let bob = sasl_client(&hosts, "bob", BOB_PASSWORD).await;
-    let (acl, _) = bob.get_acl(&path).await.expect("bob reads the ACL");
-    assert!(
-        acl.contains(&Acl::new(Permission::ALL, AuthId::new("sasl", "bob"))),
-        "{acl:?}"
-    );
+    run_as_bob(&hosts, &path, "creator").await;
+    bobs_directory(&hosts, &path).await;
     let alice = sasl_client(&hosts, "alice", ALICE_PASSWORD).await;
-    let intruder = alice
-        .create(
-            &format!("{path}/intruder"),
-            b"",
-            &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all()),
-        )
-        .await;
+    let intruder = create_in(&alice, &path, "intruder").await;
     assert!(matches!(intruder, Err(zk::Error::NoAuth)), "{intruder:?}");
 
-    for (sasl, password, expected) in [
-        (false, None, "requires authentication"),
-        (
-            true,
-            Some("not-bobs-password"),
-            "refused the SASL DIGEST-MD5 handshake as bob",
-        ),
-    ] {
-        let mut args = vec!["--connect", hosts.as_str(), "run"];
-        if sasl {
-            args.extend(["--sasl", "digest-md5:bob"]);
-        }
-        args.extend([path.as_str(), "--", "true"]);
-        let mut zklock = command(&args);
-        if let Some(password) = password {
-            zklock.env("ZKLOCK_SASL_PASSWORD", password);
-        }
-        let (out, took) = finish(&mut zklock).await;
-        let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(3), "{args:?}: {stderr}");
-        assert!(stderr.contains(expected), "{args:?}: {stderr}");
-        assert!(took < Duration::from_secs(20), "{args:?} took {took:?}: {stderr}");
-    }
+    refused_fast(|sasl| maybe_sasl(sasl, &["--connect", &hosts, "run"], &[&path, "--", "true"])).await;
     // zklock bench: its workloads' sessions authenticate too (the server would refuse them otherwise, as it
     // refuses the same bench without --sasl: the control).
     let bench = |sasl: bool| {
-        let mut args = vec!["--connect", hosts.as_str(), "bench"];
-        if sasl {
-            args.extend(["--sasl", "digest-md5:bob"]);
-        }
-        args.extend(["--duration", "0.2", "--rounds", "1", "--clients", "2"]);
-        let mut zklock = command(&args);
+        let workload = ["--duration", "0.2", "--rounds", "1", "--clients", "2"];
+        let mut zklock = maybe_sasl(sasl, &["--connect", &hosts, "bench"], &workload);
         zklock.env("ZKLOCK_SASL_PASSWORD", BOB_PASSWORD);
         zklock
     };
-    let (out, _) = finish(&mut bench(true)).await;
+    let (out, _) = timed(&mut bench(true)).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
         text(&out.stdout).contains("contended hand-offs /s (2 clients)"),
         "{}",
         text(&out.stdout)
     );
-    let (out, _) = finish(&mut bench(false)).await;
-    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains("requires authentication"),
-        "{}",
-        text(&out.stderr)
-    );
+    fails_with(&mut bench(false), 3, "requires authentication").await;
 
     let (code, stderr) = serve.stop().await;
     assert_eq!(code, Some(0), "{stderr}");

@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt as _;
 
 use base64::Engine as _;
 use zklock_testkit::unique_path;
-use zookeeper_client::{self as zk, Acl, AuthId, Client, CreateMode, Permission};
+use zookeeper_client::{self as zk, Acl, AuthId, CreateMode, Permission};
 
 use crate::support::*;
 
@@ -28,31 +28,10 @@ fn digest_acl(user: &str, password: &str, permission: Permission) -> Acl {
     )
 }
 
-/// A session authenticated as `user`.
-async fn as_user(hosts: &str, user: &str, password: &str) -> Client {
-    Client::connector()
-        .with_session_timeout(std::time::Duration::from_secs(10))
-        .with_auth("digest", format!("{user}:{password}").as_bytes())
-        .connect(hosts)
-        .await
-        .expect("connect")
-}
-
 /// A random secret, so that finding it anywhere means it leaked from this test.
 fn secret() -> String {
     // `unique_path` is "/x-<16 random hex digits>".
     format!("s3cret-{}", &unique_path("x")[3..])
-}
-
-/// `zklock` with `args` and no credentials from the test's own environment.
-fn command(args: &[&str]) -> tokio::process::Command {
-    let mut command = zklock(args);
-    command
-        .env_remove("ZKLOCK_AUTH")
-        .env_remove("ZKLOCK_TLS_CA")
-        .env_remove("ZKLOCK_TLS_CERT")
-        .env_remove("ZKLOCK_TLS_KEY");
-    command
 }
 
 /// The command [`hold`] gives `zklock run`.
@@ -66,9 +45,21 @@ async fn hold(command: &mut tokio::process::Command) -> Running {
 }
 
 /// Lets a [`hold`]ing command end; `zklock`'s exit code.
-async fn release(mut held: Running) -> Option<i32> {
-    held.release("done").await;
-    held.finish().await.0
+async fn release(held: Running) -> Option<i32> {
+    held.end("done").await.0
+}
+
+/// `zklock run --auth-file FILE PATH -- true`.
+fn run_with_auth_file(hosts: &str, file: &std::path::Path, path: &str) -> tokio::process::Command {
+    let file = file.to_str().unwrap();
+    without_credentials(&["run", "--connect", hosts, "--auth-file", file, path, "--", "true"])
+}
+
+/// The ACL of the first lock node in `path`, read by alice (digest, password `password`).
+async fn alices_node_acl(hosts: &str, password: &str, path: &str) -> Vec<Acl> {
+    let alice = as_user(hosts, "alice", password).await;
+    let names = alice.list_children(path).await.unwrap();
+    alice.get_acl(&format!("{path}/{}", names[0])).await.unwrap().0
 }
 
 /// The command lines of every process on the machine that contain `needle`.
@@ -92,7 +83,7 @@ on_both_servers! {
         let alice_pw = secret();
         let alice_auth = format!("digest:alice:{alice_pw}");
         // With credentials and no --acl, the nodes are the creator's (and the directories readable by anybody).
-        let held = hold(command(&[
+        let held = hold(without_credentials(&[
             "run", "--connect", hosts, "--auth", &alice_auth, "--describe", "nightly secret", &path, "--",
         ]).args(HOLD)).await;
 
@@ -114,25 +105,25 @@ on_both_servers! {
         assert_eq!(alice.get_acl(&top).await.unwrap().0, directory);
 
         // `zklock status` without credentials shows the holder by name; the data is marked unreadable.
-        let out = completed(&mut command(&["status", "--connect", hosts, &path])).await;
+        let out = completed(&mut without_credentials(&["status", "--connect", hosts, &path])).await;
         let stdout = text(&out.stdout);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
         assert!(stdout.contains("held by 1 of 1"), "{stdout}");
         assert!(stdout.contains("holder") && stdout.contains(name.as_str()), "{stdout}");
         assert!(stdout.contains("data not readable") && !stdout.contains("nightly secret"), "{stdout}");
-        let out = completed(&mut command(&["status", "--connect", hosts, "--json", &path])).await;
+        let out = completed(&mut without_credentials(&["status", "--connect", hosts, "--json", &path])).await;
         let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(json["holders"][0]["name"], name.as_str(), "{json}");
         assert_eq!(json["holders"][0]["data"], serde_json::Value::Null, "{json}");
         let owner = alice.check_stat(&node).await.unwrap().unwrap().ephemeral_owner;
         assert_eq!(json["holders"][0]["session_id"], format!("0x{owner:x}"), "{json}");
         // With alice's credentials (from the environment this time) the data shows.
-        let mut status = command(&["status", "--connect", hosts, &path]);
+        let mut status = without_credentials(&["status", "--connect", hosts, &path]);
         let out = completed(status.env("ZKLOCK_AUTH", &alice_auth)).await;
         assert!(text(&out.stdout).contains("nightly secret"), "{}", text(&out.stdout));
 
         // Without credentials zklock cannot queue there: exit 3, and it says why.
-        let out = completed(&mut command(&["run", "--connect", hosts, "--nonblock", &path, "--", "true"])).await;
+        let out = completed(&mut without_credentials(&["run", "--connect", hosts, "--nonblock", &path, "--", "true"])).await;
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(3), "{stderr}");
         assert!(stderr.contains("not authorized") && stderr.contains("--auth"), "{stderr}");
@@ -145,7 +136,7 @@ on_both_servers! {
         let path = unique_path("cli-secure-two");
         let (alice_pw, bob_pw) = (secret(), secret());
         let alice_acl = format!("creator,digest:bob:{}", hash("bob", &bob_pw));
-        let held = hold(command(&[
+        let held = hold(without_credentials(&[
             "run", "--connect", hosts, "--auth", &format!("digest:alice:{alice_pw}"), "--acl", &alice_acl,
             "--describe", "alice's backup", &path, "--",
         ]).args(HOLD)).await;
@@ -153,18 +144,18 @@ on_both_servers! {
         // Bob, named in alice's ACL, queues behind her (credentials from the environment).
         let bob_acl = format!("creator,digest:alice:{}", hash("alice", &alice_pw));
         let mut bob = Running::start(
-            command(&["run", "--connect", hosts, "--acl", &bob_acl, &path, "--", "echo", "bob ran"])
+            without_credentials(&["run", "--connect", hosts, "--acl", &bob_acl, &path, "--", "echo", "bob ran"])
                 .env("ZKLOCK_AUTH", format!("digest:bob:{bob_pw}")),
         );
         let anonymous = client(hosts).await;
         await_children(&anonymous, &path, 2).await;
         // He may read alice's data.
         let bob_auth = format!("digest:bob:{bob_pw}");
-        let out = completed(&mut command(&["status", "--connect", hosts, "--auth", &bob_auth, &path])).await;
+        let out = completed(&mut without_credentials(&["status", "--connect", hosts, "--auth", &bob_auth, &path])).await;
         let stdout = text(&out.stdout);
         assert!(stdout.contains("alice's backup") && stdout.contains("waiting"), "{stdout}");
         // Carol, not named, may not queue.
-        let out = completed(&mut command(&[
+        let out = completed(&mut without_credentials(&[
             "run", "--connect", hosts, "--auth", "digest:carol:carol-pw", "--nonblock", &path, "--", "true",
         ])).await;
         assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
@@ -178,11 +169,11 @@ on_both_servers! {
     async fn an_election_with_private_data_is_observed_by_name(hosts: &str) {
         let path = unique_path("cli-secure-elect");
         let pw = secret();
-        let leader = hold(command(&[
+        let leader = hold(without_credentials(&[
             "elect", "--connect", hosts, "--auth", &format!("digest:alice:{pw}"), "--describe", "private",
             &path, "--",
         ]).args(HOLD)).await;
-        let mut observer = Running::start(&mut command(&["elect", "--connect", hosts, "--observe", "--json", &path]));
+        let mut observer = Running::start(&mut without_credentials(&["elect", "--connect", hosts, "--observe", "--json", &path]));
         let line = observer.line("an observation").await;
         let json: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert!(json["leader"]["node"].as_str().unwrap().starts_with(&path), "{json}");
@@ -199,7 +190,7 @@ on_both_servers! {
     async fn refused_credentials_exit_3(hosts: &str) {
         let path = unique_path("cli-secure-refused");
         let auth = "nosuchscheme:whatever";
-        let out = completed(&mut command(&["status", "--connect", hosts, "--auth", auth, &path])).await;
+        let out = completed(&mut without_credentials(&["status", "--connect", hosts, "--auth", auth, &path])).await;
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(3), "{stderr}");
         assert!(stderr.contains("refused our credentials") && stderr.contains("nosuchscheme"), "{stderr}");
@@ -207,7 +198,7 @@ on_both_servers! {
     }
 
     async fn the_demo_takes_credentials_and_acls(hosts: &str) {
-        let out = completed(&mut command(&[
+        let out = completed(&mut without_credentials(&[
             "demo", "--connect", hosts, "--workers", "2", "--hold", "10", "--path",
             &unique_path("cli-secure-demo"), "--auth", "digest:alice:demo-pw", "--acl", "creator",
         ])).await;
@@ -231,7 +222,7 @@ async fn credentials_from_a_file_or_the_environment_stay_out_of_every_command_li
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
     let path = unique_path("cli-secure-file");
     let held = hold(
-        command(&[
+        without_credentials(&[
             "run",
             "--connect",
             &hosts,
@@ -256,26 +247,13 @@ async fn credentials_from_a_file_or_the_environment_stay_out_of_every_command_li
             .any(|line| line.starts_with(&format!("{}:", held.pid()))),
         "{with_path:?}"
     );
-    let alice = as_user(&hosts, "alice", &pw).await;
-    let names = alice.list_children(&path).await.unwrap();
-    let acl = alice.get_acl(&format!("{path}/{}", names[0])).await.unwrap().0;
     assert_eq!(
-        acl,
+        alices_node_acl(&hosts, &pw, &path).await,
         [digest_acl("alice", &pw, Permission::ALL)],
         "the file's credentials were used"
     );
     assert_eq!(release(held).await, Some(0));
-    let out = completed(&mut command(&[
-        "run",
-        "--connect",
-        &hosts,
-        "--auth-file",
-        file.to_str().unwrap(),
-        &path,
-        "--",
-        "true",
-    ]))
-    .await;
+    let out = completed(&mut run_with_auth_file(&hosts, &file, &path)).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(!text(&out.stderr).contains("warning"), "{}", text(&out.stderr));
 
@@ -283,7 +261,7 @@ async fn credentials_from_a_file_or_the_environment_stay_out_of_every_command_li
     let pw = secret();
     let path = unique_path("cli-secure-env");
     let held = hold(
-        command(&["run", "--connect", &hosts, &path, "--"])
+        without_credentials(&["run", "--connect", &hosts, &path, "--"])
             .args(HOLD)
             .env("ZKLOCK_AUTH", format!("digest:alice:{pw}")),
     )
@@ -293,11 +271,8 @@ async fn credentials_from_a_file_or_the_environment_stay_out_of_every_command_li
         "{:?}",
         command_lines_with(&pw)
     );
-    let alice = as_user(&hosts, "alice", &pw).await;
-    let names = alice.list_children(&path).await.unwrap();
-    let acl = alice.get_acl(&format!("{path}/{}", names[0])).await.unwrap().0;
     assert_eq!(
-        acl,
+        alices_node_acl(&hosts, &pw, &path).await,
         [digest_acl("alice", &pw, Permission::ALL)],
         "the environment's credentials were used"
     );
@@ -306,23 +281,8 @@ async fn credentials_from_a_file_or_the_environment_stay_out_of_every_command_li
     // A file other users may read: it works, with a warning.
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
     let path = unique_path("cli-secure-shared-file");
-    let out = completed(&mut command(&[
-        "run",
-        "--connect",
-        &hosts,
-        "--auth-file",
-        file.to_str().unwrap(),
-        &path,
-        "--",
-        "true",
-    ]))
-    .await;
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(
-        stderr.contains("warning") && stderr.contains("can be read by other users"),
-        "{stderr}"
-    );
+    let out = completed(&mut run_with_auth_file(&hosts, &file, &path)).await;
+    assert_warned_readable_secrets(&out);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -387,25 +347,15 @@ async fn bad_credentials_acls_and_tls_files_are_usage_errors() {
         if all[0] == "run" {
             all.extend(["--", "true"]);
         }
-        let mut zklock = command(&all);
+        let mut zklock = without_credentials(&all);
         if let Some(env) = env {
             zklock.env("ZKLOCK_AUTH", env);
         }
-        let out = completed(&mut zklock).await;
-        let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        let stderr = fails_with(&mut zklock, 2, expected).await;
         assert!(!stderr.contains(&hidden), "{args:?} shows the secret: {stderr}");
     }
-    let out = completed(&mut command(&[
-        "status",
-        "--connect",
-        "tcp+tls://127.0.0.1:2281",
-        &path,
-    ]))
-    .await;
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("--tls-ca"), "{}", text(&out.stderr));
+    let tls_without_ca = ["status", "--connect", "tcp+tls://127.0.0.1:2281", &path];
+    fails_with(&mut without_credentials(&tls_without_ca), 2, "--tls-ca").await;
     // Nothing was created.
     let anonymous = client(&hosts).await;
     assert_eq!(anonymous.check_stat(&path).await.unwrap(), None);
@@ -474,8 +424,12 @@ impl TlsMaterial {
 async fn tls_scenario(plain: &str, secure: &str, m: &TlsMaterial) {
     let ca = m.path("server-ca.pem");
     let path = unique_path("cli-tls");
-    let held = hold(command(&["run", "--connect", secure, "--tls-ca", &ca, &path, "--"]).args(HOLD)).await;
-    let out = completed(command(&["status", "--connect", secure, &path]).env("ZKLOCK_TLS_CA", &ca)).await;
+    let held =
+        hold(without_credentials(&["run", "--connect", secure, "--tls-ca", &ca, &path, "--"]).args(HOLD))
+            .await;
+    let out =
+        completed(without_credentials(&["status", "--connect", secure, &path]).env("ZKLOCK_TLS_CA", &ca))
+            .await;
     assert!(
         text(&out.stdout).contains("held by 1 of 1"),
         "{}{}",
@@ -483,7 +437,7 @@ async fn tls_scenario(plain: &str, secure: &str, m: &TlsMaterial) {
         text(&out.stderr)
     );
     // Per server: `tcp://` keeps one plaintext although --tls-ca is given.
-    let out = completed(&mut command(&[
+    let out = completed(&mut without_credentials(&[
         "status",
         "--connect",
         &format!("tcp://{plain}"),
@@ -510,7 +464,7 @@ async fn tls_scenario(plain: &str, secure: &str, m: &TlsMaterial) {
     let (cert, key) = (m.path("client.pem"), m.path("client.key"));
     let mutual = format!("{path}-mutual");
     let held = hold(
-        command(&[
+        without_credentials(&[
             "run",
             "--connect",
             secure,
@@ -556,7 +510,7 @@ async fn tls_scenario(plain: &str, secure: &str, m: &TlsMaterial) {
             "TLS handshake failed: invalid peer certificate: UnknownIssuer",
         ),
     ] {
-        let mut status = command(&["status", "--connect", connect, &path]);
+        let mut status = without_credentials(&["status", "--connect", connect, &path]);
         if let Some(tls_ca) = &tls_ca {
             status.args(["--tls-ca", tls_ca]);
         }

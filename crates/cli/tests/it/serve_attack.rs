@@ -85,10 +85,6 @@ async fn exists_p99_ms(c: &zk::Client, n: usize, pid: i32, peak: &mut u64) -> f6
     times[(n * 99).div_ceil(100) - 1]
 }
 
-fn persistent() -> zk::CreateOptions<'static> {
-    zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
-}
-
 /// Three connections pipeline 3,000 `getData` of a 1 MB node each and read nothing: with the default
 /// configuration the server grows by less than 64 MiB and a second client's `exists` p99 stays under 100 ms.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -136,13 +132,10 @@ async fn never_reading_readers_do_not_grow_the_server() {
 /// the server grows by less than 64 MiB (without the limit: 30 x 150 x 100 KB, 450 MB, less what the kernel holds).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn never_reading_watchers_are_disconnected_before_they_grow_the_server() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("zoo.cfg");
-    std::fs::write(
-        &config,
+    let (_dir, config) = temp_file(
+        "zoo.cfg",
         "maxClientPendingNotificationBytes=1048576\n4lw.commands.whitelist=mntr\n",
-    )
-    .unwrap();
+    );
     let serve = Serve::start(&[
         "serve",
         "--listen",

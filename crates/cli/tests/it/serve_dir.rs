@@ -4,30 +4,13 @@
 //! shutdown, the fatal line of a JSON log in JSON.
 
 use std::os::unix::fs::PermissionsExt as _;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 use tokio::time::timeout;
-use zookeeper_client as zk;
 
 use crate::logs::Serve;
 use crate::support::*;
-
-fn persistent() -> zk::CreateOptions<'static> {
-    zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
-}
-
-async fn serve_on(dir: &Path) -> Serve {
-    Serve::start(&[
-        "serve",
-        "--listen",
-        "127.0.0.1:0",
-        "--data-dir",
-        dir.to_str().unwrap(),
-    ])
-    .await
-}
 
 /// The exit code, stdout and stderr of a `zklock serve` that must end by itself within `limit`.
 async fn serve_that_fails(args: &[&str], limit: Duration) -> (Option<i32>, String, String) {
@@ -42,7 +25,7 @@ async fn serve_that_fails(args: &[&str], limit: Duration) -> (Option<i32>, Strin
 async fn a_second_server_on_a_directory_in_use_exits_and_the_first_keeps_every_write() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().to_str().unwrap();
-    let first = serve_on(dir.path()).await;
+    let first = Serve::on_data_dir(dir.path()).await;
     let hosts = first.addr.to_string();
     let c = client(&hosts).await;
     c.create("/owned", b"", &persistent()).await.unwrap();
@@ -90,7 +73,7 @@ async fn a_second_server_on_a_directory_in_use_exits_and_the_first_keeps_every_w
     let (code, stderr) = first.stop().await;
     assert_eq!(code, Some(0), "{stderr}");
 
-    let again = serve_on(dir.path()).await;
+    let again = Serve::on_data_dir(dir.path()).await;
     let c = client(&again.addr.to_string()).await;
     let mut children = c.list_children("/owned").await.unwrap();
     children.sort();
@@ -103,19 +86,23 @@ async fn a_second_server_on_a_directory_in_use_exits_and_the_first_keeps_every_w
     assert_eq!(code, Some(0), "{stderr}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_data_directory_that_cannot_be_used_fails_before_listening() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("data");
-    std::fs::write(&file, b"").unwrap();
-    let file = file.to_str().unwrap();
+/// `zklock serve --data-dir DATA` for a directory it cannot use: it exits 3 without listening. Returns its stderr.
+async fn refused_data_dir(data: &str) -> String {
     let (code, stdout, stderr) = serve_that_fails(
-        &["serve", "--listen", "127.0.0.1:0", "--data-dir", file],
+        &["serve", "--listen", "127.0.0.1:0", "--data-dir", data],
         EVENTUALLY,
     )
     .await;
     assert_eq!(code, Some(3), "{stderr}");
     assert!(!stdout.contains("listening"), "{stdout}");
+    stderr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_data_directory_that_cannot_be_used_fails_before_listening() {
+    let (_dir, file) = temp_file("data", b"");
+    let file = file.to_str().unwrap();
+    let stderr = refused_data_dir(file).await;
     assert!(
         stderr.contains(&format!("zklock serve: {file} is not a directory")),
         "{stderr}"
@@ -132,13 +119,7 @@ async fn a_data_directory_that_cannot_be_used_fails_before_listening() {
         .unwrap();
     assert!(remount.success());
     let data = data.to_str().unwrap();
-    let (code, stdout, stderr) = serve_that_fails(
-        &["serve", "--listen", "127.0.0.1:0", "--data-dir", data],
-        EVENTUALLY,
-    )
-    .await;
-    assert_eq!(code, Some(3), "{stderr}");
-    assert!(!stdout.contains("listening"), "{stdout}");
+    let stderr = refused_data_dir(data).await;
     assert!(
         stderr.contains(&format!(
             "zklock serve: cannot write in the data directory {data}: "
@@ -153,7 +134,7 @@ async fn a_data_directory_that_cannot_be_used_fails_before_listening() {
 async fn sighup_is_a_clean_shutdown_with_a_snapshot() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let serve = serve_on(dir.path()).await;
+    let serve = Serve::on_data_dir(dir.path()).await;
     let c = client(&serve.addr.to_string()).await;
     c.create("/hup", b"kept", &persistent()).await.unwrap();
     drop(c);
@@ -171,7 +152,7 @@ async fn sighup_is_a_clean_shutdown_with_a_snapshot() {
     }
     assert_eq!(snapshots, 1, "the final snapshot");
 
-    let again = serve_on(dir.path()).await;
+    let again = Serve::on_data_dir(dir.path()).await;
     let c = client(&again.addr.to_string()).await;
     assert_eq!(c.get_data("/hup").await.unwrap().0, b"kept");
     drop(c);

@@ -6,82 +6,15 @@
 //! `crates/server/tests/it/disk_full.rs`.)
 
 use std::net::SocketAddr;
-use std::path::Path;
-use std::process::Stdio;
 
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::process::Child;
-use tokio::task::JoinHandle;
 use tokio::time::timeout;
 use zklock_testkit::Tmpfs;
 use zookeeper_client as zk;
 
+use crate::logs::Serve;
 use crate::support::*;
-
-/// A running `zklock serve` and everything it writes to stderr (collected in the background).
-struct Serve {
-    child: Child,
-    addr: SocketAddr,
-    stderr: JoinHandle<String>,
-}
-
-impl Serve {
-    async fn up(data: &Path) -> Serve {
-        let data = data.to_str().expect("utf-8 path");
-        let mut child = zklock(&["serve", "--listen", "127.0.0.1:0", "--data-dir", data])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn zklock serve");
-        let mut err = child.stderr.take().expect("stderr");
-        let stderr = tokio::spawn(async move {
-            let mut text = String::new();
-            let _ = err.read_to_string(&mut text).await;
-            text
-        });
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let line = timeout(EVENTUALLY, lines.next_line())
-            .await
-            .expect("zklock serve printed its address in time")
-            .expect("read stdout");
-        let Some(addr) = line
-            .as_deref()
-            .and_then(|l| l.strip_prefix("zklock server listening on "))
-        else {
-            let status = child.wait().await;
-            panic!(
-                "zklock serve did not start ({status:?}), stdout {line:?}, stderr:\n{}",
-                stderr.await.unwrap()
-            );
-        };
-        let addr = addr.trim().parse().expect("address");
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Serve { child, addr, stderr }
-    }
-
-    /// Waits for the process to exit on its own; returns its exit code and stderr.
-    async fn exited(mut self) -> (Option<i32>, String) {
-        let status = timeout(EVENTUALLY, self.child.wait())
-            .await
-            .expect("zklock serve exited in time")
-            .expect("wait");
-        (status.code(), self.stderr.await.unwrap())
-    }
-
-    /// SIGTERM, then waits: a clean shutdown exits 0.
-    async fn terminate(self) -> (Option<i32>, String) {
-        let pid = self.child.id().expect("running") as i32;
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM)
-            .expect("SIGTERM");
-        self.exited().await
-    }
-}
-
-fn persistent() -> zk::CreateOptions<'static> {
-    zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
-}
 
 /// `ruok`'s answer, or "" when the connection is refused or closed without one.
 async fn ruok(addr: SocketAddr) -> String {
@@ -131,7 +64,7 @@ async fn session_accepted(addr: SocketAddr) -> bool {
 async fn serve_exits_1_on_a_full_disk_and_keeps_every_acknowledged_write() {
     let fs = Tmpfs::mount("12m");
     let data = fs.path().join("data");
-    let serve = Serve::up(&data).await;
+    let serve = Serve::on_data_dir(&data).await;
     let addr = serve.addr;
     assert_eq!(ruok(addr).await, "imok");
     let hosts = addr.to_string();
@@ -203,7 +136,7 @@ async fn serve_exits_1_on_a_full_disk_and_keeps_every_acknowledged_write() {
 
     // Free the space and restart on the same directory: everything acknowledged is there.
     std::fs::remove_file(&filler).unwrap();
-    let serve = Serve::up(&data).await;
+    let serve = Serve::on_data_dir(&data).await;
     let reader = client(&serve.addr.to_string()).await;
     for path in &acked {
         let (got, _) = reader
@@ -217,7 +150,7 @@ async fn serve_exits_1_on_a_full_disk_and_keeps_every_acknowledged_write() {
         .await
         .expect("writes work again");
     drop(reader);
-    let (code, stderr) = serve.terminate().await;
+    let (code, stderr) = serve.stop().await;
     assert_eq!(code, Some(0), "clean shutdown; stderr:\n{stderr}");
 }
 

@@ -4,7 +4,6 @@
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
-use zklock::Mutex;
 use zklock_testkit::unique_path;
 
 use crate::support::*;
@@ -42,24 +41,17 @@ async fn reaches_the_command(kind: &str, signal: Signal) {
     assert_eq!(client.list_children(&path).await.unwrap(), Vec::<String>::new());
 }
 
+/// USR1, USR2 and QUIT reach the command of `zklock run`, HUP that of `zklock elect`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn usr1_reaches_the_command() {
-    reaches_the_command("run", Signal::SIGUSR1).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn usr2_reaches_the_command() {
-    reaches_the_command("run", Signal::SIGUSR2).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn quit_reaches_the_command() {
-    reaches_the_command("run", Signal::SIGQUIT).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hup_reaches_the_command_of_elect() {
-    reaches_the_command("elect", Signal::SIGHUP).await;
+async fn signals_reach_the_command() {
+    for (kind, signal) in [
+        ("run", Signal::SIGUSR1),
+        ("run", Signal::SIGUSR2),
+        ("run", Signal::SIGQUIT),
+        ("elect", Signal::SIGHUP),
+    ] {
+        reaches_the_command(kind, signal).await;
+    }
 }
 
 /// Polls (bounded by `FREED_WITHIN` from now) until `path` has `left` children; panics with what is there.
@@ -103,8 +95,7 @@ async fn hup_while_running_reaches_the_command_and_frees_the_lock_at_once() {
 async fn hup_while_waiting_ends_the_wait_and_leaves_no_node() {
     let hosts = zookeeper().await;
     let path = unique_path("cli-signal-hup-waiting");
-    let holder = client(&hosts).await;
-    let guard = Mutex::new(&holder, &path).unwrap().lock().await.unwrap();
+    let (holder, guard) = lock_held(&hosts, &path).await;
     let waiter = Running::zklock(&["run", "--connect", &hosts, &path, "--", "true"]);
     // Waiting: its node is queued behind the holder's.
     await_children(&holder, &path, 2).await;

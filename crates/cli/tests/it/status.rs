@@ -5,6 +5,7 @@ use std::process::Stdio;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use zklock::Mutex;
 use zklock_testkit::unique_path;
+use zookeeper_client::Client;
 
 use crate::support::*;
 
@@ -19,22 +20,10 @@ async fn shows_holder_and_queue_in_order() {
         text(&out.stdout)
     );
     let (a, b) = (client(&hosts).await, client(&hosts).await);
-    let guard = Mutex::new(&a, &path)
-        .unwrap()
-        .with_data("first holder")
-        .lock()
-        .await
-        .unwrap();
+    let guard = lock(&a, &path, "first holder").await.unwrap();
     let waiter = {
         let path = path.clone();
-        tokio::spawn(async move {
-            Mutex::new(&b, &path)
-                .unwrap()
-                .with_data("second in line")
-                .lock()
-                .await
-                .map(|_| ())
-        })
+        tokio::spawn(async move { lock(&b, &path, "second in line").await.map(|_| ()) })
     };
     // Wait until the waiter is queued.
     await_children(&a, &path, 2).await;
@@ -79,19 +68,12 @@ async fn shows_every_recipe() {
     let rw = unique_path("cli-status-rw");
     let r1 = zklock::RwLock::new(&a, &rw).unwrap().read().await.unwrap();
     let r2 = zklock::RwLock::new(&b, &rw).unwrap().read().await.unwrap();
-    let stdout = text(&output(&["status", "--connect", &hosts, &rw]).await.stdout);
+    let stdout = status(&hosts, &rw).await;
     assert!(
         stdout.contains("held by 2 of 2") && stdout.contains("[read]"),
         "{stdout}"
     );
-    assert_eq!(
-        stdout
-            .lines()
-            .filter(|l| l.trim_start().starts_with("reader "))
-            .count(),
-        2,
-        "{stdout}"
-    );
+    assert_eq!(entries(&stdout, "reader "), 2, "{stdout}");
 
     // Election: the leader leads.
     let election = unique_path("cli-status-election");
@@ -100,7 +82,7 @@ async fn shows_every_recipe() {
         .campaign()
         .await
         .unwrap();
-    let stdout = text(&output(&["status", "--connect", &hosts, &election]).await.stdout);
+    let stdout = status(&hosts, &election).await;
     assert!(
         stdout.contains("led by 1 of 1") && stdout.contains("[election]"),
         "{stdout}"
@@ -118,16 +100,9 @@ async fn shows_every_recipe() {
         .acquire()
         .await
         .unwrap();
-    let stdout = text(&output(&["status", "--connect", &hosts, &sem]).await.stdout);
+    let stdout = status(&hosts, &sem).await;
     assert!(stdout.contains("semaphore with 2 lease(s) held"), "{stdout}");
-    assert_eq!(
-        stdout
-            .lines()
-            .filter(|l| l.trim_start().starts_with("lease holder "))
-            .count(),
-        2,
-        "{stdout}"
-    );
+    assert_eq!(entries(&stdout, "lease holder "), 2, "{stdout}");
 
     // Queue: three items.
     let queue_path = unique_path("cli-status-queue");
@@ -135,25 +110,17 @@ async fn shows_every_recipe() {
     for item in [b"1", b"2", b"3"] {
         queue.put(item).await.unwrap();
     }
-    let stdout = text(&output(&["status", "--connect", &hosts, &queue_path]).await.stdout);
+    let stdout = status(&hosts, &queue_path).await;
     assert!(stdout.contains("queue with 3 item(s)"), "{stdout}");
 
     // Barrier: set, then removed.
     let barrier_path = unique_path("cli-status-barrier");
     let barrier = zklock::Barrier::new(&a, &barrier_path).unwrap();
     barrier.set().await.unwrap();
-    let stdout = text(
-        &output(&["status", "--connect", &hosts, &barrier_path])
-            .await
-            .stdout,
-    );
+    let stdout = status(&hosts, &barrier_path).await;
     assert!(stdout.contains("exists with no contenders"), "{stdout}");
     barrier.remove().await.unwrap();
-    let stdout = text(
-        &output(&["status", "--connect", &hosts, &barrier_path])
-            .await
-            .stdout,
-    );
+    let stdout = status(&hosts, &barrier_path).await;
     assert!(stdout.contains("does not exist"), "{stdout}");
 
     for guard in [r1, r2, leader, l1, l2] {
@@ -168,20 +135,12 @@ async fn semaphore_acquirer_waiting_for_room_is_not_a_holder() {
     let hosts = zookeeper().await;
     let (a, b, observer) = (client(&hosts).await, client(&hosts).await, client(&hosts).await);
     let sem = unique_path("cli-status-semaphore-wait");
-    let held = zklock::Semaphore::new(&a, &sem, 1)
-        .unwrap()
-        .with_data("holder")
-        .acquire()
-        .await
-        .unwrap();
+    let held = lease(&a, &sem, "holder").await.unwrap();
     let b_session = b.session_id().0;
     let waiter = {
         let sem = sem.clone();
         tokio::spawn(async move {
-            zklock::Semaphore::new(&b, &sem, 1)
-                .unwrap()
-                .with_data("waits for room")
-                .acquire()
+            lease(&b, &sem, "waits for room")
                 .await
                 .map(|lease| lease.session_id())
         })
@@ -189,7 +148,7 @@ async fn semaphore_acquirer_waiting_for_room_is_not_a_holder() {
     // The waiter holds the gate and has created its lease node: two lease nodes, one lease held.
     let leases = format!("{sem}/leases");
     await_children(&observer, &leases, 2).await;
-    let stdout = text(&output(&["status", "--connect", &hosts, &sem]).await.stdout);
+    let stdout = status(&hosts, &sem).await;
     assert!(
         stdout.contains("semaphore with 1 lease(s) held, 1 acquirer(s) queued"),
         "{stdout}"
@@ -203,6 +162,53 @@ async fn semaphore_acquirer_waiting_for_room_is_not_a_holder() {
     assert_eq!(session, b_session);
 }
 
+/// `client` takes the lock at `path`, with `data`.
+async fn lock(client: &Client, path: &str, data: &str) -> zklock::Result<zklock::Guard> {
+    Mutex::new(client, path)?.with_data(data).lock().await
+}
+
+/// `client` campaigns in the election at `path`, with `data`.
+async fn campaign(client: &Client, path: &str, data: &str) -> zklock::Result<zklock::Leadership> {
+    zklock::LeaderElection::new(client, path)?
+        .with_data(data)
+        .campaign()
+        .await
+}
+
+/// `client` takes the lease of the one-lease semaphore at `path`, with `data`.
+async fn lease(client: &Client, path: &str, data: &str) -> zklock::Result<zklock::Lease> {
+    zklock::Semaphore::new(client, path, 1)?
+        .with_data(data)
+        .acquire()
+        .await
+}
+
+/// What `zklock status PATH` shows.
+async fn status(hosts: &str, path: &str) -> String {
+    text(&output(&["status", "--connect", hosts, path]).await.stdout)
+}
+
+/// What `zklock status --json PATH` says.
+async fn status_json(hosts: &str, path: &str) -> serde_json::Value {
+    json(&output(&["status", "--connect", hosts, "--json", path]).await)
+}
+
+/// The exit code of `zklock status --check PATH`.
+async fn check(hosts: &str, path: &str) -> Option<i32> {
+    output(&["status", "--connect", hosts, "--check", path])
+        .await
+        .status
+        .code()
+}
+
+/// How many entries of `status`'s output (its lines, indented) start with `label`.
+fn entries(stdout: &str, label: &str) -> usize {
+    stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with(label))
+        .count()
+}
+
 fn json(out: &std::process::Output) -> serde_json::Value {
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap_or_else(|err| panic!("{err}: {}", text(&out.stdout)))
@@ -214,7 +220,7 @@ fn json(out: &std::process::Output) -> serde_json::Value {
 async fn json_carries_the_holders_fencing_token() {
     let hosts = zookeeper().await;
     let path = unique_path("cli-status-json");
-    let gone = json(&output(&["status", "--connect", &hosts, "--json", &path]).await);
+    let gone = status_json(&hosts, &path).await;
     assert_eq!(gone["path"], path.as_str());
     assert_eq!(gone["exists"], false, "{gone}");
     assert_eq!(gone["held"], false, "{gone}");
@@ -253,17 +259,14 @@ async fn json_carries_the_holders_fencing_token() {
     let waiter = {
         let path = path.clone();
         tokio::spawn(async move {
-            Mutex::new(&b, &path)
-                .unwrap()
-                .with_data("second in line")
-                .lock()
+            lock(&b, &path, "second in line")
                 .await
                 .map(|guard| guard.fencing_token())
         })
     };
     await_children(&client(&hosts).await, &path, 2).await;
 
-    let found = json(&output(&["status", "--connect", &hosts, "--json", &path]).await);
+    let found = status_json(&hosts, &path).await;
     assert_eq!(found["path"], path.as_str(), "{found}");
     assert_eq!(found["exists"], true, "{found}");
     assert_eq!(found["recipe"], "lock", "{found}");
@@ -290,7 +293,7 @@ async fn json_carries_the_holders_fencing_token() {
     assert_eq!(waiting["session_id"], format!("0x{b_session:x}"), "{found}");
     assert!(waiting["fencing_token"].as_i64().unwrap() > token, "{found}");
 
-    let stdout = text(&output(&["status", "--connect", &hosts, &path]).await.stdout);
+    let stdout = status(&hosts, &path).await;
     let holder_line = stdout.lines().nth(2).expect(&stdout);
     assert!(holder_line.contains(&format!("token {token} ")), "{stdout}");
 
@@ -309,28 +312,19 @@ async fn json_carries_the_holders_fencing_token() {
 async fn check_exits_0_held_1_free_3_unreachable_2_bad_path() {
     let hosts = zookeeper().await;
     let path = unique_path("cli-status-check");
-    let check = |path: String| {
-        let hosts = hosts.clone();
-        async move {
-            output(&["status", "--connect", &hosts, "--check", &path])
-                .await
-                .status
-                .code()
-        }
-    };
-    assert_eq!(check(path.clone()).await, Some(1), "absent: free");
+    assert_eq!(check(&hosts, &path).await, Some(1), "absent: free");
     let out = output(&["status", "--connect", &hosts, &path]).await;
     assert_eq!(out.status.code(), Some(0), "without --check, free is success");
 
     let a = client(&hosts).await;
     let guard = Mutex::new(&a, &path).unwrap().lock().await.unwrap();
-    assert_eq!(check(path.clone()).await, Some(0), "held");
+    assert_eq!(check(&hosts, &path).await, Some(0), "held");
     let out = output(&["status", "--connect", &hosts, "--check", "--json", &path]).await;
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(json(&out)["held"], true);
     guard.release().await.unwrap();
     assert_eq!(
-        check(path.clone()).await,
+        check(&hosts, &path).await,
         Some(1),
         "released: an idle directory is free"
     );
@@ -371,26 +365,14 @@ async fn election_shows_leader_and_candidates() {
     let hosts = zookeeper().await;
     let (a, b) = (client(&hosts).await, client(&hosts).await);
     let election = unique_path("cli-status-labels");
-    let leader = zklock::LeaderElection::new(&a, &election)
-        .unwrap()
-        .with_data("leads")
-        .campaign()
-        .await
-        .unwrap();
+    let leader = campaign(&a, &election, "leads").await.unwrap();
     let candidate = {
         let election = election.clone();
-        tokio::spawn(async move {
-            zklock::LeaderElection::new(&b, &election)
-                .unwrap()
-                .with_data("stands by")
-                .campaign()
-                .await
-                .map(|_| ())
-        })
+        tokio::spawn(async move { campaign(&b, &election, "stands by").await.map(|_| ()) })
     };
     await_children(&a, &election, 2).await;
 
-    let stdout = text(&output(&["status", "--connect", &hosts, &election]).await.stdout);
+    let stdout = status(&hosts, &election).await;
     let lines: Vec<&str> = stdout.lines().collect();
     assert!(lines[0].contains("led by 1 of 2"), "{stdout}");
     assert!(
@@ -403,7 +385,7 @@ async fn election_shows_leader_and_candidates() {
     );
     assert!(!stdout.contains("holder"), "{stdout}");
 
-    let found = json(&output(&["status", "--connect", &hosts, "--json", &election]).await);
+    let found = status_json(&hosts, &election).await;
     assert_eq!(found["recipe"], "election", "{found}");
     assert_eq!(found["holders"][0]["role"], "leader", "{found}");
     assert_eq!(found["waiters"][0]["role"], "candidate", "{found}");
@@ -423,30 +405,14 @@ async fn election_shows_leader_and_candidates() {
 async fn shows_groups_and_transactions() {
     let hosts = zookeeper().await;
     let (a, b) = (client(&hosts).await, client(&hosts).await);
-    let check = |path: String| {
-        let hosts = hosts.clone();
-        async move {
-            output(&["status", "--connect", &hosts, "--check", &path])
-                .await
-                .status
-                .code()
-        }
-    };
 
     let group = unique_path("cli-status-group");
-    let first = zklock::Group::new(&a, &group)
-        .unwrap()
-        .with_data("first member")
-        .join()
-        .await
-        .unwrap();
-    let second = zklock::Group::new(&b, &group)
-        .unwrap()
-        .with_data("second member")
-        .join()
-        .await
-        .unwrap();
-    let stdout = text(&output(&["status", "--connect", &hosts, &group]).await.stdout);
+    let mut members = Vec::new();
+    for (client, data) in [(&a, "first member"), (&b, "second member")] {
+        let group = zklock::Group::new(client, &group).unwrap().with_data(data);
+        members.push(group.join().await.unwrap());
+    }
+    let stdout = status(&hosts, &group).await;
     let lines: Vec<&str> = stdout.lines().collect();
     assert!(lines[0].contains("group with 2 member(s)"), "{stdout}");
     assert!(
@@ -457,17 +423,18 @@ async fn shows_groups_and_transactions() {
         lines[1].contains("first member") && lines[4].contains("second member"),
         "{stdout}"
     );
-    let report = json(&output(&["status", "--connect", &hosts, "--json", &group]).await);
+    let report = status_json(&hosts, &group).await;
     assert_eq!(
         (report["recipe"].as_str(), report["held"].as_bool()),
         (Some("group"), Some(true)),
         "{report}"
     );
     assert_eq!(report["holders"][1]["data"], "second member", "{report}");
-    assert_eq!(check(group.clone()).await, Some(0), "a group with members");
-    first.leave().await.unwrap();
-    second.leave().await.unwrap();
-    assert_eq!(check(group.clone()).await, Some(1), "nobody left");
+    assert_eq!(check(&hosts, &group).await, Some(0), "a group with members");
+    for member in members {
+        member.leave().await.unwrap();
+    }
+    assert_eq!(check(&hosts, &group).await, Some(1), "nobody left");
 
     let transactions = unique_path("cli-status-2pc");
     let tx = format!("{transactions}/tx");
@@ -481,7 +448,7 @@ async fn shows_groups_and_transactions() {
         tokio::spawn(async move { tpc.join("tx", "x").await?.vote(zklock::Decision::Commit).await })
     };
     await_children(&a, &tx, 4).await; // coordinator-, joined-x, alive-…-x, vote-x
-    let stdout = text(&output(&["status", "--connect", &hosts, &tx]).await.stdout);
+    let stdout = status(&hosts, &tx).await;
     assert!(
         stdout.contains(
             "two-phase commit transaction, undecided; 1 of 2 participant(s) voted (1 commit), 1 joined"
@@ -498,7 +465,7 @@ async fn shows_groups_and_transactions() {
             .any(|l| l.trim_start().starts_with("voted ") && l.ends_with("\"commit\"")),
         "{stdout}"
     );
-    let report = json(&output(&["status", "--connect", &hosts, "--json", &tx]).await);
+    let report = status_json(&hosts, &tx).await;
     assert_eq!(
         (report["recipe"].as_str(), report["outcome"].as_str()),
         (Some("transaction"), Some("undecided")),
@@ -512,7 +479,7 @@ async fn shows_groups_and_transactions() {
         (Some(2), Some(1)),
         "{report}"
     );
-    assert_eq!(check(tx.clone()).await, Some(0), "the coordinator holds it open");
+    assert_eq!(check(&hosts, &tx).await, Some(0), "the coordinator holds it open");
     let y = zklock::TwoPhaseCommit::new(&a, &transactions)
         .unwrap()
         .join("tx", "y")
@@ -524,7 +491,7 @@ async fn shows_groups_and_transactions() {
     );
     assert_eq!(coordinator.decide().await.unwrap(), zklock::Decision::Abort);
     assert_eq!(x.await.unwrap().unwrap(), zklock::Decision::Abort);
-    let report = json(&output(&["status", "--connect", &hosts, "--json", &tx]).await);
+    let report = status_json(&hosts, &tx).await;
     assert_eq!(report["outcome"], "abort", "{report}");
 }
 
@@ -540,27 +507,17 @@ async fn semaphore_waiters_are_listed_and_a_child_named_locks_is_no_semaphore() 
         client(&hosts).await,
     );
     let sem = unique_path("cli-status-semaphore-queue");
-    let held = zklock::Semaphore::new(&a, &sem, 1)
-        .unwrap()
-        .with_data("holds")
-        .acquire()
-        .await
-        .unwrap();
+    let held = lease(&a, &sem, "holds").await.unwrap();
     let mut waiters = Vec::new();
     for (client, data) in [(b, "first to wait"), (c, "second to wait")] {
         let path = sem.clone();
         waiters.push(tokio::spawn(async move {
-            let lease = zklock::Semaphore::new(&client, &path, 1)
-                .unwrap()
-                .with_data(data)
-                .acquire()
-                .await
-                .unwrap();
+            let lease = lease(&client, &path, data).await.unwrap();
             lease.release().await.unwrap();
         }));
         await_children(&observer, &format!("{sem}/locks"), waiters.len()).await;
     }
-    let stdout = text(&output(&["status", "--connect", &hosts, &sem]).await.stdout);
+    let stdout = status(&hosts, &sem).await;
     assert!(
         stdout.contains("semaphore with 1 lease(s) held, 2 acquirer(s) queued"),
         "{stdout}"
@@ -591,7 +548,7 @@ async fn semaphore_waiters_are_listed_and_a_child_named_locks_is_no_semaphore() 
         .lock()
         .await
         .unwrap();
-    let stdout = text(&output(&["status", "--connect", &hosts, &parent]).await.stdout);
+    let stdout = status(&hosts, &parent).await;
     assert!(!stdout.contains("semaphore"), "{stdout}");
     let out = output(&["run", "--connect", &hosts, "--nonblock", &parent, "--", "true"]).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -605,13 +562,8 @@ async fn data_from_other_clients_cannot_fake_lines_or_drive_the_terminal() {
     let path = unique_path("cli-status-untrusted");
     let a = client(&hosts).await;
     let evil = "deploy\n  holder  9. [lock] \"fake\"\u{1b}[2J\u{1b}]0;owned\u{7}\r\u{202e}";
-    let guard = Mutex::new(&a, &path)
-        .unwrap()
-        .with_data(evil)
-        .lock()
-        .await
-        .unwrap();
-    let stdout = text(&output(&["status", "--connect", &hosts, &path]).await.stdout);
+    let guard = lock(&a, &path, evil).await.unwrap();
+    let stdout = status(&hosts, &path).await;
     assert!(
         !stdout.contains('\u{1b}') && !stdout.contains('\r') && !stdout.contains('\u{7}'),
         "{stdout:?}"

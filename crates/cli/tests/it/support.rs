@@ -38,6 +38,61 @@ pub async fn completed(command: &mut tokio::process::Command) -> Output {
         .expect("run zklock")
 }
 
+/// Runs `command` to completion (bounded), and how long it took.
+pub async fn timed(command: &mut tokio::process::Command) -> (Output, Duration) {
+    let started = std::time::Instant::now();
+    let out = completed(command).await;
+    (out, started.elapsed())
+}
+
+/// Runs `command` (bounded); asserts that it exits with `code` and says `expected` on standard error, which it
+/// returns.
+pub async fn fails_with(command: &mut tokio::process::Command, code: i32, expected: &str) -> String {
+    let out = completed(command).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "{command:?}: {stderr}");
+    assert!(stderr.contains(expected), "{command:?}: {stderr}");
+    stderr
+}
+
+/// The arguments of `zklock run --sasl SASL` under `--acl ACL` whose command prints its lock node ("held NODE").
+pub fn run_printing_node<'a>(hosts: &'a str, sasl: &'a str, acl: &'a str, path: &'a str) -> [&'a str; 12] {
+    let print_node = "echo \"held $ZKLOCK_NODE\"";
+    [
+        "--connect",
+        hosts,
+        "run",
+        "--sasl",
+        sasl,
+        "--acl",
+        acl,
+        path,
+        "--",
+        "sh",
+        "-c",
+        print_node,
+    ]
+}
+
+/// `zklock` with `args` and no credentials from the test's own environment: the variables that give it
+/// credentials (digest, SASL, Kerberos, TLS) removed.
+pub fn without_credentials(args: &[&str]) -> tokio::process::Command {
+    let mut command = zklock(args);
+    for name in [
+        "ZKLOCK_AUTH",
+        "ZKLOCK_SASL",
+        "ZKLOCK_SASL_PASSWORD",
+        "ZKLOCK_KEYTAB",
+        "ZKLOCK_TLS_CA",
+        "ZKLOCK_TLS_CERT",
+        "ZKLOCK_TLS_KEY",
+        "KRB5_CLIENT_KTNAME",
+    ] {
+        command.env_remove(name);
+    }
+    command
+}
+
 /// Awaits `future` for at most [`EVENTUALLY`]; `what` names it in the panic.
 pub async fn eventually<F: Future>(what: &str, future: F) -> F::Output {
     tokio::time::timeout(EVENTUALLY, future)
@@ -106,6 +161,13 @@ impl Running {
         self.close_stdin();
     }
 
+    /// [`release`](Running::release)s the command with `line` and waits (bounded) for `zklock` to exit: its exit
+    /// code and standard error.
+    pub async fn end(mut self, line: &str) -> (Option<i32>, String) {
+        self.release(line).await;
+        self.finish().await
+    }
+
     pub fn close_stdin(&mut self) {
         drop(self.stdin.take());
     }
@@ -153,6 +215,40 @@ pub async fn remaining(client: &Client, dir: &str) -> Vec<String> {
     }
 }
 
+/// A session of its own holding the lock at `path` (a `zklock::Mutex`): the session and the guard.
+pub async fn lock_held(hosts: &str, path: &str) -> (Client, zklock::Guard) {
+    let holder = client(hosts).await;
+    let guard = zklock::Mutex::new(&holder, path).unwrap().lock().await.unwrap();
+    (holder, guard)
+}
+
+/// A persistent node anyone may do anything with.
+pub fn persistent() -> zk::CreateOptions<'static> {
+    zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
+}
+
+/// A session authenticated with digest as `user`.
+pub async fn as_user(hosts: &str, user: &str, password: &str) -> Client {
+    Client::connector()
+        .with_session_timeout(Duration::from_secs(10))
+        .with_auth("digest", format!("{user}:{password}").as_bytes())
+        .connect(hosts)
+        .await
+        .expect("connect")
+}
+
+/// Whether `client` may create a child `name` (ephemeral, open to anyone) of `path`.
+pub async fn create_in(client: &Client, path: &str, name: &str) -> Result<(), zk::Error> {
+    client
+        .create(
+            &format!("{path}/{name}"),
+            b"",
+            &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all()),
+        )
+        .await
+        .map(drop)
+}
+
 /// A client session for inspecting or preparing the tree.
 pub async fn client(hosts: &str) -> Client {
     Client::connector()
@@ -164,6 +260,35 @@ pub async fn client(hosts: &str) -> Client {
 
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Asserts that the process of `out` (`what`) exited with `code`; shows its standard output and error if not.
+pub fn assert_exit(out: &Output, code: i32, what: &str) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{what}: stdout:\n{}\nstderr:\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}
+
+/// Asserts that a `zklock` given a file of secrets other users may read ran (exit 0) and warned about it.
+pub fn assert_warned_readable_secrets(out: &Output) {
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("warning") && stderr.contains("can be read by other users"),
+        "{stderr}"
+    );
+}
+
+/// A new temporary directory holding the file `name` with `contents`; both go when the directory is dropped.
+pub fn temp_file(name: &str, contents: impl AsRef<[u8]>) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join(name);
+    std::fs::write(&file, contents).unwrap();
+    (dir, file)
 }
 
 /// Waits (an event: a pidfd becomes readable when its process ends — any process, not only our children) until
@@ -221,6 +346,19 @@ macro_rules! on_both_servers {
             $($tests)*
         }
     };
+}
+
+/// Each line of a log file that `zklock` commands append to, parsed by `parse` from its fields (split at white
+/// space); a line it cannot parse (one still being written) is left out, and a log not written yet has none.
+pub fn read_log_with<L>(
+    log: &std::path::Path,
+    parse: impl Fn(&mut std::str::SplitWhitespace<'_>) -> Option<L>,
+) -> Vec<L> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| parse(&mut line.split_whitespace()))
+        .collect()
 }
 
 /// Polls a log file that `zklock` commands append to (there is no event to await across processes), read with

@@ -10,6 +10,7 @@ use std::time::Duration;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use tokio::sync::watch;
+use zklock_testkit::hosts::embedded;
 use zklock_testkit::unique_path;
 
 use crate::support::*;
@@ -112,10 +113,14 @@ impl OnPty {
     }
 }
 
-async fn embedded() -> String {
-    tokio::task::spawn_blocking(zklock_testkit::shared_embedded)
-        .await
-        .unwrap()
+/// Types `hello` for the command's `read` (`read x; echo got:$x`): the command gets it, and zklock exits 0 leaving no
+/// node under `path`.
+async fn answer_hello(mut pty: OnPty, hosts: &str, path: &str) {
+    pty.type_keys("hello\n");
+    pty.expect("got:hello").await;
+    let (code, screen) = pty.exit_code().await;
+    assert_eq!(code, Some(0), "the terminal shows:\n{screen}");
+    assert_eq!(nodes(hosts, path).await, Vec::<String>::new());
 }
 
 /// Our node under `path`: there while the lock is held, gone once released (and the directory too, once the server
@@ -147,11 +152,7 @@ async fn reads_the_terminal(kind: &str) {
     let mut pty = OnPty::start(&[kind, "--connect", &hosts, &path, "--", "bash", "-c", script]);
     // Typed only once the command waits in `read`: without the terminal, that read stops it (SIGTTIN).
     pty.expect("ready:").await;
-    pty.type_keys("hello\n");
-    pty.expect("got:hello").await;
-    let (code, screen) = pty.exit_code().await;
-    assert_eq!(code, Some(0), "the terminal shows:\n{screen}");
-    assert_eq!(nodes(&hosts, &path).await, Vec::<String>::new());
+    answer_hello(pty, &hosts, &path).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -231,11 +232,7 @@ async fn ctrl_z_stops_the_command_and_zklock_keeps_the_lock() {
     pty.expect("is stopped (SIGTSTP)").await;
     let pid = command_pid(&pty.screen.borrow());
     kill(pid, Signal::SIGCONT).unwrap();
-    pty.type_keys("hello\n");
-    pty.expect("got:hello").await;
-    let (code, screen) = pty.exit_code().await;
-    assert_eq!(code, Some(0), "the terminal shows:\n{screen}");
-    assert_eq!(nodes(&hosts, &path).await, Vec::<String>::new());
+    answer_hello(pty, &hosts, &path).await;
 }
 
 /// In an interactive shell, `zklock run … &` is a background job: zklock leaves the terminal alone, and the
