@@ -60,7 +60,7 @@ impl Drop for Toolchain {
 /// A peer's command-line words, each item by its `Display`.
 macro_rules! words {
     ($($item:expr),* $(,)?) => {
-        vec![$($item.to_string()),*]
+        [$($item.to_string()),*]
     };
 }
 
