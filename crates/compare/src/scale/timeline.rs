@@ -368,39 +368,34 @@ fn steps(window: &[Event], releaser: i64, holder: i64, peer_session: &HashMap<St
         ..Steps::default()
     };
     let peer_of = |e: &Event| e.fields.get("peer").and_then(|p| peer_session.get(p)).copied();
-    s.release = first(&|e| e.side == "client" && e.what == "release" && e.session() == Some(releaser));
+    // The first client event `what` of `session`.
+    let client = |what: &str, session: i64| {
+        first(&|e| e.side == "client" && e.what == what && e.session() == Some(session))
+    };
+    s.release = client("release", releaser);
     let request_at = first(&|e| {
         e.side == "server" && e.what == "request" && e.session() == Some(releaser) && e.int("op") == Some(2)
     });
     s.request = request_at;
     if let Some(at) = request_at {
-        let after = |e: &Event| e.ns >= at;
-        s.durable = first(&|e| after(e) && e.side == "server" && e.what == "durable");
-        s.queued = first(&|e| {
-            after(e)
-                && e.side == "server"
-                && e.what == "queued"
-                && e.session() == Some(holder)
-                && e.flag("reply") == Some(false)
+        // The first server event `what` since the request for which `pred` holds.
+        let server = |what: &str, pred: &dyn Fn(&Event) -> bool| {
+            first(&|e| e.ns >= at && e.side == "server" && e.what == what && pred(e))
+        };
+        s.durable = server("durable", &|_| true);
+        s.queued = server("queued", &|e| {
+            e.session() == Some(holder) && e.flag("reply") == Some(false)
         });
-        s.written = first(&|e| {
-            after(e)
-                && e.side == "server"
-                && e.what == "written"
-                && peer_of(e) == Some(holder)
-                && e.flag("reply") == Some(false)
+        s.written = server("written", &|e| {
+            peer_of(e) == Some(holder) && e.flag("reply") == Some(false)
         });
-        s.reply_written = first(&|e| {
-            after(e)
-                && e.side == "server"
-                && e.what == "written"
-                && peer_of(e) == Some(releaser)
-                && e.flag("reply") == Some(true)
+        s.reply_written = server("written", &|e| {
+            peer_of(e) == Some(releaser) && e.flag("reply") == Some(true)
         });
     }
-    s.notified = first(&|e| e.side == "client" && e.what == "notified" && e.session() == Some(holder));
-    s.turn = first(&|e| e.side == "client" && e.what == "turn" && e.session() == Some(holder));
-    s.deleted = first(&|e| e.side == "client" && e.what == "deleted" && e.session() == Some(releaser));
+    s.notified = client("notified", holder);
+    s.turn = client("turn", holder);
+    s.deleted = client("deleted", releaser);
     s.server_requests = window
         .iter()
         .filter(|e| e.side == "server" && e.what == "request" && e.int("op") != Some(11))
