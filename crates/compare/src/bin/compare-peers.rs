@@ -88,7 +88,7 @@ type Row = (String, [f64; 4]);
 
 /// A fresh path for one measurement.
 fn fresh(kind: &str) -> String {
-    format!("/compare-peers-{kind}-{:016x}", rand::random::<u64>())
+    zklock_bench::fresh_path(&format!("/compare-peers-{kind}"))
 }
 
 async fn compare(args: Args) -> Result<()> {
