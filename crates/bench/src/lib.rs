@@ -88,6 +88,11 @@ where
     Ok((count.load(Ordering::Relaxed), seconds))
 }
 
+/// A path no other run uses: `prefix`, a dash and 16 random hex digits.
+pub fn fresh_path(prefix: &str) -> String {
+    format!("{prefix}-{:016x}", rand::random::<u64>())
+}
+
 /// Removes a benchmark path and its descendants down to `depth` levels, then closes the session it used (best
 /// effort: the benchmark is over, and contender nodes are ephemeral anyway).
 pub async fn remove_tree(hosts: &str, path: &str, depth: usize) -> Result<()> {

@@ -127,7 +127,7 @@ pub async fn measure_with(
     duration: Duration,
     probe: crate::Probe,
 ) -> Result<LockRun> {
-    let dir = format!("/zklock-bench-{:016x}", rand::random::<u64>());
+    let dir = crate::fresh_path("/zklock-bench");
     let root = dir.clone();
     let mut sessions = Vec::new();
     for _ in 0..clients.max(1) {

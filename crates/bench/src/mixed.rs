@@ -36,7 +36,7 @@ pub async fn run_probed(
     duration: Duration,
     probe: crate::Probe,
 ) -> Result<MixedResult> {
-    let root = format!("/zklock-mixed-{:016x}", rand::random::<u64>());
+    let root = crate::fresh_path("/zklock-mixed");
     let setup = crate::connect(hosts).await?;
     let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
     setup.create(&root, b"", &persistent).await?;

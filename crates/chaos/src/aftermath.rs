@@ -9,37 +9,32 @@ use anyhow::Result;
 use zookeeper_client::Client;
 
 use crate::history::{parse_interval, Interval, Op};
-use crate::register::Register;
+use crate::register::{Connection, Register};
 
 /// Takes every item left in the queue (after the contenders ended and their claims went with their sessions),
 /// recording it like a consumer does.
 pub async fn drain(connect: &str, path: &str, register: &Register) -> anyhow::Result<()> {
-    let client = Client::connector()
-        .with_session_timeout(Duration::from_secs(10))
-        .connect(connect)
-        .await?;
-    let mut conn = crate::register::Connection::open(&register.addr().to_string(), u32::MAX).await?;
-    for _ in 0..100_000 {
-        if !crate::workloads::queue::consume(&client, path, &mut conn, Duration::from_secs(1), Duration::ZERO)
-            .await?
-        {
-            return Ok(());
-        }
-    }
-    anyhow::bail!("more than 100,000 items left")
+    let (client, mut conn) = open(connect, register).await?;
+    take_all(async || {
+        crate::workloads::queue::consume(&client, path, &mut conn, Duration::from_secs(1), Duration::ZERO)
+            .await
+    })
+    .await
 }
 
 /// Takes every item left in the priority queue, like [`drain`], recording each look and item as a consumer does.
 pub async fn drain_priority(connect: &str, path: &str, register: &Register) -> anyhow::Result<()> {
-    let client = Client::connector()
-        .with_session_timeout(Duration::from_secs(10))
-        .connect(connect)
-        .await?;
-    let mut conn = crate::register::Connection::open(&register.addr().to_string(), u32::MAX).await?;
+    let (client, mut conn) = open(connect, register).await?;
+    take_all(async || {
+        crate::workloads::priority_queue::consume_priority(&client, path, &mut conn, Duration::ZERO).await
+    })
+    .await
+}
+
+/// Calls `take_one` until it finds nothing left to take (at most 100,000 times).
+async fn take_all(mut take_one: impl AsyncFnMut() -> zklock::Result<bool>) -> anyhow::Result<()> {
     for _ in 0..100_000 {
-        if !crate::workloads::priority_queue::consume_priority(&client, path, &mut conn, Duration::ZERO)
-            .await?
-        {
+        if !take_one().await? {
             return Ok(());
         }
     }
@@ -48,12 +43,8 @@ pub async fn drain_priority(connect: &str, path: &str, register: &Register) -> a
 
 /// Reads the counter once every contender has ended and records its value (`final`) for the checker.
 pub async fn record_final_count(connect: &str, path: &str, register: &Register) -> anyhow::Result<()> {
-    let client = Client::connector()
-        .with_session_timeout(Duration::from_secs(10))
-        .connect(connect)
-        .await?;
+    let (client, mut conn) = open(connect, register).await?;
     let value = zklock::AtomicLong::new(&client, path)?.get().await?;
-    let mut conn = crate::register::Connection::open(&register.addr().to_string(), u32::MAX).await?;
     conn.op(
         crate::history::Kind::Shared,
         0,
@@ -62,6 +53,20 @@ pub async fn record_final_count(connect: &str, path: &str, register: &Register) 
     )
     .await?;
     Ok(())
+}
+
+/// A session of the aftermath's own (10 s timeout), and a connection to the register that records what it does.
+async fn open(connect: &str, register: &Register) -> anyhow::Result<(Client, Connection)> {
+    let client = session(connect).await?;
+    let conn = Connection::open(&register.addr().to_string(), u32::MAX).await?;
+    Ok((client, conn))
+}
+
+async fn session(connect: &str) -> std::result::Result<Client, zookeeper_client::Error> {
+    Client::connector()
+        .with_session_timeout(Duration::from_secs(10))
+        .connect(connect)
+        .await
 }
 
 /// Waits until the server (the leader, in an ensemble) has no session left: `zk_global_sessions` of `mntr`.
@@ -108,9 +113,7 @@ pub async fn wait_no_sessions(
 
 /// Waits until no ephemeral node is left under `path` (every contender's node went with its session).
 pub async fn wait_clean(connect: &str, path: &str, bound: Duration) -> std::result::Result<(), String> {
-    let client = Client::connector()
-        .with_session_timeout(Duration::from_secs(10))
-        .connect(connect)
+    let client = session(connect)
         .await
         .map_err(|e| format!("cannot connect to check for leftover nodes: {e}"))?;
     let deadline = tokio::time::Instant::now() + bound;

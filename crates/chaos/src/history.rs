@@ -98,91 +98,62 @@ impl Op {
     }
 }
 
-impl fmt::Display for Kind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Kind::Exclusive => "x",
-            Kind::Shared => "s",
-        })
-    }
-}
-
-impl FromStr for Kind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Kind, String> {
-        match s {
-            "x" => Ok(Kind::Exclusive),
-            "s" => Ok(Kind::Shared),
-            other => Err(format!("unknown kind {other:?}")),
+/// `Display` and `FromStr` for a fieldless enum from one table of `Variant => "name"` rows: the names a history
+/// file uses, written and read back the same way.
+macro_rules! named {
+    ($ty:ident, $what:literal, { $($variant:ident => $name:literal,)* }) => {
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(match self {
+                    $($ty::$variant => $name,)*
+                })
+            }
         }
-    }
-}
 
-impl fmt::Display for Action {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Action::Read => "read",
-            Action::Write => "write",
-            Action::Enter => "enter",
-            Action::Leave => "leave",
-            Action::Put => "put",
-            Action::Take => "take",
-            Action::Done => "done",
-            Action::Arrive => "arrive",
-            Action::Pass => "pass",
-            Action::Abandon => "abandon",
-            Action::Left => "left",
-            Action::Add => "add",
-            Action::Added => "added",
-            Action::Unsure => "unsure",
-            Action::Final => "final",
-            Action::Seek => "seek",
-            Action::Miss => "miss",
-            Action::Join => "join",
-            Action::Part => "part",
-            Action::Look => "look",
-            Action::Seen => "seen",
-            Action::View => "view",
-            Action::Begin => "begin",
-            Action::Vote => "vote",
-            Action::Outcome => "outcome",
-        })
-    }
-}
-
-impl FromStr for Action {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Action, String> {
-        match s {
-            "read" => Ok(Action::Read),
-            "write" => Ok(Action::Write),
-            "enter" => Ok(Action::Enter),
-            "leave" => Ok(Action::Leave),
-            "put" => Ok(Action::Put),
-            "take" => Ok(Action::Take),
-            "done" => Ok(Action::Done),
-            "arrive" => Ok(Action::Arrive),
-            "pass" => Ok(Action::Pass),
-            "abandon" => Ok(Action::Abandon),
-            "left" => Ok(Action::Left),
-            "add" => Ok(Action::Add),
-            "added" => Ok(Action::Added),
-            "unsure" => Ok(Action::Unsure),
-            "final" => Ok(Action::Final),
-            "seek" => Ok(Action::Seek),
-            "miss" => Ok(Action::Miss),
-            "join" => Ok(Action::Join),
-            "part" => Ok(Action::Part),
-            "look" => Ok(Action::Look),
-            "seen" => Ok(Action::Seen),
-            "view" => Ok(Action::View),
-            "begin" => Ok(Action::Begin),
-            "vote" => Ok(Action::Vote),
-            "outcome" => Ok(Action::Outcome),
-            other => Err(format!("unknown action {other:?}")),
+        impl FromStr for $ty {
+            type Err = String;
+            fn from_str(s: &str) -> Result<$ty, String> {
+                match s {
+                    $($name => Ok($ty::$variant),)*
+                    other => Err(format!(concat!("unknown ", $what, " {:?}"), other)),
+                }
+            }
         }
-    }
+    };
 }
+
+named!(Kind, "kind", {
+    Exclusive => "x",
+    Shared => "s",
+});
+
+named!(Action, "action", {
+    Read => "read",
+    Write => "write",
+    Enter => "enter",
+    Leave => "leave",
+    Put => "put",
+    Take => "take",
+    Done => "done",
+    Arrive => "arrive",
+    Pass => "pass",
+    Abandon => "abandon",
+    Left => "left",
+    Add => "add",
+    Added => "added",
+    Unsure => "unsure",
+    Final => "final",
+    Seek => "seek",
+    Miss => "miss",
+    Join => "join",
+    Part => "part",
+    Look => "look",
+    Seen => "seen",
+    View => "view",
+    Begin => "begin",
+    Vote => "vote",
+    Outcome => "outcome",
+});
 
 impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -291,6 +262,20 @@ mod tests {
             accepted: false,
         };
         assert_eq!(op.to_string().parse::<Op>(), Ok(op));
+    }
+
+    #[test]
+    fn names_round_trip_and_unknown_names_are_refused() {
+        for action in [Action::Read, Action::Take, Action::View, Action::Outcome] {
+            assert_eq!(action.to_string().parse::<Action>(), Ok(action));
+        }
+        assert_eq!(Action::Unsure.to_string(), "unsure");
+        assert_eq!("s".parse::<Kind>(), Ok(Kind::Shared));
+        assert_eq!(
+            "read ".parse::<Action>(),
+            Err("unknown action \"read \"".to_string())
+        );
+        assert_eq!("X".parse::<Kind>(), Err("unknown kind \"X\"".to_string()));
     }
 
     #[test]

@@ -24,7 +24,7 @@ use crate::clock::now_ns;
 use crate::contenders::Contenders;
 use crate::netfault::{self, MemberFault, Net};
 use crate::register::Register;
-use crate::servers::{signal, Servers};
+use crate::servers::{lock, signal, Servers};
 
 /// One kind of fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, clap::ValueEnum)]
@@ -334,7 +334,7 @@ async fn restart_server(t: &Targets, hold: Duration) -> String {
         Servers::ZooKeeper(zk) => {
             let zk = zk.clone();
             tokio::task::spawn_blocking(move || {
-                let mut zk = zk.lock().unwrap_or_else(|e| e.into_inner());
+                let mut zk = lock(&zk);
                 zk.kill(0);
                 std::thread::sleep(hold);
                 match zk.restart(0) {
@@ -468,28 +468,19 @@ async fn verify_and_remove(connect: &str, acked: &[String]) -> Result<Vec<String
 
 /// A partition of the member links, held, healed; healed only once the ensemble serves again.
 async fn member_links_fault(kind: MemberFault, t: &Targets, hold: Duration, pick: u64) -> Option<String> {
-    let servers = t.servers.lock().await;
-    let Servers::ZooKeeper(zk) = &*servers else {
-        return None;
-    };
-    let zk = zk.clone();
-    drop(servers);
+    let zk = t.servers.lock().await.zookeeper()?;
     let leader = {
         let zk = zk.clone();
-        tokio::task::spawn_blocking(move || zk.lock().unwrap_or_else(|e| e.into_inner()).leader())
+        tokio::task::spawn_blocking(move || lock(&zk).leader())
             .await
             .ok()?
     };
     let (what, stopped) = netfault::member_fault(&t.net, kind, leader, pick);
     tokio::time::sleep(hold).await;
     netfault::heal_members(&t.net, &stopped);
-    let served = tokio::task::spawn_blocking(move || {
-        zk.lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .wait_for_leader(Duration::from_secs(30))
-    })
-    .await
-    .ok()?;
+    let served = tokio::task::spawn_blocking(move || lock(&zk).wait_for_leader(Duration::from_secs(30)))
+        .await
+        .ok()?;
     let outcome = match served {
         Ok(_) => String::new(),
         Err(err) => format!("; NOT SERVING AFTER THE HEAL: {err}"),
@@ -498,14 +489,9 @@ async fn member_links_fault(kind: MemberFault, t: &Targets, hold: Duration, pick
 }
 
 async fn ensemble_fault(fault: Fault, t: &Targets, hold: Duration, pick: u64) -> Option<String> {
-    let servers = t.servers.lock().await;
-    let Servers::ZooKeeper(zk) = &*servers else {
-        return None;
-    };
-    let zk = zk.clone();
-    drop(servers);
+    let zk = t.servers.lock().await.zookeeper()?;
     let result = tokio::task::spawn_blocking(move || {
-        let mut zk = zk.lock().unwrap_or_else(|e| e.into_inner());
+        let mut zk = lock(&zk);
         let members = zk.members();
         if members < 3 {
             return None;

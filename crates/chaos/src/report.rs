@@ -140,21 +140,29 @@ pub fn report(
         violations.len()
     );
     if !violations.is_empty() {
+        let mix = if args.mix.is_empty() {
+            String::new()
+        } else {
+            let mix: Vec<&str> = args
+                .mix
+                .iter()
+                .map(|p| crate::workloads::foreign::name(*p))
+                .collect();
+            format!(" --mix {}", mix.join(","))
+        };
+        let curator = if args.stock_curator {
+            " --stock-curator"
+        } else {
+            ""
+        };
+        let fencing = if args.no_fencing { " --no-fencing" } else { "" };
         eprintln!(
-            "zklock-chaos: replay with: zklock-chaos --server {} --recipe {} --clients {} --duration {} --session-timeout {} --seed {seed}{}{}{}",
+            "zklock-chaos: replay with: zklock-chaos --server {} --recipe {} --clients {} --duration {} --session-timeout {} --seed {seed}{mix}{curator}{fencing}",
             name(args.server),
             name(args.recipe),
             args.clients,
             args.duration,
             args.session_timeout,
-            if args.mix.is_empty() {
-                String::new()
-            } else {
-                let mix: Vec<&str> = args.mix.iter().map(|p| crate::workloads::foreign::name(*p)).collect();
-                format!(" --mix {}", mix.join(","))
-            },
-            if args.stock_curator { " --stock-curator" } else { "" },
-            if args.no_fencing { " --no-fencing" } else { "" }
         );
     }
 }

@@ -32,7 +32,8 @@ pub enum Servers {
     ZooKeeper(Arc<Mutex<ZooKeeper>>),
 }
 
-fn lock(zk: &Mutex<ZooKeeper>) -> MutexGuard<'_, ZooKeeper> {
+/// The ZooKeeper servers, locked; a panic of another holder does not poison them for the campaign.
+pub fn lock(zk: &Mutex<ZooKeeper>) -> MutexGuard<'_, ZooKeeper> {
     zk.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -60,6 +61,14 @@ impl Servers {
                     .context("starting the ZooKeeper ensemble")?,
             ))),
         })
+    }
+
+    /// Real ZooKeeper's handle, for faults that act on its members; `None` for the embedded server.
+    pub fn zookeeper(&self) -> Option<Arc<Mutex<ZooKeeper>>> {
+        match self {
+            Servers::Embedded(_) => None,
+            Servers::ZooKeeper(zk) => Some(zk.clone()),
+        }
     }
 
     /// The addresses clients use, one per member.

@@ -57,6 +57,13 @@ impl Drop for Toolchain {
     }
 }
 
+/// A peer's command-line words, each item by its `Display`.
+macro_rules! words {
+    ($($item:expr),* $(,)?) => {
+        [$($item.to_string()),*]
+    };
+}
+
 impl Toolchain {
     /// Compiles the Curator peer and checks that `python3` imports kazoo. Blocking (a few seconds of javac).
     pub fn prepare() -> Result<Toolchain> {
@@ -145,6 +152,12 @@ impl Peer {
         Ok(self.0.send(line).await?)
     }
 
+    /// Waits until the peer has its sessions (`READY`), then starts it (`GO`).
+    async fn ready_go(&mut self) -> Result<()> {
+        self.expect("READY").await?;
+        self.send("GO").await
+    }
+
     /// Closes stdin and waits for a clean exit.
     async fn finish(mut self) -> Result<()> {
         match self.0.finish(PEER_TIMEOUT).await {
@@ -198,55 +211,57 @@ impl Count {
     }
 }
 
+/// A peer's count of a measured window: its `COUNT <acquisitions> <seconds>` line.
+async fn count(peer: &mut Peer) -> Result<Count> {
+    let words = peer.expect("COUNT").await?;
+    Ok(Count {
+        count: number(peer, &words, 0)?,
+        seconds: number(peer, &words, 1)?,
+    })
+}
+
+/// A lock workload for the peers: which lock, how many sessions, and for how long.
+#[derive(Debug, Clone, Copy)]
+pub struct LockLoad {
+    /// The lock.
+    pub kind: LockKind,
+    /// Sessions, each looping acquire+release.
+    pub clients: usize,
+    /// Seconds of the same loop before the measured window.
+    pub warmup: f64,
+    /// The measured window, seconds.
+    pub seconds: f64,
+}
+
+impl LockLoad {
+    /// The lock peers' arguments: `mutex|rwlock HOSTS PATH [CLIENTS] WARMUP SECONDS [READ_FRACTION]`; `clients`
+    /// for the peer that runs them all in one process (Curator's JVM).
+    fn args(&self, hosts: &str, path: &str, clients: Option<usize>) -> Vec<String> {
+        let (what, fraction) = self.kind.args();
+        let mut args = vec![what.to_string(), hosts.into(), path.into()];
+        args.extend(clients.map(|c| c.to_string()));
+        args.extend([self.warmup.to_string(), self.seconds.to_string()]);
+        args.extend(fraction);
+        args
+    }
+}
+
 /// Curator: `clients` threads in one JVM, each with its own session, loop acquire+release on `path` for
 /// `seconds` after `warmup` seconds.
-pub async fn curator_lock(
-    tools: &Toolchain,
-    hosts: &str,
-    path: &str,
-    kind: LockKind,
-    clients: usize,
-    warmup: f64,
-    seconds: f64,
-) -> Result<Count> {
-    let (what, fraction) = kind.args();
-    let mut args = vec![what.to_string(), hosts.into(), path.into(), clients.to_string()];
-    args.extend([warmup.to_string(), seconds.to_string()]);
-    args.extend(fraction);
-    let mut peer = tools.curator(&args)?;
-    peer.expect("READY").await?;
-    peer.send("GO").await?;
-    let words = peer.expect("COUNT").await?;
-    let count = Count {
-        count: number(&peer, &words, 0)?,
-        seconds: number(&peer, &words, 1)?,
-    };
+pub async fn curator_lock(tools: &Toolchain, hosts: &str, path: &str, load: LockLoad) -> Result<Count> {
+    let mut peer = tools.curator(&load.args(hosts, path, Some(load.clients)))?;
+    peer.ready_go().await?;
+    let count = count(&mut peer).await?;
     peer.finish().await?;
     Ok(count)
 }
 
 /// kazoo: `clients` processes, one session each (threads would share the GIL), started together; the counts are
 /// summed and the longest window is taken.
-pub async fn kazoo_lock(
-    tools: &Toolchain,
-    hosts: &str,
-    path: &str,
-    kind: LockKind,
-    clients: usize,
-    warmup: f64,
-    seconds: f64,
-) -> Result<Count> {
-    let (what, fraction) = kind.args();
-    let mut args = vec![
-        what.to_string(),
-        hosts.into(),
-        path.into(),
-        warmup.to_string(),
-        seconds.to_string(),
-    ];
-    args.extend(fraction);
+pub async fn kazoo_lock(tools: &Toolchain, hosts: &str, path: &str, load: LockLoad) -> Result<Count> {
+    let args = load.args(hosts, path, None);
     let mut peers = Vec::new();
-    for _ in 0..clients.max(1) {
+    for _ in 0..load.clients.max(1) {
         peers.push(tools.kazoo(&args)?);
     }
     for peer in &mut peers {
@@ -260,9 +275,9 @@ pub async fn kazoo_lock(
         seconds: 0.0,
     };
     for peer in &mut peers {
-        let words = peer.expect("COUNT").await?;
-        total.count += number::<u64>(peer, &words, 0)?;
-        total.seconds = total.seconds.max(number(peer, &words, 1)?);
+        let one = count(peer).await?;
+        total.count += one.count;
+        total.seconds = total.seconds.max(one.seconds);
     }
     for peer in peers {
         peer.finish().await?;
@@ -298,8 +313,7 @@ pub async fn curator_failover(
     rounds: usize,
     departure: Departure,
 ) -> Result<Vec<Duration>> {
-    let args = ["failover", hosts, path, &rounds.to_string(), departure.word()].map(str::to_string);
-    let mut peer = tools.curator(&args)?;
+    let mut peer = tools.curator(&words!["failover", hosts, path, rounds, departure.word()])?;
     let mut times = Vec::new();
     for _ in 0..rounds {
         let words = peer.expect("FAILOVER").await?;
@@ -330,17 +344,8 @@ pub async fn curator_double_barrier(
     clients: usize,
     barriers: usize,
 ) -> Result<BarrierRun> {
-    let args = [
-        "dbarrier",
-        hosts,
-        path,
-        &clients.to_string(),
-        &barriers.to_string(),
-    ]
-    .map(str::to_string);
-    let mut peer = tools.curator(&args)?;
-    peer.expect("READY").await?;
-    peer.send("GO").await?;
+    let mut peer = tools.curator(&words!["dbarrier", hosts, path, clients, barriers])?;
+    peer.ready_go().await?;
     let (word, words) = peer.next_words().await?;
     let stalled = match word.as_str() {
         "BARRIERS" => false,
@@ -391,19 +396,17 @@ pub async fn curator_waiters(
     on_start: impl FnOnce(),
     on_done: impl FnOnce(),
 ) -> Result<WaitersRun> {
-    let args = [
+    let args = words![
         "waiters",
         hosts,
         path,
-        &clients.to_string(),
-        &handoffs.to_string(),
-        &seconds.to_string(),
-        &hold.as_millis().to_string(),
-    ]
-    .map(str::to_string);
+        clients,
+        handoffs,
+        seconds,
+        hold.as_millis()
+    ];
     let mut peer = tools.curator_with(MANY_SESSIONS_JVM_FLAGS, &args)?;
-    peer.expect("READY").await?;
-    peer.send("GO").await?;
+    peer.ready_go().await?;
     peer.expect("QUEUED").await?;
     settled.await;
     on_start();

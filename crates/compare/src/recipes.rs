@@ -22,7 +22,7 @@ pub async fn rwlock(
     duration: Duration,
     read_fraction: f64,
 ) -> Result<Count> {
-    let dir = format!("/zklock-bench-rw-{:016x}", rand::random::<u64>());
+    let dir = zklock_bench::fresh_path("/zklock-bench-rw");
     let mut sessions = Vec::new();
     for _ in 0..clients.max(1) {
         sessions.push(zklock_bench::connect(hosts).await?);

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use zklock_bench::lock::{self, LockImpl};
-use zklock_compare::peers::{self, Departure, LockKind, Toolchain};
+use zklock_compare::peers::{self, Departure, LockKind, LockLoad, Toolchain};
 use zklock_compare::recipes;
 use zklock_testkit::ZooKeeper;
 
@@ -88,7 +88,7 @@ type Row = (String, [f64; 4]);
 
 /// A fresh path for one measurement.
 fn fresh(kind: &str) -> String {
-    format!("/compare-peers-{kind}-{:016x}", rand::random::<u64>())
+    zklock_bench::fresh_path(&format!("/compare-peers-{kind}"))
 }
 
 async fn compare(args: Args) -> Result<()> {
@@ -239,6 +239,12 @@ async fn lock_run(
 ) -> Result<f64> {
     let seconds = Duration::from_secs_f64(args.seconds);
     let path = fresh("lock");
+    let load = LockLoad {
+        kind,
+        clients,
+        warmup: args.warmup,
+        seconds: args.seconds,
+    };
     Ok(match (column, kind) {
         (0, LockKind::Mutex) => lock::throughput(hosts, LockImpl::Zklock, clients, seconds).await?,
         (0, LockKind::RwLock { read_fraction }) => {
@@ -247,12 +253,8 @@ async fn lock_run(
                 .await?
                 .per_sec()
         }
-        (1, _) => peers::curator_lock(tools, hosts, &path, kind, clients, args.warmup, args.seconds)
-            .await?
-            .per_sec(),
-        (2, _) => peers::kazoo_lock(tools, hosts, &path, kind, clients, args.warmup, args.seconds)
-            .await?
-            .per_sec(),
+        (1, _) => peers::curator_lock(tools, hosts, &path, load).await?.per_sec(),
+        (2, _) => peers::kazoo_lock(tools, hosts, &path, load).await?.per_sec(),
         (3, LockKind::Mutex) => lock::throughput(hosts, LockImpl::ZookeeperClient, clients, seconds).await?,
         _ => f64::NAN,
     })

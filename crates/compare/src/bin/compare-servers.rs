@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use zklock_bench::{lock, mixed, no_probe, Probe};
+use zklock_compare::scale::measure::cpu_seconds;
 use zklock_testkit::{four_letter_word, ports::free_port, ZooKeeper};
 
 struct Args {
@@ -71,28 +72,6 @@ fn args() -> Result<Args> {
         bail!("--rounds must be at least 1");
     }
     Ok(args)
-}
-
-/// CPU seconds (user + system, all threads) a process has used so far, from `/proc/<pid>/stat`.
-fn cpu_seconds(pid: u32, ticks_per_second: f64) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may contain spaces; the fields after its closing parenthesis are fixed.
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the whole line, i.e. 11 and 12 after the name.
-    let utime: f64 = fields.get(11)?.parse().ok()?;
-    let stime: f64 = fields.get(12)?.parse().ok()?;
-    Some((utime + stime) / ticks_per_second)
-}
-
-/// Clock ticks per second for `/proc` times (`getconf CLK_TCK`; 100 on every common Linux).
-fn ticks_per_second() -> f64 {
-    Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|out| String::from_utf8(out.stdout).ok())
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(100.0)
 }
 
 /// The 1-minute load average, to print next to the figures.
@@ -224,12 +203,12 @@ struct Target {
 }
 
 /// Samples (server CPU s, load generator CPU s).
-fn cpu_probe(server_pid: u32, ticks: f64) -> Probe {
+fn cpu_probe(server_pid: u32) -> Probe {
     let me = std::process::id();
     Arc::new(move || {
         vec![
-            cpu_seconds(server_pid, ticks).unwrap_or(f64::NAN),
-            cpu_seconds(me, ticks).unwrap_or(f64::NAN),
+            cpu_seconds(server_pid).unwrap_or(f64::NAN),
+            cpu_seconds(me).unwrap_or(f64::NAN),
         ]
     })
 }
@@ -239,7 +218,6 @@ type Row = (String, [f64; 2]);
 
 async fn compare(args: Args) -> Result<()> {
     let seconds = Duration::from_secs_f64(args.seconds);
-    let ticks = ticks_per_second();
     let load_before = load_average();
     let zk_started = Instant::now();
     // The testkit turns ZooKeeper's fsync off by default to speed tests up; a benchmark compares durable servers.
@@ -303,7 +281,7 @@ async fn compare(args: Args) -> Result<()> {
         for round in 0..args.rounds {
             for i in order(round) {
                 let target = &targets[i];
-                let probe = cpu_probe(target.pid, ticks);
+                let probe = cpu_probe(target.pid);
                 let run =
                     lock::measure(&target.hosts, lock::LockImpl::Zklock, clients, seconds, probe).await?;
                 eprintln!(
@@ -331,7 +309,7 @@ async fn compare(args: Args) -> Result<()> {
         for i in order(round) {
             let target = &targets[i];
             let result =
-                mixed::run_probed(&target.hosts, args.clients, seconds, cpu_probe(target.pid, ticks)).await?;
+                mixed::run_probed(&target.hosts, args.clients, seconds, cpu_probe(target.pid)).await?;
             eprintln!("  mixed on {} (round {}): {result:?}", target.name, round + 1);
             mixed_runs[i].push(result);
         }

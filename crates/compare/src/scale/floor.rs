@@ -38,7 +38,7 @@ pub async fn measure(server: &ServerUnderTest, deletes: usize) -> Result<WriteFl
 /// request before.
 pub async fn measure_after(server: &ServerUnderTest, deletes: usize, idle: Duration) -> Result<WriteFloor> {
     let client = connect(&server.hosts()).await?;
-    let dir = format!("/compare-scale-floor-{:016x}", rand::random::<u64>());
+    let dir = zklock_bench::fresh_path("/compare-scale-floor");
     let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
     client.create(&dir, b"", &persistent).await?;
     let mut samples: Vec<Duration> = Vec::with_capacity(deletes);

@@ -87,7 +87,7 @@ pub async fn run(options: &Options, servers: &[ServerUnderTest]) -> Result<Vec<L
 /// One measured window on `k` fresh lock paths: (acquisitions per second, server CPU ms per 1,000).
 async fn one_run(options: &Options, server: &ServerUnderTest, k: usize) -> Result<(f64, Option<f64>)> {
     let hosts = server.hosts();
-    let root = format!("/compare-scale-locks-{:016x}", rand::random::<u64>());
+    let root = zklock_bench::fresh_path("/compare-scale-locks");
     let clients = connect_many(&hosts, options.lock_sessions, "locks").await?;
     let result = async {
         // The lock directories exist before the window opens (persistent, so no container sweep touches them).

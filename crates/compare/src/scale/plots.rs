@@ -291,51 +291,51 @@ pub fn draw_all(report: &Report, out: &Path) -> Result<Vec<String>> {
     let mut written = Vec::new();
     let quick = report.meta.options.as_ref().is_some_and(|o| o.quick);
     let note = if quick { " (--quick smoke sizes)" } else { "" };
+    let mut chart =
+        |file: &str, title: &str, columns: usize, panels: &[Panel], keys: &[Key], caption: &str| {
+            let path = out.join(file);
+            draw(&path, &format!("{title}{note}"), columns, panels, keys, caption)?;
+            written.push(path.display().to_string());
+            Result::<()>::Ok(())
+        };
     if !report.waiters.is_empty() {
-        let path = out.join("scale-waiters-latency.svg");
-        draw(
-            &path,
-            &format!("Hand-off latency with N sessions queued on one lock{note}"),
-            2,
-            &waiters_latency(&report.waiters),
-            &contender_keys(&report.waiters),
-            "solid: p50, dashed: p99; from a holder's release call to the next holder's acquire returning",
-        )?;
-        written.push(path.display().to_string());
-        let path = out.join("scale-waiters-cost.svg");
-        draw(
-            &path,
-            &format!("What one hand-off costs, by queue length{note}"),
-            2,
-            &waiters_cost(&report.waiters),
-            &contender_keys(&report.waiters),
-            "solid: ZooKeeper 3.8, dashed: embedded; counted by a proxy between the clients and the server",
-        )?;
-        written.push(path.display().to_string());
+        let keys = contender_keys(&report.waiters);
+        for (file, title, panels, caption) in [
+            (
+                "scale-waiters-latency.svg",
+                "Hand-off latency with N sessions queued on one lock",
+                waiters_latency(&report.waiters),
+                "solid: p50, dashed: p99; from a holder's release call to the next holder's acquire returning",
+            ),
+            (
+                "scale-waiters-cost.svg",
+                "What one hand-off costs, by queue length",
+                waiters_cost(&report.waiters),
+                "solid: ZooKeeper 3.8, dashed: embedded; counted by a proxy between the clients and the server",
+            ),
+        ] {
+            chart(file, title, 2, &panels, &keys, caption)?;
+        }
     }
     if !report.locks.is_empty() {
-        let path = out.join("scale-locks.svg");
-        draw(
-            &path,
-            &format!("Many independent locks{note}"),
+        chart(
+            "scale-locks.svg",
+            "Many independent locks",
             1,
             &[locks(&report.locks)],
             &server_keys(),
             "",
         )?;
-        written.push(path.display().to_string());
     }
     if !report.size.is_empty() {
-        let path = out.join("scale-size.svg");
-        draw(
-            &path,
-            &format!("Server size{note}"),
+        chart(
+            "scale-size.svg",
+            "Server size",
             2,
             &size(&report.size),
             &server_keys(),
             "",
         )?;
-        written.push(path.display().to_string());
     }
     Ok(written)
 }
@@ -418,16 +418,12 @@ fn waiters_cost(rows: &[WaitersRow]) -> Vec<Panel> {
     ]
 }
 
-fn locks(rows: &[LocksRow]) -> Panel {
-    let sessions = rows.first().map_or(0, |r| r.sessions);
-    let lines = ServerKind::BOTH
+/// One solid line per server through the points `point` finds for it in `rows`, in the order of x.
+fn server_lines<R>(rows: &[R], point: impl Fn(&R, ServerKind) -> Option<(f64, f64)>) -> Vec<Line> {
+    ServerKind::BOTH
         .iter()
         .map(|&server| {
-            let mut points: Vec<(f64, f64)> = rows
-                .iter()
-                .filter(|r| r.server == server && r.status == "ok")
-                .filter_map(|r| r.acquisitions_per_sec.map(|y| (r.lock_paths as f64, y)))
-                .collect();
+            let mut points: Vec<(f64, f64)> = rows.iter().filter_map(|r| point(r, server)).collect();
             points.sort_by(|a, b| a.0.total_cmp(&b.0));
             Line {
                 colour: server_colour(server),
@@ -435,7 +431,17 @@ fn locks(rows: &[LocksRow]) -> Panel {
                 points,
             }
         })
-        .collect();
+        .collect()
+}
+
+fn locks(rows: &[LocksRow]) -> Panel {
+    let sessions = rows.first().map_or(0, |r| r.sessions);
+    let lines = server_lines(rows, |r, server| {
+        let y = r
+            .acquisitions_per_sec
+            .filter(|_| r.server == server && r.status == "ok")?;
+        Some((r.lock_paths as f64, y))
+    });
     Panel {
         title: format!("Total acquisitions per second, {sessions} sessions"),
         x_desc: "independent lock paths (K)".into(),
@@ -447,22 +453,10 @@ fn locks(rows: &[LocksRow]) -> Panel {
 
 fn size(rows: &[SizeRow]) -> Vec<Panel> {
     let panel = |title: &str, y_desc: &str, f: &dyn Fn(&SizeRow) -> Option<f64>| {
-        let lines = ServerKind::BOTH
-            .iter()
-            .map(|&server| {
-                let mut points: Vec<(f64, f64)> = rows
-                    .iter()
-                    .filter(|r| r.server == server && r.ok())
-                    .filter_map(|r| f(r).map(|y| (r.znodes as f64, y)))
-                    .collect();
-                points.sort_by(|a, b| a.0.total_cmp(&b.0));
-                Line {
-                    colour: server_colour(server),
-                    dashed: false,
-                    points,
-                }
-            })
-            .collect();
+        let lines = server_lines(rows, |r, server| {
+            let y = f(r).filter(|_| r.server == server && r.ok())?;
+            Some((r.znodes as f64, y))
+        });
         Panel {
             title: title.into(),
             x_desc: "znodes".into(),

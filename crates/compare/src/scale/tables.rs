@@ -56,6 +56,11 @@ fn row(out: &mut String, cells: &[String]) {
     let _ = writeln!(out, "| {} |", cells.join(" | "));
 }
 
+/// A note under a table: why the run `what` on `server` has no (or not all) figures.
+fn no_figures(out: &mut String, what: &str, server: ServerKind, status: &str) {
+    let _ = writeln!(out, "\n- {what} on {}: {status}", server.label());
+}
+
 /// Every table of the report, with a heading per section and the targets at the end.
 pub fn markdown(report: &Report) -> String {
     let mut out = String::new();
@@ -237,13 +242,7 @@ fn locks(out: &mut String, rows: &[LocksRow]) {
         );
     }
     for r in rows.iter().filter(|r| r.status != "ok") {
-        let _ = writeln!(
-            out,
-            "\n- K = {} on {}: {}",
-            r.lock_paths,
-            r.server.label(),
-            r.status
-        );
+        no_figures(out, &format!("K = {}", r.lock_paths), r.server, &r.status);
     }
 }
 
@@ -252,103 +251,96 @@ fn find_size(rows: &[SizeRow], server: ServerKind, znodes: usize) -> Option<&Siz
         .find(|r| r.server == server && r.znodes == znodes && r.ok())
 }
 
+/// A column of the size tables: one figure of both servers, or their ratio.
+enum SizeColumn {
+    /// `label: ZooKeeper` and `embedded`, each figure shown by the function.
+    Both(
+        &'static str,
+        fn(&SizeRow) -> Option<f64>,
+        fn(Option<f64>) -> String,
+    ),
+    /// `embedded / ZooKeeper` of the figure.
+    Ratio(fn(&SizeRow) -> Option<f64>),
+}
+
+/// One size table: its header from `columns`, then a row per znode count.
+fn size_table(out: &mut String, rows: &[SizeRow], sizes: &[usize], columns: &[SizeColumn]) {
+    let mut names = vec!["znodes".to_string()];
+    for column in columns {
+        match column {
+            SizeColumn::Both(label, ..) => names.extend([format!("{label}: ZooKeeper"), "embedded".into()]),
+            SizeColumn::Ratio(_) => names.push("embedded / ZooKeeper".into()),
+        }
+    }
+    header(out, &names.iter().map(String::as_str).collect::<Vec<_>>());
+    for &n in sizes {
+        let [zk, emb] = ServerKind::BOTH.map(|s| find_size(rows, s, n));
+        let mut cells = vec![n.to_string()];
+        for column in columns {
+            match *column {
+                SizeColumn::Both(_, figure, show) => {
+                    cells.extend([show(zk.and_then(figure)), show(emb.and_then(figure))])
+                }
+                SizeColumn::Ratio(figure) => cells.push(ratio(emb.and_then(figure), zk.and_then(figure))),
+            }
+        }
+        row(out, &cells);
+    }
+}
+
+fn mb(bytes: Option<u64>) -> Option<f64> {
+    bytes.map(|b| b as f64 / 1e6)
+}
+
 fn size(out: &mut String, rows: &[SizeRow]) {
+    use SizeColumn::{Both, Ratio};
     let sessions = rows.first().map_or(0, |r| r.sessions);
     let mut sizes: Vec<usize> = rows.iter().map(|r| r.znodes).collect();
     sizes.sort_unstable();
     sizes.dedup();
-    let mb = |b: Option<u64>| b.map(|b| b as f64 / 1e6);
     let _ = writeln!(
         out,
         "\n### Server size: memory and disk ({sessions} sessions connected)\n"
     );
-    header(
+    size_table(
         out,
+        rows,
+        &sizes,
         &[
-            "znodes",
-            "resident MiB: ZooKeeper",
-            "embedded",
-            "embedded / ZooKeeper",
-            "snapshot MB: ZooKeeper",
-            "embedded",
-            "data directory MB: ZooKeeper",
-            "embedded",
-            "load creates/s: ZooKeeper",
-            "embedded",
+            Both("resident MiB", |r| r.rss_mib, |v| cell(v, 1)),
+            Ratio(|r| r.rss_mib),
+            Both("snapshot MB", |r| mb(r.snapshot_bytes), |v| cell(v, 1)),
+            Both("data directory MB", |r| mb(r.data_dir_bytes), |v| cell(v, 1)),
+            Both("load creates/s", |r| r.load_per_sec, |v| cell(v, 0)),
         ],
     );
-    for &n in &sizes {
-        let [zk, emb] = ServerKind::BOTH.map(|s| find_size(rows, s, n));
-        let f = |r: Option<&SizeRow>, g: &dyn Fn(&SizeRow) -> Option<f64>| r.and_then(g);
-        row(
-            out,
-            &[
-                n.to_string(),
-                cell(f(zk, &|r| r.rss_mib), 1),
-                cell(f(emb, &|r| r.rss_mib), 1),
-                ratio(f(emb, &|r| r.rss_mib), f(zk, &|r| r.rss_mib)),
-                cell(f(zk, &|r| mb(r.snapshot_bytes)), 1),
-                cell(f(emb, &|r| mb(r.snapshot_bytes)), 1),
-                cell(f(zk, &|r| mb(r.data_dir_bytes)), 1),
-                cell(f(emb, &|r| mb(r.data_dir_bytes)), 1),
-                cell(f(zk, &|r| r.load_per_sec), 0),
-                cell(f(emb, &|r| r.load_per_sec), 0),
-            ],
-        );
-    }
     let _ = writeln!(out, "\n### Server size: restart and reads\n");
-    header(
+    size_table(
         out,
+        rows,
+        &sizes,
         &[
-            "znodes",
-            "restart to imok ms: ZooKeeper",
-            "embedded",
-            "restart to first read ms: ZooKeeper",
-            "embedded",
-            "embedded / ZooKeeper",
-            "read p50 ms: ZooKeeper",
-            "embedded",
-            "read p99 ms: ZooKeeper",
-            "embedded",
+            Both("restart to imok ms", |r| r.restart_imok_ms, |v| cell(v, 0)),
+            Both("restart to first read ms", |r| r.restart_read_ms, |v| cell(v, 0)),
+            Ratio(|r| r.restart_read_ms),
+            Both("read p50 ms", |r| r.read_p50_ms, sig),
+            Both("read p99 ms", |r| r.read_p99_ms, sig),
         ],
     );
-    for &n in &sizes {
-        let [zk, emb] = ServerKind::BOTH.map(|s| find_size(rows, s, n));
-        let f = |r: Option<&SizeRow>, g: &dyn Fn(&SizeRow) -> Option<f64>| r.and_then(g);
-        row(
-            out,
-            &[
-                n.to_string(),
-                cell(f(zk, &|r| r.restart_imok_ms), 0),
-                cell(f(emb, &|r| r.restart_imok_ms), 0),
-                cell(f(zk, &|r| r.restart_read_ms), 0),
-                cell(f(emb, &|r| r.restart_read_ms), 0),
-                ratio(f(emb, &|r| r.restart_read_ms), f(zk, &|r| r.restart_read_ms)),
-                sig(f(zk, &|r| r.read_p50_ms)),
-                sig(f(emb, &|r| r.read_p50_ms)),
-                sig(f(zk, &|r| r.read_p99_ms)),
-                sig(f(emb, &|r| r.read_p99_ms)),
-            ],
-        );
-    }
     for r in rows.iter().filter(|r| !r.ok()) {
-        let _ = writeln!(
-            out,
-            "\n- {} znodes on {}: {}",
-            r.znodes,
-            r.server.label(),
-            r.status
-        );
+        no_figures(out, &format!("{} znodes", r.znodes), r.server, &r.status);
     }
 }
 
 /// The four targets, as ratios from this run (at the sizes it measured).
 fn targets(out: &mut String, report: &Report) {
     let mut lines: Vec<[String; 3]> = Vec::new();
-    let met = |ok: Option<bool>| match ok {
-        Some(true) => "met".to_string(),
-        Some(false) => "not met".to_string(),
-        None => "–".to_string(),
+    let target = |what: String, ratio: f64, met: bool| {
+        [
+            what,
+            format!("{ratio:.2}×"),
+            if met { "met" } else { "not met" }.to_string(),
+        ]
     };
     // 1. Hand-off p50 at 1,000 waiters ≤ 1.2× at 10 (zklock), per server.
     let sizes: Vec<usize> = report
@@ -363,14 +355,11 @@ fn targets(out: &mut String, report: &Report) {
         for server in ServerKind::BOTH {
             let p = |n| find_waiters(&report.waiters, server, Contender::Zklock, n).and_then(|r| r.p50_ms);
             if let (Some(a), Some(b)) = (p(large), p(small)) {
-                lines.push([
-                    format!(
-                        "zklock hand-off p50 at {large} waiters ≤ 1.2× at {small} ({})",
-                        server.label()
-                    ),
-                    format!("{:.2}×", a / b),
-                    met(Some(a / b <= 1.2)),
-                ]);
+                let what = format!(
+                    "zklock hand-off p50 at {large} waiters ≤ 1.2× at {small} ({})",
+                    server.label()
+                );
+                lines.push(target(what, a / b, a / b <= 1.2));
             }
         }
     }
@@ -381,15 +370,12 @@ fn targets(out: &mut String, report: &Report) {
         .filter(|r| r.contender == Contender::Zklock && r.ok())
     {
         if let Some(over) = r.p50_over_w() {
-            lines.push([
-                format!(
-                    "zklock hand-off p50 ≤ 2× W at {} waiters ({})",
-                    r.waiters,
-                    r.server.label()
-                ),
-                format!("{over:.2}×"),
-                met(Some(over <= 2.0)),
-            ]);
+            let what = format!(
+                "zklock hand-off p50 ≤ 2× W at {} waiters ({})",
+                r.waiters,
+                r.server.label()
+            );
+            lines.push(target(what, over, over <= 2.0));
         }
     }
     // 2. Embedded ≥ 2× ZooKeeper's acquisitions/s with 1,000 lock paths.
@@ -402,11 +388,8 @@ fn targets(out: &mut String, report: &Report) {
     {
         let rate = |s| find_locks(&report.locks, s, k).and_then(|r| r.acquisitions_per_sec);
         if let (Some(emb), Some(zk)) = (rate(ServerKind::Embedded), rate(ServerKind::Zookeeper)) {
-            lines.push([
-                format!("embedded ≥ 2× ZooKeeper's acquisitions/s with {k} lock paths"),
-                format!("{:.2}×", emb / zk),
-                met(Some(emb / zk >= 2.0)),
-            ]);
+            let what = format!("embedded ≥ 2× ZooKeeper's acquisitions/s with {k} lock paths");
+            lines.push(target(what, emb / zk, emb / zk >= 2.0));
         }
     }
     // 3. and 4. at the largest size measured on both servers.
@@ -421,26 +404,18 @@ fn targets(out: &mut String, report: &Report) {
         })
         .max();
     if let Some(n) = largest {
-        let get = |s, f: &dyn Fn(&SizeRow) -> Option<f64>| find_size(&report.size, s, n).and_then(f);
-        if let (Some(emb), Some(zk)) = (
-            get(ServerKind::Embedded, &|r| r.rss_mib),
-            get(ServerKind::Zookeeper, &|r| r.rss_mib),
-        ) {
-            lines.push([
-                format!("embedded resident memory ≤ 1/5 of ZooKeeper's with {n} znodes"),
-                format!("{:.2}×", emb / zk),
-                met(Some(emb / zk <= 0.2)),
-            ]);
+        // The embedded server's figure over ZooKeeper's.
+        let ratio = |f: fn(&SizeRow) -> Option<f64>| {
+            let get = |s| find_size(&report.size, s, n).and_then(f);
+            Some(get(ServerKind::Embedded)? / get(ServerKind::Zookeeper)?)
+        };
+        if let Some(r) = ratio(|r| r.rss_mib) {
+            let what = format!("embedded resident memory ≤ 1/5 of ZooKeeper's with {n} znodes");
+            lines.push(target(what, r, r <= 0.2));
         }
-        if let (Some(emb), Some(zk)) = (
-            get(ServerKind::Embedded, &|r| r.restart_read_ms),
-            get(ServerKind::Zookeeper, &|r| r.restart_read_ms),
-        ) {
-            lines.push([
-                format!("embedded restart (to first read) ≤ 1/4 of ZooKeeper's with {n} znodes"),
-                format!("{:.2}×", emb / zk),
-                met(Some(emb / zk <= 0.25)),
-            ]);
+        if let Some(r) = ratio(|r| r.restart_read_ms) {
+            let what = format!("embedded restart (to first read) ≤ 1/4 of ZooKeeper's with {n} znodes");
+            lines.push(target(what, r, r <= 0.25));
         }
     }
     if lines.is_empty() {

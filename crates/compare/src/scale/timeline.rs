@@ -368,39 +368,34 @@ fn steps(window: &[Event], releaser: i64, holder: i64, peer_session: &HashMap<St
         ..Steps::default()
     };
     let peer_of = |e: &Event| e.fields.get("peer").and_then(|p| peer_session.get(p)).copied();
-    s.release = first(&|e| e.side == "client" && e.what == "release" && e.session() == Some(releaser));
+    // The first client event `what` of `session`.
+    let client = |what: &str, session: i64| {
+        first(&|e| e.side == "client" && e.what == what && e.session() == Some(session))
+    };
+    s.release = client("release", releaser);
     let request_at = first(&|e| {
         e.side == "server" && e.what == "request" && e.session() == Some(releaser) && e.int("op") == Some(2)
     });
     s.request = request_at;
     if let Some(at) = request_at {
-        let after = |e: &Event| e.ns >= at;
-        s.durable = first(&|e| after(e) && e.side == "server" && e.what == "durable");
-        s.queued = first(&|e| {
-            after(e)
-                && e.side == "server"
-                && e.what == "queued"
-                && e.session() == Some(holder)
-                && e.flag("reply") == Some(false)
+        // The first server event `what` since the request for which `pred` holds.
+        let server = |what: &str, pred: &dyn Fn(&Event) -> bool| {
+            first(&|e| e.ns >= at && e.side == "server" && e.what == what && pred(e))
+        };
+        s.durable = server("durable", &|_| true);
+        s.queued = server("queued", &|e| {
+            e.session() == Some(holder) && e.flag("reply") == Some(false)
         });
-        s.written = first(&|e| {
-            after(e)
-                && e.side == "server"
-                && e.what == "written"
-                && peer_of(e) == Some(holder)
-                && e.flag("reply") == Some(false)
+        s.written = server("written", &|e| {
+            peer_of(e) == Some(holder) && e.flag("reply") == Some(false)
         });
-        s.reply_written = first(&|e| {
-            after(e)
-                && e.side == "server"
-                && e.what == "written"
-                && peer_of(e) == Some(releaser)
-                && e.flag("reply") == Some(true)
+        s.reply_written = server("written", &|e| {
+            peer_of(e) == Some(releaser) && e.flag("reply") == Some(true)
         });
     }
-    s.notified = first(&|e| e.side == "client" && e.what == "notified" && e.session() == Some(holder));
-    s.turn = first(&|e| e.side == "client" && e.what == "turn" && e.session() == Some(holder));
-    s.deleted = first(&|e| e.side == "client" && e.what == "deleted" && e.session() == Some(releaser));
+    s.notified = client("notified", holder);
+    s.turn = client("turn", holder);
+    s.deleted = client("deleted", releaser);
     s.server_requests = window
         .iter()
         .filter(|e| e.side == "server" && e.what == "request" && e.int("op") != Some(11))
@@ -444,4 +439,52 @@ pub fn markdown(timeline: &Timeline) -> String {
         let _ = writeln!(out, "| [{name}] | {median:.0} | |");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each step is the first event of its kind, side and session (or peer) — and, on the server, at or after the
+    /// releaser's delete request; every step has a decoy before it that must not be taken.
+    #[test]
+    fn steps_take_the_first_matching_event_of_each_kind() {
+        let lines = [
+            "10\tbench\treleasing",
+            "11\tclient\trelease\tsession=2",
+            "12\tclient\trelease\tsession=1",
+            "13\tserver\trequest\tsession=1\top=1",
+            "14\tserver\tdurable",
+            "15\tserver\trequest\tsession=1\top=2",
+            "16\tserver\tqueued\tsession=1\treply=false",
+            "17\tserver\tdurable",
+            "18\tserver\tqueued\tsession=2\treply=true",
+            "19\tserver\tqueued\tsession=2\treply=false",
+            "20\tserver\twritten\tpeer=p2\treply=true",
+            "21\tserver\twritten\tpeer=p1\treply=true",
+            "22\tserver\twritten\tpeer=p2\treply=false",
+            "23\tclient\tnotified\tsession=1",
+            "24\tclient\tnotified\tsession=2",
+            "25\tclient\tturn\tsession=2",
+            "26\tclient\tdeleted\tsession=2",
+            "27\tclient\tdeleted\tsession=1",
+            "28\tbench\tacquired",
+        ];
+        let window: Vec<Event> = lines.iter().map(|l| Event::from_line(l).unwrap()).collect();
+        let peers = HashMap::from([("p1".to_string(), 1), ("p2".to_string(), 2)]);
+        let s = steps(&window, 1, 2, &peers);
+        assert_eq!((s.releasing, s.acquired), (10, 28));
+        assert_eq!((s.release, s.request, s.durable), (Some(12), Some(15), Some(17)));
+        assert_eq!(
+            (s.queued, s.written, s.reply_written),
+            (Some(19), Some(22), Some(21))
+        );
+        assert_eq!((s.notified, s.turn, s.deleted), (Some(24), Some(25), Some(27)));
+        // No delete request of the releaser: no server step.
+        let s = steps(&window[..5], 1, 2, &peers);
+        assert_eq!(
+            (s.request, s.durable, s.queued, s.reply_written),
+            (None, None, None, None)
+        );
+    }
 }

@@ -456,7 +456,7 @@ async fn one_run(
     handoffs: usize,
     seconds: f64,
 ) -> Result<Run> {
-    let dir = format!("/compare-scale-waiters-{:016x}", rand::random::<u64>());
+    let dir = zklock_bench::fresh_path("/compare-scale-waiters");
     let max = Duration::from_secs_f64(seconds);
     let run = match contender {
         Contender::Curator => {
@@ -809,7 +809,7 @@ pub async fn timed_zklock_run(
     server: &ServerUnderTest,
     n: usize,
 ) -> Result<Vec<Duration>> {
-    let dir = format!("/compare-scale-timeline-{:016x}", rand::random::<u64>());
+    let dir = zklock_bench::fresh_path("/compare-scale-timeline");
     let run = in_process(
         options,
         server.addr(),
