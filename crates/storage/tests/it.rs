@@ -71,6 +71,20 @@ fn append_all_sync(storage: &Storage, zxids: impl IntoIterator<Item = i64>) {
     }
 }
 
+/// Opens the storage `o` describes, appends `zxids` (each waiting for its fsync) and closes it.
+fn write_and_close(o: &StorageOptions, zxids: impl IntoIterator<Item = i64>) {
+    let (s, _) = open(o);
+    append_all_sync(&s, zxids);
+    s.close().unwrap();
+}
+
+/// Appends `zxid` to `s`, closes it and opens it again (with `o`): the transactions found.
+fn append_and_reopen(s: Storage, o: &StorageOptions, zxid: i64) -> Vec<(i64, Vec<u8>)> {
+    s.append_sync(zxid, payload(zxid)).unwrap();
+    s.close().unwrap();
+    open(o).1.txns
+}
+
 fn expected(zxids: impl IntoIterator<Item = i64>) -> Vec<(i64, Vec<u8>)> {
     zxids.into_iter().map(|z| (z, payload(z))).collect()
 }
@@ -239,9 +253,7 @@ fn append_after_close_reports_closed(root: &Path) {
 fn torn_tail_at_every_offset_opens_with_the_prefix(root: &Path) {
     let tmp = TempDir::new_in(root).unwrap();
     let o = options(tmp.path());
-    let (s, _) = open(&o);
-    append_all_sync(&s, 1..=3);
-    s.close().unwrap();
+    write_and_close(&o, 1..=3);
     let log = log_files(tmp.path()).remove(0);
     let pristine = fs::read(&log).unwrap();
     let (start, end) = record_offsets(1..=3)[2];
@@ -265,9 +277,7 @@ fn zero_filled_tail_is_a_clean_end(root: &Path) {
     let tmp = TempDir::new_in(root).unwrap();
     let mut o = options(tmp.path());
     o.preallocate_bytes = 1 << 20;
-    let (s, _) = open(&o);
-    append_all_sync(&s, 1..=4);
-    s.close().unwrap();
+    write_and_close(&o, 1..=4);
     let log = log_files(tmp.path()).remove(0);
     assert_eq!(fs::metadata(&log).unwrap().len(), 1 << 20, "preallocated");
     // The last record's blocks never made it to disk: zeros where it should be.
@@ -276,17 +286,13 @@ fn zero_filled_tail_is_a_clean_end(root: &Path) {
     let (s, rec) = open(&o);
     assert_eq!(rec.txns, expected(1..=3));
     assert_eq!(rec.last_zxid, 3);
-    s.append_sync(4, payload(4)).unwrap();
-    s.close().unwrap();
-    assert_eq!(open(&o).1.txns, expected(1..=4));
+    assert_eq!(append_and_reopen(s, &o, 4), expected(1..=4));
 }
 
 fn bit_flip_in_a_middle_record_is_reported_with_file_and_offset(root: &Path) {
     let tmp = TempDir::new_in(root).unwrap();
     let o = options(tmp.path());
-    let (s, _) = open(&o);
-    append_all_sync(&s, 1..=5);
-    s.close().unwrap();
+    write_and_close(&o, 1..=5);
     let log = log_files(tmp.path()).remove(0);
     let (start, end) = record_offsets(1..=5)[2];
     let mut data = fs::read(&log).unwrap();
@@ -311,19 +317,15 @@ fn bit_flip_in_a_middle_record_is_reported_with_file_and_offset(root: &Path) {
     truncating.truncate_corrupt_tail = true;
     let (s, rec) = open(&truncating);
     assert_eq!(rec.txns, expected(1..=2));
-    s.append_sync(3, payload(3)).unwrap();
-    s.close().unwrap();
     // Truncation is permanent: a strict open now succeeds.
-    assert_eq!(open(&o).1.txns, expected(1..=3));
+    assert_eq!(append_and_reopen(s, &o, 3), expected(1..=3));
 }
 
 fn damage_in_an_earlier_log_file_is_corruption_even_at_its_end(root: &Path) {
     let tmp = TempDir::new_in(root).unwrap();
     let mut o = options(tmp.path());
     o.log_roll_bytes = 200;
-    let (s, _) = open(&o);
-    append_all_sync(&s, 1..=30);
-    s.close().unwrap();
+    write_and_close(&o, 1..=30);
     let logs = log_files(tmp.path());
     assert!(logs.len() > 2, "rolled into {} files", logs.len());
     // Cut the first file in the middle of its last record.
@@ -347,9 +349,7 @@ fn rolled_files_are_named_by_their_first_zxid(root: &Path) {
     let tmp = TempDir::new_in(root).unwrap();
     let mut o = options(tmp.path());
     o.log_roll_bytes = 300;
-    let (s, _) = open(&o);
-    append_all_sync(&s, 1..=50);
-    s.close().unwrap();
+    write_and_close(&o, 1..=50);
     let logs = log_files(tmp.path());
     assert!(logs.len() > 3);
     let (_s, rec) = open(&o);
@@ -382,9 +382,7 @@ fn torn_final_batch_with_out_of_order_writeback_is_a_clean_end(root: &Path) {
     let (s, rec) = open(&o);
     assert_eq!(rec.txns, expected(1..=2));
     assert_eq!(fs::metadata(&log).unwrap().len(), hole as u64);
-    s.append_sync(3, payload(3)).unwrap();
-    s.close().unwrap();
-    assert_eq!(open(&o).1.txns, expected(1..=3));
+    assert_eq!(append_and_reopen(s, &o, 3), expected(1..=3));
 }
 
 fn damage_followed_by_a_later_batch_is_corruption(root: &Path) {
@@ -427,9 +425,7 @@ fn torn_header_of_the_newest_log_file_is_removed(root: &Path) {
     let tmp = TempDir::new_in(root).unwrap();
     let mut o = options(tmp.path());
     o.log_roll_bytes = 1; // every batch starts a new file
-    let (s, _) = open(&o);
-    append_all_sync(&s, 1..=3);
-    s.close().unwrap();
+    write_and_close(&o, 1..=3);
     assert_eq!(log_files(tmp.path()).len(), 3);
     // A crash while creating the next file: only half of its header exists.
     let newer = tmp.path().join("log.0000000000000004");
@@ -631,17 +627,13 @@ fn dropping_the_last_handle_inside_a_callback_does_not_deadlock(root: &Path) {
 fn header_only_newest_log_file_is_not_reused(root: &Path) {
     let tmp = TempDir::new_in(root).unwrap();
     let o = options(tmp.path());
-    let (s, _) = open(&o);
-    append_all_sync(&s, 1..=1);
-    s.close().unwrap();
+    write_and_close(&o, 1..=1);
     let log = log_files(tmp.path()).remove(0);
     set_len(&log, HEADER);
     let (s, rec) = open(&o);
     assert!(rec.txns.is_empty());
     assert!(!log.exists());
-    s.append_sync(2, payload(2)).unwrap();
-    s.close().unwrap();
-    assert_eq!(open(&o).1.txns, expected([2]));
+    assert_eq!(append_and_reopen(s, &o, 2), expected([2]));
 }
 
 /// A log directory without room for one preallocation step is refused at open, with the numbers,
@@ -670,9 +662,7 @@ fn open_refuses_a_log_dir_without_room_for_one_preallocation_step(root: &Path) {
     );
     // The step is capped at the roll size: a small one fits.
     o.log_roll_bytes = 4096;
-    let (s, _) = open(&o);
-    append_all_sync(&s, 1..=3);
-    s.close().unwrap();
+    write_and_close(&o, 1..=3);
 }
 
 /// A snapshot that cannot be completed does not leave its temporary file behind (on a full disk that

@@ -350,9 +350,7 @@ where
                 to.write_all(&frame).await?;
             }
             Read::Unframed(length) => {
-                light(shared).await;
-                to.write_all(&length).await?;
-                tokio::io::copy(from, to).await?;
+                pass_unframed(length, from, to, shared).await?;
                 return half_close(to).await;
             }
             Read::Eof => {
@@ -361,6 +359,17 @@ where
             }
         }
     }
+}
+
+/// A length the proxy will not parse (see [`Read::Unframed`]): passes it and the rest through blindly, as it comes.
+async fn pass_unframed<R, W>(length: [u8; 4], from: &mut R, to: &mut W, shared: &Shared) -> io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    light(shared).await;
+    to.write_all(&length).await?;
+    tokio::io::copy(from, to).await.map(drop)
 }
 
 /// The client finished sending: pass the half-close on and keep relaying replies until the server closes.
@@ -407,12 +416,7 @@ where
                     .fetch_add(frame.len() as u64, Ordering::SeqCst);
                 to.write_all(&frame).await?;
             }
-            Read::Unframed(length) => {
-                light(shared).await;
-                to.write_all(&length).await?;
-                tokio::io::copy(from, to).await?;
-                return Ok(());
-            }
+            Read::Unframed(length) => return pass_unframed(length, from, to, shared).await,
             Read::Eof => {
                 // A partitioned client would not learn that the server closed either.
                 light(shared).await;

@@ -116,11 +116,8 @@ on_every_server! {
         let held = Mutex::new(&session, &dir).unwrap().lock().await.unwrap();
 
         let other = client(hosts).await;
-        let (listener, mut rx) = events();
-        let mutex = Mutex::new(Session::new(&other).with_listener(listener), &dir).unwrap();
-        let waiter = tokio::spawn(async move { mutex.lock().await });
         // It queues behind alice's node and watches it (with `exists`: `getData` is refused).
-        queued(&mut rx).await;
+        let waiter = waiting_lock(&other, &dir).await;
         assert!(!waiter.is_finished(), "it waits while alice holds");
         held.release().await.unwrap();
         let guard = eventually("the waiter to be woken by the release", waiter).await.unwrap().unwrap();

@@ -91,10 +91,7 @@ on_sweeping_servers! {
         let (middle, dir) = (format!("{top}/jobs"), format!("{top}/jobs/nightly"));
         let mutex = Mutex::new(&a, &dir).unwrap();
         let first = mutex.lock().await.unwrap();
-        let (listener, mut events) = events();
-        let second = Mutex::new(zklock::Session::new(&b).with_listener(listener), &dir).unwrap();
-        let waiting = tokio::spawn(async move { second.lock().await });
-        queued(&mut events).await;
+        let waiting = waiting_lock(&b, &dir).await;
         first.release().await.unwrap();
         let second = eventually("the hand-over", waiting).await.unwrap().unwrap();
         // Held: everything stays, however many sweeps pass (a container with a child is never deleted).

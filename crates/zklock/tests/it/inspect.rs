@@ -50,14 +50,16 @@ on_every_server! {
         let rw = unique_path("inspect-rwlock");
         let r1 = RwLock::new(&a, &rw).unwrap().with_data("r1").read().await.unwrap();
         let r2 = RwLock::new(&b, &rw).unwrap().with_data("r2").read().await.unwrap();
-        let (listener, mut rx) = events();
-        let lock = RwLock::new(Session::new(&a).with_listener(listener), &rw).unwrap().with_data("w");
-        let w = tokio::spawn(async move { lock.write().await });
-        queued(&mut rx).await;
-        let (listener, mut rx) = events();
-        let lock = RwLock::new(Session::new(&b).with_listener(listener), &rw).unwrap().with_data("r3");
-        let r3 = tokio::spawn(async move { lock.read().await });
-        queued(&mut rx).await;
+        let w = spawn_waiting(Session::new(&a), |session| {
+            let lock = RwLock::new(session, &rw).unwrap().with_data("w");
+            async move { lock.write().await }
+        })
+        .await;
+        let r3 = spawn_waiting(Session::new(&b), |session| {
+            let lock = RwLock::new(session, &rw).unwrap().with_data("r3");
+            async move { lock.read().await }
+        })
+        .await;
         let found = look(&observer, &rw).await.unwrap();
         assert_eq!((found.path.as_str(), found.recipe), (rw.as_str(), Recipe::Lock));
         assert_eq!(

@@ -130,10 +130,7 @@ fn acquire_wait_and_hold_are_recorded() {
             Mutex::new(&b, &dir).unwrap().try_lock().await.unwrap().is_none(),
             "taken"
         );
-        let (listener, mut events) = events();
-        let waiter = Mutex::new(Session::new(&b).with_listener(listener), &dir).unwrap();
-        let waiting = tokio::spawn(async move { waiter.lock().await });
-        queued(&mut events).await;
+        let waiting = waiting_lock(&b, &dir).await;
         // The work itself (not a wait for anything): the interval both figures must cover.
         let work = Instant::now();
         tokio::time::sleep(WORK).await;
@@ -228,10 +225,11 @@ fn lost_guards_are_counted_by_reason() {
         let mut recorded = Recorded::default();
 
         let holder = Mutex::new(&a, &dir).unwrap().lock().await.unwrap();
-        let (listener, mut events) = events();
-        let waiter = Mutex::new(Session::new(&b).with_listener(listener), &dir).unwrap();
-        let waiting = tokio::spawn(async move { waiter.lock().await.map(|_| ()) });
-        queued(&mut events).await;
+        let waiting = spawn_waiting(Session::new(&b), |session| {
+            let waiter = Mutex::new(session, &dir).unwrap();
+            async move { waiter.lock().await.map(|_| ()) }
+        })
+        .await;
         let queue = children(&admin, &dir).await;
         let holder_name = holder.path().rsplit('/').next().unwrap().to_owned();
         let waiter_node = queue.iter().find(|c| **c != holder_name).unwrap();

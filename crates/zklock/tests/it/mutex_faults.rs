@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use zklock::{Error, LostPolicy, LostReason, Mutex, Session};
-use zklock_testkit::{expire_session, opcode, unique_path, Proxy, ZooKeeper};
+use zklock_testkit::{expire_session, opcode, unique_path, Proxy};
 
 use crate::on_every_server;
 use crate::support::*;
@@ -123,14 +123,10 @@ on_every_server! {
 /// election, the holder keeps its node, and the waiter gets the lock when the holder releases.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ensemble_leader_killed_while_holding_and_waiting() {
-    let mut zk = tokio::task::spawn_blocking(|| ZooKeeper::ensemble(3).unwrap())
-        .await
-        .unwrap();
-    let hosts = zk.connect_string();
+    let (mut zk, hosts) = dedicated_ensemble().await;
     let dir = unique_path("mutex-failover");
-    let timeout = Duration::from_secs(30);
-    let holder_client = client_with_timeout(&hosts, timeout).await;
-    let waiter_client = client_with_timeout(&hosts, timeout).await;
+    let holder_client = client_with_timeout(&hosts, FAILOVER_TIMEOUT).await;
+    let waiter_client = client_with_timeout(&hosts, FAILOVER_TIMEOUT).await;
     let holder = Mutex::new(
         Session::new(&holder_client).with_lost_policy(LostPolicy::SessionOnly),
         &dir,
@@ -149,16 +145,9 @@ async fn ensemble_leader_killed_while_holding_and_waiting() {
                 .map(|g| g.fencing_token())
         })
     };
-    let observer = client_with_timeout(&hosts, timeout).await;
+    let observer = client_with_timeout(&hosts, FAILOVER_TIMEOUT).await;
     await_children(&observer, &dir, "the waiter to queue", |c| c.len() == 2).await;
-    let leader = zk.leader().expect("a leader");
-    zk = tokio::task::spawn_blocking(move || {
-        zk.kill(leader);
-        zk.wait_for_leader(Duration::from_secs(60)).expect("a new leader");
-        zk
-    })
-    .await
-    .unwrap();
+    let leader = kill_leader(&mut zk);
     // The holder's node is still there after the election, and the waiter still waits.
     let nodes = await_children(&observer, &dir, "the queue after failover", |c| c.len() == 2).await;
     assert!(
@@ -176,7 +165,5 @@ async fn ensemble_leader_killed_while_holding_and_waiting() {
         .unwrap()
         .unwrap();
     assert!(token > holder_token);
-    tokio::task::spawn_blocking(move || zk.restart(leader).unwrap())
-        .await
-        .unwrap();
+    restart_member(&mut zk, leader);
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use zklock::{Error, LostPolicy, Semaphore, Session};
-use zklock_testkit::{expire_session, unique_path, ZooKeeper};
+use zklock_testkit::{expire_session, unique_path};
 
 use crate::on_every_server;
 use crate::support::*;
@@ -133,15 +133,11 @@ on_every_server! {
 /// survive the election, nobody loses a lease, no third holder appears, and the waiter is served after a release.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ensemble_leader_killed_while_leases_are_held() {
-    let mut zk = tokio::task::spawn_blocking(|| ZooKeeper::ensemble(3).unwrap())
-        .await
-        .unwrap();
-    let hosts = zk.connect_string();
+    let (mut zk, hosts) = dedicated_ensemble().await;
     let dir = unique_path("sem-failover");
-    let timeout = Duration::from_secs(30);
     let mut clients = Vec::new();
     for _ in 0..3 {
-        clients.push(client_with_timeout(&hosts, timeout).await);
+        clients.push(client_with_timeout(&hosts, FAILOVER_TIMEOUT).await);
     }
     let semaphore = |i: usize| {
         Semaphore::new(
@@ -159,14 +155,7 @@ async fn ensemble_leader_killed_while_leases_are_held() {
     };
     let leases = format!("{dir}/leases");
     await_children(&clients[2], &leases, "the waiting lease node", |n| n.len() == 3).await;
-    let leader = zk.leader().expect("a leader");
-    zk = tokio::task::spawn_blocking(move || {
-        zk.kill(leader);
-        zk.wait_for_leader(Duration::from_secs(60)).expect("a new leader");
-        zk
-    })
-    .await
-    .unwrap();
+    let leader = kill_leader(&mut zk);
     await_children(&clients[2], &leases, "the leases after failover", |n| {
         n.len() == 3
     })
@@ -181,7 +170,5 @@ async fn ensemble_leader_killed_while_leases_are_held() {
         .unwrap()
         .unwrap();
     assert!(third.fencing_token() > second.fencing_token());
-    tokio::task::spawn_blocking(move || zk.restart(leader).unwrap())
-        .await
-        .unwrap();
+    restart_member(&mut zk, leader);
 }

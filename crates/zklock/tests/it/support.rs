@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use zklock::zookeeper_client::{self as zk, Client};
+use zklock_testkit::ZooKeeper;
 
 /// Generous bound for "this must happen": the machine may be a loaded 2-core CI box.
 pub const EVENTUALLY: Duration = Duration::from_secs(30);
@@ -177,6 +178,72 @@ pub async fn queued(rx: &mut tokio::sync::mpsc::UnboundedReceiver<zklock::QueueE
     .await
 }
 
+/// Starts `wait` (a recipe's blocking call, made by `start` of `session` with a listener) in a task and returns
+/// the task once the contender waits (it is queued and watching).
+pub async fn spawn_waiting<F>(
+    session: zklock::Session,
+    start: impl FnOnce(zklock::Session) -> F,
+) -> tokio::task::JoinHandle<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let (listener, mut rx) = events();
+    let task = tokio::spawn(start(session.with_listener(listener)));
+    queued(&mut rx).await;
+    task
+}
+
+/// A contender started by [`hold_when_told`].
+pub struct Contender {
+    /// Says that the contender holds.
+    pub acquired: tokio::sync::oneshot::Receiver<()>,
+    /// Tells the holding contender to release.
+    pub release: tokio::sync::oneshot::Sender<()>,
+    /// Ends after the release.
+    pub task: tokio::task::JoinHandle<()>,
+}
+
+/// Starts an acquire (made by `acquire` of `session` with a listener) in a task and returns once it waits in the
+/// queue; once it holds, it says so on [`Contender::acquired`] and holds until told to release.
+pub async fn hold_when_told<F>(
+    session: zklock::Session,
+    acquire: impl FnOnce(zklock::Session) -> F,
+) -> Contender
+where
+    F: std::future::Future<Output = zklock::Result<zklock::Guard>> + Send + 'static,
+{
+    let (acquired_tx, acquired) = tokio::sync::oneshot::channel();
+    let (release, release_rx) = tokio::sync::oneshot::channel::<()>();
+    let task = spawn_waiting(session, |session| {
+        let acquire = acquire(session);
+        async move {
+            let guard = acquire.await.unwrap();
+            acquired_tx.send(()).unwrap();
+            release_rx.await.unwrap();
+            guard.release().await.unwrap();
+        }
+    })
+    .await;
+    Contender {
+        acquired,
+        release,
+        task,
+    }
+}
+
+/// A [`zklock::Mutex::lock`] of `dir` by `client`, in a task, returned once it waits in the queue.
+pub async fn waiting_lock(
+    client: &Client,
+    dir: &str,
+) -> tokio::task::JoinHandle<zklock::Result<zklock::Guard>> {
+    spawn_waiting(zklock::Session::new(client), |session| {
+        let mutex = zklock::Mutex::new(session, dir).unwrap();
+        async move { mutex.lock().await }
+    })
+    .await
+}
+
 /// The lost reason after the session was expired by `expire_session`: the expiry itself, or the deletion of our
 /// ephemeral node by it, whichever the client hears first (an ensemble member may deliver the deletion first).
 pub fn assert_expired(reason: zklock::LostReason) {
@@ -206,4 +273,32 @@ pub fn slow_retry(secs: u64) -> zklock::RetryPolicy {
     zklock::RetryPolicy::default()
         .with_initial_backoff(Duration::from_secs(secs))
         .with_max_backoff(Duration::from_secs(secs))
+}
+
+/// The session timeout of clients on a [`dedicated_ensemble`] whose leader is killed: it outlasts the election.
+pub const FAILOVER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A 3-member ensemble of the test's own (the shared one's members cannot be killed), and its connect string.
+pub async fn dedicated_ensemble() -> (ZooKeeper, String) {
+    let zk = tokio::task::spawn_blocking(|| ZooKeeper::ensemble(3).unwrap())
+        .await
+        .unwrap();
+    let hosts = zk.connect_string();
+    (zk, hosts)
+}
+
+/// Kills the ensemble's leader member and waits until the others have elected a new one; the killed member. Needs
+/// the multi-threaded runtime.
+pub fn kill_leader(zk: &mut ZooKeeper) -> usize {
+    tokio::task::block_in_place(|| {
+        let leader = zk.leader().expect("a leader");
+        zk.kill(leader);
+        zk.wait_for_leader(Duration::from_secs(60)).expect("a new leader");
+        leader
+    })
+}
+
+/// Starts the killed `member` again. Needs the multi-threaded runtime.
+pub fn restart_member(zk: &mut ZooKeeper, member: usize) {
+    tokio::task::block_in_place(|| zk.restart(member).unwrap())
 }
