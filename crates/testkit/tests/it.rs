@@ -340,9 +340,10 @@ fn hold_a_standalone_for_the_parent_test() {
     let _ = stdin_closed.recv_timeout(Duration::from_secs(300));
 }
 
-#[test]
-fn zookeeper_dies_with_its_test_process() {
-    let mut holder = Command::new(std::env::current_exe().unwrap())
+/// This test binary, to run only `hold_a_standalone_for_the_parent_test` as a child process.
+fn holder_process() -> Command {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command
         .args([
             "--exact",
             "hold_a_standalone_for_the_parent_test",
@@ -350,7 +351,13 @@ fn zookeeper_dies_with_its_test_process() {
             "--nocapture",
             "--test-threads=1",
         ])
-        .env(HOLD_ENV, "1")
+        .env(HOLD_ENV, "1");
+    command
+}
+
+#[test]
+fn zookeeper_dies_with_its_test_process() {
+    let mut holder = holder_process()
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -385,15 +392,7 @@ fn zookeeper_dies_with_its_test_process() {
 
 #[test]
 fn missing_zookeeper_fails_loudly() {
-    let output = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "hold_a_standalone_for_the_parent_test",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(HOLD_ENV, "1")
+    let output = holder_process()
         .env(
             zklock_testkit::install::JAR_DIR_ENV,
             "/nonexistent-zookeeper-jars",

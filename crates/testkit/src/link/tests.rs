@@ -60,6 +60,14 @@ impl Setup {
     async fn connect(&self) -> TcpStream {
         TcpStream::connect(self.link.addr()).await.unwrap()
     }
+
+    /// A new connection through the link on which `first` went to the server and came back.
+    async fn echoing(&self, first: &[u8]) -> TcpStream {
+        let mut client = self.connect().await;
+        client.write_all(first).await.unwrap();
+        comes_back(&mut client, first).await;
+        client
+    }
 }
 
 /// Asserts that `expected` comes next on `stream`, soon.
@@ -90,18 +98,14 @@ const SOON: Duration = Duration::from_secs(10);
 #[tokio::test]
 async fn a_passing_link_relays_both_ways() {
     let s = setup().await;
-    let mut client = s.connect().await;
-    client.write_all(b"hello").await.unwrap();
-    comes_back(&mut client, b"hello").await;
+    let mut client = s.echoing(b"hello").await;
     assert_eq!((s.forward.delivered(), s.backward.delivered()), (5, 5));
 }
 
 #[tokio::test]
 async fn a_stopped_link_holds_the_bytes_on_an_open_connection_and_delivers_them_when_healed() {
     let mut s = setup().await;
-    let mut client = s.connect().await;
-    client.write_all(b"one").await.unwrap();
-    comes_back(&mut client, b"one").await;
+    let mut client = s.echoing(b"one").await;
     s.forward.set(Condition::Stop);
     s.backward.set(Condition::Stop);
     client.write_all(b"two").await.unwrap();
@@ -116,9 +120,7 @@ async fn a_stopped_link_holds_the_bytes_on_an_open_connection_and_delivers_them_
 #[tokio::test]
 async fn one_way_the_server_hears_the_client_but_its_answers_are_held() {
     let mut s = setup().await;
-    let mut client = s.connect().await;
-    client.write_all(b"a").await.unwrap();
-    comes_back(&mut client, b"a").await;
+    let mut client = s.echoing(b"a").await;
     assert_eq!(s.received.recv().await.as_deref(), Some(&b"a"[..]));
     s.backward.set(Condition::Stop);
     client.write_all(b"b").await.unwrap();
@@ -135,9 +137,7 @@ async fn one_way_the_server_hears_the_client_but_its_answers_are_held() {
 #[tokio::test]
 async fn a_close_is_not_passed_on_while_the_way_is_stopped() {
     let s = setup().await;
-    let mut client = s.connect().await;
-    client.write_all(b"x").await.unwrap();
-    comes_back(&mut client, b"x").await;
+    let mut client = s.echoing(b"x").await;
     s.backward.set(Condition::Stop);
     // The server closes its end on "bye".
     client.write_all(b"bye").await.unwrap();

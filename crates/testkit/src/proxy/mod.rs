@@ -246,17 +246,23 @@ impl std::fmt::Debug for Proxy {
     }
 }
 
+/// The next connection `listener` accepts. A failure (out of file descriptors and the like) is logged as `who`'s
+/// and tried again after a short pause instead of spinning.
+pub(crate) async fn accept(listener: &TcpListener, who: &str) -> TcpStream {
+    loop {
+        match listener.accept().await {
+            Ok((client, _)) => return client,
+            Err(error) => {
+                tracing::warn!(%error, "{who} accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     loop {
-        let client = match listener.accept().await {
-            Ok((client, _)) => client,
-            Err(error) => {
-                // Out of file descriptors and the like: back off briefly instead of spinning.
-                tracing::warn!(%error, "proxy accept failed");
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                continue;
-            }
-        };
+        let client = accept(&listener, "proxy").await;
         shared.accepted.fetch_add(1, Ordering::SeqCst);
         let task = if *shared.blackhole.borrow() {
             tokio::spawn(hold_in_blackhole(client, shared.clone()))

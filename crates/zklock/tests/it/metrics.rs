@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use metrics::{KeyName, SharedString, Unit};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use metrics_util::MetricKind;
 use zklock::{Error, LeaderElection, LostReason, Mutex, Queue, RwLock, Semaphore, Session};
@@ -382,35 +383,20 @@ fn the_queue_depth_gauge_is_the_last_listing() {
 struct Descriptions(std::sync::Mutex<Vec<(String, Option<metrics::Unit>, String)>>);
 
 impl Descriptions {
-    fn add(&self, name: metrics::KeyName, unit: Option<metrics::Unit>, help: metrics::SharedString) {
+    fn add(&self, name: KeyName, unit: Option<Unit>, help: SharedString) {
         let entry = (name.as_str().to_owned(), unit, help.to_string());
         self.0.lock().unwrap().push(entry);
     }
 }
 
 impl metrics::Recorder for Descriptions {
-    fn describe_counter(
-        &self,
-        name: metrics::KeyName,
-        unit: Option<metrics::Unit>,
-        help: metrics::SharedString,
-    ) {
+    fn describe_counter(&self, name: KeyName, unit: Option<Unit>, help: SharedString) {
         self.add(name, unit, help);
     }
-    fn describe_gauge(
-        &self,
-        name: metrics::KeyName,
-        unit: Option<metrics::Unit>,
-        help: metrics::SharedString,
-    ) {
+    fn describe_gauge(&self, name: KeyName, unit: Option<Unit>, help: SharedString) {
         self.add(name, unit, help);
     }
-    fn describe_histogram(
-        &self,
-        name: metrics::KeyName,
-        unit: Option<metrics::Unit>,
-        help: metrics::SharedString,
-    ) {
+    fn describe_histogram(&self, name: KeyName, unit: Option<Unit>, help: SharedString) {
         self.add(name, unit, help);
     }
     fn register_counter(&self, _: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Counter {

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 use zklock::zookeeper_client::Client;
-use zklock::{Ballot, Decision, Error, NodeKind, QueueEvent, Recipe, Role, Session, TwoPhaseCommit};
+use zklock::{
+    Ballot, Coordinator, Decision, Error, NodeKind, QueueEvent, Recipe, Role, Session, TwoPhaseCommit,
+};
 use zklock_testkit::{expire_session, opcode, unique_path, Proxy};
 
 use crate::on_every_server;
@@ -50,6 +52,12 @@ async fn voted_and_waiting(
     })
     .await;
     task
+}
+
+/// A coordinator, on a session of its own, that began the transaction `tx` of `participants` in `dir`.
+async fn begun(hosts: &str, dir: &str, participants: &[&str]) -> Coordinator {
+    let tpc = TwoPhaseCommit::new(&client(hosts).await, dir).unwrap();
+    tpc.begin("tx", participants).await.unwrap()
 }
 
 async fn outcome_of(task: tokio::task::JoinHandle<zklock::Result<Decision>>) -> Decision {
@@ -115,9 +123,7 @@ on_every_server! {
 
     async fn participant_expiring_before_its_vote_aborts(hosts: &str) {
         let dir = unique_path("2pc-participant-expiry");
-        let c = client(hosts).await;
-        let tpc = TwoPhaseCommit::new(&c, &dir).unwrap();
-        let coordinator = tpc.begin("tx", &["a", "b"]).await.unwrap();
+        let coordinator = begun(hosts, &dir, &["a", "b"]).await;
         let doomed = client(hosts).await;
         let ballot: Ballot = TwoPhaseCommit::new(&doomed, &dir).unwrap().join("tx", "a").await.unwrap();
         let b = voted_and_waiting(&client(hosts).await, &dir, "tx", "b", Decision::Commit).await;
@@ -134,9 +140,7 @@ on_every_server! {
 
     async fn participant_expiring_after_its_commit_vote_still_commits(hosts: &str) {
         let dir = unique_path("2pc-participant-expiry-after-vote");
-        let c = client(hosts).await;
-        let tpc = TwoPhaseCommit::new(&c, &dir).unwrap();
-        let coordinator = tpc.begin("tx", &["a", "b"]).await.unwrap();
+        let coordinator = begun(hosts, &dir, &["a", "b"]).await;
         let doomed = client(hosts).await;
         let a = voted_and_waiting(&doomed, &dir, "tx", "a", Decision::Commit).await;
         expire_session(hosts, &doomed).await;
