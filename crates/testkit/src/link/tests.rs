@@ -98,7 +98,7 @@ const SOON: Duration = Duration::from_secs(10);
 #[tokio::test]
 async fn a_passing_link_relays_both_ways() {
     let s = setup().await;
-    let mut client = s.echoing(b"hello").await;
+    let _client = s.echoing(b"hello").await;
     assert_eq!((s.forward.delivered(), s.backward.delivered()), (5, 5));
 }
 
