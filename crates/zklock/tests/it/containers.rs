@@ -24,16 +24,9 @@ const EMBEDDED_CHECK_INTERVAL: Duration = Duration::from_millis(50);
 async fn sweeping_standalone() -> String {
     static SERVER: OnceLock<Result<ZooKeeper, String>> = OnceLock::new();
     tokio::task::spawn_blocking(|| {
-        let started = SERVER.get_or_init(|| {
-            ZooKeeper::builder()
-                .system_property("znode.container.checkIntervalMs", REAL_CHECK_INTERVAL_MS)
-                .start()
-                .map_err(|e| e.to_string())
-        });
-        match started {
-            Ok(zookeeper) => zookeeper.connect_string(),
-            Err(error) => panic!("the sweeping ZooKeeper failed to start: {error}"),
-        }
+        let sweeping =
+            ZooKeeper::builder().system_property("znode.container.checkIntervalMs", REAL_CHECK_INTERVAL_MS);
+        zklock_testkit::shared_zookeeper(&SERVER, "sweeping standalone", || sweeping.start()).connect_string()
     })
     .await
     .unwrap()
@@ -106,8 +99,7 @@ on_sweeping_servers! {
     async fn a_parent_that_existed_before_stays(hosts: &str) {
         let (a, observer) = (client(hosts).await, client(hosts).await);
         let top = unique_path("containers-persistent-parent");
-        let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
-        observer.create(&top, b"", &persistent).await.unwrap();
+        observer.create(&top, b"", &PERSISTENT).await.unwrap();
         let dir = format!("{top}/made/lock");
         Mutex::new(&a, &dir).unwrap().lock().await.unwrap().release().await.unwrap();
         vanishes(&observer, &dir).await;

@@ -15,8 +15,7 @@ use crate::support::*;
 /// A waiter for `dir` on a session through a proxy of its own (which counts the session's listings and
 /// notifications), queued when returned, that holds until told to release.
 async fn proxied_waiter(hosts: &str, dir: &str) -> (Proxy, Contender) {
-    let proxy = Proxy::start(first_server(hosts)).await.unwrap();
-    let client = client(&proxy.connect_string()).await;
+    let (proxy, client) = proxied_client(hosts).await;
     let waiter = hold_when_told(Session::new(&client), |session| {
         let mutex = Mutex::new(session, dir).unwrap();
         async move { mutex.lock().await }
@@ -60,11 +59,9 @@ on_every_server! {
         let counter = Arc::new(AtomicU64::new(0));
         let inside = Arc::new(AtomicUsize::new(0));
         let seen = Arc::new(StdMutex::new(Vec::new()));
-        let mut tasks = Vec::new();
-        for _ in 0..CONTENDERS {
-            let client = client(hosts).await;
+        let tasks = spawn_on_sessions(hosts, CONTENDERS, |_, client| {
             let (dir, counter, inside, seen) = (dir.clone(), counter.clone(), inside.clone(), seen.clone());
-            tasks.push(tokio::spawn(async move {
+            async move {
                 let mutex = Mutex::new(&client, &dir).unwrap();
                 for _ in 0..ROUNDS {
                     let guard = mutex.lock().await.unwrap();
@@ -76,11 +73,10 @@ on_every_server! {
                     inside.fetch_sub(1, Ordering::SeqCst);
                     guard.release().await.unwrap();
                 }
-            }));
-        }
-        for task in tasks {
-            eventually("contenders to finish", task).await.unwrap();
-        }
+            }
+        })
+        .await;
+        all_done("contenders to finish", tasks).await;
         let total = (CONTENDERS * ROUNDS) as u64;
         assert_eq!(counter.load(Ordering::SeqCst), total);
         let seen = seen.lock().unwrap().clone();

@@ -59,8 +59,7 @@ on_every_server! {
 
     async fn lost_create_reply_leaves_exactly_one_node(hosts: &str) {
         let dir = unique_path("mutex-lost-reply");
-        let proxy = Proxy::start(first_server(hosts)).await.unwrap();
-        let client = client(&proxy.connect_string()).await;
+        let (proxy, client) = proxied_client(hosts).await;
         proxy.drop_reply_and_cut(opcode::ALL_CREATES);
         let guard = eventually("the lock despite the lost reply", Mutex::new(&client, &dir).unwrap().lock())
             .await
@@ -135,16 +134,7 @@ async fn ensemble_leader_killed_while_holding_and_waiting() {
     .lock()
     .await
     .unwrap();
-    let waiter = {
-        let dir = dir.clone();
-        tokio::spawn(async move {
-            Mutex::new(&waiter_client, &dir)
-                .unwrap()
-                .lock()
-                .await
-                .map(|g| g.fencing_token())
-        })
-    };
+    let waiter = waiting_lock(&waiter_client, &dir).await;
     let observer = client_with_timeout(&hosts, FAILOVER_TIMEOUT).await;
     await_children(&observer, &dir, "the waiter to queue", |c| c.len() == 2).await;
     let leader = kill_leader(&mut zk);
@@ -160,10 +150,10 @@ async fn ensemble_leader_killed_while_holding_and_waiting() {
     eventually("release after failover", holder.release())
         .await
         .unwrap();
-    let token = eventually("the waiter to acquire after failover", waiter)
+    let next = eventually("the waiter to acquire after failover", waiter)
         .await
         .unwrap()
         .unwrap();
-    assert!(token > holder_token);
+    assert!(next.fencing_token() > holder_token);
     restart_member(&mut zk, leader);
 }

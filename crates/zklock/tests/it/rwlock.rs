@@ -25,8 +25,7 @@ async fn writer_held_when_told(client: &Client, dir: &str) -> Contender {
 /// A reader of `dir` on a session through a new proxy (which counts what it sends), in a task, returned once it
 /// waits in the queue.
 async fn reader_behind_a_proxy(hosts: &str, dir: &str) -> (Proxy, JoinHandle<zklock::Result<ReadGuard>>) {
-    let proxy = Proxy::start(first_server(hosts)).await.unwrap();
-    let reader_client = client(&proxy.connect_string()).await;
+    let (proxy, reader_client) = proxied_client(hosts).await;
     let reader = spawn_waiting(Session::new(&reader_client), |session| {
         let lock = RwLock::new(session, dir).unwrap();
         async move { lock.read().await }
@@ -44,11 +43,9 @@ on_every_server! {
         let readers = Arc::new(AtomicUsize::new(0));
         let writers = Arc::new(AtomicUsize::new(0));
         let most_readers = Arc::new(AtomicUsize::new(0));
-        let mut tasks = Vec::new();
-        for i in 0..CONTENDERS {
-            let client = client(hosts).await;
+        let tasks = spawn_on_sessions(hosts, CONTENDERS, |i, client| {
             let (dir, readers, writers, most_readers) = (dir.clone(), readers.clone(), writers.clone(), most_readers.clone());
-            tasks.push(tokio::spawn(async move {
+            async move {
                 let lock = RwLock::new(&client, &dir).unwrap();
                 for round in 0..ROUNDS {
                     if (i + round) % 3 == 0 {
@@ -68,11 +65,10 @@ on_every_server! {
                         guard.release().await.unwrap();
                     }
                 }
-            }));
-        }
-        for task in tasks {
-            eventually("contenders to finish", task).await.unwrap();
-        }
+            }
+        })
+        .await;
+        all_done("contenders to finish", tasks).await;
         let observer = client(hosts).await;
         assert!(children(&observer, &dir).await.is_empty(), "no node left behind");
     }

@@ -22,11 +22,9 @@ on_every_server! {
         let inside = Arc::new(AtomicUsize::new(0));
         let most = Arc::new(AtomicUsize::new(0));
         let tries_won = Arc::new(AtomicUsize::new(0));
-        let mut tasks = Vec::new();
-        for i in 0..CLIENTS {
-            let client = client(hosts).await;
+        let tasks = spawn_on_sessions(hosts, CLIENTS, |i, client| {
             let (dir, inside, most, tries_won) = (dir.clone(), inside.clone(), most.clone(), tries_won.clone());
-            tasks.push(tokio::spawn(async move {
+            async move {
                 let semaphore = Semaphore::new(&client, &dir, LEASES).unwrap();
                 for _ in 0..ROUNDS {
                     let lease = match i % 3 {
@@ -48,11 +46,10 @@ on_every_server! {
                     inside.fetch_sub(1, Ordering::SeqCst);
                     lease.release().await.unwrap();
                 }
-            }));
-        }
-        for task in tasks {
-            eventually("the clients to finish", task).await.unwrap();
-        }
+            }
+        })
+        .await;
+        all_done("the clients to finish", tasks).await;
         assert!(most.load(Ordering::SeqCst) <= LEASES);
         let observer = client(hosts).await;
         assert!(children(&observer, &format!("{dir}/leases")).await.is_empty(), "no lease left behind");

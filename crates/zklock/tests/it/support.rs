@@ -6,6 +6,10 @@ use std::time::Duration;
 use zklock::zookeeper_client::{self as zk, Client};
 use zklock_testkit::ZooKeeper;
 
+/// A persistent node anybody may do anything with: what the tests make by hand.
+pub const PERSISTENT: zk::CreateOptions<'static> =
+    zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+
 /// Generous bound for "this must happen": the machine may be a loaded 2-core CI box.
 pub const EVENTUALLY: Duration = Duration::from_secs(30);
 
@@ -66,6 +70,20 @@ pub fn first_server(hosts: &str) -> SocketAddr {
         .expect("connect string of 127.0.0.1:port servers")
 }
 
+/// A new session (as [`client`]) through a new proxy in front of the first server of `hosts`, and the proxy.
+pub async fn proxied_client(hosts: &str) -> (zklock_testkit::Proxy, Client) {
+    let proxy = zklock_testkit::Proxy::start(first_server(hosts)).await.unwrap();
+    let client = client(&proxy.connect_string()).await;
+    (proxy, client)
+}
+
+/// A session (see [`proxied_client`]) through a new proxy that waits `secs` before every retry (see
+/// [`slow_retry`]): after a fault of the proxy, a window in which a test can act before the library looks again.
+pub async fn slow_proxied_session(hosts: &str, secs: u64) -> (zklock_testkit::Proxy, zklock::Session) {
+    let (proxy, client) = proxied_client(hosts).await;
+    (proxy, zklock::Session::new(&client).with_retry(slow_retry(secs)))
+}
+
 /// A new session with a 10 s timeout.
 pub async fn client(hosts: &str) -> Client {
     client_with_timeout(hosts, Duration::from_secs(10)).await
@@ -80,6 +98,32 @@ pub async fn client_with_timeout(hosts: &str, timeout: Duration) -> Client {
     .await
     .expect("connecting took too long")
     .expect("connect")
+}
+
+/// Starts `work(i, client)` in a task for each `i` in `0..n`, each on a session of its own; the tasks, in order.
+pub async fn spawn_on_sessions<F>(
+    hosts: &str,
+    n: usize,
+    mut work: impl FnMut(usize, Client) -> F,
+) -> Vec<tokio::task::JoinHandle<F::Output>>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let mut tasks = Vec::new();
+    for i in 0..n {
+        tasks.push(tokio::spawn(work(i, client(hosts).await)));
+    }
+    tasks
+}
+
+/// Awaits every one of `tasks` (each for at most [`EVENTUALLY`], naming `what`); their results, in order.
+pub async fn all_done<T>(what: &str, tasks: Vec<tokio::task::JoinHandle<T>>) -> Vec<T> {
+    let mut results = Vec::new();
+    for task in tasks {
+        results.push(eventually(what, task).await.unwrap());
+    }
+    results
 }
 
 /// The children of `dir`, sorted; empty if it does not exist. Syncs first: on an ensemble, this session's server
@@ -137,6 +181,50 @@ pub async fn await_children(
             panic!("{dir}: timed out waiting for {what}; children now {children:?}");
         }
     }
+}
+
+/// Drops a safe take (`take`) at arbitrary moments: before the claim is sent, with the claim in flight, or after it
+/// is ours. Each time the claim must be undone (the claims directory `claims` empties) and the queue must keep its
+/// `items` items (`len`).
+pub async fn cancel_safe_takes<T, F, L>(
+    client: &Client,
+    claims: &str,
+    take: impl Fn() -> F,
+    len: impl Fn() -> L,
+    items: usize,
+) where
+    F: std::future::Future<Output = zklock::Result<T>>,
+    L: std::future::Future<Output = zklock::Result<usize>>,
+{
+    for micros in [0u64, 50, 200, 500, 1_000, 2_000, 5_000, 20_000] {
+        if let Ok(claimed) = tokio::time::timeout(Duration::from_micros(micros), take()).await {
+            drop(claimed.unwrap());
+        }
+        await_children(client, claims, "the cancelled claim to be undone", |c| {
+            c.is_empty()
+        })
+        .await;
+        assert_eq!(len().await.unwrap(), items, "the items stay in the queue");
+    }
+}
+
+/// A Curator peer (`recipes`) told to `consume` the queue at `dir` (it answers `CONSUMING`), returned once no item
+/// (`queue-` node) is left there, as `client` sees.
+pub async fn curator_consuming_all(
+    hosts: &str,
+    client: &Client,
+    dir: &str,
+    consume: &str,
+) -> zklock_testkit::peers::Peer {
+    let mut curator = zklock_testkit::peers::Peer::curator(&["recipes", hosts]).await;
+    curator.expect("READY").await;
+    curator.send(consume).await;
+    curator.expect("CONSUMING").await;
+    await_children(client, dir, "Curator to consume every item", |c| {
+        !c.iter().any(|name| name.starts_with("queue-"))
+    })
+    .await;
+    curator
 }
 
 /// Awaits `future` for at most [`EVENTUALLY`], naming what did not happen.
