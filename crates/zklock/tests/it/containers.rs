@@ -61,16 +61,8 @@ macro_rules! on_sweeping_servers {
 
 /// Waits (with an `exists` watch, bounded) until the server has deleted `path`.
 async fn vanishes(client: &Client, path: &str) {
-    eventually(&format!("the server to delete {path}"), async {
-        loop {
-            let (stat, watcher) = client.check_and_watch_stat(path).await.unwrap();
-            if stat.is_none() {
-                return;
-            }
-            watcher.changed().await;
-        }
-    })
-    .await
+    let deleted = zklock_testkit::await_deleted(client, path);
+    eventually(&format!("the server to delete {path}"), deleted).await
 }
 
 async fn exists(client: &Client, path: &str) -> bool {

@@ -1,6 +1,6 @@
 //! The fair exclusive lock: exclusion, FIFO order, no herd, try/timeout/cancel, fencing.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
@@ -57,7 +57,7 @@ on_every_server! {
         const ROUNDS: usize = 5;
         let dir = unique_path("mutex-exclusion");
         let counter = Arc::new(AtomicU64::new(0));
-        let inside = Arc::new(AtomicUsize::new(0));
+        let inside = Arc::new(Occupancy::default());
         let seen = Arc::new(StdMutex::new(Vec::new()));
         let tasks = spawn_on_sessions(hosts, CONTENDERS, |_, client| {
             let (dir, counter, inside, seen) = (dir.clone(), counter.clone(), inside.clone(), seen.clone());
@@ -65,12 +65,12 @@ on_every_server! {
                 let mutex = Mutex::new(&client, &dir).unwrap();
                 for _ in 0..ROUNDS {
                     let guard = mutex.lock().await.unwrap();
-                    assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders at once");
+                    assert_eq!(inside.enter(), 1, "two holders at once");
                     let value = counter.load(Ordering::SeqCst);
                     tokio::task::yield_now().await;
                     counter.store(value + 1, Ordering::SeqCst);
                     seen.lock().unwrap().push(value);
-                    inside.fetch_sub(1, Ordering::SeqCst);
+                    inside.leave();
                     guard.release().await.unwrap();
                 }
             }

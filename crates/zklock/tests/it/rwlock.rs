@@ -1,7 +1,6 @@
 //! The read/write lock: shared readers, exclusive writers, the peers' bugs (kazoo #649, Curator's first-writer
 //! watch), try/timeout/cancel.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -40,28 +39,25 @@ on_every_server! {
         const CONTENDERS: usize = 6;
         const ROUNDS: usize = 6;
         let dir = unique_path("rw-exclusion");
-        let readers = Arc::new(AtomicUsize::new(0));
-        let writers = Arc::new(AtomicUsize::new(0));
-        let most_readers = Arc::new(AtomicUsize::new(0));
+        let (readers, writers) = (Arc::new(Occupancy::default()), Arc::new(Occupancy::default()));
         let tasks = spawn_on_sessions(hosts, CONTENDERS, |i, client| {
-            let (dir, readers, writers, most_readers) = (dir.clone(), readers.clone(), writers.clone(), most_readers.clone());
+            let (dir, readers, writers) = (dir.clone(), readers.clone(), writers.clone());
             async move {
                 let lock = RwLock::new(&client, &dir).unwrap();
                 for round in 0..ROUNDS {
                     if (i + round) % 3 == 0 {
                         let guard = lock.write().await.unwrap();
-                        assert_eq!(writers.fetch_add(1, Ordering::SeqCst), 0, "two writers at once");
-                        assert_eq!(readers.load(Ordering::SeqCst), 0, "a writer next to readers");
+                        assert_eq!(writers.enter(), 1, "two writers at once");
+                        assert_eq!(readers.now(), 0, "a writer next to readers");
                         tokio::time::sleep(Duration::from_millis(2)).await;
-                        writers.fetch_sub(1, Ordering::SeqCst);
+                        writers.leave();
                         guard.release().await.unwrap();
                     } else {
                         let guard = lock.read().await.unwrap();
-                        let now = readers.fetch_add(1, Ordering::SeqCst) + 1;
-                        most_readers.fetch_max(now, Ordering::SeqCst);
-                        assert_eq!(writers.load(Ordering::SeqCst), 0, "a reader next to a writer");
+                        readers.enter();
+                        assert_eq!(writers.now(), 0, "a reader next to a writer");
                         tokio::time::sleep(Duration::from_millis(5)).await;
-                        readers.fetch_sub(1, Ordering::SeqCst);
+                        readers.leave();
                         guard.release().await.unwrap();
                     }
                 }

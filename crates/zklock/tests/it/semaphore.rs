@@ -19,11 +19,10 @@ on_every_server! {
         const LEASES: usize = 3;
         const ROUNDS: usize = 4;
         let dir = unique_path("sem-limit");
-        let inside = Arc::new(AtomicUsize::new(0));
-        let most = Arc::new(AtomicUsize::new(0));
+        let inside = Arc::new(Occupancy::default());
         let tries_won = Arc::new(AtomicUsize::new(0));
         let tasks = spawn_on_sessions(hosts, CLIENTS, |i, client| {
-            let (dir, inside, most, tries_won) = (dir.clone(), inside.clone(), most.clone(), tries_won.clone());
+            let (dir, inside, tries_won) = (dir.clone(), inside.clone(), tries_won.clone());
             async move {
                 let semaphore = Semaphore::new(&client, &dir, LEASES).unwrap();
                 for _ in 0..ROUNDS {
@@ -38,19 +37,18 @@ on_every_server! {
                             None => semaphore.acquire().await.unwrap(),
                         },
                     };
-                    let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
-                    most.fetch_max(now, Ordering::SeqCst);
+                    let now = inside.enter();
                     assert!(now <= LEASES, "{now} holders of {LEASES} leases");
                     assert!(!lease.is_lost());
                     tokio::time::sleep(Duration::from_millis(5)).await;
-                    inside.fetch_sub(1, Ordering::SeqCst);
+                    inside.leave();
                     lease.release().await.unwrap();
                 }
             }
         })
         .await;
         all_done("the clients to finish", tasks).await;
-        assert!(most.load(Ordering::SeqCst) <= LEASES);
+        assert!(inside.most() <= LEASES);
         let observer = client(hosts).await;
         assert!(children(&observer, &format!("{dir}/leases")).await.is_empty(), "no lease left behind");
         assert!(children(&observer, &format!("{dir}/locks")).await.is_empty(), "no mutex node left behind");

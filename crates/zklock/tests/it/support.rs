@@ -1,6 +1,7 @@
 //! What every recipe test needs: servers to run against, clients, and ways to wait for the tree to settle.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use zklock::zookeeper_client::{self as zk, Client};
@@ -124,6 +125,38 @@ pub async fn all_done<T>(what: &str, tasks: Vec<tokio::task::JoinHandle<T>>) -> 
         results.push(eventually(what, task).await.unwrap());
     }
     results
+}
+
+/// How many contenders are inside a critical section now, and the most there were at once: what the exclusion
+/// tests count.
+#[derive(Debug, Default)]
+pub struct Occupancy {
+    now: AtomicUsize,
+    most: AtomicUsize,
+}
+
+impl Occupancy {
+    /// One more is inside: how many are inside now, itself included.
+    pub fn enter(&self) -> usize {
+        let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+        now
+    }
+
+    /// One is out again.
+    pub fn leave(&self) {
+        self.now.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// How many are inside now.
+    pub fn now(&self) -> usize {
+        self.now.load(Ordering::SeqCst)
+    }
+
+    /// The most that were inside at once.
+    pub fn most(&self) -> usize {
+        self.most.load(Ordering::SeqCst)
+    }
 }
 
 /// The children of `dir`, sorted; empty if it does not exist. Syncs first: on an ensemble, this session's server
