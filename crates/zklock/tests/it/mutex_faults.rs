@@ -147,13 +147,7 @@ async fn ensemble_leader_killed_while_holding_and_waiting() {
     assert!(!holder.is_lost(), "{:?}", holder.lost_reason());
     assert!(!waiter.is_finished());
     let holder_token = holder.fencing_token();
-    eventually("release after failover", holder.release())
-        .await
-        .unwrap();
-    let next = eventually("the waiter to acquire after failover", waiter)
-        .await
-        .unwrap()
-        .unwrap();
+    let next = release_to_waiter(holder, waiter).await;
     assert!(next.fencing_token() > holder_token);
     restart_member(&mut zk, leader);
 }

@@ -157,13 +157,7 @@ async fn ensemble_leader_killed_while_leases_are_held() {
     .await;
     assert!(!first.is_lost() && !second.is_lost());
     assert!(!waiting.is_finished(), "a third holder of two leases");
-    eventually("release after failover", first.release())
-        .await
-        .unwrap();
-    let third = eventually("the waiter to get the freed lease", waiting)
-        .await
-        .unwrap()
-        .unwrap();
+    let third = release_to_waiter(first, waiting).await;
     assert!(third.fencing_token() > second.fencing_token());
     restart_member(&mut zk, leader);
 }

@@ -408,6 +408,20 @@ pub async fn dedicated_ensemble() -> (ZooKeeper, String) {
     (zk, hosts)
 }
 
+/// After a failover: `holder` releases, and then `waiter` (a task waiting behind it) holds; what it holds.
+pub async fn release_to_waiter(
+    holder: zklock::Guard,
+    waiter: tokio::task::JoinHandle<zklock::Result<zklock::Guard>>,
+) -> zklock::Guard {
+    eventually("release after failover", holder.release())
+        .await
+        .unwrap();
+    eventually("the waiter to take over after failover", waiter)
+        .await
+        .unwrap()
+        .unwrap()
+}
+
 /// Kills the ensemble's leader member and waits until the others have elected a new one; the killed member. Needs
 /// the multi-threaded runtime.
 pub fn kill_leader(zk: &mut ZooKeeper) -> usize {
