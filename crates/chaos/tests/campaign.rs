@@ -38,15 +38,16 @@ fn numbers(summary: &str) -> (u64, u64, u64) {
 }
 
 /// A negative control whose fault must land inside a critical section (sections last milliseconds; the nemesis
-/// waits up to 2 s for one, and a foreign contender may notice its suspension before writing): `args` run with
-/// each of `seeds` in turn until the checker finds a violation, at most `seeds.len()` runs. A broken checker
-/// finds none in any of them. The run that found it, else the last.
-fn caught_with_one_of(args: &[&str], seeds: &[&str]) -> (Option<i32>, String, String) {
+/// waits up to 2 s for one, and a foreign contender may notice its suspension before writing): the campaign `args`
+/// gives for each of `seeds` in turn until the checker finds a violation, at most `seeds.len()` runs. A broken
+/// checker finds none in any of them. The run that found it, else the last.
+fn caught_with_one_of<'a>(
+    seeds: &[&'a str],
+    args: impl Fn(&'a str) -> Vec<&'a str>,
+) -> (Option<i32>, String, String) {
     let mut last = None;
     for seed in seeds {
-        let mut with_seed = args.to_vec();
-        with_seed.extend(["--seed", seed]);
-        let run = chaos(&with_seed);
+        let run = chaos(&args(seed));
         if numbers(&run.1).2 >= 1 {
             return run;
         }
@@ -55,13 +56,14 @@ fn caught_with_one_of(args: &[&str], seeds: &[&str]) -> (Option<i32>, String, St
     last.expect("at least one seed")
 }
 
-/// A campaign that must find nothing, with some work done and some faults injected.
-fn clean(server: &str, recipe: &str, seed: &str, duration: &str) {
-    clean_with(server, recipe, seed, duration, &[]);
-}
-
-/// As [`clean`], with more arguments.
-fn clean_with(server: &str, recipe: &str, seed: &str, duration: &str, more: &[&str]) {
+/// The arguments of a campaign with 3 clients, then `more`.
+fn campaign<'a>(
+    server: &'a str,
+    recipe: &'a str,
+    seed: &'a str,
+    duration: &'a str,
+    more: &[&'a str],
+) -> Vec<&'a str> {
     let mut args = vec![
         "--server",
         server,
@@ -75,7 +77,12 @@ fn clean_with(server: &str, recipe: &str, seed: &str, duration: &str, more: &[&s
         seed,
     ];
     args.extend_from_slice(more);
-    let (code, summary, stderr) = chaos(&args);
+    args
+}
+
+/// A campaign that must find nothing, with some work done and some faults injected.
+fn clean(server: &str, recipe: &str, seed: &str, duration: &str, more: &[&str]) {
+    let (code, summary, stderr) = chaos(&campaign(server, recipe, seed, duration, more));
     let (ops, faults, violations) = numbers(&summary);
     assert_eq!((code, violations), (Some(0), 0), "{summary}\n{stderr}");
     assert!(
@@ -85,65 +92,70 @@ fn clean_with(server: &str, recipe: &str, seed: &str, duration: &str, more: &[&s
     assert!(faults >= 1, "no fault was injected: {summary}\n{stderr}");
 }
 
+/// A campaign the checker must fail (exit 1) with at least one violation; its summary and stderr.
+fn caught(run: (Option<i32>, String, String), missed: &str) -> (String, String) {
+    let (code, summary, stderr) = run;
+    let (_, _, violations) = numbers(&summary);
+    assert!(violations >= 1, "{missed}: {summary}\n{stderr}");
+    assert_eq!(code, Some(1), "{summary}");
+    (summary, stderr)
+}
+
 /// One kazoo, one Curator and one zklock worker on the same lock.
 const MIX: &[&str] = &["--mix", "kazoo,curator"];
 
-#[test]
-fn mutex_mixed_with_kazoo_and_curator_on_embedded() {
-    clean_with("embedded", "mutex", "11", "25", MIX);
+/// Tests of campaigns that must find nothing, one a row: `name: server, recipe, seed, duration[, more arguments]`.
+macro_rules! clean_campaigns {
+    ($($(#[$doc:meta])* $name:ident: $server:literal, $recipe:literal, $seed:literal, $duration:literal $(, $more:expr)?;)*) => {
+        $(
+            $(#[$doc])*
+            #[test]
+            fn $name() {
+                clean($server, $recipe, $seed, $duration, clean_campaigns!(@more $($more)?));
+            }
+        )*
+    };
+    (@more) => { &[] };
+    (@more $more:expr) => { $more };
 }
 
-#[test]
-fn rwlock_on_embedded() {
-    clean("embedded", "rwlock", "12", "25");
+clean_campaigns! {
+    mutex_mixed_with_kazoo_and_curator_on_embedded: "embedded", "mutex", "11", "25", MIX;
+    rwlock_on_embedded: "embedded", "rwlock", "12", "25";
+    semaphore_on_embedded: "embedded", "semaphore", "13", "25";
+    election_on_embedded: "embedded", "election", "14", "25";
+    queue_on_embedded: "embedded", "queue", "16", "25";
+    double_barrier_on_embedded: "embedded", "double-barrier", "17", "25";
+    /// 40 s: each operation is a `zklock run` process; on a loaded machine 30 s gave 18 (the floor is 20).
+    run_on_embedded: "embedded", "run", "15", "40";
+    mutex_mixed_with_kazoo_and_curator_on_zookeeper: "zookeeper", "mutex", "21", "25", MIX;
+    /// 40 s, as on the embedded server: a loaded machine gave 16 operations in 30 s.
+    run_on_zookeeper: "zookeeper", "run", "22", "40";
+    mutex_on_ensemble: "ensemble", "mutex", "31", "30";
+    /// 40 s, as on the embedded server: each operation is a `zklock run` process.
+    run_on_ensemble: "ensemble", "run", "32", "40";
+    /// The network nemesis on the ensemble: members partitioned (random halves, a bridge, one way) and slow, lossy
+    /// links while every member runs and keeps its clients, and the lock holder cut from every server past its
+    /// session timeout with its connections open. Fenced, nothing may be found.
+    mutex_on_ensemble_under_the_network_nemesis: "ensemble", "mutex", "51", "30",
+        &["--faults", "partition,bridge,partition-oneway,partition-client,slow-net"];
 }
 
-#[test]
-fn semaphore_on_embedded() {
-    clean("embedded", "semaphore", "13", "25");
-}
+/// The faults of the short campaigns (20 s, session timeout 2 s) that lose a write's reply or leave its outcome
+/// unknown — lost replies and requests, kills, expiry, cut connections, pauses — that must find nothing.
+const SHORT: &[&str] = &[
+    "--session-timeout",
+    "2",
+    "--faults",
+    "drop-reply,kill,cut,expire,pause",
+];
 
-#[test]
-fn election_on_embedded() {
-    clean("embedded", "election", "14", "25");
-}
-
-#[test]
-fn queue_on_embedded() {
-    clean("embedded", "queue", "16", "25");
-}
-
-#[test]
-fn double_barrier_on_embedded() {
-    clean("embedded", "double-barrier", "17", "25");
-}
-
-#[test]
-fn run_on_embedded() {
-    // 40 s: each operation is a `zklock run` process; on a loaded machine 30 s gave 18 (the floor is 20).
-    clean("embedded", "run", "15", "40");
-}
-
-#[test]
-fn mutex_mixed_with_kazoo_and_curator_on_zookeeper() {
-    clean_with("zookeeper", "mutex", "21", "25", MIX);
-}
-
-#[test]
-fn run_on_zookeeper() {
-    // 40 s, as on the embedded server: a loaded machine gave 16 operations in 30 s.
-    clean("zookeeper", "run", "22", "40");
-}
-
-#[test]
-fn mutex_on_ensemble() {
-    clean("ensemble", "mutex", "31", "30");
-}
-
-#[test]
-fn run_on_ensemble() {
-    // 40 s, as on the embedded server: each operation is a `zklock run` process.
-    clean("ensemble", "run", "32", "40");
+clean_campaigns! {
+    counter_on_embedded: "embedded", "counter", "72", "20", SHORT;
+    priority_queue_on_embedded: "embedded", "priority-queue", "72", "20", SHORT;
+    multi_lock_on_embedded: "embedded", "multi-lock", "74", "20", SHORT;
+    group_on_embedded: "embedded", "group", "73", "20", SHORT;
+    two_phase_commit_on_embedded: "embedded", "two-phase-commit", "73", "20", SHORT;
 }
 
 /// One seed nobody chose, printed so that a failure can be replayed.
@@ -151,82 +163,32 @@ fn run_on_ensemble() {
 fn random_seed_on_embedded() {
     let seed = rand::random::<u32>().to_string();
     eprintln!("random seed {seed}: replay with zklock-chaos --server embedded --recipe mutex --seed {seed}");
-    clean("embedded", "mutex", &seed, "25");
+    clean("embedded", "mutex", &seed, "25", &[]);
 }
 
 /// The negative control: without fencing, a paused holder's late write gets through, and the checker must see it
 /// (mixed: the paused holder may be a kazoo, a Curator or a zklock worker).
 #[test]
 fn without_fencing_the_pause_fault_is_caught() {
-    let (code, summary, stderr) = caught_with_one_of(
-        &[
-            "--server",
-            "embedded",
-            "--recipe",
-            "mutex",
-            "--clients",
-            "3",
-            "--mix",
-            "kazoo,curator",
-            "--duration",
-            "25",
-            "--faults",
-            "pause",
-            "--no-fencing",
-        ],
-        &["41", "42", "43"],
-    );
-    let (_, faults, violations) = numbers(&summary);
+    let more = ["--mix", "kazoo,curator", "--faults", "pause", "--no-fencing"];
+    let run = caught_with_one_of(&["41", "42", "43"], |seed| {
+        campaign("embedded", "mutex", seed, "25", &more)
+    });
+    let (summary, stderr) = caught(run, "the checker missed the paused holder's late write");
+    let (_, faults, _) = numbers(&summary);
     assert!(faults >= 1, "{summary}\n{stderr}");
-    assert!(
-        violations >= 1,
-        "the checker missed the paused holder's late write: {summary}\n{stderr}"
-    );
-    assert_eq!(code, Some(1), "{summary}");
     assert!(stderr.contains("VIOLATION"), "{stderr}");
 }
 
-/// A short campaign (20 s, session timeout 2 s) of the faults that lose a write's reply or leave its outcome
-/// unknown — lost replies and requests, kills, expiry, cut connections, pauses — that must find nothing.
-fn clean_short(recipe: &str, seed: &str) {
-    let (code, summary, stderr) = chaos(&[
-        "--server",
-        "embedded",
-        "--recipe",
-        recipe,
-        "--clients",
-        "3",
-        "--duration",
-        "20",
-        "--session-timeout",
-        "2",
-        "--faults",
-        "drop-reply,kill,cut,expire,pause",
-        "--seed",
-        seed,
-    ]);
-    let (ops, faults, violations) = numbers(&summary);
-    assert_eq!((code, violations), (Some(0), 0), "{summary}\n{stderr}");
-    assert!(
-        ops >= 20,
-        "too little work to judge anything: {summary}\n{stderr}"
-    );
-    assert!(faults >= 1, "no fault was injected: {summary}\n{stderr}");
-}
-
-#[test]
-fn counter_on_embedded() {
-    clean_short("counter", "72");
-}
-
-#[test]
-fn priority_queue_on_embedded() {
-    clean_short("priority-queue", "72");
-}
-
-#[test]
-fn multi_lock_on_embedded() {
-    clean_short("multi-lock", "74");
+/// A negative control with `--no-fencing`, which makes the contenders naive: the counter's read-then-write
+/// increments; for `group` and `two-phase-commit`, reports of what they wished instead of what happened — a view
+/// never updated; a coordinator's commit without waiting for the votes, a participant's own vote as the outcome.
+/// The checker must see it and say `caught`.
+fn naive_is_caught(recipe: &str, seed: &str, caught_as: &str) {
+    let more = ["--session-timeout", "2", "--faults", "cut", "--no-fencing"];
+    let run = chaos(&campaign("embedded", recipe, seed, "20", &more));
+    let (_, stderr) = caught(run, "the checker missed the naive contenders");
+    assert!(stderr.contains(caught_as), "{stderr}");
 }
 
 /// The counter's negative control: increments that read and then write, with no compare-and-set between, lose
@@ -234,47 +196,6 @@ fn multi_lock_on_embedded() {
 #[test]
 fn counter_without_compare_and_set_is_caught() {
     naive_is_caught("counter", "72", "VIOLATION counter:");
-}
-
-#[test]
-fn group_on_embedded() {
-    clean_short("group", "73");
-}
-
-#[test]
-fn two_phase_commit_on_embedded() {
-    clean_short("two-phase-commit", "73");
-}
-
-/// A negative control with `--no-fencing`, which makes the contenders naive: the counter's read-then-write
-/// increments; for `group` and `two-phase-commit`, reports of what they wished instead of what happened — a view
-/// never updated; a coordinator's commit without waiting for the votes, a participant's own vote as the outcome.
-/// The checker must see it and say `caught`.
-fn naive_is_caught(recipe: &str, seed: &str, caught: &str) {
-    let (code, summary, stderr) = chaos(&[
-        "--server",
-        "embedded",
-        "--recipe",
-        recipe,
-        "--clients",
-        "3",
-        "--duration",
-        "20",
-        "--session-timeout",
-        "2",
-        "--faults",
-        "cut",
-        "--seed",
-        seed,
-        "--no-fencing",
-    ]);
-    let (_, _, violations) = numbers(&summary);
-    assert!(
-        violations >= 1,
-        "the checker missed the naive contenders: {summary}\n{stderr}"
-    );
-    assert_eq!(code, Some(1), "{summary}");
-    assert!(stderr.contains(caught), "{stderr}");
 }
 
 #[test]
@@ -292,7 +213,7 @@ fn two_phase_commit_outcomes_wished_are_caught() {
 /// operations are refused — and the checker must still see refusals with no fault to explain them.
 #[test]
 fn stock_curator_beside_kazoo_is_caught() {
-    let (code, summary, stderr) = chaos(&[
+    let run = chaos(&[
         "--server",
         "embedded",
         "--recipe",
@@ -311,56 +232,21 @@ fn stock_curator_beside_kazoo_is_caught() {
         "--seed",
         "84",
     ]);
-    let (_, _, violations) = numbers(&summary);
-    assert!(
-        violations >= 1,
-        "the checker missed Curator and kazoo holding together: {summary}\n{stderr}"
-    );
-    assert_eq!(code, Some(1), "{summary}");
+    let (_, stderr) = caught(run, "the checker missed Curator and kazoo holding together");
     assert!(stderr.contains("VIOLATION fenced out with no fault"), "{stderr}");
-}
-
-/// The network nemesis on the ensemble: members partitioned (random halves, a bridge, one way) and slow, lossy
-/// links while every member runs and keeps its clients, and the lock holder cut from every server past its session
-/// timeout with its connections open. Fenced, nothing may be found.
-#[test]
-fn mutex_on_ensemble_under_the_network_nemesis() {
-    clean_with(
-        "ensemble",
-        "mutex",
-        "51",
-        "30",
-        &[
-            "--faults",
-            "partition,bridge,partition-oneway,partition-client,slow-net",
-        ],
-    );
 }
 
 /// The negative control of the network nemesis: without fencing, partition-client and pause on the ensemble must
 /// be caught.
 #[test]
 fn without_fencing_partition_client_and_pause_on_the_ensemble_are_caught() {
-    let (code, summary, stderr) = caught_with_one_of(
-        &[
-            "--server",
-            "ensemble",
-            "--recipe",
-            "mutex",
-            "--clients",
-            "3",
-            "--duration",
-            "30",
-            "--faults",
-            "partition-client,pause",
-            "--no-fencing",
-        ],
-        &["55", "56", "57"],
-    );
-    let (_, faults, violations) = numbers(&summary);
+    let more = ["--faults", "partition-client,pause", "--no-fencing"];
+    let run = caught_with_one_of(&["55", "56", "57"], |seed| {
+        campaign("ensemble", "mutex", seed, "30", &more)
+    });
+    let (summary, stderr) = caught(run, "the checker found nothing");
+    let (_, faults, _) = numbers(&summary);
     assert!(faults >= 1, "{summary}\n{stderr}");
-    assert!(violations >= 1, "the checker found nothing: {summary}\n{stderr}");
-    assert_eq!(code, Some(1), "{summary}");
 }
 
 /// The member partitions need links between members: on a single server the campaign says so and exits 2.

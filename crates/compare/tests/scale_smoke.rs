@@ -13,6 +13,13 @@ use zklock_compare::scale::{Contender, Report, ServerKind};
 /// The quick run takes about a minute; a loaded CI machine gets four.
 const BOUND: Duration = Duration::from_secs(240);
 
+/// The row of `rows` that `is_it` picks, else a panic saying which is missing.
+fn the_row<R>(rows: &[R], is_it: impl Fn(&R) -> bool, missing: impl FnOnce() -> String) -> &R {
+    rows.iter()
+        .find(|r| is_it(r))
+        .unwrap_or_else(|| panic!("{}", missing()))
+}
+
 #[test]
 fn quick_scale_run_completes_with_sane_figures() {
     let out = tempfile::tempdir().expect("a temporary directory");
@@ -59,11 +66,11 @@ fn quick_scale_run_completes_with_sane_figures() {
     for server in ServerKind::BOTH {
         for &contender in &options.contenders {
             for &n in &options.waiters {
-                let row = report
-                    .waiters
-                    .iter()
-                    .find(|r| r.server == server && r.contender == contender && r.waiters == n)
-                    .unwrap_or_else(|| panic!("no row for {contender:?} on {server:?}, N = {n}"));
+                let row = the_row(
+                    &report.waiters,
+                    |r| r.server == server && r.contender == contender && r.waiters == n,
+                    || format!("no row for {contender:?} on {server:?}, N = {n}"),
+                );
                 if contender == Contender::Curator && n > options.curator_max {
                     assert!(row.status.starts_with("skipped"), "{row:?}");
                     continue;
@@ -100,11 +107,11 @@ fn quick_scale_run_completes_with_sane_figures() {
     // Many locks: a rate for every K on both servers.
     for server in ServerKind::BOTH {
         for &k in &options.lock_paths {
-            let row = report
-                .locks
-                .iter()
-                .find(|r| r.server == server && r.lock_paths == k)
-                .unwrap_or_else(|| panic!("no locks row for K = {k} on {server:?}"));
+            let row = the_row(
+                &report.locks,
+                |r| r.server == server && r.lock_paths == k,
+                || format!("no locks row for K = {k} on {server:?}"),
+            );
             assert_eq!(row.status, "ok", "{row:?}");
             assert!(row.acquisitions_per_sec.unwrap() > 0.0, "{row:?}");
         }
@@ -113,11 +120,11 @@ fn quick_scale_run_completes_with_sane_figures() {
     // Server size: memory, disk, restart and reads at every size on both servers.
     for server in ServerKind::BOTH {
         for &znodes in &options.znodes {
-            let row = report
-                .size
-                .iter()
-                .find(|r| r.server == server && r.znodes == znodes)
-                .unwrap_or_else(|| panic!("no size row for {znodes} on {server:?}"));
+            let row = the_row(
+                &report.size,
+                |r| r.server == server && r.znodes == znodes,
+                || format!("no size row for {znodes} on {server:?}"),
+            );
             assert!(row.ok(), "{row:?}\n{stderr}");
             assert!(row.rss_mib.unwrap() > 1.0, "{row:?}");
             // A snapshot of the whole tree holds at least the data of every znode.

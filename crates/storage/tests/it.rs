@@ -25,6 +25,13 @@ fn options(dir: &Path) -> StorageOptions {
     o
 }
 
+/// A new directory under `root` and the test options for it.
+fn fresh(root: &Path) -> (TempDir, StorageOptions) {
+    let tmp = TempDir::new_in(root).unwrap();
+    let o = options(tmp.path());
+    (tmp, o)
+}
+
 fn open(o: &StorageOptions) -> (Storage, Recovered) {
     Storage::open(o.clone()).expect("open")
 }
@@ -71,6 +78,20 @@ fn append_all_sync(storage: &Storage, zxids: impl IntoIterator<Item = i64>) {
     }
 }
 
+/// Opens the storage `o` describes, appends `zxids` (each waiting for its fsync) and closes it.
+fn write_and_close(o: &StorageOptions, zxids: impl IntoIterator<Item = i64>) {
+    let (s, _) = open(o);
+    append_all_sync(&s, zxids);
+    s.close().unwrap();
+}
+
+/// Appends `zxid` to `s`, closes it and opens it again (with `o`): the transactions found.
+fn append_and_reopen(s: Storage, o: &StorageOptions, zxid: i64) -> Vec<(i64, Vec<u8>)> {
+    s.append_sync(zxid, payload(zxid)).unwrap();
+    s.close().unwrap();
+    open(o).1.txns
+}
+
 fn expected(zxids: impl IntoIterator<Item = i64>) -> Vec<(i64, Vec<u8>)> {
     zxids.into_iter().map(|z| (z, payload(z))).collect()
 }
@@ -112,8 +133,7 @@ fn encoded_header() -> Vec<u8> {
 }
 
 fn append_and_reopen_round_trip(root: &Path) {
-    let tmp = TempDir::new_in(root).unwrap();
-    let o = options(tmp.path());
+    let (tmp, o) = fresh(root);
     let (s, rec) = open(&o);
     assert_eq!(rec, Recovered::default());
     append_all_sync(&s, 1..=20);
@@ -135,8 +155,7 @@ fn append_and_reopen_round_trip(root: &Path) {
 fn group_commit_with_many_concurrent_writers(root: &Path) {
     const THREADS: usize = 32;
     const PER_THREAD: usize = 40;
-    let tmp = TempDir::new_in(root).unwrap();
-    let o = options(tmp.path());
+    let (_tmp, o) = fresh(root);
     let (s, _) = open(&o);
     // The server assigns zxids and appends under one lock, so queue order = zxid order.
     let next_zxid = Arc::new(Mutex::new(0i64));
@@ -203,8 +222,7 @@ fn callbacks_run_in_append_order(root: &Path) {
 }
 
 fn non_increasing_zxid_fails_only_that_record(root: &Path) {
-    let tmp = TempDir::new_in(root).unwrap();
-    let o = options(tmp.path());
+    let (_tmp, o) = fresh(root);
     let (s, _) = open(&o);
     s.append_sync(5, payload(5)).unwrap();
     let err = s.append_sync(5, payload(5)).unwrap_err();
@@ -237,11 +255,8 @@ fn append_after_close_reports_closed(root: &Path) {
 }
 
 fn torn_tail_at_every_offset_opens_with_the_prefix(root: &Path) {
-    let tmp = TempDir::new_in(root).unwrap();
-    let o = options(tmp.path());
-    let (s, _) = open(&o);
-    append_all_sync(&s, 1..=3);
-    s.close().unwrap();
+    let (tmp, o) = fresh(root);
+    write_and_close(&o, 1..=3);
     let log = log_files(tmp.path()).remove(0);
     let pristine = fs::read(&log).unwrap();
     let (start, end) = record_offsets(1..=3)[2];
@@ -262,12 +277,9 @@ fn torn_tail_at_every_offset_opens_with_the_prefix(root: &Path) {
 }
 
 fn zero_filled_tail_is_a_clean_end(root: &Path) {
-    let tmp = TempDir::new_in(root).unwrap();
-    let mut o = options(tmp.path());
+    let (tmp, mut o) = fresh(root);
     o.preallocate_bytes = 1 << 20;
-    let (s, _) = open(&o);
-    append_all_sync(&s, 1..=4);
-    s.close().unwrap();
+    write_and_close(&o, 1..=4);
     let log = log_files(tmp.path()).remove(0);
     assert_eq!(fs::metadata(&log).unwrap().len(), 1 << 20, "preallocated");
     // The last record's blocks never made it to disk: zeros where it should be.
@@ -276,17 +288,12 @@ fn zero_filled_tail_is_a_clean_end(root: &Path) {
     let (s, rec) = open(&o);
     assert_eq!(rec.txns, expected(1..=3));
     assert_eq!(rec.last_zxid, 3);
-    s.append_sync(4, payload(4)).unwrap();
-    s.close().unwrap();
-    assert_eq!(open(&o).1.txns, expected(1..=4));
+    assert_eq!(append_and_reopen(s, &o, 4), expected(1..=4));
 }
 
 fn bit_flip_in_a_middle_record_is_reported_with_file_and_offset(root: &Path) {
-    let tmp = TempDir::new_in(root).unwrap();
-    let o = options(tmp.path());
-    let (s, _) = open(&o);
-    append_all_sync(&s, 1..=5);
-    s.close().unwrap();
+    let (tmp, o) = fresh(root);
+    write_and_close(&o, 1..=5);
     let log = log_files(tmp.path()).remove(0);
     let (start, end) = record_offsets(1..=5)[2];
     let mut data = fs::read(&log).unwrap();
@@ -311,19 +318,14 @@ fn bit_flip_in_a_middle_record_is_reported_with_file_and_offset(root: &Path) {
     truncating.truncate_corrupt_tail = true;
     let (s, rec) = open(&truncating);
     assert_eq!(rec.txns, expected(1..=2));
-    s.append_sync(3, payload(3)).unwrap();
-    s.close().unwrap();
     // Truncation is permanent: a strict open now succeeds.
-    assert_eq!(open(&o).1.txns, expected(1..=3));
+    assert_eq!(append_and_reopen(s, &o, 3), expected(1..=3));
 }
 
 fn damage_in_an_earlier_log_file_is_corruption_even_at_its_end(root: &Path) {
-    let tmp = TempDir::new_in(root).unwrap();
-    let mut o = options(tmp.path());
+    let (tmp, mut o) = fresh(root);
     o.log_roll_bytes = 200;
-    let (s, _) = open(&o);
-    append_all_sync(&s, 1..=30);
-    s.close().unwrap();
+    write_and_close(&o, 1..=30);
     let logs = log_files(tmp.path());
     assert!(logs.len() > 2, "rolled into {} files", logs.len());
     // Cut the first file in the middle of its last record.
@@ -344,12 +346,9 @@ fn damage_in_an_earlier_log_file_is_corruption_even_at_its_end(root: &Path) {
 }
 
 fn rolled_files_are_named_by_their_first_zxid(root: &Path) {
-    let tmp = TempDir::new_in(root).unwrap();
-    let mut o = options(tmp.path());
+    let (tmp, mut o) = fresh(root);
     o.log_roll_bytes = 300;
-    let (s, _) = open(&o);
-    append_all_sync(&s, 1..=50);
-    s.close().unwrap();
+    write_and_close(&o, 1..=50);
     let logs = log_files(tmp.path());
     assert!(logs.len() > 3);
     let (_s, rec) = open(&o);
@@ -365,8 +364,7 @@ fn rolled_files_are_named_by_their_first_zxid(root: &Path) {
 
 fn torn_final_batch_with_out_of_order_writeback_is_a_clean_end(root: &Path) {
     // Batch A = [1], batch B = [2, 3, 4]; record 3 never reached the disk but 4 did.
-    let tmp = TempDir::new_in(root).unwrap();
-    let o = options(tmp.path());
+    let (tmp, o) = fresh(root);
     let mut file = encoded_header();
     file.extend(encode(1, HEADER, &payload(1)));
     let b = file.len() as u64;
@@ -382,15 +380,12 @@ fn torn_final_batch_with_out_of_order_writeback_is_a_clean_end(root: &Path) {
     let (s, rec) = open(&o);
     assert_eq!(rec.txns, expected(1..=2));
     assert_eq!(fs::metadata(&log).unwrap().len(), hole as u64);
-    s.append_sync(3, payload(3)).unwrap();
-    s.close().unwrap();
-    assert_eq!(open(&o).1.txns, expected(1..=3));
+    assert_eq!(append_and_reopen(s, &o, 3), expected(1..=3));
 }
 
 fn damage_followed_by_a_later_batch_is_corruption(root: &Path) {
     // Batches [1], [2], [3]: each was acknowledged before the next was written.
-    let tmp = TempDir::new_in(root).unwrap();
-    let o = options(tmp.path());
+    let (tmp, o) = fresh(root);
     let mut file = encoded_header();
     let mut starts = Vec::new();
     for z in 1..=3 {
@@ -424,12 +419,9 @@ fn out_of_order_zxids_on_disk_are_rejected(root: &Path) {
 }
 
 fn torn_header_of_the_newest_log_file_is_removed(root: &Path) {
-    let tmp = TempDir::new_in(root).unwrap();
-    let mut o = options(tmp.path());
+    let (tmp, mut o) = fresh(root);
     o.log_roll_bytes = 1; // every batch starts a new file
-    let (s, _) = open(&o);
-    append_all_sync(&s, 1..=3);
-    s.close().unwrap();
+    write_and_close(&o, 1..=3);
     assert_eq!(log_files(tmp.path()).len(), 3);
     // A crash while creating the next file: only half of its header exists.
     let newer = tmp.path().join("log.0000000000000004");
@@ -444,8 +436,7 @@ fn torn_header_of_the_newest_log_file_is_removed(root: &Path) {
 }
 
 fn snapshot_plus_later_txns_are_recovered(root: &Path) {
-    let tmp = TempDir::new_in(root).unwrap();
-    let o = options(tmp.path());
+    let (_tmp, o) = fresh(root);
     let (s, _) = open(&o);
     append_all_sync(&s, 1..=10);
     s.save_snapshot(10, b"tree@10").unwrap();
@@ -458,8 +449,7 @@ fn snapshot_plus_later_txns_are_recovered(root: &Path) {
 }
 
 fn snapshot_ahead_of_the_log_sets_last_zxid(root: &Path) {
-    let tmp = TempDir::new_in(root).unwrap();
-    let o = options(tmp.path());
+    let (_tmp, o) = fresh(root);
     let (s, _) = open(&o);
     append_all_sync(&s, 1..=3);
     s.save_snapshot(7, b"tree@7").unwrap();
@@ -477,8 +467,7 @@ fn snapshot_ahead_of_the_log_sets_last_zxid(root: &Path) {
 }
 
 fn snapshot_removes_files_no_longer_needed(root: &Path) {
-    let tmp = TempDir::new_in(root).unwrap();
-    let mut o = options(tmp.path());
+    let (tmp, mut o) = fresh(root);
     o.log_roll_bytes = 300;
     o.snapshots_to_keep = 2;
     let (s, _) = open(&o);
@@ -504,8 +493,7 @@ fn snapshot_removes_files_no_longer_needed(root: &Path) {
 }
 
 fn bad_newest_snapshot_falls_back_to_an_older_one(root: &Path) {
-    let tmp = TempDir::new_in(root).unwrap();
-    let o = options(tmp.path());
+    let (tmp, o) = fresh(root);
     let (s, _) = open(&o);
     append_all_sync(&s, 1..=5);
     s.save_snapshot(5, b"tree@5").unwrap();
@@ -553,8 +541,7 @@ fn separate_log_dir_is_used(root: &Path) {
 }
 
 fn snapshots_do_not_block_appends(root: &Path) {
-    let tmp = TempDir::new_in(root).unwrap();
-    let o = options(tmp.path());
+    let (_tmp, o) = fresh(root);
     let (s, _) = open(&o);
     let blob = vec![7u8; 8 << 20];
     std::thread::scope(|scope| {
@@ -571,15 +558,13 @@ fn snapshots_do_not_block_appends(root: &Path) {
 }
 
 fn invalid_options_are_rejected(root: &Path) {
-    let tmp = TempDir::new_in(root).unwrap();
-    let mut o = options(tmp.path());
+    let (_tmp, mut o) = fresh(root);
     o.max_batch = 0;
     assert!(matches!(Storage::open(o), Err(StorageError::InvalidOptions(_))));
 }
 
 fn failed_write_poisons_the_log(root: &Path) {
-    let tmp = TempDir::new_in(root).unwrap();
-    let mut o = options(tmp.path());
+    let (tmp, mut o) = fresh(root);
     o.log_roll_bytes = 1; // every batch starts a new file
     let (s, _) = open(&o);
     s.append_sync(1, payload(1)).unwrap();
@@ -603,8 +588,7 @@ fn failed_write_poisons_the_log(root: &Path) {
 }
 
 fn dropping_the_last_handle_inside_a_callback_does_not_deadlock(root: &Path) {
-    let tmp = TempDir::new_in(root).unwrap();
-    let o = options(tmp.path());
+    let (_tmp, o) = fresh(root);
     let (s, _) = open(&o);
     let last = s.clone();
     let (go_tx, go_rx) = mpsc::channel::<()>();
@@ -629,26 +613,20 @@ fn dropping_the_last_handle_inside_a_callback_does_not_deadlock(root: &Path) {
 /// reopened for appending, so its first record no longer matched its name and the next open
 /// failed with "first record has zxid 0x2, but the file name says 0x1".
 fn header_only_newest_log_file_is_not_reused(root: &Path) {
-    let tmp = TempDir::new_in(root).unwrap();
-    let o = options(tmp.path());
-    let (s, _) = open(&o);
-    append_all_sync(&s, 1..=1);
-    s.close().unwrap();
+    let (tmp, o) = fresh(root);
+    write_and_close(&o, 1..=1);
     let log = log_files(tmp.path()).remove(0);
     set_len(&log, HEADER);
     let (s, rec) = open(&o);
     assert!(rec.txns.is_empty());
     assert!(!log.exists());
-    s.append_sync(2, payload(2)).unwrap();
-    s.close().unwrap();
-    assert_eq!(open(&o).1.txns, expected([2]));
+    assert_eq!(append_and_reopen(s, &o, 2), expected([2]));
 }
 
 /// A log directory without room for one preallocation step is refused at open, with the numbers,
 /// instead of failing the first append.
 fn open_refuses_a_log_dir_without_room_for_one_preallocation_step(root: &Path) {
-    let tmp = TempDir::new_in(root).unwrap();
-    let mut o = options(tmp.path());
+    let (tmp, mut o) = fresh(root);
     o.log_dir = Some(tmp.path().join("log"));
     o.preallocate_bytes = 1 << 60; // no file system here has an exbibyte free
     o.log_roll_bytes = 1 << 60;
@@ -670,16 +648,13 @@ fn open_refuses_a_log_dir_without_room_for_one_preallocation_step(root: &Path) {
     );
     // The step is capped at the roll size: a small one fits.
     o.log_roll_bytes = 4096;
-    let (s, _) = open(&o);
-    append_all_sync(&s, 1..=3);
-    s.close().unwrap();
+    write_and_close(&o, 1..=3);
 }
 
 /// A snapshot that cannot be completed does not leave its temporary file behind (on a full disk that
 /// file would hold the space the log needs until the next start).
 fn failed_snapshot_leaves_no_temporary_file(root: &Path) {
-    let tmp = TempDir::new_in(root).unwrap();
-    let o = options(tmp.path());
+    let (tmp, o) = fresh(root);
     let (s, _) = open(&o);
     append_all_sync(&s, 1..=3);
     // The rename onto the final name fails: a non-empty directory holds it.

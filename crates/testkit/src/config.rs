@@ -164,16 +164,33 @@ mod tests {
             .collect()
     }
 
+    fn settings(tick_time_ms: u32, overrides: &[(&str, &str)]) -> Settings {
+        let overrides = overrides
+            .iter()
+            .map(|(key, value)| (key.to_string(), value.to_string()));
+        Settings {
+            tick_time_ms,
+            overrides: overrides.collect(),
+        }
+    }
+
+    /// The zoo.cfg of member `me` of `all`, which names its peers where they listen.
+    fn direct_cfg(me: usize, all: &[MemberPorts], settings: &Settings) -> String {
+        zoo_cfg(Path::new("/d"), me, all, &direct_view(all), settings)
+    }
+
+    /// Asserts that `text` has every one of `lines` (each with its newline).
+    fn assert_has_lines(text: &str, lines: &[&str]) {
+        for line in lines {
+            assert!(text.contains(line), "no {line:?} in\n{text}");
+        }
+    }
+
     #[test]
     fn standalone_config_has_no_server_lines_and_honours_overrides() {
-        let settings = Settings {
-            tick_time_ms: 500,
-            overrides: vec![("forceSync".into(), "yes".into())],
-        };
-        let text = zoo_cfg(Path::new("/d"), 0, &ports(1), &direct_view(&ports(1)), &settings);
-        assert!(text.contains("tickTime=500\n"));
-        assert!(text.contains("clientPort=100\n"));
-        assert!(text.contains("forceSync=yes\n"));
+        let settings = settings(500, &[("forceSync", "yes")]);
+        let text = direct_cfg(0, &ports(1), &settings);
+        assert_has_lines(&text, &["tickTime=500\n", "clientPort=100\n", "forceSync=yes\n"]);
         assert!(!text.contains("forceSync=no"));
         assert!(!text.contains("server."));
         assert!(!text.contains("secureClientPort"));
@@ -181,42 +198,48 @@ mod tests {
 
     #[test]
     fn a_secure_port_brings_the_netty_factory() {
-        let settings = Settings {
-            tick_time_ms: 2000,
-            overrides: vec![("ssl.clientAuth".into(), "none".into())],
-        };
+        let settings = settings(2000, &[("ssl.clientAuth", "none")]);
         let mut all = ports(1);
         all[0].secure = 400;
-        let text = zoo_cfg(Path::new("/d"), 0, &all, &direct_view(&all), &settings);
-        assert!(text.contains("secureClientPort=400\n"));
-        assert!(text.contains("secureClientPortAddress=127.0.0.1\n"));
-        assert!(text.contains("serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n"));
+        let text = direct_cfg(0, &all, &settings);
+        assert_has_lines(
+            &text,
+            &[
+                "secureClientPort=400\n",
+                "secureClientPortAddress=127.0.0.1\n",
+                "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n",
+            ],
+        );
         assert!(text.ends_with("ssl.clientAuth=none\n"));
     }
 
     #[test]
     fn ensemble_config_lists_every_member() {
-        let settings = Settings {
-            tick_time_ms: 2000,
-            overrides: vec![("extra".into(), "1".into())],
-        };
-        let text = zoo_cfg(Path::new("/d"), 1, &ports(3), &direct_view(&ports(3)), &settings);
-        assert!(text.contains("clientPort=101\n"));
-        assert!(text.contains("server.1=127.0.0.1:200:300\n"));
-        assert!(text.contains("server.3=127.0.0.1:202:302\n"));
+        let settings = settings(2000, &[("extra", "1")]);
+        let text = direct_cfg(1, &ports(3), &settings);
+        assert_has_lines(
+            &text,
+            &[
+                "clientPort=101\n",
+                "server.1=127.0.0.1:200:300\n",
+                "server.3=127.0.0.1:202:302\n",
+            ],
+        );
         assert!(text.ends_with("extra=1\n"));
     }
 
     #[test]
     fn a_member_names_its_peers_as_its_view_says() {
-        let settings = Settings {
-            tick_time_ms: 2000,
-            overrides: Vec::new(),
-        };
+        let settings = settings(2000, &[]);
         let view = [(900, 901), (201, 301), (902, 903)];
         let text = zoo_cfg(Path::new("/d"), 1, &ports(3), &view, &settings);
-        assert!(text.contains("server.1=127.0.0.1:900:901\n"));
-        assert!(text.contains("server.2=127.0.0.1:201:301\n"));
-        assert!(text.contains("server.3=127.0.0.1:902:903\n"));
+        assert_has_lines(
+            &text,
+            &[
+                "server.1=127.0.0.1:900:901\n",
+                "server.2=127.0.0.1:201:301\n",
+                "server.3=127.0.0.1:902:903\n",
+            ],
+        );
     }
 }

@@ -43,6 +43,20 @@ fn run(args: &[&str]) -> io::Result<String> {
     }
 }
 
+/// `keytool <command> -keystore <store> -storepass <password> -alias <alias> <more>`.
+fn run_on_store(
+    command: &[&str],
+    store: &Path,
+    password: &str,
+    alias: &str,
+    more: &[&str],
+) -> io::Result<String> {
+    let mut args = command.to_vec();
+    args.extend(["-keystore", text(store)?, "-storepass", password, "-alias", alias]);
+    args.extend_from_slice(more);
+    run(&args)
+}
+
 fn text(path: &Path) -> io::Result<&str> {
     path.to_str()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "a non-UTF-8 path"))
@@ -61,17 +75,8 @@ pub fn generate_key_pair(
     san: &str,
     password: &str,
 ) -> io::Result<()> {
-    run(&[
-        "-genkeypair",
-        "-noprompt",
-        "-storetype",
-        "PKCS12",
-        "-keystore",
-        text(store)?,
-        "-storepass",
-        password,
-        "-alias",
-        alias,
+    let san = format!("SAN={san}");
+    let key = [
         "-keyalg",
         "RSA",
         "-keysize",
@@ -81,8 +86,15 @@ pub fn generate_key_pair(
         "-dname",
         dname,
         "-ext",
-        &format!("SAN={san}"),
-    ])
+        &san,
+    ];
+    run_on_store(
+        &["-genkeypair", "-noprompt", "-storetype", "PKCS12"],
+        store,
+        password,
+        alias,
+        &key,
+    )
     .map(drop)
 }
 
@@ -91,16 +103,7 @@ pub fn generate_key_pair(
 /// # Errors
 /// keytool cannot be run or fails.
 pub fn export_certificate(store: &Path, alias: &str, password: &str) -> io::Result<String> {
-    run(&[
-        "-exportcert",
-        "-rfc",
-        "-keystore",
-        text(store)?,
-        "-storepass",
-        password,
-        "-alias",
-        alias,
-    ])
+    run_on_store(&["-exportcert", "-rfc"], store, password, alias, &[])
 }
 
 /// `keytool -importcert`: adds the certificate in the PEM file `certificate` to the PKCS12 trust store `store`
@@ -109,19 +112,13 @@ pub fn export_certificate(store: &Path, alias: &str, password: &str) -> io::Resu
 /// # Errors
 /// keytool cannot be run or fails.
 pub fn import_trusted(store: &Path, alias: &str, certificate: &Path, password: &str) -> io::Result<()> {
-    run(&[
-        "-importcert",
-        "-noprompt",
-        "-storetype",
-        "PKCS12",
-        "-keystore",
-        text(store)?,
-        "-storepass",
+    let file = ["-file", text(certificate)?];
+    run_on_store(
+        &["-importcert", "-noprompt", "-storetype", "PKCS12"],
+        store,
         password,
-        "-alias",
         alias,
-        "-file",
-        text(certificate)?,
-    ])
+        &file,
+    )
     .map(drop)
 }

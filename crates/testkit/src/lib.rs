@@ -43,8 +43,8 @@ pub use fourlw::four_letter_word;
 pub use link::{Condition, Direction, LinkProxy, Slowness};
 pub use peer_links::PeerLinks;
 pub use proxy::Proxy;
-pub use session::expire_session;
-pub use shared::{shared_ensemble, shared_standalone};
+pub use session::{await_deleted, expire_session};
+pub use shared::{shared_ensemble, shared_standalone, shared_zookeeper};
 pub use spawn::spawn_tied_to_process;
 pub use tmpfs::Tmpfs;
 /// The embedded server's settings, for [`start_embedded`] (so that tests need no dependency on the server crate).

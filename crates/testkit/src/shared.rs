@@ -14,7 +14,7 @@ use crate::zookeeper::ZooKeeper;
 /// The server cannot be started (the error says why); later calls panic with the same message at once.
 pub fn shared_standalone() -> &'static ZooKeeper {
     static STANDALONE: OnceLock<Result<ZooKeeper, String>> = OnceLock::new();
-    started(&STANDALONE, "standalone", ZooKeeper::standalone)
+    shared_zookeeper(&STANDALONE, "standalone", ZooKeeper::standalone)
 }
 
 /// The shared 3-member ensemble (default settings, `tickTime` 2000), started on first call. It is shared, so it
@@ -24,10 +24,15 @@ pub fn shared_standalone() -> &'static ZooKeeper {
 /// The ensemble cannot be started (the error says why); later calls panic with the same message at once.
 pub fn shared_ensemble() -> &'static ZooKeeper {
     static ENSEMBLE: OnceLock<Result<ZooKeeper, String>> = OnceLock::new();
-    started(&ENSEMBLE, "ensemble", || ZooKeeper::ensemble(3))
+    shared_zookeeper(&ENSEMBLE, "ensemble", || ZooKeeper::ensemble(3))
 }
 
-fn started(
+/// The ZooKeeper in `cell`, started with `start` on first call and shared by every later caller: how a test binary
+/// shares a server of its own kind (other settings than the shared standalone's), named `what` in the panic.
+///
+/// # Panics
+/// The server cannot be started (the error says why); later calls panic with the same message at once.
+pub fn shared_zookeeper(
     cell: &'static OnceLock<Result<ZooKeeper, String>>,
     what: &str,
     start: impl FnOnce() -> std::io::Result<ZooKeeper>,

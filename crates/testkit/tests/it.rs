@@ -36,6 +36,16 @@ async fn connect(connect: &str) -> Client {
     .unwrap_or_else(|e| panic!("cannot connect to {connect}: {e}"))
 }
 
+/// A session through a new proxy in front of the shared standalone server: the server, the proxy, the session and
+/// a watcher of its states.
+async fn proxied() -> (&'static ZooKeeper, Proxy, Client, StateWatcher) {
+    let zk = shared_standalone();
+    let proxy = Proxy::start(zk.member_addr(0)).await.unwrap();
+    let client = connect(&proxy.connect_string()).await;
+    let states = client.state_watcher();
+    (zk, proxy, client, states)
+}
+
 /// Waits for the next state change and returns it.
 async fn next_state(watcher: &mut StateWatcher) -> SessionState {
     within("a session state change", watcher.changed()).await
@@ -211,10 +221,7 @@ async fn proxy_forwards_requests_and_four_letter_words() {
 
 #[tokio::test]
 async fn cut_all_disconnects_and_the_client_reconnects() {
-    let zk = shared_standalone();
-    let proxy = Proxy::start(zk.member_addr(0)).await.unwrap();
-    let client = connect(&proxy.connect_string()).await;
-    let mut states = client.state_watcher();
+    let (_, proxy, client, mut states) = proxied().await;
 
     proxy.cut_all();
 
@@ -230,10 +237,7 @@ async fn cut_all_disconnects_and_the_client_reconnects() {
 
 #[tokio::test]
 async fn lost_create_reply_leaves_the_node_created() {
-    let zk = shared_standalone();
-    let proxy = Proxy::start(zk.member_addr(0)).await.unwrap();
-    let client = connect(&proxy.connect_string()).await;
-    let mut states = client.state_watcher();
+    let (zk, proxy, client, mut states) = proxied().await;
     let path = unique_path("lost-reply");
 
     proxy.drop_reply_and_cut(opcode::ALL_CREATES);
@@ -283,10 +287,7 @@ async fn proxy_counts_watch_notifications() {
 
 #[tokio::test]
 async fn blackhole_looks_like_a_dead_server_until_lifted() {
-    let zk = shared_standalone();
-    let proxy = Proxy::start(zk.member_addr(0)).await.unwrap();
-    let client = connect(&proxy.connect_string()).await;
-    let mut states = client.state_watcher();
+    let (_, proxy, client, mut states) = proxied().await;
 
     proxy.set_blackhole(true);
     // Nothing comes back, not even ping replies: the client gives the connection up after its read timeout.
@@ -339,9 +340,10 @@ fn hold_a_standalone_for_the_parent_test() {
     let _ = stdin_closed.recv_timeout(Duration::from_secs(300));
 }
 
-#[test]
-fn zookeeper_dies_with_its_test_process() {
-    let mut holder = Command::new(std::env::current_exe().unwrap())
+/// This test binary, to run only `hold_a_standalone_for_the_parent_test` as a child process.
+fn holder_process() -> Command {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command
         .args([
             "--exact",
             "hold_a_standalone_for_the_parent_test",
@@ -349,7 +351,13 @@ fn zookeeper_dies_with_its_test_process() {
             "--nocapture",
             "--test-threads=1",
         ])
-        .env(HOLD_ENV, "1")
+        .env(HOLD_ENV, "1");
+    command
+}
+
+#[test]
+fn zookeeper_dies_with_its_test_process() {
+    let mut holder = holder_process()
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -384,15 +392,7 @@ fn zookeeper_dies_with_its_test_process() {
 
 #[test]
 fn missing_zookeeper_fails_loudly() {
-    let output = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "hold_a_standalone_for_the_parent_test",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(HOLD_ENV, "1")
+    let output = holder_process()
         .env(
             zklock_testkit::install::JAR_DIR_ENV,
             "/nonexistent-zookeeper-jars",

@@ -9,14 +9,19 @@ use zookeeper_client::{Acls, Client, CreateMode};
 /// Bound for anything that must happen; generous because the machine is small and shared.
 const WAIT: Duration = Duration::from_secs(60);
 
-fn ensemble() -> ZooKeeper {
+/// A 3-member ensemble whose members talk through peer links, its leader and one of its followers.
+fn ensemble() -> (ZooKeeper, usize, usize) {
+    init_tracing();
     // tickTime 200 ms: a follower that hears nothing from its leader gives up after syncLimit (5) ticks.
-    ZooKeeper::builder()
+    let zk = ZooKeeper::builder()
         .members(3)
         .tick_time_ms(200)
         .peer_links()
         .start()
-        .expect("an ensemble with peer links")
+        .expect("an ensemble with peer links");
+    let leader = zk.wait_for_leader(WAIT).expect("a leader");
+    let follower = (0..3).find(|&i| i != leader).expect("a follower");
+    (zk, leader, follower)
 }
 
 /// Polls (a JVM offers no event to wait for) until member `i`'s mode satisfies `ok`.
@@ -62,10 +67,7 @@ fn isolate(zk: &ZooKeeper, member: usize, condition: Condition) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_isolated_follower_leaves_the_quorum_while_it_runs_and_comes_back_when_healed() {
-    init_tracing();
-    let zk = tokio::task::block_in_place(ensemble);
-    let leader = zk.wait_for_leader(WAIT).expect("a leader");
-    let follower = (0..3).find(|&i| i != leader).expect("a follower");
+    let (zk, leader, follower) = tokio::task::block_in_place(ensemble);
     let links = zk.peer_links().expect("peer links");
     // The quorum talks through the links, and nothing else does: the leader's pings reach the follower that way.
     assert!(links.direction(leader, follower).delivered() > 0);
@@ -100,10 +102,7 @@ async fn an_isolated_follower_leaves_the_quorum_while_it_runs_and_comes_back_whe
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_way_a_follower_that_no_longer_hears_its_leader_gives_up() {
-    init_tracing();
-    let zk = tokio::task::block_in_place(ensemble);
-    let leader = zk.wait_for_leader(WAIT).expect("a leader");
-    let follower = (0..3).find(|&i| i != leader).expect("a follower");
+    let (zk, leader, follower) = tokio::task::block_in_place(ensemble);
     let links = zk.peer_links().expect("peer links");
     let heard = links.direction(follower, leader);
     // Leader → follower stops; follower → leader still flows.

@@ -121,14 +121,7 @@ async fn accept_loop(
         Err(error) => return tracing::warn!(%error, "link cannot listen"),
     };
     loop {
-        let client = match listener.accept().await {
-            Ok((client, _)) => client,
-            Err(error) => {
-                tracing::warn!(%error, "link accept failed");
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                continue;
-            }
-        };
+        let client = crate::proxy::accept(&listener, "link").await;
         let task = runtime.spawn(connection(client, ends.clone())).abort_handle();
         let mut list = connections.lock().unwrap_or_else(|e| e.into_inner());
         list.retain(|t| !t.is_finished());

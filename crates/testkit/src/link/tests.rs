@@ -55,6 +55,34 @@ async fn setup() -> Setup {
     }
 }
 
+impl Setup {
+    /// A new connection through the link.
+    async fn connect(&self) -> TcpStream {
+        TcpStream::connect(self.link.addr()).await.unwrap()
+    }
+
+    /// A new connection through the link on which `first` went to the server and came back.
+    async fn echoing(&self, first: &[u8]) -> TcpStream {
+        let mut client = self.connect().await;
+        client.write_all(first).await.unwrap();
+        comes_back(&mut client, first).await;
+        client
+    }
+}
+
+/// Asserts that `expected` comes next on `stream`, soon.
+async fn comes_back(stream: &mut TcpStream, expected: &[u8]) {
+    assert_eq!(
+        read_n(stream, expected.len(), SOON).await.as_deref(),
+        Some(expected)
+    );
+}
+
+/// Asserts that nothing comes on `stream` for a while (`SILENCE`), or says `what` did.
+async fn nothing_comes(stream: &mut TcpStream, what: &str) {
+    assert_eq!(read_n(stream, 1, SILENCE).await, None, "{what}");
+}
+
 /// Reads exactly `n` bytes, or `None` if they do not come within `within`.
 async fn read_n(stream: &mut TcpStream, n: usize, within: Duration) -> Option<Vec<u8>> {
     let mut buf = vec![0u8; n];
@@ -70,42 +98,29 @@ const SOON: Duration = Duration::from_secs(10);
 #[tokio::test]
 async fn a_passing_link_relays_both_ways() {
     let s = setup().await;
-    let mut client = TcpStream::connect(s.link.addr()).await.unwrap();
-    client.write_all(b"hello").await.unwrap();
-    assert_eq!(read_n(&mut client, 5, SOON).await.as_deref(), Some(&b"hello"[..]));
+    let _client = s.echoing(b"hello").await;
     assert_eq!((s.forward.delivered(), s.backward.delivered()), (5, 5));
 }
 
 #[tokio::test]
 async fn a_stopped_link_holds_the_bytes_on_an_open_connection_and_delivers_them_when_healed() {
     let mut s = setup().await;
-    let mut client = TcpStream::connect(s.link.addr()).await.unwrap();
-    client.write_all(b"one").await.unwrap();
-    assert_eq!(read_n(&mut client, 3, SOON).await.as_deref(), Some(&b"one"[..]));
+    let mut client = s.echoing(b"one").await;
     s.forward.set(Condition::Stop);
     s.backward.set(Condition::Stop);
     client.write_all(b"two").await.unwrap();
     client.write_all(b"three").await.unwrap();
-    assert_eq!(
-        read_n(&mut client, 1, SILENCE).await,
-        None,
-        "bytes crossed a stopped link"
-    );
+    nothing_comes(&mut client, "bytes crossed a stopped link").await;
     s.forward.set(Condition::Pass);
     s.backward.set(Condition::Pass);
-    assert_eq!(
-        read_n(&mut client, 8, SOON).await.as_deref(),
-        Some(&b"twothree"[..])
-    );
+    comes_back(&mut client, b"twothree").await;
     assert_eq!(s.received.recv().await.as_deref(), Some(&b"one"[..]));
 }
 
 #[tokio::test]
 async fn one_way_the_server_hears_the_client_but_its_answers_are_held() {
     let mut s = setup().await;
-    let mut client = TcpStream::connect(s.link.addr()).await.unwrap();
-    client.write_all(b"a").await.unwrap();
-    assert_eq!(read_n(&mut client, 1, SOON).await.as_deref(), Some(&b"a"[..]));
+    let mut client = s.echoing(b"a").await;
     assert_eq!(s.received.recv().await.as_deref(), Some(&b"a"[..]));
     s.backward.set(Condition::Stop);
     client.write_all(b"b").await.unwrap();
@@ -114,21 +129,15 @@ async fn one_way_the_server_hears_the_client_but_its_answers_are_held() {
         Some(&b"b"[..]),
         "the forward way passes"
     );
-    assert_eq!(
-        read_n(&mut client, 1, SILENCE).await,
-        None,
-        "the answer crossed a stopped way"
-    );
+    nothing_comes(&mut client, "the answer crossed a stopped way").await;
     s.backward.set(Condition::Pass);
-    assert_eq!(read_n(&mut client, 1, SOON).await.as_deref(), Some(&b"b"[..]));
+    comes_back(&mut client, b"b").await;
 }
 
 #[tokio::test]
 async fn a_close_is_not_passed_on_while_the_way_is_stopped() {
     let s = setup().await;
-    let mut client = TcpStream::connect(s.link.addr()).await.unwrap();
-    client.write_all(b"x").await.unwrap();
-    assert_eq!(read_n(&mut client, 1, SOON).await.as_deref(), Some(&b"x"[..]));
+    let mut client = s.echoing(b"x").await;
     s.backward.set(Condition::Stop);
     // The server closes its end on "bye".
     client.write_all(b"bye").await.unwrap();
@@ -146,14 +155,14 @@ async fn a_close_is_not_passed_on_while_the_way_is_stopped() {
 async fn a_new_connection_is_silent_until_both_ways_pass() {
     let mut s = setup().await;
     s.backward.set(Condition::Stop);
-    let mut client = TcpStream::connect(s.link.addr()).await.unwrap();
+    let mut client = s.connect().await;
     client.write_all(b"q").await.unwrap();
     assert!(
         tokio::time::timeout(SILENCE, s.received.recv()).await.is_err(),
         "connected through a half-stopped link"
     );
     s.backward.set(Condition::Pass);
-    assert_eq!(read_n(&mut client, 1, SOON).await.as_deref(), Some(&b"q"[..]));
+    comes_back(&mut client, b"q").await;
 }
 
 #[tokio::test]
@@ -166,7 +175,7 @@ async fn a_slow_link_delays_every_chunk_and_keeps_their_order() {
     });
     s.forward.set(slow);
     s.backward.set(slow);
-    let mut client = TcpStream::connect(s.link.addr()).await.unwrap();
+    let mut client = s.connect().await;
     let mut sent = Vec::new();
     for i in 0..8u8 {
         let started = Instant::now();

@@ -246,17 +246,23 @@ impl std::fmt::Debug for Proxy {
     }
 }
 
+/// The next connection `listener` accepts. A failure (out of file descriptors and the like) is logged as `who`'s
+/// and tried again after a short pause instead of spinning.
+pub(crate) async fn accept(listener: &TcpListener, who: &str) -> TcpStream {
+    loop {
+        match listener.accept().await {
+            Ok((client, _)) => return client,
+            Err(error) => {
+                tracing::warn!(%error, "{who} accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     loop {
-        let client = match listener.accept().await {
-            Ok((client, _)) => client,
-            Err(error) => {
-                // Out of file descriptors and the like: back off briefly instead of spinning.
-                tracing::warn!(%error, "proxy accept failed");
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                continue;
-            }
-        };
+        let client = accept(&listener, "proxy").await;
         shared.accepted.fetch_add(1, Ordering::SeqCst);
         let task = if *shared.blackhole.borrow() {
             tokio::spawn(hold_in_blackhole(client, shared.clone()))
@@ -350,9 +356,7 @@ where
                 to.write_all(&frame).await?;
             }
             Read::Unframed(length) => {
-                light(shared).await;
-                to.write_all(&length).await?;
-                tokio::io::copy(from, to).await?;
+                pass_unframed(length, from, to, shared).await?;
                 return half_close(to).await;
             }
             Read::Eof => {
@@ -361,6 +365,17 @@ where
             }
         }
     }
+}
+
+/// A length the proxy will not parse (see [`Read::Unframed`]): passes it and the rest through blindly, as it comes.
+async fn pass_unframed<R, W>(length: [u8; 4], from: &mut R, to: &mut W, shared: &Shared) -> io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    light(shared).await;
+    to.write_all(&length).await?;
+    tokio::io::copy(from, to).await.map(drop)
 }
 
 /// The client finished sending: pass the half-close on and keep relaying replies until the server closes.
@@ -407,12 +422,7 @@ where
                     .fetch_add(frame.len() as u64, Ordering::SeqCst);
                 to.write_all(&frame).await?;
             }
-            Read::Unframed(length) => {
-                light(shared).await;
-                to.write_all(&length).await?;
-                tokio::io::copy(from, to).await?;
-                return Ok(());
-            }
+            Read::Unframed(length) => return pass_unframed(length, from, to, shared).await,
             Read::Eof => {
                 // A partitioned client would not learn that the server closed either.
                 light(shared).await;

@@ -77,3 +77,15 @@ async fn settle(connect: &str) {
         Err(_) => panic!("expire_session: sync via {connect} took over {STEP_TIMEOUT:?}"),
     }
 }
+
+/// Returns once `path` does not exist, as `client` sees it: at once, or when an `exists` watch says it was deleted
+/// (no polling). Unbounded: the caller bounds the wait.
+pub async fn await_deleted(client: &Client, path: &str) {
+    loop {
+        let (stat, watcher) = client.check_and_watch_stat(path).await.unwrap();
+        if stat.is_none() {
+            return;
+        }
+        watcher.changed().await;
+    }
+}

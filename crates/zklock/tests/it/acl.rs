@@ -44,21 +44,23 @@ async fn sync(client: &Client, path: &str) {
     }
 }
 
-/// What the tests give a creator-only lock's directories: all to the creator, listing to anybody.
-fn creator_and_world_read() -> [Acl; 2] {
-    [
+/// Alice's client, and a session of it whose nodes are alice's alone and whose directories (made by the recipe)
+/// give all to alice and listing to anybody.
+async fn alice_creator_only(hosts: &str) -> (Client, Session) {
+    let alice = as_user(hosts, "alice", "alice-pw").await;
+    let directories = [
         Acl::new(Permission::ALL, AuthId::authed()),
         Acl::new(Permission::READ, AuthId::anyone()),
-    ]
+    ];
+    let session = Session::new(&alice)
+        .with_acls(Acls::creator_all())
+        .with_parent_acls(Acls::new(&directories));
+    (alice, session)
 }
 
 on_every_server! {
     async fn a_creator_only_lock_keeps_other_sessions_out(hosts: &str) {
-        let alice = as_user(hosts, "alice", "alice-pw").await;
-        let directories = creator_and_world_read();
-        let session = Session::new(&alice)
-            .with_acls(Acls::creator_all())
-            .with_parent_acls(Acls::new(&directories));
+        let (alice, session) = alice_creator_only(hosts).await;
         let top = unique_path("acl-creator");
         let dir = format!("{top}/lock");
         let guard = Mutex::new(&session, &dir).unwrap().with_data("./payroll --secret").lock().await.unwrap();
@@ -116,11 +118,8 @@ on_every_server! {
         let held = Mutex::new(&session, &dir).unwrap().lock().await.unwrap();
 
         let other = client(hosts).await;
-        let (listener, mut rx) = events();
-        let mutex = Mutex::new(Session::new(&other).with_listener(listener), &dir).unwrap();
-        let waiter = tokio::spawn(async move { mutex.lock().await });
         // It queues behind alice's node and watches it (with `exists`: `getData` is refused).
-        queued(&mut rx).await;
+        let waiter = waiting_lock(&other, &dir).await;
         assert!(!waiter.is_finished(), "it waits while alice holds");
         held.release().await.unwrap();
         let guard = eventually("the waiter to be woken by the release", waiter).await.unwrap().unwrap();
@@ -128,11 +127,7 @@ on_every_server! {
     }
 
     async fn a_leader_whose_data_we_may_not_read_is_still_seen(hosts: &str) {
-        let alice = as_user(hosts, "alice", "alice-pw").await;
-        let directories = creator_and_world_read();
-        let session = Session::new(&alice)
-            .with_acls(Acls::creator_all())
-            .with_parent_acls(Acls::new(&directories));
+        let (alice, session) = alice_creator_only(hosts).await;
         let dir = unique_path("acl-leader");
         let leadership = LeaderElection::new(&session, &dir)
             .unwrap()

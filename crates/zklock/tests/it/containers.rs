@@ -24,16 +24,9 @@ const EMBEDDED_CHECK_INTERVAL: Duration = Duration::from_millis(50);
 async fn sweeping_standalone() -> String {
     static SERVER: OnceLock<Result<ZooKeeper, String>> = OnceLock::new();
     tokio::task::spawn_blocking(|| {
-        let started = SERVER.get_or_init(|| {
-            ZooKeeper::builder()
-                .system_property("znode.container.checkIntervalMs", REAL_CHECK_INTERVAL_MS)
-                .start()
-                .map_err(|e| e.to_string())
-        });
-        match started {
-            Ok(zookeeper) => zookeeper.connect_string(),
-            Err(error) => panic!("the sweeping ZooKeeper failed to start: {error}"),
-        }
+        let sweeping =
+            ZooKeeper::builder().system_property("znode.container.checkIntervalMs", REAL_CHECK_INTERVAL_MS);
+        zklock_testkit::shared_zookeeper(&SERVER, "sweeping standalone", || sweeping.start()).connect_string()
     })
     .await
     .unwrap()
@@ -68,16 +61,8 @@ macro_rules! on_sweeping_servers {
 
 /// Waits (with an `exists` watch, bounded) until the server has deleted `path`.
 async fn vanishes(client: &Client, path: &str) {
-    eventually(&format!("the server to delete {path}"), async {
-        loop {
-            let (stat, watcher) = client.check_and_watch_stat(path).await.unwrap();
-            if stat.is_none() {
-                return;
-            }
-            watcher.changed().await;
-        }
-    })
-    .await
+    let deleted = zklock_testkit::await_deleted(client, path);
+    eventually(&format!("the server to delete {path}"), deleted).await
 }
 
 async fn exists(client: &Client, path: &str) -> bool {
@@ -91,10 +76,7 @@ on_sweeping_servers! {
         let (middle, dir) = (format!("{top}/jobs"), format!("{top}/jobs/nightly"));
         let mutex = Mutex::new(&a, &dir).unwrap();
         let first = mutex.lock().await.unwrap();
-        let (listener, mut events) = events();
-        let second = Mutex::new(zklock::Session::new(&b).with_listener(listener), &dir).unwrap();
-        let waiting = tokio::spawn(async move { second.lock().await });
-        queued(&mut events).await;
+        let waiting = waiting_lock(&b, &dir).await;
         first.release().await.unwrap();
         let second = eventually("the hand-over", waiting).await.unwrap().unwrap();
         // Held: everything stays, however many sweeps pass (a container with a child is never deleted).
@@ -109,8 +91,7 @@ on_sweeping_servers! {
     async fn a_parent_that_existed_before_stays(hosts: &str) {
         let (a, observer) = (client(hosts).await, client(hosts).await);
         let top = unique_path("containers-persistent-parent");
-        let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
-        observer.create(&top, b"", &persistent).await.unwrap();
+        observer.create(&top, b"", &PERSISTENT).await.unwrap();
         let dir = format!("{top}/made/lock");
         Mutex::new(&a, &dir).unwrap().lock().await.unwrap().release().await.unwrap();
         vanishes(&observer, &dir).await;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use zklock::zookeeper_client::{self as zk, Client};
 use zklock::{AtomicLong, AtomicValue, Error, Recipe, Session, SharedCount, Versioned};
 use zklock_testkit::peers::Peer;
-use zklock_testkit::{expire_session, opcode, unique_path, Proxy};
+use zklock_testkit::{expire_session, opcode, unique_path};
 
 use crate::on_every_server;
 use crate::on_standalone_and_embedded;
@@ -35,11 +35,9 @@ on_every_server! {
         const TASKS: usize = 4;
         const ROUNDS: usize = 25;
         let path = unique_path("counter-concurrent");
-        let mut tasks = Vec::new();
-        for _ in 0..TASKS {
-            let client = client(hosts).await;
+        let tasks = spawn_on_sessions(hosts, TASKS, |_, client| {
             let path = path.clone();
-            tasks.push(tokio::spawn(async move {
+            async move {
                 let counter = AtomicLong::new(&client, &path).unwrap();
                 let mut seen = Vec::new();
                 for _ in 0..ROUNDS {
@@ -49,12 +47,10 @@ on_every_server! {
                     seen.push(changed.post);
                 }
                 seen
-            }));
-        }
-        let mut posts = Vec::new();
-        for task in tasks {
-            posts.extend(eventually("the incrementers", task).await.unwrap());
-        }
+            }
+        })
+        .await;
+        let posts: Vec<i64> = all_done("the incrementers", tasks).await.concat();
         let distinct: BTreeSet<i64> = posts.iter().copied().collect();
         let total = (TASKS * ROUNDS) as i64;
         assert_eq!(distinct.len(), posts.len(), "two increments reported the same value");
@@ -87,7 +83,7 @@ on_every_server! {
         assert_eq!(counter.increment().await.unwrap().post, i64::MIN);
         // A node holding something else is refused, and left alone.
         let other = unique_path("counter-corrupt");
-        client.create(&other, b"abc", &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())).await.unwrap();
+        client.create(&other, b"abc", &PERSISTENT).await.unwrap();
         let corrupt = AtomicLong::new(&client, &other).unwrap();
         assert!(matches!(corrupt.increment().await, Err(Error::CorruptData { len: 3, .. })));
         assert_eq!(client.get_data(&other).await.unwrap().0, b"abc");
@@ -163,10 +159,9 @@ on_every_server! {
         // version moved and the value is not ours. Without the receipt we would take the write for lost and count
         // it a second time (3); a read-back of "version moved, value equals ours" could as well be the rival's.
         let path = unique_path("counter-lost-reply");
-        let proxy = Proxy::start(first_server(hosts)).await.unwrap();
-        let a_client = client(&proxy.connect_string()).await;
+        let (proxy, slow) = slow_proxied_session(hosts, 3).await;
         // A looks again only after about 3 s: the window in which B increments.
-        let a = AtomicLong::new(Session::new(&a_client).with_retry(slow_retry(3)), &path).unwrap();
+        let a = AtomicLong::new(slow, &path).unwrap();
         let b_client = client(hosts).await;
         let b = AtomicLong::new(&b_client, &path).unwrap();
         a.set(0).await.unwrap();
@@ -184,8 +179,7 @@ on_every_server! {
 
     async fn lost_request_is_sent_again(hosts: &str) {
         let path = unique_path("counter-lost-request");
-        let proxy = Proxy::start(first_server(hosts)).await.unwrap();
-        let a_client = client(&proxy.connect_string()).await;
+        let (proxy, a_client) = proxied_client(hosts).await;
         let a = AtomicLong::new(&a_client, &path).unwrap();
         a.set(10).await.unwrap();
         proxy.drop_requests_and_cut(&[opcode::MULTI], 1);
@@ -213,8 +207,7 @@ on_every_server! {
 
     async fn session_expiry_with_the_outcome_unknown_never_counts_twice(hosts: &str) {
         let path = unique_path("counter-expired");
-        let proxy = Proxy::start(first_server(hosts)).await.unwrap();
-        let a_client = client(&proxy.connect_string()).await;
+        let (proxy, a_client) = proxied_client(hosts).await;
         let a = AtomicLong::new(Session::new(&a_client).with_retry(slow_retry(3)), &path).unwrap();
         a.set(0).await.unwrap();
         proxy.drop_reply_and_cut(&[opcode::MULTI]);
@@ -280,20 +273,17 @@ on_standalone_and_embedded! {
         // Counting together: Curator increments while two zklock tasks do; nothing is lost or counted twice.
         const ROUNDS: usize = 30;
         curator.send(&format!("long-increments {path} {ROUNDS}")).await;
-        let mut tasks = Vec::new();
-        for _ in 0..2 {
-            let client = crate::support::client(hosts).await;
+        let tasks = spawn_on_sessions(hosts, 2, |_, client| {
             let path = path.clone();
-            tasks.push(tokio::spawn(async move {
+            async move {
                 let counter = AtomicLong::new(&client, &path).unwrap();
                 for _ in 0..ROUNDS {
                     counter.increment().await.unwrap();
                 }
-            }));
-        }
-        for task in tasks {
-            eventually("the zklock incrementers", task).await.unwrap();
-        }
+            }
+        })
+        .await;
+        all_done("the zklock incrementers", tasks).await;
         curator.expect("DONE").await;
         let total = 3 * ROUNDS as i64;
         assert_eq!(ours.get().await.unwrap(), total);

@@ -172,14 +172,7 @@ on_standalone_and_embedded! {
         for (item, due) in put.iter().zip(&dues) {
             queue.put(item.as_bytes(), UNIX_EPOCH + Duration::from_millis(*due)).await.unwrap();
         }
-        let mut curator = Peer::curator(&["recipes", hosts]).await;
-        curator.expect("READY").await;
-        curator.send(&format!("dq-consume {dir}")).await;
-        curator.expect("CONSUMING").await;
-        await_children(&client, &dir, "Curator to consume every item", |c| {
-            !c.iter().any(|name| name.starts_with("queue-"))
-        })
-        .await;
+        let mut curator = curator_consuming_all(hosts, &client, &dir, &format!("dq-consume {dir}")).await;
         // Curator hands an item over after deleting it: the stop waits for the hand-overs.
         curator.send(&format!("dq-stop {dir} {}", put.len())).await;
         let consumed = curator.expect("CONSUMED").await;

@@ -3,6 +3,8 @@
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use zklock::zookeeper_client::Client;
 use zklock::{DoubleBarrier, Error, LostReason, Participation, QueueEvent, Session};
 use zklock_testkit::{expire_session, unique_path};
 
@@ -25,6 +27,49 @@ struct Member {
     entered: oneshot::Receiver<String>,
     leave: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<zklock::Result<()>>,
+}
+
+/// A second participant, on `other`, enters the barrier of 2 at `dir` with ours (`mine`, waiting in a task); both
+/// leave, and the barrier is left empty.
+async fn open_with_another_and_leave(
+    other: &Client,
+    dir: &str,
+    mine: JoinHandle<zklock::Result<Participation>>,
+) {
+    let theirs = DoubleBarrier::new(other, dir, 2).unwrap();
+    let theirs = eventually("the other to enter", theirs.enter()).await.unwrap();
+    let mine = eventually("ours to enter", mine).await.unwrap().unwrap();
+    eventually("both to leave", async {
+        tokio::try_join!(mine.leave(), theirs.leave())
+    })
+    .await
+    .unwrap();
+    await_children(other, dir, "an empty barrier", |c| c.is_empty()).await;
+}
+
+/// Ours enters the barrier of 2 at `dir` again (`again`, whose listener sends to `rx`) while an older node of ours
+/// (`older`, to name it) is still there: it must wait, counted once, until a second participant (on `observer`)
+/// comes.
+async fn enter_again_counted_once(
+    again: DoubleBarrier,
+    rx: &mut mpsc::UnboundedReceiver<QueueEvent>,
+    observer: &Client,
+    dir: &str,
+    older: &str,
+) {
+    let mut second = tokio::spawn(async move { again.enter().await });
+    tokio::select! {
+        entered = &mut second => {
+            panic!("entered with one participant: {older} counted (ok: {})", matches!(entered, Ok(Ok(_))))
+        }
+        _ = until(rx, "the participant to wait again", |e| matches!(e, QueueEvent::Waiting { .. })) => {}
+    }
+    assert_eq!(
+        participants(&children(observer, dir).await).len(),
+        1,
+        "only the new node counts"
+    );
+    open_with_another_and_leave(observer, dir, second).await;
 }
 
 async fn member(hosts: &str, dir: &str, members: usize) -> Member {
@@ -227,10 +272,8 @@ on_every_server! {
 
     async fn lost_create_reply_leaves_one_participant_node(hosts: &str) {
         let dir = unique_path("double-barrier-lost-reply");
-        let proxy = zklock_testkit::Proxy::start(first_server(hosts)).await.unwrap();
-        let client = client(&proxy.connect_string()).await;
-        client.create(&dir, b"", &zklock::zookeeper_client::CreateMode::Persistent.with_acls(
-            zklock::zookeeper_client::Acls::anyone_all())).await.unwrap();
+        let (proxy, client) = proxied_client(hosts).await;
+        client.create(&dir, b"", &PERSISTENT).await.unwrap();
         let other = crate::support::client(hosts).await;
         let barrier = DoubleBarrier::new(&client, &dir, 2).unwrap();
         proxy.drop_reply_and_cut(zklock_testkit::opcode::ALL_CREATES);
@@ -240,11 +283,7 @@ on_every_server! {
         until(&mut rx, "the participant to wait", |e| matches!(e, QueueEvent::Waiting { .. })).await;
         assert_eq!(proxy.lost_replies(), 1, "the fault was injected");
         assert_eq!(participants(&children(&other, &dir).await).len(), 1, "exactly one node of ours");
-        let other_barrier = DoubleBarrier::new(&other, &dir, 2).unwrap();
-        let theirs = eventually("the other to enter", other_barrier.enter()).await.unwrap();
-        let mine = eventually("ours to enter", mine).await.unwrap().unwrap();
-        eventually("both to leave", async { tokio::try_join!(mine.leave(), theirs.leave()) }).await.unwrap();
-        await_children(&other, &dir, "an empty barrier", |c| c.is_empty()).await;
+        open_with_another_and_leave(&other, &dir, mine).await;
     }
 }
 
@@ -253,8 +292,7 @@ on_every_server! {
         // Finding 6 of docs/reliability.md: an `enter` abandoned while its deletes are lost leaves its node behind for a
         // while; the same participant entering again must not be counted twice (here: open a barrier of 2 alone).
         let dir = unique_path("double-barrier-reenter");
-        let proxy = zklock_testkit::Proxy::start(first_server(hosts)).await.unwrap();
-        let client = client(&proxy.connect_string()).await;
+        let (proxy, client) = proxied_client(hosts).await;
         // The abandoned node's delete, lost twice, is tried again only after about 3 s: the window in which the
         // participant enters again.
         let slow = slow_retry(3);
@@ -277,19 +315,7 @@ on_every_server! {
         .await;
         assert_eq!(participants(&children(&observer, &dir).await).len(), 1, "the abandoned node is still there");
 
-        let again = barrier.clone();
-        let mut second = tokio::spawn(async move { again.enter().await });
-        tokio::select! {
-            entered = &mut second => panic!("entered with one participant: the abandoned node counted (ok: {})", matches!(entered, Ok(Ok(_)))),
-            _ = until(&mut rx, "the participant to wait again", |e| matches!(e, QueueEvent::Waiting { .. })) => {}
-        }
-        assert_eq!(participants(&children(&observer, &dir).await).len(), 1, "only the new node counts");
-
-        let other = DoubleBarrier::new(&observer, &dir, 2).unwrap();
-        let theirs = eventually("the other to enter", other.enter()).await.unwrap();
-        let mine = eventually("ours to enter", second).await.unwrap().unwrap();
-        eventually("both to leave", async { tokio::try_join!(mine.leave(), theirs.leave()) }).await.unwrap();
-        await_children(&observer, &dir, "an empty barrier", |c| c.is_empty()).await;
+        enter_again_counted_once(barrier.clone(), &mut rx, &observer, &dir, "the abandoned node").await;
     }
 }
 
@@ -324,18 +350,7 @@ on_every_server! {
         let new = crate::support::client(hosts).await;
         let (listener, mut rx) = events();
         let again = DoubleBarrier::new(Session::new(&new).with_listener(listener), &dir, 2).unwrap();
-        let mut second = tokio::spawn(async move { again.enter().await });
-        tokio::select! {
-            entered = &mut second => panic!("entered with one participant: the old session's node counted (ok: {})", matches!(entered, Ok(Ok(_)))),
-            _ = until(&mut rx, "the participant to wait again", |e| matches!(e, QueueEvent::Waiting { .. })) => {}
-        }
-        assert_eq!(participants(&children(&observer, &dir).await).len(), 1, "only the new node counts");
-
-        let other = DoubleBarrier::new(&observer, &dir, 2).unwrap();
-        let theirs = eventually("the other to enter", other.enter()).await.unwrap();
-        let mine = eventually("ours to enter", second).await.unwrap().unwrap();
-        eventually("both to leave", async { tokio::try_join!(mine.leave(), theirs.leave()) }).await.unwrap();
-        await_children(&observer, &dir, "an empty barrier", |c| c.is_empty()).await;
+        enter_again_counted_once(again, &mut rx, &observer, &dir, "the old session's node").await;
         drop(keeper);
         proxy.set_blackhole(false);
     }

@@ -7,12 +7,22 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use zklock::zookeeper_client::SessionState;
-use zklock::{Error, LeaderElection, LostPolicy, Session};
-use zklock_testkit::{expire_session, unique_path, Proxy, ZooKeeper};
+use tokio::task::JoinHandle;
+use zklock::zookeeper_client::{Client, SessionState};
+use zklock::{Error, LeaderElection, Leadership, LostPolicy, Session};
+use zklock_testkit::{expire_session, unique_path, Proxy};
 
 use crate::on_every_server;
 use crate::support::*;
+
+/// A candidate of `dir` on `client` campaigning in a task, returned once it waits behind the leader.
+async fn waiting_candidate(client: &Client, dir: &str) -> JoinHandle<zklock::Result<Leadership>> {
+    spawn_waiting(Session::new(client), |session| {
+        let election = LeaderElection::new(session, dir).unwrap();
+        async move { election.campaign().await }
+    })
+    .await
+}
 
 on_every_server! {
     async fn successors_inherit_in_queue_order(hosts: &str) {
@@ -65,12 +75,7 @@ on_every_server! {
         let dir = unique_path("elect-expiry");
         let (a, b) = (client(hosts).await, client(hosts).await);
         let leadership = LeaderElection::new(&a, &dir).unwrap().campaign().await.unwrap();
-        let (listener, mut rx) = events();
-        let successor = {
-            let election = LeaderElection::new(Session::new(&b).with_listener(listener), &dir).unwrap();
-            tokio::spawn(async move { election.campaign().await })
-        };
-        queued(&mut rx).await;
+        let successor = waiting_candidate(&b, &dir).await;
         expire_session(hosts, &a).await;
         assert_expired(eventually("the lost signal", leadership.lost()).await);
         let next = eventually("the successor to lead", successor).await.unwrap().unwrap();
@@ -124,12 +129,7 @@ on_every_server! {
         let follower_client = client(hosts).await;
         let leadership = LeaderElection::new(&leader_client, &dir).unwrap().campaign().await.unwrap();
         let leader_node = leadership.path().rsplit('/').next().unwrap().to_string();
-        let (listener, mut rx) = events();
-        let follower = {
-            let election = LeaderElection::new(Session::new(&follower_client).with_listener(listener), &dir).unwrap();
-            tokio::spawn(async move { election.campaign().await })
-        };
-        queued(&mut rx).await;
+        let follower = waiting_candidate(&follower_client, &dir).await;
         let mut states = leader_client.state_watcher();
         for cut in 0..10 {
             // Cut until the client notices (a cut can race with the proxy accepting the reconnection), then wait
@@ -187,36 +187,20 @@ on_every_server! {
 /// expires and the candidate takes over.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ensemble_failover_keeps_the_leader_until_its_session_expires() {
-    let mut zk = tokio::task::spawn_blocking(|| ZooKeeper::ensemble(3).unwrap())
-        .await
-        .unwrap();
-    let hosts = zk.connect_string();
+    let (mut zk, hosts) = dedicated_ensemble().await;
     let dir = unique_path("elect-failover");
-    let timeout = Duration::from_secs(30);
     let (a, b) = (
-        client_with_timeout(&hosts, timeout).await,
-        client_with_timeout(&hosts, timeout).await,
+        client_with_timeout(&hosts, FAILOVER_TIMEOUT).await,
+        client_with_timeout(&hosts, FAILOVER_TIMEOUT).await,
     );
     let leadership = LeaderElection::new(Session::new(&a).with_lost_policy(LostPolicy::SessionOnly), &dir)
         .unwrap()
         .campaign()
         .await
         .unwrap();
-    let (listener, mut rx) = events();
-    let successor = {
-        let election = LeaderElection::new(Session::new(&b).with_listener(listener), &dir).unwrap();
-        tokio::spawn(async move { election.campaign().await })
-    };
-    queued(&mut rx).await;
-    let member = zk.leader().expect("a ZooKeeper leader");
-    zk = tokio::task::spawn_blocking(move || {
-        zk.kill(member);
-        zk.wait_for_leader(Duration::from_secs(60)).expect("a new leader");
-        zk
-    })
-    .await
-    .unwrap();
-    let observer = client_with_timeout(&hosts, timeout).await;
+    let successor = waiting_candidate(&b, &dir).await;
+    let member = kill_leader(&mut zk);
+    let observer = client_with_timeout(&hosts, FAILOVER_TIMEOUT).await;
     let seen = eventually(
         "the leader after failover",
         LeaderElection::new(&observer, &dir).unwrap().leader(),
@@ -235,7 +219,5 @@ async fn ensemble_failover_keeps_the_leader_until_its_session_expires() {
         .unwrap();
     assert!(next.fencing_token() > leadership.fencing_token());
     next.release().await.unwrap();
-    tokio::task::spawn_blocking(move || zk.restart(member).unwrap())
-        .await
-        .unwrap();
+    restart_member(&mut zk, member);
 }

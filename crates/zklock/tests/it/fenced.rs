@@ -1,15 +1,11 @@
 //! Fenced ZooKeeper writes: a transaction from a held guard commits only while its node exists at the server.
 
-use zklock::zookeeper_client::{self as zk, Acls, CreateMode};
+use zklock::zookeeper_client as zk;
 use zklock::{Error, Mutex};
 use zklock_testkit::{expire_session, unique_path};
 
 use crate::on_every_server;
 use crate::support::*;
-
-fn persistent() -> zk::CreateOptions<'static> {
-    CreateMode::Persistent.with_acls(Acls::anyone_all())
-}
 
 async fn data(client: &zk::Client, path: &str) -> Vec<u8> {
     client.sync(path).await.unwrap();
@@ -21,14 +17,14 @@ on_every_server! {
         let dir = unique_path("fenced");
         let target = format!("{dir}-config");
         let client = client(hosts).await;
-        client.create(&target, b"v0", &persistent()).await.unwrap();
+        client.create(&target, b"v0", &PERSISTENT).await.unwrap();
         let mutex = Mutex::new(&client, &dir).unwrap();
         let guard = mutex.lock().await.unwrap();
 
         // Held: every operation commits, in one transaction.
         let mut writes = guard.fenced_writes();
         writes.set_data(&target, b"v1", None).unwrap();
-        writes.create(&format!("{target}/child"), b"", &persistent()).unwrap();
+        writes.create(&format!("{target}/child"), b"", &PERSISTENT).unwrap();
         let results = writes.commit().await.unwrap();
         assert_eq!(results.len(), 2);
         assert_eq!(data(&client, &target).await, b"v1");
@@ -59,7 +55,7 @@ on_every_server! {
         let dir = unique_path("fenced-expiry");
         let target = format!("{dir}-config");
         let admin = client(hosts).await;
-        admin.create(&target, b"v0", &persistent()).await.unwrap();
+        admin.create(&target, b"v0", &PERSISTENT).await.unwrap();
         // The first holder's session expires while it holds (as after a pause longer than the session timeout).
         let stale_client = client(hosts).await;
         let stale = Mutex::new(&stale_client, &dir).unwrap().lock().await.unwrap();
@@ -83,9 +79,8 @@ on_every_server! {
     async fn a_commit_whose_reply_is_lost_is_reported_and_not_retried(hosts: &str) {
         let dir = unique_path("fenced-lost-reply");
         let target = format!("{dir}-config");
-        let proxy = zklock_testkit::Proxy::start(first_server(hosts)).await.unwrap();
-        let client = client(&proxy.connect_string()).await;
-        client.create(&target, b"v0", &persistent()).await.unwrap();
+        let (proxy, client) = proxied_client(hosts).await;
+        client.create(&target, b"v0", &PERSISTENT).await.unwrap();
         let guard = Mutex::new(&client, &dir).unwrap().lock().await.unwrap();
         let mut writes = guard.fenced_writes();
         writes.set_data(&target, b"v1", None).unwrap();

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use zklock::zookeeper_client::{Acls, Client, CreateMode};
+use zklock::zookeeper_client::Client;
 use zklock::{Group, GroupLayout, Member, MemberEvent, Members, NodeKind, Recipe, Role, Session};
 use zklock_testkit::peers::Peer;
 use zklock_testkit::{expire_session, opcode, unique_path, Proxy};
@@ -141,7 +141,7 @@ on_every_server! {
         let dir = unique_path("group-cancel");
         let c = client(hosts).await;
         // The directory exists, so that the first create makes our node.
-        c.create(&dir, b"", &CreateMode::Persistent.with_acls(Acls::anyone_all())).await.unwrap();
+        c.create(&dir, b"", &PERSISTENT).await.unwrap();
         let group = Group::new(&c, &dir).unwrap().with_data("x");
         let none = |children: &[String]| children.is_empty();
         // Dropped before the first poll: nothing was sent.
@@ -168,11 +168,10 @@ on_every_server! {
 
     async fn lost_join_reply_makes_one_member(hosts: &str) {
         let dir = unique_path("group-lost-reply");
-        let proxy = Proxy::start(first_server(hosts)).await.unwrap();
-        let c = client(&proxy.connect_string()).await;
+        let (proxy, c) = proxied_client(hosts).await;
         let observer = client(hosts).await;
         // The group directory exists, so the only create is the member's.
-        observer.create(&dir, b"", &CreateMode::Persistent.with_acls(Acls::anyone_all())).await.unwrap();
+        observer.create(&dir, b"", &PERSISTENT).await.unwrap();
         let group = Group::new(&c, &dir).unwrap().with_data("once");
         proxy.drop_reply_and_cut(opcode::ALL_CREATES);
         let m = eventually("the join", group.join()).await.unwrap();
@@ -184,8 +183,7 @@ on_every_server! {
 
     async fn view_catches_up_after_lost_listings_and_a_cancelled_next(hosts: &str) {
         let dir = unique_path("group-lost-listing");
-        let proxy = Proxy::start(first_server(hosts)).await.unwrap();
-        let watching = client(&proxy.connect_string()).await;
+        let (proxy, watching) = proxied_client(hosts).await;
         let other = client(hosts).await;
         let group = Group::new(&other, &dir).unwrap();
         let first = group.clone().with_data("first").join().await.unwrap();

@@ -82,8 +82,7 @@ on_every_server! {
     // dropped it. Released or dropped, lock after lock: none.
     async fn a_release_costs_no_remove_watches(hosts: &str) {
         let dir = unique_path("guard-no-remove-watches");
-        let proxy = zklock_testkit::Proxy::start(first_server(hosts)).await.unwrap();
-        let client = client(&proxy.connect_string()).await;
+        let (proxy, client) = proxied_client(hosts).await;
         let mutex = Mutex::new(&client, &dir).unwrap();
         for round in 0..10 {
             let guard = mutex.lock().await.unwrap();

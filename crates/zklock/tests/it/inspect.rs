@@ -1,7 +1,7 @@
 //! `zklock::inspect`: every recipe's directory read back as participants in order, and the session's ACL on
 //! every node a recipe creates.
 
-use zklock::zookeeper_client::{self as zk, Acl, Acls, AuthId, Client, CreateMode, Permission};
+use zklock::zookeeper_client::{self as zk, Acl, Acls, AuthId, Client, Permission};
 use zklock::{
     Barrier, DoubleBarrier, Inspection, LeaderElection, Mutex, NodeKind, Queue, QueueEvent, Recipe, Role,
     RwLock, Semaphore, Session,
@@ -37,6 +37,13 @@ fn summary(found: &Inspection) -> Vec<(NodeKind, Role, String, i64)> {
         .collect()
 }
 
+/// Asserts that inspecting `dir` finds `recipe` with the participants `rows` (see [`summary`]), in queue order.
+async fn assert_shows(observer: &Client, dir: &str, recipe: Recipe, rows: &[(NodeKind, Role, String, i64)]) {
+    let found = look(observer, dir).await.unwrap();
+    assert_eq!(found.recipe, recipe);
+    assert_eq!(summary(&found), rows);
+}
+
 fn row(kind: NodeKind, role: Role, data: &str, session: &Client) -> (NodeKind, Role, String, i64) {
     (kind, role, data.to_owned(), session.session_id().0)
 }
@@ -50,14 +57,16 @@ on_every_server! {
         let rw = unique_path("inspect-rwlock");
         let r1 = RwLock::new(&a, &rw).unwrap().with_data("r1").read().await.unwrap();
         let r2 = RwLock::new(&b, &rw).unwrap().with_data("r2").read().await.unwrap();
-        let (listener, mut rx) = events();
-        let lock = RwLock::new(Session::new(&a).with_listener(listener), &rw).unwrap().with_data("w");
-        let w = tokio::spawn(async move { lock.write().await });
-        queued(&mut rx).await;
-        let (listener, mut rx) = events();
-        let lock = RwLock::new(Session::new(&b).with_listener(listener), &rw).unwrap().with_data("r3");
-        let r3 = tokio::spawn(async move { lock.read().await });
-        queued(&mut rx).await;
+        let w = spawn_waiting(Session::new(&a), |session| {
+            let lock = RwLock::new(session, &rw).unwrap().with_data("w");
+            async move { lock.write().await }
+        })
+        .await;
+        let r3 = spawn_waiting(Session::new(&b), |session| {
+            let lock = RwLock::new(session, &rw).unwrap().with_data("r3");
+            async move { lock.read().await }
+        })
+        .await;
         let found = look(&observer, &rw).await.unwrap();
         assert_eq!((found.path.as_str(), found.recipe), (rw.as_str(), Recipe::Lock));
         assert_eq!(
@@ -83,20 +92,21 @@ on_every_server! {
         // Election: the leader holds, the next candidate waits.
         let el = unique_path("inspect-election");
         let leader = LeaderElection::new(&a, &el).unwrap().with_data("leader").campaign().await.unwrap();
-        let (listener, mut rx) = events();
-        let session = Session::new(&b).with_listener(listener);
-        let election = LeaderElection::new(session, &el).unwrap().with_data("next");
-        let next = tokio::spawn(async move { election.campaign().await });
-        queued(&mut rx).await;
-        let found = look(&observer, &el).await.unwrap();
-        assert_eq!(found.recipe, Recipe::Election);
-        assert_eq!(
-            summary(&found),
-            vec![
+        let next = spawn_waiting(Session::new(&b), |session| {
+            let election = LeaderElection::new(session, &el).unwrap().with_data("next");
+            async move { election.campaign().await }
+        })
+        .await;
+        assert_shows(
+            &observer,
+            &el,
+            Recipe::Election,
+            &[
                 row(NodeKind::Candidate, Role::Holder, "leader", &a),
                 row(NodeKind::Candidate, Role::Waiting, "next", &b),
-            ]
-        );
+            ],
+        )
+        .await;
         leader.release().await.unwrap();
         eventually("the next leader", next).await.unwrap().unwrap().release().await.unwrap();
 
@@ -104,9 +114,7 @@ on_every_server! {
         assert!(look(&observer, &el).await.is_none_or(|idle| idle.recipe == Recipe::Empty));
         let mutex = unique_path("inspect-mutex");
         let guard = Mutex::new(&a, &mutex).unwrap().with_data("alone").lock().await.unwrap();
-        let found = look(&observer, &mutex).await.unwrap();
-        assert_eq!(found.recipe, Recipe::Lock);
-        assert_eq!(summary(&found), vec![row(NodeKind::Lock, Role::Holder, "alone", &a)]);
+        assert_shows(&observer, &mutex, Recipe::Lock, &[row(NodeKind::Lock, Role::Holder, "alone", &a)]).await;
         guard.release().await.unwrap();
     }
 
@@ -124,15 +132,16 @@ on_every_server! {
             matches!(e, QueueEvent::Waiting { on } if on.ends_with("/leases"))
         })
         .await;
-        let found = look(&observer, &sem).await.unwrap();
-        assert_eq!(found.recipe, Recipe::Semaphore { acquirers: 1 });
-        assert_eq!(
-            summary(&found),
-            vec![
+        assert_shows(
+            &observer,
+            &sem,
+            Recipe::Semaphore { acquirers: 1 },
+            &[
                 row(NodeKind::Lease, Role::Holder, "holder", &a),
                 row(NodeKind::Lease, Role::Waiting, "waits", &b),
-            ]
-        );
+            ],
+        )
+        .await;
         held.release().await.unwrap();
         eventually("the second lease", waiting).await.unwrap().unwrap().release().await.unwrap();
 
@@ -181,8 +190,7 @@ on_every_server! {
         let barrier = Barrier::new(&a, &path).unwrap();
         barrier.set().await.unwrap();
         assert_eq!(look(&observer, &path).await.unwrap().recipe, Recipe::Empty);
-        let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
-        a.create(&format!("{path}/stranger"), b"", &persistent).await.unwrap();
+        a.create(&format!("{path}/stranger"), b"", &PERSISTENT).await.unwrap();
         assert_eq!(look(&observer, &path).await.unwrap().recipe, Recipe::Unrecognised { children: 1 });
         a.delete(&format!("{path}/stranger"), None).await.unwrap();
         barrier.remove().await.unwrap();

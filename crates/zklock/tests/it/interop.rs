@@ -296,18 +296,52 @@ enum Work {
     Observe,
 }
 
-/// `peers` (started, not yet told to go) and zklock tasks (`zklock`: kind and work of each) work on one
-/// counter at the same moment, [`ROUNDS`] rounds each; afterwards the counter must equal the number of
+/// A foreign contender of [`counter_stays_exact`]: a Curator peer on its `mutex`, `read` or `write` lock, or a
+/// kazoo `Lock` peer; and what it does under the lock, `increment` or `observe`.
+#[derive(Debug, Clone, Copy)]
+enum Foreign {
+    Curator(&'static str, &'static str),
+    Kazoo(&'static str),
+}
+
+impl Foreign {
+    /// Starts the peer on the lock `dir` and the counter (it waits to be told to go).
+    async fn start(self, hosts: &str, dir: &str, counter: &Counter) -> Peer {
+        let args = match self {
+            Foreign::Curator(lock, action) => counting(Some(lock), action, hosts, dir, counter),
+            Foreign::Kazoo(action) => counting(None, action, hosts, dir, counter),
+        };
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        match self {
+            Foreign::Curator(..) => Peer::curator(&args).await,
+            Foreign::Kazoo(_) => Peer::kazoo(&args).await,
+        }
+    }
+
+    fn increments(self) -> bool {
+        matches!(
+            self,
+            Foreign::Curator(_, "increment") | Foreign::Kazoo("increment")
+        )
+    }
+}
+
+/// Foreign peers (`foreign`) and zklock tasks (`zklock`: kind and work of each) work on one counter under the lock
+/// `unique_path(name)` at the same moment, [`ROUNDS`] rounds each; afterwards the counter must equal the number of
 /// increments.
-async fn counter_stays_exact(
-    hosts: &str,
-    dir: &str,
-    counter: Arc<Counter>,
-    zklock: &[(Kind, Work)],
-    peers: Vec<Peer>,
-    increments: usize,
-) {
-    let mut peers = peers;
+async fn counter_stays_exact(hosts: &str, name: &str, foreign: &[Foreign], zklock: &[(Kind, Work)]) {
+    let dir = unique_path(name);
+    let dir = dir.as_str();
+    let counter = Arc::new(Counter::new());
+    let mut peers = Vec::new();
+    for peer in foreign {
+        peers.push(peer.start(hosts, dir, &counter).await);
+    }
+    let incrementers = foreign.iter().filter(|peer| peer.increments()).count()
+        + zklock
+            .iter()
+            .filter(|(_, work)| matches!(work, Work::Increment))
+            .count();
     let mut clients = Vec::new();
     for _ in zklock {
         clients.push(client(hosts).await);
@@ -342,7 +376,7 @@ async fn counter_stays_exact(
     }
     assert_eq!(
         counter.value().await,
-        increments as u64,
+        (incrementers * ROUNDS) as u64,
         "lost updates: two holders at once"
     );
     let observer = client(hosts).await;
@@ -357,24 +391,11 @@ fn counting(lock: Option<&str>, action: &str, hosts: &str, dir: &str, counter: &
         .collect()
 }
 
-async fn curator(args: Vec<String>) -> Peer {
-    Peer::curator(&args.iter().map(String::as_str).collect::<Vec<_>>()).await
-}
-
-async fn kazoo(args: Vec<String>) -> Peer {
-    Peer::kazoo(&args.iter().map(String::as_str).collect::<Vec<_>>()).await
-}
-
 on_standalone_and_embedded! {
     async fn curator_mutex_and_zklock_mutex_exclude_each_other(hosts: &str) {
-        let dir = unique_path("interop-curator-mutex");
-        let counter = Arc::new(Counter::new());
-        let peers = vec![
-            curator(counting(Some("mutex"), "increment", hosts, &dir, &counter)).await,
-            curator(counting(Some("mutex"), "increment", hosts, &dir, &counter)).await,
-        ];
+        let curators = [Foreign::Curator("mutex", "increment"), Foreign::Curator("mutex", "increment")];
         let zklock = [(Kind::Mutex, Work::Increment), (Kind::Mutex, Work::Increment)];
-        counter_stays_exact(hosts, &dir, counter, &zklock, peers, 4 * ROUNDS).await;
+        counter_stays_exact(hosts, "interop-curator-mutex", &curators, &zklock).await;
     }
 
     async fn curator_mutex_queues_fifo_behind_zklock(hosts: &str) {
@@ -387,19 +408,17 @@ on_standalone_and_embedded! {
 
     async fn curator_rwlock_and_zklock_rwlock_exclude_each_other(hosts: &str) {
         // Writers of both kinds increment; readers of both kinds check that nothing changes while they read.
-        let dir = unique_path("interop-curator-rwlock");
-        let counter = Arc::new(Counter::new());
-        let peers = vec![
-            curator(counting(Some("write"), "increment", hosts, &dir, &counter)).await,
-            curator(counting(Some("write"), "increment", hosts, &dir, &counter)).await,
-            curator(counting(Some("read"), "observe", hosts, &dir, &counter)).await,
+        let curators = [
+            Foreign::Curator("write", "increment"),
+            Foreign::Curator("write", "increment"),
+            Foreign::Curator("read", "observe"),
         ];
         let zklock = [
             (Kind::Write, Work::Increment),
             (Kind::Write, Work::Increment),
             (Kind::Read, Work::Observe),
         ];
-        counter_stays_exact(hosts, &dir, counter, &zklock, peers, 4 * ROUNDS).await;
+        counter_stays_exact(hosts, "interop-curator-rwlock", &curators, &zklock).await;
     }
 
     async fn curator_readers_share_with_zklock_readers_and_queue_behind_its_writer(hosts: &str) {
@@ -418,14 +437,9 @@ on_standalone_and_embedded! {
 
 crate::on_every_server! {
     async fn kazoo_lock_and_zklock_mutex_exclude_each_other(hosts: &str) {
-        let dir = unique_path("interop-kazoo");
-        let counter = Arc::new(Counter::new());
-        let peers = vec![
-            kazoo(counting(None, "increment", hosts, &dir, &counter)).await,
-            kazoo(counting(None, "increment", hosts, &dir, &counter)).await,
-        ];
+        let kazoos = [Foreign::Kazoo("increment"), Foreign::Kazoo("increment")];
         let zklock = [(Kind::KazooAwareMutex, Work::Increment), (Kind::KazooAwareMutex, Work::Increment)];
-        counter_stays_exact(hosts, &dir, counter, &zklock, peers, 4 * ROUNDS).await;
+        counter_stays_exact(hosts, "interop-kazoo", &kazoos, &zklock).await;
     }
 
     async fn kazoo_queues_fifo_behind_zklock(hosts: &str) {

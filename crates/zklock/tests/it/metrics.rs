@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use metrics::{KeyName, SharedString, Unit};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use metrics_util::MetricKind;
 use zklock::{Error, LeaderElection, LostReason, Mutex, Queue, RwLock, Semaphore, Session};
@@ -130,10 +131,7 @@ fn acquire_wait_and_hold_are_recorded() {
             Mutex::new(&b, &dir).unwrap().try_lock().await.unwrap().is_none(),
             "taken"
         );
-        let (listener, mut events) = events();
-        let waiter = Mutex::new(Session::new(&b).with_listener(listener), &dir).unwrap();
-        let waiting = tokio::spawn(async move { waiter.lock().await });
-        queued(&mut events).await;
+        let waiting = waiting_lock(&b, &dir).await;
         // The work itself (not a wait for anything): the interval both figures must cover.
         let work = Instant::now();
         tokio::time::sleep(WORK).await;
@@ -228,10 +226,11 @@ fn lost_guards_are_counted_by_reason() {
         let mut recorded = Recorded::default();
 
         let holder = Mutex::new(&a, &dir).unwrap().lock().await.unwrap();
-        let (listener, mut events) = events();
-        let waiter = Mutex::new(Session::new(&b).with_listener(listener), &dir).unwrap();
-        let waiting = tokio::spawn(async move { waiter.lock().await.map(|_| ()) });
-        queued(&mut events).await;
+        let waiting = spawn_waiting(Session::new(&b), |session| {
+            let waiter = Mutex::new(session, &dir).unwrap();
+            async move { waiter.lock().await.map(|_| ()) }
+        })
+        .await;
         let queue = children(&admin, &dir).await;
         let holder_name = holder.path().rsplit('/').next().unwrap().to_owned();
         let waiter_node = queue.iter().find(|c| **c != holder_name).unwrap();
@@ -384,35 +383,20 @@ fn the_queue_depth_gauge_is_the_last_listing() {
 struct Descriptions(std::sync::Mutex<Vec<(String, Option<metrics::Unit>, String)>>);
 
 impl Descriptions {
-    fn add(&self, name: metrics::KeyName, unit: Option<metrics::Unit>, help: metrics::SharedString) {
+    fn add(&self, name: KeyName, unit: Option<Unit>, help: SharedString) {
         let entry = (name.as_str().to_owned(), unit, help.to_string());
         self.0.lock().unwrap().push(entry);
     }
 }
 
 impl metrics::Recorder for Descriptions {
-    fn describe_counter(
-        &self,
-        name: metrics::KeyName,
-        unit: Option<metrics::Unit>,
-        help: metrics::SharedString,
-    ) {
+    fn describe_counter(&self, name: KeyName, unit: Option<Unit>, help: SharedString) {
         self.add(name, unit, help);
     }
-    fn describe_gauge(
-        &self,
-        name: metrics::KeyName,
-        unit: Option<metrics::Unit>,
-        help: metrics::SharedString,
-    ) {
+    fn describe_gauge(&self, name: KeyName, unit: Option<Unit>, help: SharedString) {
         self.add(name, unit, help);
     }
-    fn describe_histogram(
-        &self,
-        name: metrics::KeyName,
-        unit: Option<metrics::Unit>,
-        help: metrics::SharedString,
-    ) {
+    fn describe_histogram(&self, name: KeyName, unit: Option<Unit>, help: SharedString) {
         self.add(name, unit, help);
     }
     fn register_counter(&self, _: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Counter {

@@ -1,14 +1,54 @@
 //! The fair exclusive lock: exclusion, FIFO order, no herd, try/timeout/cancel, fencing.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
+use tokio::task::JoinHandle;
+use zklock::zookeeper_client::Client;
 use zklock::{Error, Mutex, QueueEvent, Session};
 use zklock_testkit::{unique_path, Proxy};
 
 use crate::on_every_server;
 use crate::support::*;
+
+/// A waiter for `dir` on a session through a proxy of its own (which counts the session's listings and
+/// notifications), queued when returned, that holds until told to release.
+async fn proxied_waiter(hosts: &str, dir: &str) -> (Proxy, Contender) {
+    let (proxy, client) = proxied_client(hosts).await;
+    let waiter = hold_when_told(Session::new(&client), |session| {
+        let mutex = Mutex::new(session, dir).unwrap();
+        async move { mutex.lock().await }
+    })
+    .await;
+    (proxy, waiter)
+}
+
+/// Who held the lock, in order: (waiter number from 1, fencing token, sequence).
+type Turns = Arc<StdMutex<Vec<(usize, i64, i64)>>>;
+
+/// Queues a waiter for `dir` on each of `clients` in turn, each queued (waiting) before the next starts; when its
+/// turn comes, waiter `i` (from 1) writes down `(i, fencing token, sequence)` in `turns` and releases. Their tasks.
+async fn queue_waiters(clients: &[Client], dir: &str, turns: &Turns) -> Vec<JoinHandle<()>> {
+    let mut tasks = Vec::new();
+    for (i, client) in (1..).zip(clients) {
+        let turns = turns.clone();
+        let task = spawn_waiting(Session::new(client), |session| {
+            let mutex = Mutex::new(session, dir).unwrap();
+            async move {
+                let guard = mutex.lock().await.unwrap();
+                turns
+                    .lock()
+                    .unwrap()
+                    .push((i, guard.fencing_token(), guard.sequence()));
+                guard.release().await.unwrap();
+            }
+        })
+        .await;
+        tasks.push(task);
+    }
+    tasks
+}
 
 on_every_server! {
     async fn mutual_exclusion(hosts: &str) {
@@ -17,29 +57,26 @@ on_every_server! {
         const ROUNDS: usize = 5;
         let dir = unique_path("mutex-exclusion");
         let counter = Arc::new(AtomicU64::new(0));
-        let inside = Arc::new(AtomicUsize::new(0));
+        let inside = Arc::new(Occupancy::default());
         let seen = Arc::new(StdMutex::new(Vec::new()));
-        let mut tasks = Vec::new();
-        for _ in 0..CONTENDERS {
-            let client = client(hosts).await;
+        let tasks = spawn_on_sessions(hosts, CONTENDERS, |_, client| {
             let (dir, counter, inside, seen) = (dir.clone(), counter.clone(), inside.clone(), seen.clone());
-            tasks.push(tokio::spawn(async move {
+            async move {
                 let mutex = Mutex::new(&client, &dir).unwrap();
                 for _ in 0..ROUNDS {
                     let guard = mutex.lock().await.unwrap();
-                    assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders at once");
+                    assert_eq!(inside.enter(), 1, "two holders at once");
                     let value = counter.load(Ordering::SeqCst);
                     tokio::task::yield_now().await;
                     counter.store(value + 1, Ordering::SeqCst);
                     seen.lock().unwrap().push(value);
-                    inside.fetch_sub(1, Ordering::SeqCst);
+                    inside.leave();
                     guard.release().await.unwrap();
                 }
-            }));
-        }
-        for task in tasks {
-            eventually("contenders to finish", task).await.unwrap();
-        }
+            }
+        })
+        .await;
+        all_done("contenders to finish", tasks).await;
         let total = (CONTENDERS * ROUNDS) as u64;
         assert_eq!(counter.load(Ordering::SeqCst), total);
         let seen = seen.lock().unwrap().clone();
@@ -70,47 +107,29 @@ on_every_server! {
         let dir = unique_path("mutex-tasks");
         let zk = client(hosts).await;
         let head = Mutex::new(&zk, &dir).unwrap().lock().await.unwrap();
-        let order = Arc::new(StdMutex::new(Vec::new()));
-        let mut tasks = Vec::new();
-        for i in 1..=3 {
-            let (listener, mut rx) = events();
-            let mutex = Mutex::new(Session::new(&zk).with_listener(listener), &dir).unwrap();
-            let order = order.clone();
-            tasks.push(tokio::spawn(async move {
-                let guard = mutex.lock().await.unwrap();
-                order.lock().unwrap().push((i, guard.sequence()));
-                guard.release().await.unwrap();
-            }));
-            until(&mut rx, "the task to queue", |e| matches!(e, QueueEvent::Waiting { .. })).await;
-        }
+        let order = Turns::default();
+        let tasks = queue_waiters(&[zk.clone(), zk.clone(), zk.clone()], &dir, &order).await;
         assert_eq!(zk.list_children(&dir).await.unwrap().len(), 4, "a node per acquire");
         head.release().await.unwrap();
         for task in tasks {
             eventually("the tasks to finish", task).await.unwrap();
         }
         let order = order.lock().unwrap().clone();
-        assert_eq!(order.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [1, 2, 3], "FIFO order: {order:?}");
-        assert!(order.windows(2).all(|w| w[0].1 < w[1].1), "by sequence: {order:?}");
+        assert_eq!(order.iter().map(|(i, _, _)| *i).collect::<Vec<_>>(), [1, 2, 3], "FIFO order: {order:?}");
+        assert!(order.windows(2).all(|w| w[0].2 < w[1].2), "by sequence: {order:?}");
     }
 
     async fn fifo_order_and_increasing_fencing_tokens(hosts: &str) {
         let dir = unique_path("mutex-fifo");
         let first = client(hosts).await;
         let head = Mutex::new(&first, &dir).unwrap().lock().await.unwrap();
-        let order = Arc::new(StdMutex::new(Vec::new()));
-        let mut tasks = Vec::new();
         // Queue five waiters one after the other: each is queued (waiting) before the next one starts.
-        for i in 1..=5 {
-            let client = client(hosts).await;
-            let (listener, mut rx) = events();
-            let (dir, order) = (dir.clone(), order.clone());
-            tasks.push(tokio::spawn(async move {
-                let guard = Mutex::new(Session::new(&client).with_listener(listener), &dir).unwrap().lock().await.unwrap();
-                order.lock().unwrap().push((i, guard.fencing_token(), guard.sequence()));
-                guard.release().await.unwrap();
-            }));
-            until(&mut rx, "the waiter to queue", |e| matches!(e, QueueEvent::Waiting { .. })).await;
+        let mut clients = Vec::new();
+        for _ in 0..5 {
+            clients.push(client(hosts).await);
         }
+        let order = Turns::default();
+        let tasks = queue_waiters(&clients, &dir, &order).await;
         let head_token = head.fencing_token();
         head.release().await.unwrap();
         for task in tasks {
@@ -145,31 +164,17 @@ on_every_server! {
         let holder_client = client(hosts).await;
         let holder = Mutex::new(&holder_client, &dir).unwrap().lock().await.unwrap();
         let mut proxies = Vec::new();
-        let mut release_txs = Vec::new();
-        let mut acquired_rxs = Vec::new();
-        let mut tasks = Vec::new();
+        let mut waiters = Vec::new();
         for _ in 0..WAITERS {
-            let proxy = Proxy::start(first_server(hosts)).await.unwrap();
-            let client = client(&proxy.connect_string()).await;
-            let (listener, mut rx) = events();
-            let (release_tx, release_rx) = tokio::sync::oneshot::channel::<()>();
-            let (acquired_tx, acquired_rx) = tokio::sync::oneshot::channel::<()>();
-            let dir = dir.clone();
-            tasks.push(tokio::spawn(async move {
-                let guard = Mutex::new(Session::new(&client).with_listener(listener), &dir).unwrap().lock().await.unwrap();
-                acquired_tx.send(()).unwrap();
-                release_rx.await.unwrap();
-                guard.release().await.unwrap();
-            }));
-            until(&mut rx, "the waiter to queue", |e| matches!(e, QueueEvent::Waiting { .. })).await;
+            let (proxy, waiter) = proxied_waiter(hosts, &dir).await;
             proxies.push(proxy);
-            release_txs.push(release_tx);
-            acquired_rxs.push(acquired_rx);
+            waiters.push(waiter);
         }
         let counts = |proxies: &[Proxy]| proxies.iter().map(|p| p.notifications()).collect::<Vec<_>>();
         assert_eq!(counts(&proxies), vec![0; WAITERS], "nobody is notified before the first release");
         holder.release().await.unwrap();
-        for (k, (acquired, release)) in acquired_rxs.into_iter().zip(release_txs).enumerate() {
+        let mut tasks = Vec::new();
+        for (k, Contender { acquired, release, task }) in waiters.into_iter().enumerate() {
             eventually("the next waiter to acquire", acquired).await.unwrap();
             let now = counts(&proxies);
             for (j, count) in now.iter().enumerate() {
@@ -193,6 +198,7 @@ on_every_server! {
                 assert!(expected.contains(count), "after hand-off {k}: notifications per waiter {now:?}");
             }
             release.send(()).unwrap();
+            tasks.push(task);
         }
         for task in tasks {
             eventually("waiters to finish", task).await.unwrap();
@@ -211,54 +217,36 @@ on_every_server! {
         let dir = unique_path("mutex-lookahead");
         let holder_client = client(hosts).await;
         let holder = Mutex::new(&holder_client, &dir).unwrap().lock().await.unwrap();
-        struct Waiter {
-            proxy: Proxy,
-            release: Option<tokio::sync::oneshot::Sender<()>>,
-            acquired: Option<tokio::sync::oneshot::Receiver<()>>,
-            task: Option<tokio::task::JoinHandle<()>>,
-        }
-        let mut waiters = Vec::new();
-        for _ in 0..4 {
-            let proxy = Proxy::start(first_server(hosts)).await.unwrap();
-            let client = client(&proxy.connect_string()).await;
-            let (listener, mut rx) = events();
-            let (release_tx, release_rx) = tokio::sync::oneshot::channel::<()>();
-            let (acquired_tx, acquired_rx) = tokio::sync::oneshot::channel::<()>();
-            let dir = dir.clone();
-            let task = tokio::spawn(async move {
-                let guard = Mutex::new(Session::new(&client).with_listener(listener), &dir).unwrap().lock().await.unwrap();
-                acquired_tx.send(()).unwrap();
-                release_rx.await.unwrap();
-                guard.release().await.unwrap();
-            });
-            until(&mut rx, "the waiter to queue", |e| matches!(e, QueueEvent::Waiting { .. })).await;
-            waiters.push(Waiter { proxy, release: Some(release_tx), acquired: Some(acquired_rx), task: Some(task) });
-        }
-        let queued: Vec<u64> = waiters.iter().map(|w| listings(&w.proxy)).collect();
+        let (p0, w0) = proxied_waiter(hosts, &dir).await;
+        let (p1, w1) = proxied_waiter(hosts, &dir).await;
+        let (p2, w2) = proxied_waiter(hosts, &dir).await;
+        let (p3, w3) = proxied_waiter(hosts, &dir).await;
+        let proxies = [p0, p1, p2, p3];
+        let queued: Vec<u64> = proxies.iter().map(listings).collect();
         // Releases a waiter (after its acquire) and waits for it to be done.
-        async fn hand_over(waiter: &mut Waiter) {
-            waiter.release.take().unwrap().send(()).unwrap();
-            eventually("the holder to release", waiter.task.take().unwrap()).await.unwrap();
+        async fn hand_over(release: tokio::sync::oneshot::Sender<()>, task: JoinHandle<()>) {
+            release.send(()).unwrap();
+            eventually("the holder to release", task).await.unwrap();
         }
         holder.release().await.unwrap();
-        eventually("w0 to acquire", waiters[0].acquired.take().unwrap()).await.unwrap();
-        assert_eq!(listings(&waiters[0].proxy), queued[0], "w0 waited for the holder alone: no listing");
+        eventually("w0 to acquire", w0.acquired).await.unwrap();
+        assert_eq!(listings(&proxies[0]), queued[0], "w0 waited for the holder alone: no listing");
         // w2 lists once more, on the holder's release, while w0 holds.
-        listed_again(&waiters[2].proxy, queued[2], "w2 to look at the queue again").await;
-        let w2_listed = listings(&waiters[2].proxy);
-        hand_over(&mut waiters[0]).await;
-        eventually("w1 to acquire", waiters[1].acquired.take().unwrap()).await.unwrap();
-        assert_eq!(listings(&waiters[1].proxy), queued[1], "w1's first listing showed both its blockers: no listing since");
+        listed_again(&proxies[2], queued[2], "w2 to look at the queue again").await;
+        let w2_listed = listings(&proxies[2]);
+        hand_over(w0.release, w0.task).await;
+        eventually("w1 to acquire", w1.acquired).await.unwrap();
+        assert_eq!(listings(&proxies[1]), queued[1], "w1's first listing showed both its blockers: no listing since");
         // w3 lists once more, on w0's release, while w1 holds.
-        listed_again(&waiters[3].proxy, queued[3], "w3 to look at the queue again").await;
-        let w3_listed = listings(&waiters[3].proxy);
-        hand_over(&mut waiters[1]).await;
-        eventually("w2 to acquire", waiters[2].acquired.take().unwrap()).await.unwrap();
-        assert_eq!(listings(&waiters[2].proxy), w2_listed, "w2's turn came with w1's deletion: no listing after the holder's");
-        hand_over(&mut waiters[2]).await;
-        eventually("w3 to acquire", waiters[3].acquired.take().unwrap()).await.unwrap();
-        assert_eq!(listings(&waiters[3].proxy), w3_listed, "w3's turn came with w2's deletion: no listing after w0's");
-        hand_over(&mut waiters[3]).await;
+        listed_again(&proxies[3], queued[3], "w3 to look at the queue again").await;
+        let w3_listed = listings(&proxies[3]);
+        hand_over(w1.release, w1.task).await;
+        eventually("w2 to acquire", w2.acquired).await.unwrap();
+        assert_eq!(listings(&proxies[2]), w2_listed, "w2's turn came with w1's deletion: no listing after the holder's");
+        hand_over(w2.release, w2.task).await;
+        eventually("w3 to acquire", w3.acquired).await.unwrap();
+        assert_eq!(listings(&proxies[3]), w3_listed, "w3's turn came with w2's deletion: no listing after w0's");
+        hand_over(w3.release, w3.task).await;
     }
 
     async fn try_lock_never_queues(hosts: &str) {

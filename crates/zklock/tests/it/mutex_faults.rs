@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use zklock::{Error, LostPolicy, LostReason, Mutex, Session};
-use zklock_testkit::{expire_session, opcode, unique_path, Proxy, ZooKeeper};
+use zklock_testkit::{expire_session, opcode, unique_path, Proxy};
 
 use crate::on_every_server;
 use crate::support::*;
@@ -59,8 +59,7 @@ on_every_server! {
 
     async fn lost_create_reply_leaves_exactly_one_node(hosts: &str) {
         let dir = unique_path("mutex-lost-reply");
-        let proxy = Proxy::start(first_server(hosts)).await.unwrap();
-        let client = client(&proxy.connect_string()).await;
+        let (proxy, client) = proxied_client(hosts).await;
         proxy.drop_reply_and_cut(opcode::ALL_CREATES);
         let guard = eventually("the lock despite the lost reply", Mutex::new(&client, &dir).unwrap().lock())
             .await
@@ -123,14 +122,10 @@ on_every_server! {
 /// election, the holder keeps its node, and the waiter gets the lock when the holder releases.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ensemble_leader_killed_while_holding_and_waiting() {
-    let mut zk = tokio::task::spawn_blocking(|| ZooKeeper::ensemble(3).unwrap())
-        .await
-        .unwrap();
-    let hosts = zk.connect_string();
+    let (mut zk, hosts) = dedicated_ensemble().await;
     let dir = unique_path("mutex-failover");
-    let timeout = Duration::from_secs(30);
-    let holder_client = client_with_timeout(&hosts, timeout).await;
-    let waiter_client = client_with_timeout(&hosts, timeout).await;
+    let holder_client = client_with_timeout(&hosts, FAILOVER_TIMEOUT).await;
+    let waiter_client = client_with_timeout(&hosts, FAILOVER_TIMEOUT).await;
     let holder = Mutex::new(
         Session::new(&holder_client).with_lost_policy(LostPolicy::SessionOnly),
         &dir,
@@ -139,26 +134,10 @@ async fn ensemble_leader_killed_while_holding_and_waiting() {
     .lock()
     .await
     .unwrap();
-    let waiter = {
-        let dir = dir.clone();
-        tokio::spawn(async move {
-            Mutex::new(&waiter_client, &dir)
-                .unwrap()
-                .lock()
-                .await
-                .map(|g| g.fencing_token())
-        })
-    };
-    let observer = client_with_timeout(&hosts, timeout).await;
+    let waiter = waiting_lock(&waiter_client, &dir).await;
+    let observer = client_with_timeout(&hosts, FAILOVER_TIMEOUT).await;
     await_children(&observer, &dir, "the waiter to queue", |c| c.len() == 2).await;
-    let leader = zk.leader().expect("a leader");
-    zk = tokio::task::spawn_blocking(move || {
-        zk.kill(leader);
-        zk.wait_for_leader(Duration::from_secs(60)).expect("a new leader");
-        zk
-    })
-    .await
-    .unwrap();
+    let leader = kill_leader(&mut zk);
     // The holder's node is still there after the election, and the waiter still waits.
     let nodes = await_children(&observer, &dir, "the queue after failover", |c| c.len() == 2).await;
     assert!(
@@ -168,15 +147,7 @@ async fn ensemble_leader_killed_while_holding_and_waiting() {
     assert!(!holder.is_lost(), "{:?}", holder.lost_reason());
     assert!(!waiter.is_finished());
     let holder_token = holder.fencing_token();
-    eventually("release after failover", holder.release())
-        .await
-        .unwrap();
-    let token = eventually("the waiter to acquire after failover", waiter)
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(token > holder_token);
-    tokio::task::spawn_blocking(move || zk.restart(leader).unwrap())
-        .await
-        .unwrap();
+    let next = release_to_waiter(holder, waiter).await;
+    assert!(next.fencing_token() > holder_token);
+    restart_member(&mut zk, leader);
 }

@@ -5,9 +5,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use zklock::{Error, LostReason, PriorityQueue, QueueEvent, Recipe, Session};
+use zklock::{Error, LostReason, PriorityQueue, QueueEvent, Recipe};
 use zklock_testkit::peers::Peer;
-use zklock_testkit::{expire_session, opcode, unique_path, Proxy};
+use zklock_testkit::{expire_session, opcode, unique_path};
 
 use crate::on_every_server;
 use crate::on_standalone_and_embedded;
@@ -168,8 +168,7 @@ on_every_server! {
 on_every_server! {
     async fn lost_replies_neither_duplicate_nor_lose_items(hosts: &str) {
         let dir = unique_path("pqueue-faults");
-        let proxy = Proxy::start(first_server(hosts)).await.unwrap();
-        let client = client(&proxy.connect_string()).await;
+        let (proxy, client) = proxied_client(hosts).await;
         let queue = PriorityQueue::new(&client, &dir).unwrap();
         // Another producer's items of the same priority are there: after the lost reply our put must find its own
         // item among the items of its priority (by its receipt's creation zxid), not just any of them (the
@@ -210,10 +209,9 @@ on_every_server! {
 
     async fn lost_put_reply_after_the_item_was_taken_is_not_put_again(hosts: &str) {
         let dir = unique_path("pqueue-lost-put-taken");
-        let proxy = Proxy::start(first_server(hosts)).await.unwrap();
-        let producer_client = client(&proxy.connect_string()).await;
+        let (proxy, slow) = slow_proxied_session(hosts, 3).await;
         // The producer looks again only after about 3 s: the window in which the consumer takes the item.
-        let producer = PriorityQueue::new(Session::new(&producer_client).with_retry(slow_retry(3)), &dir).unwrap();
+        let producer = PriorityQueue::new(slow, &dir).unwrap();
         let consumer_client = client(hosts).await;
         let consumer = PriorityQueue::new(&consumer_client, &dir).unwrap();
         producer.put(b"setup", 0).await.unwrap();
@@ -239,13 +237,7 @@ on_every_server! {
         let queue = PriorityQueue::new(&client, &dir).unwrap();
         queue.put(b"second", 2).await.unwrap();
         queue.put(b"first", 1).await.unwrap();
-        for micros in [0u64, 50, 200, 500, 1_000, 2_000, 5_000, 20_000] {
-            if let Ok(claimed) = tokio::time::timeout(Duration::from_micros(micros), queue.take_safe()).await {
-                drop(claimed.unwrap());
-            }
-            await_children(&client, &claims, "the cancelled claim to be undone", |c| c.is_empty()).await;
-            assert_eq!(queue.len().await.unwrap(), 2, "the items stay in the queue");
-        }
+        cancel_safe_takes(&client, &claims, || queue.take_safe(), || queue.len(), 2).await;
         let item = queue.try_take_safe().await.unwrap().expect("unclaimed");
         assert_eq!(item.complete().await.unwrap(), b"first", "still first");
     }
@@ -287,14 +279,7 @@ on_standalone_and_embedded! {
             queue.put(text.as_bytes(), priority).await.unwrap();
         }
         // Curator's consumer, with our claims directory as its lock path, takes everything.
-        let mut curator = Peer::curator(&["recipes", hosts]).await;
-        curator.expect("READY").await;
-        curator.send(&format!("pq-consume {dir} {dir}/claims")).await;
-        curator.expect("CONSUMING").await;
-        await_children(&client, &dir, "Curator to consume every item", |c| {
-            !c.iter().any(|name| name.starts_with("queue-"))
-        })
-        .await;
+        let mut curator = curator_consuming_all(hosts, &client, &dir, &format!("pq-consume {dir} {dir}/claims")).await;
         curator.send(&format!("pq-stop {dir}")).await;
         assert_eq!(curator.expect("CONSUMED").await, ORDER.join(","));
         curator.finish().await;

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use zklock::{Error, LostReason, Queue, QueueEvent, Session};
+use zklock::{Error, LostReason, Queue, QueueEvent};
 use zklock_testkit::{expire_session, unique_path};
 
 use crate::barrier::{events, until};
@@ -32,11 +32,9 @@ on_every_server! {
         // What each consumer received, in the order it received it.
         let received: Received = Arc::new(StdMutex::new(vec![Vec::new(); CONSUMERS]));
         let (done_tx, done_rx) = tokio::sync::watch::channel(false);
-        let mut consumers = Vec::new();
-        for c in 0..CONSUMERS {
-            let client = client(hosts).await;
+        let consumers = spawn_on_sessions(hosts, CONSUMERS, |c, client| {
             let (dir, received, done_tx, mut done_rx) = (dir.clone(), received.clone(), done_tx.clone(), done_rx.clone());
-            consumers.push(tokio::spawn(async move {
+            async move {
                 let queue = Queue::new(&client, &dir).unwrap();
                 loop {
                     // Stopping only once every item has arrived, so no take is cancelled while an item is in flight.
@@ -50,25 +48,21 @@ on_every_server! {
                         done_tx.send_replace(true);
                     }
                 }
-            }));
-        }
-        let mut producers = Vec::new();
-        for p in 0..PRODUCERS {
-            let client = client(hosts).await;
+            }
+        })
+        .await;
+        let producers = spawn_on_sessions(hosts, PRODUCERS, |p, client| {
             let dir = dir.clone();
-            producers.push(tokio::spawn(async move {
+            async move {
                 let queue = Queue::new(&client, &dir).unwrap();
                 for i in 0..ITEMS {
                     queue.put(format!("p{p}-{i}").as_bytes()).await.unwrap();
                 }
-            }));
-        }
-        for producer in producers {
-            eventually("the producers to finish", producer).await.unwrap();
-        }
-        for consumer in consumers {
-            eventually("the consumers to receive everything", consumer).await.unwrap();
-        }
+            }
+        })
+        .await;
+        all_done("the producers to finish", producers).await;
+        all_done("the consumers to receive everything", consumers).await;
         let received = received.lock().unwrap().clone();
         let all: Vec<(usize, usize)> = received.iter().flatten().copied().collect();
         assert_eq!(all.len(), TOTAL, "no item delivered twice");
@@ -163,8 +157,7 @@ on_every_server! {
 on_every_server! {
     async fn lost_replies_neither_duplicate_nor_lose_items(hosts: &str) {
         let dir = unique_path("queue-faults");
-        let proxy = zklock_testkit::Proxy::start(first_server(hosts)).await.unwrap();
-        let client = client(&proxy.connect_string()).await;
+        let (proxy, client) = proxied_client(hosts).await;
         let queue = Queue::new(&client, &dir).unwrap();
         // Make the directory and the claims directory exist, so the faults below hit the item and claim creates.
         queue.put(b"setup").await.unwrap();
@@ -200,14 +193,7 @@ on_every_server! {
         let client = client(hosts).await;
         let queue = Queue::new(&client, &dir).unwrap();
         queue.put(b"only").await.unwrap();
-        // Dropped at arbitrary moments: before the claim is sent, with the claim in flight, or after it is ours.
-        for micros in [0u64, 50, 200, 500, 1_000, 2_000, 5_000, 20_000] {
-            if let Ok(claimed) = tokio::time::timeout(Duration::from_micros(micros), queue.take_safe()).await {
-                drop(claimed.unwrap());
-            }
-            await_children(&client, &claims, "the cancelled claim to be undone", |c| c.is_empty()).await;
-            assert_eq!(queue.len().await.unwrap(), 1, "the item stays in the queue");
-        }
+        cancel_safe_takes(&client, &claims, || queue.take_safe(), || queue.len(), 1).await;
         let item = queue.try_take_safe().await.unwrap().expect("the item is unclaimed");
         assert_eq!(item.complete().await.unwrap(), b"only");
     }
@@ -218,11 +204,9 @@ on_every_server! {
         // Finding 7 of docs/reliability.md: the producer's transaction happened, its reply was lost, and a consumer
         // took the item before the producer looked. Without the receipt the producer finds no item and puts it again.
         let dir = unique_path("queue-lost-put-taken");
-        let proxy = zklock_testkit::Proxy::start(first_server(hosts)).await.unwrap();
-        let producer_client = client(&proxy.connect_string()).await;
+        let (proxy, slow) = slow_proxied_session(hosts, 3).await;
         // The producer looks again only after about 3 s: the window in which the consumer takes the item.
-        let slow = slow_retry(3);
-        let producer = Queue::new(Session::new(&producer_client).with_retry(slow), &dir).unwrap();
+        let producer = Queue::new(slow, &dir).unwrap();
         let consumer_client = client(hosts).await;
         let consumer = Queue::new(&consumer_client, &dir).unwrap();
         producer.put(b"setup").await.unwrap();

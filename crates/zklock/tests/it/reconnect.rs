@@ -197,12 +197,8 @@ where
     // After an outage the restarted server expires the old session (and deletes its nodes: the first term's, the
     // held item's claim) only a session timeout after it started: what waits for those nodes is timed from then.
     let old_gone = if outage {
-        eventually("the server to expire the old session", async {
-            while let (Some(_), watcher) = observer.check_and_watch_stat(&first_term).await.unwrap() {
-                watcher.changed().await;
-            }
-        })
-        .await;
+        let first_term_gone = zklock_testkit::await_deleted(&observer, &first_term);
+        eventually("the server to expire the old session", first_term_gone).await;
         Instant::now()
     } else {
         fault_over

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use zklock::{Error, LeaderElection, LostReason, Mutex, Role, RwLock, Semaphore, Session};
+use zklock::{Error, LeaderElection, LostReason, Mutex, Role, RwLock, Semaphore};
 use zklock_testkit::peers::Peer;
 use zklock_testkit::unique_path;
 
@@ -69,10 +69,7 @@ crate::on_every_server! {
         let (a, b, c) = (client(hosts).await, client(hosts).await, client(hosts).await);
         let dir = unique_path("revocation-waiting");
         let first = Mutex::new(&a, &dir).unwrap().lock().await.unwrap();
-        let (listener, mut events) = events();
-        let second = Mutex::new(Session::new(&c).with_listener(listener), &dir).unwrap();
-        let waiting = tokio::spawn(async move { second.lock().await });
-        queued(&mut events).await;
+        let waiting = waiting_lock(&c, &dir).await;
         let waiters = participants(&b, &dir, Role::Waiting).await;
         assert_eq!(waiters.len(), 1);
         assert!(zklock::request_revocation(&b, &waiters[0]).await.unwrap());
@@ -90,10 +87,7 @@ crate::on_every_server! {
         let dir = unique_path("revocation-forced");
         let holder = Mutex::new(&a, &dir).unwrap().lock().await.unwrap();
         let lost = holder.lost();
-        let (listener, mut events) = events();
-        let next = Mutex::new(Session::new(&c).with_listener(listener), &dir).unwrap();
-        let waiting = tokio::spawn(async move { next.lock().await });
-        queued(&mut events).await;
+        let waiting = waiting_lock(&c, &dir).await;
 
         assert!(zklock::revoke(&b, holder.path()).await.unwrap());
         assert_eq!(eventually("the holder to learn it lost", lost).await, LostReason::NodeDeleted);
@@ -153,10 +147,7 @@ on_standalone_and_embedded! {
         let dir = unique_path("revocation-curator-revocable");
         let mut holder = Peer::curator(&["mutex", "revocable", hosts, &dir]).await;
         let node = holder.expect("ACQUIRED").await;
-        let (listener, mut events) = events();
-        let next = Mutex::new(Session::new(&c).with_listener(listener), &dir).unwrap();
-        let waiting = tokio::spawn(async move { next.lock().await });
-        queued(&mut events).await;
+        let waiting = waiting_lock(&c, &dir).await;
 
         assert!(zklock::request_revocation(&a, &node).await.unwrap());
         holder.expect("REVOCATION_REQUESTED").await;

@@ -1,15 +1,37 @@
 //! The read/write lock: shared readers, exclusive writers, the peers' bugs (kazoo #649, Curator's first-writer
 //! watch), try/timeout/cancel.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use zklock::{Error, RwLock, Session};
+use tokio::task::JoinHandle;
+use zklock::zookeeper_client::Client;
+use zklock::{Error, ReadGuard, RwLock, Session};
 use zklock_testkit::{unique_path, Proxy};
 
 use crate::on_every_server;
 use crate::support::*;
+
+/// A writer of `dir` on `client`, queued when returned, that holds until told to release.
+async fn writer_held_when_told(client: &Client, dir: &str) -> Contender {
+    hold_when_told(Session::new(client), |session| {
+        let lock = RwLock::new(session, dir).unwrap();
+        async move { lock.write().await }
+    })
+    .await
+}
+
+/// A reader of `dir` on a session through a new proxy (which counts what it sends), in a task, returned once it
+/// waits in the queue.
+async fn reader_behind_a_proxy(hosts: &str, dir: &str) -> (Proxy, JoinHandle<zklock::Result<ReadGuard>>) {
+    let (proxy, reader_client) = proxied_client(hosts).await;
+    let reader = spawn_waiting(Session::new(&reader_client), |session| {
+        let lock = RwLock::new(session, dir).unwrap();
+        async move { lock.read().await }
+    })
+    .await;
+    (proxy, reader)
+}
 
 on_every_server! {
     async fn readers_share_writers_exclude(hosts: &str) {
@@ -17,38 +39,32 @@ on_every_server! {
         const CONTENDERS: usize = 6;
         const ROUNDS: usize = 6;
         let dir = unique_path("rw-exclusion");
-        let readers = Arc::new(AtomicUsize::new(0));
-        let writers = Arc::new(AtomicUsize::new(0));
-        let most_readers = Arc::new(AtomicUsize::new(0));
-        let mut tasks = Vec::new();
-        for i in 0..CONTENDERS {
-            let client = client(hosts).await;
-            let (dir, readers, writers, most_readers) = (dir.clone(), readers.clone(), writers.clone(), most_readers.clone());
-            tasks.push(tokio::spawn(async move {
+        let (readers, writers) = (Arc::new(Occupancy::default()), Arc::new(Occupancy::default()));
+        let tasks = spawn_on_sessions(hosts, CONTENDERS, |i, client| {
+            let (dir, readers, writers) = (dir.clone(), readers.clone(), writers.clone());
+            async move {
                 let lock = RwLock::new(&client, &dir).unwrap();
                 for round in 0..ROUNDS {
                     if (i + round) % 3 == 0 {
                         let guard = lock.write().await.unwrap();
-                        assert_eq!(writers.fetch_add(1, Ordering::SeqCst), 0, "two writers at once");
-                        assert_eq!(readers.load(Ordering::SeqCst), 0, "a writer next to readers");
+                        assert_eq!(writers.enter(), 1, "two writers at once");
+                        assert_eq!(readers.now(), 0, "a writer next to readers");
                         tokio::time::sleep(Duration::from_millis(2)).await;
-                        writers.fetch_sub(1, Ordering::SeqCst);
+                        writers.leave();
                         guard.release().await.unwrap();
                     } else {
                         let guard = lock.read().await.unwrap();
-                        let now = readers.fetch_add(1, Ordering::SeqCst) + 1;
-                        most_readers.fetch_max(now, Ordering::SeqCst);
-                        assert_eq!(writers.load(Ordering::SeqCst), 0, "a reader next to a writer");
+                        readers.enter();
+                        assert_eq!(writers.now(), 0, "a reader next to a writer");
                         tokio::time::sleep(Duration::from_millis(5)).await;
-                        readers.fetch_sub(1, Ordering::SeqCst);
+                        readers.leave();
                         guard.release().await.unwrap();
                     }
                 }
-            }));
-        }
-        for task in tasks {
-            eventually("contenders to finish", task).await.unwrap();
-        }
+            }
+        })
+        .await;
+        all_done("contenders to finish", tasks).await;
         let observer = client(hosts).await;
         assert!(children(&observer, &dir).await.is_empty(), "no node left behind");
     }
@@ -86,18 +102,16 @@ on_every_server! {
         let dir = unique_path("rw-kazoo-649");
         let (c0, c1, c2) = (client(hosts).await, client(hosts).await, client(hosts).await);
         let w0 = RwLock::new(&c0, &dir).unwrap().write().await.unwrap();
-        let (listener, mut rx1) = events();
-        let r1 = {
-            let lock = RwLock::new(Session::new(&c1).with_listener(listener), &dir).unwrap();
-            tokio::spawn(async move { lock.read().await })
-        };
-        queued(&mut rx1).await;
-        let (listener, mut rx2) = events();
-        let w2 = {
-            let lock = RwLock::new(Session::new(&c2).with_listener(listener), &dir).unwrap();
-            tokio::spawn(async move { lock.write().await })
-        };
-        queued(&mut rx2).await;
+        let r1 = spawn_waiting(Session::new(&c1), |session| {
+            let lock = RwLock::new(session, &dir).unwrap();
+            async move { lock.read().await }
+        })
+        .await;
+        let w2 = spawn_waiting(Session::new(&c2), |session| {
+            let lock = RwLock::new(session, &dir).unwrap();
+            async move { lock.write().await }
+        })
+        .await;
         w0.release().await.unwrap();
         let r1 = eventually("the reader ahead of the waiting writer", r1).await.unwrap().unwrap();
         assert!(!w2.is_finished(), "the writer waits for the reader");
@@ -119,82 +133,42 @@ on_every_server! {
         let dir = unique_path("rw-nearest-writer");
         let (c0, c1, c2) = (client(hosts).await, client(hosts).await, client(hosts).await);
         let w0 = RwLock::new(&c0, &dir).unwrap().write().await.unwrap();
-        let mut writers = Vec::new();
-        for c in [c1, c2] {
-            let (acquired_tx, acquired_rx) = tokio::sync::oneshot::channel();
-            let (release_tx, release_rx) = tokio::sync::oneshot::channel::<()>();
-            let (listener, mut rx) = events();
-            let lock = RwLock::new(Session::new(&c).with_listener(listener), &dir).unwrap();
-            let task = tokio::spawn(async move {
-                let guard = lock.write().await.unwrap();
-                acquired_tx.send(()).unwrap();
-                release_rx.await.unwrap();
-                guard.release().await.unwrap();
-                drop(c);
-            });
-            queued(&mut rx).await;
-            writers.push((acquired_rx, release_tx, task));
-        }
-        let proxy = Proxy::start(first_server(hosts)).await.unwrap();
-        let reader_client = client(&proxy.connect_string()).await;
-        let (listener, mut rx) = events();
-        let reader = {
-            let lock = RwLock::new(Session::new(&reader_client).with_listener(listener), &dir).unwrap();
-            tokio::spawn(async move { lock.read().await })
-        };
-        queued(&mut rx).await;
+        let w1 = writer_held_when_told(&c1, &dir).await;
+        let w2 = writer_held_when_told(&c2, &dir).await;
+        let (proxy, reader) = reader_behind_a_proxy(hosts, &dir).await;
         let queued_listings = listings(&proxy);
         assert_eq!(proxy.notifications(), 0);
         w0.release().await.unwrap();
-        let (w1_acquired, w1_release, w1_task) = writers.remove(0);
-        eventually("the first writer to take over", w1_acquired).await.unwrap();
+        eventually("the first writer to take over", w1.acquired).await.unwrap();
         listed_again(&proxy, queued_listings, "the reader to look at the queue again").await;
         assert!(!reader.is_finished());
         let before_turn = listings(&proxy);
-        w1_release.send(()).unwrap();
-        eventually("the first writer to finish", w1_task).await.unwrap();
-        let (w2_acquired, w2_release, w2_task) = writers.remove(0);
-        eventually("the second writer to take over", w2_acquired).await.unwrap();
+        w1.release.send(()).unwrap();
+        eventually("the first writer to finish", w1.task).await.unwrap();
+        eventually("the second writer to take over", w2.acquired).await.unwrap();
         assert!(!reader.is_finished());
-        w2_release.send(()).unwrap();
+        w2.release.send(()).unwrap();
         let guard = eventually("the reader after the writers", reader).await.unwrap().unwrap();
         // W0's, W1's and W2's deletions, unless one was gone before its watch was set (then the reader looked
         // again at once).
         assert!((1..=3).contains(&proxy.notifications()), "{} notifications", proxy.notifications());
         assert_eq!(listings(&proxy), before_turn, "no listing between W0's release and the reader's turn");
-        eventually("the writer to finish", w2_task).await.unwrap();
+        eventually("the writer to finish", w2.task).await.unwrap();
 
         guard.release().await.unwrap();
 
         // Behind two writers only: the first listing shows both, and is the only one.
         let w1 = RwLock::new(&c0, &dir).unwrap().write().await.unwrap();
-        let (w2_acquired_tx, w2_acquired) = tokio::sync::oneshot::channel();
-        let (w2_release, w2_release_rx) = tokio::sync::oneshot::channel::<()>();
-        let (listener, mut events_w2) = events();
         let c2 = client(hosts).await;
-        let lock = RwLock::new(Session::new(&c2).with_listener(listener), &dir).unwrap();
-        let w2_task = tokio::spawn(async move {
-            let guard = lock.write().await.unwrap();
-            w2_acquired_tx.send(()).unwrap();
-            w2_release_rx.await.unwrap();
-            guard.release().await.unwrap();
-        });
-        queued(&mut events_w2).await;
-        let proxy = Proxy::start(first_server(hosts)).await.unwrap();
-        let reader_client = client(&proxy.connect_string()).await;
-        let (listener, mut rx) = events();
-        let reader = {
-            let lock = RwLock::new(Session::new(&reader_client).with_listener(listener), &dir).unwrap();
-            tokio::spawn(async move { lock.read().await })
-        };
-        queued(&mut rx).await;
+        let w2 = writer_held_when_told(&c2, &dir).await;
+        let (proxy, reader) = reader_behind_a_proxy(hosts, &dir).await;
         let queued_listings = listings(&proxy);
         w1.release().await.unwrap();
-        eventually("the second writer to take over", w2_acquired).await.unwrap();
-        w2_release.send(()).unwrap();
+        eventually("the second writer to take over", w2.acquired).await.unwrap();
+        w2.release.send(()).unwrap();
         let guard = eventually("the reader after the writers", reader).await.unwrap().unwrap();
         assert_eq!(listings(&proxy), queued_listings, "its first listing showed both writers: no listing since");
-        eventually("the writer to finish", w2_task).await.unwrap();
+        eventually("the writer to finish", w2.task).await.unwrap();
         guard.release().await.unwrap();
     }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use zklock::{Error, LostPolicy, Semaphore, Session};
-use zklock_testkit::{expire_session, unique_path, ZooKeeper};
+use zklock_testkit::{expire_session, unique_path};
 
 use crate::on_every_server;
 use crate::support::*;
@@ -19,14 +19,11 @@ on_every_server! {
         const LEASES: usize = 3;
         const ROUNDS: usize = 4;
         let dir = unique_path("sem-limit");
-        let inside = Arc::new(AtomicUsize::new(0));
-        let most = Arc::new(AtomicUsize::new(0));
+        let inside = Arc::new(Occupancy::default());
         let tries_won = Arc::new(AtomicUsize::new(0));
-        let mut tasks = Vec::new();
-        for i in 0..CLIENTS {
-            let client = client(hosts).await;
-            let (dir, inside, most, tries_won) = (dir.clone(), inside.clone(), most.clone(), tries_won.clone());
-            tasks.push(tokio::spawn(async move {
+        let tasks = spawn_on_sessions(hosts, CLIENTS, |i, client| {
+            let (dir, inside, tries_won) = (dir.clone(), inside.clone(), tries_won.clone());
+            async move {
                 let semaphore = Semaphore::new(&client, &dir, LEASES).unwrap();
                 for _ in 0..ROUNDS {
                     let lease = match i % 3 {
@@ -40,20 +37,18 @@ on_every_server! {
                             None => semaphore.acquire().await.unwrap(),
                         },
                     };
-                    let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
-                    most.fetch_max(now, Ordering::SeqCst);
+                    let now = inside.enter();
                     assert!(now <= LEASES, "{now} holders of {LEASES} leases");
                     assert!(!lease.is_lost());
                     tokio::time::sleep(Duration::from_millis(5)).await;
-                    inside.fetch_sub(1, Ordering::SeqCst);
+                    inside.leave();
                     lease.release().await.unwrap();
                 }
-            }));
-        }
-        for task in tasks {
-            eventually("the clients to finish", task).await.unwrap();
-        }
-        assert!(most.load(Ordering::SeqCst) <= LEASES);
+            }
+        })
+        .await;
+        all_done("the clients to finish", tasks).await;
+        assert!(inside.most() <= LEASES);
         let observer = client(hosts).await;
         assert!(children(&observer, &format!("{dir}/leases")).await.is_empty(), "no lease left behind");
         assert!(children(&observer, &format!("{dir}/locks")).await.is_empty(), "no mutex node left behind");
@@ -133,15 +128,11 @@ on_every_server! {
 /// survive the election, nobody loses a lease, no third holder appears, and the waiter is served after a release.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ensemble_leader_killed_while_leases_are_held() {
-    let mut zk = tokio::task::spawn_blocking(|| ZooKeeper::ensemble(3).unwrap())
-        .await
-        .unwrap();
-    let hosts = zk.connect_string();
+    let (mut zk, hosts) = dedicated_ensemble().await;
     let dir = unique_path("sem-failover");
-    let timeout = Duration::from_secs(30);
     let mut clients = Vec::new();
     for _ in 0..3 {
-        clients.push(client_with_timeout(&hosts, timeout).await);
+        clients.push(client_with_timeout(&hosts, FAILOVER_TIMEOUT).await);
     }
     let semaphore = |i: usize| {
         Semaphore::new(
@@ -159,29 +150,14 @@ async fn ensemble_leader_killed_while_leases_are_held() {
     };
     let leases = format!("{dir}/leases");
     await_children(&clients[2], &leases, "the waiting lease node", |n| n.len() == 3).await;
-    let leader = zk.leader().expect("a leader");
-    zk = tokio::task::spawn_blocking(move || {
-        zk.kill(leader);
-        zk.wait_for_leader(Duration::from_secs(60)).expect("a new leader");
-        zk
-    })
-    .await
-    .unwrap();
+    let leader = kill_leader(&mut zk);
     await_children(&clients[2], &leases, "the leases after failover", |n| {
         n.len() == 3
     })
     .await;
     assert!(!first.is_lost() && !second.is_lost());
     assert!(!waiting.is_finished(), "a third holder of two leases");
-    eventually("release after failover", first.release())
-        .await
-        .unwrap();
-    let third = eventually("the waiter to get the freed lease", waiting)
-        .await
-        .unwrap()
-        .unwrap();
+    let third = release_to_waiter(first, waiting).await;
     assert!(third.fencing_token() > second.fencing_token());
-    tokio::task::spawn_blocking(move || zk.restart(leader).unwrap())
-        .await
-        .unwrap();
+    restart_member(&mut zk, leader);
 }

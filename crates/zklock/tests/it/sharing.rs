@@ -73,8 +73,7 @@ on_every_server! {
         // A node in kazoo's format holds the lock (made by hand: its owner is a session of ours, as kazoo's would be).
         let (a, b) = (client(hosts).await, client(hosts).await);
         let dir = unique_path("sharing-kazoo");
-        let mode = CreateMode::Persistent.with_acls(Acls::anyone_all());
-        a.create(&dir, b"", &mode).await.unwrap();
+        a.create(&dir, b"", &PERSISTENT).await.unwrap();
         let kazoo = format!("{dir}/1f0e2d3c4b5a69788796a5b4c3d2e1f0__lock__");
         let (_, seq) = a
             .create(&kazoo, b"", &CreateMode::EphemeralSequential.with_acls(Acls::anyone_all()))

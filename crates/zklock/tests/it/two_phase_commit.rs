@@ -9,8 +9,10 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 use zklock::zookeeper_client::Client;
-use zklock::{Ballot, Decision, Error, NodeKind, QueueEvent, Recipe, Role, Session, TwoPhaseCommit};
-use zklock_testkit::{expire_session, opcode, unique_path, Proxy};
+use zklock::{
+    Ballot, Coordinator, Decision, Error, NodeKind, QueueEvent, Recipe, Role, Session, TwoPhaseCommit,
+};
+use zklock_testkit::{expire_session, opcode, unique_path};
 
 use crate::on_every_server;
 use crate::on_standalone_and_embedded;
@@ -50,6 +52,12 @@ async fn voted_and_waiting(
     })
     .await;
     task
+}
+
+/// A coordinator, on a session of its own, that began the transaction `tx` of `participants` in `dir`.
+async fn begun(hosts: &str, dir: &str, participants: &[&str]) -> Coordinator {
+    let tpc = TwoPhaseCommit::new(&client(hosts).await, dir).unwrap();
+    tpc.begin("tx", participants).await.unwrap()
 }
 
 async fn outcome_of(task: tokio::task::JoinHandle<zklock::Result<Decision>>) -> Decision {
@@ -115,9 +123,7 @@ on_every_server! {
 
     async fn participant_expiring_before_its_vote_aborts(hosts: &str) {
         let dir = unique_path("2pc-participant-expiry");
-        let c = client(hosts).await;
-        let tpc = TwoPhaseCommit::new(&c, &dir).unwrap();
-        let coordinator = tpc.begin("tx", &["a", "b"]).await.unwrap();
+        let coordinator = begun(hosts, &dir, &["a", "b"]).await;
         let doomed = client(hosts).await;
         let ballot: Ballot = TwoPhaseCommit::new(&doomed, &dir).unwrap().join("tx", "a").await.unwrap();
         let b = voted_and_waiting(&client(hosts).await, &dir, "tx", "b", Decision::Commit).await;
@@ -134,9 +140,7 @@ on_every_server! {
 
     async fn participant_expiring_after_its_commit_vote_still_commits(hosts: &str) {
         let dir = unique_path("2pc-participant-expiry-after-vote");
-        let c = client(hosts).await;
-        let tpc = TwoPhaseCommit::new(&c, &dir).unwrap();
-        let coordinator = tpc.begin("tx", &["a", "b"]).await.unwrap();
+        let coordinator = begun(hosts, &dir, &["a", "b"]).await;
         let doomed = client(hosts).await;
         let a = voted_and_waiting(&doomed, &dir, "tx", "a", Decision::Commit).await;
         expire_session(hosts, &doomed).await;
@@ -214,8 +218,7 @@ on_every_server! {
 
     async fn lost_replies_change_nothing(hosts: &str) {
         let dir = unique_path("2pc-lost-replies");
-        let proxy = Proxy::start(first_server(hosts)).await.unwrap();
-        let through = client(&proxy.connect_string()).await;
+        let (proxy, through) = proxied_client(hosts).await;
         let tpc = TwoPhaseCommit::new(&through, &dir).unwrap();
         // Made beforehand, so that each fault hits the request it is meant for.
         drop(tpc.begin("warm-up", &["a"]).await.unwrap());
@@ -320,6 +323,13 @@ impl Party {
         Party { child, stdin, lines }
     }
 
+    /// A party that said `READY` (see [`Party::spawn`]).
+    async fn ready(hosts: &str, dir: &str, args: &[&str]) -> Party {
+        let mut party = Party::spawn(hosts, dir, args);
+        party.expect("READY").await;
+        party
+    }
+
     async fn expect(&mut self, word: &str) -> String {
         let line = eventually(&format!("the party to say {word}"), self.lines.recv())
             .await
@@ -405,10 +415,8 @@ on_standalone_and_embedded! {
         let dir = unique_path("2pc-kill-participant");
         let c = client(hosts).await;
         let coordinator = TwoPhaseCommit::new(&c, &dir).unwrap().begin("tx", &["a", "b", "c"]).await.unwrap();
-        let mut a = Party::spawn(hosts, &dir, &["participant", "tx", "a"]);
-        a.expect("READY").await;
-        let mut b = Party::spawn(hosts, &dir, &["participant", "tx", "b"]);
-        b.expect("READY").await;
+        let a = Party::ready(hosts, &dir, &["participant", "tx", "a"]).await;
+        let mut b = Party::ready(hosts, &dir, &["participant", "tx", "b"]).await;
         b.send("commit");
         let c_vote = voted_and_waiting(&client(hosts).await, &dir, "tx", "c", Decision::Commit).await;
         let deciding = tokio::spawn(coordinator.decide());
@@ -424,10 +432,8 @@ on_standalone_and_embedded! {
 
     async fn coordinator_killed_before_deciding_aborts_for_every_survivor(hosts: &str) {
         let dir = unique_path("2pc-kill-coordinator");
-        let mut coordinator = Party::spawn(hosts, &dir, &["coordinator", "tx", "a,b"]);
-        coordinator.expect("READY").await;
-        let mut a = Party::spawn(hosts, &dir, &["participant", "tx", "a"]);
-        a.expect("READY").await;
+        let coordinator = Party::ready(hosts, &dir, &["coordinator", "tx", "a,b"]).await;
+        let mut a = Party::ready(hosts, &dir, &["participant", "tx", "a"]).await;
         a.send("commit");
         // Every vote is commit; the coordinator is killed before it is told to decide.
         let b = voted_and_waiting(&client(hosts).await, &dir, "tx", "b", Decision::Commit).await;
@@ -440,11 +446,9 @@ on_standalone_and_embedded! {
 
     async fn participant_killed_after_voting_commit_is_bound_by_the_commit(hosts: &str) {
         let dir = unique_path("2pc-kill-after-vote");
-        let mut coordinator = Party::spawn(hosts, &dir, &["coordinator", "tx", "a,b"]);
-        coordinator.expect("READY").await;
+        let mut coordinator = Party::ready(hosts, &dir, &["coordinator", "tx", "a,b"]).await;
         coordinator.send("decide");
-        let mut a = Party::spawn(hosts, &dir, &["participant", "tx", "a"]);
-        a.expect("READY").await;
+        let mut a = Party::ready(hosts, &dir, &["participant", "tx", "a"]).await;
         a.send("commit");
         let c = client(hosts).await;
         await_children(&c, &format!("{dir}/tx"), "a's vote", |names| names.iter().any(|n| n == "vote-a")).await;
