@@ -46,7 +46,7 @@ pub use proxy::Proxy;
 pub use session::{await_deleted, expire_session};
 pub use shared::{shared_ensemble, shared_standalone, shared_zookeeper};
 pub use spawn::spawn_tied_to_process;
-pub use tmpfs::Tmpfs;
+pub use tmpfs::{Filled, Tmpfs};
 /// The embedded server's settings, for [`start_embedded`] (so that tests need no dependency on the server crate).
 pub use zklock_server::ServerConfig;
 pub use zookeeper::{Builder, ZooKeeper, DEFAULT_START_TIMEOUT, DEFAULT_TICK_TIME_MS};

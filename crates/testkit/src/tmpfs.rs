@@ -111,3 +111,88 @@ impl Drop for Tmpfs {
         }
     }
 }
+
+/// What [`Tmpfs::fill_under_writes`] left: the creates the server acknowledged before its disk was full.
+#[derive(Debug)]
+pub struct Filled {
+    /// The paths of the acknowledged creates.
+    pub acked: Vec<String>,
+    /// The data each was given.
+    pub value: Vec<u8>,
+    filler: PathBuf,
+}
+
+impl Filled {
+    /// Frees the space the filler took.
+    pub fn free(&self) {
+        std::fs::remove_file(&self.filler).expect("remove the filler");
+    }
+
+    /// Every acknowledged create is there with its data (read through `reader`, on the restarted server), and a
+    /// new write works.
+    pub async fn assert_all_there(&self, reader: &zookeeper_client::Client) {
+        for path in &self.acked {
+            let (got, _) = reader
+                .get_data(path)
+                .await
+                .unwrap_or_else(|e| panic!("acknowledged {path} lost: {e}"));
+            assert!(got == self.value, "{path} has other data");
+        }
+        reader
+            .create("/after", b"ok", &persistent())
+            .await
+            .expect("writes work again");
+    }
+}
+
+fn persistent() -> zookeeper_client::CreateOptions<'static> {
+    zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all())
+}
+
+impl Tmpfs {
+    /// Fills this file system under a server's writes: creates `/fill`, leaves 1 MiB free (the server's log
+    /// file, once it exists with its 4 MiB of zero fill, then fits records until its next 4 MiB step, which cannot
+    /// be written), and creates persistent 100 KiB nodes `/fill/n0000`, `n0001`… through `writer` until one fails
+    /// (each answered or failed within `wait`). Asserts what every disk-full test needs of it: the disk filled
+    /// within 200 writes, at least 20 fitted first, and the write that did not fit was not acknowledged
+    /// (`ConnectionLoss`: the server gave up instead).
+    pub async fn fill_under_writes(
+        &self,
+        writer: &zookeeper_client::Client,
+        wait: std::time::Duration,
+    ) -> Filled {
+        writer
+            .create("/fill", b"", &persistent())
+            .await
+            .expect("create /fill");
+        let filler = self.fill_leaving(1 << 20);
+        let value = vec![b'v'; 100 << 10];
+        let mut acked = Vec::new();
+        let failed_with = loop {
+            let path = format!("/fill/n{:04}", acked.len());
+            let created = tokio::time::timeout(wait, writer.create(&path, &value, &persistent()))
+                .await
+                .expect("a create is answered or fails in time");
+            match created {
+                Ok(_) => acked.push(path),
+                Err(e) => break e,
+            }
+            assert!(
+                acked.len() < 200,
+                "the disk never filled ({} writes)",
+                acked.len()
+            );
+        };
+        assert!(
+            acked.len() >= 20,
+            "only {} writes fit before the failure",
+            acked.len()
+        );
+        assert_eq!(
+            failed_with,
+            zookeeper_client::Error::ConnectionLoss,
+            "the unlogged write is not acknowledged"
+        );
+        Filled { acked, value, filler }
+    }
+}

@@ -71,40 +71,8 @@ async fn serve_exits_1_on_a_full_disk_and_keeps_every_acknowledged_write() {
     let writer = client(&hosts).await;
     let idle = client(&hosts).await;
     let mut idle_state = idle.state_watcher();
-    writer
-        .create("/fill", b"", &persistent())
-        .await
-        .expect("create /fill");
 
-    // The log file exists with its 4 MiB of zero fill; leave 1 MiB free, less than its next 4 MiB step.
-    let filler = fs.fill_leaving(1 << 20);
-    let value = vec![b'v'; 100 << 10];
-    let mut acked = Vec::new();
-    let failed_with = loop {
-        let path = format!("/fill/n{:04}", acked.len());
-        let created = timeout(EVENTUALLY, writer.create(&path, &value, &persistent()))
-            .await
-            .expect("a create is answered or fails in time");
-        match created {
-            Ok(_) => acked.push(path),
-            Err(e) => break e,
-        }
-        assert!(
-            acked.len() < 200,
-            "the disk never filled ({} writes)",
-            acked.len()
-        );
-    };
-    assert!(
-        acked.len() >= 20,
-        "only {} writes fit before the failure",
-        acked.len()
-    );
-    assert_eq!(
-        failed_with,
-        zk::Error::ConnectionLoss,
-        "the unlogged write is not acknowledged"
-    );
+    let filled = fs.fill_under_writes(&writer, EVENTUALLY).await;
 
     let (code, stderr) = serve.exited().await;
     assert_eq!(code, Some(1), "exit status; stderr:\n{stderr}");
@@ -135,20 +103,10 @@ async fn serve_exits_1_on_a_full_disk_and_keeps_every_acknowledged_write() {
     drop((writer, idle));
 
     // Free the space and restart on the same directory: everything acknowledged is there.
-    std::fs::remove_file(&filler).unwrap();
+    filled.free();
     let serve = Serve::on_data_dir(&data).await;
     let reader = client(&serve.addr.to_string()).await;
-    for path in &acked {
-        let (got, _) = reader
-            .get_data(path)
-            .await
-            .unwrap_or_else(|e| panic!("acknowledged {path} lost: {e}"));
-        assert!(got == value, "{path} has other data");
-    }
-    reader
-        .create("/after", b"ok", &persistent())
-        .await
-        .expect("writes work again");
+    filled.assert_all_there(&reader).await;
     drop(reader);
     let (code, stderr) = serve.stop().await;
     assert_eq!(code, Some(0), "clean shutdown; stderr:\n{stderr}");

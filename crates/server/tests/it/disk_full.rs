@@ -29,10 +29,6 @@ fn config(dir: &Path) -> ServerConfig {
     }
 }
 
-fn persistent() -> zk::CreateOptions<'static> {
-    zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
-}
-
 /// Sends a four-letter word and returns the whole answer (the server closes after it).
 async fn four_letter(addr: SocketAddr, word: &str) -> String {
     timeout(WAIT, async {
@@ -62,41 +58,8 @@ async fn full_disk_stops_serving_and_loses_no_acknowledged_write() {
     let idle = client(&server).await;
     let mut idle_state = idle.state_watcher();
     let (mut raw, _) = Raw::session(addr).await;
-    writer
-        .create("/fill", b"", &persistent())
-        .await
-        .expect("create /fill");
 
-    // The log file exists now with its 4 MiB of zero fill (the sessions were logged). Leave 1 MiB free: the
-    // records fit in the zero fill until its next 4 MiB step, which cannot be written.
-    let filler = fs.fill_leaving(1 << 20);
-    let value = vec![b'v'; 100 << 10];
-    let mut acked = Vec::new();
-    let failed_with = loop {
-        let path = format!("/fill/n{:04}", acked.len());
-        let created = timeout(WAIT, writer.create(&path, &value, &persistent()))
-            .await
-            .expect("a create is answered or fails in time");
-        match created {
-            Ok(_) => acked.push(path),
-            Err(e) => break e,
-        }
-        assert!(
-            acked.len() < 200,
-            "the disk never filled ({} writes)",
-            acked.len()
-        );
-    };
-    assert!(
-        acked.len() >= 20,
-        "only {} writes fit before the failure",
-        acked.len()
-    );
-    assert_eq!(
-        failed_with,
-        zk::Error::ConnectionLoss,
-        "the unlogged write is not acknowledged"
-    );
+    let filled = fs.fill_under_writes(&writer, WAIT).await;
 
     // The failure is reported with the directory and the OS error.
     let failure = timeout(WAIT, server.log_failure())
@@ -147,22 +110,12 @@ async fn full_disk_stops_serving_and_loses_no_acknowledged_write() {
     assert_eq!(snapshots, 0, "no snapshot of a tree ahead of its log");
 
     // Free the space and restart on the same directory: everything acknowledged is there.
-    std::fs::remove_file(&filler).unwrap();
+    filled.free();
     let server = Server::start(config(&data))
         .await
         .expect("restarts once there is room");
     let reader = client(&server).await;
-    for path in &acked {
-        let (got, _) = reader
-            .get_data(path)
-            .await
-            .unwrap_or_else(|e| panic!("acknowledged {path} lost: {e}"));
-        assert!(got == value, "{path} has other data");
-    }
-    reader
-        .create("/after", b"ok", &persistent())
-        .await
-        .expect("writes work again");
+    filled.assert_all_there(&reader).await;
     drop(reader);
     server.shutdown().await.expect("clean shutdown");
     drop(File::open(&data).expect("data dir still there"));
