@@ -99,26 +99,8 @@ impl LockRun {
     }
 }
 
-/// Like [`throughput`], also sampling `probe` when the measured window opens and closes.
-pub async fn measure(
-    hosts: &str,
-    implementation: LockImpl,
-    clients: usize,
-    duration: Duration,
-    probe: crate::Probe,
-) -> Result<LockRun> {
-    measure_with(
-        &crate::Connect::plain(),
-        hosts,
-        implementation,
-        clients,
-        duration,
-        probe,
-    )
-    .await
-}
-
-/// [`measure`] with sessions connected by `connect`.
+/// Like [`throughput`] with sessions connected by `connect` (`Connect::plain()`: no credentials), also sampling
+/// `probe` when the measured window opens and closes.
 pub async fn measure_with(
     connect: &crate::Connect,
     hosts: &str,

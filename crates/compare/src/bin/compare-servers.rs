@@ -262,7 +262,15 @@ async fn compare(args: Args) -> Result<()> {
             .filter(|(i, _)| measured(*i))
             .map(|(_, t)| t)
         {
-            lock::measure(&target.hosts, lock::LockImpl::Zklock, 8, warmup, no_probe()).await?;
+            lock::measure_with(
+                &zklock_bench::Connect::plain(),
+                &target.hosts,
+                lock::LockImpl::Zklock,
+                8,
+                warmup,
+                no_probe(),
+            )
+            .await?;
             mixed::run(&target.hosts, args.clients, warmup).await?;
         }
     }
@@ -282,8 +290,15 @@ async fn compare(args: Args) -> Result<()> {
             for i in order(round) {
                 let target = &targets[i];
                 let probe = cpu_probe(target.pid);
-                let run =
-                    lock::measure(&target.hosts, lock::LockImpl::Zklock, clients, seconds, probe).await?;
+                let run = lock::measure_with(
+                    &zklock_bench::Connect::plain(),
+                    &target.hosts,
+                    lock::LockImpl::Zklock,
+                    clients,
+                    seconds,
+                    probe,
+                )
+                .await?;
                 eprintln!(
                     "  {label} on {} (round {}): {:.0} {run:?}",
                     target.name,
