@@ -43,7 +43,7 @@ pub use fourlw::four_letter_word;
 pub use link::{Condition, Direction, LinkProxy, Slowness};
 pub use peer_links::PeerLinks;
 pub use proxy::Proxy;
-pub use session::{await_deleted, expire_session};
+pub use session::{await_deleted, exists_p99_ms, expire_session};
 pub use shared::{shared_ensemble, shared_standalone, shared_zookeeper};
 pub use spawn::spawn_tied_to_process;
 pub use tmpfs::{Filled, Tmpfs};

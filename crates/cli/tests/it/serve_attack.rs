@@ -3,7 +3,6 @@
 //! sockets with a 4 KiB receive buffer that send and never read.
 
 use std::net::SocketAddr;
-use std::time::Instant;
 
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpSocket, TcpStream};
@@ -74,15 +73,7 @@ async fn never_reading(addr: SocketAddr, bytes: Vec<u8>) -> TcpStream {
 
 /// `n` `exists` round trips of a client; returns the p99 in milliseconds, sampling the server's RSS after each.
 async fn exists_p99_ms(c: &zk::Client, n: usize, pid: i32, peak: &mut u64) -> f64 {
-    let mut times = Vec::with_capacity(n);
-    for _ in 0..n {
-        let start = Instant::now();
-        c.check_stat("/").await.expect("exists");
-        times.push(start.elapsed().as_secs_f64() * 1000.0);
-        *peak = (*peak).max(rss(pid));
-    }
-    times.sort_by(f64::total_cmp);
-    times[(n * 99).div_ceil(100) - 1]
+    zklock_testkit::exists_p99_ms(c, n, || *peak = (*peak).max(rss(pid))).await
 }
 
 /// Three connections pipeline 3,000 `getData` of a 1 MB node each and read nothing: with the default

@@ -54,15 +54,7 @@ async fn never_reading_reader(addr: SocketAddr, path: &str, n: usize) -> Raw {
 
 /// The p99 of `n` `exists` round trips of a second client, in milliseconds.
 async fn exists_p99_ms(server: &Server, n: usize) -> f64 {
-    let zk = client(server).await;
-    let mut times = Vec::with_capacity(n);
-    for _ in 0..n {
-        let start = Instant::now();
-        zk.check_stat("/").await.expect("exists");
-        times.push(start.elapsed().as_secs_f64() * 1000.0);
-    }
-    times.sort_by(f64::total_cmp);
-    times[(n * 99).div_ceil(100) - 1]
+    zklock_testkit::exists_p99_ms(&client(server).await, n, || {}).await
 }
 
 /// Waits until the server's unsent bytes stop growing (three equal readings in a row, 20 ms apart: the bytes

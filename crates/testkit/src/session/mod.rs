@@ -89,3 +89,17 @@ pub async fn await_deleted(client: &Client, path: &str) {
         watcher.changed().await;
     }
 }
+
+/// The p99, in milliseconds, of `n` `exists` round trips of `client`, one at a time, calling `after_each` after
+/// each (say, to sample the server's memory).
+pub async fn exists_p99_ms(client: &Client, n: usize, mut after_each: impl FnMut()) -> f64 {
+    let mut times = Vec::with_capacity(n);
+    for _ in 0..n {
+        let start = std::time::Instant::now();
+        client.check_stat("/").await.expect("exists");
+        times.push(start.elapsed().as_secs_f64() * 1000.0);
+        after_each();
+    }
+    times.sort_by(f64::total_cmp);
+    times[(n * 99).div_ceil(100) - 1]
+}
