@@ -6,7 +6,8 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use crate::node_map::NodeMap;
+use crate::node_map::Hasher;
+use crate::node_map::{Keyed, NodeMap};
 use std::sync::Arc;
 use zklock_codec::{Acl, Stat};
 
@@ -204,10 +205,6 @@ pub enum Event {
     ChildrenChanged(String),
 }
 
-/// The node map's hasher: foldhash (what hashbrown uses by default), seeded at random per process, so paths chosen
-/// by a client cannot be made to collide; SipHash was 5 % of a restart with a million nodes.
-pub type Hasher = foldhash::fast::RandomState;
-
 /// The tree.
 ///
 /// Memory (measured by `compare-scale`, docs/benchmarks.md): nodes are boxed, so the hash table holds a key and a
@@ -215,7 +212,7 @@ pub type Hasher = foldhash::fast::RandomState;
 /// bigger); keys and child names are `Box<str>` (no spare capacity); ACLs are shared ([`SharedAcl`]).
 #[derive(Debug, Clone)]
 pub struct DataTree {
-    nodes: NodeMap,
+    nodes: NodeMap<Node>,
     ephemerals: HashMap<i64, BTreeSet<String>>,
     containers: BTreeSet<String>,
     /// One copy of every distinct ACL in use (and some no longer in use, until [`DataTree::intern`] sweeps).
@@ -480,6 +477,12 @@ impl DataTree {
             node.aversion = aversion;
             node.changed = node.changed.max(zxid);
         }
+    }
+}
+
+impl Keyed for Node {
+    fn key(&self) -> &[u8] {
+        self.path_bytes()
     }
 }
 
