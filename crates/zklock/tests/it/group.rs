@@ -187,6 +187,8 @@ on_every_server! {
         let other = client(hosts).await;
         let group = Group::new(&other, &dir).unwrap();
         let first = group.clone().with_data("first").join().await.unwrap();
+        // On an ensemble the two sessions may be on different members: catch ours up with the join first.
+        watching.sync(&dir).await.unwrap();
         let mut view = Group::new(&watching, &dir).unwrap().watch().await.unwrap();
         assert_eq!(data(view.members()), ["first"]);
         // A `next` dropped while it waits loses nothing.
