@@ -563,6 +563,52 @@ pub fn recovery_times(
     (recoveries, isolated)
 }
 
+/// `zklock-chaos __rescore DIR`: the recovery figures of a kept campaign, from its `register.history` and
+/// `faults.history` alone.
+pub fn rescore(dir: &std::path::Path) -> Result<()> {
+    use clap::ValueEnum as _;
+    let ops: Vec<crate::history::Op> = std::fs::read_to_string(dir.join("register.history"))?
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| l.parse().map_err(anyhow::Error::msg))
+        .collect::<Result<_>>()?;
+    let mut records = Vec::new();
+    for line in std::fs::read_to_string(dir.join("faults.history"))?.lines() {
+        let f: Vec<&str> = line.splitn(4, ' ').collect();
+        if line.starts_with('#') || f.len() < 3 {
+            continue;
+        }
+        let fault = Fault::value_variants()
+            .iter()
+            .copied()
+            .find(|v| format!("{v:?}") == f[0])
+            .ok_or_else(|| anyhow::anyhow!("unknown fault {:?}", f[0]))?;
+        records.push(crate::nemesis::Record {
+            fault,
+            target: f.get(3).unwrap_or(&"").to_string(),
+            start_ns: f[1].parse()?,
+            heal_ns: f[2].parse()?,
+            violation: None,
+        });
+    }
+    let (mut all, mut alone) = recovery_times(&ops, &records);
+    all.sort_unstable();
+    alone.sort_unstable();
+    let p = |v: &[u64], q: f64| report::percentile(v, q);
+    println!(
+        "faults={} recovered={} recovery_p50_ms={:.0} recovery_p99_ms={:.0} isolated={} isolated_p50_ms={:.0} \
+         isolated_p99_ms={:.0}",
+        records.len(),
+        all.len(),
+        p(&all, 0.5),
+        p(&all, 0.99),
+        alone.len(),
+        p(&alone, 0.5),
+        p(&alone, 0.99)
+    );
+    Ok(())
+}
+
 #[cfg(test)]
 mod recovery_times_tests {
     use super::*;
@@ -641,7 +687,11 @@ mod recovery_times_tests {
         let mut rng = rand::rngs::StdRng::seed_from_u64(21);
         for round in 0..40 {
             let (ops, records) = synthetic(&mut rng, 50 + round * 40, 1 + round % 25);
-            assert_eq!(recovery_times(&ops, &records), by_definition(&ops, &records), "round {round}");
+            assert_eq!(
+                recovery_times(&ops, &records),
+                by_definition(&ops, &records),
+                "round {round}"
+            );
         }
         // Ties: faults healing at the same instant, ops at the heal.
         let (mut ops, mut records) = synthetic(&mut rng, 500, 30);
@@ -672,50 +722,4 @@ mod recovery_times_tests {
         assert!(all.len() > 2_000, "{}", all.len());
         assert!(took < std::time::Duration::from_secs(10), "{took:?}");
     }
-}
-
-/// `zklock-chaos __rescore DIR`: the recovery figures of a kept campaign, from its `register.history` and
-/// `faults.history` alone.
-pub fn rescore(dir: &std::path::Path) -> Result<()> {
-    use clap::ValueEnum as _;
-    let ops: Vec<crate::history::Op> = std::fs::read_to_string(dir.join("register.history"))?
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .map(|l| l.parse().map_err(anyhow::Error::msg))
-        .collect::<Result<_>>()?;
-    let mut records = Vec::new();
-    for line in std::fs::read_to_string(dir.join("faults.history"))?.lines() {
-        let f: Vec<&str> = line.splitn(4, ' ').collect();
-        if line.starts_with('#') || f.len() < 3 {
-            continue;
-        }
-        let fault = Fault::value_variants()
-            .iter()
-            .copied()
-            .find(|v| format!("{v:?}") == f[0])
-            .ok_or_else(|| anyhow::anyhow!("unknown fault {:?}", f[0]))?;
-        records.push(crate::nemesis::Record {
-            fault,
-            target: f.get(3).unwrap_or(&"").to_string(),
-            start_ns: f[1].parse()?,
-            heal_ns: f[2].parse()?,
-            violation: None,
-        });
-    }
-    let (mut all, mut alone) = recovery_times(&ops, &records);
-    all.sort_unstable();
-    alone.sort_unstable();
-    let p = |v: &[u64], q: f64| report::percentile(v, q);
-    println!(
-        "faults={} recovered={} recovery_p50_ms={:.0} recovery_p99_ms={:.0} isolated={} isolated_p50_ms={:.0} \
-         isolated_p99_ms={:.0}",
-        records.len(),
-        all.len(),
-        p(&all, 0.5),
-        p(&all, 0.99),
-        alone.len(),
-        p(&alone, 0.5),
-        p(&alone, 0.99)
-    );
-    Ok(())
 }

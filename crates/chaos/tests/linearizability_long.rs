@@ -150,7 +150,7 @@ fn unknown_operations_take_effect_before_their_deadline_or_never() {
     assert_eq!(verdict(&h, &[150, NEVER, NEVER]), Verdict::Linearizable);
     assert_eq!(verdict(&h, &[100, NEVER, NEVER]), Verdict::Linearizable); // at b's invocation, just after it
     assert!(is_no(&verdict(&h, &[99, NEVER, NEVER]))); // before b's write was invoked
-    // Never: fine whatever the deadline.
+                                                       // Never: fine whatever the deadline.
     let never = [
         write("a", 0, 0, 0, 5, Outcome::Unknown),
         write("b", 100, 110, 0, 6, ok(1)),
@@ -164,7 +164,10 @@ fn unknown_operations_take_effect_before_their_deadline_or_never() {
         read("b", 200, 210, 0, 5, 2),
     ];
     assert!(is_no(&verdict(&twice, &[1_000, NEVER, NEVER])));
-    let early = [read("b", 0, 10, 0, 5, 1), write("a", 20, 0, 0, 5, Outcome::Unknown)];
+    let early = [
+        read("b", 0, 10, 0, 5, 1),
+        write("a", 20, 0, 0, 5, Outcome::Unknown),
+    ];
     assert!(is_no(&verdict(&early, &[1_000, NEVER])));
     // `check` gives no deadline: the old semantics.
     assert_eq!(check(&h, MAX_STATES).verdict, Verdict::Linearizable);
@@ -347,7 +350,8 @@ fn two_hundred_thousand_operations_with_unknowns_decide_in_seconds() {
     // Late in the history (after ~190,000 completions), on key 2: a read made stale, an acknowledged write lost,
     // a version skipped.
     let late = |pick: &dyn Fn(&Operation) -> bool| (190_000..h.len()).find(|&i| pick(&h[i])).unwrap();
-    let reads_k2 = |op: &Operation| matches!(op.call, Call::Read { key: 2 }) && op.outcome != Outcome::Unknown;
+    let reads_k2 =
+        |op: &Operation| matches!(op.call, Call::Read { key: 2 }) && op.outcome != Outcome::Unknown;
     // Stale: the answer of a read of k2 ~1,000 operations before, if the version moved since.
     let at = late(&|op: &Operation| reads_k2(op));
     let old = (0..at - 1_000)
@@ -411,7 +415,14 @@ const S: u64 = 1_000_000_000;
 fn a_killed_contenders_write_may_land_until_its_session_is_surely_gone() {
     // Slot 0's first process writes k0 = 500 and is killed before the answer; its next process starts at 2 s.
     // Session timeout 4 s: the write may take effect until 2 + 2 × 4 + 20 = 30 s.
-    let killed = ("kv-0-1.history", format!("session 11 {} 4000\ncall 1 {} txn set 0 500 -1\n", S / 1000, S / 1000));
+    let killed = (
+        "kv-0-1.history",
+        format!(
+            "session 11 {} 4000\ncall 1 {} txn set 0 500 -1\n",
+            S / 1000,
+            S / 1000
+        ),
+    );
     let next = ("kv-0-2.history", format!("session 12 {} 4000\n", 2 * S));
     let other = |at: u64| {
         (
