@@ -27,9 +27,14 @@
 //!   full disk) arrives at most a fault's length later. The deadline is `E + 2 × session timeout + 20 s`, well
 //!   above that (faults last at most a few seconds to ~10 s); the last process of a slot has none.
 //!
-//! A deadline too short could only forbid a linearization (a false alarm), never admit a wrong one; too long only
-//! costs search. A history written before the session lines treats a process as one session of 10 s timeout:
-//! sound for this workload too, as it makes a new session only once the old one expired (the server had ended it).
+//! Why a later *session* is not enough: the client may declare its session expired itself (it could not reach a
+//! server within the timeout) while the server still holds it. A deadline too short could only forbid a
+//! linearization (a false alarm), never admit a wrong one; too long only costs search.
+//!
+//! A history written before the session lines is read as one session per process, of 10 s timeout: deadlines
+//! that may be too short (a request of an old session could land after the next session's first answer). So a
+//! `no` on such a history must be confirmed; a `yes` stands (shorter deadlines only remove linearizations, so a
+//! history linearizable with them is linearizable with the true ones).
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
