@@ -41,7 +41,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 /// One step of a transaction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Step {
     /// `setData(key, value, expected)`: `None` sets whatever the version (`-1` on the wire).
     Set {
@@ -70,7 +70,7 @@ impl Step {
 }
 
 /// What an operation asked.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Call {
     /// `sync` then `getData`.
     Read {
@@ -333,7 +333,66 @@ fn search(ops: &[(&Operation, u64)], keys: &[u32], max_states: usize) -> (Search
         }
     }
     events.sort_unstable();
+    // A value no read returned is replaced by one sentinel: it can only make reads fail, wherever it stands, so
+    // states that differ only in such values behave alike and merge.
+    let observed: HashSet<(u32, i64)> = ops
+        .iter()
+        .filter_map(|(op, _)| match (&op.call, &op.outcome) {
+            (Call::Read { key }, Outcome::Read { value, .. }) => Some((*key, *value)),
+            _ => None,
+        })
+        .collect();
+    let sentinel = i64::MIN;
+    let anonymous =
+        |key: u32, value: i64| !observed.contains(&(key, value)) && !observed.contains(&(key, sentinel));
+    let calls: Vec<Call> = ops
+        .iter()
+        .map(|(op, _)| match &op.call {
+            Call::Txn(steps) => Call::Txn(
+                steps
+                    .iter()
+                    .map(|&step| match step {
+                        Step::Set { key, value, expected } if anonymous(key, value) => Step::Set {
+                            key,
+                            value: sentinel,
+                            expected,
+                        },
+                        step => step,
+                    })
+                    .collect(),
+            ),
+            call => call.clone(),
+        })
+        .collect();
+    // Unknown operations with the same call (after the above) have the same effect in every state: a class. Of a
+    // class, only the member in flight with the earliest deadline may take effect next (an exchange argument: in
+    // any linearization that applies a later-deadline member while an earlier one is in flight, swapping the two,
+    // or applying the earlier one instead of the later if the earlier never takes effect, is a linearization too).
+    // So k unknown writes in flight cost k + 1 ways, not 2^k.
+    let mut classes: HashMap<&Call, u32> = HashMap::new();
+    let class: Vec<Option<u32>> = ops
+        .iter()
+        .zip(&calls)
+        .map(|((op, _), call)| {
+            (op.outcome == Outcome::Unknown).then(|| {
+                let next = classes.len() as u32;
+                *classes.entry(call).or_insert(next)
+            })
+        })
+        .collect();
+    let end: Vec<u64> = ops
+        .iter()
+        .map(|&(op, deadline)| {
+            if op.outcome == Outcome::Unknown {
+                deadline
+            } else {
+                op.ret_ns
+            }
+        })
+        .collect();
+    // In flight, by (end, op): a class's earliest-deadline member comes first.
     let mut in_flight: Vec<u32> = Vec::new();
+    let mut classes_seen: Vec<u32> = Vec::new();
     let mut configs: HashSet<Config> = HashSet::from([Config {
         state: vec![(0, 0); keys.len()],
         linearized: Vec::new(),
@@ -344,7 +403,9 @@ fn search(ops: &[(&Operation, u64)], keys: &[u32], max_states: usize) -> (Search
     let mut stack: Vec<Config> = Vec::new();
     for &(_, is_end, i) in &events {
         if !is_end {
-            in_flight.push(i);
+            let key = (end[i as usize], i);
+            let at = in_flight.partition_point(|&j| (end[j as usize], j) < key);
+            in_flight.insert(at, i);
             continue;
         }
         let (op, _) = ops[i as usize];
@@ -378,12 +439,19 @@ fn search(ops: &[(&Operation, u64)], keys: &[u32], max_states: usize) -> (Search
                 );
                 return (Search::GaveUp(why), explored);
             }
+            classes_seen.clear();
             for &j in &in_flight {
                 if x.linearized.binary_search(&j).is_ok() {
                     continue;
                 }
+                if let Some(c) = class[j as usize] {
+                    if classes_seen.contains(&c) {
+                        continue; // a member of its class with an earlier deadline is still in flight
+                    }
+                    classes_seen.push(c);
+                }
                 let (other, _) = ops[j as usize];
-                let Some(state) = apply(&x.state, &index, &other.call, &other.outcome) else {
+                let Some(state) = apply(&x.state, &index, &calls[j as usize], &other.outcome) else {
                     continue;
                 };
                 if j == i {
@@ -414,7 +482,10 @@ fn search(ops: &[(&Operation, u64)], keys: &[u32], max_states: usize) -> (Search
                 .map(|s| {
                     s.iter()
                         .zip(keys)
-                        .map(|((value, version), k)| format!("k{k}={value} v{version}"))
+                        .map(|(&(value, version), k)| match value {
+                            i64::MIN => format!("k{k}=(a value no read saw) v{version}"),
+                            value => format!("k{k}={value} v{version}"),
+                        })
                         .collect::<Vec<_>>()
                         .join(" ")
                 })

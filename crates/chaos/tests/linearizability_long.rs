@@ -178,6 +178,19 @@ fn unknown_operations_take_effect_before_their_deadline_or_never() {
 /// interval; 1 % unknown (half of them taking effect, some up to 400 ms late, the client carrying on), with
 /// deadlines at or after the effect.
 fn synthetic(seed: u64, n: usize) -> (Vec<Operation>, Vec<u64>) {
+    synthetic_with(seed, n, 10, 0.3, 400 * MS, 600 * MS)
+}
+
+/// [`synthetic`] with `per_mille` of the transactions unknown, a fraction `late` of those taking effect up to
+/// `lag` after their invocation with a deadline up to `grace` after that.
+fn synthetic_with(
+    seed: u64,
+    n: usize,
+    per_mille: u32,
+    late: f64,
+    lag: u64,
+    grace: u64,
+) -> (Vec<Operation>, Vec<u64>) {
     let mut rng = StdRng::seed_from_u64(seed);
     struct Planned {
         call: Call,
@@ -233,10 +246,10 @@ fn synthetic(seed: u64, n: usize) -> (Vec<Operation>, Vec<u64>) {
                 },
             ]),
         };
-        let unknown = matches!(call, Call::Txn(_)) && rng.gen_range(0..100) == 0;
-        let (effect_ns, deadline) = if unknown && rng.gen_bool(0.3) {
-            let late = call_ns + rng.gen_range(0..400 * MS);
-            (late, late + rng.gen_range(0..600 * MS))
+        let unknown = matches!(call, Call::Txn(_)) && rng.gen_range(0..1000) < per_mille;
+        let (effect_ns, deadline) = if unknown && rng.gen_bool(late) {
+            let late = call_ns + rng.gen_range(0..lag);
+            (late, late + rng.gen_range(0..grace))
         } else {
             (effect_ns, NEVER) // filled in below: the client's next answer
         };
@@ -481,4 +494,18 @@ fn an_unknown_write_lands_before_the_next_answer_on_its_session() {
     // Had the read gone on a new session, the old one's write could land until that session surely ended.
     let (code, v) = check_files(&[slot0(true), slot1]);
     assert_eq!(code, Some(0), "{v}");
+}
+
+#[test]
+fn unknown_writes_in_flight_for_half_a_minute_decide_in_seconds() {
+    // As in an hour's soak where sessions are given up, and more: ~0.5 unknown writes a second (the one-hour soak
+    // had 0.29), each taking effect up to 10 s after its invocation (or never), with a deadline up to 30 s after
+    // that (the soak's are ~28 s after the session was given up).
+    let (h, d) = synthetic_with(22, 100_000, 1, 1.0, 10_000 * MS, 30_000 * MS);
+    let unknown = h.iter().filter(|op| op.outcome == Outcome::Unknown).count();
+    let span = (h.last().unwrap().call_ns - h[0].call_ns) as f64 / 1e9;
+    eprintln!("{} ops over {span:.0} s, {unknown} unknown", h.len());
+    let (v, took) = timed(&h, &d);
+    assert_eq!(v, Verdict::Linearizable);
+    assert!(took < Duration::from_secs(60), "{took:?}");
 }
