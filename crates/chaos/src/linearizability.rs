@@ -24,6 +24,11 @@
 //! every such prefix). The bound `max_states` caps the configurations explored at one completion: past it the
 //! answer is [`Verdict::Unknown`], which a caller must never count as a pass.
 //!
+//! Two reductions keep many unknown writes in flight cheap (both argued where they are made, in `search`): a
+//! value no read returned is replaced by one sentinel, so states that differ only in such values merge; and of
+//! unknown operations with equal calls (after that replacement) only the one in flight with the earliest deadline
+//! may take effect next, so `k` of them cost `k + 1` ways instead of `2^k`.
+//!
 //! ## Why unknown operations need a deadline
 //! With no deadline an unknown operation stays in flight to the end of the history, and every configuration
 //! splits on it (taken effect yet or not) for as long: a one-hour soak with a few hundred of them could not be
