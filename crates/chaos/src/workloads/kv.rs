@@ -12,6 +12,29 @@
 //! * `ok <n> <ns> read <value> <version>` / `ok <n> <ns> txn <new version of each set>…`
 //! * `refused <n> <ns> <index of the step that failed>` (`BadVersion`: nothing applied)
 //! * `unknown <n> <ns> <why>` (timeout or lost connection: may have happened, or not).
+//! * `session <id> <ns> <negotiated timeout ms>` before the first call on each session.
+//!
+//! ## Deadlines of unknown operations
+//! [`load`] gives each unknown operation the latest time it can have taken effect ([`check_within`]), from what
+//! ZooKeeper guarantees: a session's requests are processed in order, and none after the session ended.
+//! * A later operation of the same session was answered: the unknown one was processed (or dropped) before it,
+//!   so before that answer.
+//! * Otherwise the session was given up: the process made a new session (only once the client saw the old one
+//!   expired or closed) or it ended (killed, or its time was up; the slot's next process starts after it exited).
+//!   Call that moment `E`: the next session line of the process, else the first line of the slot's next process.
+//!   The server expires a session at most a session timeout after the last packet it got from it, and no packet
+//!   leaves a client after `E`; a packet held up by a fault (a blackholed link, a restarting or paused server, a
+//!   full disk) arrives at most a fault's length later. The deadline is `E + 2 × session timeout + 20 s`, well
+//!   above that (faults last at most a few seconds to ~10 s); the last process of a slot has none.
+//!
+//! Why a later *session* is not enough: the client may declare its session expired itself (it could not reach a
+//! server within the timeout) while the server still holds it. A deadline too short could only forbid a
+//! linearization (a false alarm), never admit a wrong one; too long only costs search.
+//!
+//! A history written before the session lines is read as one session per process, of 10 s timeout: deadlines
+//! that may be too short (a request of an old session could land after the next session's first answer). So a
+//! `no` on such a history must be confirmed; a `yes` stands (shorter deadlines only remove linearizations, so a
+//! history linearizable with them is linearizable with the true ones).
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -26,7 +49,7 @@ use zookeeper_client::{Client, CreateMode, MultiWriteError, MultiWriteResult};
 use super::{Contender, Turn, Workload};
 use crate::clock::now_ns;
 use crate::history::{Action, Kind, Op};
-use crate::linearizability::{self, Call, Operation, Outcome, Report, Step};
+use crate::linearizability::{self, check_within, Call, Operation, Outcome, Report, Step};
 use crate::worker_args::WorkerArgs;
 
 /// How many znodes.
@@ -69,6 +92,8 @@ pub struct Register {
     /// The last version this contender saw of each key: what its compare-and-sets expect.
     known: [i32; KEYS as usize],
     operations: u64,
+    /// The session the last operation was sent on (its `session` line written).
+    session: Option<i64>,
 }
 
 impl Workload for Register {
@@ -97,6 +122,12 @@ impl Workload for Register {
             ((args.client as i64 + 1) << 40) | ((args.launch as i64 & 0xffff) << 24) | (n as i64 & 0xff_ffff);
         let call = choose(&mut cx.rng, &self.known, value);
         let history = self.history.as_mut().expect("opened before the first operation");
+        let session = zk.session_id().0;
+        if self.session != Some(session) {
+            self.session = Some(session);
+            let timeout = zk.session_timeout().as_millis();
+            line(history, &format!("session {session} {} {timeout}", now_ns()));
+        }
         line(history, &format!("call {n} {} {}", now_ns(), encode_call(&call)));
         let outcome = match tokio::time::timeout(cx.timeout, perform(zk, &args.path, &call)).await {
             Ok(outcome) => outcome,
@@ -304,35 +335,59 @@ fn decode_call(f: &[&str]) -> Option<Call> {
     }
 }
 
+/// One process's history: its operations in call order, the session each was sent on, and its sessions (when
+/// each began, its timeout in ns).
+struct Process {
+    ops: Vec<Operation>,
+    session_of: Vec<usize>,
+    sessions: Vec<(u64, u64)>,
+    /// Its first line's time.
+    first_ns: Option<u64>,
+}
+
+/// What a history without session lines is taken for: one session of this timeout.
+const OLD_TIMEOUT_NS: u64 = 10_000_000_000;
+
+/// The grace beyond two session timeouts for a packet held up by a fault (see the module docs).
+const GRACE_NS: u64 = 20_000_000_000;
+
 /// Parses one process's history. A torn last line is skipped: a call never fully written was never sent, and an
 /// answer never fully written leaves its operation unknown.
-pub fn parse(process: &str, text: &str) -> Vec<Operation> {
-    let mut ops: BTreeMap<u64, Operation> = BTreeMap::new();
+fn parse_process(process: &str, text: &str) -> Process {
+    let mut ops: BTreeMap<u64, (Operation, usize)> = BTreeMap::new();
+    let mut sessions: Vec<(u64, u64)> = Vec::new();
+    let mut first_ns = None;
     for line in text.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
+        if let ["session", _id, at, timeout_ms] = f[..] {
+            if let (Ok(at), Ok(ms)) = (at.parse::<u64>(), timeout_ms.parse::<u64>()) {
+                sessions.push((at, ms * 1_000_000));
+                first_ns.get_or_insert(at);
+            }
+            continue;
+        }
         let (Some(n), Some(at)) = (
             f.get(1).and_then(|s| s.parse::<u64>().ok()),
             f.get(2).and_then(|s| s.parse::<u64>().ok()),
         ) else {
             continue;
         };
+        first_ns.get_or_insert(at);
         match f[0] {
             "call" => {
                 if let Some(call) = decode_call(&f[3..]) {
-                    ops.insert(
-                        n,
-                        Operation {
-                            process: process.to_owned(),
-                            call_ns: at,
-                            ret_ns: at,
-                            call,
-                            outcome: Outcome::Unknown,
-                        },
-                    );
+                    let operation = Operation {
+                        process: process.to_owned(),
+                        call_ns: at,
+                        ret_ns: at,
+                        call,
+                        outcome: Outcome::Unknown,
+                    };
+                    ops.insert(n, (operation, sessions.len().saturating_sub(1)));
                 }
             }
             kind => {
-                let Some(op) = ops.get_mut(&n) else { continue };
+                let Some((op, _)) = ops.get_mut(&n) else { continue };
                 let nums: Vec<i64> = f[3..].iter().filter_map(|s| s.parse().ok()).collect();
                 let outcome = match (kind, f.get(3).copied(), &op.call) {
                     ("ok", Some("read"), Call::Read { .. }) if nums.len() == 2 => Outcome::Read {
@@ -352,12 +407,48 @@ pub fn parse(process: &str, text: &str) -> Vec<Operation> {
             }
         }
     }
-    ops.into_values().collect()
+    if sessions.is_empty() {
+        sessions.push((first_ns.unwrap_or(0), OLD_TIMEOUT_NS));
+    }
+    let (ops, session_of) = ops.into_values().unzip();
+    Process {
+        ops,
+        session_of,
+        sessions,
+        first_ns,
+    }
 }
 
-/// The histories of a campaign's directory: every `kv-<slot>-<launch>.history`.
-pub fn load(dir: &Path) -> Result<Vec<Operation>> {
-    let mut history = Vec::new();
+/// The deadlines of `process`'s operations (see the module docs); `next_ns`: the first line of the slot's next
+/// process, if any.
+fn deadlines(process: &Process, next_ns: Option<u64>) -> Vec<u64> {
+    let mut deadlines = vec![u64::MAX; process.ops.len()];
+    // Per session, the answer of the latest-called answered operation seen so far walking backwards.
+    let mut answered_after: Vec<Option<u64>> = vec![None; process.sessions.len()];
+    for (i, op) in process.ops.iter().enumerate().rev() {
+        let s = process.session_of[i];
+        if op.outcome != Outcome::Unknown {
+            answered_after[s] = Some(op.ret_ns);
+            continue;
+        }
+        deadlines[i] = match answered_after[s] {
+            Some(ret) => ret,
+            None => {
+                let given_up = process.sessions.get(s + 1).map(|&(at, _)| at).or(next_ns);
+                given_up.map_or(u64::MAX, |e| {
+                    e.saturating_add(2 * process.sessions[s].1)
+                        .saturating_add(GRACE_NS)
+                })
+            }
+        };
+    }
+    deadlines
+}
+
+/// The histories of a campaign's directory (every `kv-<slot>-<launch>.history`), with the deadline of each
+/// operation ([`check_within`]).
+pub fn load(dir: &Path) -> Result<(Vec<Operation>, Vec<u64>)> {
+    let mut processes: BTreeMap<(u64, u64), Process> = BTreeMap::new();
     for entry in std::fs::read_dir(dir)? {
         let path = entry?.path();
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
@@ -365,10 +456,23 @@ pub fn load(dir: &Path) -> Result<Vec<Operation>> {
         };
         if let Some(process) = name.strip_prefix("kv-").and_then(|n| n.strip_suffix(".history")) {
             let text = std::fs::read_to_string(&path)?;
-            history.extend(parse(process, &text));
+            let (slot, launch) = process.split_once('-').unwrap_or((process, "0"));
+            let key = (slot.parse().unwrap_or(u64::MAX), launch.parse().unwrap_or(0));
+            processes.insert(key, parse_process(process, &text));
         }
     }
-    Ok(history)
+    let (mut history, mut all) = (Vec::new(), Vec::new());
+    let keys: Vec<(u64, u64)> = processes.keys().copied().collect();
+    for (i, key) in keys.iter().enumerate() {
+        let next = keys
+            .get(i + 1)
+            .filter(|k| k.0 == key.0)
+            .and_then(|k| processes[k].first_ns);
+        let process = &processes[key];
+        all.extend(deadlines(process, next));
+        history.extend(process.ops.iter().cloned());
+    }
+    Ok((history, all))
 }
 
 /// How many operations got an answer so far, in the histories of `dir` (for the campaign's progress lines).
@@ -395,7 +499,7 @@ pub fn answered(dir: &Path) -> usize {
 /// The campaign's judgement: the checker's report on the histories in `dir`, and the acknowledged operations as
 /// register records (their completion times, for the operation count and the recovery figures).
 pub async fn judge(dir: &Path) -> Result<(Report, Vec<Op>)> {
-    let history = load(dir)?;
+    let (history, deadlines) = load(dir)?;
     let mut ops: Vec<Op> = history
         .iter()
         .filter(|op| !matches!(op.outcome, Outcome::Unknown))
@@ -425,7 +529,7 @@ pub async fn judge(dir: &Path) -> Result<(Report, Vec<Op>)> {
         op.seq = i as u64;
     }
     let report =
-        tokio::task::spawn_blocking(move || linearizability::check(&history, linearizability::MAX_STATES))
+        tokio::task::spawn_blocking(move || check_within(&history, &deadlines, linearizability::MAX_STATES))
             .await
             .context("the linearizability checker failed")?;
     Ok((report, ops))
@@ -433,8 +537,10 @@ pub async fn judge(dir: &Path) -> Result<(Report, Vec<Op>)> {
 
 /// `zklock-chaos __check-register DIR`: the verdict on the histories of `DIR` (exit 0 yes, 1 no, 2 unknown).
 pub fn check_dir(dir: &Path) -> Result<i32> {
-    let history = load(dir)?;
-    let report = linearizability::check(&history, linearizability::MAX_STATES);
+    let (history, deadlines) = load(dir)?;
+    let started = std::time::Instant::now();
+    let report = check_within(&history, &deadlines, linearizability::MAX_STATES);
+    eprintln!("checked in {:.1} s", started.elapsed().as_secs_f64());
     println!("{report}");
     Ok(match report.verdict {
         linearizability::Verdict::Linearizable => 0,
