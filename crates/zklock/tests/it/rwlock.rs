@@ -25,6 +25,9 @@ async fn writer_held_when_told(client: &Client, dir: &str) -> Contender {
 /// waits in the queue.
 async fn reader_behind_a_proxy(hosts: &str, dir: &str) -> (Proxy, JoinHandle<zklock::Result<ReadGuard>>) {
     let (proxy, reader_client) = proxied_client(hosts).await;
+    // On an ensemble the writers' sessions may be on other members: the reader's catches up with their creates
+    // first, so that its first listing shows every writer queued before it.
+    reader_client.sync(dir).await.unwrap();
     let reader = spawn_waiting(Session::new(&reader_client), |session| {
         let lock = RwLock::new(session, dir).unwrap();
         async move { lock.read().await }
