@@ -23,6 +23,9 @@ use crate::tempdirs::instance_dir;
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// Pause between polls of the KDC's port: krb5kdc offers no readiness event.
 const POLL_INTERVAL: Duration = Duration::from_millis(50);
+/// The clock skew the KDC and clients allow (`clockskew` in `krb5_conf`): ZooKeeper and the KDC run on this
+/// machine, and an expired ticket must be refused soon after it expired.
+const CLOCK_SKEW: Duration = Duration::from_secs(1);
 
 /// A running MIT KDC; see the module's documentation.
 pub struct Kdc {
@@ -165,8 +168,8 @@ impl Kdc {
     }
 
     /// [`Kdc::kinit`] with a ticket that expires after `lifetime` (whole seconds, `kinit -l`), and returns once it
-    /// has expired (`klist -s` fails; polled, bounded by `lifetime` + 30 s): a ticket cache holding only an
-    /// expired ticket.
+    /// has expired (`klist -s` fails; polled, bounded by `lifetime` + 30 s) and the KDC's clock skew has passed:
+    /// a ticket cache holding only an expired ticket, which the KDC refuses.
     ///
     /// # Errors
     /// `kinit` fails, or the ticket is still valid 30 s after it should have expired.
@@ -189,6 +192,9 @@ impl Kdc {
                 .stderr(Stdio::null());
             self.configure(&mut klist);
             if !klist.status()?.success() {
+                // Expired for us; the KDC honours a ticket until its clock skew (1 s, `krb5_conf`) has passed
+                // too, and no event tells when that is.
+                std::thread::sleep(CLOCK_SKEW * 2);
                 return Ok(());
             }
             if Instant::now() > deadline {
@@ -282,7 +288,7 @@ fn krb5_conf_text(realm: &str, port: u16) -> String {
     format!(
         "[libdefaults]\n    default_realm = {realm}\n    dns_lookup_kdc = false\n    dns_lookup_realm = false\n    \
          rdns = false\n    dns_canonicalize_hostname = false\n    udp_preference_limit = 1\n    \
-         ticket_lifetime = 1h\n\n[realms]\n    {realm} = {{\n        kdc = 127.0.0.1:{port}\n    }}\n\n\
+         ticket_lifetime = 1h\n    clockskew = 1\n\n[realms]\n    {realm} = {{\n        kdc = 127.0.0.1:{port}\n    }}\n\n\
          [domain_realm]\n    localhost = {realm}\n"
     )
 }
