@@ -12,37 +12,19 @@
 #[allow(dead_code)]
 mod linearizability;
 
+#[path = "common/histories.rs"]
+#[allow(dead_code)]
+mod histories;
+
 use std::time::{Duration, Instant};
 
+use histories::{read, write};
 use linearizability::{check, check_within, Call, Operation, Outcome, Step, Verdict, MAX_STATES};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 const MS: u64 = 1_000_000;
 const NEVER: u64 = u64::MAX;
-
-fn op(p: &str, call: u64, ret: u64, c: Call, outcome: Outcome) -> Operation {
-    Operation {
-        process: p.to_owned(),
-        call_ns: call,
-        ret_ns: ret,
-        call: c,
-        outcome,
-    }
-}
-
-fn read(p: &str, call: u64, ret: u64, key: u32, value: i64, version: i32) -> Operation {
-    op(p, call, ret, Call::Read { key }, Outcome::Read { value, version })
-}
-
-fn write(p: &str, call: u64, ret: u64, key: u32, value: i64, outcome: Outcome) -> Operation {
-    let step = Step::Set {
-        key,
-        value,
-        expected: None,
-    };
-    op(p, call, ret, Call::Txn(vec![step]), outcome)
-}
 
 fn ok(version: i32) -> Outcome {
     Outcome::Applied(vec![version])

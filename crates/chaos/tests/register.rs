@@ -12,31 +12,12 @@
 #[allow(dead_code)]
 mod linearizability;
 
+#[path = "common/histories.rs"]
+#[allow(dead_code)]
+mod histories;
+
+use histories::{op, read, write};
 use linearizability::{check, Call, Operation, Outcome, Step, Verdict};
-
-/// An operation by `p` over `[call, ret]`.
-fn op(p: &str, call: u64, ret: u64, c: Call, outcome: Outcome) -> Operation {
-    Operation {
-        process: p.to_owned(),
-        call_ns: call,
-        ret_ns: ret,
-        call: c,
-        outcome,
-    }
-}
-
-fn read(p: &str, call: u64, ret: u64, key: u32, value: i64, version: i32) -> Operation {
-    op(p, call, ret, Call::Read { key }, Outcome::Read { value, version })
-}
-
-fn write(p: &str, call: u64, ret: u64, key: u32, value: i64, outcome: Outcome) -> Operation {
-    let step = Step::Set {
-        key,
-        value,
-        expected: None,
-    };
-    op(p, call, ret, Call::Txn(vec![step]), outcome)
-}
 
 fn cas(p: &str, call: u64, ret: u64, key: u32, expected: i32, value: i64, outcome: Outcome) -> Operation {
     let step = Step::Set {
