@@ -256,7 +256,8 @@ impl Contacts<'_> {
         });
     }
 
-    /// When the next heartbeat is due: [`HEARTBEATS`] of the session timeout after the last confirmed one was sent.
+    /// When the next heartbeat is due: a tenth of the session timeout ([`HEARTBEATS`]) after the last confirmed one
+    /// was sent.
     fn next_heartbeat(&self) -> Instant {
         match *self.valid_until.borrow() {
             Some(until) => {
@@ -272,7 +273,8 @@ const HEARTBEATS: u32 = 10;
 
 /// Sends a heartbeat: a `sync` on our node, which a follower answers only once the leader has, and an `exists`
 /// on it pipelined behind (ZooKeeper answers a session's requests in order, so its reply comes after the `sync`'s).
-/// `Some` if both went through and the node is there.
+/// `true` if both went through and the node is there. Sent when first polled, so after the instant the caller
+/// records as its sending: the validity errs short.
 fn heartbeat_to(client: &Client, path: &str) -> Pin<Box<dyn Future<Output = bool> + Send>> {
     let (client, path) = (client.clone(), path.to_owned());
     Box::pin(async move {
