@@ -99,7 +99,9 @@ fn decode_snapshot(blob: &[u8]) -> Result<Decoded, String> {
     let mut nodes = TreeBuilder::with_capacity(count.min(r.remaining() / 64));
     let mut last_acl: Option<(&[u8], crate::tree::SharedAcl)> = None;
     for _ in 0..count {
-        let path = r.read_string().map_err(e)?;
+        // Read in place (the node packs its own copy of path and data): no allocation of its own per node.
+        let path = r.read_buffer_slice().map_err(e)?.unwrap_or_default();
+        let path = std::str::from_utf8(path).map_err(|_| "a node path is not UTF-8".to_owned())?;
         let data = r.read_buffer_slice().map_err(e)?;
         // Neighbours mostly share their ACL: when the bytes are those of the previous node's ACL (the encoding is
         // self-delimiting), that ACL is taken without decoding it again (the tree interns the rest).
@@ -129,7 +131,7 @@ fn decode_snapshot(blob: &[u8]) -> Result<Decoded, String> {
         );
         let owner = r.read_i64().map_err(e)?;
         // `children` and `changed` are rebuilt by the TreeBuilder.
-        let mut node = Node::new(&path, data, acl, owner, czxid, ctime);
+        let mut node = Node::new(path, data, acl, owner, czxid, ctime);
         (node.mzxid, node.mtime, node.pzxid) = (mzxid, mtime, r.read_i64().map_err(e)?);
         (node.version, node.cversion, node.aversion) = (version, cversion, aversion);
         nodes.push(node);

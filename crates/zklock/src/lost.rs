@@ -273,6 +273,9 @@ const HEARTBEATS: u32 = 10;
 
 /// Sends a heartbeat: a `sync` on our node, which a follower answers only once the leader has, and an `exists`
 /// on it pipelined behind (ZooKeeper answers a session's requests in order, so its reply comes after the `sync`'s).
+/// The `exists` is what proves our session alive at the leader: a follower answers a `sync` only after applying
+/// every transaction the leader committed before it, so had the leader expired our session, the follower would
+/// have deleted our ephemeral node by then and the `exists` would find nothing.
 /// `true` if both went through and the node is there. Sent when first polled, so after the instant the caller
 /// records as its sending: the validity errs short.
 fn heartbeat_to(client: &Client, path: &str) -> Pin<Box<dyn Future<Output = bool> + Send>> {
