@@ -459,7 +459,7 @@ async fn check_turn<R: Rules + ?Sized>(
         Turn::Wait { watch, sole } => Step::Wait {
             name: queue[watch].name.clone(),
             sole,
-            ahead: (!sole && watch > 0).then(|| look_ahead(rules, &queue, me, watch)),
+            ahead: (!sole && watch > 0).then(|| look_ahead(rules, queue, me, watch)),
         },
     })
 }
@@ -473,25 +473,24 @@ async fn check_turn<R: Rules + ?Sized>(
 /// one): when it goes, most often because it held and released, we list again — two turns before ours, so that
 /// the listing is over long before our predecessor can release, even by holders that release the moment they
 /// hold (docs/benchmarks.md, "Waiters back to back").
-fn look_ahead<R: Rules + ?Sized>(rules: &R, queue: &[Contender], me: usize, watch: usize) -> Ahead {
+fn look_ahead<R: Rules + ?Sized>(rules: &R, mut queue: Vec<Contender>, me: usize, watch: usize) -> Ahead {
     let before = watch - 1;
-    let mut without = queue.to_vec();
-    without.remove(before);
+    // The queue without `queue[before]`: moved in place, no name copied (this runs at every look at a queue of
+    // thousands).
+    let removed = queue.remove(before);
     let makes_sole = me > before
-        && rules.turn(&without, me - 1)
+        && rules.turn(&queue, me - 1)
             == Turn::Wait {
                 watch: watch - 1,
                 sole: true,
             };
-    let index = if makes_sole {
-        before
+    // `queue[before]` if its deletion makes ours sole; otherwise the one before it, when there is one.
+    let name = if makes_sole || before == 0 {
+        removed.name
     } else {
-        before.saturating_sub(1)
+        queue.swap_remove(before - 1).name
     };
-    Ahead {
-        name: queue[index].name.clone(),
-        makes_sole,
-    }
+    Ahead { name, makes_sole }
 }
 
 /// The first child of our queue directory that we may not share it with ([`node::conflict`]), or a semaphore using

@@ -39,9 +39,14 @@ pub(crate) async fn vanished(client: &Client, retry: &RetryPolicy, lost: &LostSi
 /// second node of ours can only come from a create retried after a lost reply that did happen after all.
 pub(crate) async fn sweep_duplicates(node: &OwnNode, contenders: Vec<Contender>) -> Result<Vec<Contender>> {
     let me = node.name.as_deref().unwrap_or_default();
+    let duplicate = |c: &Contender| c.name != me && c.name.starts_with(&node.unique);
+    // The common case, at every look at the queue: nothing to sweep, nothing to rebuild.
+    if !contenders.iter().any(duplicate) {
+        return Ok(contenders);
+    }
     let mut kept = Vec::with_capacity(contenders.len());
     for contender in contenders {
-        if contender.name != me && contender.name.starts_with(&node.unique) {
+        if duplicate(&contender) {
             let path = child_path(&node.dir, &contender.name);
             tracing::warn!(%path, "removing a duplicate node of ours");
             delete_if_exists(&node.client, &node.retry, &path, None).await?;

@@ -108,7 +108,7 @@ pub fn unique_prefix(uuid: &uuid::Uuid) -> String {
     format!("_c_{uuid}-")
 }
 
-/// Reads a child name; `None` if it is not a contender node of any known format.
+/// Reads a child name: its marker and sequence number; `None` if it is not a contender node of any known format.
 ///
 /// The sequence is the run of digits (with an optional minus sign: ZooKeeper's int32 counter wraps) after the
 /// last known marker, and it must end the name.
@@ -116,7 +116,7 @@ pub fn unique_prefix(uuid: &uuid::Uuid) -> String {
 /// Every look at a queue parses every name in it, so this is where a listing of thousands costs its time: it
 /// looks only at the end of the name. No marker ends with a digit, so the last marker of the name can only end
 /// where the final run of digits starts (or one byte earlier, before a minus sign); anything else is no contender.
-pub fn parse(name: &str) -> Option<Contender> {
+pub(crate) fn parse_parts(name: &str) -> Option<(Marker, i64)> {
     let bytes = name.as_bytes();
     let digits_at = bytes.len() - bytes.iter().rev().take_while(|b| b.is_ascii_digit()).count();
     if digits_at == bytes.len() {
@@ -140,12 +140,7 @@ pub fn parse(name: &str) -> Option<Contender> {
     if unsigned.is_empty() || !unsigned.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    let sequence = digits.parse().ok()?;
-    Some(Contender {
-        name: name.to_owned(),
-        sequence,
-        marker,
-    })
+    Some((marker, digits.parse().ok()?))
 }
 
 /// A semaphore's child directory of the lease nodes (Curator's `InterProcessSemaphoreV2` layout).
@@ -162,7 +157,7 @@ pub const SEMAPHORE: &str =
 /// A directory that merely has a child named `locks` — a parent of lock directories, say — is not one.
 pub fn is_semaphore(children: &[String], leases: &[String], locks: &[String]) -> bool {
     let is_dir = |c: &String| c == LEASES || c == LOCKS;
-    let is_contender = |c: &String| parse(c).is_some();
+    let is_contender = |c: &String| parse_parts(c).is_some();
     let inside = || leases.iter().chain(locks);
     children.iter().any(is_dir)
         && inside().all(is_contender)
@@ -199,8 +194,8 @@ pub fn other_recipe(name: &str) -> Option<&'static str> {
 /// the directory with: a contender node of a marker it does not keep, or another recipe's node
 /// ([`other_recipe`]). Returns the child's name and what it is.
 pub fn conflict(children: &[String], keep: impl Fn(Marker) -> bool) -> Option<(String, &'static str)> {
-    children.iter().find_map(|name| match parse(name) {
-        Some(c) if !keep(c.marker) => Some((name.clone(), c.marker.describe())),
+    children.iter().find_map(|name| match parse_parts(name) {
+        Some((marker, _)) if !keep(marker) => Some((name.clone(), marker.describe())),
         Some(_) => None,
         None => other_recipe(name).map(|what| (name.clone(), what)),
     })
@@ -213,10 +208,17 @@ pub fn conflict(children: &[String], keep: impl Fn(Marker) -> bool) -> Option<(S
 /// some above 2^30, some below -2^30 — the negative ones came later and sort after the positive ones. That is
 /// right as long as the live contenders span fewer than 2^31 numbers, which they always do.
 pub fn sorted_contenders(children: Vec<String>, keep: impl Fn(Marker) -> bool) -> Vec<Contender> {
+    // The names move into the contenders: a listing of thousands is parsed at every look, so no copies.
     let mut queue: Vec<Contender> = children
-        .iter()
-        .filter_map(|name| parse(name))
-        .filter(|c| keep(c.marker))
+        .into_iter()
+        .filter_map(|name| {
+            let (marker, sequence) = parse_parts(&name)?;
+            keep(marker).then_some(Contender {
+                name,
+                sequence,
+                marker,
+            })
+        })
         .collect();
     const QUARTER: i64 = 1 << 30;
     let wrapped = queue.iter().any(|c| c.sequence < -QUARTER) && queue.iter().any(|c| c.sequence > QUARTER);
@@ -227,13 +229,23 @@ pub fn sorted_contenders(children: Vec<String>, keep: impl Fn(Marker) -> bool) -
             c.sequence
         }
     };
-    queue.sort_by(|a, b| key(a).cmp(&key(b)).then_with(|| a.name.cmp(&b.name)));
+    // Names are unique, so the order is total and an unstable sort gives the same result.
+    queue.sort_unstable_by(|a, b| key(a).cmp(&key(b)).then_with(|| a.name.cmp(&b.name)));
     queue
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse(name: &str) -> Option<Contender> {
+        let (marker, sequence) = parse_parts(name)?;
+        Some(Contender {
+            name: name.to_owned(),
+            sequence,
+            marker,
+        })
+    }
 
     /// What `parse` did before it looked only at the end of the name: the last occurrence of any marker.
     fn parse_by_search(name: &str) -> Option<Contender> {
