@@ -12,6 +12,7 @@
 //! Prints one line per directory removed (`removed PATH`, or `would remove PATH` with `--dry-run`). A directory
 //! whose ACL does not let us list it or delete it is named on stderr and makes the exit status 1.
 
+use zklock::child_path;
 use zookeeper_client::{self as zk, Client, Stat};
 
 use crate::cli::ReapArgs;
@@ -150,14 +151,6 @@ fn is_reserved(path: &str) -> bool {
     path == "/" || path == "/zookeeper" || path.starts_with("/zookeeper/")
 }
 
-fn child_path(dir: &str, name: &str) -> String {
-    if dir == "/" {
-        format!("/{name}")
-    } else {
-        format!("{dir}/{name}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,11 +180,5 @@ mod tests {
         assert!(!is_empty_directory("/", &stat(0, 0, 9)));
         assert!(!is_empty_directory("/zookeeper/quota", &stat(0, 0, 9)));
         assert!(is_empty_directory("/zookeeperish", &stat(0, 0, 1)));
-    }
-
-    #[test]
-    fn children_of_the_root_have_one_slash() {
-        assert_eq!(child_path("/", "a"), "/a");
-        assert_eq!(child_path("/a", "b"), "/a/b");
     }
 }

@@ -5,15 +5,14 @@
 //! cargo run -p zklock --example election_loop -- 127.0.0.1:2181   # run two or three at once
 //! ```
 
+mod common;
+
 use std::ops::ControlFlow;
 use std::time::Duration;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let hosts = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "127.0.0.1:2181".to_owned());
-    let client = zookeeper_client::Client::connect(&hosts).await?;
+    let client = common::connect().await?;
     let me = format!("pid {}", std::process::id());
     let election =
         zklock::LeaderElection::new(&client, "/examples/elections/scheduler")?.with_data(me.clone());

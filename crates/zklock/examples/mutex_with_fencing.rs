@@ -5,6 +5,8 @@
 //! cargo run -p zklock --example mutex_with_fencing -- 127.0.0.1:2181
 //! ```
 
+mod common;
+
 use std::sync::atomic::{AtomicI64, Ordering};
 
 /// Stands in for the resource (a database row, a storage bucket): it refuses a token older than one it has seen.
@@ -25,10 +27,7 @@ impl FencedResource {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let hosts = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "127.0.0.1:2181".to_owned());
-    let client = zookeeper_client::Client::connect(&hosts).await?;
+    let client = common::connect().await?;
     let mutex =
         zklock::Mutex::new(&client, "/examples/locks/orders")?.with_data("example: mutex_with_fencing");
     let resource = FencedResource {

@@ -5,14 +5,13 @@
 //! cargo run -p zklock --example queue_worker -- 127.0.0.1:2181
 //! ```
 
+mod common;
+
 use std::time::Duration;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let hosts = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "127.0.0.1:2181".to_owned());
-    let client = zookeeper_client::Client::connect(&hosts).await?;
+    let client = common::connect().await?;
     let queue = zklock::Queue::new(&client, "/examples/queues/jobs")?;
     for job in ["resize 1", "resize 2", "resize 3"] {
         let name = queue.put(job.as_bytes()).await?;

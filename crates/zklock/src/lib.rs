@@ -275,6 +275,7 @@ pub use metrics_describe::describe_metrics;
 pub use multi_lock::{MultiGuard, MultiLock, Part};
 pub use mutex::Mutex;
 pub use participants::{Inspection, NodeKind, Participant, Recipe, Role};
+pub use path::child_path;
 pub use priority_queue::PriorityQueue;
 pub use queue::{Claimed, Queue};
 pub use reconnect::SessionEvent;

@@ -35,8 +35,9 @@ pub(crate) fn validate(path: &str) -> Result<String> {
     Ok(path.to_owned())
 }
 
-/// The path of child `name` of directory `dir` (which is `/` or has no trailing slash).
-pub(crate) fn child_path(dir: &str, name: &str) -> String {
+/// The path of child `name` of directory `dir` (which is `/` or has no trailing slash): `/a` and `b` make `/a/b`,
+/// `/` and `a` make `/a`. Public for tools that walk a tree of recipe directories, such as `zklock reap`.
+pub fn child_path(dir: &str, name: &str) -> String {
     if dir == "/" {
         format!("/{name}")
     } else {
@@ -46,7 +47,7 @@ pub(crate) fn child_path(dir: &str, name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::validate;
+    use super::{child_path, validate};
 
     #[test]
     fn accepts_and_rejects_like_zookeeper() {
@@ -66,5 +67,11 @@ mod tests {
         ] {
             assert!(validate(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn children_of_the_root_have_one_slash() {
+        assert_eq!(child_path("/", "a"), "/a");
+        assert_eq!(child_path("/a", "b"), "/a/b");
     }
 }

@@ -89,29 +89,59 @@ fn interval(lines: &[Line], tag: &str) -> (u128, u128) {
     (*times.iter().min().unwrap(), *times.iter().max().unwrap())
 }
 
+/// Starts A (its command ticks until stopped) and waits until its command runs.
+async fn start_a(kind: &str, hosts: &str, dir: &str, log: &Path) -> tokio::process::Child {
+    let a = start(kind, hosts, dir, log, "A", "");
+    wait_for_log(log, "A's command to run", |lines| {
+        lines.iter().any(|l| l.tag == "A" && l.what == "tick")
+    })
+    .await;
+    a
+}
+
+/// Starts B (40 ticks), waiting for the same lock or leadership as A, and waits for its `zklock` to exit 0; says
+/// how long after `event` (A's pause, the cut) that took.
+async fn b_finishes(kind: &str, hosts: &str, dir: &str, log: &Path, event: &str, since: Instant) {
+    let b = start(kind, hosts, dir, log, "B", "40");
+    let b_status = tokio::time::timeout(EVENTUALLY, b.wait_with_output())
+        .await
+        .expect("B finishes")
+        .unwrap()
+        .status;
+    eprintln!("B finished {:?} after {event}", since.elapsed());
+    assert_eq!(b_status.code(), Some(0), "B: {}", stderr_of(log, "B"));
+}
+
+/// Asserts that A's command's last line was logged before B's first, and returns what A's `zklock` said.
+fn assert_a_stopped_before_b_started(log: &Path) -> String {
+    let lines = read_log(log);
+    let (_, a_last) = interval(&lines, "A");
+    let (b_first, _) = interval(&lines, "B");
+    let a_stderr = stderr_of(log, "A");
+    assert!(
+        a_last < b_first,
+        "A's command was still running {} ms after B's had started; A said: {a_stderr}",
+        (a_last - b_first) / 1_000_000,
+    );
+    eprintln!(
+        "A's command stopped {} ms before B's started",
+        (b_first - a_last) / 1_000_000
+    );
+    a_stderr
+}
+
 /// A's `zklock` is paused while its command runs; B waits for the same lock (or leadership) and gets it once
 /// ZooKeeper has expired A's session. A's command must have stopped before B's started; A, resumed, exits 4.
 async fn paused_holder_is_stopped_before_the_next_starts(kind: &str, hosts: &str) {
     let dir = zklock_testkit::unique_path(&format!("cli-pause-{kind}"));
     let tmp = tempfile::tempdir().unwrap();
     let log = tmp.path().join("commands.log");
-    let mut a = start(kind, hosts, &dir, &log, "A", "");
-    wait_for_log(&log, "A's command to run", |lines| {
-        lines.iter().any(|l| l.tag == "A" && l.what == "tick")
-    })
-    .await;
+    let mut a = start_a(kind, hosts, &dir, &log).await;
     let a_pid = Pid::from_raw(a.id().expect("A runs") as i32);
     kill(a_pid, Signal::SIGSTOP).expect("pause A");
     let paused_at = Instant::now();
 
-    let b = start(kind, hosts, &dir, &log, "B", "40");
-    let b_status = tokio::time::timeout(EVENTUALLY, b.wait_with_output())
-        .await
-        .expect("B finishes")
-        .unwrap()
-        .status;
-    eprintln!("B finished {:?} after A was paused", paused_at.elapsed());
-    assert_eq!(b_status.code(), Some(0), "B: {}", stderr_of(&log, "B"));
+    b_finishes(kind, hosts, &dir, &log, "A was paused", paused_at).await;
 
     kill(a_pid, Signal::SIGCONT).expect("resume A");
     let a_status = tokio::time::timeout(EVENTUALLY, a.wait())
@@ -126,25 +156,14 @@ async fn paused_holder_is_stopped_before_the_next_starts(kind: &str, hosts: &str
     );
 
     let lines = read_log(&log);
-    let (_, a_last) = interval(&lines, "A");
-    let (b_first, _) = interval(&lines, "B");
     assert!(
         lines.iter().any(|l| l.tag == "B" && l.what == "end"),
         "B's command ran to its end: {lines:?}"
     );
-    let a_stderr = stderr_of(&log, "A");
-    assert!(
-        a_last < b_first,
-        "A's command was still running {} ms after B's had started; A said: {a_stderr}",
-        (a_last - b_first) / 1_000_000,
-    );
+    let a_stderr = assert_a_stopped_before_b_started(&log);
     assert!(
         a_stderr.contains("watchdog"),
         "the watchdog, not the resumed zklock, stopped A's command: {a_stderr}"
-    );
-    eprintln!(
-        "A's command stopped {} ms before B's started",
-        (b_first - a_last) / 1_000_000
     );
 }
 
@@ -194,11 +213,7 @@ async fn partitioned_holder_is_stopped_before_the_next_starts(kind: &str) {
     let dir = zklock_testkit::unique_path(&format!("cli-partition-{kind}"));
     let tmp = tempfile::tempdir().unwrap();
     let log = tmp.path().join("commands.log");
-    let a = start(kind, &on_follower, &dir, &log, "A", "");
-    wait_for_log(&log, "A's command to run", |lines| {
-        lines.iter().any(|l| l.tag == "A" && l.what == "tick")
-    })
-    .await;
+    let a = start_a(kind, &on_follower, &dir, &log).await;
 
     // Every byte between the follower and the others stops; the follower's JVM and A's connection to it stay.
     let links = zk.peer_links().expect("peer links");
@@ -207,28 +222,9 @@ async fn partitioned_holder_is_stopped_before_the_next_starts(kind: &str) {
         links.direction(other, follower).set(Condition::Stop);
     }
     let cut_at = Instant::now();
-    let b = start(kind, &on_leader, &dir, &log, "B", "40");
-    let b_status = tokio::time::timeout(EVENTUALLY, b.wait_with_output())
-        .await
-        .expect("B finishes")
-        .unwrap()
-        .status;
-    eprintln!("B finished {:?} after the cut", cut_at.elapsed());
-    assert_eq!(b_status.code(), Some(0), "B: {}", stderr_of(&log, "B"));
+    b_finishes(kind, &on_leader, &dir, &log, "the cut", cut_at).await;
 
-    let lines = read_log(&log);
-    let (_, a_last) = interval(&lines, "A");
-    let (b_first, _) = interval(&lines, "B");
-    let a_stderr = stderr_of(&log, "A");
-    assert!(
-        a_last < b_first,
-        "A's command was still running {} ms after B's had started; A said: {a_stderr}",
-        (a_last - b_first) / 1_000_000,
-    );
-    eprintln!(
-        "A's command stopped {} ms before B's started",
-        (b_first - a_last) / 1_000_000
-    );
+    assert_a_stopped_before_b_started(&log);
 
     // Healed, A's zklock learns that its session is gone and reports the loss.
     links.heal();
