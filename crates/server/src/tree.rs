@@ -5,6 +5,7 @@
 //! time), which is what makes log replay reproduce the tree exactly.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::hash::BuildHasher as _;
 
 use crate::node_map::Hasher;
 use crate::node_map::{Keyed, NodeMap};
@@ -169,7 +170,12 @@ impl Children {
 
     fn from_names(names: Vec<Box<str>>) -> Children {
         let mut set = HashSet::with_capacity_and_hasher(names.len(), Hasher::default());
-        set.extend(names);
+        let mut hashed: Vec<_> = names
+            .into_iter()
+            .map(|n| (set.hasher().hash_one(&n), n))
+            .collect();
+        crate::node_map::sort_by_slot(&mut hashed, set.capacity());
+        set.extend(hashed.into_iter().map(|(_, name)| name));
         Children((!set.is_empty()).then(|| Box::new(set)))
     }
 
@@ -497,6 +503,8 @@ fn size_of_node(node: &Node) -> usize {
 /// come after its children) and handed to their parents at the end.
 pub struct TreeBuilder {
     t: DataTree,
+    /// The nodes, put into the node map all at once at the end ([`NodeMap::insert_all`]: in slot order).
+    nodes: Vec<Box<Node>>,
     /// Child names by parent, gathered in a list (growing a list is a copy; growing a hash set rehashes every name)
     /// and put in a set of the right size at the end.
     by_parent: HashMap<String, Vec<Box<str>>, Hasher>,
@@ -509,6 +517,7 @@ impl TreeBuilder {
         t.nodes.reserve(nodes);
         TreeBuilder {
             t,
+            nodes: Vec::with_capacity(nodes),
             by_parent: HashMap::default(),
         }
     }
@@ -538,12 +547,20 @@ impl TreeBuilder {
                 }
             }
         }
-        t.insert_node(node);
+        t.data_size += size_of_node(&node);
+        self.nodes.push(Box::new(node));
     }
 
     /// The tree.
     pub fn finish(self) -> DataTree {
-        let TreeBuilder { mut t, by_parent } = self;
+        let TreeBuilder {
+            mut t,
+            nodes,
+            by_parent,
+        } = self;
+        for old in t.nodes.insert_all(nodes) {
+            t.forget(&old);
+        }
         for (parent, names) in by_parent {
             if let Some(node) = t.nodes.get_mut(parent.as_str()) {
                 node.children = Children::from_names(names);
