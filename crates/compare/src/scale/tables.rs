@@ -220,6 +220,8 @@ fn locks(out: &mut String, rows: &[LocksRow]) {
             "embedded / ZooKeeper",
             "server CPU ms per 1,000: ZooKeeper",
             "embedded",
+            "load generator CPU ms per 1,000: ZooKeeper",
+            "embedded",
         ],
     );
     let mut ks: Vec<usize> = rows.iter().map(|r| r.lock_paths).collect();
@@ -229,6 +231,7 @@ fn locks(out: &mut String, rows: &[LocksRow]) {
         let [zk, emb] = ServerKind::BOTH.map(|s| find_locks(rows, s, k));
         let rate = |r: Option<&LocksRow>| r.and_then(|r| r.acquisitions_per_sec);
         let cpu = |r: Option<&LocksRow>| r.and_then(|r| r.server_cpu_ms_per_1000);
+        let load_cpu = |r: Option<&LocksRow>| r.and_then(|r| r.load_cpu_ms_per_1000);
         row(
             out,
             &[
@@ -238,6 +241,8 @@ fn locks(out: &mut String, rows: &[LocksRow]) {
                 ratio(rate(emb), rate(zk)),
                 cell(cpu(zk), 0),
                 cell(cpu(emb), 0),
+                cell(load_cpu(zk), 0),
+                cell(load_cpu(emb), 0),
             ],
         );
     }
