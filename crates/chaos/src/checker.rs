@@ -511,6 +511,44 @@ mod tests {
         }
     }
 
+    const READ_WRITE: Rules = Rules {
+        shared_limit: usize::MAX,
+        counter: true,
+    };
+
+    const TWO_LEASES: Rules = Rules {
+        shared_limit: 2,
+        counter: false,
+    };
+
+    /// The exclusive holder `client` with `token` read `value` from the counter.
+    fn read(client: u32, token: i64, value: i64) -> Op {
+        op(client, token, Exclusive, Read, value)
+    }
+
+    /// The exclusive holder `client` with `token` wrote `value` to the counter.
+    fn write(client: u32, token: i64, value: i64) -> Op {
+        op(client, token, Exclusive, Write, value)
+    }
+
+    /// `op`, refused by the fence.
+    fn refused(op: Op) -> Op {
+        Op {
+            accepted: false,
+            ..op
+        }
+    }
+
+    /// The shared holder `client` (its token: 9 + `client`) enters.
+    fn enter(client: u32) -> Op {
+        op(client, 9 + i64::from(client), Shared, Enter, 0)
+    }
+
+    /// The shared holder `client` (its token: 9 + `client`) leaves.
+    fn leave(client: u32) -> Op {
+        op(client, 9 + i64::from(client), Shared, Leave, 0)
+    }
+
     fn numbered(mut ops: Vec<Op>) -> Vec<Op> {
         for (i, op) in ops.iter_mut().enumerate() {
             op.seq = i as u64;
@@ -522,97 +560,67 @@ mod tests {
     #[test]
     fn a_correct_mutex_history_passes() {
         let ops = numbered(vec![
-            op(1, 10, Exclusive, Read, 0),
-            op(1, 10, Exclusive, Write, 1),
-            op(2, 12, Exclusive, Read, 1),
-            Op {
-                accepted: false,
-                ..op(1, 10, Exclusive, Write, 2)
-            },
-            op(2, 12, Exclusive, Write, 2),
+            read(1, 10, 0),
+            write(1, 10, 1),
+            read(2, 12, 1),
+            refused(write(1, 10, 2)),
+            write(2, 12, 2),
         ]);
         assert_eq!(check_register(&ops, MUTEX), Vec::<String>::new());
     }
 
     #[test]
-    fn interleaved_sections_and_lost_updates_are_caught() {
-        // What a paused holder does without fencing: it read before the pause and writes after its successor.
-        let ops = numbered(vec![
-            op(1, 10, Exclusive, Read, 0),
-            op(2, 12, Exclusive, Read, 0),
-            op(2, 12, Exclusive, Write, 1),
-            op(1, 10, Exclusive, Write, 1),
-        ]);
-        let v = check_register(&ops, MUTEX);
-        assert!(v.iter().any(|v| v.starts_with("overlap")), "{v:?}");
-        assert!(v.iter().any(|v| v.starts_with("lost update")), "{v:?}");
-        assert!(v.iter().any(|v| v.starts_with("token order")), "{v:?}");
-        assert!(v.iter().any(|v| v.starts_with("counter")), "{v:?}");
-    }
-
-    #[test]
-    fn stale_reads_are_caught() {
-        let ops = numbered(vec![
-            op(1, 10, Exclusive, Read, 0),
-            op(1, 10, Exclusive, Write, 1),
-            op(2, 12, Exclusive, Read, 0),
-        ]);
-        let v = check_register(&ops, MUTEX);
-        assert!(v.iter().any(|v| v.starts_with("stale read")), "{v:?}");
+    fn interleaved_sections_lost_updates_and_stale_reads_are_caught() {
+        // Broken histories, and the rules each breaks.
+        let broken = [
+            // What a paused holder does without fencing: it read before the pause and writes after its successor.
+            (
+                vec![read(1, 10, 0), read(2, 12, 0), write(2, 12, 1), write(1, 10, 1)],
+                &["overlap", "lost update", "token order", "counter"][..],
+            ),
+            (
+                vec![read(1, 10, 0), write(1, 10, 1), read(2, 12, 0)],
+                &["stale read"],
+            ),
+        ];
+        for (history, rules) in broken {
+            let v = check_register(&numbered(history), MUTEX);
+            for rule in rules {
+                assert!(v.iter().any(|v| v.starts_with(rule)), "{rule}: {v:?}");
+            }
+        }
     }
 
     #[test]
     fn readers_may_share_but_not_with_a_writer() {
-        let rw = Rules {
-            shared_limit: usize::MAX,
-            counter: true,
-        };
         let ok = numbered(vec![
-            op(1, 10, Shared, Enter, 0),
-            op(2, 11, Shared, Enter, 0),
+            enter(1),
+            enter(2),
             op(1, 10, Shared, Read, 0),
-            op(1, 10, Shared, Leave, 0),
-            op(2, 11, Shared, Leave, 0),
-            op(3, 12, Exclusive, Read, 0),
-            op(3, 12, Exclusive, Write, 1),
+            leave(1),
+            leave(2),
+            read(3, 12, 0),
+            write(3, 12, 1),
         ]);
-        assert_eq!(check_register(&ok, rw), Vec::<String>::new());
+        assert_eq!(check_register(&ok, READ_WRITE), Vec::<String>::new());
         let bad = numbered(vec![
-            op(1, 10, Shared, Enter, 0),
-            op(3, 12, Exclusive, Read, 0),
+            enter(1),
+            read(3, 12, 0),
             op(1, 10, Shared, Read, 0),
-            op(3, 12, Exclusive, Write, 1),
+            write(3, 12, 1),
         ]);
-        let v = check_register(&bad, rw);
+        let v = check_register(&bad, READ_WRITE);
         assert!(v.iter().any(|v| v.starts_with("overlap")), "{v:?}");
     }
 
     #[test]
     fn more_lease_holders_than_leases_are_caught() {
-        let two = Rules {
-            shared_limit: 2,
-            counter: false,
-        };
         // A holder is in from its first to its last accepted operation (its leave).
-        let ops = numbered(vec![
-            op(1, 10, Shared, Enter, 0),
-            op(2, 11, Shared, Enter, 0),
-            op(3, 12, Shared, Enter, 0),
-            op(1, 10, Shared, Leave, 0),
-            op(2, 11, Shared, Leave, 0),
-            op(3, 12, Shared, Leave, 0),
-        ]);
-        let v = check_register(&ops, two);
+        let ops = numbered(vec![enter(1), enter(2), enter(3), leave(1), leave(2), leave(3)]);
+        let v = check_register(&ops, TWO_LEASES);
         assert!(v.iter().any(|v| v.starts_with("holder limit")), "{v:?}");
-        let fine = numbered(vec![
-            op(1, 10, Shared, Enter, 0),
-            op(2, 11, Shared, Enter, 0),
-            op(1, 10, Shared, Leave, 0),
-            op(3, 12, Shared, Enter, 0),
-            op(2, 11, Shared, Leave, 0),
-            op(3, 12, Shared, Leave, 0),
-        ]);
-        assert_eq!(check_register(&fine, two), Vec::<String>::new());
+        let fine = numbered(vec![enter(1), enter(2), leave(1), enter(3), leave(2), leave(3)]);
+        assert_eq!(check_register(&fine, TWO_LEASES), Vec::<String>::new());
     }
 
     #[test]
@@ -630,20 +638,23 @@ mod tests {
 
     #[test]
     fn lost_and_doubled_queue_items_are_caught() {
+        let put = |client, item| op(client, item, Shared, Put, 0);
+        let take = |client, item| op(client, item, Shared, Take, 0);
+        let done = |client, item| op(client, item, Shared, Done, 0);
         let ok = numbered(vec![
-            op(1, 7, Shared, Put, 0),
-            op(2, 7, Shared, Take, 0),
-            op(3, 7, Shared, Take, 0), // redelivered after consumer 2 died before completing
-            op(3, 7, Shared, Done, 0),
+            put(1, 7),
+            take(2, 7),
+            take(3, 7), // redelivered after consumer 2 died before completing
+            done(3, 7),
         ]);
         assert_eq!(check_queue(&ok), Vec::<String>::new());
         let bad = numbered(vec![
-            op(1, 7, Shared, Put, 0),
-            op(1, 8, Shared, Put, 0),
-            op(2, 7, Shared, Take, 0),
-            op(2, 7, Shared, Done, 0),
-            op(3, 7, Shared, Take, 0),
-            op(3, 7, Shared, Done, 0),
+            put(1, 7),
+            put(1, 8),
+            take(2, 7),
+            done(2, 7),
+            take(3, 7),
+            done(3, 7),
         ]);
         let v = check_queue(&bad);
         assert!(v.iter().any(|v| v.contains("never taken")), "{v:?}");
@@ -668,36 +679,37 @@ mod tests {
             last(4),
         ]);
         assert_eq!(check_counter(&ok), Vec::<String>::new());
-        // Two increments that both made 1 (a lost update), and a final value below the acknowledged count.
-        let lost = numbered(vec![
-            add(1, 1),
-            add(2, 2),
-            added(1, 1, 1),
-            added(2, 2, 1),
-            last(1),
-        ]);
-        let v = check_counter(&lost);
-        assert!(v.iter().any(|v| v.contains("both acknowledged")), "{v:?}");
-        assert!(v.iter().any(|v| v.contains("were lost")), "{v:?}");
-        // One increment, counted twice.
-        let twice = numbered(vec![add(1, 1), added(1, 1, 1), last(2)]);
-        let v = check_counter(&twice);
-        assert!(v.iter().any(|v| v.contains("counted twice")), "{v:?}");
-        // An increment begun after another's acknowledgement made a smaller value.
-        let stale = numbered(vec![
-            add(1, 1),
-            add(2, 2),
-            added(2, 2, 2),
-            add(3, 3),
-            added(3, 3, 1),
-            added(1, 1, 3),
-            last(3),
-        ]);
-        let v = check_counter(&stale);
-        assert!(v.iter().any(|v| v.contains("began after")), "{v:?}");
-        assert!(check_counter(&numbered(vec![add(1, 1)]))
-            .iter()
-            .any(|v| v.contains("never read")));
+        // Broken histories, and what the checker must say of each.
+        let broken = [
+            // Two increments that both made 1 (a lost update), and a final value below the acknowledged count.
+            (
+                vec![add(1, 1), add(2, 2), added(1, 1, 1), added(2, 2, 1), last(1)],
+                &["both acknowledged", "were lost"][..],
+            ),
+            // One increment, counted twice.
+            (vec![add(1, 1), added(1, 1, 1), last(2)], &["counted twice"]),
+            // An increment begun after another's acknowledgement made a smaller value.
+            (
+                vec![
+                    add(1, 1),
+                    add(2, 2),
+                    added(2, 2, 2),
+                    add(3, 3),
+                    added(3, 3, 1),
+                    added(1, 1, 3),
+                    last(3),
+                ],
+                &["began after"],
+            ),
+            // Its final value never read.
+            (vec![add(1, 1)], &["never read"]),
+        ];
+        for (history, says) in broken {
+            let v = check_counter(&numbered(history));
+            for what in says {
+                assert!(v.iter().any(|v| v.contains(what)), "{what}: {v:?}");
+            }
+        }
     }
 
     #[test]
@@ -707,30 +719,19 @@ mod tests {
         let seek = |client| op(client, 0, Shared, Seek, 0);
         let take = |client, id, priority| op(client, id, Shared, Take, priority);
         let miss = |client, failed| op(client, 0, Shared, Miss, failed);
-        // Item 1 (priority 0) waits, unclaimed, while client 2 looks and takes item 2 (priority 3).
-        let bad = numbered(vec![
-            put(1, 1, 0),
-            put(1, 2, 3),
-            seek(2),
-            take(2, 2, 3),
-            seek(2),
-            take(2, 1, 0),
-        ]);
-        let v = check_priority_order(&bad, SESSION);
+        // Items 1 (priority 0) and 2 (priority 3) wait; client 2 looks twice, and takes `first`, then `second`.
+        let in_turn = |first: Op, second: Op| {
+            numbered(vec![put(1, 1, 0), put(1, 2, 3), seek(2), first, seek(2), second])
+        };
+        // Item 1 waits, unclaimed, while client 2 takes item 2.
+        let v = check_priority_order(&in_turn(take(2, 2, 3), take(2, 1, 0)), SESSION);
         assert_eq!(v.len(), 1, "{v:?}");
         assert!(
             v[0].contains("item 0x2 (priority 3) while item 0x1 (priority 0"),
             "{v:?}"
         );
         // In order: fine. Put after the look began: the taker may not have seen it.
-        let ok = numbered(vec![
-            put(1, 1, 0),
-            put(1, 2, 3),
-            seek(2),
-            take(2, 1, 0),
-            seek(2),
-            take(2, 2, 3),
-        ]);
+        let ok = in_turn(take(2, 1, 0), take(2, 2, 3));
         assert_eq!(check_priority_order(&ok, SESSION), Vec::<String>::new());
         let late = numbered(vec![put(1, 2, 3), seek(2), put(1, 1, 0), take(2, 2, 3)]);
         assert_eq!(check_priority_order(&late, SESSION), Vec::<String>::new());
@@ -796,9 +797,9 @@ mod tests {
     #[test]
     fn recovery_needs_a_new_section_within_the_bound() {
         let ops = numbered(vec![
-            op(1, 10, Exclusive, Read, 0),
-            op(1, 10, Exclusive, Write, 1), // at 2 ms: the old section, not a recovery
-            op(2, 12, Exclusive, Read, 1),  // at 3 ms
+            read(1, 10, 0),
+            write(1, 10, 1), // at 2 ms: the old section, not a recovery
+            read(2, 12, 1),  // at 3 ms
         ]);
         assert_eq!(check_recovery(&ops, 1_500_000, 5_000_000), Ok(1_500_000));
         assert!(check_recovery(&ops, 1_500_000, 1_000_000).is_err());
@@ -807,13 +808,12 @@ mod tests {
 
     #[test]
     fn refusals_with_no_fault_are_caught() {
-        let mut ops = numbered(vec![
-            op(1, 10, Exclusive, Read, 0),  // at 1 ms
-            op(2, 12, Exclusive, Read, 0),  // at 2 ms: a newer holder while 1 is inside
-            op(1, 10, Exclusive, Write, 1), // at 3 ms: refused
-            op(2, 12, Exclusive, Write, 1),
+        let ops = numbered(vec![
+            read(1, 10, 0),           // at 1 ms
+            read(2, 12, 0),           // at 2 ms: a newer holder while 1 is inside
+            refused(write(1, 10, 1)), // at 3 ms
+            write(2, 12, 1),
         ]);
-        ops[2].accepted = false;
         assert!(
             check_register(&ops, MUTEX).is_empty(),
             "the fence hid the overlap from the other rules"

@@ -5,6 +5,7 @@
 //! were written. Needs real ZooKeeper 3.8, a JDK and the Curator jars, like the rest of the suite (`scripts/test`
 //! installs them).
 
+use std::fmt::Debug;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -13,11 +14,24 @@ use zklock_compare::scale::{Contender, Report, ServerKind};
 /// The quick run takes about a minute; a loaded CI machine gets four.
 const BOUND: Duration = Duration::from_secs(240);
 
-/// The row of `rows` that `is_it` picks, else a panic saying which is missing.
-fn the_row<R>(rows: &[R], is_it: impl Fn(&R) -> bool, missing: impl FnOnce() -> String) -> &R {
-    rows.iter()
-        .find(|r| is_it(r))
-        .unwrap_or_else(|| panic!("{}", missing()))
+/// The row of each server for each of `keys` (`key_of` tells a row's server and key), with its key; a panic names
+/// the first one missing.
+fn rows_for<'a, R, K: Copy + PartialEq + Debug>(
+    rows: &'a [R],
+    keys: &[K],
+    key_of: impl Fn(&R) -> (ServerKind, K),
+) -> Vec<(K, &'a R)> {
+    let mut found = Vec::new();
+    for server in ServerKind::BOTH {
+        for &key in keys {
+            let row = rows.iter().find(|r| key_of(r) == (server, key));
+            found.push((
+                key,
+                row.unwrap_or_else(|| panic!("no row for {key:?} on {server:?}")),
+            ));
+        }
+    }
+    found
 }
 
 #[test]
@@ -63,81 +77,61 @@ fn quick_scale_run_completes_with_sane_figures() {
     }
 
     // Waiters: every contender on both servers at every size (Curator up to its bound), with figures.
-    for server in ServerKind::BOTH {
-        for &contender in &options.contenders {
-            for &n in &options.waiters {
-                let row = the_row(
-                    &report.waiters,
-                    |r| r.server == server && r.contender == contender && r.waiters == n,
-                    || format!("no row for {contender:?} on {server:?}, N = {n}"),
-                );
-                if contender == Contender::Curator && n > options.curator_max {
-                    assert!(row.status.starts_with("skipped"), "{row:?}");
-                    continue;
-                }
-                assert!(row.ok(), "{row:?}\n{stderr}");
-                let (p50, p99) = (row.p50_ms.unwrap(), row.p99_ms.unwrap());
-                assert!(p50 > 0.0 && p99 >= p50, "{row:?}");
-                assert!(row.handoffs >= 1 && row.count_handoffs >= 1, "{row:?}");
-                let notifications = row.notifications_per_release.unwrap();
-                // The by-type counts add up to the total, and a lock's notifications are deletions.
-                let by_type: f64 = row.notifications_by_type.values().sum();
-                assert!((by_type - notifications).abs() < 1e-6, "{row:?}");
-                assert!(row.notifications_by_type.contains_key("NodeDeleted"), "{row:?}");
-                assert!(row.w_ms.unwrap() > 0.0, "W measured: {row:?}");
-                assert!(row.bytes_per_acquisition.unwrap() > 0.0, "{row:?}");
-                assert!(
-                    row.requests_per_acquisition.unwrap() >= 2.0,
-                    "a create and a delete at least: {row:?}"
-                );
-                let herd = (n - 1) as f64;
-                match contender {
-                    // A release wakes the whole herd: every other session is waiting on its watch.
-                    Contender::Naive => assert!(notifications >= 0.5 * herd, "{row:?}"),
-                    // zklock wakes the next holder and the two waiters behind it (their look-aheads), and hears of
-                    // its own node's deletion: 4 at most.
-                    Contender::Zklock => assert!((0.5..=4.5).contains(&notifications), "{row:?}"),
-                    // Curator and zookeeper-client wake one waiter.
-                    _ => assert!((0.5..=1.5).contains(&notifications), "{row:?}"),
-                }
-            }
+    let sizes: Vec<(Contender, usize)> = (options.contenders.iter())
+        .flat_map(|&contender| options.waiters.iter().map(move |&n| (contender, n)))
+        .collect();
+    for ((contender, n), row) in rows_for(&report.waiters, &sizes, |r| (r.server, (r.contender, r.waiters))) {
+        if contender == Contender::Curator && n > options.curator_max {
+            assert!(row.status.starts_with("skipped"), "{row:?}");
+            continue;
+        }
+        assert!(row.ok(), "{row:?}\n{stderr}");
+        let (p50, p99) = (row.p50_ms.unwrap(), row.p99_ms.unwrap());
+        assert!(p50 > 0.0 && p99 >= p50, "{row:?}");
+        assert!(row.handoffs >= 1 && row.count_handoffs >= 1, "{row:?}");
+        let notifications = row.notifications_per_release.unwrap();
+        // The by-type counts add up to the total, and a lock's notifications are deletions.
+        let by_type: f64 = row.notifications_by_type.values().sum();
+        assert!((by_type - notifications).abs() < 1e-6, "{row:?}");
+        assert!(row.notifications_by_type.contains_key("NodeDeleted"), "{row:?}");
+        assert!(row.w_ms.unwrap() > 0.0, "W measured: {row:?}");
+        assert!(row.bytes_per_acquisition.unwrap() > 0.0, "{row:?}");
+        assert!(
+            row.requests_per_acquisition.unwrap() >= 2.0,
+            "a create and a delete at least: {row:?}"
+        );
+        let herd = (n - 1) as f64;
+        match contender {
+            // A release wakes the whole herd: every other session is waiting on its watch.
+            Contender::Naive => assert!(notifications >= 0.5 * herd, "{row:?}"),
+            // zklock wakes the next holder and the two waiters behind it (their look-aheads), and hears of
+            // its own node's deletion: 4 at most.
+            Contender::Zklock => assert!((0.5..=4.5).contains(&notifications), "{row:?}"),
+            // Curator and zookeeper-client wake one waiter.
+            _ => assert!((0.5..=1.5).contains(&notifications), "{row:?}"),
         }
     }
 
     // Many locks: a rate for every K on both servers.
-    for server in ServerKind::BOTH {
-        for &k in &options.lock_paths {
-            let row = the_row(
-                &report.locks,
-                |r| r.server == server && r.lock_paths == k,
-                || format!("no locks row for K = {k} on {server:?}"),
-            );
-            assert_eq!(row.status, "ok", "{row:?}");
-            assert!(row.acquisitions_per_sec.unwrap() > 0.0, "{row:?}");
-        }
+    for (_, row) in rows_for(&report.locks, &options.lock_paths, |r| (r.server, r.lock_paths)) {
+        assert_eq!(row.status, "ok", "{row:?}");
+        assert!(row.acquisitions_per_sec.unwrap() > 0.0, "{row:?}");
     }
 
     // Server size: memory, disk, restart and reads at every size on both servers.
-    for server in ServerKind::BOTH {
-        for &znodes in &options.znodes {
-            let row = the_row(
-                &report.size,
-                |r| r.server == server && r.znodes == znodes,
-                || format!("no size row for {znodes} on {server:?}"),
-            );
-            assert!(row.ok(), "{row:?}\n{stderr}");
-            assert!(row.rss_mib.unwrap() > 1.0, "{row:?}");
-            // A snapshot of the whole tree holds at least the data of every znode.
-            assert!(
-                row.snapshot_bytes.unwrap() >= (znodes * options.znode_bytes) as u64,
-                "{row:?}"
-            );
-            assert!(row.data_dir_bytes.unwrap() > 0, "{row:?}");
-            let (imok, read) = (row.restart_imok_ms.unwrap(), row.restart_read_ms.unwrap());
-            assert!(imok > 0.0 && read >= imok, "{row:?}");
-            assert!(row.reads > 0, "{row:?}");
-            assert!(row.read_p99_ms.unwrap() >= row.read_p50_ms.unwrap(), "{row:?}");
-        }
+    for (znodes, row) in rows_for(&report.size, &options.znodes, |r| (r.server, r.znodes)) {
+        assert!(row.ok(), "{row:?}\n{stderr}");
+        assert!(row.rss_mib.unwrap() > 1.0, "{row:?}");
+        // A snapshot of the whole tree holds at least the data of every znode.
+        assert!(
+            row.snapshot_bytes.unwrap() >= (znodes * options.znode_bytes) as u64,
+            "{row:?}"
+        );
+        assert!(row.data_dir_bytes.unwrap() > 0, "{row:?}");
+        let (imok, read) = (row.restart_imok_ms.unwrap(), row.restart_read_ms.unwrap());
+        assert!(imok > 0.0 && read >= imok, "{row:?}");
+        assert!(row.reads > 0, "{row:?}");
+        assert!(row.read_p99_ms.unwrap() >= row.read_p50_ms.unwrap(), "{row:?}");
     }
 
     for chart in [

@@ -4,6 +4,7 @@
 //! crate docs, so they double as a check that the documentation matches the code.
 
 use std::fs::{self, OpenOptions};
+use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -76,6 +77,17 @@ fn append_all_sync(storage: &Storage, zxids: impl IntoIterator<Item = i64>) {
     for z in zxids {
         storage.append_sync(z, payload(z)).expect("append");
     }
+}
+
+/// The content of the test snapshots: the one at `zxid` holds `tree@<zxid>`.
+fn tree_at(zxid: i64) -> Vec<u8> {
+    format!("tree@{zxid}").into_bytes()
+}
+
+/// Appends `zxids` to `s` (each waiting for its fsync) and snapshots at the last of them.
+fn append_then_snapshot(s: &Storage, zxids: RangeInclusive<i64>) {
+    append_all_sync(s, zxids.clone());
+    s.save_snapshot(*zxids.end(), &tree_at(*zxids.end())).unwrap();
 }
 
 /// Opens the storage `o` describes, appends `zxids` (each waiting for its fsync) and closes it.
@@ -438,12 +450,11 @@ fn torn_header_of_the_newest_log_file_is_removed(root: &Path) {
 fn snapshot_plus_later_txns_are_recovered(root: &Path) {
     let (_tmp, o) = fresh(root);
     let (s, _) = open(&o);
-    append_all_sync(&s, 1..=10);
-    s.save_snapshot(10, b"tree@10").unwrap();
+    append_then_snapshot(&s, 1..=10);
     append_all_sync(&s, 11..=15);
     s.close().unwrap();
     let (_s, rec) = open(&o);
-    assert_eq!(rec.snapshot, Some((10, b"tree@10".to_vec())));
+    assert_eq!(rec.snapshot, Some((10, tree_at(10))));
     assert_eq!(rec.txns, expected(11..=15));
     assert_eq!(rec.last_zxid, 15);
 }
@@ -452,14 +463,14 @@ fn snapshot_ahead_of_the_log_sets_last_zxid(root: &Path) {
     let (_tmp, o) = fresh(root);
     let (s, _) = open(&o);
     append_all_sync(&s, 1..=3);
-    s.save_snapshot(7, b"tree@7").unwrap();
+    s.save_snapshot(7, &tree_at(7)).unwrap();
     assert!(matches!(
         s.save_snapshot(6, b"old"),
         Err(StorageError::SnapshotTooOld { .. })
     ));
     s.close().unwrap();
     let (s, rec) = open(&o);
-    assert_eq!(rec.snapshot, Some((7, b"tree@7".to_vec())));
+    assert_eq!(rec.snapshot, Some((7, tree_at(7))));
     assert!(rec.txns.is_empty());
     assert_eq!(rec.last_zxid, 7);
     assert!(s.append_sync(7, vec![]).is_err());
@@ -472,9 +483,7 @@ fn snapshot_removes_files_no_longer_needed(root: &Path) {
     o.snapshots_to_keep = 2;
     let (s, _) = open(&o);
     for round in 1..=4i64 {
-        append_all_sync(&s, (round - 1) * 25 + 1..=round * 25);
-        s.save_snapshot(round * 25, format!("tree@{}", round * 25).as_bytes())
-            .unwrap();
+        append_then_snapshot(&s, (round - 1) * 25 + 1..=round * 25);
     }
     append_all_sync(&s, 101..=105);
     let snaps = snapshot_files(tmp.path());
@@ -488,17 +497,15 @@ fn snapshot_removes_files_no_longer_needed(root: &Path) {
     s.close().unwrap();
 
     let (_s, rec) = open(&o);
-    assert_eq!(rec.snapshot, Some((100, b"tree@100".to_vec())));
+    assert_eq!(rec.snapshot, Some((100, tree_at(100))));
     assert_eq!(rec.txns, expected(101..=105));
 }
 
 fn bad_newest_snapshot_falls_back_to_an_older_one(root: &Path) {
     let (tmp, o) = fresh(root);
     let (s, _) = open(&o);
-    append_all_sync(&s, 1..=5);
-    s.save_snapshot(5, b"tree@5").unwrap();
-    append_all_sync(&s, 6..=9);
-    s.save_snapshot(9, b"tree@9").unwrap();
+    append_then_snapshot(&s, 1..=5);
+    append_then_snapshot(&s, 6..=9);
     append_all_sync(&s, 10..=12);
     s.close().unwrap();
     let newest = snapshot_files(tmp.path()).pop().unwrap();
@@ -510,7 +517,7 @@ fn bad_newest_snapshot_falls_back_to_an_older_one(root: &Path) {
     fs::write(&tmp_file, b"partial").unwrap();
 
     let (s, rec) = open(&o);
-    assert_eq!(rec.snapshot, Some((5, b"tree@5".to_vec())));
+    assert_eq!(rec.snapshot, Some((5, tree_at(5))));
     assert_eq!(rec.txns, expected(6..=12));
     assert!(!tmp_file.exists());
     s.close().unwrap();
@@ -531,12 +538,12 @@ fn separate_log_dir_is_used(root: &Path) {
     o.log_dir = Some(tmp.path().join("logs"));
     let (s, _) = open(&o);
     append_all_sync(&s, 1..=3);
-    s.save_snapshot(2, b"tree@2").unwrap();
+    s.save_snapshot(2, &tree_at(2)).unwrap();
     s.close().unwrap();
     assert_eq!(log_files(&tmp.path().join("logs")).len(), 1);
     assert_eq!(snapshot_files(&tmp.path().join("snap")).len(), 1);
     let (_s, rec) = open(&o);
-    assert_eq!(rec.snapshot, Some((2, b"tree@2".to_vec())));
+    assert_eq!(rec.snapshot, Some((2, tree_at(2))));
     assert_eq!(rec.txns, expected([3]));
 }
 

@@ -58,42 +58,45 @@ pub fn unique_path(prefix: &str) -> String {
     format!("/{prefix}-{:016x}", rand::thread_rng().gen::<u64>())
 }
 
-/// Request opcodes of the ZooKeeper protocol, for [`Proxy::requests`] and [`Proxy::drop_reply_and_cut`].
+/// Request opcodes of the ZooKeeper protocol, for [`Proxy::requests`] and [`Proxy::drop_reply_and_cut`]: the
+/// codec's [`OpCode`](zklock_codec::OpCode)s as the raw `int` of the wire.
 pub mod opcode {
+    use zklock_codec::OpCode;
+
     /// `create`.
-    pub const CREATE: i32 = 1;
+    pub const CREATE: i32 = OpCode::Create as i32;
     /// `delete`.
-    pub const DELETE: i32 = 2;
+    pub const DELETE: i32 = OpCode::Delete as i32;
     /// `exists`.
-    pub const EXISTS: i32 = 3;
+    pub const EXISTS: i32 = OpCode::Exists as i32;
     /// `getData`.
-    pub const GET_DATA: i32 = 4;
+    pub const GET_DATA: i32 = OpCode::GetData as i32;
     /// `setData`.
-    pub const SET_DATA: i32 = 5;
+    pub const SET_DATA: i32 = OpCode::SetData as i32;
     /// `getChildren`.
-    pub const GET_CHILDREN: i32 = 8;
+    pub const GET_CHILDREN: i32 = OpCode::GetChildren as i32;
     /// `sync`.
-    pub const SYNC: i32 = 9;
+    pub const SYNC: i32 = OpCode::Sync as i32;
     /// `ping`.
-    pub const PING: i32 = 11;
+    pub const PING: i32 = OpCode::Ping as i32;
     /// `getChildren2`.
-    pub const GET_CHILDREN2: i32 = 12;
+    pub const GET_CHILDREN2: i32 = OpCode::GetChildren2 as i32;
     /// `multi`.
-    pub const MULTI: i32 = 14;
+    pub const MULTI: i32 = OpCode::Multi as i32;
     /// `checkWatches`.
-    pub const CHECK_WATCHES: i32 = 17;
+    pub const CHECK_WATCHES: i32 = OpCode::CheckWatches as i32;
     /// `removeWatches`.
-    pub const REMOVE_WATCHES: i32 = 18;
+    pub const REMOVE_WATCHES: i32 = OpCode::RemoveWatches as i32;
     /// `create2` (create returning a stat; what `zookeeper-client` sends).
-    pub const CREATE2: i32 = 15;
+    pub const CREATE2: i32 = OpCode::Create2 as i32;
     /// `createContainer`.
-    pub const CREATE_CONTAINER: i32 = 19;
+    pub const CREATE_CONTAINER: i32 = OpCode::CreateContainer as i32;
     /// `createTTL`.
-    pub const CREATE_TTL: i32 = 21;
+    pub const CREATE_TTL: i32 = OpCode::CreateTtl as i32;
     /// `setWatches`.
-    pub const SET_WATCHES: i32 = 101;
+    pub const SET_WATCHES: i32 = OpCode::SetWatches as i32;
     /// `addWatch`.
-    pub const ADD_WATCH: i32 = 106;
+    pub const ADD_WATCH: i32 = OpCode::AddWatch as i32;
     /// Every create variant: `create`, `create2`, `createContainer`, `createTTL`.
     pub const ALL_CREATES: &[i32] = &[CREATE, CREATE2, CREATE_CONTAINER, CREATE_TTL];
 }

@@ -273,9 +273,9 @@ mod tests {
 
     const S: u64 = 1_000_000_000;
 
-    fn op(seq: u64, at_s: f64, action: Action, token: i64, value: i64) -> Op {
+    fn op(at_s: f64, action: Action, token: i64, value: i64) -> Op {
         Op {
-            seq,
+            seq: 0,
             at_ns: (at_s * S as f64) as u64,
             client: slot_of(token.max(value)) as u32,
             token,
@@ -286,75 +286,76 @@ mod tests {
         }
     }
 
+    /// `member`'s join, acknowledged at `at_s`.
+    fn join(at_s: f64, member: i64) -> Op {
+        op(at_s, Action::Join, member, 0)
+    }
+
+    /// The final view `reporter` records at `at_s`: the header, then one record per member in it.
+    fn view(at_s: f64, reporter: i64, members: &[i64]) -> Vec<Op> {
+        let header = op(at_s, Action::View, 0, reporter);
+        let seen = members
+            .iter()
+            .map(|&member| op(at_s, Action::View, member, reporter));
+        std::iter::once(header).chain(seen).collect()
+    }
+
+    /// The records of `parts`, one after the other, numbered in the register's order.
+    fn history<const N: usize>(parts: [Vec<Op>; N]) -> Vec<Op> {
+        let mut ops = parts.concat();
+        for (seq, op) in ops.iter_mut().enumerate() {
+            op.seq = seq as u64;
+        }
+        ops
+    }
+
     const A: i64 = 1 << 32 | 1;
     const B: i64 = 1 << 48 | 1 << 32 | 1;
     const B2: i64 = 1 << 48 | 2 << 32 | 1;
 
     #[test]
     fn a_member_seen_after_its_acknowledged_leave_is_caught() {
-        let ok = [
-            op(0, 1.0, Action::Join, A, 0),
-            op(1, 1.1, Action::Join, B, 0),
-            op(2, 1.2, Action::Look, A, 0),
-            op(3, 1.3, Action::Part, B, 0), // during the look: may or may not be seen
-            op(4, 1.4, Action::Seen, B, A),
-            op(5, 9.0, Action::View, 0, A),
-            op(6, 9.0, Action::View, A, A),
-        ];
-        assert_eq!(check(&ok, 4 * S), Vec::<String>::new());
-        let bad = [
-            op(0, 1.0, Action::Join, A, 0),
-            op(1, 1.1, Action::Join, B, 0),
-            op(2, 1.2, Action::Part, B, 0),
-            op(3, 1.3, Action::Look, A, 0),
-            op(4, 1.4, Action::Seen, B, A),
-            op(5, 9.0, Action::View, 0, A),
-            op(6, 9.0, Action::View, A, A),
-        ];
-        let v = check(&bad, 4 * S);
+        // A looks and sees B, whose leave is acknowledged at 1.2 s or 1.3 s, with A's look at the other time.
+        let (look, part) = ((Action::Look, A), (Action::Part, B));
+        let looked_at = |first: (Action, i64), second: (Action, i64)| {
+            let (before, after) = (op(1.2, first.0, first.1, 0), op(1.3, second.0, second.1, 0));
+            let seen = op(1.4, Action::Seen, B, A);
+            history([
+                vec![join(1.0, A), join(1.1, B), before, after, seen],
+                view(9.0, A, &[A]),
+            ])
+        };
+        // The leave during the look: B may or may not be seen.
+        assert_eq!(check(&looked_at(look, part), 4 * S), Vec::<String>::new());
+        let v = check(&looked_at(part, look), 4 * S);
         assert_eq!(v.len(), 1, "{v:?}");
         assert!(v[0].contains("leave was acknowledged before"), "{v:?}");
     }
 
     #[test]
     fn views_that_do_not_converge_are_caught() {
-        let ok = [
-            op(0, 1.0, Action::Join, A, 0),
-            op(1, 1.5, Action::Join, B, 0),
-            op(2, 9.0, Action::View, 0, A),
-            op(3, 9.0, Action::View, A, A),
-            op(4, 9.0, Action::View, B, A),
-            op(5, 9.1, Action::View, 0, B),
-            op(6, 9.1, Action::View, A, B),
-            op(7, 9.1, Action::View, B, B),
-        ];
+        let ok = history([
+            vec![join(1.0, A), join(1.5, B)],
+            view(9.0, A, &[A, B]),
+            view(9.1, B, &[A, B]),
+        ]);
         assert_eq!(check(&ok, 4 * S), Vec::<String>::new());
         // A's view misses B; B's view still shows B's slot's earlier process, replaced 8 s before.
-        let bad = [
-            op(0, 1.0, Action::Join, A, 0),
-            op(1, 1.0, Action::Join, B, 0),
-            op(2, 1.5, Action::Join, B2, 0),
-            op(3, 9.0, Action::View, 0, A),
-            op(4, 9.0, Action::View, A, A),
-            op(5, 9.1, Action::View, 0, B2),
-            op(6, 9.1, Action::View, A, B2),
-            op(7, 9.1, Action::View, B, B2),
-            op(8, 9.1, Action::View, B2, B2),
-        ];
+        let bad = history([
+            vec![join(1.0, A), join(1.0, B), join(1.5, B2)],
+            view(9.0, A, &[A]),
+            view(9.1, B2, &[A, B, B2]),
+        ]);
         let v = check(&bad, 4 * S);
         assert_eq!(v.len(), 2, "{v:?}");
         assert!(v.iter().any(|v| v.contains("misses member")), "{v:?}");
         assert!(v.iter().any(|v| v.contains("replaced long before")), "{v:?}");
         // A join just before the report may not be in the view yet.
-        let late = [
-            op(0, 1.0, Action::Join, A, 0),
-            op(1, 8.8, Action::Join, B, 0),
-            op(2, 9.0, Action::View, 0, A),
-            op(3, 9.0, Action::View, A, A),
-            op(4, 9.1, Action::View, 0, B),
-            op(5, 9.1, Action::View, A, B),
-            op(6, 9.1, Action::View, B, B),
-        ];
+        let late = history([
+            vec![join(1.0, A), join(8.8, B)],
+            view(9.0, A, &[A]),
+            view(9.1, B, &[A, B]),
+        ]);
         assert_eq!(check(&late, 4 * S), Vec::<String>::new());
         assert_eq!(check(&[], 4 * S).len(), 1, "no final view at all");
     }

@@ -282,6 +282,7 @@ pub fn check(ops: &[Op]) -> Vec<Violation> {
 mod tests {
     use super::*;
     use crate::history::Kind;
+    use Decision::{Abort, Commit};
 
     fn op(client: u32, action: Action, token: i64, value: i64) -> Op {
         Op {
@@ -296,31 +297,43 @@ mod tests {
         }
     }
 
+    /// The coordinator (client 0) begins `tx` with `participants`: one record per participant.
+    fn begin(tx: i64, participants: &[i64]) -> Vec<Op> {
+        participants
+            .iter()
+            .map(|&p| op(0, Action::Begin, tx, p))
+            .collect()
+    }
+
+    /// `participant`'s vote in `tx`.
+    fn vote(participant: u32, tx: i64, decision: Decision) -> Op {
+        op(participant, Action::Vote, tx, value(decision))
+    }
+
+    /// The outcome of `tx` as `party` learnt it.
+    fn outcome(party: u32, tx: i64, decision: Decision) -> Op {
+        op(party, Action::Outcome, tx, value(decision))
+    }
+
     #[test]
     fn split_outcomes_and_unfounded_commits_are_caught() {
         let ok = [
-            op(0, Action::Begin, 7, 1),
-            op(0, Action::Begin, 7, 2),
-            op(1, Action::Vote, 7, 1),
-            op(2, Action::Vote, 7, 1),
-            op(0, Action::Outcome, 7, 1),
-            op(1, Action::Outcome, 7, 1),
-            op(0, Action::Begin, 8, 1),
-            op(1, Action::Vote, 8, 0),
-            op(1, Action::Outcome, 8, 0),
-            op(0, Action::Outcome, 8, 0),
-        ];
+            begin(7, &[1, 2]),
+            vec![vote(1, 7, Commit), vote(2, 7, Commit)],
+            vec![outcome(0, 7, Commit), outcome(1, 7, Commit)],
+            begin(8, &[1]),
+            vec![vote(1, 8, Abort), outcome(1, 8, Abort), outcome(0, 8, Abort)],
+        ]
+        .concat();
         assert_eq!(check(&ok), Vec::<String>::new());
         let bad = [
-            op(0, Action::Begin, 7, 1),
-            op(0, Action::Begin, 7, 2),
-            op(1, Action::Vote, 7, 1),
-            op(2, Action::Vote, 7, 0),
-            op(0, Action::Outcome, 7, 1),
-            op(2, Action::Outcome, 7, 0),
-            op(0, Action::Begin, 8, 1),
-            op(0, Action::Outcome, 8, 1), // participant 1 never voted
-        ];
+            begin(7, &[1, 2]),
+            vec![vote(1, 7, Commit), vote(2, 7, Abort)],
+            vec![outcome(0, 7, Commit), outcome(2, 7, Abort)],
+            begin(8, &[1]),
+            vec![outcome(0, 8, Commit)], // participant 1 never voted
+        ]
+        .concat();
         let v = check(&bad);
         assert!(
             v.iter().any(|v| v.contains("7") && v.contains("two outcomes")),

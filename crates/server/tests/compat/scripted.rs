@@ -21,6 +21,30 @@ fn path_body(path: &str, watch: Option<bool>) -> Vec<u8> {
     w
 }
 
+/// A setData body: `data` at `path` if its version is `version` (-1: any).
+fn set_data_body(path: &str, data: &[u8], version: i32) -> Vec<u8> {
+    let mut w = path_body(path, None);
+    put_buffer(&mut w, Some(data));
+    put_i32(&mut w, version);
+    w
+}
+
+/// A delete body: `path` if its version is `version` (-1: any).
+fn delete_body(path: &str, version: i32) -> Vec<u8> {
+    let mut w = path_body(path, None);
+    put_i32(&mut w, version);
+    w
+}
+
+/// An auth body: `credential` for `scheme`.
+fn auth_body(scheme: &str, credential: &[u8]) -> Vec<u8> {
+    let mut w = Vec::new();
+    put_i32(&mut w, 0);
+    put_str(&mut w, scheme);
+    put_buffer(&mut w, Some(credential));
+    w
+}
+
 fn reply_text(reply: Option<Reply>) -> String {
     match reply {
         None => "closed".into(),
@@ -59,10 +83,7 @@ async fn closing_requests(addr: SocketAddr, _base: String) -> Vec<String> {
     t.push(format!("then closed: {}", s.conn.closed_by_server().await));
 
     let mut s = Session::open(addr, 30_000).await;
-    let mut auth = Vec::new();
-    put_i32(&mut auth, 0);
-    put_str(&mut auth, "nosuchscheme");
-    put_buffer(&mut auth, Some(b"x"));
+    let auth = auth_body("nosuchscheme", b"x");
     t.push(format!(
         "auth unknown scheme: {}",
         reply_text(s.call(100, &auth).await)
@@ -70,10 +91,7 @@ async fn closing_requests(addr: SocketAddr, _base: String) -> Vec<String> {
     t.push(format!("then closed: {}", s.conn.closed_by_server().await));
 
     let mut s = Session::open(addr, 30_000).await;
-    let mut auth = Vec::new();
-    put_i32(&mut auth, 0);
-    put_str(&mut auth, "digest");
-    put_buffer(&mut auth, Some(b"someone:secret"));
+    let auth = auth_body("digest", b"someone:secret");
     t.push(format!("auth digest: {}", reply_text(s.call(100, &auth).await)));
     let who = s.call(107, &[]).await;
     t.push(format!("whoAmI: {}", reply_text(who.clone())));
@@ -91,6 +109,18 @@ fn drain_events(s: &mut Session, base: &str) -> Vec<String> {
         .drain(..)
         .map(|(k, p)| format!("{k} {}", p.replace(base, "B")))
         .collect()
+}
+
+/// The end of a scenario of two sessions: pings `a` (the notifications it is owed arrive before the reply),
+/// records the ping's reply and, under `label`, the notifications `a` received since the last drain, and closes
+/// both sessions.
+async fn finish(mut t: Vec<String>, mut a: Session, mut b: Session, base: &str, label: &str) -> Vec<String> {
+    t.push(format!("ping: {}", reply_text(a.call(11, &[]).await)));
+    let events = drain_events(&mut a, base);
+    t.push(format!("{label}: {events:?}"));
+    assert!(a.close().await);
+    assert!(b.close().await);
+    t
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -119,8 +149,7 @@ async fn frame_limits(addr: SocketAddr, base: String) -> Vec<String> {
     let closed = s.conn.closed_by_server().await;
     t.push(format!("2 MiB frame: closed {closed}"));
     let mut s = Session::open(addr, 30_000).await;
-    let mut delete = path_body(&base, None);
-    put_i32(&mut delete, -1);
+    let delete = delete_body(&base, -1);
     t.push(format!("delete: {}", reply_text(s.call(2, &delete).await)));
     t
 }
@@ -158,16 +187,13 @@ async fn set_watches(addr: SocketAddr, base: String) -> Vec<String> {
     let (id, password) = (a.id, a.password.clone());
     drop(a);
     let mut b = Session::open(addr, 30_000).await;
-    let mut set = path_body(&format!("{base}/d"), None);
-    put_buffer(&mut set, Some(b"changed"));
-    put_i32(&mut set, -1);
+    let set = set_data_body(&format!("{base}/d"), b"changed", -1);
     t.push(format!("setData: {}", reply_text(b.call(5, &set).await)));
     t.push(format!(
         "create missing: {}",
         b.create(&format!("{base}/missing"), b"", 0).await
     ));
-    let mut delete = path_body(&format!("{base}/gone"), None);
-    put_i32(&mut delete, -1);
+    let delete = delete_body(&format!("{base}/gone"), -1);
     t.push(format!("delete gone: {}", reply_text(b.call(2, &delete).await)));
 
     let mut a = Session::attach(addr, 30_000, id, &password)
@@ -192,16 +218,9 @@ async fn set_watches(addr: SocketAddr, base: String) -> Vec<String> {
     events.sort();
     t.push(format!("events: {events:?}"));
     // The watch on /same was re-registered: a change now fires it.
-    let mut set = path_body(&format!("{base}/same"), None);
-    put_buffer(&mut set, Some(b"later"));
-    put_i32(&mut set, -1);
+    let set = set_data_body(&format!("{base}/same"), b"later", -1);
     t.push(format!("setData same: {}", reply_text(b.call(5, &set).await)));
-    t.push(format!("ping: {}", reply_text(a.call(11, &[]).await)));
-    let events = drain_events(&mut a, &base);
-    t.push(format!("events: {events:?}"));
-    assert!(a.close().await);
-    assert!(b.close().await);
-    t
+    finish(t, a, b, &base, "events").await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -318,9 +337,7 @@ async fn pipelined(addr: SocketAddr, base: String) -> Vec<String> {
     let mut xid = 100;
     for i in 0..10 {
         let node = format!("{base}/n{i}");
-        let mut set = path_body(&node, None);
-        put_buffer(&mut set, Some(b"x"));
-        put_i32(&mut set, -1);
+        let set = set_data_body(&node, b"x", -1);
         let mut create = path_body(&format!("{base}/m{i}"), None);
         put_buffer(&mut create, None);
         put_i32(&mut create, 1);
@@ -328,8 +345,7 @@ async fn pipelined(addr: SocketAddr, base: String) -> Vec<String> {
         put_str(&mut create, "world");
         put_str(&mut create, "anyone");
         put_i32(&mut create, 0);
-        let mut delete = path_body(&node, None);
-        put_i32(&mut delete, if i % 2 == 0 { -1 } else { 0 });
+        let delete = delete_body(&node, if i % 2 == 0 { -1 } else { 0 });
         for (op, body) in [
             (5, set),
             (4, path_body(&node, Some(false))),
@@ -347,12 +363,7 @@ async fn pipelined(addr: SocketAddr, base: String) -> Vec<String> {
         replies.push(format!("{}:{}", r.header.xid, r.header.err));
     }
     t.push(format!("replies: {replies:?}"));
-    a.call(11, &[]).await.unwrap();
-    let events = drain_events(&mut a, &base);
-    t.push(format!("events in order: {events:?}"));
-    assert!(a.close().await);
-    assert!(b.close().await);
-    t
+    finish(t, a, b, &base, "events in order").await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -69,13 +69,18 @@ impl Raw {
 
     /// Connects and completes a handshake for a new session (Java-style, with the readOnly byte).
     pub async fn session(addr: SocketAddr) -> (Raw, ConnectResponse) {
+        let req = ConnectRequest {
+            read_only: Some(false),
+            ..new_session(30_000)
+        };
+        Raw::session_with(addr, &req).await
+    }
+
+    /// Connects and sends `req` as the connect request: the connection and the server's answer (a new or
+    /// resumed session, or a refusal).
+    pub async fn session_with(addr: SocketAddr, req: &ConnectRequest) -> (Raw, ConnectResponse) {
         let mut raw = Raw::connect(addr).await;
-        let resp = raw
-            .handshake(&ConnectRequest {
-                read_only: Some(false),
-                ..new_session(30_000)
-            })
-            .await;
+        let resp = raw.handshake(req).await;
         (raw, resp)
     }
 

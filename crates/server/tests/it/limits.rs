@@ -172,15 +172,13 @@ async fn a_watcher_that_never_reads_is_disconnected_and_keeps_its_session() {
             assert!(watcher.closed().await, "the watcher's connection is closed");
             assert!(server.figures().unwrap().pending_output_bytes < LIMIT);
             // The session lives on: the client resumes it on a new connection.
-            let mut again = Raw::connect(server.local_addr()).await;
-            let resumed = again
-                .handshake(&ConnectRequest {
-                    time_out: 30_000,
-                    session_id: session.session_id,
-                    passwd: session.passwd.clone(),
-                    ..Default::default()
-                })
-                .await;
+            let resume = ConnectRequest {
+                time_out: 30_000,
+                session_id: session.session_id,
+                passwd: session.passwd.clone(),
+                ..Default::default()
+            };
+            let (_again, resumed) = Raw::session_with(server.local_addr(), &resume).await;
             assert_eq!(resumed.session_id, session.session_id, "same session");
             assert!(resumed.time_out > 0, "not expired");
         }
@@ -221,11 +219,9 @@ async fn connections_without_a_session_or_stalled_mid_frame_are_closed() {
     assert!(start.elapsed() >= deadline, "not before the deadline");
 
     // Established with a 600 ms session timeout, then half a frame and nothing more.
-    let mut stalled = Raw::connect(addr).await;
-    let resp = stalled.handshake(&new_session(600)).await;
+    let (mut stalled, resp) = Raw::session_with(addr, &new_session(600)).await;
     assert_eq!(resp.time_out, 600);
-    let mut pinging = Raw::connect(addr).await;
-    pinging.handshake(&new_session(600)).await;
+    let (mut pinging, _) = Raw::session_with(addr, &new_session(600)).await;
     let stalled_at = Instant::now();
     stalled.send_raw(&[0, 0, 0, 20, 0, 0, 0]).await;
     // The other one sends a complete request every 150 ms for 1.5 s: well past both deadlines, and stays open.

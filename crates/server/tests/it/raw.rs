@@ -28,13 +28,11 @@ async fn handshake_echoes_read_only_only_when_sent() {
     assert_ne!(java.passwd, vec![0; 16]);
     assert_eq!(java.time_out, 30_000);
     assert!(java.session_id >> 56 == 1, "top byte is the server id");
-    let mut rust = Raw::connect(server.local_addr()).await;
-    let resp = rust
-        .handshake(&ConnectRequest {
-            time_out: 1,
-            ..Default::default()
-        })
-        .await;
+    let too_short = ConnectRequest {
+        time_out: 1,
+        ..Default::default()
+    };
+    let (_rust, resp) = Raw::session_with(server.local_addr(), &too_short).await;
     assert_eq!(resp.read_only, None);
     assert_eq!(resp.time_out, 4_000, "clamped to 2 x tickTime");
     assert_ne!(resp.session_id, java.session_id);
@@ -43,16 +41,14 @@ async fn handshake_echoes_read_only_only_when_sent() {
 #[tokio::test]
 async fn unknown_session_gets_the_expired_reply_then_close() {
     let server = server().await;
-    let mut raw = Raw::connect(server.local_addr()).await;
-    let resp = raw
-        .handshake(&ConnectRequest {
-            time_out: 30_000,
-            session_id: 0x0123,
-            passwd: vec![1; 16],
-            read_only: Some(false),
-            ..Default::default()
-        })
-        .await;
+    let unknown = ConnectRequest {
+        time_out: 30_000,
+        session_id: 0x0123,
+        passwd: vec![1; 16],
+        read_only: Some(false),
+        ..Default::default()
+    };
+    let (mut raw, resp) = Raw::session_with(server.local_addr(), &unknown).await;
     assert_eq!((resp.time_out, resp.session_id, resp.passwd), (0, 0, vec![0; 16]));
     assert!(raw.closed().await);
 }
@@ -434,13 +430,11 @@ async fn sessions_expire_without_pings() {
         ..Default::default()
     })
     .await;
-    let mut raw = Raw::connect(server.local_addr()).await;
-    let resp = raw
-        .handshake(&ConnectRequest {
-            time_out: 100,
-            ..Default::default()
-        })
-        .await;
+    let short = ConnectRequest {
+        time_out: 100,
+        ..Default::default()
+    };
+    let (mut raw, resp) = Raw::session_with(server.local_addr(), &short).await;
     assert_eq!(resp.time_out, 100);
     assert_eq!(
         raw.call(OpCode::Create, &create("/short", None, 1)).await.0.err,

@@ -317,17 +317,13 @@ async fn light(shared: &Shared) {
     let _ = shared.blackhole.subscribe().wait_for(|on| !*on).await;
 }
 
-async fn client_to_server<R, W>(
+async fn client_to_server(
     first: [u8; 4],
-    from: &mut R,
-    to: &mut W,
+    from: &mut (impl AsyncRead + Unpin),
+    to: &mut (impl AsyncWrite + Unpin),
     shared: &Shared,
     lose_reply_to: &Mutex<Option<i32>>,
-) -> io::Result<()>
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
+) -> io::Result<()> {
     let mut prefix = Some(first);
     // The first frame is the ConnectRequest, which has no RequestHeader.
     let mut connect_request = true;
@@ -368,11 +364,12 @@ where
 }
 
 /// A length the proxy will not parse (see [`Read::Unframed`]): passes it and the rest through blindly, as it comes.
-async fn pass_unframed<R, W>(length: [u8; 4], from: &mut R, to: &mut W, shared: &Shared) -> io::Result<()>
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
+async fn pass_unframed(
+    length: [u8; 4],
+    from: &mut (impl AsyncRead + Unpin),
+    to: &mut (impl AsyncWrite + Unpin),
+    shared: &Shared,
+) -> io::Result<()> {
     light(shared).await;
     to.write_all(&length).await?;
     tokio::io::copy(from, to).await.map(drop)
@@ -384,16 +381,12 @@ async fn half_close<W: AsyncWrite + Unpin>(to: &mut W) -> io::Result<()> {
     std::future::pending().await
 }
 
-async fn server_to_client<R, W>(
-    from: &mut R,
-    to: &mut W,
+async fn server_to_client(
+    from: &mut (impl AsyncRead + Unpin),
+    to: &mut (impl AsyncWrite + Unpin),
     shared: &Shared,
     lose_reply_to: &Mutex<Option<i32>>,
-) -> io::Result<()>
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
+) -> io::Result<()> {
     // The first frame is the ConnectResponse, which has no ReplyHeader.
     let mut connect_response = true;
     loop {
