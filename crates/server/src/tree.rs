@@ -503,7 +503,9 @@ fn size_of_node(node: &Node) -> usize {
 /// come after its children) and handed to their parents at the end.
 pub struct TreeBuilder {
     t: DataTree,
-    /// The nodes, put into the node map all at once at the end ([`NodeMap::insert_all`]: in slot order).
+    /// The nodes, put into the node map all at once at the end ([`NodeMap::insert_all`]: in slot order). Boxed
+    /// already: the map holds each node in an allocation of its own, so the box is made once, here.
+    #[allow(clippy::vec_box)]
     nodes: Vec<Box<Node>>,
     /// Child names by parent, gathered in a list (growing a list is a copy; growing a hash set rehashes every name)
     /// and put in a set of the right size at the end.
