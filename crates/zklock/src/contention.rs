@@ -442,16 +442,29 @@ async fn check_turn<R: Rules + ?Sized>(
     // A node we cannot be ordered with: the two recipes would not exclude each other. Checked at every look, so of
     // two conflicting acquires the later one sees the earlier one's node (ZooKeeper orders the creates, and each
     // looks after its own create): both may refuse, never both hold.
-    if let Some((other, what)) = conflict(node, &children, |m| rules.keeps(m)).await? {
-        return Err(Error::InUse {
-            path: node.dir.clone(),
-            node: other,
-            what,
-        });
-    }
-    let queue = node::sorted_contenders(children, |m| rules.keeps(m));
+    let in_use = |(other, what)| Error::InUse {
+        path: node.dir.clone(),
+        node: other,
+        what,
+    };
+    let keep = |m| rules.keeps(m);
+    let queue = if children.iter().any(|c| c == node::LEASES || c == node::LOCKS) {
+        // Perhaps a semaphore's directory: its subdirectories tell.
+        if let Some(found) = conflict(node, &children, keep).await? {
+            return Err(in_use(found));
+        }
+        node::sorted_contenders(children, keep)
+    } else {
+        node::sorted_queue(children, keep).map_err(in_use)?
+    };
     let queue = gone::sweep_duplicates(node, queue).await?;
-    let Some(me) = queue.iter().position(|c| c.name == me_name) else {
+    // The sequence number first: a comparison of two integers, not of two names, per contender (by name alone
+    // only when that finds nothing, as when our node is gone).
+    let Some(me) = queue
+        .iter()
+        .position(|c| c.sequence == node.sequence && c.name == me_name)
+        .or_else(|| queue.iter().position(|c| c.name == me_name))
+    else {
         return Err(gone::node_gone(node, lost));
     };
     Ok(match rules.turn(&queue, me) {

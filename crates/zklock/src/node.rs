@@ -122,13 +122,15 @@ pub(crate) fn parse_parts(name: &str) -> Option<(Marker, i64)> {
     if digits_at == bytes.len() {
         return None;
     }
-    // The longest marker ending at `at` (both cut points are ASCII, so char boundaries).
+    // The marker ending at `at`: no marker ends another, so there is at most one. Compared from the end, byte by
+    // byte: most markers differ from the name in the last byte or the one before (a call of `memcmp` per marker
+    // was a tenth of a load generator's time, back to back with 5,000 waiters).
     let ending_at = |at: usize| {
-        Marker::ALL
-            .iter()
-            .filter(|m| name[..at].ends_with(m.as_str()))
-            .max_by_key(|m| m.as_str().len())
-            .copied()
+        let head = &bytes[..at];
+        Marker::ALL.into_iter().find(|m| {
+            let marker = m.as_str().as_bytes();
+            head.len() >= marker.len() && head.iter().rev().zip(marker.iter().rev()).all(|(a, b)| a == b)
+        })
     };
     let (marker, at) = match ending_at(digits_at) {
         Some(marker) => (marker, digits_at),
@@ -201,6 +203,32 @@ pub fn conflict(children: &[String], keep: impl Fn(Marker) -> bool) -> Option<(S
     })
 }
 
+/// [`sorted_contenders`] and [`conflict`] in one pass over a listing (which every look at a queue of thousands
+/// makes): the contenders `keep` accepts, sorted, or the first child the queue cannot share its directory with.
+pub fn sorted_queue(
+    children: Vec<String>,
+    keep: impl Fn(Marker) -> bool,
+) -> Result<Vec<Contender>, (String, &'static str)> {
+    let mut queue = Vec::with_capacity(children.len());
+    for name in children {
+        match parse_parts(&name) {
+            Some((marker, sequence)) if keep(marker) => queue.push(Contender {
+                name,
+                sequence,
+                marker,
+            }),
+            Some((marker, _)) => return Err((name, marker.describe())),
+            None => {
+                if let Some(what) = other_recipe(&name) {
+                    return Err((name, what));
+                }
+            }
+        }
+    }
+    sort(&mut queue);
+    Ok(queue)
+}
+
 /// Parses the children, keeps those `keep` accepts, and sorts them by sequence number.
 ///
 /// ZooKeeper's per-directory counter is an int32 that wraps from 2147483647 to -2147483648 (after 2^31 creates
@@ -220,6 +248,12 @@ pub fn sorted_contenders(children: Vec<String>, keep: impl Fn(Marker) -> bool) -
             })
         })
         .collect();
+    sort(&mut queue);
+    queue
+}
+
+/// Sorts contenders by sequence number (see [`sorted_contenders`] for the wrap).
+fn sort(queue: &mut [Contender]) {
     const QUARTER: i64 = 1 << 30;
     let wrapped = queue.iter().any(|c| c.sequence < -QUARTER) && queue.iter().any(|c| c.sequence > QUARTER);
     let key = |c: &Contender| {
@@ -231,7 +265,6 @@ pub fn sorted_contenders(children: Vec<String>, keep: impl Fn(Marker) -> bool) -
     };
     // Names are unique, so the order is total and an unstable sort gives the same result.
     queue.sort_unstable_by(|a, b| key(a).cmp(&key(b)).then_with(|| a.name.cmp(&b.name)));
-    queue
 }
 
 #[cfg(test)]
@@ -373,6 +406,56 @@ mod tests {
         ] {
             assert!(conflict(&children(&[ours, other]), mutex).is_some(), "{other}");
         }
+    }
+
+    #[test]
+    fn the_one_pass_queue_is_the_conflict_then_the_sorted_contenders() {
+        let names = [
+            "_c_a-lock-0000000003",
+            "_c_b-lock-0000000001",
+            "_c_c-__READ__0000000002",
+            "_c_d-__WRIT__0000000004",
+            "1f0e2d3c4b5a69788796a5b4c3d2e1f0__lock__0000000005",
+            "1f0e2d3c4b5a69788796a5b4c3d2e1f0__rlock__0000000000",
+            "_c_e-latch-0000000006",
+            "_c_f-lease-0000000007",
+            "unrelated",
+            "qn-0000000008",
+        ];
+        let mut listings = 0;
+        // Every listing of up to three of the names, in every order.
+        for a in 0..names.len() {
+            for b in 0..=names.len() {
+                for c in 0..=names.len() {
+                    let children: Vec<String> = [
+                        Some(a),
+                        (b < names.len()).then_some(b),
+                        (c < names.len()).then_some(c),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    .map(|i| names[i].to_owned())
+                    .collect();
+                    for ours in Marker::ALL {
+                        let keep = |m: Marker| ours.queues_with(m);
+                        let expected = match conflict(&children, keep) {
+                            Some(found) => Err(found),
+                            None => Ok(sorted_contenders(children.clone(), keep)),
+                        };
+                        assert_eq!(
+                            sorted_queue(children.clone(), keep),
+                            expected,
+                            "{ours:?} {children:?}"
+                        );
+                        listings += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(
+            listings,
+            names.len() * (names.len() + 1).pow(2) * Marker::ALL.len()
+        );
     }
 
     #[test]
