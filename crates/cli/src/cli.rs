@@ -257,7 +257,6 @@ pub enum Command {
 /// `InterProcessMutex` layout); the kinds of lock do not exclude each other, so `run` refuses a PATH in use by
 /// another kind (see `run.rs`).
 #[derive(Debug, Args)]
-#[command(mut_args(worded(&RUN_HELP)))]
 pub struct RunArgs {
     #[command(flatten)]
     pub connect: ConnectArgs,
@@ -277,8 +276,23 @@ pub struct RunArgs {
     /// same PATH must give the same N.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub leases: Option<u32>,
+    /// Fail at once (exit 1, or --conflict-exit-code) if the lock is held or queued for (with --leases: no lease
+    /// free, or another acquirer ahead). With -q, silently.
+    #[arg(long, short = 'n', conflicts_with = "timeout")]
+    pub nonblock: bool,
+    /// Give up (exit 1, or --conflict-exit-code) after waiting this long (a duration: 30, 1.5, 30s, 1m30s, 250ms).
+    /// With -q, silently.
+    #[arg(long, short = 'w', value_name = "DURATION", value_parser = seconds, allow_negative_numbers = true)]
+    pub timeout: Option<f64>,
     #[command(flatten)]
-    pub supervise: SuperviseArgs,
+    pub conflict: ConflictArgs,
+    /// After the lock is lost, the time between SIGTERM and SIGKILL to the command. The lock counts as lost early
+    /// enough that the command is gone before ZooKeeper can expire our session; if zklock itself is paused or
+    /// starved, its watchdog stops the command in time on its own.
+    #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = seconds, allow_negative_numbers = true)]
+    pub kill_after: f64,
+    #[command(flatten)]
+    pub describe: DescribeArgs,
     /// The lock directory, e.g. /locks/nightly-backup.
     #[arg(value_parser = recipe_path)]
     pub path: String,
@@ -289,14 +303,26 @@ pub struct RunArgs {
 
 /// Arguments of `zklock elect`.
 #[derive(Debug, Args)]
-#[command(mut_args(worded(&ELECT_HELP)))]
 pub struct ElectArgs {
     #[command(flatten)]
     pub connect: ConnectArgs,
     #[command(flatten)]
     pub acl: AclArgs,
+    /// Fail at once (exit 1, or --conflict-exit-code) unless we lead at once: another candidate leads or is queued
+    /// ahead. Our candidacy is withdrawn. With -q, silently.
+    #[arg(long, short = 'n', conflicts_with = "timeout")]
+    pub nonblock: bool,
+    /// Give up campaigning (exit 1, or --conflict-exit-code; candidacy withdrawn) if we do not lead within this
+    /// long (a duration: 30, 1.5, 30s, 1m30s, 250ms). With -q, silently.
+    #[arg(long, short = 'w', value_name = "DURATION", value_parser = seconds, allow_negative_numbers = true)]
+    pub timeout: Option<f64>,
     #[command(flatten)]
-    pub supervise: SuperviseArgs,
+    pub conflict: ConflictArgs,
+    /// After leadership is lost, the time between SIGTERM and SIGKILL to the command.
+    #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = seconds, allow_negative_numbers = true)]
+    pub kill_after: f64,
+    #[command(flatten)]
+    pub describe: DescribeArgs,
     /// Exit 4 when leadership is lost with our ZooKeeper session (it expired, the connection was down too long, or
     /// zklock could not confirm it in time), as when it is taken away. Without it zklock stops the command as
     /// always, then makes a new session and campaigns again, and runs the command again once it leads again.
@@ -328,71 +354,6 @@ pub struct ElectArgs {
     /// The command and its arguments (after `--`); none with --observe.
     #[arg(last = true, required_unless_present = "observe")]
     pub command: Vec<String>,
-}
-
-/// The options of `run` and `elect` that are parsed alike: how long to wait for the lock or the leadership, the
-/// exit status when it is not had, how to stop the command once it is lost, and what our node says. The help of
-/// `--nonblock`, `--timeout` and `--kill-after` is worded for each command ([`RUN_HELP`], [`ELECT_HELP`]), so
-/// these three fields have no doc comment of their own: clap would show it.
-#[derive(Debug, Args)]
-pub struct SuperviseArgs {
-    #[arg(long, short = 'n', conflicts_with = "timeout")]
-    pub nonblock: bool,
-    #[arg(long, short = 'w', value_name = "DURATION", value_parser = seconds, allow_negative_numbers = true)]
-    pub timeout: Option<f64>,
-    #[command(flatten)]
-    pub conflict: ConflictArgs,
-    #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = seconds, allow_negative_numbers = true)]
-    pub kill_after: f64,
-    #[command(flatten)]
-    pub describe: DescribeArgs,
-}
-
-/// The help of `run`'s `--nonblock`, `--timeout` and `--kill-after`, by argument id.
-const RUN_HELP: [(&str, &str); 3] = [
-    (
-        "nonblock",
-        "Fail at once (exit 1, or --conflict-exit-code) if the lock is held or queued for (with --leases: no lease \
-         free, or another acquirer ahead). With -q, silently",
-    ),
-    (
-        "timeout",
-        "Give up (exit 1, or --conflict-exit-code) after waiting this long (a duration: 30, 1.5, 30s, 1m30s, \
-         250ms). With -q, silently",
-    ),
-    (
-        "kill_after",
-        "After the lock is lost, the time between SIGTERM and SIGKILL to the command. The lock counts as lost \
-         early enough that the command is gone before ZooKeeper can expire our session; if zklock itself is \
-         paused or starved, its watchdog stops the command in time on its own",
-    ),
-];
-
-/// The help of `elect`'s `--nonblock`, `--timeout` and `--kill-after`, by argument id.
-const ELECT_HELP: [(&str, &str); 3] = [
-    (
-        "nonblock",
-        "Fail at once (exit 1, or --conflict-exit-code) unless we lead at once: another candidate leads or is \
-         queued ahead. Our candidacy is withdrawn. With -q, silently",
-    ),
-    (
-        "timeout",
-        "Give up campaigning (exit 1, or --conflict-exit-code; candidacy withdrawn) if we do not lead within this \
-         long (a duration: 30, 1.5, 30s, 1m30s, 250ms). With -q, silently",
-    ),
-    (
-        "kill_after",
-        "After leadership is lost, the time between SIGTERM and SIGKILL to the command",
-    ),
-];
-
-/// Gives the arguments named in `helps` their help, in place: `mut_arg` would move them to the end, which keeps
-/// `--help` but reorders the shell completions.
-fn worded(helps: &'static [(&'static str, &'static str)]) -> impl FnMut(clap::Arg) -> clap::Arg {
-    move |arg| match helps.iter().find(|(id, _)| arg.get_id() == *id) {
-        Some(&(_, help)) => arg.help(help),
-        None => arg,
-    }
 }
 
 /// What `run` and `elect` store in their node, for `zklock status` and observers: see `supervise::describe`.
@@ -602,24 +563,4 @@ pub enum LogFormat {
     Text,
     /// One JSON object per line: `timestamp`, `level`, `target`, `message` and the event's fields.
     Json,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::CommandFactory;
-
-    /// Every id in `RUN_HELP` and `ELECT_HELP` names an argument of its command, which shows that help.
-    #[test]
-    fn run_and_elect_word_their_shared_flags() {
-        let cli = Cli::command();
-        for (name, helps) in [("run", &RUN_HELP), ("elect", &ELECT_HELP)] {
-            let command = cli.find_subcommand(name).unwrap();
-            for (id, help) in helps {
-                let arg = command.get_arguments().find(|arg| arg.get_id() == id);
-                let shown = arg.and_then(|arg| arg.get_help()).map(ToString::to_string);
-                assert_eq!(shown.as_deref(), Some(*help), "{name} {id}");
-            }
-        }
-    }
 }

@@ -50,16 +50,15 @@ async fn elect_with(
     } else {
         crate::zk::reconnecting(client, &args.connect).await?
     };
-    let session = acls.apply(session).with_lost_policy(supervise::lost_policy(
-        client.session_timeout(),
-        args.supervise.kill_after,
-    ));
+    let session = acls
+        .apply(session)
+        .with_lost_policy(supervise::lost_policy(client.session_timeout(), args.kill_after));
     let election = LeaderElection::new(session.clone(), &args.path)
         .map_err(|err| Failure::new(exit::USAGE, err.to_string()))?
         .with_data(supervise::describe(
             &args.command,
-            args.supervise.describe.describe.as_deref(),
-            args.supervise.describe.no_describe,
+            args.describe.describe.as_deref(),
+            args.describe.no_describe,
         ));
     let result = lead(args, &election, client.session_timeout(), interrupts).await;
     // `client` is closed by `supervise::with_session`; a later ZooKeeper session is closed here, once every other
@@ -88,7 +87,7 @@ async fn lead(
             &args.path,
             &what,
             &args.command,
-            args.supervise.kill_after,
+            args.kill_after,
             session_timeout,
             interrupts,
         )
@@ -132,9 +131,9 @@ async fn campaign(
     let campaign = async {
         loop {
             election.session().ready().await?;
-            let campaign = if args.supervise.nonblock {
+            let campaign = if args.nonblock {
                 election.try_campaign().await
-            } else if let Some(secs) = args.supervise.timeout {
+            } else if let Some(secs) = args.timeout {
                 // Finite and at most a year: checked by `values::seconds`.
                 election
                     .campaign_timeout(Duration::from_secs_f64(secs))
@@ -169,15 +168,15 @@ async fn campaign(
                 "another candidate leads {} or is queued ahead of us (--nonblock)",
                 args.path
             );
-            Err(Failure::conflict(args.supervise.conflict.status(), message))
+            Err(Failure::conflict(args.conflict.status(), message))
         }
         Err(Error::Timeout) => {
             let message = format!(
                 "timed out after {}s campaigning for {}",
-                args.supervise.timeout.unwrap_or_default(),
+                args.timeout.unwrap_or_default(),
                 args.path
             );
-            Err(Failure::conflict(args.supervise.conflict.status(), message))
+            Err(Failure::conflict(args.conflict.status(), message))
         }
         Err(err @ Error::InUse { .. }) => Err(supervise::in_use(&err, "zklock elect")),
         Err(err) => {

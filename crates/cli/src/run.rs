@@ -52,8 +52,8 @@ impl Lock {
     fn new(args: &RunArgs, session: Session) -> zklock::Result<Lock> {
         let data = supervise::describe(
             &args.command,
-            args.supervise.describe.describe.as_deref(),
-            args.supervise.describe.no_describe,
+            args.describe.describe.as_deref(),
+            args.describe.no_describe,
         );
         Ok(if args.shared {
             Lock::Read(RwLock::new(session, &args.path)?.with_data(data))
@@ -139,13 +139,12 @@ async fn run_with(
     client: &zookeeper_client::Client,
     interrupts: &mut Interrupts,
 ) -> exit::Result {
-    let session = crate::zk::session(client, &args.connect.security, &args.acl)?.with_lost_policy(
-        supervise::lost_policy(client.session_timeout(), args.supervise.kill_after),
-    );
+    let session = crate::zk::session(client, &args.connect.security, &args.acl)?
+        .with_lost_policy(supervise::lost_policy(client.session_timeout(), args.kill_after));
     let lock = Lock::new(args, session).map_err(|err| Failure::new(exit::USAGE, err.to_string()))?;
-    let wait = if args.supervise.nonblock {
+    let wait = if args.nonblock {
         Wait::Never
-    } else if let Some(secs) = args.supervise.timeout {
+    } else if let Some(secs) = args.timeout {
         // Finite and at most a year: checked by `values::seconds`.
         Wait::AtMost(Duration::from_secs_f64(secs))
     } else {
@@ -161,17 +160,17 @@ async fn run_with(
         Ok(Some(guard)) => guard,
         Ok(None) => {
             return Err(Failure::conflict(
-                args.supervise.conflict.status(),
+                args.conflict.status(),
                 lock.busy(&args.path).await,
             ))
         }
         Err(Error::Timeout) => {
             let message = format!(
                 "timed out after {}s waiting for {}",
-                args.supervise.timeout.unwrap_or_default(),
+                args.timeout.unwrap_or_default(),
                 args.path
             );
-            return Err(Failure::conflict(args.supervise.conflict.status(), message));
+            return Err(Failure::conflict(args.conflict.status(), message));
         }
         Err(err @ Error::InUse { .. }) => return Err(supervise::in_use(&err, "zklock run")),
         Err(err @ Error::Mismatch { .. }) => return Err(Failure::new(exit::USAGE, err.to_string())),
@@ -185,7 +184,7 @@ async fn run_with(
         &args.path,
         &lock.what(&args.path),
         &args.command,
-        args.supervise.kill_after,
+        args.kill_after,
         client.session_timeout(),
         interrupts,
     )
