@@ -63,7 +63,11 @@ impl<T: Keyed> NodeMap<T> {
 
     /// Puts `value` in under its own key; the value it replaces, if any.
     pub fn insert(&mut self, value: Box<T>) -> Option<Box<T>> {
-        let hash = self.hash(value.key());
+        self.insert_hashed(self.hash(value.key()), value)
+    }
+
+    /// [`NodeMap::insert`] with the key's hash known.
+    fn insert_hashed(&mut self, hash: u64, value: Box<T>) -> Option<Box<T>> {
         let hasher = &self.hasher;
         match self
             .table
@@ -92,20 +96,10 @@ impl<T: Keyed> NodeMap<T> {
         self.reserve(values.len());
         let mut hashed: Vec<(u64, Box<T>)> = values.into_iter().map(|v| (self.hash(v.key()), v)).collect();
         sort_by_slot(&mut hashed, self.table.capacity());
-        let hasher = &self.hasher;
-        let mut replaced = Vec::new();
-        for (hash, value) in hashed {
-            match self
-                .table
-                .entry(hash, |v| v.key() == value.key(), |v| hasher.hash_one(v.key()))
-            {
-                Entry::Occupied(mut slot) => replaced.push(std::mem::replace(slot.get_mut(), value)),
-                Entry::Vacant(slot) => {
-                    slot.insert(value);
-                }
-            }
-        }
-        replaced
+        hashed
+            .into_iter()
+            .filter_map(|(hash, value)| self.insert_hashed(hash, value))
+            .collect()
     }
 
     /// Every value, in no particular order.

@@ -299,6 +299,15 @@ impl DataTree {
         }
     }
 
+    /// [`DataTree::insert_node`] for many nodes at once, in the node map's slot order ([`NodeMap::insert_all`]).
+    #[allow(clippy::vec_box)] // the map's own boxes, made once by the caller
+    fn insert_nodes(&mut self, nodes: Vec<Box<Node>>) {
+        self.data_size += nodes.iter().map(|n| size_of_node(n)).sum::<usize>();
+        for old in self.nodes.insert_all(nodes) {
+            self.forget(&old);
+        }
+    }
+
     /// Takes a node out of the data size.
     fn forget(&mut self, node: &Node) {
         self.data_size -= size_of_node(node);
@@ -549,7 +558,6 @@ impl TreeBuilder {
                 }
             }
         }
-        t.data_size += size_of_node(&node);
         self.nodes.push(Box::new(node));
     }
 
@@ -560,9 +568,7 @@ impl TreeBuilder {
             nodes,
             by_parent,
         } = self;
-        for old in t.nodes.insert_all(nodes) {
-            t.forget(&old);
-        }
+        t.insert_nodes(nodes);
         for (parent, names) in by_parent {
             if let Some(node) = t.nodes.get_mut(parent.as_str()) {
                 node.children = Children::from_names(names);
