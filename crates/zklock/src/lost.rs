@@ -497,14 +497,19 @@ async fn monitor(
                             _ => disconnected_at = None,
                         }
                     }
+                    // The owner gone is the owner dismissing us: `LostSignal`'s drop cancels `dismissed` before it
+                    // drops these senders, but when the drop runs on another thread during this very poll, the
+                    // biased `dismissed` branch above was polled before the cancel and this one after the drop.
+                    // Returning here would drop `gone`'s watch unfired (a `removeWatches`, once in about 15
+                    // releases on ZooKeeper); going round again ends through the `dismissed` branch instead.
                     changed = holding.changed() => {
                         if changed.is_err() {
-                            return; // the owner is gone
+                            dismissed.cancel();
                         }
                     }
                     changed = wanted.changed() => {
                         if changed.is_err() {
-                            return; // the owner is gone
+                            dismissed.cancel();
                         }
                     }
                     _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
