@@ -79,7 +79,7 @@ on_every_server! {
         assert_eq!(data(view.members()), ["m0", "m1 busy", "m2"], "the same place");
 
         // What `zklock status` sees.
-        let found = zklock::inspect(&observer, &dir).await.unwrap().unwrap();
+        let found = inspect_synced(&observer, &dir).await.unwrap();
         assert_eq!(found.recipe, Recipe::Group);
         let shown: Vec<_> = found.participants.iter().map(|p| (String::from_utf8_lossy(&p.data).into_owned(), p.kind, p.role)).collect();
         assert_eq!(shown, [

@@ -1,7 +1,7 @@
 //! `zklock::inspect`: every recipe's directory read back as participants in order, and the session's ACL on
 //! every node a recipe creates.
 
-use zklock::zookeeper_client::{self as zk, Acl, Acls, AuthId, Client, Permission};
+use zklock::zookeeper_client::{Acl, Acls, AuthId, Client, Permission};
 use zklock::{
     Barrier, DoubleBarrier, Inspection, LeaderElection, Mutex, NodeKind, Queue, QueueEvent, Recipe, Role,
     RwLock, Semaphore, Session,
@@ -10,16 +10,6 @@ use zklock_testkit::unique_path;
 
 use crate::on_every_server;
 use crate::support::*;
-
-/// What `observer` finds at `dir`, after catching up with everything committed so far (on an ensemble its
-/// server may lag behind the other sessions' servers).
-async fn look(observer: &Client, dir: &str) -> Option<Inspection> {
-    match observer.sync(dir).await {
-        Ok(()) | Err(zk::Error::NoNode) => {}
-        Err(err) => panic!("sync {dir}: {err}"),
-    }
-    zklock::inspect(observer, dir).await.unwrap()
-}
 
 /// Kind, role, data and session of each participant, in order.
 fn summary(found: &Inspection) -> Vec<(NodeKind, Role, String, i64)> {
@@ -39,7 +29,7 @@ fn summary(found: &Inspection) -> Vec<(NodeKind, Role, String, i64)> {
 
 /// Asserts that inspecting `dir` finds `recipe` with the participants `rows` (see [`summary`]), in queue order.
 async fn assert_shows(observer: &Client, dir: &str, recipe: Recipe, rows: &[(NodeKind, Role, String, i64)]) {
-    let found = look(observer, dir).await.unwrap();
+    let found = inspect_synced(observer, dir).await.unwrap();
     assert_eq!(found.recipe, recipe);
     assert_eq!(summary(&found), rows);
 }
@@ -51,7 +41,7 @@ fn row(kind: NodeKind, role: Role, data: &str, session: &Client) -> (NodeKind, R
 on_every_server! {
     async fn shows_locks_and_elections_in_queue_order(hosts: &str) {
         let (a, b, observer) = (client(hosts).await, client(hosts).await, client(hosts).await);
-        assert_eq!(look(&observer, &unique_path("inspect-none")).await, None);
+        assert_eq!(inspect_synced(&observer, &unique_path("inspect-none")).await, None);
 
         // Read/write lock: the readers at the head share it; the writer and the reader behind it wait.
         let rw = unique_path("inspect-rwlock");
@@ -67,7 +57,7 @@ on_every_server! {
             async move { lock.read().await }
         })
         .await;
-        let found = look(&observer, &rw).await.unwrap();
+        let found = inspect_synced(&observer, &rw).await.unwrap();
         assert_eq!((found.path.as_str(), found.recipe), (rw.as_str(), Recipe::Lock));
         assert_eq!(
             summary(&found),
@@ -111,7 +101,7 @@ on_every_server! {
         eventually("the next leader", next).await.unwrap().unwrap().release().await.unwrap();
 
         // Nobody left: an idle directory — or none at all, once the server has swept the empty container.
-        assert!(look(&observer, &el).await.is_none_or(|idle| idle.recipe == Recipe::Empty));
+        assert!(inspect_synced(&observer, &el).await.is_none_or(|idle| idle.recipe == Recipe::Empty));
         let mutex = unique_path("inspect-mutex");
         let guard = Mutex::new(&a, &mutex).unwrap().with_data("alone").lock().await.unwrap();
         assert_shows(&observer, &mutex, Recipe::Lock, &[row(NodeKind::Lock, Role::Holder, "alone", &a)]).await;
@@ -152,7 +142,7 @@ on_every_server! {
             queue.put(item).await.unwrap();
         }
         let claimed = queue.take_safe().await.unwrap();
-        let found = look(&observer, &q).await.unwrap();
+        let found = inspect_synced(&observer, &q).await.unwrap();
         assert_eq!(found.recipe, Recipe::Queue { items: 3, claimed: 1 });
         assert!(found.participants.is_empty());
         claimed.complete().await.unwrap();
@@ -164,13 +154,13 @@ on_every_server! {
         let first = DoubleBarrier::new(session, &dir, 2).unwrap().with_data("m1");
         let first = tokio::spawn(async move { first.enter().await });
         until(&mut rx, "the first member to wait", |e| matches!(e, QueueEvent::Waiting { .. })).await;
-        let found = look(&observer, &dir).await.unwrap();
+        let found = inspect_synced(&observer, &dir).await.unwrap();
         assert_eq!(found.recipe, Recipe::DoubleBarrier { ready: false });
         assert_eq!(summary(&found), vec![row(NodeKind::Member, Role::Waiting, "m1", &a)]);
         assert_eq!(found.participants[0].sequence, None);
         let second = DoubleBarrier::new(&b, &dir, 2).unwrap().with_data("m2").enter().await.unwrap();
         let first = eventually("the first member to enter", first).await.unwrap().unwrap();
-        let found = look(&observer, &dir).await.unwrap();
+        let found = inspect_synced(&observer, &dir).await.unwrap();
         assert_eq!(found.recipe, Recipe::DoubleBarrier { ready: true });
         let mut members = summary(&found);
         members.sort_by(|x, y| x.2.cmp(&y.2));
@@ -189,12 +179,12 @@ on_every_server! {
         let path = unique_path("inspect-barrier");
         let barrier = Barrier::new(&a, &path).unwrap();
         barrier.set().await.unwrap();
-        assert_eq!(look(&observer, &path).await.unwrap().recipe, Recipe::Empty);
+        assert_eq!(inspect_synced(&observer, &path).await.unwrap().recipe, Recipe::Empty);
         a.create(&format!("{path}/stranger"), b"", &PERSISTENT).await.unwrap();
-        assert_eq!(look(&observer, &path).await.unwrap().recipe, Recipe::Unrecognised { children: 1 });
+        assert_eq!(inspect_synced(&observer, &path).await.unwrap().recipe, Recipe::Unrecognised { children: 1 });
         a.delete(&format!("{path}/stranger"), None).await.unwrap();
         barrier.remove().await.unwrap();
-        assert_eq!(look(&observer, &path).await, None);
+        assert_eq!(inspect_synced(&observer, &path).await, None);
     }
 
     async fn created_nodes_carry_the_sessions_acl(hosts: &str) {

@@ -18,10 +18,7 @@ const QUIET: Duration = Duration::from_millis(500);
 
 /// The full paths of `dir`'s participants in `role`, as an operator sees them.
 async fn participants(client: &zklock::zookeeper_client::Client, dir: &str, role: Role) -> Vec<String> {
-    let found = zklock::inspect(client, dir)
-        .await
-        .unwrap()
-        .expect("the directory exists");
+    let found = inspect_synced(client, dir).await.expect("the directory exists");
     found
         .participants
         .into_iter()

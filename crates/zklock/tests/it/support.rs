@@ -437,3 +437,13 @@ pub fn kill_leader(zk: &mut ZooKeeper) -> usize {
 pub fn restart_member(zk: &mut ZooKeeper, member: usize) {
     tokio::task::block_in_place(|| zk.restart(member).unwrap())
 }
+
+/// What `observer` finds at `dir`, after catching up with everything committed so far (on an ensemble its
+/// server may lag behind the other sessions' servers until a `sync` has gone through the leader).
+pub async fn inspect_synced(observer: &Client, dir: &str) -> Option<zklock::Inspection> {
+    match observer.sync(dir).await {
+        Ok(()) | Err(zk::Error::NoNode) => {}
+        Err(err) => panic!("sync {dir}: {err}"),
+    }
+    zklock::inspect(observer, dir).await.unwrap()
+}
