@@ -9,6 +9,8 @@ use crate::support::*;
 
 /// Every node under `root` (recursively) whose ephemeral owner is `session`, as `admin` sees it at the server.
 async fn nodes_of(admin: &Client, root: &str, session: i64) -> Vec<String> {
+    // The other session's writes and its close went through its own member of an ensemble: catch up first.
+    admin.sync(root).await.unwrap();
     let mut ours = Vec::new();
     let mut dirs = vec![root.to_owned()];
     while let Some(dir) = dirs.pop() {
