@@ -39,7 +39,9 @@ crate::on_every_server! {
 
         // Another change of the holder's data is no request. Once the holder's own client reads the new data, it
         // has had the change's notification (ZooKeeper delivers it before the data it announces).
+        // (On an ensemble the holder's member may apply the change later than B's: `sync` waits for it.)
         b.set_data(&node, b"job 1, step 2", None).await.unwrap();
+        a.sync(&node).await.unwrap();
         assert_eq!(a.get_data(&node).await.unwrap().0, b"job 1, step 2");
         assert!(tokio::time::timeout(QUIET, &mut requested).await.is_err(), "a plain data change is no request");
         assert!(!guard.is_revocation_requested());
