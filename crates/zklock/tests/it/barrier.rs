@@ -77,6 +77,8 @@ on_every_server! {
         let barrier = Barrier::new(&admin, &path).unwrap();
         barrier.set().await.unwrap();
         let waiter = Barrier::new(&waiter_client, &path).unwrap();
+        // On an ensemble the waiter's member may not have applied the admin's set yet: it would find no barrier.
+        waiter_client.sync(&path).await.unwrap();
         assert_eq!(waiter.wait_timeout(Duration::from_millis(200)).await, Err(Error::Timeout));
 
         let (listener, mut rx) = events();

@@ -121,6 +121,7 @@ on_every_server! {
         let stays = client(hosts).await;
         let membership = Group::new(&doomed, &dir).unwrap().with_data("doomed").join().await.unwrap();
         let _stays = Group::new(&stays, &dir).unwrap().with_data("stays").join().await.unwrap();
+        observer.sync(&dir).await.unwrap();
         let mut view = Group::new(&observer, &dir).unwrap().watch().await.unwrap();
         assert_eq!(data(view.members()), ["doomed", "stays"]);
         let lost = membership.lost();

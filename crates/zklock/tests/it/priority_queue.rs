@@ -138,6 +138,8 @@ on_every_server! {
         let expected: BTreeSet<_> =
             (0..PRODUCERS).flat_map(|p| (0..ITEMS).map(move |i| (p, priority_of(i), i))).collect();
         assert_eq!(distinct, expected, "every item delivered");
+        // Reads after other sessions' writes sync first (here and below): on an ensemble our member may lag.
+        client.sync(&dir).await.unwrap();
         assert!(queue.is_empty().await.unwrap());
     }
 
@@ -149,6 +151,7 @@ on_every_server! {
         a.put(b"first", 1).await.unwrap();
         let a_item = a.take_safe().await.unwrap();
         assert_eq!(a_item.data(), b"first");
+        b_client.sync(&dir).await.unwrap();
         let b_item = b.try_take_safe().await.unwrap().expect("the other item is unclaimed");
         assert_eq!(b_item.data(), b"later");
         b_item.abandon().await.unwrap();
@@ -157,6 +160,7 @@ on_every_server! {
         expire_session(hosts, &a_client).await;
         let reason = eventually("A's lost signal", a_lost).await;
         assert!(matches!(reason, LostReason::SessionExpired | LostReason::NodeDeleted), "{reason:?}");
+        b_client.sync(&dir).await.unwrap();
         let again = eventually("the item to be available again", b.take_safe()).await.unwrap();
         assert_eq!(again.complete().await.unwrap(), b"first");
         assert_eq!(a_item.complete().await, Err(Error::SessionExpired));
@@ -225,6 +229,8 @@ on_every_server! {
         // The prefix of an item taken before we looked; on a machine so loaded that the consumer took longer than
         // the producer's pause, the producer saw its item first and returns its whole name.
         assert!(name.starts_with("queue-0FFFFFFF9"), "{name}");
+        // Caught up with the producer's member first: a lagging one could hide a second copy.
+        consumer_client.sync(&dir).await.unwrap();
         assert_eq!(consumer.len().await.unwrap(), 0, "the item was enqueued a second time");
         await_children(&consumer_client, &format!("{dir}/receipts"), "the receipt to be deleted", |c| c.is_empty())
             .await;

@@ -120,6 +120,8 @@ on_every_server! {
         // A claims x; B skips the claimed x and gets y, then gives it back.
         let a_item = a.take_safe().await.unwrap();
         assert_eq!(a_item.data(), b"x");
+        // On an ensemble B's member may lag behind A's writes (here, and after A's expiry below): catch up first.
+        b_client.sync(&dir).await.unwrap();
         let b_item = b.try_take_safe().await.unwrap().expect("y is unclaimed");
         assert_eq!(b_item.data(), b"y");
         assert!(b.try_take_safe().await.unwrap().is_none(), "both items are claimed");
@@ -131,6 +133,7 @@ on_every_server! {
         expire_session(hosts, &a_client).await;
         let reason = eventually("A's lost signal", a_lost).await;
         assert!(matches!(reason, LostReason::SessionExpired | LostReason::NodeDeleted), "{reason:?}");
+        b_client.sync(&dir).await.unwrap();
         let again = eventually("x to be available again", b.take_safe()).await.unwrap();
         assert_eq!(again.data(), b"x");
         assert_eq!(again.complete().await.unwrap(), b"x");
@@ -218,6 +221,8 @@ on_every_server! {
         assert_eq!(proxy.lost_replies(), 1, "the fault was injected");
         let name = eventually("the put to settle", put).await.unwrap().unwrap();
         assert!(name.starts_with("qn-"), "{name}");
+        // Caught up with the producer's member first: a lagging one could hide a second copy.
+        consumer_client.sync(&dir).await.unwrap();
         assert_eq!(consumer.len().await.unwrap(), 0, "the item was enqueued a second time");
         await_children(&consumer_client, &format!("{dir}/receipts"), "the receipt to be deleted", |c| c.is_empty()).await;
     }

@@ -88,6 +88,7 @@ crate::on_every_server! {
         let lost = holder.lost();
         let waiting = waiting_lock(&c, &dir).await;
 
+        b.sync(holder.path()).await.unwrap();
         assert!(zklock::revoke(&b, holder.path()).await.unwrap());
         assert_eq!(eventually("the holder to learn it lost", lost).await, LostReason::NodeDeleted);
         let taken = eventually("the next waiter to take over", waiting).await.unwrap().unwrap();

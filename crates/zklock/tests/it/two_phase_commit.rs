@@ -101,6 +101,8 @@ on_every_server! {
         await_children(&observer, &tx, "the parties' live nodes to go", |c| !c.iter().any(|n| n.starts_with("alive-") || n.starts_with("coordinator-"))).await;
         let found = zklock::inspect(&observer, &tx).await.unwrap().unwrap();
         assert!(matches!(found.recipe, Recipe::Transaction { outcome: Some(Decision::Commit), commit_votes: 3, .. }), "{:?}", found.recipe);
+        // The observer saw the parties go; on an ensemble the coordinator's member may not have yet.
+        coordinator_client.sync(&tx).await.unwrap();
         assert!(tpc.remove("tx-1").await.unwrap());
         assert!(!tpc.remove("tx-1").await.unwrap());
         assert_eq!(tpc.outcome("tx-1").await.unwrap(), None);
