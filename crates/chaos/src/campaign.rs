@@ -16,7 +16,7 @@ use crate::linearizability::Verdict;
 use crate::nemesis::{self, Fault, Targets};
 use crate::netfault;
 use crate::register::Register;
-use crate::servers::{ServerKind, Servers};
+use crate::servers::{lock, ServerKind, Servers};
 use crate::workloads::foreign::{self, Foreign, Side, WorkerLine};
 use crate::Recipe;
 use crate::{aftermath, report};
@@ -399,6 +399,9 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
         &violations,
         &intervals,
     );
+    if !violations.is_empty() {
+        keep_server_logs(&servers, &dir).await;
+    }
     if (!violations.is_empty() || unjudged.is_some()) && args.out.is_none() {
         let kept = temp.keep();
         eprintln!("zklock-chaos: files kept in {}", kept.display());
@@ -412,6 +415,24 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
 }
 
 #[allow(clippy::too_many_arguments)]
+/// Copies the end of each ZooKeeper member's own log (elections, sessions expired, connections refused) beside the
+/// campaign's files, as `zookeeper-<member>.log`: the members' directories go with the servers.
+async fn keep_server_logs(servers: &tokio::sync::Mutex<Servers>, dir: &Path) {
+    let Servers::ZooKeeper(zk) = &*servers.lock().await else {
+        return;
+    };
+    let zk = lock(zk);
+    for member in 0..zk.members() {
+        let file = dir.join(format!("zookeeper-{member}.log"));
+        if let Err(err) = std::fs::write(&file, zk.log_tail(member, SERVER_LOG_LINES)) {
+            eprintln!("zklock-chaos: writing {}: {err}", file.display());
+        }
+    }
+}
+
+/// Lines of each member's log kept with a campaign that found a violation (about a minute of a busy member).
+const SERVER_LOG_LINES: usize = 3000;
+
 fn launch_for(
     args: &CampaignArgs,
     chaos: &Path,

@@ -108,8 +108,14 @@ enum Internal {
 
 fn main() {
     let cli = Cli::parse();
+    // A worker's stderr is its contender log, kept with a failed campaign's files: what zklock decided (each
+    // acquire's end, each release, a loss) is what a liveness or safety violation is read from afterwards.
+    let default = match cli.internal {
+        Some(Internal::Worker(_)) => "warn,zklock=debug",
+        _ => "warn",
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_env("ZKLOCK_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
