@@ -414,7 +414,6 @@ async fn campaign(args: &CampaignArgs, seed: u64) -> Result<usize> {
     Ok(violations.len())
 }
 
-#[allow(clippy::too_many_arguments)]
 /// Copies the end of each ZooKeeper member's own log (elections, sessions expired, connections refused) beside the
 /// campaign's files, as `zookeeper-<member>.log`: the members' directories go with the servers.
 async fn keep_server_logs(servers: &tokio::sync::Mutex<Servers>, dir: &Path) {
@@ -433,6 +432,7 @@ async fn keep_server_logs(servers: &tokio::sync::Mutex<Servers>, dir: &Path) {
 /// Lines of each member's log kept with a campaign that found a violation (about a minute of a busy member).
 const SERVER_LOG_LINES: usize = 3000;
 
+#[allow(clippy::too_many_arguments)]
 fn launch_for(
     args: &CampaignArgs,
     chaos: &Path,
