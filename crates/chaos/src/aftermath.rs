@@ -70,6 +70,44 @@ async fn session(connect: &str) -> std::result::Result<Client, zookeeper_client:
 }
 
 /// Waits until the server (the leader, in an ensemble) has no session left: `zk_global_sessions` of `mntr`.
+/// When the servers serve again after the last fault (`now_ns`), waiting at most until `deadline_ns`: a leader (or
+/// a standalone server) and a majority of members that say they lead or follow it. `None`: not before the deadline.
+/// A member cut from its peers may stay out of the quorum for a while after its links are back (an election
+/// whose notification interval grew while it could reach nobody); until then that is ZooKeeper's unavailability,
+/// not a stalled lock.
+pub async fn serving_again(members: &[std::net::SocketAddr], deadline_ns: u64) -> Option<u64> {
+    let majority = members.len() / 2 + 1;
+    loop {
+        let polled = members.to_vec();
+        let states = tokio::task::spawn_blocking(move || {
+            polled
+                .iter()
+                .filter_map(|&addr| {
+                    let mntr =
+                        zklock_testkit::four_letter_word(addr, "mntr", Duration::from_millis(500)).ok()?;
+                    mntr.lines()
+                        .find_map(|l| l.strip_prefix("zk_server_state").map(|v| v.trim().to_owned()))
+                })
+                .collect::<Vec<String>>()
+        })
+        .await
+        .unwrap_or_default();
+        let led = states.iter().any(|s| s == "leader" || s == "standalone");
+        let serving = states
+            .iter()
+            .filter(|s| ["leader", "follower", "standalone"].contains(&s.as_str()))
+            .count();
+        let now = crate::clock::now_ns();
+        if led && serving >= majority {
+            return Some(now);
+        }
+        if now >= deadline_ns {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 pub async fn wait_no_sessions(
     members: &[std::net::SocketAddr],
     bound: Duration,
