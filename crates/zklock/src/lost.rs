@@ -500,7 +500,7 @@ async fn monitor(
                     // The owner gone is the owner dismissing us: `LostSignal`'s drop cancels `dismissed` before it
                     // drops these senders, but when the drop runs on another thread during this very poll, the
                     // biased `dismissed` branch above was polled before the cancel and this one after the drop.
-                    // Returning here would drop `gone`'s watch unfired (a `removeWatches`, once in about 15
+                    // Returning here would drop `gone`'s watch unfired (a `removeWatches`, about once in 200
                     // releases on ZooKeeper); going round again ends through the `dismissed` branch instead.
                     changed = holding.changed() => {
                         if changed.is_err() {
@@ -615,7 +615,7 @@ mod tests {
     /// monitor may find the dismissal not yet made and, further down the same poll, the owner's ends gone. Made
     /// certain here by starting the monitor in that state. It must end as dismissed — once our own delete has fired
     /// the watch on our node — and never drop that watch unfired, which costs a `removeWatches` request (which it
-    /// did in about one release in 15 on ZooKeeper).
+    /// did in about one release in 200 on ZooKeeper).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_owner_gone_before_its_dismissal_is_seen_drops_no_watch() {
         use zklock_testkit::opcode::REMOVE_WATCHES;
