@@ -69,7 +69,12 @@ async fn session(connect: &str) -> std::result::Result<Client, zookeeper_client:
         .await
 }
 
-/// Waits until the server (the leader, in an ensemble) has no session left: `zk_global_sessions` of `mntr`.
+/// The value of `key` in a `mntr` answer.
+fn mntr_field(mntr: &str, key: &str) -> Option<String> {
+    mntr.lines()
+        .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_owned()))
+}
+
 /// When the servers serve again after the last fault (`now_ns`), waiting at most until `deadline_ns`: a leader (or
 /// a standalone server) and a majority of members that say they lead or follow it. `None`: not before the deadline.
 /// A member cut from its peers may stay out of the quorum for a while after its links are back (an election
@@ -85,8 +90,7 @@ pub async fn serving_again(members: &[std::net::SocketAddr], deadline_ns: u64) -
                 .filter_map(|&addr| {
                     let mntr =
                         zklock_testkit::four_letter_word(addr, "mntr", Duration::from_millis(500)).ok()?;
-                    mntr.lines()
-                        .find_map(|l| l.strip_prefix("zk_server_state").map(|v| v.trim().to_owned()))
+                    mntr_field(&mntr, "zk_server_state")
                 })
                 .collect::<Vec<String>>()
         })
@@ -108,6 +112,7 @@ pub async fn serving_again(members: &[std::net::SocketAddr], deadline_ns: u64) -
     }
 }
 
+/// Waits until the server (the leader, in an ensemble) has no session left: `zk_global_sessions` of `mntr`.
 pub async fn wait_no_sessions(
     members: &[std::net::SocketAddr],
     bound: Duration,
@@ -119,15 +124,11 @@ pub async fn wait_no_sessions(
         let sessions = tokio::task::spawn_blocking(move || {
             members.iter().find_map(|&addr| {
                 let mntr = zklock_testkit::four_letter_word(addr, "mntr", Duration::from_secs(2)).ok()?;
-                let field = |key: &str| {
-                    mntr.lines()
-                        .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_owned()))
-                };
-                let state = field("zk_server_state")?;
+                let state = mntr_field(&mntr, "zk_server_state")?;
                 if state != "leader" && state != "standalone" {
                     return None;
                 }
-                field("zk_global_sessions")?.parse::<u64>().ok()
+                mntr_field(&mntr, "zk_global_sessions")?.parse::<u64>().ok()
             })
         })
         .await

@@ -203,6 +203,18 @@ pub fn conflict(children: &[String], keep: impl Fn(Marker) -> bool) -> Option<(S
     })
 }
 
+/// A child name as a contender (the name moved, not copied), or the name back if it is none.
+fn into_contender(name: String) -> Result<Contender, String> {
+    match parse_parts(&name) {
+        Some((marker, sequence)) => Ok(Contender {
+            name,
+            sequence,
+            marker,
+        }),
+        None => Err(name),
+    }
+}
+
 /// [`sorted_contenders`] and [`conflict`] in one pass over a listing (which every look at a queue of thousands
 /// makes): the contenders `keep` accepts, sorted, or the first child the queue cannot share its directory with.
 pub fn sorted_queue(
@@ -211,14 +223,10 @@ pub fn sorted_queue(
 ) -> Result<Vec<Contender>, (String, &'static str)> {
     let mut queue = Vec::with_capacity(children.len());
     for name in children {
-        match parse_parts(&name) {
-            Some((marker, sequence)) if keep(marker) => queue.push(Contender {
-                name,
-                sequence,
-                marker,
-            }),
-            Some((marker, _)) => return Err((name, marker.describe())),
-            None => {
+        match into_contender(name) {
+            Ok(contender) if keep(contender.marker) => queue.push(contender),
+            Ok(other) => return Err((other.name, other.marker.describe())),
+            Err(name) => {
                 if let Some(what) = other_recipe(&name) {
                     return Err((name, what));
                 }
@@ -239,14 +247,8 @@ pub fn sorted_contenders(children: Vec<String>, keep: impl Fn(Marker) -> bool) -
     // The names move into the contenders: a listing of thousands is parsed at every look, so no copies.
     let mut queue: Vec<Contender> = children
         .into_iter()
-        .filter_map(|name| {
-            let (marker, sequence) = parse_parts(&name)?;
-            keep(marker).then_some(Contender {
-                name,
-                sequence,
-                marker,
-            })
-        })
+        .filter_map(|name| into_contender(name).ok())
+        .filter(|c| keep(c.marker))
         .collect();
     sort(&mut queue);
     queue
@@ -272,12 +274,7 @@ mod tests {
     use super::*;
 
     fn parse(name: &str) -> Option<Contender> {
-        let (marker, sequence) = parse_parts(name)?;
-        Some(Contender {
-            name: name.to_owned(),
-            sequence,
-            marker,
-        })
+        into_contender(name.to_owned()).ok()
     }
 
     /// What `parse` did before it looked only at the end of the name: the last occurrence of any marker.

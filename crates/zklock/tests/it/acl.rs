@@ -36,14 +36,6 @@ fn digest(user: &str, password: &str, permission: Permission) -> Acl {
     Acl::new(permission, AuthId::new("digest", &id))
 }
 
-/// Catches `client` up with everything committed so far (on an ensemble its server may lag behind the others').
-async fn sync(client: &Client, path: &str) {
-    match client.sync(path).await {
-        Ok(()) | Err(zk::Error::NoNode) => {}
-        Err(err) => panic!("sync {path}: {err}"),
-    }
-}
-
 /// Alice's client, and a session of it whose nodes are alice's alone and whose directories (made by the recipe)
 /// give all to alice and listing to anybody.
 async fn alice_creator_only(hosts: &str) -> (Client, Session) {
@@ -77,7 +69,7 @@ on_every_server! {
             ("an unauthenticated session", client(hosts).await),
             ("another user", as_user(hosts, "mallory", "guess").await),
         ] {
-            sync(&other, &dir).await;
+            catch_up(&other, &dir).await;
             assert_eq!(other.get_data(guard.path()).await.unwrap_err(), zk::Error::NoAuth, "{who}: read");
             let delete = other.delete(guard.path(), None).await;
             assert_eq!(delete.unwrap_err(), zk::Error::NoAuth, "{who}: delete");
@@ -138,7 +130,7 @@ on_every_server! {
             .expect("the only candidate leads");
 
         let other = client(hosts).await;
-        sync(&other, &dir).await;
+        catch_up(&other, &dir).await;
         let election = LeaderElection::new(&other, &dir).unwrap();
         let leader = election.leader().await.unwrap().expect("a leader");
         assert_eq!(leader.path, leadership.path());
@@ -184,13 +176,13 @@ on_every_server! {
         queued(&mut rx).await;
         // Bob reads alice's data; alice reads bob's.
         for (reader, whose) in [(&bob, "alice's job"), (&alice, "bob's job")] {
-            sync(reader, &dir).await;
+            catch_up(reader, &dir).await;
             let found = zklock::inspect(reader, &dir).await.unwrap().unwrap();
             let theirs = found.participants.iter().find(|p| p.data == whose.as_bytes());
             assert!(theirs.is_some_and(|p| p.data_readable), "{:?}", found.participants);
         }
         // Carol, not named, may not queue.
-        sync(&carol, &dir).await;
+        catch_up(&carol, &dir).await;
         let squat = Mutex::new(&carol, &dir).unwrap().try_lock().await;
         let squat = squat.unwrap_err();
         assert!(

@@ -438,12 +438,17 @@ pub fn restart_member(zk: &mut ZooKeeper, member: usize) {
     tokio::task::block_in_place(|| zk.restart(member).unwrap())
 }
 
-/// What `observer` finds at `dir`, after catching up with everything committed so far (on an ensemble its
-/// server may lag behind the other sessions' servers until a `sync` has gone through the leader).
-pub async fn inspect_synced(observer: &Client, dir: &str) -> Option<zklock::Inspection> {
-    match observer.sync(dir).await {
+/// Catches `client` up with everything committed so far: on an ensemble its server may lag behind the other
+/// sessions' servers until a `sync` has gone through the leader. (A `path` that does not exist is fine.)
+pub async fn catch_up(client: &Client, path: &str) {
+    match client.sync(path).await {
         Ok(()) | Err(zk::Error::NoNode) => {}
-        Err(err) => panic!("sync {dir}: {err}"),
+        Err(err) => panic!("sync {path}: {err}"),
     }
+}
+
+/// What `observer` finds at `dir`, once caught up ([`catch_up`]).
+pub async fn inspect_synced(observer: &Client, dir: &str) -> Option<zklock::Inspection> {
+    catch_up(observer, dir).await;
     zklock::inspect(observer, dir).await.unwrap()
 }
