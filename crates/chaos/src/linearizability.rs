@@ -24,10 +24,10 @@
 //! every such prefix). The bound `max_states` caps the configurations explored at one completion: past it the
 //! answer is [`Verdict::Unknown`], which a caller must never count as a pass.
 //!
-//! Two reductions keep many unknown writes in flight cheap (both argued where they are made, in `search`): a
-//! value no read returned is replaced by one sentinel, so states that differ only in such values merge; and of
-//! unknown operations with equal calls (after that replacement) only the one in flight with the earliest deadline
-//! may take effect next, so `k` of them cost `k + 1` ways instead of `2^k`.
+//! Two reductions keep many unknown writes in flight cheap (both argued where they are made, in `anonymized_calls`
+//! and `unknown_classes`): a value no read returned is replaced by one sentinel, so states that differ only in such
+//! values merge; and of unknown operations with equal calls (after that replacement) only the one in flight with
+//! the earliest deadline may take effect next, so `k` of them cost `k + 1` ways instead of `2^k`.
 //!
 //! ## Why unknown operations need a deadline
 //! With no deadline an unknown operation stays in flight to the end of the history, and every configuration
@@ -322,24 +322,44 @@ struct Config {
 
 /// The sweep over one group (see the module docs); returns the result and the configurations explored.
 fn search(ops: &[(&Operation, u64)], keys: &[u32], max_states: usize) -> (Search, usize) {
-    let index: HashMap<u32, usize> = keys.iter().enumerate().map(|(i, &k)| (k, i)).collect();
-    // Events in time order: (time, is completion, op). At equal times invocations come first (the operations are
-    // then concurrent).
+    let mut sweep = Sweep::new(ops, keys, max_states);
+    for (_, is_end, i) in events(ops) {
+        if !is_end {
+            sweep.invoke(i);
+        } else if let Err(result) = sweep.complete(i) {
+            return (result, sweep.explored);
+        }
+    }
+    (Search::Found, sweep.explored)
+}
+
+/// When each operation completes: its answer, or for an unknown one its deadline.
+fn end_of(op: &Operation, deadline: u64) -> u64 {
+    if op.outcome == Outcome::Unknown {
+        deadline
+    } else {
+        op.ret_ns
+    }
+}
+
+/// Events in time order: (time, is completion, op). At equal times invocations come first (the operations are
+/// then concurrent).
+fn events(ops: &[(&Operation, u64)]) -> Vec<(u64, bool, u32)> {
     let mut events: Vec<(u64, bool, u32)> = Vec::with_capacity(ops.len() * 2);
     for (i, &(op, deadline)) in ops.iter().enumerate() {
         events.push((op.call_ns, false, i as u32));
-        let end = if op.outcome == Outcome::Unknown {
-            deadline
-        } else {
-            op.ret_ns
-        };
+        let end = end_of(op, deadline);
         if end != u64::MAX {
             events.push((end.max(op.call_ns), true, i as u32));
         }
     }
     events.sort_unstable();
-    // A value no read returned is replaced by one sentinel: it can only make reads fail, wherever it stands, so
-    // states that differ only in such values behave alike and merge.
+    events
+}
+
+/// The operations' calls with every value no read returned replaced by one sentinel: it can only make reads fail,
+/// wherever it stands, so states that differ only in such values behave alike and merge.
+fn anonymized_calls(ops: &[(&Operation, u64)]) -> Vec<Call> {
     let observed: HashSet<(u32, i64)> = ops
         .iter()
         .filter_map(|(op, _)| match (&op.call, &op.outcome) {
@@ -350,8 +370,7 @@ fn search(ops: &[(&Operation, u64)], keys: &[u32], max_states: usize) -> (Search
     let sentinel = i64::MIN;
     let anonymous =
         |key: u32, value: i64| !observed.contains(&(key, value)) && !observed.contains(&(key, sentinel));
-    let calls: Vec<Call> = ops
-        .iter()
+    ops.iter()
         .map(|(op, _)| match &op.call {
             Call::Txn(steps) => Call::Txn(
                 steps
@@ -368,58 +387,99 @@ fn search(ops: &[(&Operation, u64)], keys: &[u32], max_states: usize) -> (Search
             ),
             call => call.clone(),
         })
-        .collect();
-    // Unknown operations with the same call (after the above) have the same effect in every state: a class. Of a
-    // class, only the member in flight with the earliest deadline may take effect next (an exchange argument: in
-    // any linearization that applies a later-deadline member while an earlier one is in flight, swapping the two,
-    // or applying the earlier one instead of the later if the earlier never takes effect, is a linearization too).
-    // So k unknown writes in flight cost k + 1 ways, not 2^k.
+        .collect()
+}
+
+/// The class of each unknown operation (`None` for an answered one). Unknown operations with the same call (after
+/// [`anonymized_calls`]) have the same effect in every state: a class. Of a class, only the member in flight with
+/// the earliest deadline may take effect next (an exchange argument: in any linearization that applies a
+/// later-deadline member while an earlier one is in flight, swapping the two, or applying the earlier one instead
+/// of the later if the earlier never takes effect, is a linearization too). So k unknown writes in flight cost
+/// k + 1 ways, not 2^k.
+fn unknown_classes(ops: &[(&Operation, u64)], calls: &[Call]) -> Vec<Option<u32>> {
     let mut classes: HashMap<&Call, u32> = HashMap::new();
-    let class: Vec<Option<u32>> = ops
-        .iter()
-        .zip(&calls)
+    ops.iter()
+        .zip(calls)
         .map(|((op, _), call)| {
             (op.outcome == Outcome::Unknown).then(|| {
                 let next = classes.len() as u32;
                 *classes.entry(call).or_insert(next)
             })
         })
-        .collect();
-    let end: Vec<u64> = ops
-        .iter()
-        .map(|&(op, deadline)| {
-            if op.outcome == Outcome::Unknown {
-                deadline
-            } else {
-                op.ret_ns
-            }
-        })
-        .collect();
-    // In flight, by (end, op): a class's earliest-deadline member comes first.
-    let mut in_flight: Vec<u32> = Vec::new();
-    let mut classes_seen: Vec<u32> = Vec::new();
-    let mut configs: HashSet<Config> = HashSet::from([Config {
-        state: vec![(0, 0); keys.len()],
-        linearized: Vec::new(),
-    }]);
-    let mut explored = 0usize;
-    let mut completed = 0usize;
-    let mut visited: HashSet<Config> = HashSet::new();
-    let mut stack: Vec<Config> = Vec::new();
-    for &(_, is_end, i) in &events {
-        if !is_end {
-            let key = (end[i as usize], i);
-            let at = in_flight.partition_point(|&j| (end[j as usize], j) < key);
-            in_flight.insert(at, i);
-            continue;
+        .collect()
+}
+
+/// The sweep's state over one group: what it knows of the operations, and the configurations it carries.
+struct Sweep<'a> {
+    ops: &'a [(&'a Operation, u64)],
+    keys: &'a [u32],
+    max_states: usize,
+    /// A key's position in the group's sorted key list (and in a [`State`]).
+    index: HashMap<u32, usize>,
+    /// The operations' calls, see [`anonymized_calls`].
+    calls: Vec<Call>,
+    /// The operations' classes, see [`unknown_classes`].
+    class: Vec<Option<u32>>,
+    /// When each operation completes, see [`end_of`].
+    end: Vec<u64>,
+    /// In flight, by (end, op): a class's earliest-deadline member comes first.
+    in_flight: Vec<u32>,
+    /// The classes already tried from one configuration.
+    classes_seen: Vec<u32>,
+    /// The configurations reachable after the last completion.
+    configs: HashSet<Config>,
+    /// Configurations explored in all.
+    explored: usize,
+    /// Completions swept so far.
+    completed: usize,
+    /// The configurations met in the closure of the current completion.
+    visited: HashSet<Config>,
+    /// Those still to extend.
+    stack: Vec<Config>,
+}
+
+impl<'a> Sweep<'a> {
+    fn new(ops: &'a [(&'a Operation, u64)], keys: &'a [u32], max_states: usize) -> Sweep<'a> {
+        let calls = anonymized_calls(ops);
+        Sweep {
+            ops,
+            keys,
+            max_states,
+            index: keys.iter().enumerate().map(|(i, &k)| (k, i)).collect(),
+            class: unknown_classes(ops, &calls),
+            calls,
+            end: ops.iter().map(|&(op, deadline)| end_of(op, deadline)).collect(),
+            in_flight: Vec::new(),
+            classes_seen: Vec::new(),
+            configs: HashSet::from([Config {
+                state: vec![(0, 0); keys.len()],
+                linearized: Vec::new(),
+            }]),
+            explored: 0,
+            completed: 0,
+            visited: HashSet::new(),
+            stack: Vec::new(),
         }
-        let (op, _) = ops[i as usize];
+    }
+
+    /// Operation `i` is invoked: it joins the ones in flight.
+    fn invoke(&mut self, i: u32) {
+        let end = &self.end;
+        let key = (end[i as usize], i);
+        let at = self.in_flight.partition_point(|&j| (end[j as usize], j) < key);
+        self.in_flight.insert(at, i);
+    }
+
+    /// Operation `i` completes: every configuration is extended in every way that linearizes it (or, for an
+    /// unknown one, not at all). `Err`: the search ends there.
+    fn complete(&mut self, i: u32) -> Result<(), Search> {
+        let (op, _) = self.ops[i as usize];
         let unknown = op.outcome == Outcome::Unknown;
-        let mut next: HashSet<Config> = HashSet::with_capacity(configs.len());
-        visited.clear();
-        let before: Vec<State> = configs.iter().take(3).map(|c| c.state.clone()).collect();
-        let before_count = configs.len();
-        for mut c in configs.drain() {
+        let mut next: HashSet<Config> = HashSet::with_capacity(self.configs.len());
+        self.visited.clear();
+        let before: Vec<State> = self.configs.iter().take(3).map(|c| c.state.clone()).collect();
+        let before_count = self.configs.len();
+        for mut c in self.configs.drain() {
             if let Ok(at) = c.linearized.binary_search(&i) {
                 c.linearized.remove(at);
                 next.insert(c);
@@ -428,86 +488,103 @@ fn search(ops: &[(&Operation, u64)], keys: &[u32], max_states: usize) -> (Search
             if unknown {
                 next.insert(c.clone()); // it never took effect
             }
-            if visited.insert(c.clone()) {
-                stack.push(c);
+            if self.visited.insert(c.clone()) {
+                self.stack.push(c);
             }
         }
-        // Every way to linearize operations in flight up to and including `i`.
-        while let Some(x) = stack.pop() {
-            explored += 1;
-            if visited.len() > max_states || next.len() > max_states {
+        self.close(i, &mut next)?;
+        self.in_flight.retain(|&j| j != i);
+        self.completed += 1;
+        if next.is_empty() {
+            return Err(Search::Impossible(self.impossible(op, &before, before_count)));
+        }
+        self.configs = next;
+        Ok(())
+    }
+
+    /// Every way to linearize operations in flight up to and including `i`, from the configurations on the stack:
+    /// those that linearize `i` go to `next`. `Err`: the bound was reached.
+    fn close(&mut self, i: u32, next: &mut HashSet<Config>) -> Result<(), Search> {
+        while let Some(x) = self.stack.pop() {
+            self.explored += 1;
+            if self.visited.len() > self.max_states || next.len() > self.max_states {
                 let why = format!(
                     "gave up at the completion of {} after {} configurations at once ({} explored in all)",
-                    describe(op),
-                    visited.len().max(next.len()),
-                    explored
+                    describe(self.ops[i as usize].0),
+                    self.visited.len().max(next.len()),
+                    self.explored
                 );
-                return (Search::GaveUp(why), explored);
+                return Err(Search::GaveUp(why));
             }
-            classes_seen.clear();
-            for &j in &in_flight {
-                if x.linearized.binary_search(&j).is_ok() {
-                    continue;
-                }
-                if let Some(c) = class[j as usize] {
-                    if classes_seen.contains(&c) {
-                        continue; // a member of its class with an earlier deadline is still in flight
-                    }
-                    classes_seen.push(c);
-                }
-                let (other, _) = ops[j as usize];
-                let Some(state) = apply(&x.state, &index, &calls[j as usize], &other.outcome) else {
-                    continue;
-                };
-                if j == i {
-                    next.insert(Config {
-                        state,
-                        linearized: x.linearized.clone(),
-                    });
-                    continue;
-                }
-                if other.outcome == Outcome::Unknown && state == x.state {
-                    continue; // a no-op now: the same as not yet (it stays in flight, or never happens)
-                }
-                let mut linearized = x.linearized.clone();
-                let at = linearized.binary_search(&j).unwrap_err();
-                linearized.insert(at, j);
-                let y = Config { state, linearized };
-                if !visited.contains(&y) {
-                    visited.insert(y.clone());
-                    stack.push(y);
-                }
-            }
+            self.extend(&x, i, next);
         }
-        in_flight.retain(|&j| j != i);
-        completed += 1;
-        if next.is_empty() {
-            let states: Vec<String> = before
-                .iter()
-                .map(|s| {
-                    s.iter()
-                        .zip(keys)
-                        .map(|(&(value, version), k)| match value {
-                            i64::MIN => format!("k{k}=(a value no read saw) v{version}"),
-                            value => format!("k{k}={value} v{version}"),
-                        })
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                })
-                .collect();
-            let why = format!(
-                "after {completed} completions of {} ops, no linearization lets {} take effect: the {before_count} \
-                 possible configurations before it (e.g. {}) with {} ops in flight allow none",
-                ops.len(),
-                describe(op),
-                states.join("; "),
-                in_flight.len() + 1
-            );
-            return (Search::Impossible(why), explored);
-        }
-        configs = next;
+        Ok(())
     }
-    (Search::Found, explored)
+
+    /// Linearizes one more operation in flight after `x`, in every way; `i` (the one completing) into `next`, the
+    /// others onto the stack.
+    fn extend(&mut self, x: &Config, i: u32, next: &mut HashSet<Config>) {
+        self.classes_seen.clear();
+        for &j in &self.in_flight {
+            if x.linearized.binary_search(&j).is_ok() {
+                continue;
+            }
+            if let Some(c) = self.class[j as usize] {
+                if self.classes_seen.contains(&c) {
+                    continue; // a member of its class with an earlier deadline is still in flight
+                }
+                self.classes_seen.push(c);
+            }
+            let (other, _) = self.ops[j as usize];
+            let Some(state) = apply(&x.state, &self.index, &self.calls[j as usize], &other.outcome) else {
+                continue;
+            };
+            if j == i {
+                next.insert(Config {
+                    state,
+                    linearized: x.linearized.clone(),
+                });
+                continue;
+            }
+            if other.outcome == Outcome::Unknown && state == x.state {
+                continue; // a no-op now: the same as not yet (it stays in flight, or never happens)
+            }
+            let mut linearized = x.linearized.clone();
+            let at = linearized.binary_search(&j).unwrap_err();
+            linearized.insert(at, j);
+            let y = Config { state, linearized };
+            if !self.visited.contains(&y) {
+                self.visited.insert(y.clone());
+                self.stack.push(y);
+            }
+        }
+    }
+
+    /// Why no linearization lets `op` take effect, with up to three of the `before_count` configurations before it.
+    fn impossible(&self, op: &Operation, before: &[State], before_count: usize) -> String {
+        let states: Vec<String> = before
+            .iter()
+            .map(|s| {
+                s.iter()
+                    .zip(self.keys)
+                    .map(|(&(value, version), k)| match value {
+                        i64::MIN => format!("k{k}=(a value no read saw) v{version}"),
+                        value => format!("k{k}={value} v{version}"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect();
+        format!(
+            "after {} completions of {} ops, no linearization lets {} take effect: the {before_count} possible \
+             configurations before it (e.g. {}) with {} ops in flight allow none",
+            self.completed,
+            self.ops.len(),
+            describe(op),
+            states.join("; "),
+            self.in_flight.len() + 1
+        )
+    }
 }
 
 /// One operation for a message.

@@ -7,12 +7,12 @@
 //! `chaos: <ops> ops, <faults> faults, <violations> violations, seed <seed>` and exits 0 only when the checker
 //! finds nothing (1: violations; 2: the campaign itself could not run).
 //!
-//! Layout: `campaign.rs` runs one campaign; `aftermath.rs` drains and checks cleanliness; `report.rs` writes
-//! the files and the summary; `contenders.rs` the contender processes; `nemesis.rs` the faults; `servers.rs` the
-//! server under test; `register.rs` + `fence.rs` the protected resource; `checker.rs` the verdict
-//! (`linearizability.rs`: the `register` workload's); `workloads/` what runs inside the contender processes, one
-//! file per workload behind the `Workload` trait (and `workloads/foreign.rs` the kazoo and Curator contenders of
-//! `--mix`, `workloads/run.rs` the command of the `run` workload).
+//! Layout: `campaign/` runs one campaign (one step a file); `aftermath.rs` drains and checks cleanliness;
+//! `report.rs` writes the files and the summary; `contenders.rs` the contender processes; `nemesis.rs` the faults;
+//! `servers.rs` the server under test; `register.rs` + `fence.rs` the protected resource; `checker/` the verdict
+//! (one check a file; `linearizability.rs`: the `register` workload's); `workloads/` what runs inside the contender
+//! processes, one file per workload behind the `Workload` trait (and `workloads/foreign.rs` the kazoo and Curator
+//! contenders of `--mix`, `workloads/run.rs` the command of the `run` workload).
 
 mod aftermath;
 mod args;

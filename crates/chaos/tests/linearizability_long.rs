@@ -174,140 +174,19 @@ fn synthetic_with(
     grace: u64,
 ) -> (Vec<Operation>, Vec<u64>) {
     let mut rng = StdRng::seed_from_u64(seed);
-    struct Planned {
-        call: Call,
-        call_ns: u64,
-        ret_ns: u64,
-        effect_ns: u64,
-        unknown: bool,
-        happens: bool,
-        deadline: u64,
-        /// For a compare-and-set: whether it expects the version current at its effect (else one behind).
-        fresh: bool,
-    }
+    let unknowns = Unknowns {
+        per_mille,
+        late,
+        lag,
+        grace,
+    };
     let mut plans = Vec::with_capacity(n);
     let mut clock = [0u64; 4];
     for i in 0..n {
-        let client = i % 4;
-        let call_ns = clock[client] + rng.gen_range(MS / 2..5 * MS);
-        let effect_ns = call_ns + rng.gen_range(MS / 10..2 * MS);
-        let ret_ns = effect_ns + rng.gen_range(MS / 10..2 * MS);
-        clock[client] = ret_ns;
-        let key = rng.gen_range(0..4u32);
-        let value = ((client as i64 + 1) << 40) | i as i64;
-        let call = match rng.gen_range(0..100) {
-            0..40 => Call::Read { key },
-            40..60 => Call::Txn(vec![Step::Set {
-                key,
-                value,
-                expected: None,
-            }]),
-            60..85 => Call::Txn(vec![Step::Set {
-                key,
-                value,
-                expected: Some(0), // filled in at its effect
-            }]),
-            85..93 => Call::Txn(vec![
-                Step::Set {
-                    key: 0,
-                    value,
-                    expected: Some(0),
-                },
-                Step::Set {
-                    key: 1,
-                    value,
-                    expected: None,
-                },
-            ]),
-            _ => Call::Txn(vec![
-                Step::Check { key: 0, version: 0 },
-                Step::Set {
-                    key: 1,
-                    value,
-                    expected: Some(0),
-                },
-            ]),
-        };
-        let unknown = matches!(call, Call::Txn(_)) && rng.gen_range(0..1000) < per_mille;
-        let (effect_ns, deadline) = if unknown && rng.gen_bool(late) {
-            let late = call_ns + rng.gen_range(0..lag);
-            (late, late + rng.gen_range(0..grace))
-        } else {
-            (effect_ns, NEVER) // filled in below: the client's next answer
-        };
-        plans.push(Planned {
-            call,
-            call_ns,
-            ret_ns,
-            effect_ns,
-            unknown,
-            happens: !unknown || rng.gen_bool(0.5),
-            deadline,
-            fresh: rng.gen_bool(0.7),
-        });
+        plans.push(plan(&mut rng, i, &mut clock[i % 4], &unknowns));
     }
-    // An unknown operation with no deadline yet: the answer of its client's next answered operation.
-    for client in 0..4 {
-        let mut next_answer = NEVER;
-        for i in (client..n).step_by(4).rev() {
-            if !plans[i].unknown {
-                next_answer = plans[i].ret_ns;
-            } else if plans[i].deadline == NEVER {
-                plans[i].deadline = next_answer;
-            }
-        }
-    }
-    // Apply the effects in time order to the registers: the outcomes.
-    let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by_key(|&i| plans[i].effect_ns);
-    let mut registers = [(0i64, 0i32); 4];
-    let mut outcomes = vec![Outcome::Unknown; n];
-    for i in order {
-        let plan = &mut plans[i];
-        if !plan.happens {
-            continue;
-        }
-        let behind = if plan.fresh { 0 } else { 1 };
-        match &mut plan.call {
-            Call::Read { key } => {
-                let (value, version) = registers[*key as usize];
-                outcomes[i] = Outcome::Read { value, version };
-            }
-            Call::Txn(steps) => {
-                let mut next = registers;
-                let mut made = Vec::new();
-                let mut failed = None;
-                for (at, step) in steps.iter_mut().enumerate() {
-                    match step {
-                        Step::Set { key, value, expected } => {
-                            let slot = &mut next[*key as usize];
-                            if let Some(e) = expected {
-                                *e = slot.1 - behind;
-                                if *e != slot.1 {
-                                    failed = Some(at);
-                                    break;
-                                }
-                            }
-                            *slot = (*value, slot.1 + 1);
-                            made.push(slot.1);
-                        }
-                        Step::Check { key, version } => {
-                            *version = next[*key as usize].1;
-                        }
-                    }
-                }
-                if failed.is_none() {
-                    registers = next;
-                }
-                if !plan.unknown {
-                    outcomes[i] = match failed {
-                        None => Outcome::Applied(made),
-                        Some(at) => Outcome::Refused(Some(at)),
-                    };
-                }
-            }
-        }
-    }
+    set_deadlines(&mut plans);
+    let outcomes = take_effect(&mut plans);
     let mut history = Vec::with_capacity(n);
     let mut deadlines = Vec::with_capacity(n);
     // (An unknown operation that never took effect keeps the versions it was planned with: any will do.)
@@ -322,6 +201,170 @@ fn synthetic_with(
         deadlines.push(plan.deadline);
     }
     (history, deadlines)
+}
+
+/// How [`synthetic_with`] draws unknown operations.
+struct Unknowns {
+    per_mille: u32,
+    late: f64,
+    lag: u64,
+    grace: u64,
+}
+
+/// One operation of [`synthetic_with`] as planned, before its effect is applied.
+struct Planned {
+    call: Call,
+    call_ns: u64,
+    ret_ns: u64,
+    effect_ns: u64,
+    unknown: bool,
+    happens: bool,
+    deadline: u64,
+    /// For a compare-and-set: whether it expects the version current at its effect (else one behind).
+    fresh: bool,
+}
+
+/// Plans operation `i`, by client `i % 4` whose last answer came at `clock` (moved on to this one's).
+fn plan(rng: &mut StdRng, i: usize, clock: &mut u64, unknowns: &Unknowns) -> Planned {
+    let client = i % 4;
+    let call_ns = *clock + rng.gen_range(MS / 2..5 * MS);
+    let effect_ns = call_ns + rng.gen_range(MS / 10..2 * MS);
+    let ret_ns = effect_ns + rng.gen_range(MS / 10..2 * MS);
+    *clock = ret_ns;
+    let key = rng.gen_range(0..4u32);
+    let value = ((client as i64 + 1) << 40) | i as i64;
+    let call = random_call(rng, key, value);
+    let unknown = matches!(call, Call::Txn(_)) && rng.gen_range(0..1000) < unknowns.per_mille;
+    let (effect_ns, deadline) = if unknown && rng.gen_bool(unknowns.late) {
+        let late = call_ns + rng.gen_range(0..unknowns.lag);
+        (late, late + rng.gen_range(0..unknowns.grace))
+    } else {
+        (effect_ns, NEVER) // filled in below: the client's next answer
+    };
+    Planned {
+        call,
+        call_ns,
+        ret_ns,
+        effect_ns,
+        unknown,
+        happens: !unknown || rng.gen_bool(0.5),
+        deadline,
+        fresh: rng.gen_bool(0.7),
+    }
+}
+
+/// A call in the `register` workload's mix on `key`, writing `value` (expected versions filled in at its effect).
+fn random_call(rng: &mut StdRng, key: u32, value: i64) -> Call {
+    match rng.gen_range(0..100) {
+        0..40 => Call::Read { key },
+        40..60 => Call::Txn(vec![Step::Set {
+            key,
+            value,
+            expected: None,
+        }]),
+        60..85 => Call::Txn(vec![Step::Set {
+            key,
+            value,
+            expected: Some(0), // filled in at its effect
+        }]),
+        85..93 => Call::Txn(vec![
+            Step::Set {
+                key: 0,
+                value,
+                expected: Some(0),
+            },
+            Step::Set {
+                key: 1,
+                value,
+                expected: None,
+            },
+        ]),
+        _ => Call::Txn(vec![
+            Step::Check { key: 0, version: 0 },
+            Step::Set {
+                key: 1,
+                value,
+                expected: Some(0),
+            },
+        ]),
+    }
+}
+
+/// An unknown operation with no deadline yet: the answer of its client's next answered operation.
+fn set_deadlines(plans: &mut [Planned]) {
+    let n = plans.len();
+    for client in 0..4 {
+        let mut next_answer = NEVER;
+        for i in (client..n).step_by(4).rev() {
+            if !plans[i].unknown {
+                next_answer = plans[i].ret_ns;
+            } else if plans[i].deadline == NEVER {
+                plans[i].deadline = next_answer;
+            }
+        }
+    }
+}
+
+/// Applies the effects in time order to the registers: the outcomes.
+fn take_effect(plans: &mut [Planned]) -> Vec<Outcome> {
+    let mut order: Vec<usize> = (0..plans.len()).collect();
+    order.sort_by_key(|&i| plans[i].effect_ns);
+    let mut registers = [(0i64, 0i32); 4];
+    let mut outcomes = vec![Outcome::Unknown; plans.len()];
+    for i in order {
+        let plan = &mut plans[i];
+        if !plan.happens {
+            continue;
+        }
+        let behind = if plan.fresh { 0 } else { 1 };
+        match &mut plan.call {
+            Call::Read { key } => {
+                let (value, version) = registers[*key as usize];
+                outcomes[i] = Outcome::Read { value, version };
+            }
+            Call::Txn(steps) => {
+                let (made, failed) = apply_txn(&mut registers, steps, behind);
+                if !plan.unknown {
+                    outcomes[i] = match failed {
+                        None => Outcome::Applied(made),
+                        Some(at) => Outcome::Refused(Some(at)),
+                    };
+                }
+            }
+        }
+    }
+    outcomes
+}
+
+/// Applies `steps` to `registers` (all or nothing), filling in the version each set expects (`behind` the current
+/// one) and each check compares: the versions made, and the step that failed.
+fn apply_txn(registers: &mut [(i64, i32); 4], steps: &mut [Step], behind: i32) -> (Vec<i32>, Option<usize>) {
+    let mut next = *registers;
+    let mut made = Vec::new();
+    let mut failed = None;
+    for (at, step) in steps.iter_mut().enumerate() {
+        match step {
+            Step::Set { key, value, expected } => {
+                let slot = &mut next[*key as usize];
+                if let Some(e) = expected {
+                    *e = slot.1 - behind;
+                    if *e != slot.1 {
+                        failed = Some(at);
+                        break;
+                    }
+                }
+                *slot = (*value, slot.1 + 1);
+                made.push(slot.1);
+            }
+            Step::Check { key, version } => {
+                *version = next[*key as usize].1;
+            }
+        }
+    }
+    if failed.is_none() {
+        *registers = next;
+    }
+    (made, failed)
 }
 
 fn timed(h: &[Operation], d: &[u64]) -> (Verdict, Duration) {

@@ -1,0 +1,142 @@
+//! The campaign's run: the contenders in their slots and the nemesis drawing faults on its seeded schedule until
+//! the deadline (a progress line every 10 s); then what each slot did, the faults that happened, and when the
+//! servers served again.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use tokio::task::{JoinHandle, JoinSet};
+
+use crate::args::CampaignArgs;
+use crate::clock::now_ns;
+use crate::contenders::{Contenders, SlotReport};
+use crate::nemesis::{self, Record, Targets};
+use crate::servers::ServerKind;
+use crate::{aftermath, Recipe};
+
+use super::launch::{connect_string, launch};
+use super::setup::Setup;
+
+/// The campaign's times (`CLOCK_MONOTONIC` ns).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Times {
+    /// When the contenders started.
+    pub start_ns: u64,
+    /// When the contenders stop (the end of `--duration`).
+    pub until_ns: u64,
+    /// When a contender's process still running is killed, and counted overdue.
+    pub hard_ns: u64,
+    /// When the nemesis stops starting faults: the quiet end is kept free of them, to see recovery.
+    faults_until_ns: u64,
+}
+
+impl Times {
+    /// From now, for `--duration`.
+    fn from_now(args: &CampaignArgs, setup: &Setup) -> Times {
+        let start_ns = now_ns();
+        let until_ns = start_ns + args.duration * 1_000_000_000;
+        Times {
+            start_ns,
+            until_ns,
+            hard_ns: until_ns + (setup.session * 3 + Duration::from_secs(20)).as_nanos() as u64,
+            faults_until_ns: until_ns - setup.quiet.as_nanos() as u64,
+        }
+    }
+}
+
+/// What the run left.
+pub(super) struct Ran {
+    pub times: Times,
+    /// The faults that happened, every one healed.
+    pub records: Vec<Record>,
+    /// What each slot did.
+    pub reports: BTreeMap<usize, SlotReport>,
+    /// From when the servers served again after the faults (`None`: not before the end).
+    pub serving_ns: Option<u64>,
+}
+
+/// Runs the contenders and the nemesis until both are done.
+pub(super) async fn run(args: &CampaignArgs, setup: &Setup) -> Result<Ran> {
+    let times = Times::from_now(args, setup);
+    let contenders = Arc::new(Contenders::new(args.clients));
+    let mut slots = start_slots(args, setup, &contenders, times);
+    let targets = Arc::new(Targets {
+        servers: setup.servers.clone(),
+        proxies: setup.proxies.clone(),
+        contenders: contenders.clone(),
+        register: setup.register.clone(),
+        session_timeout: setup.session,
+        net: setup.net.clone(),
+        busy: std::sync::Mutex::new(Vec::new()),
+    });
+    let nemesis = tokio::spawn(nemesis::run(
+        setup.faults.clone(),
+        setup.seed,
+        times.faults_until_ns,
+        targets,
+    ));
+    let progress = progress(args, setup, times.start_ns);
+    let records = nemesis.await.context("the nemesis task failed")?;
+    // On real ZooKeeper, liveness is judged from when the servers serve again, not from the last heal: zklock
+    // cannot acquire while ZooKeeper has no quorum (measured here, and said when it took long; see
+    // `aftermath::serving_again`). The embedded server's own recovery is ours to judge: from the heal.
+    let serving_ns = if records.is_empty() || args.server == ServerKind::Embedded {
+        Some(times.start_ns)
+    } else {
+        aftermath::serving_again(&setup.members, times.until_ns).await
+    };
+    let mut reports: BTreeMap<usize, SlotReport> = BTreeMap::new();
+    while let Some(done) = slots.join_next().await {
+        let (slot, report) = done.context("a contender slot failed")?;
+        reports.insert(slot, report);
+    }
+    progress.abort();
+    Ok(Ran {
+        times,
+        records,
+        reports,
+        serving_ns,
+    })
+}
+
+/// Starts every slot: each runs its contender's processes one after the other until the deadline.
+fn start_slots(
+    args: &CampaignArgs,
+    setup: &Setup,
+    contenders: &Arc<Contenders>,
+    times: Times,
+) -> JoinSet<(usize, SlotReport)> {
+    let mut slots = JoinSet::new();
+    for (slot, &side) in setup.sides.iter().enumerate() {
+        let connect = connect_string(setup, slot);
+        let launch = launch(args, setup, slot, side, &connect, times.until_ns);
+        let contenders = contenders.clone();
+        let Times {
+            until_ns, hard_ns, ..
+        } = times;
+        slots.spawn(async move { (slot, contenders.run_slot(slot, launch, until_ns, hard_ns).await) });
+    }
+    slots
+}
+
+/// Says every 10 s how long the campaign has run and how many operations it has seen so far.
+fn progress(args: &CampaignArgs, setup: &Setup, start_ns: u64) -> JoinHandle<()> {
+    let (register, kv_dir) = (
+        setup.register.clone(),
+        (args.recipe == Recipe::Register).then(|| setup.dir.clone()),
+    );
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            eprintln!(
+                "zklock-chaos: {:.0} s, {} ops so far",
+                (now_ns() - start_ns) as f64 / 1e9,
+                kv_dir
+                    .as_deref()
+                    .map_or_else(|| register.len(), crate::workloads::kv::answered)
+            );
+        }
+    })
+}
