@@ -102,8 +102,8 @@ pub struct ConnectArgs {
 }
 
 /// Who we are to ZooKeeper, and TLS: every command that connects to a ZooKeeper it is given takes these (resolved
-/// and read in `zk.rs`). Credentials given on the command line are visible to every user of the machine (`ps`);
-/// `ZKLOCK_AUTH` and `--auth-file` keep them out of it.
+/// and read in `zk/`: `security.rs`, `sasl.rs`, `kerberos.rs`, `tls.rs`). Credentials given on the command line are
+/// visible to every user of the machine (`ps`); `ZKLOCK_AUTH` and `--auth-file` keep them out of it.
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = "Authentication and TLS")]
 pub struct SecurityArgs {
@@ -151,7 +151,7 @@ pub struct SecurityArgs {
     pub keytab: Option<PathBuf>,
 }
 
-/// The ACLs of the nodes a command creates (`run`, `elect`, `demo`); turned into a session's ACLs in `zk.rs`.
+/// The ACLs of the nodes a command creates (`run`, `elect`, `demo`); turned into a session's ACLs in `zk/acl.rs`.
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = "Authentication and TLS")]
 pub struct AclArgs {

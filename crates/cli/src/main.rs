@@ -120,7 +120,8 @@ fn before_connecting(command: &Command) -> exit::Result<()> {
         Command::Revoke(args) => (&args.connect.security, None),
         Command::Reap(args) => (&args.connect.security, None),
         Command::Demo(args) => (&args.security, Some(&args.acl)),
-        // Also so that `--keytab`'s environment (zk.rs, `use_keytab`) is set before any runtime's thread starts.
+        // Also so that `--keytab`'s environment (zk/kerberos.rs, `use_keytab`) is set before any runtime's thread
+        // starts.
         Command::Bench(args) => (&args.security, None),
         _ => return Ok(()),
     };

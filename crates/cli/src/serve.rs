@@ -56,6 +56,7 @@
 //! the umask; an existing directory open to the group or others is used with a warning.
 
 use std::io::ErrorKind;
+use std::net::SocketAddr;
 
 use anyhow::Context;
 use tokio::signal::unix::{signal, SignalKind};
@@ -66,6 +67,54 @@ use crate::exit::{self, Failure};
 use crate::values::SERVE_DEFAULT_LISTEN;
 
 pub async fn serve(args: ServeArgs) -> exit::Result {
+    let config = config(&args)?;
+    if args.dry_run {
+        return dry_run(&config, args.metrics);
+    }
+    // Before the server starts and says where it listens: a SIGINT or SIGTERM sent as soon as the address is out
+    // must find the handlers in place (not end the process by default, skipping the shutdown).
+    let mut term = signal(SignalKind::terminate()).map_err(anyhow::Error::from)?;
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(anyhow::Error::from)?;
+    // SIGHUP (the terminal went away, or `systemctl kill -s HUP`) is a clean shutdown too, not a kill: there is no
+    // configuration reload (a changed zoo.cfg takes a restart).
+    let mut hangup = signal(SignalKind::hangup()).map_err(anyhow::Error::from)?;
+    let plain = config.plain_client_port;
+    let mut server = start(config).await?;
+    let metrics = match args.metrics {
+        Some(addr) => match server.serve_metrics(addr).await {
+            Ok(bound) => Some(bound),
+            Err(err) => {
+                if let Err(e) = server.shutdown().await {
+                    tracing::debug!(error = %e, "shutdown after the metrics address failed");
+                }
+                return Err(metrics_failure(addr, &err));
+            }
+        },
+        None => None,
+    };
+    announce(&server, plain, metrics);
+    tokio::select! {
+        _ = interrupt.recv() => {}
+        _ = term.recv() => {}
+        _ = hangup.recv() => {}
+        failure = server.log_failure() => {
+            // Connections are closed and new sessions refused already; stop the rest and say why.
+            if let Err(e) = server.shutdown().await {
+                tracing::debug!(error = %e, "shutdown after the log failure");
+            }
+            let message = format!("{failure}; {}", hint(&failure));
+            return Err(Failure::new(exit::LOG_UNWRITABLE, message));
+        }
+    }
+    tracing::info!("shutting down");
+    server.shutdown().await.context("shutting down")?;
+    Ok(exit::OK)
+}
+
+/// The server's configuration: the zoo.cfg of `--config` (or else ZooKeeper's usual client port on loopback), with
+/// `--listen`, `--data-dir`, `--jaas` and `--require-sasl` over it. SASL required but not configured is a usage
+/// error.
+fn config(args: &ServeArgs) -> exit::Result<ServerConfig> {
     let mut config = match &args.config {
         Some(path) => {
             ServerConfig::from_zoo_cfg(path).with_context(|| format!("reading {}", path.display()))?
@@ -101,75 +150,74 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
              (or java.security.auth.login.config in --config)",
         ));
     }
-    if args.dry_run {
-        // What the start would report.
-        for ignored in &config.ignored {
-            tracing::warn!("{ignored}");
-        }
-        if let Some(tls) = &config.tls {
-            tls.check()
-                .map_err(|e| Failure::new(exit::FAILURE, format!("TLS on {}: {e}", tls.listen)))?;
-        }
-        let data = match &config.data_dir {
-            Some(dir) => dir.display().to_string(),
-            None => "a temporary directory".to_owned(),
-        };
-        let metrics = match args.metrics {
-            Some(addr) => format!(", metrics at http://{addr}/metrics"),
-            None => String::new(),
-        };
-        let addresses = match (&config.tls, config.plain_client_port) {
-            (None, _) => format!("on {} ", config.listen),
-            (Some(tls), true) => format!("on {} and with TLS on {} ", config.listen, tls.listen),
-            (Some(tls), false) => format!("with TLS on {} only ", tls.listen),
-        };
-        let sasl = match (&config.sasl, config.enforce_auth_schemes.is_empty()) {
-            (None, _) => String::new(),
-            (Some(sasl), true) => format!(
-                ", SASL DIGEST-MD5 offered (users in the JAAS file: {})",
-                sasl.users.len()
-            ),
-            (Some(sasl), false) => format!(
-                ", SASL DIGEST-MD5 required (users in the JAAS file: {})",
-                sasl.users.len()
-            ),
-        };
-        println!("zklock server would listen {addresses}with its data in {data}{metrics}{sasl}");
-        return Ok(exit::OK);
+    Ok(config)
+}
+
+/// `--dry-run`: what the start would report — the keys not applied, TLS settings that cannot be loaded — and one
+/// line saying where the server would listen, keep its data and serve its metrics, and whether it takes SASL.
+fn dry_run(config: &ServerConfig, metrics: Option<SocketAddr>) -> exit::Result {
+    for ignored in &config.ignored {
+        tracing::warn!("{ignored}");
     }
-    // Before the server starts and says where it listens: a SIGINT or SIGTERM sent as soon as the address is out
-    // must find the handlers in place (not end the process by default, skipping the shutdown).
-    let mut term = signal(SignalKind::terminate()).map_err(anyhow::Error::from)?;
-    let mut interrupt = signal(SignalKind::interrupt()).map_err(anyhow::Error::from)?;
-    // SIGHUP (the terminal went away, or `systemctl kill -s HUP`) is a clean shutdown too, not a kill: there is no
-    // configuration reload (a changed zoo.cfg takes a restart).
-    let mut hangup = signal(SignalKind::hangup()).map_err(anyhow::Error::from)?;
+    if let Some(tls) = &config.tls {
+        tls.check()
+            .map_err(|e| Failure::new(exit::FAILURE, format!("TLS on {}: {e}", tls.listen)))?;
+    }
+    let data = match &config.data_dir {
+        Some(dir) => dir.display().to_string(),
+        None => "a temporary directory".to_owned(),
+    };
+    let metrics = match metrics {
+        Some(addr) => format!(", metrics at http://{addr}/metrics"),
+        None => String::new(),
+    };
+    let addresses = match (&config.tls, config.plain_client_port) {
+        (None, _) => format!("on {} ", config.listen),
+        (Some(tls), true) => format!("on {} and with TLS on {} ", config.listen, tls.listen),
+        (Some(tls), false) => format!("with TLS on {} only ", tls.listen),
+    };
+    let sasl = match (&config.sasl, config.enforce_auth_schemes.is_empty()) {
+        (None, _) => String::new(),
+        (Some(sasl), true) => format!(
+            ", SASL DIGEST-MD5 offered (users in the JAAS file: {})",
+            sasl.users.len()
+        ),
+        (Some(sasl), false) => format!(
+            ", SASL DIGEST-MD5 required (users in the JAAS file: {})",
+            sasl.users.len()
+        ),
+    };
+    println!("zklock server would listen {addresses}with its data in {data}{metrics}{sasl}");
+    Ok(exit::OK)
+}
+
+/// Starts the server; a failure to start says why and what to do about it, with its exit status.
+async fn start(config: ServerConfig) -> exit::Result<Server> {
     let listen = config.listen;
     let secure_listen = config.tls.as_ref().map(|tls| tls.listen);
-    let plain = config.plain_client_port;
-    let mut server = match Server::start(config).await {
-        Ok(server) => server,
+    match Server::start(config).await {
+        Ok(server) => Ok(server),
         Err(Error::Bind(err)) => {
             let in_use = "another server listens there; choose one with --listen";
-            return Err(cannot_bind(&format!("listen on {listen}"), &err, in_use));
+            Err(cannot_bind(&format!("listen on {listen}"), &err, in_use))
         }
         Err(Error::SecureBind(addr, err)) => {
             let in_use = "another server listens there; change secureClientPort";
-            return Err(cannot_bind(&format!("listen with TLS on {addr}"), &err, in_use));
+            Err(cannot_bind(&format!("listen with TLS on {addr}"), &err, in_use))
         }
         Err(Error::Tls(err)) => {
             let on = secure_listen.map_or_else(String::new, |addr| format!(" on {addr}"));
-            return Err(Failure::new(exit::FAILURE, format!("TLS{on}: {err}")));
+            Err(Failure::new(exit::FAILURE, format!("TLS{on}: {err}")))
         }
         Err(Error::Storage(err @ StorageError::NoRoom { .. })) => {
             let message = format!("{err}; free space or use a bigger disk");
-            return Err(Failure::new(exit::LOG_UNWRITABLE, message));
+            Err(Failure::new(exit::LOG_UNWRITABLE, message))
         }
         Err(Error::Storage(err @ StorageError::InUse { .. })) => {
-            return Err(Failure::new(exit::DIR_IN_USE, format!("{err}; not starting")));
+            Err(Failure::new(exit::DIR_IN_USE, format!("{err}; not starting")))
         }
         Err(Error::Storage(err @ StorageError::NotADirectory { .. })) => {
-            return Err(Failure::new(exit::FAILURE, err.to_string()));
+            Err(Failure::new(exit::FAILURE, err.to_string()))
         }
         Err(Error::Storage(StorageError::Io { path, source }))
             if path
@@ -178,29 +226,27 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
         {
             // The lock file is the first thing written: the directory cannot be written at all.
             let dir = path.parent().unwrap_or(&path).display();
-            return Err(Failure::new(
+            Err(Failure::new(
                 exit::FAILURE,
                 format!("cannot write in the data directory {dir}: {source}"),
-            ));
+            ))
         }
-        Err(err) => return Err(anyhow::Error::from(err).context("starting the server").into()),
-    };
-    let metrics = match args.metrics {
-        Some(addr) => match server.serve_metrics(addr).await {
-            Ok(bound) => Some(bound),
-            Err(err) => {
-                if let Err(e) = server.shutdown().await {
-                    tracing::debug!(error = %e, "shutdown after the metrics address failed");
-                }
-                let doing = format!("serve metrics on {addr}");
-                return Err(match &err {
-                    Error::MetricsBind(err) => cannot_bind(&doing, err, "choose another with --metrics"),
-                    other => Failure::new(exit::FAILURE, format!("cannot {doing}: {other}")),
-                });
-            }
-        },
-        None => None,
-    };
+        Err(err) => Err(anyhow::Error::from(err).context("starting the server").into()),
+    }
+}
+
+/// The failure of `--metrics ADDR` when the metrics cannot be served there.
+fn metrics_failure(addr: SocketAddr, err: &Error) -> Failure {
+    let doing = format!("serve metrics on {addr}");
+    match err {
+        Error::MetricsBind(err) => cannot_bind(&doing, err, "choose another with --metrics"),
+        other => Failure::new(exit::FAILURE, format!("cannot {doing}: {other}")),
+    }
+}
+
+/// Says that the server serves, and where: the log line, then the lines scripts read on stdout (the plain client
+/// port's address first, then the secure one's, then the metrics').
+fn announce(server: &Server, plain: bool, metrics: Option<SocketAddr>) {
     let tls = server
         .secure_addr()
         .map_or_else(|| "off".to_owned(), |addr| addr.to_string());
@@ -216,22 +262,6 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
         // The second line, after the address clients use (scripts read the first).
         println!("zklock server metrics at http://{bound}/metrics");
     }
-    tokio::select! {
-        _ = interrupt.recv() => {}
-        _ = term.recv() => {}
-        _ = hangup.recv() => {}
-        failure = server.log_failure() => {
-            // Connections are closed and new sessions refused already; stop the rest and say why.
-            if let Err(e) = server.shutdown().await {
-                tracing::debug!(error = %e, "shutdown after the log failure");
-            }
-            let message = format!("{failure}; {}", hint(&failure));
-            return Err(Failure::new(exit::LOG_UNWRITABLE, message));
-        }
-    }
-    tracing::info!("shutting down");
-    server.shutdown().await.context("shutting down")?;
-    Ok(exit::OK)
 }
 
 /// The failure of a socket that could not be bound, `cannot <doing>: <reason>`; an address in use says what to do

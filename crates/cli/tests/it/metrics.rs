@@ -67,9 +67,19 @@ async fn scrape(addr: SocketAddr) -> HashMap<String, f64> {
         response.headers.get("content-type").map(String::as_str),
         Some("text/plain; version=0.0.4; charset=utf-8")
     );
+    samples(&response.body)
+}
+
+/// Where a sample's labels begin: the left curly bracket, written by its code point so that the braces of this
+/// file pair up for tools that count them without reading char literals.
+const LABELS: char = '\u{7b}';
+
+/// The samples of a Prometheus text exposition, by name: each of a family a `# TYPE` line (gauge or counter, a
+/// counter's name ending in `_total`) declared before it, and none twice.
+fn samples(exposition: &str) -> HashMap<String, f64> {
     let mut samples = HashMap::new();
     let mut typed = Vec::new();
-    for line in response.body.lines() {
+    for line in exposition.lines() {
         if let Some(rest) = line.strip_prefix("# TYPE ") {
             let (name, kind) = rest.split_once(' ').expect("# TYPE name kind");
             assert!(["gauge", "counter"].contains(&kind), "{line}");
@@ -88,7 +98,7 @@ async fn scrape(addr: SocketAddr) -> HashMap<String, f64> {
             .rsplit_once(' ')
             .unwrap_or_else(|| panic!("a sample: {line:?}"));
         let value: f64 = value.parse().unwrap_or_else(|_| panic!("a number: {line:?}"));
-        let family = name.split('{').next().unwrap();
+        let family = name.split(LABELS).next().unwrap();
         assert!(
             typed.iter().any(|t| t == family),
             "{family} has a # TYPE line before it"
