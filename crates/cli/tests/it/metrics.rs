@@ -70,10 +70,6 @@ async fn scrape(addr: SocketAddr) -> HashMap<String, f64> {
     samples(&response.body)
 }
 
-/// Where a sample's labels begin: the left curly bracket, written by its code point so that the braces of this
-/// file pair up for tools that count them without reading char literals.
-const LABELS: char = '\u{7b}';
-
 /// The samples of a Prometheus text exposition, by name: each of a family a `# TYPE` line (gauge or counter, a
 /// counter's name ending in `_total`) declared before it, and none twice.
 fn samples(exposition: &str) -> HashMap<String, f64> {
@@ -98,7 +94,7 @@ fn samples(exposition: &str) -> HashMap<String, f64> {
             .rsplit_once(' ')
             .unwrap_or_else(|| panic!("a sample: {line:?}"));
         let value: f64 = value.parse().unwrap_or_else(|_| panic!("a number: {line:?}"));
-        let family = name.split(LABELS).next().unwrap();
+        let family = name.split('{').next().unwrap();
         assert!(
             typed.iter().any(|t| t == family),
             "{family} has a # TYPE line before it"
