@@ -1,0 +1,106 @@
+//! Something held through a node of ours — a double-barrier participation, a group membership, a claimed queue
+//! item: the node, its lost signal, the hand-over from "held" to "ours to delete", and a delete on drop that happens
+//! once. The queue recipes' [`Guard`](crate::Guard) is the same idea with a queue's rules around
+//! it (`guard.rs`).
+
+use std::future::Future;
+
+use crate::base::error::{Error, Result};
+use crate::base::idioms::IfExists;
+use crate::node::gone;
+use crate::node::lost::{LostReason, LostSignal};
+use crate::node::own::OwnNode;
+use crate::session::Session;
+
+/// The public `lost`, `is_lost` and `lost_reason` of something held through `self.$signal` (a [`Held`] or a
+/// [`LostSignal`]): `lost` takes its doc comment, the other two are named after `$what` ("the guard").
+macro_rules! lost_methods {
+    ($signal:ident, $what:literal, $(#[$lost_doc:meta])*) => {
+        $(#[$lost_doc])*
+        pub fn lost(&self) -> impl ::std::future::Future<Output = $crate::node::lost::LostReason> + Send + 'static {
+            self.$signal.lost()
+        }
+
+        #[doc = concat!("Whether ", $what, " has been lost already.")]
+        pub fn is_lost(&self) -> bool {
+            self.$signal.lost_reason().is_some()
+        }
+
+        #[doc = concat!("Why ", $what, " was lost, if it was.")]
+        pub fn lost_reason(&self) -> Option<$crate::node::lost::LostReason> {
+            self.$signal.lost_reason()
+        }
+    };
+}
+pub(crate) use lost_methods;
+
+/// Our node and its lost signal. Dropping it deletes the node in the background (once: see [`OwnNode`]).
+#[derive(Debug)]
+pub(crate) struct Held {
+    // Declared (so dropped) before the node: the signal is dismissed before the node's own delete is sent.
+    lost: LostSignal,
+    node: OwnNode,
+}
+
+impl Held {
+    /// Starts watching `node` (created already) for its loss, under the session's [`LostPolicy`](crate::LostPolicy).
+    /// A disconnection counts only once it is [`hold`](Held::hold)ing.
+    pub(crate) fn watch(mut node: OwnNode, session: &Session) -> Held {
+        let lost = LostSignal::for_node(&mut node, session.lost_policy());
+        Held { lost, node }
+    }
+
+    /// From now on the node is held: disconnections count, per the policy, and the session validity is kept.
+    pub(crate) fn hold(&self) {
+        self.lost.set_holding();
+    }
+
+    /// The full path of the node.
+    pub(crate) fn path(&self) -> String {
+        self.node.path()
+    }
+
+    /// The node's creation zxid (-1 if unknown).
+    pub(crate) fn czxid(&self) -> i64 {
+        self.node.czxid
+    }
+
+    /// Completes when the node is lost (`Released` if this is dropped first).
+    pub(crate) fn lost(&self) -> impl Future<Output = LostReason> + Send + 'static {
+        self.lost.lost()
+    }
+
+    /// Why the node was lost, if it was.
+    pub(crate) fn lost_reason(&self) -> Option<LostReason> {
+        self.lost.lost_reason()
+    }
+
+    /// The error for a wait that found our node gone: the end of the session, or a deletion by somebody else.
+    pub(crate) async fn vanished(&self) -> Error {
+        gone::vanished(&self.node.client, &self.node.retry, &self.lost, &self.node.path()).await
+    }
+
+    /// Replaces the node's data (whatever its version).
+    ///
+    /// # Errors
+    /// When the node is gone, [`vanished`](Held::vanished)'s error: the end of the session, or
+    /// [`Error::NodeDeleted`].
+    pub(crate) async fn set_data(&self, data: &[u8]) -> Result<()> {
+        let (client, path) = (&self.node.client, self.node.path());
+        let set = self
+            .node
+            .retry
+            .run_at("setData", &path, || client.set_data(&path, data, None));
+        match set.await.if_exists()? {
+            Some(_) => Ok(()),
+            None => Err(self.vanished().await),
+        }
+    }
+
+    /// Stops watching: from now on the node's going is ours, not a loss. The node itself stays ours to delete.
+    pub(crate) fn into_node(self) -> OwnNode {
+        let Held { lost, node } = self;
+        drop(lost);
+        node
+    }
+}

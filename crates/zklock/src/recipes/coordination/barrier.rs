@@ -1,0 +1,128 @@
+//! The barrier of the design documents: processes wait until a barrier node is deleted.
+//!
+//! A coordinator [`set`](Barrier::set)s the barrier (creates a persistent node), workers [`wait`](Barrier::wait)
+//! on it, and the coordinator [`remove`](Barrier::remove)s it to let everybody through at once. A waiter holds an
+//! `exists` watch on the node and, whatever the notification says, looks again: only an *observed* absence of the
+//! node releases it, so a data change of the node or any other spurious wake-up never lets a waiter through early.
+
+use std::time::Duration;
+
+use zookeeper_client::{self as zk, CreateMode};
+
+use crate::base::error::{Error, Result};
+use crate::session::cas::{Committed, Write};
+use crate::session::Session;
+
+/// A barrier: a persistent node whose existence holds waiters back.
+///
+/// # Example
+/// ```no_run
+/// # async fn example(client: zookeeper_client::Client) -> zklock::Result<()> {
+/// let barrier = zklock::Barrier::new(&client, "/barriers/nightly-load")?;
+/// barrier.set().await?; // the coordinator closes the barrier
+/// // ... workers elsewhere call `barrier.wait().await?` and block ...
+/// barrier.remove().await?; // ... and are all released here
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// [`Error::SessionExpired`] or [`Error::Closed`] when the session ends;
+/// [`Error::ConnectionLoss`] only if the [`RetryPolicy`](crate::RetryPolicy) caps attempts; [`Error::Timeout`]
+/// from [`wait_timeout`](Barrier::wait_timeout); [`Error::ZooKeeper`] for anything else the server refuses (for
+/// example `NotEmpty` when removing a barrier node that has children, or `NoAuth`).
+///
+/// # Events
+/// The [`Session`]'s listener receives [`QueueEvent::Waiting`](crate::QueueEvent::Waiting) each time a waiter
+/// (re-)arms its watch on the barrier node and [`QueueEvent::Woken`](crate::QueueEvent::Woken) each time that
+/// watch fires.
+///
+/// # Cancellation safety
+/// [`wait`](Barrier::wait) creates nothing, so dropping it at any point leaves nothing behind. [`set`](Barrier::set)
+/// and [`remove`](Barrier::remove) are idempotent: if one is cancelled its effect may or may not have happened,
+/// and calling it again settles the matter.
+#[derive(Debug, Clone)]
+pub struct Barrier {
+    session: Session,
+    path: String,
+}
+
+impl Barrier {
+    /// A barrier whose node is `path` (its parents are created as needed by [`set`](Barrier::set)), on `session`
+    /// — a [`Session`] or a `&Client`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] if `path` is not a valid ZooKeeper path or is `/`.
+    pub fn new(session: impl Into<Session>, path: &str) -> Result<Barrier> {
+        let path = crate::base::path::validate(path)?;
+        if path == "/" {
+            return Err(Error::InvalidPath {
+                path,
+                reason: "the root cannot be a barrier node",
+            });
+        }
+        Ok(Barrier {
+            session: session.into(),
+            path,
+        })
+    }
+
+    /// The barrier node.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The session and policies this barrier uses.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Closes the barrier: creates the node (with the session's [`acls`](Session::acls)) and its missing parents
+    /// (with its [`parent_acls`](Session::parent_acls)) as persistent nodes. Setting a barrier that is already
+    /// set is fine.
+    pub async fn set(&self) -> Result<()> {
+        // An existing node is success — set already, or by our own create whose reply was lost.
+        let writes = [Write::Create(&self.path, &[], CreateMode::Persistent)];
+        match self
+            .session
+            .create_once(&writes, false, Some(CreateMode::Persistent))
+            .await?
+        {
+            Committed::Refused { index, error } if error != zk::Error::NodeExists => {
+                Err(Committed::refused(index, error, &writes))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Opens the barrier: deletes the node, releasing every waiter. Removing a barrier that is not set is fine.
+    pub async fn remove(&self) -> Result<()> {
+        self.session.delete_if_exists(&self.path, None).await
+    }
+
+    /// Whether the barrier is set right now.
+    pub async fn is_set(&self) -> Result<bool> {
+        Ok(self.session.exists(&self.path).await?.is_some())
+    }
+
+    /// Waits until the barrier node does not exist (returns at once if it is not set).
+    ///
+    /// Every notification — deletion, data change, re-creation — only makes the waiter look again, with a new
+    /// watch; it returns when a look finds no node. A barrier removed and set again before the waiter looks
+    /// therefore does not release it (it never saw the barrier open).
+    pub async fn wait(&self) -> Result<()> {
+        loop {
+            let (Some(_), watcher) = self.session.watch_exists(&self.path).await? else {
+                return Ok(());
+            };
+            let event = self.session.await_change(watcher, &self.path).await?;
+            tracing::debug!(path = %self.path, event = ?event.event_type, "barrier watch fired; looking again");
+        }
+    }
+
+    /// Like [`wait`](Barrier::wait), but gives up with [`Error::Timeout`] after `timeout`.
+    pub async fn wait_timeout(&self, timeout: Duration) -> Result<()> {
+        tokio::time::timeout(timeout, self.wait())
+            .await
+            .map_err(|_| Error::Timeout)?
+    }
+}

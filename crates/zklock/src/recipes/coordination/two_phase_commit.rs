@@ -1,0 +1,837 @@
+//! Two-phase commit, the ZooKeeper recipe: a coordinator opens a transaction naming its participants, each
+//! participant votes commit or abort, and everybody learns one outcome — commit only if every participant voted
+//! commit; abort when one voted abort, or a participant or the coordinator went away before deciding.
+//!
+//! Layout under `<path>/<txid>` (the transaction node, persistent, holding the participants' names, one a line):
+//!
+//! | node | mode | written by | meaning |
+//! |---|---|---|---|
+//! | `coordinator-<uuid>` | ephemeral | the coordinator, in one `multi` with the transaction node | the coordinator is there |
+//! | `joined-<p>` | persistent | participant `p`, in one `multi` with its `alive-` node | `p` took part (once) |
+//! | `alive-<uuid>-<p>` | ephemeral | participant `p` | `p` is there |
+//! | `vote-<p>` | persistent | participant `p` | its vote: `commit` or `abort` |
+//! | `outcome` | persistent | whoever decides first (create: only one can) | `commit` or `abort` |
+//!
+//! **The decision is one create.** Everybody watches the transaction's children and applies the same rules to a
+//! listing: the coordinator alone may write `outcome` = `commit`, and only once it has read `vote-<p>` = `commit` for
+//! every participant; anybody writes `outcome` = `abort` as soon as a listing shows a reason — a `vote-<p>` =
+//! `abort`, a participant that joined and is gone without a vote (`joined-<p>` without `alive-…-<p>` or
+//! `vote-<p>`), or no coordinator node — and the coordinator also when its deadline passes. ZooKeeper creates a node
+//! once: whichever create comes first is the outcome, the others fail with `NodeExists`, and every party returns
+//! what it then *reads* in `outcome`, never what it tried to write. So two parties can never learn different
+//! outcomes.
+//!
+//! Votes are persistent: a participant that voted commit and then died is still counted (its vote stands; it learns
+//! the outcome again with [`TwoPhaseCommit::outcome`]). What goes with a session are the `coordinator-` and `alive-`
+//! nodes: a participant whose session ends before it voted, and a coordinator whose session ends before the outcome,
+//! make the transaction abort — a state the listing shows, not an event somebody had to see. The nodes of one
+//! process carry a fresh uuid, so a create retried after a lost reply finds its node, and a cancelled attempt
+//! never deletes anybody else's.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use tokio::time::Instant;
+use zookeeper_client::{self as zk, CreateMode, MultiWriteError};
+
+use crate::base::error::{At as _, Error, Result};
+use crate::base::idioms::IfExists;
+use crate::base::path::child_path;
+use crate::base::retry::is_connection_loss;
+use crate::node::create::Own;
+use crate::node::own::OwnNode;
+use crate::session::cas::{Committed, Write};
+use crate::session::listener::QueueEvent;
+use crate::session::read::{self, NodeKind, Participant, Recipe, Role};
+use crate::session::Session;
+
+const COORDINATOR: &str = "coordinator-";
+const JOINED: &str = "joined-";
+const ALIVE: &str = "alive-";
+const VOTE: &str = "vote-";
+const OUTCOME: &str = "outcome";
+
+/// A vote, and the outcome of a transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Decision {
+    /// Commit: as a vote, "I can commit"; as the outcome, every participant voted commit.
+    Commit,
+    /// Abort: as a vote, "I cannot commit"; as the outcome, the transaction is off.
+    Abort,
+}
+
+impl Decision {
+    /// What the node holds.
+    fn bytes(self) -> &'static [u8] {
+        match self {
+            Decision::Commit => b"commit",
+            Decision::Abort => b"abort",
+        }
+    }
+
+    fn parse(path: &str, data: &[u8]) -> Result<Decision> {
+        match data {
+            b"commit" => Ok(Decision::Commit),
+            b"abort" => Ok(Decision::Abort),
+            _ => Err(Error::CorruptData {
+                path: path.to_owned(),
+                len: data.len(),
+                expected: "`commit` or `abort`",
+            }),
+        }
+    }
+}
+
+impl std::fmt::Display for Decision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Decision::Commit => "commit",
+            Decision::Abort => "abort",
+        })
+    }
+}
+
+/// Two-phase commit transactions under one directory: a coordinator [`begin`](TwoPhaseCommit::begin)s a
+/// transaction, each participant [`join`](TwoPhaseCommit::join)s it and [`vote`](Ballot::vote)s, everybody learns
+/// the same [`Decision`].
+///
+/// # Example
+/// ```no_run
+/// # async fn example(client: zookeeper_client::Client) -> zklock::Result<()> {
+/// use std::time::Duration;
+/// use zklock::{Decision, TwoPhaseCommit};
+///
+/// let transactions = TwoPhaseCommit::new(&client, "/transactions")?;
+/// // The coordinator (any process):
+/// let coordinator = transactions.begin("order-4242", &["billing", "stock"]).await?;
+/// // Each participant (its own process, knowing the transaction id):
+/// let ballot = transactions.join("order-4242", "billing").await?;
+/// let outcome = ballot.vote(Decision::Commit).await?; // returns once the outcome is known
+/// // The coordinator decides once every vote is in (abort after 30 s without them):
+/// assert_eq!(coordinator.decide_timeout(Duration::from_secs(30)).await?, outcome);
+/// # Ok(()) }
+/// ```
+///
+/// # Guarantees
+/// * **One outcome**: every party that learns an outcome learns the same one (it is one node, created once).
+/// * **Commit only if every participant voted commit** (votes are created once and never change).
+/// * **Abort when somebody goes away before deciding**: a participant whose session ends (or whose
+///   [`Ballot`] is dropped) before it voted, or a coordinator whose session ends (or whose [`Coordinator`] is
+///   dropped) before the outcome; and when a participant does not vote before [`Coordinator::decide_timeout`]'s
+///   deadline. Any live party notices and writes the abort.
+/// * A participant that voted commit and died is bound by the outcome, which may be commit: on restart it reads it
+///   with [`outcome`](TwoPhaseCommit::outcome).
+///
+/// Transaction ids must never be reused: [`remove`](TwoPhaseCommit::remove) a transaction only when nobody will
+/// look at it again.
+///
+/// # Errors
+/// [`Error::SessionExpired`] / [`Error::Closed`] when the session ends; [`Error::InvalidPath`] for an invalid
+/// transaction id or participant name; [`Error::TransactionExists`], [`Error::NotAParticipant`],
+/// [`Error::AlreadyJoined`] as each method says; [`Error::NodeDeleted`] when the transaction was removed while we
+/// used it; [`Error::CorruptData`] for a vote or outcome node that holds neither `commit` nor `abort`;
+/// [`Error::ConnectionLoss`] only if the [`RetryPolicy`](crate::RetryPolicy) caps attempts.
+///
+/// # Events
+/// The [`Session`]'s listener receives `Created` (our `coordinator-` or `alive-` node), `Waiting`/`Woken` (on the
+/// transaction node, while waiting for it to exist, for votes or for the outcome).
+///
+/// # Cancellation safety
+/// Every future may be dropped at any await point. A dropped `begin` or [`Coordinator`] removes the coordinator
+/// node, and a dropped `join` or [`Ballot`] (before its vote was sent) the participant's `alive-` node: the
+/// transaction then aborts, as if that party had died. A vote once sent stands.
+#[derive(Debug, Clone)]
+pub struct TwoPhaseCommit {
+    session: Session,
+    path: String,
+}
+
+impl TwoPhaseCommit {
+    /// Transactions under `path` (created with its parents, as container nodes, on the first `begin`) on
+    /// `session` — a [`Session`] or a `&Client`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] if `path` is not a valid ZooKeeper path.
+    pub fn new(session: impl Into<Session>, path: &str) -> Result<TwoPhaseCommit> {
+        Ok(TwoPhaseCommit {
+            session: session.into(),
+            path: crate::base::path::validate(path)?,
+        })
+    }
+
+    /// The session and policies this uses.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// The directory of the transactions.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The transaction `txid`, checked.
+    fn tx(&self, txid: &str) -> Result<Tx> {
+        let dir = child_path(&self.path, txid);
+        check_name(&dir, txid)?;
+        Ok(Tx {
+            // One ZooKeeper session for this transaction's nodes (a reconnecting session may change in between).
+            session: self.session.pinned(),
+            dir,
+        })
+    }
+
+    /// As the coordinator: opens transaction `txid` for `participants` (each a name that is a valid node name).
+    /// Returns at once; [`Coordinator::decide`] waits for the votes.
+    ///
+    /// # Errors
+    /// [`Error::TransactionExists`] if `txid` is in use; [`Error::InvalidPath`] for an invalid `txid` or
+    /// participant name, no participant, or one named twice; see [`TwoPhaseCommit`].
+    ///
+    /// # Cancellation safety
+    /// Dropped at any await point, it removes our coordinator node: a transaction it opened aborts.
+    pub async fn begin(&self, txid: &str, participants: &[&str]) -> Result<Coordinator> {
+        let tx = self.tx(txid)?;
+        let refuse = |what: String| Err(Error::InvalidArgument(format!("transaction {}: {what}", tx.dir)));
+        if participants.is_empty() {
+            return refuse("a transaction needs at least one participant".to_owned());
+        }
+        let mut names = BTreeSet::new();
+        for participant in participants {
+            check_name(&child_path(&tx.dir, participant), participant)?;
+            if !names.insert(*participant) {
+                return refuse(format!("the participant {participant:?} is named twice"));
+            }
+        }
+        let listed = participants.join("\n");
+        let name = format!("{COORDINATOR}{}", uuid::Uuid::new_v4().simple());
+        let before = [Write::Create(&tx.dir, listed.as_bytes(), CreateMode::Persistent)];
+        let own = tx
+            .session
+            .create_own(&tx.dir, &name, &[], &before, Some(CreateMode::Container));
+        let node = match own.await? {
+            Own::Refused {
+                index: 0,
+                error: zk::Error::NodeExists,
+            } => return Err(Error::TransactionExists { path: tx.dir.clone() }),
+            own => own.made(&tx.dir)?,
+        };
+        tx.session.emit(QueueEvent::Created { path: node.path() });
+        tracing::debug!(tx = %tx.dir, "transaction opened");
+        Ok(Coordinator {
+            tx,
+            node,
+            participants: participants.iter().map(|p| (*p).to_owned()).collect(),
+        })
+    }
+
+    /// As participant `participant`: waits until transaction `txid` exists, checks that it names us, and takes
+    /// part. Vote with [`Ballot::vote`].
+    ///
+    /// # Errors
+    /// [`Error::NotAParticipant`] if the transaction does not name `participant`; [`Error::AlreadyJoined`] if
+    /// `participant` took part already — another process under that name, or an earlier attempt of ours that went
+    /// away before voting (the transaction then aborts; [`await_outcome`](TwoPhaseCommit::await_outcome) tells); see
+    /// [`TwoPhaseCommit`].
+    ///
+    /// # Cancellation safety
+    /// Dropped at any await point, it removes our `alive-` node: if it had joined, the transaction aborts.
+    pub async fn join(&self, txid: &str, participant: &str) -> Result<Ballot> {
+        let tx = self.tx(txid)?;
+        check_name(&child_path(&tx.dir, participant), participant)?;
+        let participants = tx.wait_for_participants().await?;
+        if !participants.iter().any(|p| p == participant) {
+            return Err(Error::NotAParticipant {
+                path: tx.dir.clone(),
+                participant: participant.to_owned(),
+            });
+        }
+        let name = format!("{ALIVE}{}-{participant}", uuid::Uuid::new_v4().simple());
+        let joined = child_path(&tx.dir, &format!("{JOINED}{participant}"));
+        let before = [Write::Create(&joined, &[], CreateMode::Persistent)];
+        let node = match tx.session.create_own(&tx.dir, &name, &[], &before, None).await? {
+            Own::Refused {
+                index: 0,
+                error: zk::Error::NodeExists,
+            } => {
+                return Err(Error::AlreadyJoined {
+                    path: tx.dir.clone(),
+                    participant: participant.to_owned(),
+                })
+            }
+            Own::Refused {
+                error: zk::Error::NoNode,
+                ..
+            } => return Err(Error::NodeDeleted { path: tx.dir.clone() }),
+            own => own.made(&tx.dir)?,
+        };
+        tx.session.emit(QueueEvent::Created { path: node.path() });
+        Ok(Ballot {
+            tx,
+            node,
+            participant: participant.to_owned(),
+            participants,
+        })
+    }
+
+    /// The outcome of transaction `txid` if it has been decided; `None` if not (or if there is no such
+    /// transaction). A look, without waiting and without deciding anything.
+    ///
+    /// # Errors
+    /// See [`TwoPhaseCommit`].
+    pub async fn outcome(&self, txid: &str) -> Result<Option<Decision>> {
+        let tx = self.tx(txid)?;
+        tx.read_outcome().await
+    }
+
+    /// Waits for the outcome of transaction `txid` (for it to exist first, if need be), as an observer — a
+    /// participant that restarted, say. It applies the abort rules like everybody else: it writes the abort when it
+    /// sees a reason (a participant gone before voting, an abort vote, no coordinator).
+    ///
+    /// # Errors
+    /// See [`TwoPhaseCommit`].
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: it creates nothing but, possibly, the outcome.
+    pub async fn await_outcome(&self, txid: &str) -> Result<Decision> {
+        let tx = self.tx(txid)?;
+        let participants = tx.wait_for_participants().await?;
+        tx.settle(&participants, false, None).await
+    }
+
+    /// Removes the decided transaction `txid` once nobody takes part any more (no coordinator or participant node
+    /// left). Returns whether it removed it: `false` if it does not exist, is not decided, or somebody is still
+    /// there. One `multi`, so a participant arriving meanwhile keeps it.
+    ///
+    /// # Errors
+    /// See [`TwoPhaseCommit`].
+    pub async fn remove(&self, txid: &str) -> Result<bool> {
+        let tx = self.tx(txid)?;
+        let children = self.session.list_or_empty(&tx.dir).await?;
+        let look = Look::of(&children);
+        if !look.outcome || look.coordinator || !look.alive.is_empty() {
+            return Ok(false);
+        }
+        let (client, retry) = (self.session.client(), self.session.retry());
+        let mut multi = client.new_multi_writer();
+        for child in &children {
+            let child = child_path(&tx.dir, child);
+            multi.add_delete(&child, None).at("delete", &child)?;
+        }
+        multi.add_delete(&tx.dir, None).at("delete", &tx.dir)?;
+        match multi.commit().await {
+            Ok(_) => Ok(true),
+            Err(MultiWriteError::OperationFailed {
+                source: zk::Error::NoNode | zk::Error::NotEmpty,
+                ..
+            }) => Ok(false),
+            // The reply was lost: whether it happened, the next look tells.
+            Err(MultiWriteError::RequestFailed { source }) if is_connection_loss(&source) => Ok(retry
+                .run_at("exists", &tx.dir, || client.check_stat(&tx.dir))
+                .await?
+                .is_none()),
+            Err(err) => Err(Error::zk("multi", &tx.dir, zk::Error::from(err))),
+        }
+    }
+}
+
+/// A transaction id or participant name must be one node name: no `/`, not empty (and nothing ZooKeeper refuses).
+fn check_name(path: &str, name: &str) -> Result<()> {
+    let bad = |reason| {
+        Err(Error::InvalidPath {
+            path: path.to_owned(),
+            reason,
+        })
+    };
+    if name.is_empty() {
+        return bad("a transaction id or participant name must not be empty");
+    }
+    if name.contains('/') {
+        return bad("a transaction id or participant name must not contain /");
+    }
+    crate::base::path::validate(path).map(drop)
+}
+
+/// What one listing of a transaction shows.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Look {
+    outcome: bool,
+    coordinator: bool,
+    joined: BTreeSet<String>,
+    alive: BTreeSet<String>,
+    voted: BTreeSet<String>,
+}
+
+impl Look {
+    fn of(children: &[String]) -> Look {
+        let mut look = Look::default();
+        for child in children {
+            if child == OUTCOME {
+                look.outcome = true;
+            } else if child.strip_prefix(COORDINATOR).is_some_and(is_unique) {
+                look.coordinator = true;
+            } else if let Some(p) = child.strip_prefix(JOINED) {
+                look.joined.insert(p.to_owned());
+            } else if let Some(p) = alive_participant(child) {
+                look.alive.insert(p.to_owned());
+            } else if let Some(p) = child.strip_prefix(VOTE) {
+                look.voted.insert(p.to_owned());
+            }
+        }
+        look
+    }
+
+    /// What to do, by the rules every party applies: abort for the first reason found, commit (only the
+    /// coordinator, `may_commit`) once every participant's vote is commit, or wait. `votes`: the votes read so far.
+    fn judge(&self, participants: &[String], votes: &BTreeMap<String, Decision>, may_commit: bool) -> Next {
+        if !self.coordinator {
+            return Next::Abort("the coordinator left before deciding".to_owned());
+        }
+        for p in participants {
+            if self.joined.contains(p) && !self.alive.contains(p) && !self.voted.contains(p) {
+                return Next::Abort(format!("participant {p} left before voting"));
+            }
+            if votes.get(p) == Some(&Decision::Abort) {
+                return Next::Abort(format!("participant {p} voted abort"));
+            }
+        }
+        if may_commit
+            && participants
+                .iter()
+                .all(|p| votes.get(p) == Some(&Decision::Commit))
+        {
+            return Next::Commit;
+        }
+        Next::Wait
+    }
+}
+
+/// `alive-<32 hex>-<participant>` → the participant.
+fn alive_participant(name: &str) -> Option<&str> {
+    let rest = name.strip_prefix(ALIVE)?;
+    let (unique, participant) = rest.split_at_checked(32)?;
+    is_unique(unique).then_some(())?;
+    participant.strip_prefix('-')
+}
+
+fn is_unique(hex: &str) -> bool {
+    hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// What a look says to do.
+#[derive(Debug, PartialEq, Eq)]
+enum Next {
+    Abort(String),
+    Commit,
+    Wait,
+}
+
+/// One transaction: its node, and the session to reach it.
+#[derive(Debug, Clone)]
+struct Tx {
+    session: Session,
+    dir: String,
+}
+
+impl Tx {
+    /// Waits (with an `exists` watch) until the transaction node exists, and returns its participants.
+    async fn wait_for_participants(&self) -> Result<Vec<String>> {
+        loop {
+            if let Some((data, _)) = self.session.get(&self.dir).await? {
+                let lines = String::from_utf8_lossy(&data);
+                return Ok(lines
+                    .lines()
+                    .filter(|l| !l.is_empty())
+                    .map(str::to_owned)
+                    .collect());
+            }
+            if let (None, watcher) = self.session.watch_exists(&self.dir).await? {
+                self.session.await_change(watcher, &self.dir).await?;
+            }
+        }
+    }
+
+    async fn read_outcome(&self) -> Result<Option<Decision>> {
+        let path = child_path(&self.dir, OUTCOME);
+        let read = self.session.get(&path).await?;
+        read.map(|(data, _)| Decision::parse(&path, &data)).transpose()
+    }
+
+    /// Creates the persistent child `name` holding `data`: `true` if it was made (perhaps by an attempt of ours
+    /// whose reply was lost), `false` if it existed; [`Error::NodeDeleted`] if the transaction is gone.
+    async fn create(&self, name: &str, data: &[u8]) -> Result<bool> {
+        let path = child_path(&self.dir, name);
+        let writes = [Write::Create(&path, data, CreateMode::Persistent)];
+        match self.session.create_once(&writes, false, None).await? {
+            Committed::Done { .. } => Ok(true),
+            Committed::Refused {
+                error: zk::Error::NodeExists,
+                ..
+            } => Ok(false),
+            Committed::Refused {
+                error: zk::Error::NoNode,
+                ..
+            } => Err(Error::NodeDeleted {
+                path: self.dir.clone(),
+            }),
+            Committed::Refused { index, error } => Err(Committed::refused(index, error, &writes)),
+        }
+    }
+
+    /// Creates `outcome` = `decision` unless it exists, and returns the outcome as it is — ours, or the one that
+    /// was there first.
+    async fn write_outcome(&self, decision: Decision, why: &str) -> Result<Decision> {
+        loop {
+            if self.create(OUTCOME, decision.bytes()).await? {
+                tracing::debug!(tx = %self.dir, %decision, why, "decided");
+                return Ok(decision);
+            }
+            // Decided already — by somebody else, or by our attempt whose reply was lost: what is there counts.
+            if let Some(decided) = self.read_outcome().await? {
+                return Ok(decided);
+            }
+        }
+    }
+
+    /// Looks, decides by the rules when a look gives a reason, and waits for the next change until the outcome
+    /// exists; returns it. `may_commit`: we are the coordinator. `deadline`: abort when it passes.
+    async fn settle(
+        &self,
+        participants: &[String],
+        may_commit: bool,
+        deadline: Option<Instant>,
+    ) -> Result<Decision> {
+        let (client, retry) = (self.session.client(), self.session.retry());
+        let mut votes: BTreeMap<String, Decision> = BTreeMap::new();
+        loop {
+            let Some((children, watcher)) = retry
+                .run_at("getChildren", &self.dir, || {
+                    client.list_and_watch_children(&self.dir)
+                })
+                .await
+                .if_exists()?
+            else {
+                return Err(Error::NodeDeleted {
+                    path: self.dir.clone(),
+                });
+            };
+            let look = Look::of(&children);
+            if look.outcome {
+                if let Some(decided) = self.read_outcome().await? {
+                    return Ok(decided);
+                }
+                continue;
+            }
+            // Votes never change once cast: each is read once.
+            for p in participants {
+                if look.voted.contains(p) && !votes.contains_key(p) {
+                    let path = child_path(&self.dir, &format!("{VOTE}{p}"));
+                    if let Some(node) = read::read_node(client, retry, &path).await? {
+                        let data = node.0.unwrap_or_default();
+                        votes.insert(p.clone(), Decision::parse(&path, &data)?);
+                    }
+                }
+            }
+            match look.judge(participants, &votes, may_commit) {
+                Next::Abort(why) => return self.write_outcome(Decision::Abort, &why).await,
+                Next::Commit => {
+                    return self
+                        .write_outcome(Decision::Commit, "every participant voted commit")
+                        .await
+                }
+                Next::Wait => {}
+            }
+            if deadline.is_some_and(|d| d <= Instant::now()) {
+                return self.write_outcome(Decision::Abort, "the deadline passed").await;
+            }
+            tokio::select! {
+                changed = self.session.await_change(watcher, &self.dir) => drop(changed?),
+                _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {}
+            }
+        }
+    }
+}
+
+/// The coordinator of one transaction, from [`TwoPhaseCommit::begin`] until it has decided.
+///
+/// Dropping it before the outcome exists removes the coordinator node: the transaction aborts.
+#[derive(Debug)]
+pub struct Coordinator {
+    tx: Tx,
+    node: OwnNode,
+    participants: Vec<String>,
+}
+
+impl Coordinator {
+    /// The transaction node's full path.
+    pub fn path(&self) -> &str {
+        &self.tx.dir
+    }
+
+    /// The participants, in the order given to `begin`.
+    pub fn participants(&self) -> &[String] {
+        &self.participants
+    }
+
+    /// Waits for the votes and decides: commit once every participant voted commit, abort as soon as one voted
+    /// abort or went away before voting (or somebody else decided already). Returns the outcome as written.
+    ///
+    /// # Errors
+    /// See [`TwoPhaseCommit`]. Our session ending is an error: the others then abort (unless the outcome was written
+    /// already); read it later with [`TwoPhaseCommit::outcome`].
+    ///
+    /// # Cancellation safety
+    /// Dropped before the outcome exists, the transaction aborts (our coordinator node goes).
+    pub async fn decide(self) -> Result<Decision> {
+        self.decide_until(None).await
+    }
+
+    /// Like [`decide`](Coordinator::decide), but writes the abort itself when not every participant has voted
+    /// within `timeout` (a participant that never came, or is slow).
+    pub async fn decide_timeout(self, timeout: Duration) -> Result<Decision> {
+        self.decide_until(Some(Instant::now() + timeout)).await
+    }
+
+    /// Aborts the transaction now (unless it has been decided already) and returns the outcome.
+    pub async fn abort(self) -> Result<Decision> {
+        let outcome = self
+            .tx
+            .write_outcome(Decision::Abort, "the coordinator aborted")
+            .await?;
+        drop(self.node);
+        Ok(outcome)
+    }
+
+    async fn decide_until(self, deadline: Option<Instant>) -> Result<Decision> {
+        let Coordinator {
+            tx,
+            node,
+            participants,
+        } = self;
+        let outcome = tx.settle(&participants, true, deadline).await?;
+        // Decided: our node has done its work (deleted in the background).
+        drop(node);
+        Ok(outcome)
+    }
+}
+
+/// A participant's place in one transaction, from [`TwoPhaseCommit::join`] until it has voted and learnt the
+/// outcome.
+///
+/// Dropping it before voting removes our `alive-` node: the transaction aborts.
+#[derive(Debug)]
+pub struct Ballot {
+    tx: Tx,
+    node: OwnNode,
+    participant: String,
+    participants: Vec<String>,
+}
+
+impl Ballot {
+    /// The transaction node's full path.
+    pub fn path(&self) -> &str {
+        &self.tx.dir
+    }
+
+    /// Our participant name.
+    pub fn participant(&self) -> &str {
+        &self.participant
+    }
+
+    /// Every participant of the transaction, as the coordinator listed them.
+    pub fn participants(&self) -> &[String] {
+        &self.participants
+    }
+
+    /// Votes, then waits for the outcome and returns it. A vote once cast stands, also if we die before the outcome.
+    ///
+    /// # Errors
+    /// See [`TwoPhaseCommit`]. Our session ending while we wait is an error; the outcome can be read later with
+    /// [`TwoPhaseCommit::outcome`].
+    ///
+    /// # Cancellation safety
+    /// Dropped before the vote was sent, the transaction aborts (our `alive-` node goes first); dropped after, the
+    /// vote stands and only the wait for the outcome ends.
+    pub async fn vote(self, vote: Decision) -> Result<Decision> {
+        let Ballot {
+            tx,
+            node,
+            participant,
+            participants,
+        } = self;
+        // Or cast by our attempt whose reply was lost: only we vote as this participant (`joined-` is created once).
+        tx.create(&format!("{VOTE}{participant}"), vote.bytes()).await?;
+        tracing::debug!(tx = %tx.dir, %participant, %vote, "voted");
+        let outcome = tx.settle(&participants, false, None).await;
+        // Our part is done (the node is deleted in the background).
+        drop(node);
+        outcome
+    }
+}
+
+/// What [`inspect`](crate::inspect()) shows of a transaction node (its `children`): the coordinator, the votes and
+/// the participants still waiting, with the counts and the outcome in [`Recipe::Transaction`].
+pub(crate) async fn inspect(
+    session: &Session,
+    path: &str,
+    children: &[String],
+) -> Result<Option<(Recipe, Vec<Participant>)>> {
+    let ours = |c: &String| {
+        c == OUTCOME
+            || c.strip_prefix(COORDINATOR).is_some_and(is_unique)
+            || c.starts_with(JOINED)
+            || c.starts_with(VOTE)
+            || alive_participant(c).is_some()
+    };
+    if children.is_empty() || !children.iter().all(ours) {
+        return Ok(None);
+    }
+    let (client, retry) = (session.client(), session.retry());
+    let listed: Vec<String> = match read::read_node(client, retry, path).await? {
+        Some((Some(data), _)) => String::from_utf8_lossy(&data)
+            .lines()
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    };
+    let look = Look::of(children);
+    // Rows: the coordinator, then per participant (in the listed order, then any other) its vote or its node.
+    let mut rows: Vec<(String, NodeKind, Role)> = children
+        .iter()
+        .filter(|c| c.starts_with(COORDINATOR))
+        .map(|c| (c.clone(), NodeKind::Coordinator, Role::Holder))
+        .collect();
+    let mut names: Vec<String> = listed.clone();
+    for p in look.voted.iter().chain(&look.alive) {
+        if !names.contains(p) {
+            names.push(p.clone());
+        }
+    }
+    for p in &names {
+        if look.voted.contains(p) {
+            rows.push((format!("{VOTE}{p}"), NodeKind::Vote, Role::Voted));
+        } else if let Some(alive) = children.iter().find(|c| alive_participant(c) == Some(p.as_str())) {
+            rows.push((alive.clone(), NodeKind::TransactionParticipant, Role::Waiting));
+        }
+    }
+    let row_names: Vec<&str> = rows.iter().map(|(name, _, _)| name.as_str()).collect();
+    let read = read::read_nodes(session, path, &row_names).await?;
+    let shown: Vec<Participant> = rows
+        .iter()
+        .zip(read)
+        .filter_map(|((name, kind, role), read)| {
+            let (data, stat) = read?;
+            Some(read::participant(path, name, None, *kind, *role, data, &stat))
+        })
+        .collect();
+    let commit_votes = shown
+        .iter()
+        .filter(|p| p.kind == NodeKind::Vote && p.data == Decision::Commit.bytes())
+        .count();
+    let outcome = if look.outcome {
+        let outcome_path = child_path(path, OUTCOME);
+        match read::read_node(client, retry, &outcome_path).await? {
+            Some((Some(data), _)) => Decision::parse(&outcome_path, &data).ok(),
+            _ => None,
+        }
+    } else {
+        None
+    };
+    let recipe = Recipe::Transaction {
+        participants: listed.len(),
+        joined: look.joined.len(),
+        votes: look.voted.len(),
+        commit_votes,
+        outcome,
+    };
+    Ok(Some((recipe, shown)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const UNIQUE: &str = "0123456789abcdef0123456789abcdef";
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    fn look(children: &[String]) -> Look {
+        Look::of(children)
+    }
+
+    #[test]
+    fn reads_the_layout() {
+        let children = names(&[
+            "outcome",
+            &format!("coordinator-{UNIQUE}"),
+            "joined-a-b",
+            &format!("alive-{UNIQUE}-a-b"),
+            "vote-c",
+            "alive-short-x",
+        ]);
+        let l = look(&children);
+        assert!(l.outcome && l.coordinator);
+        assert_eq!(l.joined, ["a-b".to_owned()].into());
+        assert_eq!(
+            l.alive,
+            ["a-b".to_owned()].into(),
+            "a participant name may hold dashes"
+        );
+        assert_eq!(l.voted, ["c".to_owned()].into());
+    }
+
+    #[test]
+    fn the_rules() {
+        let ps = names(&["a", "b"]);
+        let commit = |list: &[&str]| -> BTreeMap<String, Decision> {
+            list.iter().map(|p| ((*p).to_owned(), Decision::Commit)).collect()
+        };
+        let coordinator = format!("coordinator-{UNIQUE}");
+        let alive = |p: &str| format!("alive-{UNIQUE}-{p}");
+        // Waiting for b's vote while b is there.
+        let open = names(&[
+            &coordinator,
+            "joined-a",
+            &alive("a"),
+            "vote-a",
+            "joined-b",
+            &alive("b"),
+        ]);
+        assert_eq!(look(&open).judge(&ps, &commit(&["a"]), true), Next::Wait);
+        // Every vote commit: only the coordinator commits.
+        let all = names(&[&coordinator, "joined-a", "vote-a", "joined-b", "vote-b"]);
+        assert_eq!(look(&all).judge(&ps, &commit(&["a", "b"]), true), Next::Commit);
+        assert_eq!(look(&all).judge(&ps, &commit(&["a", "b"]), false), Next::Wait);
+        // b joined and went away without a vote.
+        let gone = names(&[&coordinator, "joined-a", "vote-a", "joined-b"]);
+        assert!(
+            matches!(look(&gone).judge(&ps, &commit(&["a"]), true), Next::Abort(why) if why.contains("b left"))
+        );
+        // b never joined: nothing to say yet (the coordinator's deadline decides).
+        let absent = names(&[&coordinator, "joined-a", "vote-a"]);
+        assert_eq!(look(&absent).judge(&ps, &commit(&["a"]), true), Next::Wait);
+        // A vote for abort.
+        let mut votes = commit(&["a"]);
+        votes.insert("b".into(), Decision::Abort);
+        assert!(
+            matches!(look(&all).judge(&ps, &votes, true), Next::Abort(why) if why.contains("b voted abort"))
+        );
+        // No coordinator.
+        let orphan = names(&["joined-a", "vote-a", "joined-b", "vote-b"]);
+        assert!(
+            matches!(look(&orphan).judge(&ps, &commit(&["a", "b"]), false), Next::Abort(why) if why.contains("coordinator"))
+        );
+    }
+
+    #[test]
+    fn decisions_round_trip_and_garbage_is_refused() {
+        for d in [Decision::Commit, Decision::Abort] {
+            assert_eq!(Decision::parse("/x", d.bytes()), Ok(d));
+        }
+        assert!(matches!(
+            Decision::parse("/x", b"maybe"),
+            Err(Error::CorruptData { len: 5, .. })
+        ));
+    }
+}

@@ -1,0 +1,107 @@
+//! The fair exclusive lock.
+
+use crate::base::error::Result;
+use crate::base::names::Marker;
+use crate::engine::{self, Place, Rules, Wait};
+use crate::node::guard::Guard;
+use crate::session::Session;
+
+/// A fair (FIFO), herd-free exclusive lock: the recipe of the ZooKeeper documentation, done carefully.
+///
+/// Contenders create `<path>/_c_<uuid>-lock-<sequence>` (Apache Curator's `InterProcessMutex` format, so Java
+/// services using Curator share the lock with us), the lowest sequence holds the lock, and everybody else watches
+/// only the node just before theirs. See the crate documentation for the fault handling.
+///
+/// # Example
+/// ```no_run
+/// # async fn example(client: zookeeper_client::Client) -> zklock::Result<()> {
+/// let mutex = zklock::Mutex::new(&client, "/locks/orders")?;
+/// let guard = mutex.lock().await?;
+/// tokio::select! {
+///     reason = guard.lost() => eprintln!("lock lost: {reason}"),
+///     _ = async { /* critical section, passing guard.fencing_token() to the protected resource */ } => {}
+/// }
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// [`Error::SessionExpired`](crate::Error::SessionExpired) or [`Error::Closed`](crate::Error::Closed) when the
+/// session ends while waiting; [`Error::Timeout`](crate::Error::Timeout) from [`lock_timeout`](Mutex::lock_timeout);
+/// [`Error::NodeDeleted`](crate::Error::NodeDeleted) if somebody deletes our queue node while we wait;
+/// [`Error::ConnectionLoss`](crate::Error::ConnectionLoss) only if the [`RetryPolicy`](crate::RetryPolicy) caps
+/// attempts.
+///
+/// # Events
+/// For each acquire, the [`Session`]'s listener receives `Created` (our node), `Waiting` and `Woken` (the node
+/// just before ours) and `Acquired`.
+///
+/// # Cancellation safety
+/// Every acquire method is cancellation safe: dropping the future at any await point removes our queue node (in
+/// the background). A timed-out [`lock_timeout`](Mutex::lock_timeout) and a failed
+/// [`try_lock`](Mutex::try_lock) have removed it before they return.
+#[derive(Debug, Clone)]
+pub struct Mutex {
+    place: Place,
+    kazoo: bool,
+}
+
+/// The mutex's rules: the exclusive rule over `lock-` nodes and kazoo's `__lock__`/`__rlock__` nodes (unless told
+/// not to share with kazoo: then those are a conflict).
+struct Lock {
+    kazoo: bool,
+}
+
+impl Rules for Lock {
+    fn marker(&self) -> Marker {
+        Marker::Lock
+    }
+
+    fn keeps(&self, marker: Marker) -> bool {
+        Marker::Lock.queues_with(marker) && (self.kazoo || !marker.is_kazoo())
+    }
+}
+
+impl Mutex {
+    /// A lock on the directory `path` (created, with its parents, on first use), on `session` — a [`Session`] or
+    /// a `&Client`.
+    pub fn new(session: impl Into<Session>, path: &str) -> Result<Mutex> {
+        Ok(Mutex {
+            place: Place::new(session, path)?,
+            kazoo: true,
+        })
+    }
+
+    engine::place_methods! {
+        "lock",
+        /// Data stored in our node while we wait and hold (shown by `zklock status`).
+    }
+
+    /// Whether to queue behind kazoo's contenders in the same directory (`<hex>__lock__<seq>`: kazoo's `Lock`,
+    /// `WriteLock` and `Election`; `<hex>__rlock__<seq>`: its `ReadLock`) — by sequence number, like ours. On by
+    /// default; with `false` a kazoo node in the directory makes the acquire fail with
+    /// [`Error::InUse`](crate::Error::InUse) — never is it ignored.
+    ///
+    /// kazoo's `Lock` sees *our* nodes only when made with `extra_lock_patterns=["-lock-"]` (kazoo ≥ 2.8); without
+    /// it a kazoo contender that comes after us does not wait for us. See the crate documentation, "Sharing a
+    /// lock with Curator and kazoo".
+    pub fn with_kazoo_contenders(mut self, recognize: bool) -> Mutex {
+        self.kazoo = recognize;
+        self
+    }
+
+    async fn acquire(&self, wait: Wait) -> Result<Option<Guard>> {
+        let rules = Lock { kazoo: self.kazoo };
+        engine::acquire(&self.place, &rules, wait).await
+    }
+
+    engine::acquire_methods! {
+        acquire() => Guard:
+        /// Waits as long as it takes for the lock.
+        lock,
+        /// Takes the lock only if nobody holds it or waits for it; otherwise removes our node and returns `None`.
+        try_lock,
+        /// Waits at most `timeout` for the lock; [`Error::Timeout`](crate::Error::Timeout) afterwards.
+        lock_timeout;
+    }
+}

@@ -1,0 +1,6 @@
+//! The queues: FIFO, priority and delay, in their Curator and ZooKeeper-recipe layouts.
+
+pub(crate) mod curator;
+pub(crate) mod delay;
+pub(crate) mod priority;
+pub(crate) mod queue;

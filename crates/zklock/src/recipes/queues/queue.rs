@@ -1,0 +1,933 @@
+//! The distributed FIFO queue of the design documents, and the machinery it shares with the priority queue
+//! (`priority_queue.rs`): [`Items`], a queue directory whose items are named by a [`Layout`].
+//!
+//! Items are persistent-sequential children `qn-<id>-<sequence>` of the queue directory; the order is the sequence
+//! number ZooKeeper appends (any child `qn-…<digits>` counts as an item, so the design documents' plain `qn-<seq>`
+//! nodes written by other tools are consumed too). The `<id>` is a fresh uuid per item, also the name of the
+//! item's ephemeral receipt `<queue>/receipts/<id>`, created in the same transaction: after a `put` whose reply was
+//! lost the receipt says whether the item was written (even if it was consumed meanwhile), so it is never enqueued
+//! twice; the receipt is deleted once the put is settled.
+//!
+//! Two ways to consume:
+//! * [`Queue::take`]: read the lowest item and delete it, both requests in one round trip; the consumer whose
+//!   delete succeeds owns the item, the others get `NoNode` and try the next one. One round trip per item, but a
+//!   consumer that dies after the delete and before processing loses the item.
+//! * [`Queue::take_safe`]: first claim the lowest unclaimed item with an ephemeral `<queue>/claims/<item>` node
+//!   (claim and read in one round trip), process it, then [`Claimed::complete`] deletes item and claim in one
+//!   `multi`. A consumer that dies mid-take loses its claim with its session, and the item is available again.
+//!
+//! The priority queue differs only in its item names (the priority comes first in the order) and in its items'
+//! data (Curator's envelope): [`Layout`] says which, and everything else here serves both.
+
+use std::future::Future;
+use std::time::Duration;
+
+use zookeeper_client::{self as zk, CreateMode};
+
+use crate::base::error::{At as _, Error, Result};
+use crate::base::idioms::{self, IfExists};
+use crate::base::path::child_path;
+use crate::base::retry::{is_connection_loss, Attempts};
+use crate::node::held::Held;
+use crate::node::lost::LostReason;
+use crate::node::own::OwnNode;
+use crate::session::cas::{Committed, Write};
+use crate::session::listener::QueueEvent;
+use crate::session::read::Recipe;
+use crate::session::Session;
+
+/// The gauge of the items a listing of the queue saw (label `path`).
+pub(crate) const QUEUE_DEPTH_GAUGE: &str = "zklock_queue_depth";
+/// The prefix of every item node of a FIFO queue.
+const ITEM_PREFIX: &str = "qn-";
+/// The child directory holding the claims of `take_safe`.
+const CLAIMS: &str = "claims";
+/// The child directory holding the receipts of puts whose outcome is not settled yet (see [`Queue::put`]).
+const RECEIPTS: &str = "receipts";
+
+/// A distributed FIFO queue.
+///
+/// Every item is delivered to exactly one consumer, lowest sequence first: concurrent consumers race for the lowest
+/// item and exactly one delete (or claim) of it succeeds. Items from one producer (who waits for each `put`) reach
+/// any one consumer in the order they were put.
+///
+/// # Herd effect
+/// A consumer that finds the queue empty waits with a child watch on the queue directory, so every change of the
+/// directory (a `put`, a `take`) wakes *every* waiting consumer, and all of them then race for the lowest item;
+/// only one wins, the others try the next item or wait again. That costs O(consumers) requests per item and is
+/// the simple, correct trade-off for a handful of consumers. For many consumers, put one [`crate::Mutex`] in front
+/// of `take` (a herd-free hand-off between consumers) or shard the queue.
+///
+/// # Example
+/// ```no_run
+/// # async fn example(client: zookeeper_client::Client) -> zklock::Result<()> {
+/// let queue = zklock::Queue::new(&client, "/queues/jobs")?;
+/// queue.put(b"resize image 42").await?;
+/// let job = queue.take().await?; // waits while the queue is empty
+/// assert_eq!(job, b"resize image 42");
+///
+/// // At-least-once processing that survives a crashed consumer:
+/// let claimed = queue.take_safe().await?;
+/// /* process claimed.data() */
+/// claimed.complete().await?;
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// [`Error::SessionExpired`] / [`Error::Closed`] when the session ends; [`Error::ConnectionLoss`] only if the
+/// [`RetryPolicy`](crate::RetryPolicy) caps attempts; [`Error::ZooKeeper`] for anything else the server refuses (e.g. `NoAuth`).
+///
+/// # Events
+/// The [`Session`]'s listener receives [`QueueEvent::Waiting`] each time a consumer starts waiting for items and
+/// [`QueueEvent::Woken`] when its watch fires (both name the queue directory).
+///
+/// # Cancellation safety
+/// `put` is not: dropped after sending, the item may or may not be enqueued. `take` and `try_take` are not once
+/// the delete of an item is in flight: the item is then consumed but never returned. `take_safe` and
+/// `try_take_safe` are: a dropped future (or a dropped [`Claimed`]) removes its claim, and the item goes back to
+/// the queue. `peek` and `len` change nothing.
+///
+/// # Limits
+/// * Do not mix `take` and `take_safe` consumers on one queue: `take` ignores claims.
+/// * A `put` whose reply was lost is never enqueued twice (its receipt decides), but if our session ends before
+///   we learn the outcome it fails with [`Error::SessionExpired`], item written or not. A `take` whose delete
+///   reply was lost, when the item is gone
+///   afterwards, skips it: it may have been ours (and is then lost) or another consumer's; `take_safe` has no
+///   such window (its completion is recognised by our claim being gone too).
+/// * Ordering assumes the directory's sequence counter has not wrapped (2³¹ items per directory).
+#[derive(Debug, Clone)]
+pub struct Queue {
+    items: Items,
+}
+
+impl Queue {
+    /// A queue in the directory `path` (created with its parents on the first `put`), on `session` — a
+    /// [`Session`] or a `&Client`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] if `path` is not a valid ZooKeeper path.
+    pub fn new(session: impl Into<Session>, path: &str) -> Result<Queue> {
+        Ok(Queue {
+            items: Items::new(session.into(), path, Layout::Fifo)?,
+        })
+    }
+
+    /// The queue directory.
+    pub fn path(&self) -> &str {
+        self.items.path()
+    }
+
+    /// The session and policies this queue uses.
+    pub fn session(&self) -> &Session {
+        self.items.session()
+    }
+
+    /// Appends an item; returns its node name.
+    ///
+    /// The item is created together with an ephemeral receipt `<queue>/receipts/<id>` in one transaction. After a
+    /// lost reply the receipt tells whether the item was written, even when a consumer has taken it meanwhile; it
+    /// is deleted in the background once the outcome is known (so a put costs two writes). In that one case — reply
+    /// lost, item already consumed when we looked — the item's full name is no longer known and the name returned
+    /// is its unique prefix `qn-<id>-`.
+    ///
+    /// # Errors
+    /// Besides the queue's usual errors: [`Error::SessionExpired`] if the session ended while the outcome of our
+    /// write was unknown — the item may or may not be in the queue (it is never enqueued twice).
+    pub async fn put(&self, data: &[u8]) -> Result<String> {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        self.items.put(&format!("{ITEM_PREFIX}{id}-"), &id, data).await
+    }
+
+    /// Removes and returns the lowest item, waiting (with a child watch) while the queue is empty.
+    pub async fn take(&self) -> Result<Vec<u8>> {
+        self.items.take().await
+    }
+
+    forward_to_items!("lowest");
+
+    /// Claims the lowest unclaimed item, waiting while there is none. The item stays in the queue, invisible to
+    /// other `take_safe` consumers, until [`Claimed::complete`] removes it; if the claim goes away first (dropped,
+    /// [`abandoned`](Claimed::abandon), or our session ends) the item is available again, still in its place.
+    pub async fn take_safe(&self) -> Result<Claimed> {
+        self.items.take_safe().await
+    }
+
+    /// Like [`take_safe`](Queue::take_safe), but gives up after `timeout` with [`Error::Timeout`] (Curator's
+    /// `takeSafe` with a timeout). It leaves no node of ours behind: a claim being made when the time is up is
+    /// removed as when a `take_safe` future is dropped — its delete is sent at once and confirmed in the background —
+    /// and the item stays in its place for the other consumers.
+    pub async fn take_safe_timeout(&self, timeout: Duration) -> Result<Claimed> {
+        self.items.take_safe_timeout(timeout).await
+    }
+}
+
+/// How a queue names, orders and encodes its items: the one thing in which a [`Queue`] and a
+/// [`PriorityQueue`](crate::PriorityQueue) differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Layout {
+    /// `qn-<id>-<sequence>`, lowest sequence first; the data as given.
+    Fifo,
+    /// Curator's `queue-<priority><sequence>`, lowest priority number first and FIFO within a priority; the data
+    /// in Curator's envelope (see `priority_queue.rs`).
+    Priority,
+}
+
+impl Layout {
+    /// An item's place in the queue — (priority, sequence), lowest first — or `None` for a child that is no item
+    /// of this layout.
+    pub(crate) fn key(self, name: &str) -> Option<(i64, i64)> {
+        match self {
+            Layout::Fifo => item_sequence(name).map(|seq| (0, seq)),
+            Layout::Priority => crate::recipes::queues::curator::item_key(name)
+                .map(|(priority, seq)| (i64::from(priority), seq)),
+        }
+    }
+
+    /// The data a consumer gets from an item node's data.
+    fn decode(self, data: Vec<u8>) -> Vec<u8> {
+        match self {
+            Layout::Fifo => data,
+            Layout::Priority => crate::recipes::queues::curator::open_envelope(data),
+        }
+    }
+}
+
+/// A queue directory and the layout of its items: everything [`Queue`] and
+/// [`PriorityQueue`](crate::PriorityQueue) do, written once.
+#[derive(Debug, Clone)]
+pub(crate) struct Items {
+    session: Session,
+    path: String,
+    layout: Layout,
+}
+
+/// The public methods [`Queue`] and [`PriorityQueue`](crate::PriorityQueue) share word for word, forwarded to
+/// their `items` ([`Items`]); `$first` names the item that comes out first ("lowest", "first").
+macro_rules! forward_to_items {
+    ($first:literal) => {
+        /// Like [`take`](Self::take), but gives up after `timeout` with [`Error::Timeout`](crate::Error::Timeout).
+        pub async fn take_timeout(&self, timeout: ::std::time::Duration) -> $crate::Result<Vec<u8>> {
+            self.items.take_timeout(timeout).await
+        }
+
+        #[doc = concat!("Removes and returns the ", $first, " item, or `None` at once if the queue is empty.")]
+        pub async fn try_take(&self) -> $crate::Result<Option<Vec<u8>>> {
+            self.items.try_take().await
+        }
+
+        #[doc = concat!("The data of the ", $first, " item (claimed or not), without removing it; `None` if the queue")]
+        /// is empty.
+        pub async fn peek(&self) -> $crate::Result<Option<Vec<u8>>> {
+            self.items.peek().await
+        }
+
+        /// The number of items in the queue right now (including claimed ones).
+        pub async fn len(&self) -> $crate::Result<usize> {
+            self.items.len().await
+        }
+
+        /// Whether the queue is empty right now.
+        pub async fn is_empty(&self) -> $crate::Result<bool> {
+            Ok(self.len().await? == 0)
+        }
+
+        /// Like [`take_safe`](Self::take_safe), but returns `None` at once if no item is unclaimed.
+        pub async fn try_take_safe(&self) -> $crate::Result<Option<$crate::Claimed>> {
+            self.items.try_take_safe().await
+        }
+    };
+}
+pub(crate) use forward_to_items;
+
+/// The outcome of one pass over the queue.
+enum Pass<T> {
+    Took(T),
+    /// Nothing to take (for `take_safe`: nothing unclaimed).
+    Empty,
+    /// Every item we saw was taken by somebody else first: look again.
+    Raced,
+}
+
+/// Runs `pass` until it settles: what it took, or `None` once the queue is empty; a lost race passes again.
+async fn first_settled<T, F>(mut pass: impl FnMut() -> F) -> Result<Option<T>>
+where
+    F: Future<Output = Result<Pass<T>>>,
+{
+    loop {
+        match pass().await? {
+            Pass::Took(taken) => return Ok(Some(taken)),
+            Pass::Raced => {}
+            Pass::Empty => return Ok(None),
+        }
+    }
+}
+
+impl Items {
+    /// The queue in the directory `path`, its items named by `layout`.
+    pub(crate) fn new(session: Session, path: &str, layout: Layout) -> Result<Items> {
+        Ok(Items {
+            session,
+            path: crate::base::path::validate(path)?,
+            layout,
+        })
+    }
+
+    pub(crate) fn path(&self) -> &str {
+        &self.path
+    }
+
+    pub(crate) fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Creates an item `<queue>/<prefix><sequence>` holding `data` (already encoded for the layout), together
+    /// with its ephemeral receipt `<queue>/receipts/<id>`, in one transaction; returns the item's name.
+    ///
+    /// Every attempt creates the same receipt, so at most one attempt can commit. After a lost reply the receipt
+    /// tells whether ours did, even when a consumer has taken the item meanwhile, and its creation zxid — the
+    /// item's, as one transaction made both — tells which item among those named `<prefix>…` is ours. The receipt
+    /// is deleted in the background once the outcome is known. In the one case where the reply was lost and the
+    /// item was consumed before we looked, its name is no longer known and `prefix` is returned.
+    pub(crate) async fn put(&self, prefix: &str, id: &str, data: &[u8]) -> Result<String> {
+        self.pinned().await?.put_pinned(prefix, id, data).await
+    }
+
+    /// This queue on the session's current ZooKeeper session, for one operation (see `Session::pinned`); on a
+    /// reconnecting session whose ZooKeeper session has ended, waits for the next one.
+    async fn pinned(&self) -> Result<Items> {
+        Ok(Items {
+            session: self.session.pinned_usable().await?,
+            path: self.path.clone(),
+            layout: self.layout,
+        })
+    }
+
+    /// Whether an operation that failed with `err` while it held nothing goes on with the next ZooKeeper session:
+    /// on a reconnecting session, when the ZooKeeper session ended.
+    fn carries_on(&self, err: &Error) -> bool {
+        self.session.is_reconnecting() && matches!(err, Error::SessionExpired | Error::AuthFailed)
+    }
+
+    async fn put_pinned(&self, prefix: &str, id: &str, data: &[u8]) -> Result<String> {
+        let item = child_path(&self.path, prefix);
+        let receipts = child_path(&self.path, RECEIPTS);
+        let receipt = child_path(&receipts, id);
+        let writes = [
+            Write::Create(&item, data, CreateMode::PersistentSequential),
+            Write::Create(&receipt, &[], CreateMode::Ephemeral),
+        ];
+        // The queue directory or its receipts directory may not exist yet: both are made persistent.
+        let dirs = Some((receipts.as_str(), CreateMode::Persistent));
+        let committed = self.session.create_once_in(&writes, true, dirs).await?;
+        if let Committed::Done { .. } = committed {
+            self.session.delete_in_background(&receipt, "a put receipt");
+        }
+        match committed {
+            Committed::Done {
+                stat: Some(stat),
+                found: Some(_),
+                ..
+            } => self.find_put(prefix, stat.czxid).await,
+            Committed::Done { created, .. } => Ok(created
+                .iter()
+                .filter_map(|path| path.rsplit('/').next())
+                .find(|name| name.starts_with(prefix) && self.layout.key(name).is_some())
+                .unwrap_or(prefix)
+                .to_owned()),
+            Committed::Refused { index, error } => Err(Committed::refused(index, error, &writes)),
+        }
+    }
+
+    /// After a lost reply, our receipt (created at `czxid`) says our transaction happened: the item is the one
+    /// named `<prefix>…` created by the same transaction, or `prefix` if a consumer took it already.
+    async fn find_put(&self, prefix: &str, czxid: i64) -> Result<String> {
+        let candidates: Vec<String> = self
+            .list(&self.path)
+            .await?
+            .into_iter()
+            .filter(|name| name.starts_with(prefix) && self.layout.key(name).is_some())
+            .collect();
+        let paths: Vec<String> = candidates
+            .iter()
+            .map(|name| child_path(&self.path, name))
+            .collect();
+        // All sent at once: `zookeeper-client` sends a request when the method is called.
+        let stats: Vec<_> = paths
+            .iter()
+            .map(|path| self.session.client().check_stat(path))
+            .collect();
+        let mut found = None;
+        for ((name, path), stat) in candidates.iter().zip(&paths).zip(stats) {
+            let stat = match stat.await {
+                Err(err) if is_connection_loss(&err) => self.session.exists(path).await?,
+                other => other.at("exists", path)?,
+            };
+            if found.is_none() && stat.is_some_and(|stat| stat.czxid == czxid) {
+                found = Some(name.clone());
+            }
+        }
+        match &found {
+            Some(name) => tracing::info!(queue = %self.path, %name, "found our item after a lost put reply"),
+            None => {
+                tracing::info!(queue = %self.path, item = %prefix, "our item was put and taken before we looked")
+            }
+        }
+        Ok(found.unwrap_or_else(|| prefix.to_owned()))
+    }
+
+    /// On a reconnecting session, an end of the ZooKeeper session while we wait for an item (holding nothing) is
+    /// no error: we wait on the next one. One during a take is (the item may have been taken by us or not).
+    pub(crate) async fn take(&self) -> Result<Vec<u8>> {
+        let mut this = self.pinned().await?;
+        let mut attempt = Attempts::default();
+        loop {
+            match this.take_pass().await? {
+                Pass::Took(data) => return Ok(data),
+                Pass::Raced => {}
+                Pass::Empty => match this.wait_for_items(false, &mut attempt).await {
+                    Err(err) if self.carries_on(&err) => this = self.pinned().await?,
+                    waited => waited?,
+                },
+            }
+        }
+    }
+
+    pub(crate) async fn take_timeout(&self, timeout: Duration) -> Result<Vec<u8>> {
+        tokio::time::timeout(timeout, self.take())
+            .await
+            .map_err(|_| Error::Timeout)?
+    }
+
+    pub(crate) async fn try_take(&self) -> Result<Option<Vec<u8>>> {
+        let this = self.pinned().await?;
+        first_settled(|| this.take_pass()).await
+    }
+
+    pub(crate) async fn peek(&self) -> Result<Option<Vec<u8>>> {
+        self.pinned().await?.peek_pinned().await
+    }
+
+    async fn peek_pinned(&self) -> Result<Option<Vec<u8>>> {
+        loop {
+            let items = self.sorted(self.list(&self.path).await?);
+            if items.is_empty() {
+                return Ok(None);
+            }
+            for name in items {
+                let path = child_path(&self.path, &name);
+                // Gone since the listing: try the next one.
+                if let Some((data, _)) = self.session.get(&path).await? {
+                    return Ok(Some(self.layout.decode(data)));
+                }
+            }
+        }
+    }
+
+    pub(crate) async fn len(&self) -> Result<usize> {
+        let this = self.pinned().await?;
+        Ok(this.sorted(this.list(&this.path).await?).len())
+    }
+
+    /// On a reconnecting session, the end of the ZooKeeper session is no error here: a claim made on it is gone
+    /// with it (the item is claimable again, still in its place), so we go on with the next one.
+    pub(crate) async fn take_safe(&self) -> Result<Claimed> {
+        let mut this = self.pinned().await?;
+        let mut attempt = Attempts::default();
+        loop {
+            let step = match this.claim_pass().await {
+                Ok(Pass::Took(claimed)) => return Ok(claimed),
+                Ok(Pass::Raced) => Ok(()),
+                Ok(Pass::Empty) => this.wait_for_items(true, &mut attempt).await,
+                Err(err) => Err(err),
+            };
+            match step {
+                Err(err) if self.carries_on(&err) => {
+                    tracing::debug!(queue = %self.path, %err, "the session ended while claiming; going on with the next");
+                    this = self.pinned().await?;
+                }
+                step => step?,
+            }
+        }
+    }
+
+    pub(crate) async fn take_safe_timeout(&self, timeout: Duration) -> Result<Claimed> {
+        tokio::time::timeout(timeout, self.take_safe())
+            .await
+            .map_err(|_| Error::Timeout)?
+    }
+
+    pub(crate) async fn try_take_safe(&self) -> Result<Option<Claimed>> {
+        let this = self.pinned().await?;
+        first_settled(|| this.claim_pass()).await
+    }
+
+    /// The items among `children`, first out first; their number is the queue's depth gauge
+    /// (`zklock_queue_depth{path}`: the items seen at the last listing, claimed ones included).
+    fn sorted(&self, children: Vec<String>) -> Vec<String> {
+        let items = sorted_items(children, self.layout);
+        metrics::gauge!(QUEUE_DEPTH_GAUGE, "path" => self.path.clone()).set(items.len() as f64);
+        items
+    }
+
+    /// One look at the queue: try the items lowest first until one delete succeeds.
+    async fn take_pass(&self) -> Result<Pass<Vec<u8>>> {
+        let items = self.sorted(self.list(&self.path).await?);
+        if items.is_empty() {
+            return Ok(Pass::Empty);
+        }
+        for name in items {
+            if let Some(data) = self.take_item(&name).await? {
+                return Ok(Pass::Took(self.layout.decode(data)));
+            }
+        }
+        Ok(Pass::Raced)
+    }
+
+    /// Reads and deletes one item; `None` if another consumer deleted it first.
+    async fn take_item(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        let path = child_path(&self.path, name);
+        let mut attempt = Attempts::default();
+        loop {
+            // Sent back to back: the read is processed before the delete, and if the delete succeeds nobody
+            // deleted the node in between, so the data we read is the item we own.
+            let read = self.session.client().get_data(&path);
+            let delete = self.session.client().delete(&path, None);
+            let (read, deleted) = self.both(&attempt, read, delete).await?;
+            match deleted {
+                Ok(()) => return Ok(Some(read.at("getData", &path)?.0)),
+                Err(zk::Error::NoNode) => return Ok(None),
+                Err(err) if is_connection_loss(&err) => {
+                    self.session.retry().pause(&mut attempt).await?;
+                    if self.session.exists(&path).await?.is_none() {
+                        // Ours or another consumer's delete: we cannot tell (see "Limits").
+                        tracing::warn!(item = %path, "delete reply lost and the item is gone; skipping it");
+                        return Ok(None);
+                    }
+                }
+                Err(err) => return Err(Error::zk("delete", &path, err)),
+            }
+        }
+    }
+
+    /// One look at the queue and its claims: try to claim the unclaimed items lowest first.
+    async fn claim_pass(&self) -> Result<Pass<Claimed>> {
+        let claims_dir = child_path(&self.path, CLAIMS);
+        let (items, claims) = tokio::join!(self.list(&self.path), self.list(&claims_dir));
+        let claims = claims?;
+        let free: Vec<String> = self
+            .sorted(items?)
+            .into_iter()
+            .filter(|name| !claims.contains(name))
+            .collect();
+        if free.is_empty() {
+            return Ok(Pass::Empty);
+        }
+        for name in free {
+            if let Some(claimed) = self.claim_item(&claims_dir, &name).await? {
+                return Ok(Pass::Took(claimed));
+            }
+        }
+        Ok(Pass::Raced)
+    }
+
+    /// Claims one item and reads it; `None` if somebody else claimed or completed it first.
+    async fn claim_item(&self, claims_dir: &str, name: &str) -> Result<Option<Claimed>> {
+        let item = child_path(&self.path, name);
+        let claim = child_path(claims_dir, name);
+        let mode = CreateMode::Ephemeral.with_acls(self.session.acls());
+        let mut attempt = Attempts::default();
+        let mut reply_lost = false;
+        // The claim's data is a token of this attempt: consumers sharing one client share a session, so the
+        // session alone cannot tell whose claim a node is.
+        let token = uuid::Uuid::new_v4().to_string().into_bytes();
+        // Until the claim is known to be ours (or not), a cancellation or error removes it if it carries our token.
+        let mut pending = PendingClaim {
+            session: self.session.clone(),
+            claim: claim.clone(),
+            token: token.clone(),
+            armed: true,
+        };
+        loop {
+            // Claim and read in one round trip; the read only counts if the claim is ours.
+            let create = self.session.client().create(&claim, &token, &mode);
+            let read = self.session.client().get_data(&item);
+            let (created, read) = self.both(&attempt, create, read).await?;
+            let ours = match created {
+                Ok(_) => true,
+                // After a lost reply, the claim is this attempt's if it carries our token.
+                Err(zk::Error::NodeExists) if reply_lost => {
+                    let found = self.session.get(&claim).await?;
+                    found.is_some_and(|(data, _)| data == token)
+                }
+                Err(zk::Error::NodeExists) => false,
+                Err(zk::Error::NoNode) => {
+                    self.session.mkdir(claims_dir, CreateMode::Persistent).await?;
+                    continue;
+                }
+                Err(err) if is_connection_loss(&err) => {
+                    self.session.retry().pause(&mut attempt).await?;
+                    reply_lost = true;
+                    continue;
+                }
+                Err(err) => return Err(Error::zk("create", &claim, err)),
+            };
+            if !ours {
+                pending.armed = false;
+                return Ok(None);
+            }
+            // Ours: from here on `Held` removes the claim if anything fails.
+            let held = Held::watch(OwnNode::named(&self.session, claims_dir, name)?, &self.session);
+            pending.armed = false;
+            let read = match read {
+                // The read raced with an unconfirmed claim: read again now that it is ours.
+                Err(err) if is_connection_loss(&err) => self.session.get(&item).await,
+                other => other.at("getData", &item).if_exists(),
+            };
+            let Some((data, _)) = read? else {
+                // Completed by another consumer between our listing and our claim.
+                held.into_node().delete().await?;
+                return Ok(None);
+            };
+            held.hold();
+            return Ok(Some(Claimed {
+                session: self.session.clone(),
+                held,
+                item,
+                name: name.to_owned(),
+                data: self.layout.decode(data),
+            }));
+        }
+    }
+
+    /// Waits for the queue directory (and, for `take_safe`, the claims directory) to change, unless it already
+    /// holds something to take. Every notification only leads to another look.
+    /// `attempt` counts the connection losses in a row across the caller's whole loop, so a capped retry policy is honoured;
+    /// an answered listing ends the run.
+    async fn wait_for_items(&self, safe: bool, attempt: &mut Attempts) -> Result<()> {
+        let claims_dir = child_path(&self.path, CLAIMS);
+        let items = self.session.client().list_and_watch_children(&self.path);
+        let claims = safe.then(|| self.session.client().list_and_watch_children(&claims_dir));
+        let claims = async move {
+            match claims {
+                Some(claims) => Some(claims.await),
+                None => None,
+            }
+        };
+        let (items, claims) = self.both(attempt, items, claims).await?;
+        let (items, items_watch) = match items {
+            Ok(listed) => listed,
+            Err(zk::Error::NoNode) => return self.wait_for_directory().await,
+            // Nothing to wait on: the caller looks again (after a pause, so a dead connection is not hammered).
+            Err(err) if is_connection_loss(&err) => return self.session.retry().pause(attempt).await,
+            Err(err) => return Err(Error::zk("getChildren", &self.path, err)),
+        };
+        let (claimed, claims_watch) = match claims {
+            None | Some(Err(zk::Error::NoNode)) => (Vec::new(), None),
+            Some(Ok((claimed, watch))) => (claimed, Some(watch)),
+            Some(Err(err)) if is_connection_loss(&err) => return self.session.retry().pause(attempt).await,
+            Some(Err(err)) => return Err(Error::zk("getChildren", &claims_dir, err)),
+        };
+        // Answered: a run of connection losses, if there was one, is over.
+        *attempt = Attempts::default();
+        if self.sorted(items).iter().any(|name| !claimed.contains(name)) {
+            return Ok(());
+        }
+        self.session.emit(QueueEvent::Waiting {
+            on: self.path.clone(),
+        });
+        let claims_changed = async move {
+            match claims_watch {
+                Some(watch) => idioms::changed(watch).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            changed = idioms::changed(items_watch) => changed?,
+            changed = claims_changed => changed?,
+        };
+        self.session.emit(QueueEvent::Woken {
+            by: self.path.clone(),
+        });
+        Ok(())
+    }
+
+    /// The queue directory does not exist yet: wait until it does.
+    async fn wait_for_directory(&self) -> Result<()> {
+        let (stat, watcher) = self.session.watch_exists(&self.path).await?;
+        if stat.is_none() {
+            self.session.await_change(watcher, &self.path).await?;
+        }
+        Ok(())
+    }
+
+    /// Two requests sent back to back (ZooKeeper processes them in that order), answered within what is left of
+    /// the retry policy's time budget for this run of `attempt`s.
+    async fn both<A: Future, B: Future>(
+        &self,
+        attempt: &Attempts,
+        a: A,
+        b: B,
+    ) -> Result<(A::Output, B::Output)> {
+        let both = async { tokio::join!(a, b) };
+        let answered = self.session.retry().within(attempt, both).await;
+        answered.ok_or_else(|| attempt.timed_out())
+    }
+
+    /// The children of `dir`; empty if it does not exist.
+    async fn list(&self, dir: &str) -> Result<Vec<String>> {
+        self.session.list_or_empty(dir).await
+    }
+}
+
+/// What [`inspect`](crate::inspect()) shows of a queue directory (items, `claims` or `receipts` among its
+/// `children`): a priority queue if any child is a priority item, else a FIFO queue; how many items, how many of
+/// them are claimed, and a priority queue's items per priority (first out first).
+pub(crate) async fn inspect(
+    session: &Session,
+    path: &str,
+    children: &[String],
+) -> Result<Option<(Recipe, Vec<(i32, usize)>)>> {
+    let priorities: Vec<i32> = children
+        .iter()
+        .filter_map(|name| crate::recipes::queues::curator::item_key(name).map(|(priority, _)| priority))
+        .collect();
+    let fifo_items = children
+        .iter()
+        .filter(|name| item_sequence(name).is_some())
+        .count();
+    let has_claims = children.iter().any(|name| name == CLAIMS);
+    let has_receipts = children.iter().any(|name| name == RECEIPTS);
+    if priorities.is_empty() && fifo_items == 0 && !has_claims && !has_receipts {
+        return Ok(None);
+    }
+    let claimed = if has_claims {
+        let claims_dir = child_path(path, CLAIMS);
+        session.list_or_empty(&claims_dir).await?.len()
+    } else {
+        0
+    };
+    if priorities.is_empty() {
+        return Ok(Some((
+            Recipe::Queue {
+                items: fifo_items,
+                claimed,
+            },
+            Vec::new(),
+        )));
+    }
+    let mut per_priority = std::collections::BTreeMap::<i32, usize>::new();
+    for priority in &priorities {
+        *per_priority.entry(*priority).or_default() += 1;
+    }
+    Ok(Some((
+        Recipe::PriorityQueue {
+            items: priorities.len(),
+            claimed,
+        },
+        per_priority.into_iter().collect(),
+    )))
+}
+
+/// The sequence number of a FIFO queue item; `None` for children that are not items.
+fn item_sequence(name: &str) -> Option<i64> {
+    let rest = name.strip_prefix(ITEM_PREFIX)?;
+    let start = rest.rfind(|c: char| !c.is_ascii_digit()).map_or(0, |at| at + 1);
+    let digits = &rest[start..];
+    if digits.is_empty() {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// The items of `layout` among `children`, first out first.
+fn sorted_items(children: Vec<String>, layout: Layout) -> Vec<String> {
+    let mut items: Vec<((i64, i64), String)> = children
+        .into_iter()
+        .filter_map(|name| layout.key(&name).map(|key| (key, name)))
+        .collect();
+    items.sort();
+    items.into_iter().map(|(_, name)| name).collect()
+}
+
+/// A claim create that may be in flight. Dropped while armed, it removes the claim node if our session created it:
+/// the check is sent at once, so it is processed after the create; a claim owned by our session can only
+/// disappear by our own delete, so deleting it after the check is safe.
+struct PendingClaim {
+    session: Session,
+    claim: String,
+    /// The data our create wrote: tells our claim from a sibling consumer's on the same session.
+    token: Vec<u8>,
+    armed: bool,
+}
+
+impl Drop for PendingClaim {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return; // the claim, if any, goes with the session
+        };
+        // Sent now, so that it sees our create if that was sent (requests of a session are processed in order).
+        let check = self.session.client().get_data(&self.claim);
+        let (session, claim, token) = (
+            self.session.clone(),
+            self.claim.clone(),
+            std::mem::take(&mut self.token),
+        );
+        runtime.spawn(async move {
+            let found = match check.await.at("getData", &claim).if_exists() {
+                Ok(found) => found,
+                Err(_) => session.get(&claim).await.ok().flatten(),
+            };
+            if found.is_some_and(|(data, _)| data == token) {
+                tracing::debug!(%claim, "removing the claim of a cancelled take");
+                if let Err(err) = session.delete_if_exists(&claim, None).await {
+                    tracing::debug!(%claim, %err, "removing the claim of a cancelled take failed");
+                }
+            }
+        });
+    }
+}
+
+/// An item claimed by [`Queue::take_safe`]: still in the queue, but skipped by every other `take_safe` consumer
+/// for as long as our claim (an ephemeral node) lives.
+///
+/// Finish with [`complete`](Claimed::complete) once the item is processed. Dropping it, or
+/// [`abandon`](Claimed::abandon), puts the item back; so does the end of our session, which
+/// [`lost`](Claimed::lost) reports at once: from then on another consumer may be processing the same item.
+#[derive(Debug)]
+pub struct Claimed {
+    session: Session,
+    /// Our claim, watched from the moment the item is ours; dropping it removes the claim.
+    held: Held,
+    item: String,
+    name: String,
+    data: Vec<u8>,
+}
+
+impl Claimed {
+    /// The item's data.
+    pub fn data(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// The item's node name (`qn-…<sequence>`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Completes when our claim stops protecting the item: session expiry, deletion of the claim by somebody
+    /// else, or (per the queue's [`LostPolicy`](crate::LostPolicy)) a long disconnection. Cheap to call many times.
+    pub fn lost(&self) -> impl std::future::Future<Output = LostReason> + Send + 'static {
+        self.held.lost()
+    }
+
+    /// Whether the claim has been lost already.
+    pub fn is_lost(&self) -> bool {
+        self.held.lost_reason().is_some()
+    }
+
+    /// Removes the item and our claim in one transaction and returns the data.
+    ///
+    /// # Errors
+    /// [`Error::SessionExpired`] if our session ended (the claim is gone: another consumer may take the item);
+    /// [`Error::NodeDeleted`] if the item or our claim was deleted by somebody else meanwhile (a `take` consumer
+    /// ignoring claims, or an operator).
+    pub async fn complete(self) -> Result<Vec<u8>> {
+        let Claimed {
+            session,
+            held,
+            item,
+            data,
+            ..
+        } = self;
+        // Deleting the claim is the point now, not a loss. Until the transaction is confirmed the claim stays ours
+        // to remove: if this future is dropped or fails half-way, the item goes back.
+        let claim = held.into_node();
+        let claim_path = claim.path();
+        // Nobody but the claim holder deletes a claimed item: after a lost reply, the item and our claim both gone
+        // means our transaction went through.
+        let writes = [Write::Delete(&item, None), Write::Delete(&claim_path, None)];
+        match session.commit_once(&writes, true).await? {
+            Committed::Done { .. } => {
+                claim.deleted();
+                Ok(data)
+            }
+            Committed::Refused {
+                index,
+                error: zk::Error::NoNode,
+            } => Err(Error::NodeDeleted {
+                path: writes[index].path().to_owned(),
+            }),
+            Committed::Refused { index, error } => Err(Committed::refused(index, error, &writes)),
+        }
+    }
+
+    /// Gives the item back to the queue (removes our claim) and waits for ZooKeeper to confirm.
+    pub async fn abandon(self) -> Result<()> {
+        // On an error the claim's `Drop` keeps trying in the background.
+        self.held.into_node().delete().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn items_are_recognised_and_ordered_by_sequence() {
+        assert_eq!(item_sequence("qn-0000000012"), Some(12));
+        assert_eq!(
+            item_sequence("qn-0f1e2d3c4b5a69788796a5b4c3d2e1f0-0000000003"),
+            Some(3)
+        );
+        assert_eq!(item_sequence("claims"), None);
+        assert_eq!(item_sequence("qn-"), None);
+        assert_eq!(item_sequence("qn-abc"), None);
+        let sorted = sorted_items(
+            vec![
+                "qn-ffff-0000000010".into(),
+                "claims".into(),
+                "qn-0000000002".into(),
+                "qn-aaaa-0000000007".into(),
+                "queue-1000000000000000001".into(),
+            ],
+            Layout::Fifo,
+        );
+        assert_eq!(
+            sorted,
+            vec!["qn-0000000002", "qn-aaaa-0000000007", "qn-ffff-0000000010"]
+        );
+    }
+
+    #[test]
+    fn priority_items_come_by_priority_then_sequence() {
+        let sorted = sorted_items(
+            vec![
+                "queue-1000000050000000001".into(), // priority 5
+                "queue-0FFFFFFFF0000000004".into(), // priority -1
+                "queue-1000000010000000003".into(), // priority 1, later
+                "qn-0000000000".into(),
+                "receipts".into(),
+                "queue-1000000010000000002".into(), // priority 1, earlier
+                "queue-0800000000000000009".into(), // priority i32::MIN
+            ],
+            Layout::Priority,
+        );
+        assert_eq!(
+            sorted,
+            vec![
+                "queue-0800000000000000009",
+                "queue-0FFFFFFFF0000000004",
+                "queue-1000000010000000002",
+                "queue-1000000010000000003",
+                "queue-1000000050000000001",
+            ]
+        );
+        // The same order as Curator's: it sorts the names as strings.
+        let mut by_name = sorted.clone();
+        by_name.sort();
+        assert_eq!(by_name, sorted);
+    }
+}
