@@ -47,14 +47,13 @@ mod node;
 mod recipes;
 mod session;
 
-pub use base::error::{Error, Result};
+pub use base::error::{Error, LostReason, Result};
 pub use base::path::child_path;
 pub use base::retry::RetryPolicy;
 pub use inspect::inspect;
 pub use metrics::describe_metrics;
 pub use node::fenced::FencedWrites;
 pub use node::guard::Guard;
-pub use node::lost::LostReason;
 pub use node::revocation::{request_revocation, revoke};
 pub use recipes::coordination::barrier::Barrier;
 pub use recipes::coordination::double_barrier::{DoubleBarrier, Participation};

@@ -25,7 +25,7 @@ pub enum Error {
     /// What a guard protected is lost, for this reason: its [`lost`](crate::Guard::lost) signal as an error, for
     /// code that wants to end with `?` when that happens (`From<LostReason>`).
     #[error("lost: {0}")]
-    Lost(crate::LostReason),
+    Lost(LostReason),
     /// The connection broke before the reply, and the request was not tried again: the [`RetryPolicy`] gave up
     /// after `attempts`, or (`attempts` 1) the request is one that is never retried (a fenced commit, say) —
     /// then it may or may not have been applied.
@@ -151,15 +151,15 @@ fn connection_loss(attempts: u32) -> String {
     }
 }
 
-impl From<crate::LostReason> for Error {
-    fn from(reason: crate::LostReason) -> Self {
+impl From<LostReason> for Error {
+    fn from(reason: LostReason) -> Self {
         Error::Lost(reason)
     }
 }
 
 /// The one conversion for "the session ended": the error for a session in `state`, if it has ended — expired, or
 /// closed (also by failed authentication). A disconnection is no end: the session may survive it. (Lost signals
-/// turn the same states into a [`LostReason`](crate::LostReason) through this, and back with `LostReason::error`.)
+/// turn the same states into a [`LostReason`](LostReason) through this, and back with `LostReason::error`.)
 pub(crate) fn session_ended(state: SessionState) -> Option<Error> {
     match state {
         SessionState::Expired => Some(Error::SessionExpired),
@@ -240,12 +240,64 @@ impl Error {
     }
 }
 
+/// Why a guard stopped protecting its holder.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LostReason {
+    /// The ZooKeeper session expired; ZooKeeper deleted our ephemeral node (or will, any moment).
+    SessionExpired,
+    /// The client was closed (or its authentication failed).
+    ClientClosed,
+    /// Somebody else deleted our node.
+    NodeDeleted,
+    /// The connection was down for longer than the [`LostPolicy`] allows, so the session may be gone already.
+    Disconnected,
+    /// The guard was released or dropped by its owner.
+    Released,
+}
+
+impl std::fmt::Display for LostReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LostReason::SessionExpired => "the ZooKeeper session expired",
+            LostReason::ClientClosed => "the ZooKeeper client was closed",
+            LostReason::NodeDeleted => "our lock node was deleted by somebody else",
+            LostReason::Disconnected => "the connection to ZooKeeper was down for too long",
+            LostReason::Released => "the guard was released",
+        })
+    }
+}
+
+impl LostReason {
+    /// The `reason` label of `zklock_guards_lost_total`.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            LostReason::SessionExpired => "session_expired",
+            LostReason::ClientClosed => "client_closed",
+            LostReason::NodeDeleted => "node_deleted",
+            LostReason::Disconnected => "disconnected",
+            LostReason::Released => "released",
+        }
+    }
+
+    /// The error for an operation that waited on a node lost for this reason (`path`: the node).
+    pub(crate) fn error(self, path: &str) -> Error {
+        match self {
+            LostReason::SessionExpired => Error::SessionExpired,
+            LostReason::NodeDeleted => Error::NodeDeleted {
+                path: path.to_owned(),
+            },
+            LostReason::ClientClosed | LostReason::Disconnected | LostReason::Released => Error::Closed,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::error::Error as _;
 
+    use super::LostReason;
     use super::*;
-    use crate::LostReason;
 
     #[test]
     fn a_lost_reason_is_an_error() {

@@ -27,7 +27,6 @@ use crate::base::idioms::{self, IfExists};
 use crate::base::names::{self, Contender, Marker};
 use crate::base::path::child_path;
 use crate::base::retry::{is_connection_loss, Attempts};
-use crate::node::gone;
 use crate::node::guard::Guard;
 use crate::node::lost::LostSignal;
 use crate::node::own::OwnNode;
@@ -457,7 +456,7 @@ async fn check_turn<R: Rules + ?Sized>(
     } else {
         names::sorted_queue(children, keep).map_err(in_use)?
     };
-    let queue = gone::sweep_duplicates(node, queue).await?;
+    let queue = node.sweep_duplicates(queue).await?;
     // The sequence number first: a comparison of two integers, not of two names, per contender (by name alone
     // only when that finds nothing, as when our node is gone).
     let Some(me) = queue
@@ -465,7 +464,7 @@ async fn check_turn<R: Rules + ?Sized>(
         .position(|c| c.sequence == node.sequence && c.name == me_name)
         .or_else(|| queue.iter().position(|c| c.name == me_name))
     else {
-        return Err(gone::node_gone(node, lost));
+        return Err(lost.node_gone(node));
     };
     Ok(match rules.turn(&queue, me) {
         Turn::Ready => Step::Ready,

@@ -6,6 +6,7 @@ use std::time::Instant;
 use tracing::Instrument as _;
 
 use crate::base::error::Result;
+use crate::node::held::Held;
 use crate::node::lost::LostSignal;
 use crate::node::own::OwnNode;
 use crate::node::revocation::Revocation;
@@ -25,11 +26,9 @@ use crate::node::revocation::Revocation;
 ///   in the background instead (best effort; in any case ZooKeeper deletes it when the session ends).
 #[derive(Debug)]
 pub struct Guard {
-    // Declared (so dropped) before the node, whose drop sends the delete — though the order is not what keeps the
-    // signal from taking our own delete for a loss: the node dismisses the signal itself first (see `own_node.rs`).
-    lost: LostSignal,
-    node: OwnNode,
+    /// Our node and its lost signal.
     held: Held,
+    timer: HoldTimer,
     /// The watch for revocation requests, started on first ask.
     revocation: Revocation,
     /// The full path of our node (named by the time it is held).
@@ -39,12 +38,12 @@ pub struct Guard {
 /// How long a guard was held, recorded when it goes (released or dropped): the one place of
 /// `zklock_hold_seconds{recipe}` (see the crate documentation).
 #[derive(Debug)]
-struct Held {
+struct HoldTimer {
     since: Instant,
     recipe: &'static str,
 }
 
-impl Drop for Held {
+impl Drop for HoldTimer {
     fn drop(&mut self) {
         metrics::histogram!("zklock_hold_seconds", "recipe" => self.recipe).record(self.since.elapsed());
     }
@@ -55,9 +54,8 @@ impl Guard {
     pub(crate) fn new(node: OwnNode, lost: LostSignal, recipe: &'static str) -> Guard {
         Guard {
             path: node.path(),
-            node,
-            lost,
-            held: Held {
+            held: Held::new(node, lost),
+            timer: HoldTimer {
                 since: Instant::now(),
                 recipe,
             },
@@ -67,12 +65,12 @@ impl Guard {
 
     /// The client our node was created with (for [`crate::FencedWrites`]).
     pub(crate) fn client(&self) -> &zookeeper_client::Client {
-        &self.node.client
+        &self.held.node().client
     }
 
     /// The fencing token: our node's creation zxid.
     pub fn fencing_token(&self) -> i64 {
-        self.node.czxid
+        self.held.node().czxid
     }
 
     /// The full path of our node.
@@ -82,16 +80,16 @@ impl Guard {
 
     /// The sequence number ZooKeeper gave our node (for display; use the fencing token for fencing).
     pub fn sequence(&self) -> i64 {
-        self.node.sequence
+        self.held.node().sequence
     }
 
     /// The id of the session that owns the node.
     pub fn session_id(&self) -> i64 {
-        self.node.client.session_id().0
+        self.held.node().client.session_id().0
     }
 
     crate::node::held::lost_methods! {
-        lost, "the guard",
+        held, "the guard",
         /// Completes when the guard is lost, with the reason. Cheap to call many times; the future owns what it
         /// needs.
     }
@@ -123,14 +121,14 @@ impl Guard {
         if self.is_lost() {
             return None;
         }
-        *self.lost.valid_until().borrow()
+        *self.held.signal().valid_until().borrow()
     }
 
     /// [`session_valid_until`](Guard::session_valid_until) as a watch: `changed()` completes at each renewal and
     /// when the guard is lost (the value is then `None`), and fails from then on, or once the guard is released or
     /// dropped.
     pub fn session_validity(&self) -> tokio::sync::watch::Receiver<Option<std::time::Instant>> {
-        self.lost.valid_until()
+        self.held.signal().valid_until()
     }
 
     /// Completes when somebody asks this holder to give up: [`crate::request_revocation`], `zklock revoke
@@ -160,7 +158,7 @@ impl Guard {
     /// Cancellation safe: dropping the future loses nothing; the watch goes on for the next call.
     pub fn revocation_requested(&self) -> impl Future<Output = ()> + Send + 'static {
         self.revocation
-            .requested(&self.node.client, &self.node.path(), &self.node.retry)
+            .requested(&self.held.node().client, &self.path, &self.held.node().retry)
     }
 
     /// Whether a revocation request has been seen (always `false` before the first call of
@@ -179,15 +177,15 @@ impl Guard {
     /// up (the node is then deleted in the background); any other error of the delete.
     pub async fn release(self) -> Result<()> {
         let Guard {
-            node,
-            lost,
             held,
+            timer,
             revocation,
             path,
         } = self;
         drop(revocation);
-        drop(held);
-        drop(lost);
+        drop(timer);
+        // Stops the lost signal: from now on our node's going is ours, not a loss.
+        let node = held.into_node();
         tracing::trace!(target: "zklock::timeline", session = node.client.session_id().0, %path, "release");
         let span = tracing::info_span!("release", %path);
         async move {

@@ -5,10 +5,10 @@
 
 use std::future::Future;
 
+use crate::base::error::LostReason;
 use crate::base::error::{Error, Result};
 use crate::base::idioms::IfExists;
-use crate::node::gone;
-use crate::node::lost::{LostReason, LostSignal};
+use crate::node::lost::LostSignal;
 use crate::node::own::OwnNode;
 use crate::session::Session;
 
@@ -17,7 +17,7 @@ use crate::session::Session;
 macro_rules! lost_methods {
     ($signal:ident, $what:literal, $(#[$lost_doc:meta])*) => {
         $(#[$lost_doc])*
-        pub fn lost(&self) -> impl ::std::future::Future<Output = $crate::node::lost::LostReason> + Send + 'static {
+        pub fn lost(&self) -> impl ::std::future::Future<Output = $crate::base::error::LostReason> + Send + 'static {
             self.$signal.lost()
         }
 
@@ -27,7 +27,7 @@ macro_rules! lost_methods {
         }
 
         #[doc = concat!("Why ", $what, " was lost, if it was.")]
-        pub fn lost_reason(&self) -> Option<$crate::node::lost::LostReason> {
+        pub fn lost_reason(&self) -> Option<$crate::base::error::LostReason> {
             self.$signal.lost_reason()
         }
     };
@@ -47,7 +47,22 @@ impl Held {
     /// A disconnection counts only once it is [`hold`](Held::hold)ing.
     pub(crate) fn watch(mut node: OwnNode, session: &Session) -> Held {
         let lost = LostSignal::for_node(&mut node, session.lost_policy());
+        Held::new(node, lost)
+    }
+
+    /// `node` with the lost signal already started for it ([`LostSignal::for_node`]).
+    pub(crate) fn new(node: OwnNode, lost: LostSignal) -> Held {
         Held { lost, node }
+    }
+
+    /// Our node.
+    pub(crate) fn node(&self) -> &OwnNode {
+        &self.node
+    }
+
+    /// Its lost signal.
+    pub(crate) fn signal(&self) -> &LostSignal {
+        &self.lost
     }
 
     /// From now on the node is held: disconnections count, per the policy, and the session validity is kept.
@@ -77,7 +92,9 @@ impl Held {
 
     /// The error for a wait that found our node gone: the end of the session, or a deletion by somebody else.
     pub(crate) async fn vanished(&self) -> Error {
-        gone::vanished(&self.node.client, &self.node.retry, &self.lost, &self.node.path()).await
+        self.lost
+            .vanished(&self.node.client, &self.node.retry, &self.node.path())
+            .await
     }
 
     /// Replaces the node's data (whatever its version).

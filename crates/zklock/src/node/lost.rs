@@ -55,65 +55,11 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use zookeeper_client::{self as zk, Client, EventType, SessionState, Stat};
 
-use crate::base::error::Error;
+use crate::base::error::{session_ended, Error, LostReason};
 use crate::base::idioms;
 use crate::base::retry::RetryPolicy;
 use crate::node::own::OwnNode;
 use crate::session::lost_policy::LostPolicy;
-
-/// Why a guard stopped protecting its holder.
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum LostReason {
-    /// The ZooKeeper session expired; ZooKeeper deleted our ephemeral node (or will, any moment).
-    SessionExpired,
-    /// The client was closed (or its authentication failed).
-    ClientClosed,
-    /// Somebody else deleted our node.
-    NodeDeleted,
-    /// The connection was down for longer than the [`LostPolicy`] allows, so the session may be gone already.
-    Disconnected,
-    /// The guard was released or dropped by its owner.
-    Released,
-}
-
-impl std::fmt::Display for LostReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            LostReason::SessionExpired => "the ZooKeeper session expired",
-            LostReason::ClientClosed => "the ZooKeeper client was closed",
-            LostReason::NodeDeleted => "our lock node was deleted by somebody else",
-            LostReason::Disconnected => "the connection to ZooKeeper was down for too long",
-            LostReason::Released => "the guard was released",
-        })
-    }
-}
-
-impl LostReason {
-    /// The `reason` label of `zklock_guards_lost_total`.
-    pub(crate) fn label(self) -> &'static str {
-        match self {
-            LostReason::SessionExpired => "session_expired",
-            LostReason::ClientClosed => "client_closed",
-            LostReason::NodeDeleted => "node_deleted",
-            LostReason::Disconnected => "disconnected",
-            LostReason::Released => "released",
-        }
-    }
-
-    /// The error for an operation that waited on a node lost for this reason (`path`: the node).
-    pub(crate) fn error(self, path: &str) -> crate::Error {
-        match self {
-            LostReason::SessionExpired => crate::Error::SessionExpired,
-            LostReason::NodeDeleted => crate::Error::NodeDeleted {
-                path: path.to_owned(),
-            },
-            LostReason::ClientClosed | LostReason::Disconnected | LostReason::Released => {
-                crate::Error::Closed
-            }
-        }
-    }
-}
 
 /// The owner's end of a node's lost signal. Dropping it dismisses the monitor task.
 #[derive(Debug)]
@@ -219,6 +165,31 @@ impl LostSignal {
                 Ok(reason) => reason.unwrap_or(LostReason::Released),
                 Err(_) => LostReason::Released,
             }
+        }
+    }
+
+    /// Our node is gone: did our session end? The deletion of our ephemeral node can reach us before the news
+    /// that the session ended, so this looks at everything known without asking: this signal, then the client.
+    fn session_end_known(&self, client: &Client) -> Option<Error> {
+        match self.lost_reason() {
+            Some(reason @ (LostReason::SessionExpired | LostReason::ClientClosed)) => Some(reason.error("")),
+            _ => session_ended(client.state()),
+        }
+    }
+
+    /// The error for a wait that found our `node` gone, from what is known without asking: the end of the session
+    /// if it is known to have ended, [`Error::NodeDeleted`] otherwise.
+    pub(crate) fn node_gone(&self, node: &OwnNode) -> Error {
+        self.session_end_known(&node.client)
+            .unwrap_or_else(|| Error::NodeDeleted { path: node.path() })
+    }
+
+    /// Like [`node_gone`](LostSignal::node_gone), but when nothing is known yet one more request decides (see
+    /// [`confirm_gone`](idioms::confirm_gone)).
+    pub(crate) async fn vanished(&self, client: &Client, retry: &RetryPolicy, path: &str) -> Error {
+        match self.session_end_known(client) {
+            Some(err) => err,
+            None => idioms::confirm_gone(client, retry, path).await,
         }
     }
 }
@@ -556,8 +527,6 @@ mod tests {
     //! The dismissal, which needs the crate's insides: a node and its signal apart from any guard.
 
     use super::*;
-    use crate::base::names::Marker;
-    use crate::engine::enqueue;
     use crate::session::Session;
 
     const EVENTUALLY: Duration = Duration::from_secs(30);
@@ -572,9 +541,11 @@ mod tests {
     /// A held node of ours with its lost signal, once a first heartbeat has confirmed it.
     async fn held_node(client: &Client) -> (OwnNode, LostSignal) {
         let dir = zklock_testkit::unique_path("lost-dismissal");
-        let (mut node, _) = enqueue(&Session::new(client), &dir, Marker::Lock, b"")
-            .await
-            .unwrap();
+        let name = format!("_c_{}-lock-", uuid::Uuid::new_v4());
+        let created = Session::new(client)
+            .create_own(&dir, &name, b"", &[], Some(zk::CreateMode::Container))
+            .await;
+        let mut node = created.unwrap().made(&dir).unwrap();
         let lost = LostSignal::for_node(&mut node, LostPolicy::default());
         lost.set_holding();
         let mut valid_until = lost.valid_until();

@@ -3,9 +3,7 @@
 //! public [`Guard`](guard::Guard), with its fenced writes and revocation.
 
 pub(crate) mod abandoned;
-pub(crate) mod create;
 pub(crate) mod fenced;
-pub(crate) mod gone;
 pub(crate) mod guard;
 pub(crate) mod held;
 pub(crate) mod lost;

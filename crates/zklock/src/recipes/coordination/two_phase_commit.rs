@@ -38,7 +38,7 @@ use crate::base::error::{At as _, Error, Result};
 use crate::base::idioms::IfExists;
 use crate::base::path::child_path;
 use crate::base::retry::is_connection_loss;
-use crate::node::create::Own;
+use crate::node::own::Created;
 use crate::node::own::OwnNode;
 use crate::session::cas::{Committed, Write};
 use crate::session::listener::QueueEvent;
@@ -209,7 +209,7 @@ impl TwoPhaseCommit {
             .session
             .create_own(&tx.dir, &name, &[], &before, Some(CreateMode::Container));
         let node = match own.await? {
-            Own::Refused {
+            Created::Refused {
                 index: 0,
                 error: zk::Error::NodeExists,
             } => return Err(Error::TransactionExists { path: tx.dir.clone() }),
@@ -249,7 +249,7 @@ impl TwoPhaseCommit {
         let joined = child_path(&tx.dir, &format!("{JOINED}{participant}"));
         let before = [Write::Create(&joined, &[], CreateMode::Persistent)];
         let node = match tx.session.create_own(&tx.dir, &name, &[], &before, None).await? {
-            Own::Refused {
+            Created::Refused {
                 index: 0,
                 error: zk::Error::NodeExists,
             } => {
@@ -258,7 +258,7 @@ impl TwoPhaseCommit {
                     participant: participant.to_owned(),
                 })
             }
-            Own::Refused {
+            Created::Refused {
                 error: zk::Error::NoNode,
                 ..
             } => return Err(Error::NodeDeleted { path: tx.dir.clone() }),

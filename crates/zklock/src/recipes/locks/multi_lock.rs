@@ -9,9 +9,9 @@ use std::future::Future;
 use std::task::Poll;
 use std::time::Duration;
 
+use crate::base::error::LostReason;
 use crate::base::error::{Error, Result};
 use crate::node::guard::Guard;
-use crate::node::lost::LostReason;
 use crate::recipes::locks::mutex::Mutex;
 use crate::recipes::locks::rwlock::RwLock;
 

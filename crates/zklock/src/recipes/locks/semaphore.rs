@@ -1,13 +1,13 @@
 //! The counting semaphore: at most N lease holders at once.
 
+use crate::base::error::LostReason;
 use crate::base::error::{Error, Result};
 use crate::base::idioms::{self, IfExists};
 use crate::base::names::{self, Marker};
 use crate::base::path::child_path;
 use crate::engine::{self, Exclusive, Place, Rules, Wait};
-use crate::node::gone;
 use crate::node::guard::Guard;
-use crate::node::lost::{LostReason, LostSignal};
+use crate::node::lost::LostSignal;
 use crate::node::own::OwnNode;
 use crate::session::listener::QueueEvent;
 use crate::session::lost_policy::LostPolicy;
@@ -246,9 +246,11 @@ impl Room<'_> {
     /// Whether the leases in `children` leave room for ours.
     async fn has_room(&self, node: &OwnNode, lost: &LostSignal, children: Vec<String>) -> Result<bool> {
         let me = node.name.as_deref().unwrap_or_default();
-        let leases = gone::sweep_duplicates(node, names::sorted_contenders(children, is_lease)).await?;
+        let leases = node
+            .sweep_duplicates(names::sorted_contenders(children, is_lease))
+            .await?;
         if !leases.iter().any(|lease| lease.name == me) {
-            return Err(gone::node_gone(node, lost));
+            return Err(lost.node_gone(node));
         }
         Ok(leases.len() <= self.leases)
     }
@@ -297,7 +299,7 @@ impl Rules for Room<'_> {
                     }
                 },
                 reason = lost.lost() => return Err(match reason {
-                    LostReason::NodeDeleted => gone::node_gone(node, lost),
+                    LostReason::NodeDeleted => lost.node_gone(node),
                     reason => reason.error(&node.path()),
                 }),
                 // Without the mutex another acquirer could be waiting too, and two waiting leases can block each

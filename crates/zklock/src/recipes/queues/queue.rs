@@ -24,12 +24,12 @@ use std::time::Duration;
 
 use zookeeper_client::{self as zk, CreateMode};
 
+use crate::base::error::LostReason;
 use crate::base::error::{At as _, Error, Result};
 use crate::base::idioms::{self, IfExists};
 use crate::base::path::child_path;
 use crate::base::retry::{is_connection_loss, Attempts};
 use crate::node::held::Held;
-use crate::node::lost::LostReason;
 use crate::node::own::OwnNode;
 use crate::session::cas::{Committed, Write};
 use crate::session::listener::QueueEvent;
