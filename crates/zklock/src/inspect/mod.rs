@@ -1,10 +1,15 @@
 //! A read-only look at a recipe directory: which recipe uses it, and who takes part, in order — what
 //! `zklock status` shows, without anybody outside the library knowing the recipes' node layouts.
 
+mod coordination;
+mod counters;
+mod locks;
+mod queues;
+pub(crate) mod view;
+
 use crate::base::error::Result;
 use crate::base::idioms::IfExists;
-use crate::base::names::{self, Marker};
-use crate::session::read::{read_contenders, Inspection, NodeKind, Participant, Recipe, Role};
+use crate::inspect::view::{Inspection, Recipe};
 use crate::session::Session;
 
 /// Looks at the recipe directory `path` on `session` (a [`Session`] or a `&Client`) without changing anything:
@@ -43,72 +48,35 @@ pub async fn inspect(session: impl Into<Session>, path: &str) -> Result<Option<I
         return Ok(None);
     };
     let mut items_by_priority = Vec::new();
-    let (recipe, participants) =
-        if let Some(found) = crate::recipes::locks::semaphore::inspect(&session, &path, &children).await? {
-            found
-        } else if let Some((recipe, priorities)) =
-            crate::recipes::queues::queue::inspect(&session, &path, &children).await?
-        {
-            items_by_priority = priorities;
-            (recipe, Vec::new())
-        } else if let Some(found) = contenders(&session, &path, children.clone()).await? {
-            found
-        } else if let Some(found) =
-            crate::recipes::coordination::group::inspect(&session, &path, &children).await?
-        {
-            found
-        } else if let Some(found) =
-            crate::recipes::coordination::two_phase_commit::inspect(&session, &path, &children).await?
-        {
-            found
-        } else if let Some(found) =
-            crate::recipes::coordination::double_barrier::inspect(&session, &path, &children).await?
-        {
-            found
-        } else if let Some(recipe) = crate::recipes::counters::inspect(&session, &path, &children).await? {
-            (recipe, Vec::new())
-        } else if children.is_empty() {
-            (Recipe::Empty, Vec::new())
-        } else {
-            (
-                Recipe::Unrecognised {
-                    children: children.len(),
-                },
-                Vec::new(),
-            )
-        };
+    let (recipe, participants) = if let Some(found) = locks::semaphore(&session, &path, &children).await? {
+        found
+    } else if let Some((recipe, priorities)) = queues::queue(&session, &path, &children).await? {
+        items_by_priority = priorities;
+        (recipe, Vec::new())
+    } else if let Some(found) = locks::contenders(&session, &path, children.clone()).await? {
+        found
+    } else if let Some(found) = coordination::group(&session, &path, &children).await? {
+        found
+    } else if let Some(found) = coordination::two_phase_commit(&session, &path, &children).await? {
+        found
+    } else if let Some(found) = coordination::double_barrier(&session, &path, &children).await? {
+        found
+    } else if let Some(recipe) = counters::counter(&session, &path, &children).await? {
+        (recipe, Vec::new())
+    } else if children.is_empty() {
+        (Recipe::Empty, Vec::new())
+    } else {
+        (
+            Recipe::Unrecognised {
+                children: children.len(),
+            },
+            Vec::new(),
+        )
+    };
     Ok(Some(Inspection {
         path,
         recipe,
         participants,
         items_by_priority,
     }))
-}
-
-/// A lock's or an election's queue: every child that is a contender node of any known format, in queue order.
-/// The readers at the head of the queue share the lock; otherwise the first contender holds alone (the lock's
-/// holder, the election's leader).
-async fn contenders(
-    session: &Session,
-    dir: &str,
-    children: Vec<String>,
-) -> Result<Option<(Recipe, Vec<Participant>)>> {
-    let queue = names::sorted_contenders(children, |_| true);
-    if queue.is_empty() {
-        return Ok(None);
-    }
-    let recipe = if queue.iter().any(|c| c.marker == Marker::Latch) {
-        Recipe::Election
-    } else {
-        Recipe::Lock
-    };
-    let mut participants = read_contenders(session, dir, &queue, Role::Waiting).await?;
-    let readers = participants
-        .iter()
-        .take_while(|p| matches!(p.kind, NodeKind::Read | NodeKind::KazooRead))
-        .count();
-    for participant in participants.iter_mut().take(readers.max(1)) {
-        participant.role = Role::Holder;
-    }
-    Ok(Some((recipe, participants)))
 }

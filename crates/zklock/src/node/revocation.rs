@@ -218,7 +218,7 @@ pub async fn revoke(session: impl Into<Session>, node: &str) -> Result<bool> {
 }
 
 /// The validated path of `node` if it exists; an error if it is not ephemeral (not a participant's node).
-async fn participant(session: &Session, node: &str) -> Result<Option<String>> {
+pub(crate) async fn participant(session: &Session, node: &str) -> Result<Option<String>> {
     let node = crate::base::path::validate(node)?;
     let (client, retry) = (session.client(), session.retry());
     let Some(stat) = retry.run_at("exists", &node, || client.check_stat(&node)).await? else {

@@ -15,16 +15,15 @@
 //! Only the end of our session before we could look leaves the outcome unknown: that is
 //! [`Error::SessionExpired`], and the change happened once or not at all — never twice.
 
-use zookeeper_client::{self as zk, OneshotWatcher, Stat};
+use zookeeper_client::{OneshotWatcher, Stat};
 
 use crate::base::error::{Error, Result};
 use crate::base::idioms::{self, IfExists};
 use crate::session::cas::Swapped;
-use crate::session::read::Recipe;
 use crate::session::Session;
 
 /// The prefix of a receipt: an ephemeral child of the counter node while a change of ours is being settled.
-const RECEIPT_PREFIX: &str = "receipt-";
+pub(crate) const RECEIPT_PREFIX: &str = "receipt-";
 
 /// The version of a counter whose node does not exist yet (Curator's `SharedValue` starts at the same -1).
 const UNCREATED: i32 = -1;
@@ -426,38 +425,6 @@ fn corrupt(path: &str, data: &[u8], expected: &'static str) -> Error {
         len: data.len(),
         expected,
     }
-}
-
-/// What [`inspect`](crate::inspect) shows of a node whose `children` are only receipts of ours (or none): a
-/// counter, if it holds 4 bytes ([`Recipe::SharedCount`]) or 8 ([`Recipe::AtomicLong`]) that we may read.
-pub(crate) async fn inspect(session: &Session, path: &str, children: &[String]) -> Result<Option<Recipe>> {
-    if !children.iter().all(|name| name.starts_with(RECEIPT_PREFIX)) {
-        return Ok(None);
-    }
-    let read = session
-        .retry()
-        .run_at("getData", path, || session.client().get_data(path))
-        .await;
-    let Some((data, stat)) = (match read {
-        Err(Error::ZooKeeper {
-            source: zk::Error::NoAuth,
-            ..
-        }) => None,
-        read => read.if_exists()?,
-    }) else {
-        return Ok(None);
-    };
-    Ok(match data.len() {
-        4 => Some(Recipe::SharedCount {
-            value: i32::from_be_bytes(data[..].try_into().expect("4 bytes")),
-            version: stat.version,
-        }),
-        8 => Some(Recipe::AtomicLong {
-            value: i64::from_be_bytes(data[..].try_into().expect("8 bytes")),
-            version: stat.version,
-        }),
-        _ => None,
-    })
 }
 
 #[cfg(test)]

@@ -27,11 +27,10 @@ use crate::node::abandoned;
 use crate::node::held::Held;
 use crate::session::cas::{Committed, Write};
 use crate::session::listener::QueueEvent;
-use crate::session::read::{self, NodeKind, Participant, Recipe, Role};
 use crate::session::Session;
 
 /// The name of the node that opens the barrier.
-const READY: &str = "ready";
+pub(crate) const READY: &str = "ready";
 
 /// A double barrier for a fixed number of participants.
 ///
@@ -266,47 +265,9 @@ fn absent<T>(err: zk::Error, value: T) -> std::result::Result<T, zk::Error> {
     }
 }
 
-/// What [`inspect`](crate::inspect) shows of a double barrier directory (members or `ready` among its
-/// `children`): the members present, by name (the order in which they leave), and whether the barrier is open.
-pub(crate) async fn inspect(
-    session: &Session,
-    path: &str,
-    children: &[String],
-) -> Result<Option<(Recipe, Vec<Participant>)>> {
-    let mut members: Vec<&str> = children
-        .iter()
-        .map(String::as_str)
-        .filter(|name| is_participant(name))
-        .collect();
-    let ready = children.iter().any(|name| name == READY);
-    if members.is_empty() && !ready {
-        return Ok(None);
-    }
-    members.sort_unstable();
-    let role = if ready { Role::Entered } else { Role::Waiting };
-    let read = read::read_nodes(session, path, &members).await?;
-    let participants = members
-        .iter()
-        .zip(read)
-        .filter_map(|(name, read)| {
-            let (data, stat) = read?;
-            Some(read::participant(
-                path,
-                name,
-                None,
-                NodeKind::Member,
-                role,
-                data,
-                &stat,
-            ))
-        })
-        .collect();
-    Ok(Some((Recipe::DoubleBarrier { ready }, participants)))
-}
-
 /// Whether a child of the barrier directory is a participant (our nodes are named by a uuid; `ready` and
 /// anything else are not counted).
-fn is_participant(name: &str) -> bool {
+pub(crate) fn is_participant(name: &str) -> bool {
     uuid::Uuid::try_parse(name).is_ok()
 }
 

@@ -27,7 +27,7 @@ use crate::base::error::{Error, Result};
 use crate::base::idioms::{self, IfExists};
 use crate::base::path::child_path;
 use crate::node::held::Held;
-use crate::session::read::{self, NodeKind, Participant, Recipe, Role};
+use crate::session::read;
 use crate::session::Session;
 
 /// What kazoo's `Party` puts in its member names.
@@ -238,7 +238,7 @@ impl Group {
 
 /// The members among `children` of the group `dir`, read in one round trip, in the order they joined; a member gone
 /// since the listing is left out.
-async fn read_members(session: &Session, dir: &str, children: &[String]) -> Result<Vec<Member>> {
+pub(crate) async fn read_members(session: &Session, dir: &str, children: &[String]) -> Result<Vec<Member>> {
     let names: Vec<&str> = children
         .iter()
         .map(String::as_str)
@@ -587,35 +587,6 @@ impl Membership {
         // Our node is about to go on purpose: that is not a loss.
         self.held.into_node().delete().await
     }
-}
-
-/// What [`inspect`](crate::inspect()) shows of a group (members among its `children`): the members in the order they
-/// joined, with their data.
-pub(crate) async fn inspect(
-    session: &Session,
-    path: &str,
-    children: &[String],
-) -> Result<Option<(Recipe, Vec<Participant>)>> {
-    if !children.iter().any(|name| layout_of(name).is_some()) {
-        return Ok(None);
-    }
-    let members = read_members(session, path, children).await?;
-    let participants = members.into_iter().map(|member| Participant {
-        kind: match member.layout {
-            GroupLayout::Party => NodeKind::GroupMember,
-            GroupLayout::Shallow => NodeKind::ShallowGroupMember,
-        },
-        name: member.name,
-        path: member.path,
-        sequence: None,
-        role: Role::Member,
-        session_id: member.session_id,
-        fencing_token: member.joined_zxid,
-        created: member.joined,
-        data_readable: member.data_readable,
-        data: member.data,
-    });
-    Ok(Some((Recipe::Group, participants.collect())))
 }
 
 #[cfg(test)]

@@ -42,14 +42,14 @@ use crate::node::own::Created;
 use crate::node::own::OwnNode;
 use crate::session::cas::{Committed, Write};
 use crate::session::listener::QueueEvent;
-use crate::session::read::{self, NodeKind, Participant, Recipe, Role};
+use crate::session::read;
 use crate::session::Session;
 
-const COORDINATOR: &str = "coordinator-";
-const JOINED: &str = "joined-";
+pub(crate) const COORDINATOR: &str = "coordinator-";
+pub(crate) const JOINED: &str = "joined-";
 const ALIVE: &str = "alive-";
-const VOTE: &str = "vote-";
-const OUTCOME: &str = "outcome";
+pub(crate) const VOTE: &str = "vote-";
+pub(crate) const OUTCOME: &str = "outcome";
 
 /// A vote, and the outcome of a transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -62,14 +62,14 @@ pub enum Decision {
 
 impl Decision {
     /// What the node holds.
-    fn bytes(self) -> &'static [u8] {
+    pub(crate) fn bytes(self) -> &'static [u8] {
         match self {
             Decision::Commit => b"commit",
             Decision::Abort => b"abort",
         }
     }
 
-    fn parse(path: &str, data: &[u8]) -> Result<Decision> {
+    pub(crate) fn parse(path: &str, data: &[u8]) -> Result<Decision> {
         match data {
             b"commit" => Ok(Decision::Commit),
             b"abort" => Ok(Decision::Abort),
@@ -353,16 +353,16 @@ fn check_name(path: &str, name: &str) -> Result<()> {
 
 /// What one listing of a transaction shows.
 #[derive(Debug, Default, PartialEq, Eq)]
-struct Look {
-    outcome: bool,
-    coordinator: bool,
-    joined: BTreeSet<String>,
-    alive: BTreeSet<String>,
-    voted: BTreeSet<String>,
+pub(crate) struct Look {
+    pub(crate) outcome: bool,
+    pub(crate) coordinator: bool,
+    pub(crate) joined: BTreeSet<String>,
+    pub(crate) alive: BTreeSet<String>,
+    pub(crate) voted: BTreeSet<String>,
 }
 
 impl Look {
-    fn of(children: &[String]) -> Look {
+    pub(crate) fn of(children: &[String]) -> Look {
         let mut look = Look::default();
         for child in children {
             if child == OUTCOME {
@@ -406,14 +406,14 @@ impl Look {
 }
 
 /// `alive-<32 hex>-<participant>` → the participant.
-fn alive_participant(name: &str) -> Option<&str> {
+pub(crate) fn alive_participant(name: &str) -> Option<&str> {
     let rest = name.strip_prefix(ALIVE)?;
     let (unique, participant) = rest.split_at_checked(32)?;
     is_unique(unique).then_some(())?;
     participant.strip_prefix('-')
 }
 
-fn is_unique(hex: &str) -> bool {
+pub(crate) fn is_unique(hex: &str) -> bool {
     hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
@@ -666,84 +666,6 @@ impl Ballot {
         drop(node);
         outcome
     }
-}
-
-/// What [`inspect`](crate::inspect()) shows of a transaction node (its `children`): the coordinator, the votes and
-/// the participants still waiting, with the counts and the outcome in [`Recipe::Transaction`].
-pub(crate) async fn inspect(
-    session: &Session,
-    path: &str,
-    children: &[String],
-) -> Result<Option<(Recipe, Vec<Participant>)>> {
-    let ours = |c: &String| {
-        c == OUTCOME
-            || c.strip_prefix(COORDINATOR).is_some_and(is_unique)
-            || c.starts_with(JOINED)
-            || c.starts_with(VOTE)
-            || alive_participant(c).is_some()
-    };
-    if children.is_empty() || !children.iter().all(ours) {
-        return Ok(None);
-    }
-    let (client, retry) = (session.client(), session.retry());
-    let listed: Vec<String> = match read::read_node(client, retry, path).await? {
-        Some((Some(data), _)) => String::from_utf8_lossy(&data)
-            .lines()
-            .map(str::to_owned)
-            .collect(),
-        _ => Vec::new(),
-    };
-    let look = Look::of(children);
-    // Rows: the coordinator, then per participant (in the listed order, then any other) its vote or its node.
-    let mut rows: Vec<(String, NodeKind, Role)> = children
-        .iter()
-        .filter(|c| c.starts_with(COORDINATOR))
-        .map(|c| (c.clone(), NodeKind::Coordinator, Role::Holder))
-        .collect();
-    let mut names: Vec<String> = listed.clone();
-    for p in look.voted.iter().chain(&look.alive) {
-        if !names.contains(p) {
-            names.push(p.clone());
-        }
-    }
-    for p in &names {
-        if look.voted.contains(p) {
-            rows.push((format!("{VOTE}{p}"), NodeKind::Vote, Role::Voted));
-        } else if let Some(alive) = children.iter().find(|c| alive_participant(c) == Some(p.as_str())) {
-            rows.push((alive.clone(), NodeKind::TransactionParticipant, Role::Waiting));
-        }
-    }
-    let row_names: Vec<&str> = rows.iter().map(|(name, _, _)| name.as_str()).collect();
-    let read = read::read_nodes(session, path, &row_names).await?;
-    let shown: Vec<Participant> = rows
-        .iter()
-        .zip(read)
-        .filter_map(|((name, kind, role), read)| {
-            let (data, stat) = read?;
-            Some(read::participant(path, name, None, *kind, *role, data, &stat))
-        })
-        .collect();
-    let commit_votes = shown
-        .iter()
-        .filter(|p| p.kind == NodeKind::Vote && p.data == Decision::Commit.bytes())
-        .count();
-    let outcome = if look.outcome {
-        let outcome_path = child_path(path, OUTCOME);
-        match read::read_node(client, retry, &outcome_path).await? {
-            Some((Some(data), _)) => Decision::parse(&outcome_path, &data).ok(),
-            _ => None,
-        }
-    } else {
-        None
-    };
-    let recipe = Recipe::Transaction {
-        participants: listed.len(),
-        joined: look.joined.len(),
-        votes: look.voted.len(),
-        commit_votes,
-        outcome,
-    };
-    Ok(Some((recipe, shown)))
 }
 
 #[cfg(test)]

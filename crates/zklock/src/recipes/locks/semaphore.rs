@@ -11,7 +11,6 @@ use crate::node::lost::LostSignal;
 use crate::node::own::OwnNode;
 use crate::session::listener::QueueEvent;
 use crate::session::lost_policy::LostPolicy;
-use crate::session::read::{self, Participant, Recipe, Role};
 use crate::session::Session;
 
 /// The guard of one semaphore lease (a [`Guard`]: fencing token, lost signal, release).
@@ -74,7 +73,7 @@ pub struct Semaphore {
 }
 
 /// The mutex that serialises acquirers.
-const GATE: Exclusive = Exclusive(Marker::Lock);
+pub(crate) const GATE: Exclusive = Exclusive(Marker::Lock);
 
 impl Semaphore {
     /// A semaphore with `leases` leases on the directory `path` (created, with its parents, on first use), on
@@ -228,11 +227,11 @@ impl Semaphore {
     }
 }
 
-fn leases_dir(path: &str) -> String {
+pub(crate) fn leases_dir(path: &str) -> String {
     child_path(path, names::LEASES)
 }
 
-fn is_lease(marker: Marker) -> bool {
+pub(crate) fn is_lease(marker: Marker) -> bool {
     marker == Marker::Lease
 }
 
@@ -312,55 +311,4 @@ impl Rules for Room<'_> {
     async fn now(&self, node: &OwnNode, lost: &LostSignal, children: Vec<String>) -> Result<bool> {
         self.has_room(node, lost, children).await
     }
-}
-
-/// What [`inspect`](crate::inspect) shows of a semaphore directory (`leases` or `locks` among its `children`: both
-/// are container nodes, so the server deletes `locks` while nobody acquires, and `leases` while nobody holds; and
-/// [`names::is_semaphore`] says it is one): the leases held, then every acquirer queued in the gate, in order.
-///
-/// The acquirer at the head of the gate creates its lease node *before* it knows whether there is room, and keeps
-/// it while it waits: that node (owned by the head's session, created after the head's gate node) waits; it holds
-/// no lease.
-pub(crate) async fn inspect(
-    session: &Session,
-    path: &str,
-    children: &[String],
-) -> Result<Option<(Recipe, Vec<Participant>)>> {
-    if !children.iter().any(|c| c == names::LEASES || c == names::LOCKS) {
-        return Ok(None);
-    }
-    let (client, retry) = (session.client(), session.retry());
-    let (leases_dir, locks_dir) = (leases_dir(path), child_path(path, names::LOCKS));
-    let leases = idioms::list_or_empty(client, retry, &leases_dir).await?;
-    let locks = idioms::list_or_empty(client, retry, &locks_dir).await?;
-    if !names::is_semaphore(children, &leases, &locks) {
-        return Ok(None);
-    }
-    let leases = names::sorted_contenders(leases, is_lease);
-    let gate = names::sorted_contenders(locks, |m| GATE.keeps(m));
-    // Every acquirer in the gate, in its order. The one at its head may have made a lease node already, before
-    // knowing whether there is room: that lease is not held yet; it is shown (waiting) in the head's place.
-    let mut queued = read::read_contenders(session, &locks_dir, &gate, Role::Waiting).await?;
-    let (held, waiting): (Vec<Participant>, Vec<Participant>) =
-        read::read_contenders(session, &leases_dir, &leases, Role::Holder)
-            .await?
-            .into_iter()
-            .partition(|lease| {
-                !queued.first().is_some_and(|head| {
-                    lease.session_id == head.session_id && lease.fencing_token > head.fencing_token
-                })
-            });
-    if !waiting.is_empty() {
-        queued.remove(0);
-    }
-    let waiting = waiting.into_iter().map(|lease| Participant {
-        role: Role::Waiting,
-        ..lease
-    });
-    Ok(Some((
-        Recipe::Semaphore {
-            acquirers: gate.len(),
-        },
-        held.into_iter().chain(waiting).chain(queued).collect(),
-    )))
 }

@@ -33,7 +33,6 @@ use crate::node::held::Held;
 use crate::node::own::OwnNode;
 use crate::session::cas::{Committed, Write};
 use crate::session::listener::QueueEvent;
-use crate::session::read::Recipe;
 use crate::session::Session;
 
 /// The gauge of the items a listing of the queue saw (label `path`).
@@ -41,9 +40,9 @@ pub(crate) const QUEUE_DEPTH_GAUGE: &str = "zklock_queue_depth";
 /// The prefix of every item node of a FIFO queue.
 const ITEM_PREFIX: &str = "qn-";
 /// The child directory holding the claims of `take_safe`.
-const CLAIMS: &str = "claims";
+pub(crate) const CLAIMS: &str = "claims";
 /// The child directory holding the receipts of puts whose outcome is not settled yet (see [`Queue::put`]).
-const RECEIPTS: &str = "receipts";
+pub(crate) const RECEIPTS: &str = "receipts";
 
 /// A distributed FIFO queue.
 ///
@@ -679,57 +678,8 @@ impl Items {
     }
 }
 
-/// What [`inspect`](crate::inspect()) shows of a queue directory (items, `claims` or `receipts` among its
-/// `children`): a priority queue if any child is a priority item, else a FIFO queue; how many items, how many of
-/// them are claimed, and a priority queue's items per priority (first out first).
-pub(crate) async fn inspect(
-    session: &Session,
-    path: &str,
-    children: &[String],
-) -> Result<Option<(Recipe, Vec<(i32, usize)>)>> {
-    let priorities: Vec<i32> = children
-        .iter()
-        .filter_map(|name| crate::recipes::queues::curator::item_key(name).map(|(priority, _)| priority))
-        .collect();
-    let fifo_items = children
-        .iter()
-        .filter(|name| item_sequence(name).is_some())
-        .count();
-    let has_claims = children.iter().any(|name| name == CLAIMS);
-    let has_receipts = children.iter().any(|name| name == RECEIPTS);
-    if priorities.is_empty() && fifo_items == 0 && !has_claims && !has_receipts {
-        return Ok(None);
-    }
-    let claimed = if has_claims {
-        let claims_dir = child_path(path, CLAIMS);
-        session.list_or_empty(&claims_dir).await?.len()
-    } else {
-        0
-    };
-    if priorities.is_empty() {
-        return Ok(Some((
-            Recipe::Queue {
-                items: fifo_items,
-                claimed,
-            },
-            Vec::new(),
-        )));
-    }
-    let mut per_priority = std::collections::BTreeMap::<i32, usize>::new();
-    for priority in &priorities {
-        *per_priority.entry(*priority).or_default() += 1;
-    }
-    Ok(Some((
-        Recipe::PriorityQueue {
-            items: priorities.len(),
-            claimed,
-        },
-        per_priority.into_iter().collect(),
-    )))
-}
-
 /// The sequence number of a FIFO queue item; `None` for children that are not items.
-fn item_sequence(name: &str) -> Option<i64> {
+pub(crate) fn item_sequence(name: &str) -> Option<i64> {
     let rest = name.strip_prefix(ITEM_PREFIX)?;
     let start = rest.rfind(|c: char| !c.is_ascii_digit()).map_or(0, |at| at + 1);
     let digits = &rest[start..];

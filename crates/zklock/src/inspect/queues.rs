@@ -1,0 +1,58 @@
+//! What a queue directory shows: its items, claimed ones among them, and a priority queue's items per priority.
+
+use crate::base::error::Result;
+use crate::base::path::child_path;
+use crate::inspect::view::Recipe;
+use crate::recipes::queues::queue::item_sequence;
+use crate::recipes::queues::queue::CLAIMS;
+use crate::recipes::queues::queue::RECEIPTS;
+use crate::session::Session;
+
+/// What [`inspect`](crate::inspect()) shows of a queue directory (items, `claims` or `receipts` among its
+/// `children`): a priority queue if any child is a priority item, else a FIFO queue; how many items, how many of
+/// them are claimed, and a priority queue's items per priority (first out first).
+pub(crate) async fn queue(
+    session: &Session,
+    path: &str,
+    children: &[String],
+) -> Result<Option<(Recipe, Vec<(i32, usize)>)>> {
+    let priorities: Vec<i32> = children
+        .iter()
+        .filter_map(|name| crate::recipes::queues::curator::item_key(name).map(|(priority, _)| priority))
+        .collect();
+    let fifo_items = children
+        .iter()
+        .filter(|name| item_sequence(name).is_some())
+        .count();
+    let has_claims = children.iter().any(|name| name == CLAIMS);
+    let has_receipts = children.iter().any(|name| name == RECEIPTS);
+    if priorities.is_empty() && fifo_items == 0 && !has_claims && !has_receipts {
+        return Ok(None);
+    }
+    let claimed = if has_claims {
+        let claims_dir = child_path(path, CLAIMS);
+        session.list_or_empty(&claims_dir).await?.len()
+    } else {
+        0
+    };
+    if priorities.is_empty() {
+        return Ok(Some((
+            Recipe::Queue {
+                items: fifo_items,
+                claimed,
+            },
+            Vec::new(),
+        )));
+    }
+    let mut per_priority = std::collections::BTreeMap::<i32, usize>::new();
+    for priority in &priorities {
+        *per_priority.entry(*priority).or_default() += 1;
+    }
+    Ok(Some((
+        Recipe::PriorityQueue {
+            items: priorities.len(),
+            claimed,
+        },
+        per_priority.into_iter().collect(),
+    )))
+}
