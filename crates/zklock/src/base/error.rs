@@ -250,7 +250,7 @@ pub enum LostReason {
     ClientClosed,
     /// Somebody else deleted our node.
     NodeDeleted,
-    /// The connection was down for longer than the [`LostPolicy`] allows, so the session may be gone already.
+    /// The connection was down for longer than the [`LostPolicy`](crate::LostPolicy) allows, so the session may be gone already.
     Disconnected,
     /// The guard was released or dropped by its owner.
     Released,

@@ -161,22 +161,37 @@ impl Place {
     }
 }
 
-/// The public `with_data`, `path` and `session` of a queue recipe kept in `self.place` (a [`Place`]): `with_data`
-/// takes its doc comment, the other two are named after `$what` ("lock", "election").
+/// The public `with_data`, `path` and `session` of a queue recipe kept in `self.place` (a [`Place`]). The
+/// recipe names each method, with its doc comment, where its type is (so `grep 'fn path'` finds it there):
+///
+/// ```ignore
+/// engine::place_methods! {
+///     /// Data stored in our node while we wait and hold.
+///     pub fn with_data;
+///     /// The lock directory.
+///     pub fn path;
+///     /// The session and policies this lock uses.
+///     pub fn session;
+/// }
+/// ```
 macro_rules! place_methods {
-    ($what:literal, $(#[$data_doc:meta])*) => {
+    (
+        $(#[$data_doc:meta])* pub fn with_data;
+        $(#[$path_doc:meta])* pub fn path;
+        $(#[$session_doc:meta])* pub fn session;
+    ) => {
         $(#[$data_doc])*
         pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> Self {
             self.place.data = data.into();
             self
         }
 
-        #[doc = concat!("The ", $what, " directory.")]
+        $(#[$path_doc])*
         pub fn path(&self) -> &str {
             &self.place.path
         }
 
-        #[doc = concat!("The session and policies this ", $what, " uses.")]
+        $(#[$session_doc])*
         pub fn session(&self) -> &$crate::session::Session {
             &self.place.session
         }
@@ -200,25 +215,25 @@ impl Wait {
 
 /// The three public acquires of a recipe, over its private `acquire(.., wait: Wait) -> Result<Option<_>>`: one
 /// that waits as long as it takes, a `try_` one that does not wait ([`Wait::Never`], the only one that can come
-/// back without a guard) and a `_timeout` one. Each name takes its doc comment:
+/// back without a guard) and a `_timeout` one. The recipe names each, with its doc comment, where its type is:
 ///
 /// ```ignore
-/// contention::acquire_methods! {
+/// engine::acquire_methods! {
 ///     acquire(Marker::Read) => ReadGuard:
 ///     /// Waits as long as it takes for a read lock.
-///     read,
+///     pub async fn read;
 ///     /// Takes a read lock only if ...
-///     try_read,
+///     pub async fn try_read;
 ///     /// Waits at most `timeout` for a read lock ...
-///     read_timeout;
+///     pub async fn read_timeout;
 /// }
 /// ```
 macro_rules! acquire_methods {
     ($(
         $acquire:ident($($arg:expr),*) => $held:ty:
-        $(#[$forever_doc:meta])* $forever:ident,
-        $(#[$never_doc:meta])* $never:ident,
-        $(#[$timeout_doc:meta])* $timeout:ident;
+        $(#[$forever_doc:meta])* pub async fn $forever:ident;
+        $(#[$never_doc:meta])* pub async fn $never:ident;
+        $(#[$timeout_doc:meta])* pub async fn $timeout:ident;
     )+) => {$(
         $(#[$forever_doc])*
         pub async fn $forever(&self) -> $crate::base::error::Result<$held> {

@@ -89,9 +89,14 @@ impl Guard {
     }
 
     crate::node::held::lost_methods! {
-        held, "the guard",
+        held:
         /// Completes when the guard is lost, with the reason. Cheap to call many times; the future owns what it
         /// needs.
+        pub fn lost;
+        /// Whether the guard has been lost already.
+        pub fn is_lost;
+        /// Why the guard was lost, if it was.
+        pub fn lost_reason;
     }
 
     /// The instant before which ZooKeeper cannot have expired our session, and so before which nobody can take over

@@ -12,23 +12,40 @@ use crate::node::lost::LostSignal;
 use crate::node::own::OwnNode;
 use crate::session::Session;
 
-/// The public `lost`, `is_lost` and `lost_reason` of something held through `self.$signal` (a [`Held`] or a
-/// [`LostSignal`]): `lost` takes its doc comment, the other two are named after `$what` ("the guard").
+/// The public `lost`, `is_lost` and `lost_reason` of something held through `self.$held` (a [`Held`]). The
+/// holder names each, with its doc comment, where its type is:
+///
+/// ```ignore
+/// crate::node::held::lost_methods! {
+///     held:
+///     /// Completes when the guard is lost, with the reason.
+///     pub fn lost;
+///     /// Whether the guard has been lost already.
+///     pub fn is_lost;
+///     /// Why the guard was lost, if it was.
+///     pub fn lost_reason;
+/// }
+/// ```
 macro_rules! lost_methods {
-    ($signal:ident, $what:literal, $(#[$lost_doc:meta])*) => {
+    (
+        $held:ident:
+        $(#[$lost_doc:meta])* pub fn lost;
+        $(#[$is_lost_doc:meta])* pub fn is_lost;
+        $(#[$reason_doc:meta])* pub fn lost_reason;
+    ) => {
         $(#[$lost_doc])*
         pub fn lost(&self) -> impl ::std::future::Future<Output = $crate::base::error::LostReason> + Send + 'static {
-            self.$signal.lost()
+            self.$held.lost()
         }
 
-        #[doc = concat!("Whether ", $what, " has been lost already.")]
+        $(#[$is_lost_doc])*
         pub fn is_lost(&self) -> bool {
-            self.$signal.lost_reason().is_some()
+            self.$held.lost_reason().is_some()
         }
 
-        #[doc = concat!("Why ", $what, " was lost, if it was.")]
+        $(#[$reason_doc])*
         pub fn lost_reason(&self) -> Option<$crate::base::error::LostReason> {
-            self.$signal.lost_reason()
+            self.$held.lost_reason()
         }
     };
 }

@@ -290,9 +290,14 @@ impl Participation {
     }
 
     crate::node::held::lost_methods! {
-        held, "the participation",
+        held:
         /// Completes when our participation stops counting: session expiry, deletion of our node by somebody else,
         /// or (per the [`LostPolicy`](crate::LostPolicy)) a long disconnection.
+        pub fn lost;
+        /// Whether the participation has been lost already.
+        pub fn is_lost;
+        /// Why the participation was lost, if it was.
+        pub fn lost_reason;
     }
 
     /// Leaves the barrier and waits until every participant has left.

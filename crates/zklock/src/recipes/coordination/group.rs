@@ -556,9 +556,14 @@ impl Membership {
     }
 
     crate::node::held::lost_methods! {
-        held, "the membership",
+        held:
         /// Completes when we stop being a member: session expiry, deletion of our node by somebody else, or (per the
         /// [`LostPolicy`](crate::LostPolicy)) a long disconnection.
+        pub fn lost;
+        /// Whether the membership has been lost already.
+        pub fn is_lost;
+        /// Why the membership was lost, if it was.
+        pub fn lost_reason;
     }
 
     /// Replaces the data of our member node; every [`Members`] view reports [`MemberEvent::Changed`]. (A shallow

@@ -131,8 +131,12 @@ impl LeaderElection {
     }
 
     engine::place_methods! {
-        "election",
         /// Data stored in our node, e.g. our address: what [`leader`](LeaderElection::leader) shows the others.
+        pub fn with_data;
+        /// The election directory.
+        pub fn path;
+        /// The session and policies this election uses.
+        pub fn session;
     }
 
     async fn acquire(&self, wait: Wait) -> Result<Option<Leadership>> {
@@ -158,11 +162,11 @@ impl LeaderElection {
     engine::acquire_methods! {
         acquire() => Leadership:
         /// Joins the queue of candidates and completes when we lead.
-        campaign,
+        pub async fn campaign;
         /// Leads only if there is no other candidate; otherwise withdraws and returns `None`.
-        try_campaign,
+        pub async fn try_campaign;
         /// Campaigns for at most `timeout`; [`Error::Timeout`](crate::Error::Timeout) (and withdrawn) afterwards.
-        campaign_timeout;
+        pub async fn campaign_timeout;
     }
 
     /// The current leader, if there is one. A leader whose node's ACL keeps its data from our session is shown

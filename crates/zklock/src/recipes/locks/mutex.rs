@@ -73,8 +73,12 @@ impl Mutex {
     }
 
     engine::place_methods! {
-        "lock",
         /// Data stored in our node while we wait and hold (shown by `zklock status`).
+        pub fn with_data;
+        /// The lock directory.
+        pub fn path;
+        /// The session and policies this lock uses.
+        pub fn session;
     }
 
     /// Whether to queue behind kazoo's contenders in the same directory (`<hex>__lock__<seq>`: kazoo's `Lock`,
@@ -98,10 +102,10 @@ impl Mutex {
     engine::acquire_methods! {
         acquire() => Guard:
         /// Waits as long as it takes for the lock.
-        lock,
+        pub async fn lock;
         /// Takes the lock only if nobody holds it or waits for it; otherwise removes our node and returns `None`.
-        try_lock,
+        pub async fn try_lock;
         /// Waits at most `timeout` for the lock; [`Error::Timeout`](crate::Error::Timeout) afterwards.
-        lock_timeout;
+        pub async fn lock_timeout;
     }
 }

@@ -112,8 +112,12 @@ impl RwLock {
     }
 
     engine::place_methods! {
-        "lock",
         /// Data stored in our node while we wait and hold (shown by `zklock status`).
+        pub fn with_data;
+        /// The lock directory.
+        pub fn path;
+        /// The session and policies this lock uses.
+        pub fn session;
     }
 
     /// Whether to queue with kazoo's `ReadLock` (`<hex>__rlock__<seq>`) and `WriteLock` (`<hex>__lock__<seq>`)
@@ -136,21 +140,21 @@ impl RwLock {
     engine::acquire_methods! {
         acquire(Marker::Read) => ReadGuard:
         /// Waits as long as it takes for a read lock.
-        read,
+        pub async fn read;
         /// Takes a read lock only if no writer holds or waits for the lock; otherwise removes our node and returns
         /// `None`.
-        try_read,
+        pub async fn try_read;
         /// Waits at most `timeout` for a read lock; [`Error::Timeout`](crate::Error::Timeout) afterwards.
-        read_timeout;
+        pub async fn read_timeout;
 
         acquire(Marker::Write) => WriteGuard:
         /// Waits as long as it takes for the write lock.
-        write,
+        pub async fn write;
         /// Takes the write lock only if nobody holds or waits for the lock; otherwise removes our node and returns
         /// `None`.
-        try_write,
+        pub async fn try_write;
         /// Waits at most `timeout` for the write lock; [`Error::Timeout`](crate::Error::Timeout) afterwards.
-        write_timeout;
+        pub async fn write_timeout;
     }
 }
 

@@ -86,8 +86,12 @@ impl Semaphore {
     }
 
     engine::place_methods! {
-        "semaphore",
         /// Data stored in our lease node (shown by `zklock status`).
+        pub fn with_data;
+        /// The semaphore directory.
+        pub fn path;
+        /// The session and policies this semaphore uses.
+        pub fn session;
     }
 
     /// The number of leases.
@@ -110,12 +114,12 @@ impl Semaphore {
     engine::acquire_methods! {
         acquire_with() => Lease:
         /// Waits as long as it takes for a lease.
-        acquire,
+        pub async fn acquire;
         /// Takes a lease only if one is free and no other acquirer is ahead of us; otherwise removes our nodes and
         /// returns `None`.
-        try_acquire,
+        pub async fn try_acquire;
         /// Waits at most `timeout` for a lease; [`Error::Timeout`](crate::Error::Timeout) afterwards.
-        acquire_timeout;
+        pub async fn acquire_timeout;
     }
 
     async fn acquire_with(&self, wait: Wait) -> Result<Option<Lease>> {

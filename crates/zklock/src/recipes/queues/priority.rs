@@ -128,7 +128,24 @@ impl PriorityQueue {
         self.items.take().await
     }
 
-    forward_to_items!("first");
+    forward_to_items! {
+        /// Like [`take`](Self::take), but gives up after `timeout` with
+        /// [`Error::Timeout`](crate::Error::Timeout).
+        pub async fn take_timeout;
+        /// Removes and returns the first item, or `None` at once if the queue is empty.
+        pub async fn try_take;
+        /// The data of the first item (claimed or not), without removing it; `None` if the queue is empty.
+        pub async fn peek;
+    }
+
+    forward_to_items! {
+        /// The number of items in the queue right now (including claimed ones).
+        pub async fn len;
+        /// Whether the queue is empty right now.
+        pub async fn is_empty;
+        /// Like [`take_safe`](Self::take_safe), but returns `None` at once if no item is unclaimed.
+        pub async fn try_take_safe;
+    }
 
     /// Claims the first unclaimed item, waiting while there is none; see [`Queue::take_safe`](crate::Queue::take_safe).
     /// A claimed item keeps its place: if the claim goes away before [`Claimed::complete`], it is the first again.

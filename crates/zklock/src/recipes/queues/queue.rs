@@ -24,7 +24,6 @@ use std::time::Duration;
 
 use zookeeper_client::{self as zk, CreateMode};
 
-use crate::base::error::LostReason;
 use crate::base::error::{At as _, Error, Result};
 use crate::base::idioms::{self, IfExists};
 use crate::base::path::child_path;
@@ -142,7 +141,23 @@ impl Queue {
         self.items.take().await
     }
 
-    forward_to_items!("lowest");
+    forward_to_items! {
+        /// Like [`take`](Self::take), but gives up after `timeout` with [`Error::Timeout`].
+        pub async fn take_timeout;
+        /// Removes and returns the lowest item, or `None` at once if the queue is empty.
+        pub async fn try_take;
+        /// The data of the lowest item (claimed or not), without removing it; `None` if the queue is empty.
+        pub async fn peek;
+    }
+
+    forward_to_items! {
+        /// The number of items in the queue right now (including claimed ones).
+        pub async fn len;
+        /// Whether the queue is empty right now.
+        pub async fn is_empty;
+        /// Like [`take_safe`](Self::take_safe), but returns `None` at once if no item is unclaimed.
+        pub async fn try_take_safe;
+    }
 
     /// Claims the lowest unclaimed item, waiting while there is none. The item stays in the queue, invisible to
     /// other `take_safe` consumers, until [`Claimed::complete`] removes it; if the claim goes away first (dropped,
@@ -200,40 +215,60 @@ pub(crate) struct Items {
     layout: Layout,
 }
 
-/// The public methods [`Queue`] and [`PriorityQueue`](crate::PriorityQueue) share word for word, forwarded to
-/// their `items` ([`Items`]); `$first` names the item that comes out first ("lowest", "first").
+/// Public methods of a queue recipe that hand the call to its `self.items` ([`Items`]) as they are. The recipe
+/// names each, with its doc comment, where its type is; any of them, in any order:
+///
+/// ```ignore
+/// forward_to_items! {
+///     /// Removes and returns the lowest item, or `None` at once if the queue is empty.
+///     pub async fn try_take;
+/// }
+/// ```
 macro_rules! forward_to_items {
-    ($first:literal) => {
-        /// Like [`take`](Self::take), but gives up after `timeout` with [`Error::Timeout`](crate::Error::Timeout).
-        pub async fn take_timeout(&self, timeout: ::std::time::Duration) -> $crate::Result<Vec<u8>> {
+    () => {};
+    ($(#[$doc:meta])* pub async fn take_timeout; $($rest:tt)*) => {
+        $(#[$doc])*
+        pub async fn take_timeout(&self, timeout: ::std::time::Duration) -> $crate::base::error::Result<Vec<u8>> {
             self.items.take_timeout(timeout).await
         }
-
-        #[doc = concat!("Removes and returns the ", $first, " item, or `None` at once if the queue is empty.")]
-        pub async fn try_take(&self) -> $crate::Result<Option<Vec<u8>>> {
+        forward_to_items! { $($rest)* }
+    };
+    ($(#[$doc:meta])* pub async fn try_take; $($rest:tt)*) => {
+        $(#[$doc])*
+        pub async fn try_take(&self) -> $crate::base::error::Result<Option<Vec<u8>>> {
             self.items.try_take().await
         }
-
-        #[doc = concat!("The data of the ", $first, " item (claimed or not), without removing it; `None` if the queue")]
-        /// is empty.
-        pub async fn peek(&self) -> $crate::Result<Option<Vec<u8>>> {
+        forward_to_items! { $($rest)* }
+    };
+    ($(#[$doc:meta])* pub async fn peek; $($rest:tt)*) => {
+        $(#[$doc])*
+        pub async fn peek(&self) -> $crate::base::error::Result<Option<Vec<u8>>> {
             self.items.peek().await
         }
-
-        /// The number of items in the queue right now (including claimed ones).
-        pub async fn len(&self) -> $crate::Result<usize> {
+        forward_to_items! { $($rest)* }
+    };
+    ($(#[$doc:meta])* pub async fn len; $($rest:tt)*) => {
+        $(#[$doc])*
+        pub async fn len(&self) -> $crate::base::error::Result<usize> {
             self.items.len().await
         }
-
-        /// Whether the queue is empty right now.
-        pub async fn is_empty(&self) -> $crate::Result<bool> {
+        forward_to_items! { $($rest)* }
+    };
+    ($(#[$doc:meta])* pub async fn is_empty; $($rest:tt)*) => {
+        $(#[$doc])*
+        pub async fn is_empty(&self) -> $crate::base::error::Result<bool> {
             Ok(self.len().await? == 0)
         }
-
-        /// Like [`take_safe`](Self::take_safe), but returns `None` at once if no item is unclaimed.
-        pub async fn try_take_safe(&self) -> $crate::Result<Option<$crate::Claimed>> {
+        forward_to_items! { $($rest)* }
+    };
+    ($(#[$doc:meta])* pub async fn try_take_safe; $($rest:tt)*) => {
+        $(#[$doc])*
+        pub async fn try_take_safe(
+            &self,
+        ) -> $crate::base::error::Result<Option<$crate::recipes::queues::queue::Claimed>> {
             self.items.try_take_safe().await
         }
+        forward_to_items! { $($rest)* }
     };
 }
 pub(crate) use forward_to_items;
@@ -767,15 +802,16 @@ impl Claimed {
         &self.name
     }
 
-    /// Completes when our claim stops protecting the item: session expiry, deletion of the claim by somebody
-    /// else, or (per the queue's [`LostPolicy`](crate::LostPolicy)) a long disconnection. Cheap to call many times.
-    pub fn lost(&self) -> impl std::future::Future<Output = LostReason> + Send + 'static {
-        self.held.lost()
-    }
-
-    /// Whether the claim has been lost already.
-    pub fn is_lost(&self) -> bool {
-        self.held.lost_reason().is_some()
+    crate::node::held::lost_methods! {
+        held:
+        /// Completes when our claim stops protecting the item: session expiry, deletion of the claim by somebody
+        /// else, or (per the queue's [`LostPolicy`](crate::LostPolicy)) a long disconnection. Cheap to call many
+        /// times.
+        pub fn lost;
+        /// Whether the claim has been lost already.
+        pub fn is_lost;
+        /// Why the claim was lost, if it was.
+        pub fn lost_reason;
     }
 
     /// Removes the item and our claim in one transaction and returns the data.
