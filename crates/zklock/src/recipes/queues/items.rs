@@ -1,0 +1,529 @@
+//! The machinery every queue shares, written once: [`Items`], a queue directory whose items are named by a
+//! [`Layout`](super::queue::Layout) — puts with receipts, `take` and `take_safe` with claims, the waiting consumers.
+
+use crate::base::error::{At as _, Error, Result};
+use crate::base::idioms::{self, IfExists};
+use crate::base::path::child_path;
+use crate::base::retry::{is_connection_loss, Attempts};
+use crate::node::held::Held;
+use crate::node::own::OwnNode;
+use crate::recipes::queues::claim::Claimed;
+use crate::recipes::queues::claim::PendingClaim;
+use crate::recipes::queues::queue::sorted_items;
+use crate::recipes::queues::queue::Layout;
+use crate::recipes::queues::queue::CLAIMS;
+use crate::recipes::queues::queue::QUEUE_DEPTH_GAUGE;
+use crate::recipes::queues::queue::RECEIPTS;
+use crate::session::cas::{Committed, Write};
+use crate::session::listener::QueueEvent;
+use crate::session::Session;
+use std::future::Future;
+use std::time::Duration;
+use zookeeper_client::{self as zk, CreateMode};
+
+/// A queue directory and the layout of its items: everything [`Queue`] and
+/// [`PriorityQueue`](crate::PriorityQueue) do, written once.
+#[derive(Debug, Clone)]
+pub(crate) struct Items {
+    session: Session,
+    path: String,
+    layout: Layout,
+}
+
+/// Public methods of a queue recipe that hand the call to its `self.items` ([`Items`]) as they are. The recipe
+/// names each, with its doc comment, where its type is; any of them, in any order:
+///
+/// ```ignore
+/// forward_to_items! {
+///     /// Removes and returns the lowest item, or `None` at once if the queue is empty.
+///     pub async fn try_take;
+/// }
+/// ```
+macro_rules! forward_to_items {
+    () => {};
+    ($(#[$doc:meta])* pub async fn take_timeout; $($rest:tt)*) => {
+        $(#[$doc])*
+        pub async fn take_timeout(&self, timeout: ::std::time::Duration) -> $crate::base::error::Result<Vec<u8>> {
+            self.items.take_timeout(timeout).await
+        }
+        forward_to_items! { $($rest)* }
+    };
+    ($(#[$doc:meta])* pub async fn try_take; $($rest:tt)*) => {
+        $(#[$doc])*
+        pub async fn try_take(&self) -> $crate::base::error::Result<Option<Vec<u8>>> {
+            self.items.try_take().await
+        }
+        forward_to_items! { $($rest)* }
+    };
+    ($(#[$doc:meta])* pub async fn peek; $($rest:tt)*) => {
+        $(#[$doc])*
+        pub async fn peek(&self) -> $crate::base::error::Result<Option<Vec<u8>>> {
+            self.items.peek().await
+        }
+        forward_to_items! { $($rest)* }
+    };
+    ($(#[$doc:meta])* pub async fn len; $($rest:tt)*) => {
+        $(#[$doc])*
+        pub async fn len(&self) -> $crate::base::error::Result<usize> {
+            self.items.len().await
+        }
+        forward_to_items! { $($rest)* }
+    };
+    ($(#[$doc:meta])* pub async fn is_empty; $($rest:tt)*) => {
+        $(#[$doc])*
+        pub async fn is_empty(&self) -> $crate::base::error::Result<bool> {
+            Ok(self.len().await? == 0)
+        }
+        forward_to_items! { $($rest)* }
+    };
+    ($(#[$doc:meta])* pub async fn try_take_safe; $($rest:tt)*) => {
+        $(#[$doc])*
+        pub async fn try_take_safe(
+            &self,
+        ) -> $crate::base::error::Result<Option<$crate::recipes::queues::claim::Claimed>> {
+            self.items.try_take_safe().await
+        }
+        forward_to_items! { $($rest)* }
+    };
+}
+pub(crate) use forward_to_items;
+
+/// The outcome of one pass over the queue.
+enum Pass<T> {
+    Took(T),
+    /// Nothing to take (for `take_safe`: nothing unclaimed).
+    Empty,
+    /// Every item we saw was taken by somebody else first: look again.
+    Raced,
+}
+
+/// Runs `pass` until it settles: what it took, or `None` once the queue is empty; a lost race passes again.
+async fn first_settled<T, F>(mut pass: impl FnMut() -> F) -> Result<Option<T>>
+where
+    F: Future<Output = Result<Pass<T>>>,
+{
+    loop {
+        match pass().await? {
+            Pass::Took(taken) => return Ok(Some(taken)),
+            Pass::Raced => {}
+            Pass::Empty => return Ok(None),
+        }
+    }
+}
+
+impl Items {
+    /// The queue in the directory `path`, its items named by `layout`.
+    pub(crate) fn new(session: Session, path: &str, layout: Layout) -> Result<Items> {
+        Ok(Items {
+            session,
+            path: crate::base::path::validate(path)?,
+            layout,
+        })
+    }
+
+    pub(crate) fn path(&self) -> &str {
+        &self.path
+    }
+
+    pub(crate) fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Creates an item `<queue>/<prefix><sequence>` holding `data` (already encoded for the layout), together
+    /// with its ephemeral receipt `<queue>/receipts/<id>`, in one transaction; returns the item's name.
+    ///
+    /// Every attempt creates the same receipt, so at most one attempt can commit. After a lost reply the receipt
+    /// tells whether ours did, even when a consumer has taken the item meanwhile, and its creation zxid — the
+    /// item's, as one transaction made both — tells which item among those named `<prefix>…` is ours. The receipt
+    /// is deleted in the background once the outcome is known. In the one case where the reply was lost and the
+    /// item was consumed before we looked, its name is no longer known and `prefix` is returned.
+    pub(crate) async fn put(&self, prefix: &str, id: &str, data: &[u8]) -> Result<String> {
+        self.pinned().await?.put_pinned(prefix, id, data).await
+    }
+
+    /// This queue on the session's current ZooKeeper session, for one operation (see `Session::pinned`); on a
+    /// reconnecting session whose ZooKeeper session has ended, waits for the next one.
+    async fn pinned(&self) -> Result<Items> {
+        Ok(Items {
+            session: self.session.pinned_usable().await?,
+            path: self.path.clone(),
+            layout: self.layout,
+        })
+    }
+
+    /// Whether an operation that failed with `err` while it held nothing goes on with the next ZooKeeper session:
+    /// on a reconnecting session, when the ZooKeeper session ended.
+    fn carries_on(&self, err: &Error) -> bool {
+        self.session.is_reconnecting() && matches!(err, Error::SessionExpired | Error::AuthFailed)
+    }
+
+    async fn put_pinned(&self, prefix: &str, id: &str, data: &[u8]) -> Result<String> {
+        let item = child_path(&self.path, prefix);
+        let receipts = child_path(&self.path, RECEIPTS);
+        let receipt = child_path(&receipts, id);
+        let writes = [
+            Write::Create(&item, data, CreateMode::PersistentSequential),
+            Write::Create(&receipt, &[], CreateMode::Ephemeral),
+        ];
+        // The queue directory or its receipts directory may not exist yet: both are made persistent.
+        let dirs = Some((receipts.as_str(), CreateMode::Persistent));
+        let committed = self.session.create_once_in(&writes, true, dirs).await?;
+        if let Committed::Done { .. } = committed {
+            self.session.delete_in_background(&receipt, "a put receipt");
+        }
+        match committed {
+            Committed::Done {
+                stat: Some(stat),
+                found: Some(_),
+                ..
+            } => self.find_put(prefix, stat.czxid).await,
+            Committed::Done { created, .. } => Ok(created
+                .iter()
+                .filter_map(|path| path.rsplit('/').next())
+                .find(|name| name.starts_with(prefix) && self.layout.key(name).is_some())
+                .unwrap_or(prefix)
+                .to_owned()),
+            Committed::Refused { index, error } => Err(Committed::refused(index, error, &writes)),
+        }
+    }
+
+    /// After a lost reply, our receipt (created at `czxid`) says our transaction happened: the item is the one
+    /// named `<prefix>…` created by the same transaction, or `prefix` if a consumer took it already.
+    async fn find_put(&self, prefix: &str, czxid: i64) -> Result<String> {
+        let candidates: Vec<String> = self
+            .list(&self.path)
+            .await?
+            .into_iter()
+            .filter(|name| name.starts_with(prefix) && self.layout.key(name).is_some())
+            .collect();
+        let paths: Vec<String> = candidates
+            .iter()
+            .map(|name| child_path(&self.path, name))
+            .collect();
+        // All sent at once: `zookeeper-client` sends a request when the method is called.
+        let stats: Vec<_> = paths
+            .iter()
+            .map(|path| self.session.client().check_stat(path))
+            .collect();
+        let mut found = None;
+        for ((name, path), stat) in candidates.iter().zip(&paths).zip(stats) {
+            let stat = match stat.await {
+                Err(err) if is_connection_loss(&err) => self.session.exists(path).await?,
+                other => other.at("exists", path)?,
+            };
+            if found.is_none() && stat.is_some_and(|stat| stat.czxid == czxid) {
+                found = Some(name.clone());
+            }
+        }
+        match &found {
+            Some(name) => tracing::info!(queue = %self.path, %name, "found our item after a lost put reply"),
+            None => {
+                tracing::info!(queue = %self.path, item = %prefix, "our item was put and taken before we looked")
+            }
+        }
+        Ok(found.unwrap_or_else(|| prefix.to_owned()))
+    }
+
+    /// On a reconnecting session, an end of the ZooKeeper session while we wait for an item (holding nothing) is
+    /// no error: we wait on the next one. One during a take is (the item may have been taken by us or not).
+    pub(crate) async fn take(&self) -> Result<Vec<u8>> {
+        let mut this = self.pinned().await?;
+        let mut attempt = Attempts::default();
+        loop {
+            match this.take_pass().await? {
+                Pass::Took(data) => return Ok(data),
+                Pass::Raced => {}
+                Pass::Empty => match this.wait_for_items(false, &mut attempt).await {
+                    Err(err) if self.carries_on(&err) => this = self.pinned().await?,
+                    waited => waited?,
+                },
+            }
+        }
+    }
+
+    pub(crate) async fn take_timeout(&self, timeout: Duration) -> Result<Vec<u8>> {
+        tokio::time::timeout(timeout, self.take())
+            .await
+            .map_err(|_| Error::Timeout)?
+    }
+
+    pub(crate) async fn try_take(&self) -> Result<Option<Vec<u8>>> {
+        let this = self.pinned().await?;
+        first_settled(|| this.take_pass()).await
+    }
+
+    pub(crate) async fn peek(&self) -> Result<Option<Vec<u8>>> {
+        self.pinned().await?.peek_pinned().await
+    }
+
+    async fn peek_pinned(&self) -> Result<Option<Vec<u8>>> {
+        loop {
+            let items = self.sorted(self.list(&self.path).await?);
+            if items.is_empty() {
+                return Ok(None);
+            }
+            for name in items {
+                let path = child_path(&self.path, &name);
+                // Gone since the listing: try the next one.
+                if let Some((data, _)) = self.session.get(&path).await? {
+                    return Ok(Some(self.layout.decode(data)));
+                }
+            }
+        }
+    }
+
+    pub(crate) async fn len(&self) -> Result<usize> {
+        let this = self.pinned().await?;
+        Ok(this.sorted(this.list(&this.path).await?).len())
+    }
+
+    /// On a reconnecting session, the end of the ZooKeeper session is no error here: a claim made on it is gone
+    /// with it (the item is claimable again, still in its place), so we go on with the next one.
+    pub(crate) async fn take_safe(&self) -> Result<Claimed> {
+        let mut this = self.pinned().await?;
+        let mut attempt = Attempts::default();
+        loop {
+            let step = match this.claim_pass().await {
+                Ok(Pass::Took(claimed)) => return Ok(claimed),
+                Ok(Pass::Raced) => Ok(()),
+                Ok(Pass::Empty) => this.wait_for_items(true, &mut attempt).await,
+                Err(err) => Err(err),
+            };
+            match step {
+                Err(err) if self.carries_on(&err) => {
+                    tracing::debug!(queue = %self.path, %err, "the session ended while claiming; going on with the next");
+                    this = self.pinned().await?;
+                }
+                step => step?,
+            }
+        }
+    }
+
+    pub(crate) async fn take_safe_timeout(&self, timeout: Duration) -> Result<Claimed> {
+        tokio::time::timeout(timeout, self.take_safe())
+            .await
+            .map_err(|_| Error::Timeout)?
+    }
+
+    pub(crate) async fn try_take_safe(&self) -> Result<Option<Claimed>> {
+        let this = self.pinned().await?;
+        first_settled(|| this.claim_pass()).await
+    }
+
+    /// The items among `children`, first out first; their number is the queue's depth gauge
+    /// (`zklock_queue_depth{path}`: the items seen at the last listing, claimed ones included).
+    fn sorted(&self, children: Vec<String>) -> Vec<String> {
+        let items = sorted_items(children, self.layout);
+        metrics::gauge!(QUEUE_DEPTH_GAUGE, "path" => self.path.clone()).set(items.len() as f64);
+        items
+    }
+
+    /// One look at the queue: try the items lowest first until one delete succeeds.
+    async fn take_pass(&self) -> Result<Pass<Vec<u8>>> {
+        let items = self.sorted(self.list(&self.path).await?);
+        if items.is_empty() {
+            return Ok(Pass::Empty);
+        }
+        for name in items {
+            if let Some(data) = self.take_item(&name).await? {
+                return Ok(Pass::Took(self.layout.decode(data)));
+            }
+        }
+        Ok(Pass::Raced)
+    }
+
+    /// Reads and deletes one item; `None` if another consumer deleted it first.
+    async fn take_item(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        let path = child_path(&self.path, name);
+        let mut attempt = Attempts::default();
+        loop {
+            // Sent back to back: the read is processed before the delete, and if the delete succeeds nobody
+            // deleted the node in between, so the data we read is the item we own.
+            let read = self.session.client().get_data(&path);
+            let delete = self.session.client().delete(&path, None);
+            let (read, deleted) = self.both(&attempt, read, delete).await?;
+            match deleted {
+                Ok(()) => return Ok(Some(read.at("getData", &path)?.0)),
+                Err(zk::Error::NoNode) => return Ok(None),
+                Err(err) if is_connection_loss(&err) => {
+                    self.session.retry().pause(&mut attempt).await?;
+                    if self.session.exists(&path).await?.is_none() {
+                        // Ours or another consumer's delete: we cannot tell (see "Limits").
+                        tracing::warn!(item = %path, "delete reply lost and the item is gone; skipping it");
+                        return Ok(None);
+                    }
+                }
+                Err(err) => return Err(Error::zk("delete", &path, err)),
+            }
+        }
+    }
+
+    /// One look at the queue and its claims: try to claim the unclaimed items lowest first.
+    async fn claim_pass(&self) -> Result<Pass<Claimed>> {
+        let claims_dir = child_path(&self.path, CLAIMS);
+        let (items, claims) = tokio::join!(self.list(&self.path), self.list(&claims_dir));
+        let claims = claims?;
+        let free: Vec<String> = self
+            .sorted(items?)
+            .into_iter()
+            .filter(|name| !claims.contains(name))
+            .collect();
+        if free.is_empty() {
+            return Ok(Pass::Empty);
+        }
+        for name in free {
+            if let Some(claimed) = self.claim_item(&claims_dir, &name).await? {
+                return Ok(Pass::Took(claimed));
+            }
+        }
+        Ok(Pass::Raced)
+    }
+
+    /// Claims one item and reads it; `None` if somebody else claimed or completed it first.
+    async fn claim_item(&self, claims_dir: &str, name: &str) -> Result<Option<Claimed>> {
+        let item = child_path(&self.path, name);
+        let claim = child_path(claims_dir, name);
+        let mode = CreateMode::Ephemeral.with_acls(self.session.acls());
+        let mut attempt = Attempts::default();
+        let mut reply_lost = false;
+        // The claim's data is a token of this attempt: consumers sharing one client share a session, so the
+        // session alone cannot tell whose claim a node is.
+        let token = uuid::Uuid::new_v4().to_string().into_bytes();
+        // Until the claim is known to be ours (or not), a cancellation or error removes it if it carries our token.
+        let mut pending = PendingClaim {
+            session: self.session.clone(),
+            claim: claim.clone(),
+            token: token.clone(),
+            armed: true,
+        };
+        loop {
+            // Claim and read in one round trip; the read only counts if the claim is ours.
+            let create = self.session.client().create(&claim, &token, &mode);
+            let read = self.session.client().get_data(&item);
+            let (created, read) = self.both(&attempt, create, read).await?;
+            let ours = match created {
+                Ok(_) => true,
+                // After a lost reply, the claim is this attempt's if it carries our token.
+                Err(zk::Error::NodeExists) if reply_lost => {
+                    let found = self.session.get(&claim).await?;
+                    found.is_some_and(|(data, _)| data == token)
+                }
+                Err(zk::Error::NodeExists) => false,
+                Err(zk::Error::NoNode) => {
+                    self.session.mkdir(claims_dir, CreateMode::Persistent).await?;
+                    continue;
+                }
+                Err(err) if is_connection_loss(&err) => {
+                    self.session.retry().pause(&mut attempt).await?;
+                    reply_lost = true;
+                    continue;
+                }
+                Err(err) => return Err(Error::zk("create", &claim, err)),
+            };
+            if !ours {
+                pending.armed = false;
+                return Ok(None);
+            }
+            // Ours: from here on `Held` removes the claim if anything fails.
+            let held = Held::watch(OwnNode::named(&self.session, claims_dir, name)?, &self.session);
+            pending.armed = false;
+            let read = match read {
+                // The read raced with an unconfirmed claim: read again now that it is ours.
+                Err(err) if is_connection_loss(&err) => self.session.get(&item).await,
+                other => other.at("getData", &item).if_exists(),
+            };
+            let Some((data, _)) = read? else {
+                // Completed by another consumer between our listing and our claim.
+                held.into_node().delete().await?;
+                return Ok(None);
+            };
+            held.hold();
+            return Ok(Some(Claimed {
+                session: self.session.clone(),
+                held,
+                item,
+                name: name.to_owned(),
+                data: self.layout.decode(data),
+            }));
+        }
+    }
+
+    /// Waits for the queue directory (and, for `take_safe`, the claims directory) to change, unless it already
+    /// holds something to take. Every notification only leads to another look.
+    /// `attempt` counts the connection losses in a row across the caller's whole loop, so a capped retry policy is honoured;
+    /// an answered listing ends the run.
+    async fn wait_for_items(&self, safe: bool, attempt: &mut Attempts) -> Result<()> {
+        let claims_dir = child_path(&self.path, CLAIMS);
+        let items = self.session.client().list_and_watch_children(&self.path);
+        let claims = safe.then(|| self.session.client().list_and_watch_children(&claims_dir));
+        let claims = async move {
+            match claims {
+                Some(claims) => Some(claims.await),
+                None => None,
+            }
+        };
+        let (items, claims) = self.both(attempt, items, claims).await?;
+        let (items, items_watch) = match items {
+            Ok(listed) => listed,
+            Err(zk::Error::NoNode) => return self.wait_for_directory().await,
+            // Nothing to wait on: the caller looks again (after a pause, so a dead connection is not hammered).
+            Err(err) if is_connection_loss(&err) => return self.session.retry().pause(attempt).await,
+            Err(err) => return Err(Error::zk("getChildren", &self.path, err)),
+        };
+        let (claimed, claims_watch) = match claims {
+            None | Some(Err(zk::Error::NoNode)) => (Vec::new(), None),
+            Some(Ok((claimed, watch))) => (claimed, Some(watch)),
+            Some(Err(err)) if is_connection_loss(&err) => return self.session.retry().pause(attempt).await,
+            Some(Err(err)) => return Err(Error::zk("getChildren", &claims_dir, err)),
+        };
+        // Answered: a run of connection losses, if there was one, is over.
+        *attempt = Attempts::default();
+        if self.sorted(items).iter().any(|name| !claimed.contains(name)) {
+            return Ok(());
+        }
+        self.session.emit(QueueEvent::Waiting {
+            on: self.path.clone(),
+        });
+        let claims_changed = async move {
+            match claims_watch {
+                Some(watch) => idioms::changed(watch).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            changed = idioms::changed(items_watch) => changed?,
+            changed = claims_changed => changed?,
+        };
+        self.session.emit(QueueEvent::Woken {
+            by: self.path.clone(),
+        });
+        Ok(())
+    }
+
+    /// The queue directory does not exist yet: wait until it does.
+    async fn wait_for_directory(&self) -> Result<()> {
+        let (stat, watcher) = self.session.watch_exists(&self.path).await?;
+        if stat.is_none() {
+            self.session.await_change(watcher, &self.path).await?;
+        }
+        Ok(())
+    }
+
+    /// Two requests sent back to back (ZooKeeper processes them in that order), answered within what is left of
+    /// the retry policy's time budget for this run of `attempt`s.
+    async fn both<A: Future, B: Future>(
+        &self,
+        attempt: &Attempts,
+        a: A,
+        b: B,
+    ) -> Result<(A::Output, B::Output)> {
+        let both = async { tokio::join!(a, b) };
+        let answered = self.session.retry().within(attempt, both).await;
+        answered.ok_or_else(|| attempt.timed_out())
+    }
+
+    /// The children of `dir`; empty if it does not exist.
+    async fn list(&self, dir: &str) -> Result<Vec<String>> {
+        self.session.list_or_empty(dir).await
+    }
+}
