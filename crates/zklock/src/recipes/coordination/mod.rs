@@ -3,4 +3,5 @@
 pub(crate) mod barrier;
 pub(crate) mod double_barrier;
 pub(crate) mod group;
+pub(crate) mod transaction;
 pub(crate) mod two_phase_commit;
