@@ -40,7 +40,7 @@ const GAUGES: [(&str, Unit, &str); 2] = [
          leadership, from the campaign's success until it is lost, released or dropped).",
     ),
     (
-        crate::recipes::queues::queue::QUEUE_DEPTH_GAUGE,
+        crate::recipes::queues::layout::QUEUE_DEPTH_GAUGE,
         Unit::Count,
         "The items (claimed ones included) this process saw in the queue of the path label at its last listing of \
          it: by take, take_safe, peek, len or a wait for items (Queue and PriorityQueue).",

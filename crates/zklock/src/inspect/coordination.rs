@@ -9,12 +9,12 @@ use crate::recipes::coordination::group::read_members;
 use crate::recipes::coordination::group::{layout_of, GroupLayout};
 use crate::recipes::coordination::transaction::alive_participant;
 use crate::recipes::coordination::transaction::is_unique;
+use crate::recipes::coordination::transaction::Decision;
 use crate::recipes::coordination::transaction::Look;
-use crate::recipes::coordination::two_phase_commit::Decision;
-use crate::recipes::coordination::two_phase_commit::COORDINATOR;
-use crate::recipes::coordination::two_phase_commit::JOINED;
-use crate::recipes::coordination::two_phase_commit::OUTCOME;
-use crate::recipes::coordination::two_phase_commit::VOTE;
+use crate::recipes::coordination::transaction::COORDINATOR;
+use crate::recipes::coordination::transaction::JOINED;
+use crate::recipes::coordination::transaction::OUTCOME;
+use crate::recipes::coordination::transaction::VOTE;
 use crate::session::read;
 use crate::session::Session;
 

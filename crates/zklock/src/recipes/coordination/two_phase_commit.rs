@@ -30,6 +30,11 @@
 
 use crate::recipes::coordination::transaction::Look;
 use crate::recipes::coordination::transaction::Tx;
+use crate::recipes::coordination::transaction::ALIVE;
+use crate::recipes::coordination::transaction::COORDINATOR;
+use crate::recipes::coordination::transaction::JOINED;
+use crate::recipes::coordination::transaction::VOTE;
+use crate::Decision;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -37,7 +42,6 @@ use tokio::time::Instant;
 use zookeeper_client::{self as zk, CreateMode, MultiWriteError};
 
 use crate::base::error::{At as _, Error, Result};
-use crate::base::idioms::IfExists;
 use crate::base::path::child_path;
 use crate::base::retry::is_connection_loss;
 use crate::node::own::Created;
@@ -45,52 +49,6 @@ use crate::node::own::OwnNode;
 use crate::session::cas::Write;
 use crate::session::listener::QueueEvent;
 use crate::session::Session;
-
-pub(crate) const COORDINATOR: &str = "coordinator-";
-pub(crate) const JOINED: &str = "joined-";
-pub(crate) const ALIVE: &str = "alive-";
-pub(crate) const VOTE: &str = "vote-";
-pub(crate) const OUTCOME: &str = "outcome";
-
-/// A vote, and the outcome of a transaction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Decision {
-    /// Commit: as a vote, "I can commit"; as the outcome, every participant voted commit.
-    Commit,
-    /// Abort: as a vote, "I cannot commit"; as the outcome, the transaction is off.
-    Abort,
-}
-
-impl Decision {
-    /// What the node holds.
-    pub(crate) fn bytes(self) -> &'static [u8] {
-        match self {
-            Decision::Commit => b"commit",
-            Decision::Abort => b"abort",
-        }
-    }
-
-    pub(crate) fn parse(path: &str, data: &[u8]) -> Result<Decision> {
-        match data {
-            b"commit" => Ok(Decision::Commit),
-            b"abort" => Ok(Decision::Abort),
-            _ => Err(Error::CorruptData {
-                path: path.to_owned(),
-                len: data.len(),
-                expected: "`commit` or `abort`",
-            }),
-        }
-    }
-}
-
-impl std::fmt::Display for Decision {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Decision::Commit => "commit",
-            Decision::Abort => "abort",
-        })
-    }
-}
 
 /// Two-phase commit transactions under one directory: a coordinator [`begin`](TwoPhaseCommit::begin)s a
 /// transaction, each participant [`join`](TwoPhaseCommit::join)s it and [`vote`](Ballot::vote)s, everybody learns
@@ -466,95 +424,5 @@ impl Ballot {
         // Our part is done (the node is deleted in the background).
         drop(node);
         outcome
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const UNIQUE: &str = "0123456789abcdef0123456789abcdef";
-
-    fn names(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| (*s).to_owned()).collect()
-    }
-
-    fn look(children: &[String]) -> Look {
-        Look::of(children)
-    }
-
-    #[test]
-    fn reads_the_layout() {
-        let children = names(&[
-            "outcome",
-            &format!("coordinator-{UNIQUE}"),
-            "joined-a-b",
-            &format!("alive-{UNIQUE}-a-b"),
-            "vote-c",
-            "alive-short-x",
-        ]);
-        let l = look(&children);
-        assert!(l.outcome && l.coordinator);
-        assert_eq!(l.joined, ["a-b".to_owned()].into());
-        assert_eq!(
-            l.alive,
-            ["a-b".to_owned()].into(),
-            "a participant name may hold dashes"
-        );
-        assert_eq!(l.voted, ["c".to_owned()].into());
-    }
-
-    #[test]
-    fn the_rules() {
-        let ps = names(&["a", "b"]);
-        let commit = |list: &[&str]| -> BTreeMap<String, Decision> {
-            list.iter().map(|p| ((*p).to_owned(), Decision::Commit)).collect()
-        };
-        let coordinator = format!("coordinator-{UNIQUE}");
-        let alive = |p: &str| format!("alive-{UNIQUE}-{p}");
-        // Waiting for b's vote while b is there.
-        let open = names(&[
-            &coordinator,
-            "joined-a",
-            &alive("a"),
-            "vote-a",
-            "joined-b",
-            &alive("b"),
-        ]);
-        assert_eq!(look(&open).judge(&ps, &commit(&["a"]), true), Next::Wait);
-        // Every vote commit: only the coordinator commits.
-        let all = names(&[&coordinator, "joined-a", "vote-a", "joined-b", "vote-b"]);
-        assert_eq!(look(&all).judge(&ps, &commit(&["a", "b"]), true), Next::Commit);
-        assert_eq!(look(&all).judge(&ps, &commit(&["a", "b"]), false), Next::Wait);
-        // b joined and went away without a vote.
-        let gone = names(&[&coordinator, "joined-a", "vote-a", "joined-b"]);
-        assert!(
-            matches!(look(&gone).judge(&ps, &commit(&["a"]), true), Next::Abort(why) if why.contains("b left"))
-        );
-        // b never joined: nothing to say yet (the coordinator's deadline decides).
-        let absent = names(&[&coordinator, "joined-a", "vote-a"]);
-        assert_eq!(look(&absent).judge(&ps, &commit(&["a"]), true), Next::Wait);
-        // A vote for abort.
-        let mut votes = commit(&["a"]);
-        votes.insert("b".into(), Decision::Abort);
-        assert!(
-            matches!(look(&all).judge(&ps, &votes, true), Next::Abort(why) if why.contains("b voted abort"))
-        );
-        // No coordinator.
-        let orphan = names(&["joined-a", "vote-a", "joined-b", "vote-b"]);
-        assert!(
-            matches!(look(&orphan).judge(&ps, &commit(&["a", "b"]), false), Next::Abort(why) if why.contains("coordinator"))
-        );
-    }
-
-    #[test]
-    fn decisions_round_trip_and_garbage_is_refused() {
-        for d in [Decision::Commit, Decision::Abort] {
-            assert_eq!(Decision::parse("/x", d.bytes()), Ok(d));
-        }
-        assert!(matches!(
-            Decision::parse("/x", b"maybe"),
-            Err(Error::CorruptData { len: 5, .. })
-        ));
     }
 }

@@ -3,7 +3,7 @@
 //! item's data.
 
 /// The prefix of every item node (Curator's `DistributedQueue` item name).
-const ITEM_PREFIX: &str = "queue-";
+pub(crate) const ITEM_PREFIX: &str = "queue-";
 /// The version word that opens Curator's envelope.
 const ENVELOPE_VERSION: [u8; 4] = [0x00, 0x01, 0x00, 0x01];
 /// The envelope's marker before a payload.

@@ -4,5 +4,6 @@ pub(crate) mod claim;
 pub(crate) mod curator;
 pub(crate) mod delay;
 pub(crate) mod items;
+pub(crate) mod layout;
 pub(crate) mod priority;
 pub(crate) mod queue;

@@ -18,7 +18,7 @@ use crate::base::error::Result;
 use crate::recipes::queues::claim::Claimed;
 use crate::recipes::queues::curator::{envelope, item_prefix};
 use crate::recipes::queues::items::{forward_to_items, Items};
-use crate::recipes::queues::queue::Layout;
+use crate::recipes::queues::layout::Layout;
 use crate::session::Session;
 
 /// A distributed priority queue: every item has a priority (an `i32`), the item with the lowest priority number

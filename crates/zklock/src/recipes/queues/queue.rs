@@ -22,19 +22,12 @@
 use crate::recipes::queues::claim::Claimed;
 use crate::recipes::queues::items::forward_to_items;
 use crate::recipes::queues::items::Items;
+use crate::recipes::queues::layout::Layout;
+use crate::recipes::queues::layout::ITEM_PREFIX;
 use std::time::Duration;
 
 use crate::base::error::Result;
 use crate::session::Session;
-
-/// The gauge of the items a listing of the queue saw (label `path`).
-pub(crate) const QUEUE_DEPTH_GAUGE: &str = "zklock_queue_depth";
-/// The prefix of every item node of a FIFO queue.
-pub(crate) const ITEM_PREFIX: &str = "qn-";
-/// The child directory holding the claims of `take_safe`.
-pub(crate) const CLAIMS: &str = "claims";
-/// The child directory holding the receipts of puts whose outcome is not settled yet (see [`Queue::put`]).
-pub(crate) const RECEIPTS: &str = "receipts";
 
 /// A distributed FIFO queue.
 ///
@@ -165,118 +158,5 @@ impl Queue {
     /// and the item stays in its place for the other consumers.
     pub async fn take_safe_timeout(&self, timeout: Duration) -> Result<Claimed> {
         self.items.take_safe_timeout(timeout).await
-    }
-}
-
-/// How a queue names, orders and encodes its items: the one thing in which a [`Queue`] and a
-/// [`PriorityQueue`](crate::PriorityQueue) differ.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Layout {
-    /// `qn-<id>-<sequence>`, lowest sequence first; the data as given.
-    Fifo,
-    /// Curator's `queue-<priority><sequence>`, lowest priority number first and FIFO within a priority; the data
-    /// in Curator's envelope (see `priority_queue.rs`).
-    Priority,
-}
-
-impl Layout {
-    /// An item's place in the queue — (priority, sequence), lowest first — or `None` for a child that is no item
-    /// of this layout.
-    pub(crate) fn key(self, name: &str) -> Option<(i64, i64)> {
-        match self {
-            Layout::Fifo => item_sequence(name).map(|seq| (0, seq)),
-            Layout::Priority => crate::recipes::queues::curator::item_key(name)
-                .map(|(priority, seq)| (i64::from(priority), seq)),
-        }
-    }
-
-    /// The data a consumer gets from an item node's data.
-    pub(crate) fn decode(self, data: Vec<u8>) -> Vec<u8> {
-        match self {
-            Layout::Fifo => data,
-            Layout::Priority => crate::recipes::queues::curator::open_envelope(data),
-        }
-    }
-}
-
-/// The sequence number of a FIFO queue item; `None` for children that are not items.
-pub(crate) fn item_sequence(name: &str) -> Option<i64> {
-    let rest = name.strip_prefix(ITEM_PREFIX)?;
-    let start = rest.rfind(|c: char| !c.is_ascii_digit()).map_or(0, |at| at + 1);
-    let digits = &rest[start..];
-    if digits.is_empty() {
-        return None;
-    }
-    digits.parse().ok()
-}
-
-/// The items of `layout` among `children`, first out first.
-pub(crate) fn sorted_items(children: Vec<String>, layout: Layout) -> Vec<String> {
-    let mut items: Vec<((i64, i64), String)> = children
-        .into_iter()
-        .filter_map(|name| layout.key(&name).map(|key| (key, name)))
-        .collect();
-    items.sort();
-    items.into_iter().map(|(_, name)| name).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn items_are_recognised_and_ordered_by_sequence() {
-        assert_eq!(item_sequence("qn-0000000012"), Some(12));
-        assert_eq!(
-            item_sequence("qn-0f1e2d3c4b5a69788796a5b4c3d2e1f0-0000000003"),
-            Some(3)
-        );
-        assert_eq!(item_sequence("claims"), None);
-        assert_eq!(item_sequence("qn-"), None);
-        assert_eq!(item_sequence("qn-abc"), None);
-        let sorted = sorted_items(
-            vec![
-                "qn-ffff-0000000010".into(),
-                "claims".into(),
-                "qn-0000000002".into(),
-                "qn-aaaa-0000000007".into(),
-                "queue-1000000000000000001".into(),
-            ],
-            Layout::Fifo,
-        );
-        assert_eq!(
-            sorted,
-            vec!["qn-0000000002", "qn-aaaa-0000000007", "qn-ffff-0000000010"]
-        );
-    }
-
-    #[test]
-    fn priority_items_come_by_priority_then_sequence() {
-        let sorted = sorted_items(
-            vec![
-                "queue-1000000050000000001".into(), // priority 5
-                "queue-0FFFFFFFF0000000004".into(), // priority -1
-                "queue-1000000010000000003".into(), // priority 1, later
-                "qn-0000000000".into(),
-                "receipts".into(),
-                "queue-1000000010000000002".into(), // priority 1, earlier
-                "queue-0800000000000000009".into(), // priority i32::MIN
-            ],
-            Layout::Priority,
-        );
-        assert_eq!(
-            sorted,
-            vec![
-                "queue-0800000000000000009",
-                "queue-0FFFFFFFF0000000004",
-                "queue-1000000010000000002",
-                "queue-1000000010000000003",
-                "queue-1000000050000000001",
-            ]
-        );
-        // The same order as Curator's: it sorts the names as strings.
-        let mut by_name = sorted.clone();
-        by_name.sort();
-        assert_eq!(by_name, sorted);
     }
 }
