@@ -1,6 +1,6 @@
 //! The help text and unit of every metric the recipes record, for an exporter that shows them (Prometheus'
-//! `# HELP` lines, say). The names are recorded where they are measured (`contention.rs`, `guard.rs`, `lost.rs`,
-//! `retry.rs`, and the gauges in `election.rs` and `queue.rs`); this is the one list of what they mean.
+//! `# HELP` lines, say). The names are recorded where they are measured (`engine/`, `node/guard.rs`, `node/lost.rs`,
+//! `base/retry.rs`, and the gauges in `recipes/locks/election.rs` and `recipes/queues/`); this is the one list of what they mean.
 
 use metrics::Unit;
 

@@ -44,7 +44,7 @@ pub enum Error {
     },
     /// The directory is in use by another kind of recipe whose nodes ours cannot be ordered with (a mutex among a
     /// read/write lock's nodes, a lock in a semaphore's directory, an election among lock contenders…): the two
-    /// would not exclude each other, so we do not take part (`Marker::queues_with` in `node.rs` decides, for
+    /// would not exclude each other, so we do not take part (`Marker::queues_with` in `base/names.rs` decides, for
     /// every recipe). Our node has been removed.
     #[error(
         "{path} is in use by {what} (its node {node}): the two do not exclude each other, so we do not join"

@@ -4,7 +4,7 @@
 //! wait for a watch ("changed → did the session end? → look again").
 //!
 //! The idioms a recipe calls are methods of its [`Session`](crate::Session) (`session.mkdir(…)`,
-//! `session.delete_if_exists(…)`, `session.await_change(…)`), in `session_idioms.rs`, written on the free functions
+//! `session.delete_if_exists(…)`, `session.await_change(…)`), in `session/idioms.rs`, written on the free functions
 //! here, which code that holds a client and a retry policy rather than a session calls (and which depend on no
 //! session: the session itself uses them).
 

@@ -3,7 +3,7 @@
 //! `zookeeper-client` reconnects by itself; a request that was in flight when the connection broke fails with
 //! `ConnectionLoss` and may or may not have been applied. Idempotent operations (reads, deletes of our own node,
 //! creates of persistent parents) are simply sent again after a pause; the one non-idempotent operation — creating
-//! our sequential node — is recovered by looking for our unique id instead (see `contention.rs`).
+//! our sequential node — is recovered by looking for our unique id instead (see `engine/`).
 
 use std::future::Future;
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! Deletes of abandoned nodes that are still under way, so that a new attempt of this process in the same
 //! directory can wait for them.
 //!
-//! A cancelled or failed acquire deletes its node in the background (`own_node.rs`). When the connection is down
+//! A cancelled or failed acquire deletes its node in the background (`node/own.rs`). When the connection is down
 //! that delete is retried, and until it lands the abandoned node is still a child of the directory. A recipe that
 //! *counts* children (the double barrier) would count it together with the node of the session's next attempt:
 //! one participant, two arrivals (docs/reliability.md, finding 6). Such a recipe calls [`settled`] before it

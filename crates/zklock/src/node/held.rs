@@ -1,7 +1,7 @@
 //! Something held through a node of ours — a double-barrier participation, a group membership, a claimed queue
 //! item: the node, its lost signal, the hand-over from "held" to "ours to delete", and a delete on drop that happens
 //! once. The queue recipes' [`Guard`](crate::Guard) is the same idea with a queue's rules around
-//! it (`guard.rs`).
+//! it (`node/guard.rs`).
 
 use std::future::Future;
 

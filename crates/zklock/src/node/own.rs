@@ -5,7 +5,7 @@
 //! deletes the node in the background. When the create reply was never seen, the node is found by our unique
 //! prefix: requests of one session are processed in order, so a listing sent after the create sees it.
 //!
-//! The node also dismisses its lost signal's monitor (see `lost.rs`) *before* it sends its own delete, whichever way
+//! The node also dismisses its lost signal's monitor (see `node/lost.rs`) *before* it sends its own delete, whichever way
 //! the delete goes (`delete`, or `Drop`). Otherwise the monitor could take our own delete for somebody else's and
 //! report a loss (with a warning) for a node its owner gave up: a guard drops its fields in declaration order, and
 //! a monitor being polled on another worker thread runs on until it next yields, however promptly it is aborted.
@@ -18,7 +18,7 @@
 //! writes. A connection lost during the create is settled by finding our node (the receipt of
 //! [`Session::commit_once`]): made now, already ours (an earlier attempt whose reply was lost), or refused because
 //! of somebody else; the end of the session is an error. The lock queues' create (sequential nodes found by their
-//! `_c_<uuid>-` marker) is `contention.rs`'s.
+//! `_c_<uuid>-` marker) is `engine/`'s.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -176,7 +176,7 @@ impl Drop for OwnNode {
             .as_deref()
             .map(|name| client.delete(&child_path(&dir, name), None));
         // Until the delete has ended, a new attempt of this process in this directory can wait for it (see
-        // `abandoned.rs`); registered before this drop returns.
+        // `node/abandoned.rs`); registered before this drop returns.
         let pending = abandoned::register(&dir);
         let path = child_path(&dir, name.as_deref().unwrap_or(&unique));
         let started = Arc::new(AtomicBool::new(false));
@@ -202,7 +202,7 @@ impl Drop for OwnNode {
                 };
                 match (result, name) {
                     (Ok(()), _) => {}
-                    // Our client gave up the session; the server may not have (see `abandoned.rs`).
+                    // Our client gave up the session; the server may not have (see `node/abandoned.rs`).
                     (Err(err), Some(name)) if err.is_terminal() => abandoned::orphan(&dir, &name),
                     (Err(err), _) => tracing::debug!(%dir, %err, "background removal of our node failed"),
                 }

@@ -11,7 +11,7 @@
 //! the same for every attempt of one change and holding that attempt's before and after values. Exactly one attempt
 //! can create it; after a lost reply we `sync` and read it: there, the change happened (and it says which values);
 //! absent, it did not, and we try again. The receipt is deleted in the background once the change is settled. The
-//! machinery is the library's one compare-and-set with a receipt, [`Session::compare_and_set`] (`cas.rs`).
+//! machinery is the library's one compare-and-set with a receipt, [`Session::compare_and_set`] (`session/cas.rs`).
 //! Only the end of our session before we could look leaves the outcome unknown: that is
 //! [`Error::SessionExpired`], and the change happened once or not at all — never twice.
 

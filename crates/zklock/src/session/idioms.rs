@@ -1,4 +1,4 @@
-//! The idioms of `idioms.rs` as methods of the session context: every recipe holds a [`Session`], so none passes a
+//! The idioms of `base/idioms.rs` as methods of the session context: every recipe holds a [`Session`], so none passes a
 //! client and a retry policy around.
 
 use zookeeper_client::{CreateMode, OneshotWatcher, Stat, WatchedEvent};

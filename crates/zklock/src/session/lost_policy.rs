@@ -1,5 +1,5 @@
 //! [`LostPolicy`]: when a held guard counts as lost because of a disconnection — a setting of the
-//! [`Session`](crate::Session), applied by the lost signal (`lost.rs`).
+//! [`Session`](crate::Session), applied by the lost signal (`node/lost.rs`).
 
 use std::time::Duration;
 

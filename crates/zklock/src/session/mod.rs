@@ -85,7 +85,7 @@ pub struct Session {
 
 #[derive(Debug, Clone)]
 struct Inner {
-    /// The first ZooKeeper session; a reconnecting session's later ones follow it (see `reconnect.rs`).
+    /// The first ZooKeeper session; a reconnecting session's later ones follow it (see `session/reconnect.rs`).
     head: Arc<Generation>,
     /// `Some` for a reconnecting session.
     live: Option<Arc<Live>>,

@@ -1,5 +1,5 @@
 //! Curator's `DistributedPriorityQueue` layout, shared by [`crate::PriorityQueue`] and the queue machinery
-//! (`queue.rs`): item names (`queue-<sign><8 hex priority><sequence>`) and the `ItemSerializer` envelope around an
+//! (`recipes/queues/`): item names (`queue-<sign><8 hex priority><sequence>`) and the `ItemSerializer` envelope around an
 //! item's data.
 
 /// The prefix of every item node (Curator's `DistributedQueue` item name).

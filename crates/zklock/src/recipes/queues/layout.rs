@@ -18,7 +18,7 @@ pub(crate) enum Layout {
     /// `qn-<id>-<sequence>`, lowest sequence first; the data as given.
     Fifo,
     /// Curator's `queue-<priority><sequence>`, lowest priority number first and FIFO within a priority; the data
-    /// in Curator's envelope (see `priority_queue.rs`).
+    /// in Curator's envelope (see `recipes/queues/priority.rs`).
     Priority,
 }
 

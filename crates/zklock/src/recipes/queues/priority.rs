@@ -1,7 +1,7 @@
 //! The distributed priority queue of the ZooKeeper recipes: the priority is in the item's name, the lowest
 //! priority number comes out first, and items of one priority come out in the order they were put.
 //!
-//! Everything but the names and the items' data is the FIFO queue's (`queue.rs`, [`Items`] with
+//! Everything but the names and the items' data is the FIFO queue's (`recipes/queues/`, [`Items`] with
 //! [`Layout::Priority`]): puts with receipts, `take` and `take_safe` with claims, the waiting consumers.
 //!
 //! The names and the data are Apache Curator's `DistributedPriorityQueue`'s, so that Java services share a queue

@@ -1,5 +1,5 @@
 //! The distributed FIFO queue of the design documents, and the machinery it shares with the priority queue
-//! (`priority_queue.rs`): [`Items`], a queue directory whose items are named by a [`Layout`].
+//! (`recipes/queues/priority.rs`): [`Items`], a queue directory whose items are named by a [`Layout`].
 //!
 //! Items are persistent-sequential children `qn-<id>-<sequence>` of the queue directory; the order is the sequence
 //! number ZooKeeper appends (any child `qn-…<digits>` counts as an item, so the design documents' plain `qn-<seq>`
