@@ -39,6 +39,13 @@
 //! each recipe works: `docs/design.md`.
 #![forbid(unsafe_code)]
 
+// The layers, each using only those below it (docs/design.md, "crates/zklock", has the glossary):
+// inspect/  a read-only look at any recipe's directory    metrics.rs  every metric's unit and help text
+// recipes/  locks/, queues/, coordination/, counters.rs
+// engine/   the contention mechanism of the queue recipes: rules, taking our place, waiting for our turn
+// node/     our node: create and delete, the lost signal, holding through it (Held), the Guard
+// session/  the Session every recipe takes: policies, reconnecting, close, writes once, reads
+// base/     errors, paths, retries, node names, the plain ZooKeeper idioms
 mod base;
 mod engine;
 mod inspect;
