@@ -132,7 +132,7 @@ impl Semaphore {
         // Sent together (one round trip): the directory, and the number of leases its `leases` directory records.
         // The directory is the semaphore's alone: a contender of another recipe beside our `leases` and `locks` (a
         // mutex's node, say) would not exclude us, nor we it. Looked at while our gate node exists, so of the two the
-        // later one refuses (a queue recipe looks into `leases` and `locks`: contention.rs).
+        // later one refuses (a queue recipe looks into `leases` and `locks`: engine/).
         let (client, retry) = (self.place.session.client(), self.place.session.retry());
         let leases_dir = leases_dir(&self.place.path);
         let (children, recorded) = tokio::join!(
