@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use zookeeper_client::Client;
 
 use super::kerberos::kerberos_failure;
-use super::sasl::{check_sasl_identity, is_gssapi, SASL_PASSWORD_ENV};
+use super::sasl::{check_sasl_identity, SASL_PASSWORD_ENV};
 use super::security::Security;
 use super::unreachable::unreachable;
 use super::{close, usage};
@@ -51,8 +51,9 @@ pub async fn connect(hosts: &str, session_timeout: f64, security: &Security) -> 
     let connect = connect_once(connector(timeout, security), hosts.to_owned());
     let client = match tokio::time::timeout(timeout + Duration::from_secs(5), connect).await {
         Err(_) => anyhow::bail!("no ZooKeeper answered at {hosts}"),
-        Ok(Err(zookeeper_client::Error::NoHosts)) if is_gssapi(security) => {
-            let reason = match kerberos_failure(hosts, security).await {
+        Ok(Err(zookeeper_client::Error::NoHosts)) if security.gssapi_service().is_some() => {
+            let service = security.gssapi_service().unwrap_or_default();
+            let reason = match kerberos_failure(hosts, service).await {
                 Some(why) => why,
                 None => unreachable(hosts, security.tls_pem.as_ref()).await,
             };

@@ -5,11 +5,14 @@
 use anyhow::Result;
 use zookeeper_client::SaslOptions;
 
-use super::security::Security;
 use super::usage;
 use crate::cli::SecurityArgs;
 #[cfg(feature = "sasl-gssapi")]
-use {super::sasl::SASL_SERVICE, crate::values, std::path::Path};
+use {crate::values, std::path::Path};
+
+/// The only service name zookeeper-client's DIGEST-MD5 speaks for, and GSSAPI's default (DIGEST-MD5's digest-uri is `zookeeper/zk-sasl-md5`, as
+/// ZooKeeper's DIGEST-MD5 server expects): `--sasl-service`'s default.
+pub const SASL_SERVICE: &str = "zookeeper";
 
 /// The GSSAPI (Kerberos) settings of `--sasl gssapi`: the service name of `--sasl-service` (the host is the one
 /// `--connect` names, each server's own), and `--keytab`, which [`use_keytab`] hands to MIT Kerberos.
@@ -57,17 +60,17 @@ fn use_keytab(keytab: &Path) {
     });
 }
 
-/// Why Kerberos cannot authenticate us to the first server of `hosts` — no ticket (nor keytab), an expired one, no
+/// Why Kerberos cannot authenticate us (as a client of `service`) to the first server of `hosts` — no ticket (nor keytab), an expired one, no
 /// service principal SERVICE/HOST in the KDC's database, no KDC answering — as MIT Kerberos says it, or `None`
 /// when it can (then the reason is elsewhere). zookeeper-client fails a GSSAPI handshake that cannot start before
 /// any ZooKeeper session exists, and reports only `NoHosts`: this asks GSSAPI again, as its handshake does (the
 /// default credentials, the service `SERVICE@HOST`), to tell why. Blocking calls, on a blocking thread.
 #[cfg(feature = "sasl-gssapi")]
-pub(super) async fn kerberos_failure(hosts: &str, security: &Security) -> Option<String> {
+pub(super) async fn kerberos_failure(hosts: &str, service: &str) -> Option<String> {
     let (servers, _chroot) = values::split_chroot(hosts);
     let server = values::without_scheme(servers.split(',').next()?);
     let host = super::host(server).to_owned();
-    let service = security.sasl.as_ref()?.service.clone();
+    let service = service.to_owned();
     tokio::task::spawn_blocking(move || gssapi_failure(&service, &host))
         .await
         .ok()
@@ -76,7 +79,7 @@ pub(super) async fn kerberos_failure(hosts: &str, security: &Security) -> Option
 
 /// `--sasl gssapi` in a binary without Kerberos: never reached.
 #[cfg(not(feature = "sasl-gssapi"))]
-pub(super) async fn kerberos_failure(_hosts: &str, _security: &Security) -> Option<String> {
+pub(super) async fn kerberos_failure(_hosts: &str, _service: &str) -> Option<String> {
     None
 }
 

@@ -6,18 +6,13 @@ use anyhow::{Context, Result};
 use zookeeper_client::{Client, SaslOptions};
 
 use super::files::read_private;
-use super::kerberos::gssapi_options;
-use super::security::Security;
+use super::kerberos::{gssapi_options, SASL_SERVICE};
 use super::usage;
 use crate::cli::SecurityArgs;
 use crate::values::SaslMechanism;
 
 /// The environment variable that holds the password of `--sasl` (unless `--sasl-password-file` gives it).
 pub const SASL_PASSWORD_ENV: &str = "ZKLOCK_SASL_PASSWORD";
-
-/// The only service name zookeeper-client's DIGEST-MD5 speaks for (its digest-uri is `zookeeper/zk-sasl-md5`, as
-/// ZooKeeper's DIGEST-MD5 server expects): `--sasl-service`'s default.
-pub const SASL_SERVICE: &str = "zookeeper";
 
 /// SASL: who we are and the options zookeeper-client authenticates with. Its `Debug` hides the options (they hold
 /// the password).
@@ -165,12 +160,4 @@ pub(super) async fn check_sasl_identity(client: &Client, sasl: &Sasl, hosts: &st
         }
         Err(err) => Err(err).with_context(|| format!("cannot connect to ZooKeeper at {hosts}")),
     }
-}
-
-/// Whether `security` authenticates with Kerberos.
-pub(super) fn is_gssapi(security: &Security) -> bool {
-    security
-        .sasl
-        .as_ref()
-        .is_some_and(|sasl| sasl.mechanism == SaslMechanism::Gssapi)
 }

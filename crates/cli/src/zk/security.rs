@@ -9,7 +9,7 @@ use super::sasl::{sasl_options, Sasl};
 use super::tls::{tls_options, TlsPem};
 use super::usage;
 use crate::cli::SecurityArgs;
-use crate::values::{self, Credential};
+use crate::values::{self, Credential, SaslMechanism};
 
 /// The environment variable that holds credentials: one `SCHEME:CREDENTIALS` per line (a password may contain a
 /// comma, so commas do not separate). Used when no `--auth` is given, as `ZKLOCK_CONNECT` is when no `--connect`
@@ -54,6 +54,14 @@ impl Security {
             tls,
             tls_pem,
         })
+    }
+
+    /// The service name Kerberos authenticates us to, when `--sasl gssapi` is how we authenticate.
+    pub(super) fn gssapi_service(&self) -> Option<&str> {
+        self.sasl
+            .as_ref()
+            .filter(|sasl| sasl.mechanism == SaslMechanism::Gssapi)
+            .map(|sasl| sasl.service.as_str())
     }
 }
 
