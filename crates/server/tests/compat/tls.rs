@@ -160,12 +160,37 @@ async fn raw_tls(
 /// The scenario: its transcript, line by line.
 async fn scenario(plain: &str, secure: &str, m: &Material, base: &str) -> Vec<String> {
     let mut t = Vec::new();
-    let trusted = &m.server_cert;
-    let creator = zk::CreateMode::Persistent.with_acls(zk::Acls::creator_all());
-    let open = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
-    let read_only = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_read());
+    refused_handshakes(&mut t, secure, m).await;
+    let tls = certificate_identity(&mut t, secure, m, base).await;
+    let nobody = anonymous(&mut t, plain, base).await;
+    let _alice = digest_users(&mut t, plain, &tls, &nobody, base).await;
+    super_users(&mut t, plain, secure, m, base).await;
+    t
+}
 
-    // Refused handshakes.
+/// A persistent node that only its creator's identities may use (the auth scheme).
+fn creator() -> zk::CreateOptions<'static> {
+    zk::CreateMode::Persistent.with_acls(zk::Acls::creator_all())
+}
+
+/// A persistent node anyone may do anything with.
+fn open() -> zk::CreateOptions<'static> {
+    zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
+}
+
+/// The open child the TLS client creates under its node.
+fn open_child(base: &str) -> String {
+    format!("{base}/open")
+}
+
+/// The node alice creates.
+fn alices(base: &str) -> String {
+    format!("{base}-alice")
+}
+
+/// Refused handshakes, and the TLS versions.
+async fn refused_handshakes(t: &mut Vec<String>, secure: &str, m: &Material) {
+    let trusted = &m.server_cert;
     let handshakes = [
         ("trusting another CA", m.client_ca.pem(), Some(&m.client)),
         ("no client certificate", trusted.clone(), None),
@@ -183,24 +208,28 @@ async fn scenario(plain: &str, secure: &str, m: &Material, base: &str) -> Vec<St
         let answer = raw_tls(secure, trusted, Some(&m.client), &[version], b"ruok").await;
         t.push(format!("{what}: {answer}"));
     }
+}
 
-    // The certificate's identity, and the auth scheme expanded to it.
-    let tls = tls_client(secure, options(trusted, Some(&m.client)))
+/// The certificate's identity, and the auth scheme expanded to it: the TLS client's session.
+async fn certificate_identity(t: &mut Vec<String>, secure: &str, m: &Material, base: &str) -> zk::Client {
+    let tls = tls_client(secure, options(&m.server_cert, Some(&m.client)))
         .await
         .expect("TLS session");
     t.push(format!("whoAmI over TLS: {}", who(&tls).await));
     t.push(format!(
         "create CREATOR_ALL over TLS: {}",
-        outcome(tls.create(base, b"secret", &creator).await)
+        outcome(tls.create(base, b"secret", &creator()).await)
     ));
     t.push(format!("its ACL: {}", acl_of(&tls, base).await));
-    let open_child = format!("{base}/open");
     t.push(format!(
         "create an open child: {}",
-        outcome(tls.create(&open_child, b"", &open).await)
+        outcome(tls.create(&open_child(base), b"", &open()).await)
     ));
+    tls
+}
 
-    // An unauthenticated client on the plain port.
+/// An unauthenticated client on the plain port: its session.
+async fn anonymous(t: &mut Vec<String>, plain: &str, base: &str) -> zk::Client {
     let nobody = plain_client(plain).await;
     t.push(format!("anonymous whoAmI: {}", who(&nobody).await));
     t.push(format!(
@@ -215,27 +244,37 @@ async fn scenario(plain: &str, secure: &str, m: &Material, base: &str) -> Vec<St
     t.push(format!("anonymous getACL: {}", acl_of(&nobody, base).await));
     t.push(format!(
         "anonymous create under it: {}",
-        outcome(nobody.create(&format!("{base}/squat"), b"", &open).await)
+        outcome(nobody.create(&format!("{base}/squat"), b"", &open()).await)
     ));
     t.push(format!(
         "anonymous delete under it: {}",
-        outcome(nobody.delete(&open_child, None).await)
+        outcome(nobody.delete(&open_child(base), None).await)
     ));
     t.push(format!(
         "anonymous create with the auth scheme: {}",
-        outcome(nobody.create(&format!("{base}-anon"), b"", &creator).await)
+        outcome(nobody.create(&format!("{base}-anon"), b"", &creator()).await)
     ));
+    nobody
+}
 
-    // Digest users: CREATOR_ALL, world:anyone READ only, and both identities on one TLS connection.
+/// Digest users: CREATOR_ALL, world:anyone READ only, and both identities on one TLS connection; alice's session.
+async fn digest_users(
+    t: &mut Vec<String>,
+    plain: &str,
+    tls: &zk::Client,
+    nobody: &zk::Client,
+    base: &str,
+) -> zk::Client {
+    let read_only = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_read());
     let alice = plain_client(plain).await;
     t.push(format!(
         "alice auth: {}",
         outcome(alice.auth("digest", b"alice:pw-alice").await)
     ));
-    let alices = format!("{base}-alice");
+    let alices = alices(base);
     t.push(format!(
         "alice creates: {}",
-        outcome(alice.create(&alices, b"a", &creator).await)
+        outcome(alice.create(&alices, b"a", &creator()).await)
     ));
     t.push(format!("its ACL: {}", acl_of(&alice, &alices).await));
     t.push(format!(
@@ -257,22 +296,22 @@ async fn scenario(plain: &str, secure: &str, m: &Material, base: &str) -> Vec<St
     ));
     t.push(format!(
         "alice creates under it: {}",
-        outcome(alice.create(&format!("{public}/c"), b"", &open).await)
+        outcome(alice.create(&format!("{public}/c"), b"", &open()).await)
     ));
     t.push(format!(
         "TLS client auth bob: {}",
         outcome(tls.auth("digest", b"bob:pw-bob").await)
     ));
-    t.push(format!("whoAmI: {}", who(&tls).await));
+    t.push(format!("whoAmI: {}", who(tls).await));
     let both = format!("{base}-both");
     t.push(format!(
         "create CREATOR_ALL: {}",
-        outcome(tls.create(&both, b"", &creator).await)
+        outcome(tls.create(&both, b"", &creator()).await)
     ));
     // In ZooKeeper's own order (its hash set's), not sorted: the embedded server reproduces it.
-    t.push(format!("its ACL: {}", acl_of(&tls, &both).await));
+    t.push(format!("its ACL: {}", acl_of(tls, &both).await));
     let named = create_with_acl(
-        &tls,
+        tls,
         &format!("{base}-named"),
         zk::Permission::READ,
         ("x509", SUPER_USER),
@@ -280,15 +319,18 @@ async fn scenario(plain: &str, secure: &str, m: &Material, base: &str) -> Vec<St
     .await;
     t.push(format!("an ACL naming an x509 id: {named}"));
     let bad = create_with_acl(
-        &tls,
+        tls,
         &format!("{base}-bad"),
         zk::Permission::READ,
         ("x509", "not a name"),
     )
     .await;
     t.push(format!("an x509 id that is no name: {bad}"));
+    alice
+}
 
-    // The super users: the digest one on the plain port, the x509 one over TLS.
+/// The super users: the digest one on the plain port, the x509 one over TLS.
+async fn super_users(t: &mut Vec<String>, plain: &str, secure: &str, m: &Material, base: &str) {
     let admin = plain_client(plain).await;
     t.push(format!(
         "super auth: {}",
@@ -296,24 +338,23 @@ async fn scenario(plain: &str, secure: &str, m: &Material, base: &str) -> Vec<St
     ));
     t.push(format!("super whoAmI: {}", who(&admin).await));
     t.push(format!("super get: {}", outcome(admin.get_data(base).await)));
-    t.push(format!("super getACL: {}", acl_of(&admin, &alices).await));
+    t.push(format!("super getACL: {}", acl_of(&admin, &alices(base)).await));
     t.push(format!(
         "super creates under it: {}",
-        outcome(admin.create(&format!("{base}/by-super"), b"", &open).await)
+        outcome(admin.create(&format!("{base}/by-super"), b"", &open()).await)
     ));
     t.push(format!(
         "super deletes under it: {}",
-        outcome(admin.delete(&open_child, None).await)
+        outcome(admin.delete(&open_child(base), None).await)
     ));
-    let x509_admin = tls_client(secure, options(trusted, Some(&m.admin)))
+    let x509_admin = tls_client(secure, options(&m.server_cert, Some(&m.admin)))
         .await
         .expect("admin TLS session");
     t.push(format!("x509 super whoAmI: {}", who(&x509_admin).await));
     t.push(format!(
         "x509 super sets alice's: {}",
-        outcome(x509_admin.set_data(&alices, b"admin", None).await)
+        outcome(x509_admin.set_data(&alices(base), b"admin", None).await)
     ));
-    t
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

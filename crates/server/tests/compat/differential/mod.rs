@@ -6,6 +6,7 @@
 //! ZooKeepers instead, which checks the harness itself (they must always agree).
 
 mod exec;
+mod fixed;
 mod gen;
 mod known;
 mod ops;
@@ -113,133 +114,8 @@ fn report(
 /// rarely (see `known`): each must trace the same on both servers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn differential_fixed_cases() {
-    use ops::{AclChoice, Op, P};
     zklock_testkit::init_tracing();
-    let rel = |s: &str| P::Rel(s.to_string());
-    let create = |s, p: &str, acl, mode| Op::Create {
-        s,
-        opcode: 15,
-        path: rel(p),
-        data: Some(b"d".to_vec()),
-        acl,
-        mode,
-    };
-    let set = |s, p: &str| Op::SetData {
-        s,
-        path: rel(p),
-        data: Some(b"e".to_vec()),
-        version: -1,
-    };
-    let delete = |s, p: &str| Op::Delete {
-        s,
-        path: rel(p),
-        version: -1,
-    };
-    let exists = |s, p: &str| Op::Read {
-        s,
-        opcode: 3,
-        path: rel(p),
-        watch: true,
-    };
-    let children = |s, p: &str| Op::Read {
-        s,
-        opcode: 8,
-        path: rel(p),
-        watch: true,
-    };
-    let add = |s, p: &str, mode| Op::AddWatch {
-        s,
-        path: rel(p),
-        mode,
-    };
-    let cases: Vec<(&str, Vec<Op>)> = vec![
-        (
-            "creator ACL of a session with two users, in ZooKeeper's set order",
-            vec![
-                Op::Auth { s: 0, user: 0 },
-                Op::Auth { s: 0, user: 1 },
-                create(1, "/c", AclChoice::Open, 0),
-                create(0, "/c/s", AclChoice::Creator, 3),
-                Op::Auth { s: 1, user: 0 },
-                Op::WhoAmI { s: 0 },
-                Op::GetAcl {
-                    s: 1,
-                    path: rel("/c/s0000000000"),
-                },
-            ],
-        ),
-        (
-            "notifications need READ",
-            vec![
-                Op::Auth { s: 0, user: 0 },
-                create(0, "/a", AclChoice::Creator, 0),
-                exists(1, "/a"),
-                add(2, "", 1),
-                set(0, "/a"),
-                create(0, "/a/x", AclChoice::Open, 0),
-                delete(0, "/a/x"),
-                delete(0, "/a"),
-            ],
-        ),
-        (
-            "malformed delete paths",
-            vec![
-                create(0, "/a", AclChoice::Open, 0),
-                delete(0, "//a"),
-                delete(0, "/a/"),
-                delete(0, "/a/./x"),
-                delete(0, "/a/\u{1}"),
-                delete(0, "/"),
-            ],
-        ),
-        (
-            "checkWatches any",
-            vec![
-                exists(0, "/m"),
-                Op::RemoveWatches {
-                    s: 1,
-                    opcode: 17,
-                    path: rel("/m"),
-                    kind: 3,
-                },
-                Op::RemoveWatches {
-                    s: 0,
-                    opcode: 18,
-                    path: rel("/m"),
-                    kind: 3,
-                },
-            ],
-        ),
-        (
-            "one watch mode per connection and path",
-            vec![
-                add(0, "/p", 0),
-                exists(0, "/p"),
-                create(1, "/p", AclChoice::Open, 0),
-                set(1, "/p"),
-                add(0, "/q", 1),
-                add(0, "/q", 0),
-                create(1, "/q", AclChoice::Open, 0),
-                create(1, "/q/x", AclChoice::Open, 0),
-                children(0, "/p"),
-                add(0, "/p", 1),
-                create(1, "/p/x", AclChoice::Open, 0),
-                add(0, "", 1),
-                exists(0, ""),
-                set(1, "/p"),
-            ],
-        ),
-        (
-            "close with persistent watches",
-            vec![
-                add(0, "/c", 0),
-                children(0, "/d"),
-                create(0, "/c", AclChoice::Open, 0),
-                create(0, "/c/x", AclChoice::Open, 1),
-                Op::Close { s: 0 },
-            ],
-        ),
-    ];
+    let cases = fixed::cases();
     let reference = start_zookeeper().await;
     let server = Server::start(ServerConfig::default())
         .await
