@@ -108,7 +108,18 @@ async fn compare(args: Args) -> Result<()> {
     eprintln!("warming the server up");
     lock::throughput(&hosts, LockImpl::Zklock, 8, Duration::from_secs(2)).await?;
 
-    let nan = f64::NAN;
+    let mut rows = lock_rows(&tools, &hosts, &args).await?;
+    rows.extend(failover_rows(&tools, &hosts, &args).await?);
+    rows.extend(barrier_rows(&tools, &hosts, &args).await?);
+    print_table(&rows);
+    println!("\nload average {load_before} before, {} after", load_average());
+    drop(tools);
+    drop(zookeeper);
+    Ok(())
+}
+
+/// The lock throughputs: Mutex uncontended and contended, read-heavy RwLock.
+async fn lock_rows(tools: &Toolchain, hosts: &str, args: &Args) -> Result<Vec<Row>> {
     let mut rows: Vec<Row> = Vec::new();
     let read_fraction = 0.9;
     let workloads = [
@@ -141,14 +152,20 @@ async fn compare(args: Args) -> Result<()> {
                 order.reverse();
             }
             for column in order {
-                let value = lock_run(&tools, &hosts, &args, kind, clients, column).await?;
+                let value = lock_run(tools, hosts, args, kind, clients, column).await?;
                 eprintln!("  {label}: {} {value:.0}", COLUMNS[column]);
                 runs[column].push(value);
             }
         }
         rows.push((label, runs.map(|r| median(&r))));
     }
+    Ok(rows)
+}
 
+/// Leader election failover, the leader closing its session or resigning: zklock and Curator.
+async fn failover_rows(tools: &Toolchain, hosts: &str, args: &Args) -> Result<Vec<Row>> {
+    let nan = f64::NAN;
+    let mut rows: Vec<Row> = Vec::new();
     for (label, departure) in [
         (
             "Election failover, leader closes its session: median ms (lower is better)",
@@ -159,22 +176,26 @@ async fn compare(args: Args) -> Result<()> {
             Departure::Resign,
         ),
     ] {
-        let zklock = recipes::failover(&hosts, &fresh("elect"), args.rounds, departure).await?;
+        let zklock = recipes::failover(hosts, &fresh("elect"), args.rounds, departure).await?;
         eprintln!("  {label}: zklock {zklock:?}");
-        let curator =
-            peers::curator_failover(&tools, &hosts, &fresh("elect"), args.rounds, departure).await?;
+        let curator = peers::curator_failover(tools, hosts, &fresh("elect"), args.rounds, departure).await?;
         eprintln!("  {label}: Curator {curator:?}");
         rows.push((label.into(), [median_ms(&zklock), median_ms(&curator), nan, nan]));
     }
+    Ok(rows)
+}
 
+/// The double barrier: ms per barrier and barriers per second, zklock and Curator.
+async fn barrier_rows(tools: &Toolchain, hosts: &str, args: &Args) -> Result<Vec<Row>> {
+    let nan = f64::NAN;
     let (barriers, members) = (args.barriers, args.members);
     let root = fresh("dbarrier");
-    let zklock = recipes::double_barrier(&hosts, &root, members, barriers).await?;
+    let zklock = recipes::double_barrier(hosts, &root, members, barriers).await?;
     eprintln!("  double barrier: zklock {zklock:?}");
     let root = fresh("dbarrier");
-    let curator = peers::curator_double_barrier(&tools, &hosts, &root, members, barriers).await?;
+    let curator = peers::curator_double_barrier(tools, hosts, &root, members, barriers).await?;
     // A stalled Curator run leaves its participants' sessions to expire; their nodes go with them.
-    recipes::remove_tree_deep(&hosts, &root).await?;
+    recipes::remove_tree_deep(hosts, &root).await?;
     eprintln!("  double barrier: Curator {curator:?}");
     let per_barrier = |d: Duration, n: usize| d.as_secs_f64() * 1e3 / n as f64;
     let per_sec = |d: Duration, n: usize| n as f64 / d.as_secs_f64();
@@ -186,20 +207,25 @@ async fn compare(args: Args) -> Result<()> {
     } else {
         String::new()
     };
-    rows.push((
-        format!("Double barrier ({barriers} × {members} clients, enter+leave): ms per barrier (lower is better){curator_note}"),
-        [per_barrier(zklock, barriers), per_barrier(curator.elapsed, curator.completed), nan, nan],
-    ));
-    rows.push((
-        format!("Double barrier ({barriers} × {members} clients): barriers /s{curator_note}"),
-        [
-            per_sec(zklock, barriers),
-            per_sec(curator.elapsed, curator.completed),
-            nan,
-            nan,
-        ],
-    ));
+    Ok(vec![
+        (
+            format!("Double barrier ({barriers} × {members} clients, enter+leave): ms per barrier (lower is better){curator_note}"),
+            [per_barrier(zklock, barriers), per_barrier(curator.elapsed, curator.completed), nan, nan],
+        ),
+        (
+            format!("Double barrier ({barriers} × {members} clients): barriers /s{curator_note}"),
+            [
+                per_sec(zklock, barriers),
+                per_sec(curator.elapsed, curator.completed),
+                nan,
+                nan,
+            ],
+        ),
+    ])
+}
 
+/// The table: every column, then zklock's ratio to each of the others.
+fn print_table(rows: &[Row]) {
     print!("\n| workload |");
     for column in COLUMNS {
         print!(" {column} |");
@@ -212,7 +238,7 @@ async fn compare(args: Args) -> Result<()> {
         print!("---:|");
     }
     println!();
-    for (label, values) in &rows {
+    for (label, values) in rows {
         print!("| {label} |");
         for value in values {
             print!(" {} |", cell(*value));
@@ -222,10 +248,6 @@ async fn compare(args: Args) -> Result<()> {
         }
         println!();
     }
-    println!("\nload average {load_before} before, {} after", load_average());
-    drop(tools);
-    drop(zookeeper);
-    Ok(())
 }
 
 /// One throughput measurement of `COLUMNS[column]` (zookeeper-client has no read/write lock: NaN).

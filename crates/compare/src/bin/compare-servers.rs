@@ -237,11 +237,53 @@ async fn compare(args: Args) -> Result<()> {
             pid: embedded.child.id(),
         },
     ];
-    let measured = |i: usize| match args.only.as_deref() {
-        Some("zookeeper") => i == 0,
-        Some("embedded") => i == 1,
-        _ => true,
-    };
+    print_settings(&args, &load_before);
+    if args.warmup > 0.0 {
+        warm_up(&args, &targets).await?;
+    }
+    let mut rows = lock_rows(&args, &targets, seconds).await?;
+    rows.extend(mixed_rows(&args, &targets, seconds).await?);
+    let rss = [0, 1].map(|i| {
+        if args.measured(i) {
+            rss_mib(targets[i].pid).unwrap_or(f64::NAN)
+        } else {
+            f64::NAN
+        }
+    });
+    rows.push(("resident memory after the run (MiB)".into(), rss));
+    rows.push((
+        "start to serving (ms)".into(),
+        [zk_start.as_secs_f64() * 1e3, embedded_start.as_secs_f64() * 1e3],
+    ));
+    print_table(&rows);
+    println!("\nload average {load_before} before, {} after", load_average());
+    targets.clear();
+    drop(embedded);
+    drop(zookeeper);
+    Ok(())
+}
+
+impl Args {
+    /// Whether the server at `i` of the targets (0: ZooKeeper, 1: embedded) is measured (`--only`).
+    fn measured(&self, i: usize) -> bool {
+        match self.only.as_deref() {
+            Some("zookeeper") => i == 0,
+            Some("embedded") => i == 1,
+            _ => true,
+        }
+    }
+
+    /// The measured servers of one round, in its order. Rounds alternate which server goes first, and every figure
+    /// is the median over the rounds, so a burst of background load hits both servers alike instead of deciding the
+    /// ratio.
+    fn order(&self, round: usize) -> Vec<usize> {
+        let order = if round & 1 == 0 { vec![0, 1] } else { vec![1, 0] };
+        order.into_iter().filter(|&i| self.measured(i)).collect()
+    }
+}
+
+/// The settings line above the table.
+fn print_settings(args: &Args, load_before: &str) {
     println!(
         "compare-servers: {:.1}s per measurement, median of {} rounds, {} clients for mixed operations, load \
          generator on {}, {:.1}s warm-up per server; load average {load_before} before",
@@ -254,40 +296,41 @@ async fn compare(args: Args) -> Result<()> {
         },
         args.warmup
     );
-    if args.warmup > 0.0 {
-        let warmup = Duration::from_secs_f64(args.warmup / 2.0);
-        for target in targets
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| measured(*i))
-            .map(|(_, t)| t)
-        {
-            lock::measure_with(
-                &zklock_bench::Connect::plain(),
-                &target.hosts,
-                lock::LockImpl::Zklock,
-                8,
-                warmup,
-                no_probe(),
-            )
-            .await?;
-            mixed::run(&target.hosts, args.clients, warmup).await?;
-        }
+}
+
+/// `--warmup` seconds of the same workloads on each measured server, half of them each.
+async fn warm_up(args: &Args, targets: &[Target]) -> Result<()> {
+    let warmup = Duration::from_secs_f64(args.warmup / 2.0);
+    for target in targets
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| args.measured(*i))
+        .map(|(_, t)| t)
+    {
+        lock::measure_with(
+            &zklock_bench::Connect::plain(),
+            &target.hosts,
+            lock::LockImpl::Zklock,
+            8,
+            warmup,
+            no_probe(),
+        )
+        .await?;
+        mixed::run(&target.hosts, args.clients, warmup).await?;
     }
+    Ok(())
+}
+
+/// The Mutex workloads, uncontended and contended: throughput and CPU per 1,000 acquisitions.
+async fn lock_rows(args: &Args, targets: &[Target], seconds: Duration) -> Result<Vec<Row>> {
     let mut rows: Vec<Row> = Vec::new();
-    // Rounds alternate which server goes first, and every figure is the median over the rounds, so a burst of
-    // background load hits both servers alike instead of deciding the ratio.
-    let order = |round: usize| -> Vec<usize> {
-        let order = if round & 1 == 0 { vec![0, 1] } else { vec![1, 0] };
-        order.into_iter().filter(|&i| measured(i)).collect()
-    };
     for (label, unit, clients) in [
         ("Mutex uncontended acquire+release /s", "acquisitions", 1),
         ("Mutex contended hand-offs /s (8 clients)", "hand-offs", 8),
     ] {
         let mut runs: [Vec<lock::LockRun>; 2] = Default::default();
         for round in 0..args.rounds {
-            for i in order(round) {
+            for i in args.order(round) {
                 let target = &targets[i];
                 let probe = cpu_probe(target.pid);
                 let run = lock::measure_with(
@@ -319,9 +362,14 @@ async fn compare(args: Args) -> Result<()> {
             stat(&|r| per_thousand(r.probe[1], r.count)),
         ));
     }
+    Ok(rows)
+}
+
+/// Saturated mixed operations: throughput, CPU per 1,000 operations, p50 and p99 latency.
+async fn mixed_rows(args: &Args, targets: &[Target], seconds: Duration) -> Result<Vec<Row>> {
     let mut mixed_runs: [Vec<mixed::MixedResult>; 2] = Default::default();
     for round in 0..args.rounds {
-        for i in order(round) {
+        for i in args.order(round) {
             let target = &targets[i];
             let result =
                 mixed::run_probed(&target.hosts, args.clients, seconds, cpu_probe(target.pid)).await?;
@@ -331,40 +379,34 @@ async fn compare(args: Args) -> Result<()> {
     }
     let field =
         |f: &dyn Fn(&mixed::MixedResult) -> f64| mixed_runs.each_ref().map(|r| median(r.iter().map(f)));
-    rows.push((
-        format!("mixed ops /s ({} clients)", args.clients),
-        field(&|r| r.ops_per_sec),
-    ));
-    rows.push((
-        "↳ server CPU ms per 1,000 ops".into(),
-        field(&|r| per_thousand(r.probe[0], r.ops)),
-    ));
-    rows.push((
-        "↳ load generator CPU ms per 1,000 ops".into(),
-        field(&|r| per_thousand(r.probe[1], r.ops)),
-    ));
-    rows.push((
-        "mixed p50 latency (ms)".into(),
-        field(&|r| r.p50.as_secs_f64() * 1e3),
-    ));
-    rows.push((
-        "mixed p99 latency (ms)".into(),
-        field(&|r| r.p99.as_secs_f64() * 1e3),
-    ));
-    let rss = [0, 1].map(|i| {
-        if measured(i) {
-            rss_mib(targets[i].pid).unwrap_or(f64::NAN)
-        } else {
-            f64::NAN
-        }
-    });
-    rows.push(("resident memory after the run (MiB)".into(), rss));
-    rows.push((
-        "start to serving (ms)".into(),
-        [zk_start.as_secs_f64() * 1e3, embedded_start.as_secs_f64() * 1e3],
-    ));
+    Ok(vec![
+        (
+            format!("mixed ops /s ({} clients)", args.clients),
+            field(&|r| r.ops_per_sec),
+        ),
+        (
+            "↳ server CPU ms per 1,000 ops".into(),
+            field(&|r| per_thousand(r.probe[0], r.ops)),
+        ),
+        (
+            "↳ load generator CPU ms per 1,000 ops".into(),
+            field(&|r| per_thousand(r.probe[1], r.ops)),
+        ),
+        (
+            "mixed p50 latency (ms)".into(),
+            field(&|r| r.p50.as_secs_f64() * 1e3),
+        ),
+        (
+            "mixed p99 latency (ms)".into(),
+            field(&|r| r.p99.as_secs_f64() * 1e3),
+        ),
+    ])
+}
+
+/// The table: one row per figure, both servers and their ratio.
+fn print_table(rows: &[Row]) {
     println!("\n| workload | ZooKeeper 3.8 | embedded | embedded / ZooKeeper |\n|---|---:|---:|---:|");
-    for (label, [zk, emb]) in &rows {
+    for (label, [zk, emb]) in rows {
         println!(
             "| {label} | {} | {} | {} |",
             cell(*zk),
@@ -372,11 +414,6 @@ async fn compare(args: Args) -> Result<()> {
             ratio(*emb, *zk)
         );
     }
-    println!("\nload average {load_before} before, {} after", load_average());
-    targets.clear();
-    drop(embedded);
-    drop(zookeeper);
-    Ok(())
 }
 
 /// The median (mean of the middle two for an even count); NaN when there are no values.
