@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 use zklock::zookeeper_client::Client;
-use zklock::{Group, LeaderElection, LostReason, Queue, Session, SessionEvent};
+use zklock::{Group, LeaderElection, LostReason, Membership, Queue, Session, SessionEvent};
 use zklock_testkit::{expire_session, unique_path, ZooKeeper};
 
 use crate::support::{assert_expired, children, client, eventually};
@@ -104,156 +104,252 @@ where
     F: FnOnce(Client) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
-    let base = unique_path("reconnect");
-    let (election_dir, group_dir, queue_dir) = (
-        format!("{base}/election"),
-        format!("{base}/group"),
-        format!("{base}/queue"),
-    );
-    let connector = Client::connector().with_session_timeout(timeout);
-    let session = eventually("connecting", Session::reconnecting(connector, hosts))
-        .await
-        .unwrap();
-    assert!(session.is_reconnecting());
-    let mut events = session.events().unwrap();
-    let first = session.client().session_id().0;
-    let observer = client(hosts).await;
-    let producer = Queue::new(&observer, &queue_dir).unwrap();
-    for item in ["a", "hold", "b"] {
-        producer.put(item.as_bytes()).await.unwrap();
-    }
-
-    let (mut terms, mut work) = start_service(&session, &election_dir, &queue_dir);
-    let group = Group::new(&session, &group_dir).unwrap().with_data("service");
-    let membership = group.join().await.unwrap();
-    assert_eq!(owner(&observer, membership.path()).await, first);
-    let Report::TermStarted {
-        token: first_token,
-        path: first_term,
-    } = next(&mut terms, "the first term").await
-    else {
-        panic!("a term starts first")
+    let mut run = Run::start(hosts, timeout).await;
+    fault(run.session.client().clone()).await;
+    let clock = Clock {
+        fault_over: Instant::now(),
+        bound: timeout + Duration::from_secs(2),
+        outage,
     };
-    assert_eq!(owner(&observer, &first_term).await, first);
-    let mut completed = Vec::new();
-    loop {
-        match next(&mut work, "the consumer to take a and hold").await {
-            Report::Completed(item) => completed.push(item),
-            Report::Holding => break,
-            other => panic!("unexpected {other:?}"),
+    run.old_holdings_report_lost(&clock).await;
+    let second = run.new_session(&clock).await;
+    let again = run.member_joins_again(&clock, second).await;
+    let old_gone = run.old_session_gone(&clock).await;
+    run.second_term(&clock, old_gone, second).await;
+    run.consumer_carries_on(&clock, old_gone).await;
+    run.close(again).await;
+}
+
+/// The time bounds after the fault, and what a lost holding may report.
+struct Clock {
+    /// When the fault was over.
+    fault_over: Instant,
+    /// The session timeout plus 2 s.
+    bound: Duration,
+    /// Whether the connection was down before the session ended.
+    outage: bool,
+}
+
+impl Clock {
+    /// A holding of the old session lost: expired, or after an outage possibly disconnected first.
+    fn assert_lost(&self, reason: LostReason) {
+        match reason {
+            LostReason::Disconnected if self.outage => {}
+            reason => assert_expired(reason),
         }
     }
-    assert_eq!(completed, ["a"]);
 
-    fault(session.client().clone()).await;
-    let fault_over = Instant::now();
-    let bound = timeout + Duration::from_secs(2);
-    let assert_lost = |reason: LostReason| match reason {
-        LostReason::Disconnected if outage => {}
-        reason => assert_expired(reason),
-    };
-    let within_from = |since: Instant, what: &str| {
+    /// `what` happened within the bound of `since`.
+    fn within_from(&self, since: Instant, what: &str) {
+        let bound = self.bound;
         let elapsed = since.elapsed();
         tracing::info!(?elapsed, "{what}");
         assert!(
             elapsed <= bound,
             "{what} after {elapsed:?}, over the bound {bound:?}"
         );
-    };
-    let within = |what: &str| within_from(fault_over, what);
-
-    // The old session's holdings report lost.
-    assert_lost(eventually("the membership's loss", membership.lost()).await);
-    match next(&mut work, "the claim's loss").await {
-        Report::ClaimLost(reason) => assert_lost(reason),
-        other => panic!("unexpected {other:?}"),
-    }
-    match next(&mut terms, "the first term's end").await {
-        Report::TermEnded { token } => assert_eq!(token, first_token),
-        other => panic!("unexpected {other:?}"),
     }
 
-    // A new session, reported as such.
-    let second = eventually("a new session", async {
+    /// `what` happened within the bound of the fault's end.
+    fn within(&self, what: &str) {
+        self.within_from(self.fault_over, what)
+    }
+}
+
+/// The service on its first ZooKeeper session, and what watches it.
+struct Run {
+    election_dir: String,
+    group_dir: String,
+    session: Session,
+    events: tokio::sync::broadcast::Receiver<SessionEvent>,
+    /// The first ZooKeeper session's id.
+    first: i64,
+    observer: Client,
+    producer: Queue,
+    terms: mpsc::UnboundedReceiver<Report>,
+    work: mpsc::UnboundedReceiver<Report>,
+    group: Group,
+    membership: Membership,
+    first_token: i64,
+    first_term: String,
+    /// The items completed so far, in order.
+    completed: Vec<String>,
+}
+
+impl Run {
+    /// Starts the service on a reconnecting session with three items queued: the member joined, the first term
+    /// started, "a" completed and "hold" held.
+    async fn start(hosts: &str, timeout: Duration) -> Run {
+        let base = unique_path("reconnect");
+        let (election_dir, group_dir, queue_dir) = (
+            format!("{base}/election"),
+            format!("{base}/group"),
+            format!("{base}/queue"),
+        );
+        let connector = Client::connector().with_session_timeout(timeout);
+        let session = eventually("connecting", Session::reconnecting(connector, hosts))
+            .await
+            .unwrap();
+        assert!(session.is_reconnecting());
+        let events = session.events().unwrap();
+        let first = session.client().session_id().0;
+        let observer = client(hosts).await;
+        let producer = Queue::new(&observer, &queue_dir).unwrap();
+        for item in ["a", "hold", "b"] {
+            producer.put(item.as_bytes()).await.unwrap();
+        }
+
+        let (mut terms, mut work) = start_service(&session, &election_dir, &queue_dir);
+        let group = Group::new(&session, &group_dir).unwrap().with_data("service");
+        let membership = group.join().await.unwrap();
+        assert_eq!(owner(&observer, membership.path()).await, first);
+        let Report::TermStarted {
+            token: first_token,
+            path: first_term,
+        } = next(&mut terms, "the first term").await
+        else {
+            panic!("a term starts first")
+        };
+        assert_eq!(owner(&observer, &first_term).await, first);
+        let mut completed = Vec::new();
         loop {
-            match events.recv().await.expect("session events") {
-                SessionEvent::NewSession { session_id } => break session_id,
-                SessionEvent::Closed => panic!("closed"),
-                _ => {}
+            match next(&mut work, "the consumer to take a and hold").await {
+                Report::Completed(item) => completed.push(item),
+                Report::Holding => break,
+                other => panic!("unexpected {other:?}"),
             }
         }
-    })
-    .await;
-    within("the new session");
-    assert_ne!(second, first);
-    assert_eq!(session.client().session_id().0, second);
-
-    // The group member joins again, on the new session.
-    let again = eventually("joining again", group.join()).await.unwrap();
-    within("joining again");
-    assert_eq!(owner(&observer, again.path()).await, second);
-    assert_ne!(again.path(), membership.path());
-
-    // After an outage the restarted server expires the old session (and deletes its nodes: the first term's, the
-    // held item's claim) only a session timeout after it started: what waits for those nodes is timed from then.
-    let old_gone = if outage {
-        let first_term_gone = zklock_testkit::await_deleted(&observer, &first_term);
-        eventually("the server to expire the old session", first_term_gone).await;
-        Instant::now()
-    } else {
-        fault_over
-    };
-
-    // The election: a new term on the new session, with a larger token, and never two leaders at once (the first
-    // term was stopped before, and its node is gone).
-    let Report::TermStarted { token, path } = next(&mut terms, "the second term").await else {
-        panic!("a term starts after the first ended")
-    };
-    within_from(old_gone, "the second term");
-    assert!(token > first_token, "{token} after {first_token}");
-    assert_eq!(owner(&observer, &path).await, second);
-    assert_eq!(
-        children(&observer, &election_dir).await.len(),
-        1,
-        "one candidate: the leader"
-    );
-
-    // The consumer: the item claimed on the old session is claimed again and completed once, then the rest.
-    for item in ["c", "d"] {
-        producer.put(item.as_bytes()).await.unwrap();
+        assert_eq!(completed, ["a"]);
+        Run {
+            election_dir,
+            group_dir,
+            session,
+            events,
+            first,
+            observer,
+            producer,
+            terms,
+            work,
+            group,
+            membership,
+            first_token,
+            first_term,
+            completed,
+        }
     }
-    while completed.len() < 5 {
-        match next(&mut work, "the consumer to carry on").await {
-            Report::Completed(item) => completed.push(item),
+
+    /// The old session's holdings report lost.
+    async fn old_holdings_report_lost(&mut self, clock: &Clock) {
+        clock.assert_lost(eventually("the membership's loss", self.membership.lost()).await);
+        match next(&mut self.work, "the claim's loss").await {
+            Report::ClaimLost(reason) => clock.assert_lost(reason),
             other => panic!("unexpected {other:?}"),
         }
-        if completed.last().map(String::as_str) == Some("hold") {
-            within_from(old_gone, "the held item's completion");
+        match next(&mut self.terms, "the first term's end").await {
+            Report::TermEnded { token } => assert_eq!(token, self.first_token),
+            other => panic!("unexpected {other:?}"),
         }
     }
-    // After an outage the old claim stays until the server expires the old session: "b" may come first.
-    let mut sorted = completed.clone();
-    sorted.sort();
-    assert_eq!(
-        sorted,
-        ["a", "b", "c", "d", "hold"],
-        "every item once: {completed:?}"
-    );
-    if !outage {
-        assert_eq!(completed, ["a", "hold", "b", "c", "d"], "in order");
-    }
-    assert_eq!(producer.len().await.unwrap(), 0);
 
-    // Closing leaves no node of ours: the member and the leader's node go at once.
-    drop(membership);
-    session.close().await.unwrap();
-    assert!(children(&observer, &group_dir).await.is_empty());
-    assert!(children(&observer, &election_dir).await.is_empty());
-    assert_eq!(
-        eventually("the closed event", events.recv()).await.unwrap(),
-        SessionEvent::Closed
-    );
-    drop(again);
+    /// A new session, reported as such: its id.
+    async fn new_session(&mut self, clock: &Clock) -> i64 {
+        let events = &mut self.events;
+        let second = eventually("a new session", async {
+            loop {
+                match events.recv().await.expect("session events") {
+                    SessionEvent::NewSession { session_id } => break session_id,
+                    SessionEvent::Closed => panic!("closed"),
+                    _ => {}
+                }
+            }
+        })
+        .await;
+        clock.within("the new session");
+        assert_ne!(second, self.first);
+        assert_eq!(self.session.client().session_id().0, second);
+        second
+    }
+
+    /// The group member joins again, on the new session.
+    async fn member_joins_again(&self, clock: &Clock, second: i64) -> Membership {
+        let again = eventually("joining again", self.group.join()).await.unwrap();
+        clock.within("joining again");
+        assert_eq!(owner(&self.observer, again.path()).await, second);
+        assert_ne!(again.path(), self.membership.path());
+        again
+    }
+
+    /// When the old session's nodes (the first term's, the held item's claim) are gone. After an outage the
+    /// restarted server expires the old session (and deletes its nodes) only a session timeout after it started:
+    /// what waits for those nodes is timed from then.
+    async fn old_session_gone(&self, clock: &Clock) -> Instant {
+        if clock.outage {
+            let first_term_gone = zklock_testkit::await_deleted(&self.observer, &self.first_term);
+            eventually("the server to expire the old session", first_term_gone).await;
+            Instant::now()
+        } else {
+            clock.fault_over
+        }
+    }
+
+    /// The election: a new term on the new session, with a larger token, and never two leaders at once (the first
+    /// term was stopped before, and its node is gone).
+    async fn second_term(&mut self, clock: &Clock, old_gone: Instant, second: i64) {
+        let Report::TermStarted { token, path } = next(&mut self.terms, "the second term").await else {
+            panic!("a term starts after the first ended")
+        };
+        clock.within_from(old_gone, "the second term");
+        let first_token = self.first_token;
+        assert!(token > first_token, "{token} after {first_token}");
+        assert_eq!(owner(&self.observer, &path).await, second);
+        assert_eq!(
+            children(&self.observer, &self.election_dir).await.len(),
+            1,
+            "one candidate: the leader"
+        );
+    }
+
+    /// The consumer: the item claimed on the old session is claimed again and completed once, then the rest.
+    async fn consumer_carries_on(&mut self, clock: &Clock, old_gone: Instant) {
+        for item in ["c", "d"] {
+            self.producer.put(item.as_bytes()).await.unwrap();
+        }
+        let completed = &mut self.completed;
+        while completed.len() < 5 {
+            match next(&mut self.work, "the consumer to carry on").await {
+                Report::Completed(item) => completed.push(item),
+                other => panic!("unexpected {other:?}"),
+            }
+            if completed.last().map(String::as_str) == Some("hold") {
+                clock.within_from(old_gone, "the held item's completion");
+            }
+        }
+        // After an outage the old claim stays until the server expires the old session: "b" may come first.
+        let mut sorted = completed.clone();
+        sorted.sort();
+        assert_eq!(
+            sorted,
+            ["a", "b", "c", "d", "hold"],
+            "every item once: {completed:?}"
+        );
+        if !clock.outage {
+            assert_eq!(*completed, ["a", "hold", "b", "c", "d"], "in order");
+        }
+        assert_eq!(self.producer.len().await.unwrap(), 0);
+    }
+
+    /// Closing leaves no node of ours: the member and the leader's node go at once.
+    async fn close(mut self, again: Membership) {
+        drop(self.membership);
+        self.session.close().await.unwrap();
+        assert!(children(&self.observer, &self.group_dir).await.is_empty());
+        assert!(children(&self.observer, &self.election_dir).await.is_empty());
+        assert_eq!(
+            eventually("the closed event", self.events.recv()).await.unwrap(),
+            SessionEvent::Closed
+        );
+        drop(again);
+    }
 }
 
 crate::on_standalone_and_embedded! {
