@@ -32,8 +32,8 @@
 //!   causes is queued before that write's reply.
 //! - `ops/`: one function per request, grouped by concern (`read`, `write`, `multi`, `watches`,
 //!   `session`); `ops/prep.rs` validates writes in ZooKeeper's check order and turns them into `Txn`s.
-//! - `tree.rs`, `watch.rs`, `session.rs`, `acl.rs`, `path.rs`: the data tree, watch tables, session table,
-//!   ACL/digest rules and path validation. `txn.rs` + `persist.rs`: what goes to `zklock-storage` and how a
+//! - `tree.rs` (and `tree/`), `watch.rs`, `session.rs`, `acl.rs`, `path.rs`: the data tree, watch tables, session
+//!   table, ACL/digest rules and path validation. `txn.rs` + `persist.rs`: what goes to `zklock-storage` and how a
 //!   start recovers (newest snapshot + replay of later txns through the same apply code).
 //! - `fourlw.rs`: four-letter words (`ruok srvr stat mntr cons envi wchs dump conf isro ...`).
 //! - `metrics.rs`: the figures `mntr` reports ([`Figures`]), read in one place, and the Prometheus endpoint that

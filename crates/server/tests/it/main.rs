@@ -1,5 +1,6 @@
 //! Integration tests of the embedded server (one test binary): the Rust `zookeeper-client` for client-level
-//! behaviour (over TLS too: `tls.rs`), and a raw jute socket (our codec) for wire details a client library hides.
+//! behaviour (over TLS too: `tls/`), and a raw jute socket (our codec) for wire details a client library hides
+//! (`raw/`).
 
 mod client;
 mod common;
