@@ -111,15 +111,6 @@ impl RwLock {
         })
     }
 
-    engine::place_methods! {
-        /// Data stored in our node while we wait and hold (shown by `zklock status`).
-        pub fn with_data;
-        /// The lock directory.
-        pub fn path;
-        /// The session and policies this lock uses.
-        pub fn session;
-    }
-
     /// Whether to queue with kazoo's `ReadLock` (`<hex>__rlock__<seq>`) and `WriteLock` (`<hex>__lock__<seq>`)
     /// contenders in the same directory. On by default; with `false` a kazoo node in the directory makes the
     /// acquire fail with [`Error::InUse`](crate::Error::InUse). kazoo's locks see our nodes only when made with
@@ -127,6 +118,15 @@ impl RwLock {
     pub fn with_kazoo_contenders(mut self, recognize: bool) -> RwLock {
         self.kazoo = recognize;
         self
+    }
+
+    engine::place_methods! {
+        /// Data stored in our node while we wait and hold (shown by `zklock status`).
+        pub fn with_data;
+        /// The lock directory.
+        pub fn path;
+        /// The session and policies this lock uses.
+        pub fn session;
     }
 
     async fn acquire(&self, marker: Marker, wait: Wait) -> Result<Option<Guard>> {

@@ -130,6 +130,12 @@ impl PriorityQueue {
         self.items.take().await
     }
 
+    /// Claims the first unclaimed item, waiting while there is none; see [`Queue::take_safe`](crate::Queue::take_safe).
+    /// A claimed item keeps its place: if the claim goes away before [`Claimed::complete`], it is the first again.
+    pub async fn take_safe(&self) -> Result<Claimed> {
+        self.items.take_safe().await
+    }
+
     forward_to_items! {
         /// Like [`take`](Self::take), but gives up after `timeout` with
         /// [`Error::Timeout`](crate::Error::Timeout).
@@ -147,11 +153,5 @@ impl PriorityQueue {
         pub async fn is_empty;
         /// Like [`take_safe`](Self::take_safe), but returns `None` at once if no item is unclaimed.
         pub async fn try_take_safe;
-    }
-
-    /// Claims the first unclaimed item, waiting while there is none; see [`Queue::take_safe`](crate::Queue::take_safe).
-    /// A claimed item keeps its place: if the claim goes away before [`Claimed::complete`], it is the first again.
-    pub async fn take_safe(&self) -> Result<Claimed> {
-        self.items.take_safe().await
     }
 }

@@ -122,6 +122,15 @@ impl Queue {
         self.items.put(&format!("{ITEM_PREFIX}{id}-"), &id, data).await
     }
 
+    forward_to_items! {
+        /// The number of items in the queue right now (including claimed ones).
+        pub async fn len;
+        /// Whether the queue is empty right now.
+        pub async fn is_empty;
+        /// Like [`take_safe`](Self::take_safe), but returns `None` at once if no item is unclaimed.
+        pub async fn try_take_safe;
+    }
+
     /// Removes and returns the lowest item, waiting (with a child watch) while the queue is empty.
     pub async fn take(&self) -> Result<Vec<u8>> {
         self.items.take().await
@@ -134,15 +143,6 @@ impl Queue {
         pub async fn try_take;
         /// The data of the lowest item (claimed or not), without removing it; `None` if the queue is empty.
         pub async fn peek;
-    }
-
-    forward_to_items! {
-        /// The number of items in the queue right now (including claimed ones).
-        pub async fn len;
-        /// Whether the queue is empty right now.
-        pub async fn is_empty;
-        /// Like [`take_safe`](Self::take_safe), but returns `None` at once if no item is unclaimed.
-        pub async fn try_take_safe;
     }
 
     /// Claims the lowest unclaimed item, waiting while there is none. The item stays in the queue, invisible to
