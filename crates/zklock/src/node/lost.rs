@@ -522,7 +522,8 @@ async fn monitor(
     tx.send_replace(Some(reason));
 }
 
-#[cfg(test)]
+// Needs the workspace's test kit: on with the `workspace-tests` feature (the suite builds with --all-features).
+#[cfg(all(test, feature = "workspace-tests"))]
 mod tests {
     //! The dismissal, which needs the crate's insides: a node and its signal apart from any guard.
 
