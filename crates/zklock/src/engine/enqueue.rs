@@ -1,6 +1,8 @@
 //! Taking our place in a queue directory: our ephemeral-sequential node created (with missing parents) and pipelined
 //! with the first listing, and found again by its unique prefix after a lost create reply.
 
+use zookeeper_client::{self as zk, CreateMode};
+
 use crate::base::error::{Error, Result};
 use crate::base::idioms::{self, IfExists};
 use crate::base::names::{self, Contender, Marker};
@@ -8,7 +10,6 @@ use crate::base::path::child_path;
 use crate::base::retry::{is_connection_loss, Attempts};
 use crate::node::own::OwnNode;
 use crate::session::Session;
-use zookeeper_client::{self as zk, CreateMode};
 
 /// Creates our ephemeral-sequential node (and missing parents), pipelined with the first listing (`None` when
 /// the node had to be found again after a lost reply). Recipes that are not a plain queue (the semaphore's lease)

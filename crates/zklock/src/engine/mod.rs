@@ -17,10 +17,6 @@
 mod enqueue;
 mod turn;
 
-use crate::engine::enqueue::enqueue;
-use crate::engine::turn::check_turn;
-use crate::engine::turn::wait_turn;
-use crate::engine::turn::Step;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -29,6 +25,8 @@ use tracing::Instrument as _;
 use crate::base::error::{Error, Result};
 use crate::base::names::{Contender, Marker};
 use crate::base::path::child_path;
+use crate::engine::enqueue::enqueue;
+use crate::engine::turn::{check_turn, wait_turn, Step};
 use crate::node::guard::Guard;
 use crate::node::lost::LostSignal;
 use crate::node::own::OwnNode;

@@ -1,19 +1,20 @@
 //! Waiting for our turn: one look at the queue decides (ready, wait for a node ahead, or a conflict), and the wait
 //! watches only the nearest node that blocks us — and, to look ahead, the node just before it.
 
+use std::future::Future;
+use std::pin::Pin;
+
+use zookeeper_client::{self as zk, EventType};
+
 use crate::base::error::{Error, Result};
-use crate::base::idioms::{self};
+use crate::base::idioms;
 use crate::base::names::{self, Contender, Marker};
 use crate::base::path::child_path;
-use crate::engine::Rules;
-use crate::engine::Turn;
+use crate::engine::{Rules, Turn};
 use crate::node::lost::LostSignal;
 use crate::node::own::OwnNode;
 use crate::session::listener::QueueEvent;
 use crate::session::Session;
-use std::future::Future;
-use std::pin::Pin;
-use zookeeper_client::{self as zk, EventType};
 
 /// What one look at the queue says we do next.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,20 +3,12 @@
 use crate::base::error::Result;
 use crate::base::path::child_path;
 use crate::inspect::view::{self, NodeKind, Participant, Recipe, Role};
-use crate::recipes::coordination::double_barrier::is_participant;
-use crate::recipes::coordination::double_barrier::READY;
-use crate::recipes::coordination::group::read_members;
-use crate::recipes::coordination::group::{layout_of, GroupLayout};
-use crate::recipes::coordination::transaction::alive_participant;
-use crate::recipes::coordination::transaction::is_unique;
-use crate::recipes::coordination::transaction::Decision;
-use crate::recipes::coordination::transaction::Look;
-use crate::recipes::coordination::transaction::COORDINATOR;
-use crate::recipes::coordination::transaction::JOINED;
-use crate::recipes::coordination::transaction::OUTCOME;
-use crate::recipes::coordination::transaction::VOTE;
-use crate::session::read;
-use crate::session::Session;
+use crate::recipes::coordination::double_barrier::{is_participant, READY};
+use crate::recipes::coordination::group::{layout_of, read_members, GroupLayout};
+use crate::recipes::coordination::transaction::{
+    alive_participant, is_unique, Decision, Look, COORDINATOR, JOINED, OUTCOME, VOTE,
+};
+use crate::session::{read, Session};
 
 /// What [`inspect`](crate::inspect()) shows of a group (members among its `children`): the members in the order they
 /// joined, with their data.

@@ -1,12 +1,11 @@
 //! What a counter node shows: its value and version, in Curator's `SharedCount` or `DistributedAtomicLong` bytes.
 
-use crate::base::error::Error;
-use crate::recipes::counters::RECEIPT_PREFIX;
 use zookeeper_client as zk;
 
-use crate::base::error::Result;
+use crate::base::error::{Error, Result};
 use crate::base::idioms::IfExists;
 use crate::inspect::view::Recipe;
+use crate::recipes::counters::RECEIPT_PREFIX;
 use crate::session::Session;
 
 /// What [`inspect`](crate::inspect) shows of a node whose `children` are only receipts of ours (or none): a

@@ -1,16 +1,12 @@
 //! What the lock family's directories show: a queue of contenders (a lock's, an election's) and a semaphore's leases and waiters.
 
 use crate::base::error::Result;
-use crate::base::idioms;
-use crate::base::names;
 use crate::base::names::Marker;
 use crate::base::path::child_path;
+use crate::base::{idioms, names};
 use crate::engine::Rules as _;
-use crate::inspect::view::read_contenders;
-use crate::inspect::view::{self, NodeKind, Participant, Recipe, Role};
-use crate::recipes::locks::semaphore::is_lease;
-use crate::recipes::locks::semaphore::leases_dir;
-use crate::recipes::locks::semaphore::GATE;
+use crate::inspect::view::{self, read_contenders, NodeKind, Participant, Recipe, Role};
+use crate::recipes::locks::semaphore::{is_lease, leases_dir, GATE};
 use crate::session::Session;
 
 /// A lock's or an election's queue: every child that is a contender node of any known format, in queue order.

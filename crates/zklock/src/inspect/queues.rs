@@ -3,9 +3,7 @@
 use crate::base::error::Result;
 use crate::base::path::child_path;
 use crate::inspect::view::Recipe;
-use crate::recipes::queues::layout::item_sequence;
-use crate::recipes::queues::layout::CLAIMS;
-use crate::recipes::queues::layout::RECEIPTS;
+use crate::recipes::queues::layout::{item_sequence, CLAIMS, RECEIPTS};
 use crate::session::Session;
 
 /// What [`inspect`](crate::inspect()) shows of a queue directory (items, `claims` or `receipts` among its

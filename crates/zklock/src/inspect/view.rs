@@ -1,13 +1,13 @@
 //! What a recipe directory holds, as the library shows it: the public view types ([`Inspection`], [`Recipe`],
 //! [`Participant`], [`NodeKind`], [`Role`]) and the participants made from the nodes read.
 
-use crate::base::path::child_path;
 use std::time::{Duration, SystemTime};
 
 use zookeeper_client::Stat;
 
 use crate::base::error::Result;
 use crate::base::names::{Contender, Marker};
+use crate::base::path::child_path;
 use crate::session::read::read_nodes;
 use crate::session::Session;
 
@@ -90,7 +90,7 @@ pub enum Recipe {
         /// How many of the votes are commit.
         commit_votes: usize,
         /// The outcome, once decided.
-        outcome: Option<crate::Decision>,
+        outcome: Option<crate::recipes::coordination::transaction::Decision>,
     },
     /// A node without children: a set [`Barrier`](crate::Barrier), or a directory nobody uses right now.
     Empty,

@@ -5,8 +5,7 @@
 
 use std::future::Future;
 
-use crate::base::error::LostReason;
-use crate::base::error::{Error, Result};
+use crate::base::error::{Error, LostReason, Result};
 use crate::base::idioms::IfExists;
 use crate::node::lost::LostSignal;
 use crate::node::own::OwnNode;

@@ -27,8 +27,7 @@ use crate::base::error::{Error, Result};
 use crate::base::idioms::{self, IfExists};
 use crate::base::path::child_path;
 use crate::node::held::Held;
-use crate::session::read;
-use crate::session::Session;
+use crate::session::{read, Session};
 
 /// What kazoo's `Party` puts in its member names.
 const PARTY: &str = "__party__";

@@ -10,8 +10,7 @@ use crate::base::error::{Error, Result};
 use crate::base::idioms::IfExists;
 use crate::base::path::child_path;
 use crate::session::cas::{Committed, Write};
-use crate::session::read;
-use crate::session::Session;
+use crate::session::{read, Session};
 
 /// What one listing of a transaction shows.
 #[derive(Debug, Default, PartialEq, Eq)]

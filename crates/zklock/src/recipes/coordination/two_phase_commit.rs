@@ -28,13 +28,6 @@
 //! process carry a fresh uuid, so a create retried after a lost reply finds its node, and a cancelled attempt
 //! never deletes anybody else's.
 
-use crate::recipes::coordination::transaction::Look;
-use crate::recipes::coordination::transaction::Tx;
-use crate::recipes::coordination::transaction::ALIVE;
-use crate::recipes::coordination::transaction::COORDINATOR;
-use crate::recipes::coordination::transaction::JOINED;
-use crate::recipes::coordination::transaction::VOTE;
-use crate::Decision;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -44,8 +37,8 @@ use zookeeper_client::{self as zk, CreateMode, MultiWriteError};
 use crate::base::error::{At as _, Error, Result};
 use crate::base::path::child_path;
 use crate::base::retry::is_connection_loss;
-use crate::node::own::Created;
-use crate::node::own::OwnNode;
+use crate::node::own::{Created, OwnNode};
+use crate::recipes::coordination::transaction::{Decision, Look, Tx, ALIVE, COORDINATOR, JOINED, VOTE};
 use crate::session::cas::Write;
 use crate::session::listener::QueueEvent;
 use crate::session::Session;

@@ -5,15 +5,13 @@ use std::ops::ControlFlow;
 
 use zookeeper_client as zk;
 
-use crate::base::error::LostReason;
-use crate::base::error::{Error, Result};
+use crate::base::error::{Error, LostReason, Result};
 use crate::base::idioms::{self, IfExists};
 use crate::base::names::{self, Marker};
 use crate::base::path::child_path;
 use crate::engine::{self, Exclusive, Place, Rules as _, Wait};
 use crate::node::guard::Guard;
-use crate::session::read;
-use crate::session::Session;
+use crate::session::{read, Session};
 
 /// Proof of leadership (a [`Guard`]): fencing token, lost signal; [`release`](Guard::release) resigns.
 pub type Leadership = Guard;

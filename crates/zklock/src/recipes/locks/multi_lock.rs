@@ -9,8 +9,7 @@ use std::future::Future;
 use std::task::Poll;
 use std::time::Duration;
 
-use crate::base::error::LostReason;
-use crate::base::error::{Error, Result};
+use crate::base::error::{Error, LostReason, Result};
 use crate::node::guard::Guard;
 use crate::recipes::locks::mutex::Mutex;
 use crate::recipes::locks::rwlock::RwLock;

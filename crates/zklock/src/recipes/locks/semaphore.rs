@@ -1,7 +1,6 @@
 //! The counting semaphore: at most N lease holders at once.
 
-use crate::base::error::LostReason;
-use crate::base::error::{Error, Result};
+use crate::base::error::{Error, LostReason, Result};
 use crate::base::idioms::{self, IfExists};
 use crate::base::names::{self, Marker};
 use crate::base::path::child_path;

@@ -1,12 +1,13 @@
 //! A claimed queue item ([`Claimed`]): still in the queue but skipped by every other `take_safe` consumer while our
 //! claim — an ephemeral node under `<queue>/claims` — lives; and the claim create that may still be in flight.
 
+use zookeeper_client as zk;
+
 use crate::base::error::{At as _, Error, Result};
 use crate::base::idioms::IfExists;
 use crate::node::held::Held;
 use crate::session::cas::{Committed, Write};
 use crate::session::Session;
-use zookeeper_client::{self as zk};
 
 /// A claim create that may be in flight. Dropped while armed, it removes the claim node if our session created it:
 /// the check is sent at once, so it is processed after the create; a claim owned by our session can only

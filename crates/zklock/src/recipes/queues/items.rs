@@ -1,25 +1,22 @@
 //! The machinery every queue shares, written once: [`Items`], a queue directory whose items are named by a
 //! [`Layout`](super::queue::Layout) — puts with receipts, `take` and `take_safe` with claims, the waiting consumers.
 
+use std::future::Future;
+use std::time::Duration;
+
+use zookeeper_client::{self as zk, CreateMode};
+
 use crate::base::error::{At as _, Error, Result};
 use crate::base::idioms::{self, IfExists};
 use crate::base::path::child_path;
 use crate::base::retry::{is_connection_loss, Attempts};
 use crate::node::held::Held;
 use crate::node::own::OwnNode;
-use crate::recipes::queues::claim::Claimed;
-use crate::recipes::queues::claim::PendingClaim;
-use crate::recipes::queues::layout::sorted_items;
-use crate::recipes::queues::layout::Layout;
-use crate::recipes::queues::layout::CLAIMS;
-use crate::recipes::queues::layout::QUEUE_DEPTH_GAUGE;
-use crate::recipes::queues::layout::RECEIPTS;
+use crate::recipes::queues::claim::{Claimed, PendingClaim};
+use crate::recipes::queues::layout::{sorted_items, Layout, CLAIMS, QUEUE_DEPTH_GAUGE, RECEIPTS};
 use crate::session::cas::{Committed, Write};
 use crate::session::listener::QueueEvent;
 use crate::session::Session;
-use std::future::Future;
-use std::time::Duration;
-use zookeeper_client::{self as zk, CreateMode};
 
 /// A queue directory and the layout of its items: everything [`Queue`] and
 /// [`PriorityQueue`](crate::PriorityQueue) do, written once.

@@ -19,14 +19,12 @@
 //! The priority queue differs only in its item names (the priority comes first in the order) and in its items'
 //! data (Curator's envelope): [`Layout`] says which, and everything else here serves both.
 
-use crate::recipes::queues::claim::Claimed;
-use crate::recipes::queues::items::forward_to_items;
-use crate::recipes::queues::items::Items;
-use crate::recipes::queues::layout::Layout;
-use crate::recipes::queues::layout::ITEM_PREFIX;
 use std::time::Duration;
 
 use crate::base::error::Result;
+use crate::recipes::queues::claim::Claimed;
+use crate::recipes::queues::items::{forward_to_items, Items};
+use crate::recipes::queues::layout::{Layout, ITEM_PREFIX};
 use crate::session::Session;
 
 /// A distributed FIFO queue.
