@@ -282,3 +282,134 @@ async fn a_node_that_is_no_counter_is_refused_and_left_alone() {
         "nothing written"
     );
 }
+
+/// The servers a counter's rules are checked on: real ZooKeeper and the embedded server.
+async fn both_servers() -> [String; 2] {
+    [zookeeper().await, zklock_testkit::hosts::embedded().await]
+}
+
+/// Runs `zklock counter ARGS…`, expecting a usage failure (exit 2) whose message has every one of `words`.
+async fn refused(hosts: &str, args: &[&str], words: &[&str]) {
+    let (status, stdout, stderr) = counter(hosts, args).await;
+    assert_eq!(status, Some(2), "{args:?}: {stdout} {stderr}");
+    for word in words {
+        assert!(stderr.contains(word), "{args:?}: no {word:?} in {stderr}");
+    }
+}
+
+/// A node that merely has a counter's length is no counter: text in 4 or 8 bytes ("data" once became "datb"), or
+/// no data at all, is refused by get, set and add and left as it is, unless `--kind` says it is a counter; a
+/// directory with other children is refused whatever its data. Real counters up to ±150,000,000 never read as text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_node_of_a_counters_length_is_refused_unless_kind_says_so() {
+    for hosts in both_servers().await {
+        let a = client(&hosts).await;
+        let mode = persistent();
+        let [data, words, empty] =
+            ["cli-counter-data", "cli-counter-words", "cli-counter-empty"].map(unique_path);
+        a.create(&data, b"data", &mode).await.unwrap();
+        a.create(&words, b"1234567\n", &mode).await.unwrap();
+        a.create(&empty, b"", &mode).await.unwrap();
+        for (path, words) in [
+            (&data, &["\"data\"", "not a counter", "--kind shared"][..]),
+            (&words, &["\"1234567\\n\"", "not a counter", "--kind long"]),
+            (&empty, &["without data", "not a counter", "--kind long"]),
+        ] {
+            let before = a.get_data(path).await.unwrap();
+            for args in [&["add", path.as_str()][..], &["set", path, "5"], &["get", path]] {
+                refused(&hosts, args, words).await;
+            }
+            assert_eq!(a.get_data(path).await.unwrap(), before, "{path}: nothing written");
+        }
+        // `--kind` says it is a counter: then it is one.
+        assert_eq!(
+            counter(&hosts, &["--kind", "shared", "add", &data]).await.1,
+            "1684108386\n"
+        );
+        assert_eq!(a.get_data(&data).await.unwrap().0, b"datb");
+        assert_eq!(counter(&hosts, &["--kind", "long", "add", &empty]).await.1, "1\n");
+        assert_eq!(a.get_data(&empty).await.unwrap().0, 1i64.to_be_bytes());
+
+        // A lock's directory holding 8 bytes, and a node of 8 bytes with a child of its own, are no counters.
+        let lock = unique_path("cli-counter-lock8");
+        a.create(&lock, &8i64.to_be_bytes(), &mode).await.unwrap();
+        let guard = zklock::Mutex::new(&a, &lock).unwrap().lock().await.unwrap();
+        let parent = unique_path("cli-counter-parent8");
+        a.create(&parent, &8i64.to_be_bytes(), &mode).await.unwrap();
+        a.create(&format!("{parent}/child"), b"", &mode).await.unwrap();
+        for (path, what) in [(&lock, "a lock's directory"), (&parent, "no recipe")] {
+            for args in [&["add", path.as_str()][..], &["--kind", "long", "set", path, "5"]] {
+                refused(&hosts, args, &[what, "not a counter"]).await;
+            }
+            assert_eq!(a.get_data(path).await.unwrap().0, 8i64.to_be_bytes(), "{path}");
+        }
+        guard.release().await.unwrap();
+
+        // Counters within ±150,000,000 never read as text: no `--kind` needed.
+        for (value, kind) in [
+            (150_000_000, "shared"),
+            (-150_000_000, "shared"),
+            (150_000_000, "long"),
+        ] {
+            let path = unique_path("cli-counter-bound");
+            let (status, _, stderr) =
+                counter(&hosts, &["--kind", kind, "set", &path, &value.to_string()]).await;
+            assert_eq!(status, Some(0), "{stderr}");
+            let (status, stdout, stderr) = counter(&hosts, &["add", &path, "-1"]).await;
+            assert_eq!(
+                (status, stdout),
+                (Some(0), format!("{}\n", value - 1)),
+                "{kind}: {stderr}"
+            );
+        }
+    }
+}
+
+/// `add` refuses a sum its counter cannot hold (exit 2, as `set` does for a value out of range) and writes
+/// nothing; it never wraps (4 + 2147483647 once became -2147483645).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn add_refuses_to_overflow_a_counter() {
+    for hosts in both_servers().await {
+        let observer = client(&hosts).await;
+        let [high, low] = ["cli-counter-overflow-high", "cli-counter-overflow-low"].map(unique_path);
+        shared_count(&observer, &high, 4).await;
+        shared_count(&observer, &low, -4).await;
+        let [max, min] = ["cli-counter-overflow-max", "cli-counter-overflow-min"].map(unique_path);
+        for (path, value) in [(&max, i64::MAX), (&min, i64::MIN + 1)] {
+            let (status, _, stderr) = counter(&hosts, &["set", path, &value.to_string()]).await;
+            assert_eq!(status, Some(0), "{stderr}");
+        }
+        for (path, args, sum) in [
+            (&high, &["add", &high, "2147483647"][..], "2147483651"),
+            (&low, &["add", &low, "-2147483647"], "-2147483651"),
+            (&max, &["add", &max], "9223372036854775808"),
+            (
+                &min,
+                &["--kind", "long", "add", &min, "-2"],
+                "-9223372036854775809",
+            ),
+        ] {
+            let before = observer.get_data(path).await.unwrap();
+            refused(&hosts, args, &[sum, "does not fit", "nothing was changed"]).await;
+            assert_eq!(
+                observer.get_data(path).await.unwrap(),
+                before,
+                "{args:?}: nothing written"
+            );
+        }
+        // Up to the edge is fine.
+        for (path, delta, now) in [
+            (&high, "2147483643", "2147483647"),
+            (&low, "-2147483644", "-2147483648"),
+            (&max, "-1", "9223372036854775806"),
+            (&min, "-1", "-9223372036854775808"),
+        ] {
+            let (status, stdout, stderr) = counter(&hosts, &["add", path, delta]).await;
+            assert_eq!(
+                (status, stdout),
+                (Some(0), format!("{now}\n")),
+                "{path} {delta}: {stderr}"
+            );
+        }
+    }
+}
