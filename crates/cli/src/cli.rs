@@ -214,7 +214,9 @@ pub enum Command {
     /// Read, set or add to a counter kept in one node (Curator's DistributedAtomicLong or SharedCount).
     ///
     /// `get` prints the value; `set VALUE` and `add [VALUE]` (1 by default; negative to subtract) print the value
-    /// after the change. Every change is a compare-and-set that is counted once even when a reply is lost.
+    /// after the change. Every change is a compare-and-set that is counted once even when a reply is lost. `add`
+    /// refuses a sum the counter cannot hold (exit 2): a counter never wraps. A node with children, or one another
+    /// recipe uses, is never taken for a counter.
     #[command(after_long_help = exit::help(Cmd::Counter))]
     Counter(CounterArgs),
     /// The design documents' demo: N workers with their own sessions hand a lock over in FIFO order.
@@ -447,6 +449,8 @@ pub struct CounterArgs {
     pub acl: AclArgs,
     /// The counter's layout: `long` (8 bytes, Curator's DistributedAtomicLong) or `shared` (4 bytes, Curator's
     /// SharedCount). [default: what the node holds — 4 bytes a shared count, 8 a long; a new counter is a long]
+    /// A node without data, or whose 4 or 8 bytes read as text (such as `data`), is taken for a counter only with
+    /// --kind; counters within ±150,000,000 never read as text.
     #[arg(long, value_enum)]
     pub kind: Option<CounterKind>,
     /// Print one JSON object (path, kind, value; the value before the change for set and add; the node's version
