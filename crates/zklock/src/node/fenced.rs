@@ -9,7 +9,8 @@ use crate::base::retry::is_connection_loss;
 use crate::node::guard::Guard;
 
 /// A transaction of writes that commits only if our guard's node still exists at the server when it is applied.
-/// Made by [`Guard::fenced_writes`]; add operations, then [`commit`](FencedWrites::commit).
+/// Made by [`Guard::fenced_writes`] (or a leader's [`Term::fenced_writes`](crate::Term::fenced_writes)); add
+/// operations, then [`commit`](FencedWrites::commit).
 ///
 /// # Example
 /// ```no_run
@@ -43,14 +44,20 @@ impl Guard {
     /// A transaction of ZooKeeper writes that commits only while this guard's node exists at the server — that
     /// is, while we still hold (see [`FencedWrites`]).
     pub fn fenced_writes(&self) -> FencedWrites<'_> {
-        let node = self.path().to_owned();
-        let writer = self
-            .client()
-            .new_check_writer(&node, None)
+        FencedWrites::new(self.client(), self.path())
+    }
+}
+
+impl<'a> FencedWrites<'a> {
+    /// Writes fenced by `node`, our own node, on `client`, the client that created it (the one place that makes
+    /// them: [`Guard::fenced_writes`] and [`Term::fenced_writes`](crate::Term::fenced_writes)).
+    pub(crate) fn new(client: &'a zk::Client, node: &str) -> FencedWrites<'a> {
+        let writer = client
+            .new_check_writer(node, None)
             .expect("our own node's path is valid");
         FencedWrites {
             writer,
-            node,
+            node: node.to_owned(),
             ops: Vec::new(),
         }
     }

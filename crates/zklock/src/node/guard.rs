@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use tracing::Instrument as _;
 
-use crate::base::error::Result;
+use crate::base::error::{Error, LostReason, Result};
 use crate::node::held::Held;
 use crate::node::lost::LostSignal;
 use crate::node::own::OwnNode;
@@ -22,8 +22,9 @@ use crate::node::revocation::Revocation;
 ///   our session, renewed while held: a deadline for work that must stop even if this process is paused.
 /// * [`revocation_requested`](Guard::revocation_requested) — completes when somebody asks this holder to give up
 ///   (Curator's revocation protocol): honour it by releasing.
-/// * [`release`](Guard::release) deletes the node and waits for ZooKeeper to confirm. Dropping the guard deletes it
-///   in the background instead (best effort; in any case ZooKeeper deletes it when the session ends).
+/// * [`release`](Guard::release) deletes the node, waits for ZooKeeper to confirm and says whether the guard had
+///   been lost ([`Error::Lost`](crate::Error::Lost)). Dropping the guard deletes it in the background instead
+///   (best effort; in any case ZooKeeper deletes it when the session ends).
 #[derive(Debug)]
 pub struct Guard {
     /// Our node and its lost signal.
@@ -172,14 +173,24 @@ impl Guard {
         self.revocation.is_requested()
     }
 
-    /// Deletes our node and waits for ZooKeeper to confirm; retried across connection loss. Releasing a guard
-    /// whose node is already gone succeeds — also when the session has ended (expired, or the client or the
-    /// [`Session`](crate::Session) closed): ZooKeeper deletes, or has deleted, the node with the session, and a
-    /// `release().await?` in a loop goes on. [`lost_reason`](Guard::lost_reason) tells what happened.
+    /// Deletes our node and waits for ZooKeeper to confirm; retried across connection loss — and says whether the
+    /// guard still protected us up to now: `Ok(())` if it did, [`Error::Lost`](crate::Error::Lost) with the
+    /// [`LostReason`](crate::LostReason) if it had been lost before (its session expired or was closed, somebody
+    /// else deleted our node, or the [`LostPolicy`](crate::LostPolicy) gave it up after a long disconnection).
+    ///
+    /// A lost guard is an error, not a success, because `release` is where a holder's work ends: what was done
+    /// under a lost guard was not protected, and a `release().await?` after it must not pass for a clean end (a
+    /// holder that handled [`lost`](Guard::lost) already matches `Err(Error::Lost(_))` away). Its node is deleted
+    /// all the same if it is still there (after a long disconnection, say), so the next holder need not wait for
+    /// the session to end. A loss that has happened at the server but whose news has not reached this process yet
+    /// when `release` is called cannot be told from our own delete: `release` then says `Ok(())`, and the fencing
+    /// token and [`fenced_writes`](Guard::fenced_writes) remain the protection against it.
     ///
     /// # Errors
-    /// [`Error::ConnectionLoss`](crate::Error::ConnectionLoss) when the [`RetryPolicy`](crate::RetryPolicy) gives
-    /// up (the node is then deleted in the background); any other error of the delete.
+    /// * [`Error::Lost`](crate::Error::Lost) — the guard had been lost before `release` (also when the session
+    ///   turns out to have ended only as the delete is sent).
+    /// * [`Error::ConnectionLoss`](crate::Error::ConnectionLoss) when the [`RetryPolicy`](crate::RetryPolicy)
+    ///   gives up (the node is then deleted in the background); any other error of the delete.
     pub async fn release(self) -> Result<()> {
         let Guard {
             held,
@@ -189,21 +200,31 @@ impl Guard {
         } = self;
         drop(revocation);
         drop(timer);
+        // Read before the signal is stopped: a loss it has seen is the caller's to know.
+        let lost = held.lost_reason();
         // Stops the lost signal: from now on our node's going is ours, not a loss.
         let node = held.into_node();
         tracing::trace!(target: "zklock::timeline", session = node.client.session_id().0, %path, "release");
         let span = tracing::info_span!("release", %path);
         async move {
-            match node.delete().await {
-                Ok(()) => {
+            let deleted = node.delete().await;
+            match (lost, deleted) {
+                (None, Ok(())) => {
                     tracing::debug!("released");
                     Ok(())
                 }
-                Err(err) if err.is_terminal() => {
-                    tracing::debug!(%err, "released a guard whose session has ended");
-                    Ok(())
+                (Some(reason), deleted) => {
+                    tracing::debug!(%reason, ?deleted, "released a guard that had been lost");
+                    Err(Error::Lost(reason))
                 }
-                Err(err) => {
+                (None, Err(err)) if err.is_terminal() => {
+                    tracing::debug!(%err, "released a guard whose session has ended");
+                    Err(Error::Lost(match err {
+                        Error::SessionExpired => LostReason::SessionExpired,
+                        _ => LostReason::ClientClosed,
+                    }))
+                }
+                (None, Err(err)) => {
                     tracing::debug!(%err, "release failed");
                     Err(err)
                 }

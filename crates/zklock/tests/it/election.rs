@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 use zklock::zookeeper_client::{Client, SessionState};
-use zklock::{Error, LeaderElection, Leadership, LostPolicy, Session};
+use zklock::{Error, LeaderElection, Leadership, LostPolicy, LostReason, Session};
 use zklock_testkit::{expire_session, unique_path, Proxy};
 
 use crate::on_every_server;
@@ -118,6 +118,42 @@ on_every_server! {
         assert!(tokens.windows(2).all(|w| w[0] < w[1]), "{tokens:?}");
         assert_eq!(*tokens.last().unwrap(), last);
         assert!(children(&admin, &dir).await.is_empty(), "resigned at the end");
+    }
+
+    // Issue 33: the work of a term has its leadership's lost signal and fenced writes. A leader whose node somebody
+    // else deletes sees `term.lost()` complete inside the work, and the term's fenced writes, which committed while
+    // it led, are refused from then on (a paused leader's stale loop is caught by the server).
+    async fn a_term_sees_its_loss_and_its_fenced_writes_are_refused(hosts: &str) {
+        let dir = unique_path("elect-term-lost");
+        let target = format!("{dir}-data");
+        let (ours, admin) = (client(hosts).await, client(hosts).await);
+        admin.create(&target, b"v0", &PERSISTENT).await.unwrap();
+        let election = LeaderElection::new(&ours, &dir).unwrap();
+        let (seen_tx, mut seen) = tokio::sync::mpsc::unbounded_channel();
+        let outcome = eventually("the lead loop", election.lead(|term| {
+            let (admin, target, seen_tx) = (admin.clone(), target.clone(), seen_tx.clone());
+            async move {
+                assert!(!term.is_lost());
+                assert_eq!(term.lost_reason(), None);
+                let mut writes = term.fenced_writes();
+                writes.set_data(&target, b"v1", None).unwrap();
+                writes.commit().await.expect("committed while we lead");
+                admin.delete(&term.path, None).await.unwrap();
+                let reason = term.lost().await;
+                seen_tx.send(term).unwrap();
+                ControlFlow::Break(reason)
+            }
+        }))
+        .await;
+        assert_eq!(outcome, Ok(LostReason::NodeDeleted), "the work saw the loss itself");
+        let term = seen.recv().await.unwrap();
+        assert!(term.is_lost());
+        assert_eq!(term.session_valid_until(), None);
+        let mut writes = term.fenced_writes();
+        writes.set_data(&target, b"stale", None).unwrap();
+        assert_eq!(writes.commit().await.unwrap_err(), Error::LockLost { path: term.path.clone() });
+        admin.sync(&target).await.unwrap();
+        assert_eq!(admin.get_data(&target).await.unwrap().0, b"v1");
     }
 
     async fn rapid_reconnects_never_make_two_leaders(hosts: &str) {

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use zklock::{LostReason, Mutex};
+use zklock::{Error, LostReason, Mutex};
 use zklock_testkit::unique_path;
 
 use crate::on_every_server;
@@ -44,6 +44,22 @@ on_every_server! {
         admin.delete(guard.path(), None).await.unwrap();
         assert_eq!(eventually("the loss", guard.lost()).await, LostReason::NodeDeleted);
         assert_eq!(guard.session_valid_until(), None, "a lost guard has no session validity");
+    }
+
+    // Issue 33: releasing a guard that had been lost says so. A guard whose node somebody else deleted releases
+    // with `Error::Lost(NodeDeleted)`; a guard held all along releases with `Ok`, as before. (An expiry: errors.rs.)
+    async fn releasing_a_lost_guard_says_it_was_lost(hosts: &str) {
+        let dir = unique_path("guard-release-lost");
+        let (holder, admin) = (client(hosts).await, client(hosts).await);
+        let mutex = Mutex::new(&holder, &dir).unwrap();
+        let guard = mutex.lock().await.unwrap();
+        admin.delete(guard.path(), None).await.unwrap();
+        assert_eq!(eventually("the loss", guard.lost()).await, LostReason::NodeDeleted);
+        assert_eq!(guard.release().await, Err(Error::Lost(LostReason::NodeDeleted)));
+
+        let guard = mutex.lock().await.unwrap();
+        assert_eq!(guard.release().await, Ok(()));
+        await_children(&admin, &dir, "our node to go", |c| c.is_empty()).await;
     }
 
     // Heartbeats cost two requests per tenth of the session timeout, so only a guard whose session validity was asked

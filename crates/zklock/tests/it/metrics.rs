@@ -254,7 +254,7 @@ fn lost_guards_are_counted_by_reason() {
         let lost = recorded.take(&snapshotter);
         assert_eq!(lost.counter(LOST, &[("reason", "node_deleted")]), 1);
         assert_eq!(lost.counter_total(LOST), 1);
-        holder.release().await.unwrap();
+        assert_eq!(holder.release().await, Err(Error::Lost(LostReason::NodeDeleted)));
 
         let released = Mutex::new(&a, &dir).unwrap().lock().await.unwrap();
         released.release().await.unwrap();

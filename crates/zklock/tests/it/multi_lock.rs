@@ -94,7 +94,7 @@ on_every_server! {
         admin.delete(held.guards()[1].path(), None).await.unwrap();
         assert_eq!(eventually("the set's lost signal", lost).await, LostReason::NodeDeleted);
         assert!(held.is_lost());
-        held.release().await.unwrap();
+        assert_eq!(held.release().await, Err(Error::Lost(LostReason::NodeDeleted)));
         assert!(children(&admin, &a).await.is_empty(), "the other part was released too");
     }
 }

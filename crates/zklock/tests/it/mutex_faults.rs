@@ -54,7 +54,7 @@ on_every_server! {
         // A holder whose node is deleted is told so.
         admin.delete(holder.path(), None).await.unwrap();
         assert_eq!(eventually("the lost signal", holder.lost()).await, LostReason::NodeDeleted);
-        holder.release().await.expect("releasing a lost guard is fine");
+        assert_eq!(holder.release().await, Err(Error::Lost(LostReason::NodeDeleted)), "released, and told so");
     }
 
     async fn lost_create_reply_leaves_exactly_one_node(hosts: &str) {

@@ -94,8 +94,8 @@ crate::on_every_server! {
         let taken = eventually("the next waiter to take over", waiting).await.unwrap().unwrap();
         assert!(taken.fencing_token() > holder.fencing_token());
         assert!(!zklock::revoke(&b, holder.path()).await.unwrap(), "gone already");
-        // Releasing the revoked guard is harmless.
-        holder.release().await.unwrap();
+        // Releasing the revoked guard is harmless, and says it was lost.
+        assert_eq!(holder.release().await, Err(Error::Lost(LostReason::NodeDeleted)));
 
         // Never a node that is not a participant's: the directory stays, its contender too.
         let refused = zklock::revoke(&b, &dir).await;

@@ -2,6 +2,7 @@
 
 use std::future::Future;
 use std::ops::ControlFlow;
+use std::sync::{Arc, PoisonError};
 
 use zookeeper_client as zk;
 
@@ -10,6 +11,7 @@ use crate::base::idioms::{self, IfExists};
 use crate::base::names::{self, Marker};
 use crate::base::path::child_path;
 use crate::engine::{self, Exclusive, Place, Rules as _, Wait};
+use crate::node::fenced::FencedWrites;
 use crate::node::guard::Guard;
 use crate::session::{read, Session};
 
@@ -85,13 +87,104 @@ pub struct Leader {
     pub session_id: i64,
 }
 
-/// What [`LeaderElection::lead`] tells the work of one term.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What [`LeaderElection::lead`] gives the work of one term: its fencing token and node, and — through the term's
+/// [`Leadership`], which `lead` keeps in order to resign — its [`lost`](Term::lost) signal, its
+/// [`session_valid_until`](Term::session_valid_until) and [`fenced_writes`](Term::fenced_writes), the
+/// [`Guard`]'s own.
+///
+/// Cheap to clone. A clone kept after the term (in a task the work spawned, say) sees the term lost —
+/// [`LostReason::Released`] once `lead` resigned — and its fenced writes refused; it holds a handle on the ZooKeeper
+/// client, so let it go with the term.
+#[derive(Debug, Clone)]
 pub struct Term {
     /// The fencing token of this term's leadership.
     pub fencing_token: i64,
     /// The full path of our node.
     pub path: String,
+    /// The term's leadership, until `lead` takes it back.
+    leadership: Lent,
+    /// The client our node was created with: what the fenced writes go through.
+    client: zk::Client,
+}
+
+/// Two terms are the same term when they have the same node and fencing token.
+impl PartialEq for Term {
+    fn eq(&self, other: &Term) -> bool {
+        (self.fencing_token, &self.path) == (other.fencing_token, &other.path)
+    }
+}
+
+impl Eq for Term {}
+
+impl Term {
+    /// Completes when this term's leadership is lost, with the reason ([`Guard::lost`]): our node deleted by
+    /// somebody else, the session ended, or the [`LostPolicy`](crate::LostPolicy) gave it up; and with
+    /// [`LostReason::Released`] once the term is over. Cheap to call many times; the future owns what it needs.
+    ///
+    /// `lead` drops the term's work as soon as the leadership is lost, after polling it once more: what the work
+    /// does about the loss must be done before its next await (or in a task of its own, holding a clone of this
+    /// term). Work that writes to ZooKeeper should do so with [`fenced_writes`](Term::fenced_writes) all the same:
+    /// a paused leader learns of the loss late.
+    pub fn lost(&self) -> impl Future<Output = LostReason> + Send + 'static {
+        let lost = self.leadership.ask(Guard::lost);
+        async move {
+            match lost {
+                Some(lost) => lost.await,
+                None => LostReason::Released,
+            }
+        }
+    }
+
+    /// Whether this term's leadership has been lost already (also once the term is over).
+    pub fn is_lost(&self) -> bool {
+        self.leadership.ask(Guard::is_lost).unwrap_or(true)
+    }
+
+    /// Why this term's leadership was lost, if it was ([`LostReason::Released`] once the term is over).
+    pub fn lost_reason(&self) -> Option<LostReason> {
+        self.leadership
+            .ask(Guard::lost_reason)
+            .unwrap_or(Some(LostReason::Released))
+    }
+
+    /// The instant before which ZooKeeper cannot have expired our session: a deadline for the term's work that
+    /// does not depend on this process being scheduled. See [`Guard::session_valid_until`]; `None` before the first
+    /// confirmed contact, once the leadership is lost and once the term is over.
+    pub fn session_valid_until(&self) -> Option<std::time::Instant> {
+        self.leadership.ask(Guard::session_valid_until).flatten()
+    }
+
+    /// A transaction of ZooKeeper writes that commits only while our node exists at the server — that is, while
+    /// this term lasts ([`Guard::fenced_writes`]): the server itself refuses, with
+    /// [`Error::LockLost`](crate::Error::LockLost), the writes of a leader that lost its leadership without knowing
+    /// it yet.
+    pub fn fenced_writes(&self) -> FencedWrites<'_> {
+        FencedWrites::new(&self.client, &self.path)
+    }
+}
+
+/// A term's leadership, lent to its work: [`Term`]'s methods ask it, `lead` takes it back to resign (from then on
+/// nothing is left to ask).
+#[derive(Debug, Clone)]
+struct Lent(Arc<std::sync::Mutex<Option<Leadership>>>);
+
+impl Lent {
+    fn new(leadership: Leadership) -> Lent {
+        Lent(Arc::new(std::sync::Mutex::new(Some(leadership))))
+    }
+
+    /// What `ask` says of the leadership; `None` once `lead` took it back.
+    fn ask<R>(&self, ask: impl FnOnce(&Leadership) -> R) -> Option<R> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map(ask)
+    }
+
+    fn take_back(&self) -> Option<Leadership> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
+    }
 }
 
 /// The gauge of leadership: 1 while this process leads the election of the `path` label, else 0.
@@ -193,13 +286,16 @@ impl LeaderElection {
 
     /// Leads again and again: campaigns, runs `term` while we lead, and when the work of a term returns
     /// [`ControlFlow::Continue`] resigns and joins the queue again; [`ControlFlow::Break`] resigns and returns its
-    /// value. When leadership is lost during a term (our node deleted, or disconnected for too long) the term's
-    /// work is dropped (cancelled) at once and we rejoin the queue — the automatic re-queue. A lost session ends
-    /// the loop with its error, unless the session reconnects and [`with_auto_requeue`](Self::with_auto_requeue)
-    /// is on: then we campaign again once the next ZooKeeper session is made.
+    /// value. The work is given a [`Term`]: the fencing token, and the leadership's lost signal, session validity
+    /// and fenced writes. When leadership is lost during a term (our node deleted, or disconnected for too long)
+    /// the term's work is dropped (cancelled) at once — after one more poll, so that a work that watches
+    /// [`Term::lost`] has its say — and we rejoin the queue: the automatic re-queue. A lost session ends the loop
+    /// with its error, unless the session reconnects and [`with_auto_requeue`](Self::with_auto_requeue) is on: then
+    /// we campaign again once the next ZooKeeper session is made.
     ///
     /// # Errors
-    /// Those of [`campaign`](LeaderElection::campaign) and of resigning ([`Guard::release`]).
+    /// Those of [`campaign`](LeaderElection::campaign) and of resigning ([`Guard::release`]; a leadership lost
+    /// during the term is no error of the loop's).
     pub async fn lead<F, Fut, T>(&self, mut term: F) -> Result<T>
     where
         F: FnMut(Term) -> Fut,
@@ -215,37 +311,57 @@ impl LeaderElection {
                 }
                 Err(err) => return Err(err),
             };
+            let (lost, fencing_token, path, client) = (
+                leadership.lost(),
+                leadership.fencing_token(),
+                leadership.path().to_owned(),
+                leadership.client().clone(),
+            );
+            let lent = Lent::new(leadership);
             let work = term(Term {
-                fencing_token: leadership.fencing_token(),
-                path: leadership.path().to_owned(),
+                fencing_token,
+                path: path.clone(),
+                leadership: lent.clone(),
+                client,
             });
-            let lost = leadership.lost();
             let flow = tokio::select! {
+                // The work first: when it and the loss are ready together, its own answer to the loss counts.
+                biased;
                 flow = work => Some(flow),
                 reason = lost => {
-                    tracing::warn!(path = %leadership.path(), %reason, "leadership lost; the term's work was stopped");
-                    match reason {
-                        LostReason::SessionExpired if self.requeues_after(&Error::SessionExpired) => {
-                            // Our node went with the session: nothing to resign.
-                            drop(leadership);
-                            self.place.session.ready().await?;
-                            continue;
-                        }
-                        LostReason::SessionExpired => return Err(Error::SessionExpired),
-                        LostReason::ClientClosed => return Err(Error::Closed),
-                        _ => None,
-                    }
+                    tracing::warn!(%path, %reason, "leadership lost; the term's work was stopped");
+                    None
                 }
             };
-            match leadership.release().await {
-                Ok(()) => {}
-                Err(err) if self.requeues_after(&err) => self.place.session.ready().await?,
-                Err(err) => return Err(err),
-            }
-            if let Some(ControlFlow::Break(value)) = flow {
+            let leadership = lent.take_back().expect("only lead takes the leadership back");
+            if let Some(value) = self.resign(leadership, flow).await? {
                 return Ok(value);
             }
         }
+    }
+
+    /// Ends a term: resigns `leadership` and returns the value of a work that broke the loop (`None`: campaign
+    /// again; `flow` is `None` when the work was stopped by the loss of the leadership).
+    async fn resign<T>(&self, leadership: Leadership, flow: Option<ControlFlow<T>>) -> Result<Option<T>> {
+        let value = match flow {
+            Some(ControlFlow::Break(value)) => Some(value),
+            Some(ControlFlow::Continue(())) | None => None,
+        };
+        match leadership.release().await {
+            Ok(()) => {}
+            // The work broke the loop: its value stands, whatever became of the leadership meanwhile.
+            Err(Error::Lost(_)) if value.is_some() => {}
+            // Our node went with the session: campaign again on the next one.
+            Err(Error::Lost(LostReason::SessionExpired)) if self.requeues_after(&Error::SessionExpired) => {
+                self.place.session.ready().await?;
+            }
+            Err(Error::Lost(LostReason::SessionExpired)) => return Err(Error::SessionExpired),
+            Err(Error::Lost(LostReason::ClientClosed)) => return Err(Error::Closed),
+            // Our node deleted by somebody else, or the connection down for too long: campaign again.
+            Err(Error::Lost(_)) => {}
+            Err(err) => return Err(err),
+        }
+        Ok(value)
     }
 
     /// The name of the head of the queue, if any.
