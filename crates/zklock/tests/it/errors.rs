@@ -23,13 +23,14 @@ on_every_server! {
         assert_ne!(err.to_string(), Error::Closed.to_string());
     }
 
-    // A guard whose session expired releases with `Ok`, as its documentation says: the node went with the session.
-    async fn releasing_a_guard_whose_session_expired_succeeds(hosts: &str) {
+    // A guard whose session expired releases with `Error::Lost`, as its documentation says: the node went with the
+    // session, and the work done under it since was not protected.
+    async fn releasing_a_guard_whose_session_expired_says_it_was_lost(hosts: &str) {
         let zk = client(hosts).await;
         let guard = Mutex::new(&zk, &unique_path("release-expired")).unwrap().lock().await.unwrap();
         zklock_testkit::expire_session(hosts, &zk).await;
         assert_eq!(eventually("the loss", guard.lost()).await, LostReason::SessionExpired);
-        assert_eq!(guard.release().await, Ok(()));
+        assert_eq!(guard.release().await, Err(Error::Lost(LostReason::SessionExpired)));
     }
 
     // `RetryPolicy::max_elapsed` ends an operation whose server went silent, long before the session would

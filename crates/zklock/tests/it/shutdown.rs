@@ -65,7 +65,7 @@ on_every_server! {
         assert_eq!(eventually("the loss", leadership.lost()).await, LostReason::ClientClosed);
         assert_eq!(eventually("the loss", membership.lost()).await, LostReason::ClientClosed);
         assert!(eventually("the waiting acquire", waiting).await.unwrap().is_err(), "it does not wait on");
-        held.release().await.unwrap();
+        assert_eq!(held.release().await, Err(Error::Lost(LostReason::ClientClosed)));
 
         let refused = Mutex::new(&session, &format!("{root}/later")).unwrap().try_lock().await;
         assert_eq!(refused.unwrap_err(), Error::Closed);
