@@ -50,7 +50,7 @@ impl Drop for PendingClaim {
     }
 }
 
-/// An item claimed by [`Queue::take_safe`]: still in the queue, but skipped by every other `take_safe` consumer
+/// An item claimed by [`Queue::take_safe`](crate::Queue::take_safe): still in the queue, but skipped by every other `take_safe` consumer
 /// for as long as our claim (an ephemeral node) lives.
 ///
 /// Finish with [`complete`](Claimed::complete) once the item is processed. Dropping it, or

@@ -56,12 +56,12 @@ use crate::session::Session;
 /// ```
 ///
 /// # Errors
-/// [`Error::SessionExpired`] / [`Error::Closed`] when the session ends; [`Error::ConnectionLoss`] only if the
-/// [`RetryPolicy`](crate::RetryPolicy) caps attempts; [`Error::ZooKeeper`] for anything else the server refuses (e.g. `NoAuth`).
+/// [`Error::SessionExpired`](crate::Error::SessionExpired) / [`Error::Closed`](crate::Error::Closed) when the session ends; [`Error::ConnectionLoss`](crate::Error::ConnectionLoss) only if the
+/// [`RetryPolicy`](crate::RetryPolicy) caps attempts; [`Error::ZooKeeper`](crate::Error::ZooKeeper) for anything else the server refuses (e.g. `NoAuth`).
 ///
 /// # Events
-/// The [`Session`]'s listener receives [`QueueEvent::Waiting`] each time a consumer starts waiting for items and
-/// [`QueueEvent::Woken`] when its watch fires (both name the queue directory).
+/// The [`Session`]'s listener receives [`QueueEvent::Waiting`](crate::QueueEvent::Waiting) each time a consumer starts waiting for items and
+/// [`QueueEvent::Woken`](crate::QueueEvent::Woken) when its watch fires (both name the queue directory).
 ///
 /// # Cancellation safety
 /// `put` is not: dropped after sending, the item may or may not be enqueued. `take` and `try_take` are not once
@@ -72,7 +72,7 @@ use crate::session::Session;
 /// # Limits
 /// * Do not mix `take` and `take_safe` consumers on one queue: `take` ignores claims.
 /// * A `put` whose reply was lost is never enqueued twice (its receipt decides), but if our session ends before
-///   we learn the outcome it fails with [`Error::SessionExpired`], item written or not. A `take` whose delete
+///   we learn the outcome it fails with [`Error::SessionExpired`](crate::Error::SessionExpired), item written or not. A `take` whose delete
 ///   reply was lost, when the item is gone
 ///   afterwards, skips it: it may have been ours (and is then lost) or another consumer's; `take_safe` has no
 ///   such window (its completion is recognised by our claim being gone too).
@@ -87,7 +87,7 @@ impl Queue {
     /// [`Session`] or a `&Client`.
     ///
     /// # Errors
-    /// [`Error::InvalidPath`] if `path` is not a valid ZooKeeper path.
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath) if `path` is not a valid ZooKeeper path.
     pub fn new(session: impl Into<Session>, path: &str) -> Result<Queue> {
         Ok(Queue {
             items: Items::new(session.into(), path, Layout::Fifo)?,
@@ -113,7 +113,7 @@ impl Queue {
     /// is its unique prefix `qn-<id>-`.
     ///
     /// # Errors
-    /// Besides the queue's usual errors: [`Error::SessionExpired`] if the session ended while the outcome of our
+    /// Besides the queue's usual errors: [`Error::SessionExpired`](crate::Error::SessionExpired) if the session ended while the outcome of our
     /// write was unknown — the item may or may not be in the queue (it is never enqueued twice).
     pub async fn put(&self, data: &[u8]) -> Result<String> {
         let id = uuid::Uuid::new_v4().simple().to_string();
@@ -135,7 +135,7 @@ impl Queue {
     }
 
     forward_to_items! {
-        /// Like [`take`](Self::take), but gives up after `timeout` with [`Error::Timeout`].
+        /// Like [`take`](Self::take), but gives up after `timeout` with [`Error::Timeout`](crate::Error::Timeout).
         pub async fn take_timeout;
         /// Removes and returns the lowest item, or `None` at once if the queue is empty.
         pub async fn try_take;
@@ -150,7 +150,7 @@ impl Queue {
         self.items.take_safe().await
     }
 
-    /// Like [`take_safe`](Queue::take_safe), but gives up after `timeout` with [`Error::Timeout`] (Curator's
+    /// Like [`take_safe`](Queue::take_safe), but gives up after `timeout` with [`Error::Timeout`](crate::Error::Timeout) (Curator's
     /// `takeSafe` with a timeout). It leaves no node of ours behind: a claim being made when the time is up is
     /// removed as when a `take_safe` future is dropped — its delete is sent at once and confirmed in the background —
     /// and the item stays in its place for the other consumers.
