@@ -41,7 +41,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             reason = guard.lost() => eprintln!("lost the lock: {reason}; stopping this round"),
             result = async { resource.write(token, &format!("round {round}")) } => result?,
         }
-        guard.release().await?;
+        match guard.release().await {
+            // A guard lost meanwhile says so again here; the loss was reported above.
+            Ok(()) | Err(zklock::Error::Lost(_)) => {}
+            Err(err) => return Err(err.into()),
+        }
     }
     Ok(())
 }

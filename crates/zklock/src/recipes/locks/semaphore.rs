@@ -140,7 +140,7 @@ impl Semaphore {
         );
         let children = children?;
         if let Some((other, what)) = names::conflict(&children, |_| false) {
-            turn.release().await?;
+            release_gate(turn).await?;
             // Our gate directory would make the other recipe's directory look like an idle semaphore's: gone with
             // us, unless another acquirer is in it (the server refuses to delete a node with children then).
             match idioms::delete_if_exists(client, retry, &gate.path, None).await {
@@ -159,12 +159,12 @@ impl Semaphore {
         }
         // Only now (a directory we share with nobody else): its number of leases, or ours recorded.
         if let Some(mismatch) = self.record_leases(&leases_dir, recorded).await? {
-            turn.release().await?;
+            release_gate(turn).await?;
             return Err(mismatch);
         }
         // Declared after `turn`, so that on cancellation the lease node is dropped (and its delete sent) first.
         let lease = self.take_lease(wait, &turn).await;
-        let released = turn.release().await;
+        let released = release_gate(turn).await;
         match (lease, released) {
             (Ok(lease), Ok(())) => Ok(lease),
             // Dropping the lease removes its node in the background.
@@ -313,5 +313,14 @@ impl Rules for Room<'_> {
 
     async fn now(&self, node: &OwnNode, lost: &LostSignal, children: Vec<String>) -> Result<bool> {
         self.has_room(node, lost, children).await
+    }
+}
+
+/// Gives up our turn at the acquirers' gate. The gate only orders acquirers: that it was lost meanwhile (the
+/// release's [`Error::Lost`]) changes nothing for the lease, whose own lost signal reports what happened to it.
+async fn release_gate(turn: Guard) -> Result<()> {
+    match turn.release().await {
+        Err(Error::Lost(_)) => Ok(()),
+        released => released,
     }
 }
