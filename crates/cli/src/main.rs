@@ -9,6 +9,7 @@ mod elect;
 mod exit;
 mod manual;
 mod reap;
+mod redact;
 mod revoke;
 mod run;
 mod serve;

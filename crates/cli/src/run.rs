@@ -10,9 +10,13 @@
 //! never both run). kazoo's `Lock`, `WriteLock` and `ReadLock` nodes are contenders `run` queues behind, by sequence
 //! number.
 
+use std::future::pending;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
-use zklock::{Error, Guard, Mutex, NodeKind, Role, RwLock, Semaphore, Session};
+use zklock::{Error, Guard, Listener, Mutex, NodeKind, QueueEvent, Role, RwLock, Semaphore, Session};
+use zookeeper_client::{SessionState, StateWatcher};
 
 use crate::cli::RunArgs;
 use crate::exit::{self, Failure};
@@ -49,12 +53,8 @@ enum Wait {
 }
 
 impl Lock {
-    fn new(args: &RunArgs, session: Session) -> zklock::Result<Lock> {
-        let data = supervise::describe(
-            &args.command,
-            args.describe.describe.as_deref(),
-            args.describe.no_describe,
-        );
+    /// The lock on `args.path`, whose node holds `data`.
+    fn new(args: &RunArgs, session: Session, data: String) -> zklock::Result<Lock> {
         Ok(if args.shared {
             Lock::Read(RwLock::new(session, &args.path)?.with_data(data))
         } else if args.write {
@@ -134,14 +134,92 @@ impl Lock {
     }
 }
 
+/// How often the connection to ZooKeeper may drop before our node exists; after that, the server is taken to refuse
+/// our create. A server closes the connection, without an answer, on a request larger than its `jute.maxbuffer`,
+/// and the library sends a create lost with its connection again (it may have been applied): such a create would
+/// be sent, and the connection dropped, over and over while the session lives on, and `run` would wait for ever
+/// (or say "timed out" for a lock that may be free). A connection that breaks now and then costs one drop; three
+/// within the few round trips before our node exists is no hiccup.
+const DROPS_BEFORE_CREATED: u32 = 3;
+
+/// Our first create under PATH, watched: whether a node of ours exists yet (the library's [`QueueEvent::Created`];
+/// with `--leases`, the gate node's, which holds the same data as the lease's), and how often the connection to
+/// ZooKeeper dropped before it did.
+#[derive(Default)]
+struct Creation {
+    created: Arc<AtomicBool>,
+    drops: AtomicU32,
+}
+
+impl Creation {
+    /// The session's listener that tells us our node exists.
+    fn listener(&self) -> Listener {
+        let created = Arc::clone(&self.created);
+        Listener::new(move |event| {
+            if matches!(event, QueueEvent::Created { .. }) {
+                created.store(true, Ordering::Relaxed);
+            }
+        })
+    }
+
+    /// Counts the drops of the connection (`states`, from now on) while no node of ours exists; completes at
+    /// [`DROPS_BEFORE_CREATED`], and never once our node exists or the session has ended (the acquire says why).
+    async fn refused(&self, mut states: StateWatcher) {
+        let mut last = states.state();
+        loop {
+            let state = states.changed().await;
+            if self.created.load(Ordering::Relaxed) || state.is_terminated() {
+                return pending().await;
+            }
+            // Only the newest state is kept: the same one twice had a drop (and a reconnection) in between.
+            if (state == SessionState::Disconnected || state == last)
+                && self.drops.fetch_add(1, Ordering::Relaxed) + 1 >= DROPS_BEFORE_CREATED
+            {
+                return;
+            }
+            last = state;
+        }
+    }
+
+    /// The drops of the connection counted before our node existed; 0 once it exists.
+    fn drops(&self) -> u32 {
+        if self.created.load(Ordering::Relaxed) {
+            0
+        } else {
+            self.drops.load(Ordering::Relaxed)
+        }
+    }
+
+    /// `run`'s failure when our node could not be made, the connection dropping: exit 3, naming the likely cause.
+    fn failure(&self, path: &str, data_len: usize) -> Failure {
+        Failure::new(
+            exit::FAILURE,
+            format!(
+                "cannot lock {path}: ZooKeeper closed the connection {} time(s) before our node there was created \
+                 — a server closes it, without an answer, on a request larger than its jute.maxbuffer (our node's \
+                 data is {data_len} bytes: --describe TEXT or --no-describe stores less), or the network to it fails",
+                self.drops.load(Ordering::Relaxed)
+            ),
+        )
+    }
+}
+
 async fn run_with(
     args: &RunArgs,
     client: &zookeeper_client::Client,
     interrupts: &mut Interrupts,
 ) -> exit::Result {
+    let creation = Creation::default();
     let session = crate::zk::session(client, &args.connect.security, &args.acl)?
-        .with_lost_policy(supervise::lost_policy(client.session_timeout(), args.kill_after));
-    let lock = Lock::new(args, session).map_err(|err| Failure::new(exit::USAGE, err.to_string()))?;
+        .with_lost_policy(supervise::lost_policy(client.session_timeout(), args.kill_after))
+        .with_listener(creation.listener());
+    let data = supervise::describe(
+        &args.command,
+        args.describe.describe.as_deref(),
+        args.describe.no_describe,
+    );
+    let data_len = data.len();
+    let lock = Lock::new(args, session, data).map_err(|err| Failure::new(exit::USAGE, err.to_string()))?;
     let wait = if args.nonblock {
         Wait::Never
     } else if let Some(secs) = args.timeout {
@@ -152,6 +230,7 @@ async fn run_with(
     };
     let acquired = tokio::select! {
         acquired = lock.acquire(wait) => acquired,
+        () = creation.refused(client.state_watcher()) => return Err(creation.failure(&args.path, data_len)),
         signal = interrupts.recv() => {
             return Err(supervise::interrupted(signal, format!("{signal} while waiting for {}", args.path)));
         }
@@ -164,6 +243,8 @@ async fn run_with(
                 lock.busy(&args.path).await,
             ))
         }
+        // The time ran out before our node was made, the connection dropping meanwhile: that is what to say.
+        Err(Error::Timeout) if creation.drops() > 0 => return Err(creation.failure(&args.path, data_len)),
         Err(Error::Timeout) => {
             let message = format!(
                 "timed out after {}s waiting for {}",

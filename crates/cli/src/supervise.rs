@@ -13,6 +13,7 @@ use zookeeper_client::Client;
 use crate::child::{exit_code, Child, Deadline};
 use crate::cli::ConnectArgs;
 use crate::exit::{self, Failure};
+use crate::redact::redact;
 use crate::zk;
 
 /// The signals we forward to the command's process group while it runs: SIGHUP (an SSH logout), SIGINT, SIGTERM,
@@ -136,7 +137,8 @@ pub fn lost_policy(session_timeout: Duration, kill_after: f64) -> LostPolicy {
 
 /// What is stored in our node for `zklock status` (which anybody who may read the node sees): `host=… pid=…`, and
 /// then the user's `--describe` text (`note=…`) instead of the command line; nothing more with `--no-describe`;
-/// otherwise the command line ([`redact`]ed).
+/// otherwise the command line ([`redact`]ed). At most [`MAX_DESCRIPTION`] bytes: a longer text is cut short,
+/// with a marker.
 pub fn describe(command: &[String], note: Option<&str>, no_describe: bool) -> String {
     let host = nix::unistd::gethostname()
         .map(|h| h.to_string_lossy().into_owned())
@@ -153,121 +155,30 @@ pub fn describe(command: &[String], note: Option<&str>, no_describe: bool) -> St
             text.push_str(&redact(command).join(" "));
         }
     }
-    text
+    bounded(text)
 }
 
-/// What replaces a secret in the stored command line.
-const MASK: &str = "***";
+/// The most [`describe`] stores, in bytes. A ZooKeeper server closes the connection, without an answer, on a
+/// request larger than its `jute.maxbuffer` (1 MiB by default), and a create lost with its connection is sent
+/// again: a command line of that size (Linux commonly takes 2 MiB of arguments) would never be stored, and `run`
+/// would hang. 4 KiB is far below it; it is more than a screenful of `zklock status`, enough to tell a command
+/// line; and it keeps what waiters cost ZooKeeper small: every member keeps each node's data in memory and in its
+/// snapshots, so a thousand runs queued on a path cost 4 MB there.
+pub const MAX_DESCRIPTION: usize = 4096;
 
-/// The command line with what looks like a credential replaced by `***`, word by word (so also inside a
-/// `sh -c '…'` script): the value of `NAME=VALUE` (`--password=x`, `token=x`, `PGPASSWORD=x`, a URL's
-/// `?api_key=x&…`) and the word after a flag `--NAME` (`--password x`) when NAME looks like a secret's
-/// ([`secret_name`]); the password of a URL's `user:password@`; what follows a header such as `Authorization:`.
-pub fn redact(command: &[String]) -> Vec<String> {
-    // The next non-empty word is a secret flag's value.
-    let mut pending = false;
-    command
-        .iter()
-        .map(|arg| {
-            let mut rest_secret = false;
-            let words: Vec<String> = arg
-                .split(' ')
-                .map(|word| {
-                    if word.is_empty() {
-                        return String::new();
-                    }
-                    if rest_secret || std::mem::take(&mut pending) {
-                        return MASK.to_owned();
-                    }
-                    if word.strip_suffix(':').is_some_and(secret_name) {
-                        rest_secret = true;
-                        return word.to_owned();
-                    }
-                    if word.starts_with('-') && !word.contains('=') && secret_name(word) {
-                        pending = true;
-                    }
-                    mask_url_password(&mask_assignments(word))
-                })
-                .collect();
-            words.join(" ")
-        })
-        .collect()
-}
-
-/// Whether a flag's or a variable's name looks like it holds a secret: it contains password, passwd, passphrase,
-/// secret, token, apikey, api-key, access-key, private-key or credential, or one of its parts (split at `-`, `_`
-/// and `.`) is pass, pwd, pw, auth or authorization (case-insensitive).
-fn secret_name(name: &str) -> bool {
-    const INSIDE: [&str; 10] = [
-        "password",
-        "passwd",
-        "passphrase",
-        "secret",
-        "token",
-        "apikey",
-        "api-key",
-        "access-key",
-        "private-key",
-        "credential",
-    ];
-    let name = name
-        .trim_start_matches('-')
-        .to_ascii_lowercase()
-        .replace('_', "-");
-    INSIDE.iter().any(|inside| name.contains(inside))
-        || name
-            .split(['-', '.'])
-            .any(|part| matches!(part, "pass" | "pwd" | "pw" | "auth" | "authorization"))
-}
-
-/// `word` with the value of each `NAME=VALUE` whose NAME is a secret's masked; a value ends at `&`, `;`, `,` or the
-/// end of the word.
-fn mask_assignments(word: &str) -> String {
-    let is_name = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
-    let mut out = String::new();
-    let mut rest = word;
-    while let Some(eq) = rest.find('=') {
-        let (before, after) = (&rest[..eq], &rest[eq + 1..]);
-        let name = &before[before.trim_end_matches(is_name).len()..];
-        out.push_str(before);
-        out.push('=');
-        let end = after.find(['&', ';', ',']).unwrap_or(after.len());
-        if end > 0 && secret_name(name) {
-            out.push_str(MASK);
-        } else {
-            out.push_str(&after[..end]);
-        }
-        rest = &after[end..];
+/// `text` if it fits [`MAX_DESCRIPTION`]; otherwise as much of it as fits, cut at a character boundary, and
+/// ` ...[truncated: N bytes in all]`.
+fn bounded(mut text: String) -> String {
+    if text.len() <= MAX_DESCRIPTION {
+        return text;
     }
-    out.push_str(rest);
-    out
-}
-
-/// `word` with the password of each URL's `user:password@` masked.
-fn mask_url_password(word: &str) -> String {
-    let mut out = String::new();
-    let mut rest = word;
-    while let Some(scheme_end) = rest.find("://") {
-        let start = scheme_end + 3;
-        out.push_str(&rest[..start]);
-        let tail = &rest[start..];
-        let end = tail.find(['/', '?', '#']).unwrap_or(tail.len());
-        let authority = &tail[..end];
-        match authority
-            .rfind('@')
-            .and_then(|at| Some((at, authority[..at].find(':')?)))
-        {
-            Some((at, colon)) => {
-                out.push_str(&authority[..=colon]);
-                out.push_str(MASK);
-                out.push_str(&authority[at..]);
-            }
-            None => out.push_str(authority),
-        }
-        rest = &tail[end..];
+    let marker = format!(" ...[truncated: {} bytes in all]", text.len());
+    let mut end = MAX_DESCRIPTION - marker.len();
+    while !text.is_char_boundary(end) {
+        end -= 1;
     }
-    out.push_str(rest);
-    out
+    text.truncate(end);
+    text + &marker
 }
 
 /// The watchdog's deadline for a session that cannot expire before `valid_until`: the command's process group must
@@ -459,73 +370,6 @@ pub async fn hold(
 mod tests {
     use super::*;
 
-    fn redacted(args: &[&str]) -> Vec<String> {
-        redact(&args.iter().map(|arg| (*arg).to_owned()).collect::<Vec<_>>())
-    }
-
-    #[test]
-    fn credentials_are_masked_in_the_stored_command_line() {
-        for (args, expected) in [
-            (
-                &["db", "--password=hunter2", "-v"][..],
-                &["db", "--password=***", "-v"][..],
-            ),
-            (
-                &["db", "--password", "hunter2", "x"],
-                &["db", "--password", "***", "x"],
-            ),
-            (
-                &["db", "--db-password", "hunter2"],
-                &["db", "--db-password", "***"],
-            ),
-            (
-                &["job", "token=abc", "secret=def"],
-                &["job", "token=***", "secret=***"],
-            ),
-            (
-                &["mysql", "--passwd=x", "--api-key", "k1", "--API_KEY=k2"],
-                &["mysql", "--passwd=***", "--api-key", "***", "--API_KEY=***"],
-            ),
-            (
-                &["env", "PGPASSWORD=pw", "MYSQL_PWD=pw", "psql"],
-                &["env", "PGPASSWORD=***", "MYSQL_PWD=***", "psql"],
-            ),
-            (
-                &["curl", "https://alice:hunter2@example.com/x?y=1"],
-                &["curl", "https://alice:***@example.com/x?y=1"],
-            ),
-            (
-                &["curl", "https://h/x?access_token=abc&page=2"],
-                &["curl", "https://h/x?access_token=***&page=2"],
-            ),
-            (
-                &["curl", "-H", "Authorization: Bearer abc def"],
-                &["curl", "-H", "Authorization: *** *** ***"],
-            ),
-            (
-                &["sh", "-c", "backup --token abc --to s3://k:s@b/p"],
-                &["sh", "-c", "backup --token *** --to s3://k:***@b/p"],
-            ),
-            (
-                &["app", "--opts=user=bob,password=x,port=1"],
-                &["app", "--opts=user=bob,password=***,port=1"],
-            ),
-            (&["app", "--token"], &["app", "--token"]),
-        ] {
-            assert_eq!(redacted(args), expected, "{args:?}");
-        }
-        // Negative control: nothing that looks like a secret is changed.
-        let plain = [
-            "./backup.sh",
-            "--to",
-            "/srv/backup",
-            "--level=9",
-            "https://example.com/a?b=c",
-            "a  b",
-        ];
-        assert_eq!(redacted(&plain), plain);
-    }
-
     #[test]
     fn the_node_holds_the_command_the_note_or_neither() {
         let command = vec!["./job".to_owned(), "--password=hunter2".to_owned()];
@@ -540,6 +384,41 @@ mod tests {
         let bare = describe(&command, None, true);
         assert!(bare.ends_with(&format!(" pid={}", std::process::id())), "{bare}");
         assert!(!bare.contains("./job"), "{bare}");
+    }
+
+    /// Issue 33, item 1: never more than MAX_DESCRIPTION bytes, never cut inside a character (`truncate` panics
+    /// there), with a marker saying how long the text was; a text that fits is kept whole.
+    #[test]
+    fn a_long_description_is_cut_short_at_a_character_boundary() {
+        let fits = "x".repeat(MAX_DESCRIPTION);
+        assert_eq!(bounded(fits.clone()), fits);
+        // Each offset of a 2-, 3- and 4-byte character at the cut.
+        for wide in ["é", "€", "𝄞"] {
+            for offset in 0..4 {
+                let text = format!("{}{}", "x".repeat(offset), wide.repeat(MAX_DESCRIPTION));
+                let cut = bounded(text.clone());
+                let marker = format!(" ...[truncated: {} bytes in all]", text.len());
+                let kept = cut.strip_suffix(&marker).expect("the marker ends it");
+                assert!(cut.len() <= MAX_DESCRIPTION, "{} bytes", cut.len());
+                assert!(
+                    cut.len() > MAX_DESCRIPTION - wide.len(),
+                    "as much as fits: {}",
+                    cut.len()
+                );
+                assert!(text.starts_with(kept));
+            }
+        }
+        let long = vec!["x".repeat(100_000); 12];
+        let stored = describe(&long, None, false);
+        assert!(
+            stored.len() <= MAX_DESCRIPTION && stored.contains(" cmd=xxx"),
+            "{stored}"
+        );
+        let stored = describe(&[], Some(&"n".repeat(5000)), false);
+        assert!(
+            stored.len() <= MAX_DESCRIPTION && stored.ends_with(" bytes in all]"),
+            "{stored}"
+        );
     }
 
     #[test]

@@ -22,6 +22,7 @@ mod parity;
 mod pause;
 mod revoke;
 mod run;
+mod run_description;
 mod sasl;
 mod secure;
 mod serve_attack;
