@@ -103,8 +103,10 @@ async fn lead(
                 if let Some(guard) = guard {
                     // After a disconnection our node may still be there: it goes before we queue again.
                     tokio::select! {
-                        released = (*guard).release() => if let Err(err) = released {
-                            eprintln!("zklock: releasing {what}: {err}");
+                        released = (*guard).release() => match released {
+                            // Its loss was said above.
+                            Ok(()) | Err(zklock::Error::Lost(_)) => {}
+                            Err(err) => eprintln!("zklock: releasing {what}: {err}"),
                         },
                         signal = interrupts.recv() => {
                             return Err(supervise::interrupted(
