@@ -363,8 +363,9 @@ pub struct ElectArgs {
 pub struct DescribeArgs {
     /// Free text stored in our node for `zklock status` (and observers of an election) instead of the command
     /// line: the node holds `host=… pid=… note=TEXT`. Without it the node holds `host=… pid=… cmd=COMMAND LINE`,
-    /// with what looks like a credential replaced by *** (the value of --password, --token, secret=, api-key=…,
-    /// the password of a URL's user:password@); anybody who may read the node sees it.
+    /// cut to 4 KiB, with what looks like a credential replaced by *** (the value of --password, --token, secret=,
+    /// api-key=…, the password of a URL's user:password@, mysql's -pSECRET and the password flags of other known
+    /// clients: docs/cli.md lists the rules); anybody who may read the node sees it.
     #[arg(long, value_name = "TEXT")]
     pub describe: Option<String>,
     /// Store no command line in our node: only `host=… pid=…`.
