@@ -93,10 +93,18 @@ pub async fn serve(
         worked = working => worked,
         () = shutdown => Ok(()),
     };
-    // No new session from now on, every node of ours deleted and the ZooKeeper session itself ended, confirmed by
-    // the server — with the election and the queue still around.
-    session.shutdown().await?;
+    // No new session from now on, and every node of ours deleted, confirmed by the server.
+    let client = session.client().clone();
+    session.clone().close().await?;
+    drop((election, queue, session));
     reporting.abort();
+    // Then the ZooKeeper session itself ends once its last handle goes: wait (briefly) for the server's word.
+    let mut states = client.state_watcher();
+    drop(client);
+    let _ = tokio::time::timeout(Duration::from_secs(3), async {
+        while !states.changed().await.is_terminated() {}
+    })
+    .await;
     println!("closed");
     outcome
 }

@@ -27,7 +27,7 @@ pub enum Error {
     #[error("lost: {0}")]
     Lost(LostReason),
     /// The connection broke before the reply, and the request was not tried again: the [`RetryPolicy`] gave up
-    /// after `attempts` (its `max_attempts`; a spent time budget is [`Error::RetryBudgetSpent`]), or (`attempts` 1) the request is one that is never retried (a fenced commit, say) —
+    /// after `attempts`, or (`attempts` 1) the request is one that is never retried (a fenced commit, say) —
     /// then it may or may not have been applied.
     ///
     /// [`RetryPolicy`]: crate::RetryPolicy
@@ -35,23 +35,6 @@ pub enum Error {
     ConnectionLoss {
         /// How many times the operation was tried.
         attempts: u32,
-    },
-    /// The connection to ZooKeeper stayed lost for longer than the [`RetryPolicy`]'s time budget
-    /// ([`max_elapsed`](crate::RetryPolicy::max_elapsed)): the operation was tried `attempts` times over `elapsed`
-    /// and then given up. If the last request was still waiting for its reply (`unanswered`) it was abandoned, and
-    /// may or may not be applied later. [`Error::is_connection_loss`] is true for it, as for
-    /// [`ConnectionLoss`](Error::ConnectionLoss).
-    ///
-    /// [`RetryPolicy`]: crate::RetryPolicy
-    #[error("{}", retry_budget_spent(*attempts, *elapsed, *unanswered))]
-    RetryBudgetSpent {
-        /// How many times the operation was tried (the first try and the retries).
-        attempts: u32,
-        /// How long it went without an answer from ZooKeeper before it gave up.
-        elapsed: std::time::Duration,
-        /// Whether the last try was abandoned while waiting for its reply (rather than failing with a connection
-        /// loss).
-        unanswered: bool,
     },
     /// Our own queue node disappeared while we were waiting (deleted by somebody else).
     #[error("our queue node {path} was deleted by somebody else")]
@@ -136,22 +119,6 @@ pub enum Error {
         /// What does not fit, in words.
         what: String,
     },
-    /// Connecting to ZooKeeper failed ([`Session::reconnecting`](crate::Session::reconnecting)): `hosts` is the
-    /// connect string (empty when zklock was not given it, as with
-    /// [`reconnecting_with`](crate::Session::reconnecting_with)); `reason` is what zklock found out itself by
-    /// trying each host (e.g. `127.0.0.1:2181: connection refused`), when every host failed that way —
-    /// `zookeeper-client` keeps trying the hosts until the session timeout and then reports only a `timeout`,
-    /// which is `source`.
-    #[error("{}", connect_message(hosts, reason.as_deref(), source))]
-    Connect {
-        /// The connect string.
-        hosts: String,
-        /// Why each host could not be reached, if zklock could tell.
-        reason: Option<String>,
-        /// What `zookeeper-client` reported.
-        #[source]
-        source: zk::Error,
-    },
     /// Any other error reported by ZooKeeper or the client library, with the operation that failed and the path
     /// it was on (`op` is ZooKeeper's name for it: `create`, `delete`, `getData`, `setData`, `getChildren`,
     /// `exists`, `sync`, `multi`; empty, as is `path`, only for an error converted with `From<zk::Error>` outside
@@ -176,42 +143,12 @@ fn zookeeper_message(op: &str, path: &str, source: &zk::Error) -> String {
     }
 }
 
-fn connect_message(hosts: &str, reason: Option<&str>, source: &zk::Error) -> String {
-    let at = if hosts.is_empty() {
-        String::new()
-    } else {
-        format!(" at {hosts}")
-    };
-    match reason {
-        Some(reason) => format!("cannot connect to ZooKeeper{at}: {reason} (zookeeper-client: {source})"),
-        None => format!("cannot connect to ZooKeeper{at}: {source}"),
-    }
-}
-
 fn connection_loss(attempts: u32) -> String {
     match attempts {
         1 => "lost the connection to ZooKeeper before the reply; the request was tried once, not retried"
             .to_owned(),
         n => format!("lost the connection to ZooKeeper and gave up retrying after {n} attempts"),
     }
-}
-
-fn retry_budget_spent(attempts: u32, elapsed: std::time::Duration, unanswered: bool) -> String {
-    let tries = match attempts {
-        0 | 1 => "tried once".to_owned(),
-        2 => "retried once".to_owned(),
-        n => format!("retried {} times", n - 1),
-    };
-    let last = if unanswered {
-        "no reply, the connection being down (the request may still be applied)"
-    } else {
-        "connection loss"
-    };
-    format!(
-        "lost the connection to ZooKeeper and gave up when the retry time budget ran out: {tries} over {:.1} s, the \
-         last: {last}",
-        elapsed.as_secs_f64()
-    )
 }
 
 impl From<LostReason> for Error {
@@ -289,22 +226,12 @@ impl Error {
         }
     }
 
-    /// The ZooKeeper error, if this is an [`Error::ZooKeeper`] (or what `zookeeper-client` reported of an
-    /// [`Error::Connect`]): `matches!(err.zookeeper(), Some(zk::Error::NoAuth))`.
+    /// The ZooKeeper error, if this is an [`Error::ZooKeeper`]: `matches!(err.zookeeper(), Some(zk::Error::NoAuth))`.
     pub fn zookeeper(&self) -> Option<&zk::Error> {
         match self {
-            Error::ZooKeeper { source, .. } | Error::Connect { source, .. } => Some(source),
+            Error::ZooKeeper { source, .. } => Some(source),
             _ => None,
         }
-    }
-
-    /// True when the operation gave up because the connection to ZooKeeper was lost: [`Error::ConnectionLoss`] or
-    /// [`Error::RetryBudgetSpent`]. The session may still be alive.
-    pub fn is_connection_loss(&self) -> bool {
-        matches!(
-            self,
-            Error::ConnectionLoss { .. } | Error::RetryBudgetSpent { .. }
-        )
     }
 
     /// True when the session is over: nothing can be retried on it.

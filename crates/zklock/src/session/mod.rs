@@ -1,14 +1,12 @@
 //! What every recipe shares: the client's ZooKeeper session and the policies that go with it.
 
 pub(crate) mod cas;
-pub(crate) mod connect;
 pub(crate) mod idioms;
 pub(crate) mod listener;
 pub(crate) mod lost_policy;
 pub(crate) mod read;
 pub(crate) mod reconnect;
 pub(crate) mod registry;
-pub(crate) mod shutdown;
 
 use std::sync::Arc;
 
@@ -20,7 +18,6 @@ use crate::session::listener::{Listener, QueueEvent};
 use crate::session::lost_policy::LostPolicy;
 use crate::session::reconnect::{Generation, Live, SessionEvent};
 use crate::session::registry::Registry;
-use crate::session::shutdown::Resume;
 
 /// The client's ZooKeeper session plus the policies recipes share: how operations are retried across connection
 /// loss ([`RetryPolicy`]), when a held guard counts as lost because of a disconnection ([`LostPolicy`]), who hears
@@ -100,8 +97,6 @@ struct Inner {
     parent_acls: Option<Vec<Acl>>,
     /// The live nodes of the recipes on this session (shared by every `Session` made from this one).
     registry: Arc<Registry>,
-    /// How to end the ZooKeeper session from our side (`shutdown`): for a session zklock connected itself.
-    resume: Option<Resume>,
 }
 
 /// The ACL of the nodes recipes create unless [`Session::with_acls`] says otherwise: see "ACLs" on [`Session`].
@@ -132,47 +127,15 @@ impl Session {
     /// Needs a tokio runtime: a task watches the session while any clone of this `Session` exists.
     ///
     /// # Errors
-    /// The first connection's failure, [`Error::Connect`](crate::Error::Connect) (naming a refused connection, an
-    /// unknown host…); it is not retried.
+    /// The first connection's failure ([`Error::ZooKeeper`](crate::Error::ZooKeeper) with operation `connect`); it
+    /// is not retried.
     pub async fn reconnecting(connector: zookeeper_client::Connector, hosts: &str) -> Result<Session> {
-        let resume = Resume::new(connector.clone(), hosts);
-        let owned = hosts.to_owned();
-        let session = Session::reconnecting_with(move || {
-            let (connector, hosts) = (connector.clone(), owned.clone());
+        let hosts = hosts.to_owned();
+        Session::reconnecting_with(move || {
+            let (connector, hosts) = (connector.clone(), hosts.clone());
             async move { connector.connect(&hosts).await }
         })
-        .await;
-        Session::connected(session, hosts, resume).await
-    }
-
-    /// A session of one ZooKeeper session that zklock connects with `connector` to `hosts`, as
-    /// `Session::new(&connector.connect(hosts).await?)` — except that zklock can then end it:
-    /// [`shutdown`](Session::shutdown). [`client`](Session::client) lends its `Client`.
-    ///
-    /// # Errors
-    /// The connection's failure, [`Error::Connect`](crate::Error::Connect) (naming a refused connection, an
-    /// unknown host…).
-    pub async fn connect(connector: zookeeper_client::Connector, hosts: &str) -> Result<Session> {
-        let resume = Resume::new(connector.clone(), hosts);
-        let session = connector
-            .connect(hosts)
-            .await
-            .map(Session::of)
-            .map_err(connect::unnamed);
-        Session::connected(session, hosts, resume).await
-    }
-
-    /// `session` as connected to `hosts`: its connect error names them (and what we find there), and it can end
-    /// its ZooKeeper session with `resume`.
-    async fn connected(session: Result<Session>, hosts: &str, resume: Resume) -> Result<Session> {
-        match session {
-            Ok(mut session) => {
-                session.inner_mut().resume = Some(resume);
-                Ok(session)
-            }
-            Err(crate::Error::Connect { source, .. }) => Err(connect::connect_error(hosts, source).await),
-            Err(err) => Err(err),
-        }
+        .await
     }
 
     /// Like [`reconnecting`](Session::reconnecting), with `connect` making each `Client` (TLS, a chroot, a
@@ -233,7 +196,6 @@ impl Session {
                 acls: default_acls().to_vec(),
                 parent_acls: None,
                 registry: Arc::default(),
-                resume: None,
             }),
         }
     }
@@ -378,9 +340,11 @@ impl Session {
     /// dropping or releasing them afterwards is harmless. A [reconnecting](Session::reconnecting) session first
     /// stops making new ZooKeeper sessions ([`SessionEvent::Closed`]).
     ///
-    /// It deletes the nodes itself, one listing per directory and then every delete at once, and leaves the
-    /// ZooKeeper session open: the [`Client`] stays usable for whatever else the application does with it. To end
-    /// the ZooKeeper session too, in the same call, use [`shutdown`](Session::shutdown). Not deleted here: a [`Queue`](crate::Queue)'s claim of an item being taken and a counter's receipt of a
+    /// It deletes the nodes itself, one listing per directory and then every delete at once, rather than ending
+    /// the ZooKeeper session: a `zookeeper-client` session ends (a `closeSession` request) only when the last
+    /// handle of its [`Client`] is dropped, and the application holds handles of its own. So after `close`, drop
+    /// your `Client` (and every guard) to end the session itself: see "Shutting down" in the crate documentation.
+    /// Not deleted here: a [`Queue`](crate::Queue)'s claim of an item being taken and a counter's receipt of a
     /// change in flight (both ephemeral: they go when the session ends).
     ///
     /// # Errors
@@ -394,46 +358,6 @@ impl Session {
         }
         let deleted = self.inner.registry.close(self.client(), self.retry()).await?;
         tracing::debug!(deleted, session = %self.client().session_id(), "session closed: our nodes are deleted");
-        Ok(())
-    }
-
-    /// [`close`](Session::close), then ends the ZooKeeper session itself (ZooKeeper's `closeSession`), for a
-    /// session zklock connected ([`connect`](Session::connect), [`reconnecting`](Session::reconnecting)): when it
-    /// returns, every node of ours is gone — also ephemeral nodes the application made on
-    /// [`client`](Session::client) — and so is the session: the server counts it no more, a reconnecting session
-    /// makes no new one, and every `Client` of it (the application's clones, the recipes') reports its state
-    /// `Expired` and fails every request. Recipes and guards may still be around: nothing of them outlives it.
-    ///
-    /// `zookeeper-client` 0.11 has no `Client::close`: zklock connects once more with the session's id and password
-    /// and closes the session from that connection (see `session/shutdown.rs`). That needs the connect string,
-    /// so for a session made from a `Client` ([`Session::new`]) or by
-    /// [`reconnecting_with`](Session::reconnecting_with) `shutdown` is `close` alone: the ZooKeeper session ends
-    /// when the last handle of its `Client` — yours, and those of every recipe and guard — is dropped. A connector
-    /// `with_detached` keeps its sessions open: `shutdown` cannot end them either.
-    ///
-    /// # Errors
-    /// As [`close`](Session::close), except that a session over already is no error (its ephemeral nodes are gone
-    /// with it, or go when the server expires it); [`Error::Connect`](crate::Error::Connect) if the servers
-    /// cannot be reached to close the session (it then expires one session timeout after our client stops
-    /// talking to it).
-    pub async fn shutdown(self) -> Result<()> {
-        if let Some(live) = &self.inner.live {
-            live.close();
-        }
-        // The newest ZooKeeper session, with no newer one to come.
-        let client = self.client().clone();
-        let resume = self.inner.resume.clone();
-        match self.close().await {
-            Err(err) if err.is_terminal() => return Ok(()),
-            closed => closed?,
-        }
-        if let Some(resume) = resume {
-            if resume.end(&client).await? {
-                tracing::debug!(session = %client.session_id(), "ZooKeeper session ended");
-            } else {
-                tracing::warn!(session = %client.session_id(), "closeSession sent, but our client has not seen its session end");
-            }
-        }
         Ok(())
     }
 

@@ -45,8 +45,7 @@ pub enum SessionEvent {
         /// The id of the new ZooKeeper session.
         session_id: i64,
     },
-    /// [`Session::close`](crate::Session::close) (or [`shutdown`](crate::Session::shutdown)) was called: no new
-    /// session will be made.
+    /// [`Session::close`](crate::Session::close) was called: no new session will be made.
     Closed,
 }
 
@@ -115,7 +114,7 @@ const EVENTS_CAPACITY: usize = 64;
 impl Live {
     /// Connects the first session and starts the task that replaces it when it ends.
     pub(crate) async fn start(connect: Box<ConnectFn>) -> Result<(Arc<Live>, Arc<Generation>)> {
-        let client = connect().await.map_err(super::connect::unnamed)?;
+        let client = connect().await.map_err(|err| Error::zk("connect", "/", err))?;
         let first = Generation::first(client);
         let live = Arc::new(Live {
             connect,

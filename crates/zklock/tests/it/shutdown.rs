@@ -1,8 +1,7 @@
-//! Shutting down: `Session::close` deletes every node of ours at once, and what a closed session refuses;
-//! `Session::shutdown` ends the ZooKeeper session too.
+//! Shutting down: `Session::close` deletes every node of ours at once, and what a closed session refuses.
 
-use zklock::zookeeper_client::{self as zk, Client};
-use zklock::{Error, Group, LeaderElection, LostReason, Mutex, Session, SessionEvent};
+use zklock::zookeeper_client::Client;
+use zklock::{Error, Group, LeaderElection, LostReason, Mutex, Session};
 use zklock_testkit::unique_path;
 
 use crate::on_every_server;
@@ -29,64 +28,7 @@ async fn nodes_of(admin: &Client, root: &str, session: i64) -> Vec<String> {
     ours
 }
 
-/// Makes an ephemeral node `path` on `client` by hand: no recipe's, so `Session::close` leaves it, and only the end
-/// of the ZooKeeper session deletes it.
-async fn ephemeral_by_hand(client: &Client, path: &str) {
-    let options = zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all());
-    client.create(path, b"", &options).await.unwrap();
-}
-
 on_every_server! {
-    // `shutdown` of a reconnecting session, while a guard and an election are still around and the application
-    // keeps a clone of the session's `Client`: when it returns, the ZooKeeper session is over — the ephemeral node
-    // made on it by hand is gone at the server at once (as is the guard's), our client reports `Expired` and fails
-    // requests — and no new session is made. The same look finds both nodes before (the negative control).
-    async fn shutdown_ends_the_zookeeper_session(hosts: &str) {
-        zklock_testkit::init_tracing();
-        let root = unique_path("shutdown");
-        let admin = client(hosts).await;
-        let session = Session::reconnecting(Client::connector(), hosts).await.unwrap();
-        let mut events = session.events().unwrap();
-        let ours = session.client().session_id().0;
-        let kept = session.client().clone();
-        let held = Mutex::new(&session, &format!("{root}/held")).unwrap().lock().await.unwrap();
-        let election = LeaderElection::new(&session, &format!("{root}/election")).unwrap();
-        ephemeral_by_hand(&kept, &format!("{root}/by-hand")).await;
-        assert_eq!(nodes_of(&admin, &root, ours).await.len(), 2, "the checker sees our nodes");
-
-        session.clone().shutdown().await.unwrap();
-        assert_eq!(nodes_of(&admin, &root, ours).await, Vec::<String>::new(), "the session is over");
-        assert_eq!(kept.state(), zk::SessionState::Expired);
-        assert!(kept.check_stat("/").await.is_err(), "our client still works");
-        assert_eq!(session.ready().await, Err(Error::Closed));
-        assert_eq!(eventually("the loss", held.lost()).await, LostReason::ClientClosed);
-        assert_eq!(eventually("the event", events.recv()).await.unwrap(), SessionEvent::Closed);
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-        assert!(events.try_recv().is_err(), "no new session after the shutdown");
-        assert_eq!(session.client().session_id().0, ours);
-        drop((election, held));
-    }
-
-    // `close` leaves the ZooKeeper session open (the application may go on using its client: the node made by hand
-    // stays); `shutdown` of a session zklock connected (`Session::connect`) then ends it.
-    async fn close_keeps_the_session_and_shutdown_ends_it(hosts: &str) {
-        let root = unique_path("shutdown-connected");
-        let admin = client(hosts).await;
-        let session = Session::connect(Client::connector(), hosts).await.unwrap();
-        let ours = session.client().session_id().0;
-        let membership = Group::new(&session, &format!("{root}/group")).unwrap().join().await.unwrap();
-        ephemeral_by_hand(session.client(), &format!("{root}/by-hand")).await;
-
-        session.clone().close().await.unwrap();
-        assert_eq!(nodes_of(&admin, &root, ours).await, [format!("{root}/by-hand")], "close keeps the session");
-        assert!(session.client().check_stat("/").await.is_ok(), "the client is still usable after close");
-
-        session.clone().shutdown().await.unwrap();
-        assert_eq!(nodes_of(&admin, &root, ours).await, Vec::<String>::new(), "the session is over");
-        assert_eq!(session.client().state(), zk::SessionState::Expired);
-        drop(membership);
-    }
-
     // After `close` returns, no node of our session is left at the server (looked at with another session at once,
     // no waiting): two held guards, an acquire waiting in a queue and a group membership. The same look finds all
     // four before the close (the checker's negative control). Held guards report `ClientClosed`, the waiting
