@@ -12,6 +12,53 @@ use crate::base::path::child_path;
 use crate::session::cas::{Committed, Write};
 use crate::session::{read, Session};
 
+// The names of a transaction node's children (the layout in `two_phase_commit.rs`).
+pub(crate) const COORDINATOR: &str = "coordinator-";
+pub(crate) const JOINED: &str = "joined-";
+pub(crate) const ALIVE: &str = "alive-";
+pub(crate) const VOTE: &str = "vote-";
+pub(crate) const OUTCOME: &str = "outcome";
+
+/// A vote, and the outcome of a transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Decision {
+    /// Commit: as a vote, "I can commit"; as the outcome, every participant voted commit.
+    Commit,
+    /// Abort: as a vote, "I cannot commit"; as the outcome, the transaction is off.
+    Abort,
+}
+
+impl Decision {
+    /// What the node holds.
+    pub(crate) fn bytes(self) -> &'static [u8] {
+        match self {
+            Decision::Commit => b"commit",
+            Decision::Abort => b"abort",
+        }
+    }
+
+    pub(crate) fn parse(path: &str, data: &[u8]) -> Result<Decision> {
+        match data {
+            b"commit" => Ok(Decision::Commit),
+            b"abort" => Ok(Decision::Abort),
+            _ => Err(Error::CorruptData {
+                path: path.to_owned(),
+                len: data.len(),
+                expected: "`commit` or `abort`",
+            }),
+        }
+    }
+}
+
+impl std::fmt::Display for Decision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Decision::Commit => "commit",
+            Decision::Abort => "abort",
+        })
+    }
+}
+
 /// What one listing of a transaction shows.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct Look {
@@ -214,52 +261,6 @@ impl Tx {
                 _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {}
             }
         }
-    }
-}
-
-pub(crate) const COORDINATOR: &str = "coordinator-";
-pub(crate) const JOINED: &str = "joined-";
-pub(crate) const ALIVE: &str = "alive-";
-pub(crate) const VOTE: &str = "vote-";
-pub(crate) const OUTCOME: &str = "outcome";
-
-/// A vote, and the outcome of a transaction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Decision {
-    /// Commit: as a vote, "I can commit"; as the outcome, every participant voted commit.
-    Commit,
-    /// Abort: as a vote, "I cannot commit"; as the outcome, the transaction is off.
-    Abort,
-}
-
-impl Decision {
-    /// What the node holds.
-    pub(crate) fn bytes(self) -> &'static [u8] {
-        match self {
-            Decision::Commit => b"commit",
-            Decision::Abort => b"abort",
-        }
-    }
-
-    pub(crate) fn parse(path: &str, data: &[u8]) -> Result<Decision> {
-        match data {
-            b"commit" => Ok(Decision::Commit),
-            b"abort" => Ok(Decision::Abort),
-            _ => Err(Error::CorruptData {
-                path: path.to_owned(),
-                len: data.len(),
-                expected: "`commit` or `abort`",
-            }),
-        }
-    }
-}
-
-impl std::fmt::Display for Decision {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Decision::Commit => "commit",
-            Decision::Abort => "abort",
-        })
     }
 }
 
