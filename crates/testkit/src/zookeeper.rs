@@ -540,7 +540,7 @@ impl ZooKeeper {
                     Some("standalone") => standalone,
                     Some("leader" | "follower") => !standalone,
                     _ => false,
-                };
+                } && self.secure_port_accepts(i);
                 if !serving {
                     waiting.push((i, mode));
                 }
@@ -564,6 +564,14 @@ impl ZooKeeper {
             }
             std::thread::sleep(POLL_INTERVAL);
         }
+    }
+
+    /// Whether member `i`'s secure client port (if it has one) accepts connections. ZooKeeper binds it after the
+    /// plaintext port already answers four-letter words: a TLS client started in between is refused.
+    fn secure_port_accepts(&self, i: usize) -> bool {
+        self.members[i].ports.secure_addr().is_none_or(|addr| {
+            std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_ok()
+        })
     }
 
     /// An error (with the log tail) if member `i`'s process has exited.
