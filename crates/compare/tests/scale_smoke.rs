@@ -11,8 +11,10 @@ use std::time::{Duration, Instant};
 
 use zklock_compare::scale::{Contender, Report, ServerKind};
 
-/// The quick run takes about a minute; a loaded CI machine gets four.
-const BOUND: Duration = Duration::from_secs(240);
+/// A guard against a hang, not a judgement of speed: the quick run takes about a minute alone, and 230 s on a CI
+/// machine loaded by the rest of the suite (the fault campaigns' JVMs, the documentation builds) once ran into the
+/// 240 s this used to be.
+const BOUND: Duration = Duration::from_secs(480);
 
 /// The row of each server for each of `keys` (`key_of` tells a row's server and key), with its key; a panic names
 /// the first one missing.
