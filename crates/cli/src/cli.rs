@@ -283,6 +283,7 @@ pub struct RunArgs {
     #[arg(long, short = 'n', conflicts_with = "timeout")]
     pub nonblock: bool,
     /// Give up (exit 1, or --conflict-exit-code) after waiting this long (a duration: 30, 1.5, 30s, 1m30s, 250ms).
+    /// It bounds the wait for our turn, not the making of our node: -w 0 takes a free lock, as flock -w 0 does.
     /// With -q, silently.
     #[arg(long, short = 'w', value_name = "DURATION", value_parser = seconds, allow_negative_numbers = true)]
     pub timeout: Option<f64>,

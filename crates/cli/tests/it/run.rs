@@ -30,6 +30,47 @@ async fn passes_environment_and_exit_code() {
     assert_eq!(client.list_children(&path).await.unwrap(), Vec::<String>::new());
 }
 
+/// `-w 0` (and a timeout shorter than a round trip) takes a free lock, as `flock -w 0` does: the timeout bounds
+/// the wait for the turn, not the create of our node (issue 33.2). For a mutex, `--shared`, `--leases` and `elect
+/// --timeout 0`, on ZooKeeper and on the embedded server; a held lock still times out at once, leaving no node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zero_wait_takes_a_free_lock() {
+    for hosts in [zookeeper().await, zklock_testkit::hosts::embedded().await] {
+        let h = hosts.as_str();
+        for (flags, path) in [
+            (&["run", "-w", "0"][..], unique_path("cli-run-zero")),
+            (&["run", "-w", "1ms"], unique_path("cli-run-zero-ms")),
+            (
+                &["run", "-w", "0", "--shared"],
+                unique_path("cli-run-zero-shared"),
+            ),
+            (
+                &["run", "-w", "0", "--leases", "2"],
+                unique_path("cli-run-zero-leases"),
+            ),
+            (&["elect", "--timeout", "0"], unique_path("cli-elect-zero")),
+        ] {
+            let mut args = vec!["-q", "--connect", h];
+            args.extend_from_slice(flags);
+            args.extend([path.as_str(), "--", "echo", "ran"]);
+            let out = output(&args).await;
+            assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out.stderr));
+            assert_eq!(text(&out.stdout), "ran\n", "{args:?}");
+        }
+        let path = unique_path("cli-run-zero-held");
+        let (holder, guard) = lock_held(h, &path).await;
+        let out = output(&["-q", "--connect", h, "run", "-w", "0", &path, "--", "echo", "ran"]).await;
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        assert!(out.stdout.is_empty());
+        assert_eq!(
+            holder.list_children(&path).await.unwrap().len(),
+            1,
+            "no node left behind"
+        );
+        guard.release().await.unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn busy_lock_exits_1_with_nonblock_and_timeout() {
     let hosts = zookeeper().await;

@@ -264,7 +264,7 @@ pub(crate) use acquire_methods;
 pub(crate) async fn acquire(place: &Place, rules: &impl Rules, wait: Wait) -> Result<Option<Guard>> {
     let started = Instant::now();
     let span = tracing::info_span!("acquire", recipe = rules.recipe(), path = place.path);
-    let result = acquire_unmeasured(place, rules, wait)
+    let result = acquire_unmeasured(place, rules, wait, started)
         .instrument(span.clone())
         .await;
     let outcome = match &result {
@@ -284,16 +284,32 @@ pub(crate) async fn acquire(place: &Place, rules: &impl Rules, wait: Wait) -> Re
     result
 }
 
-async fn acquire_unmeasured(place: &Place, rules: &impl Rules, wait: Wait) -> Result<Option<Guard>> {
+async fn acquire_unmeasured(
+    place: &Place,
+    rules: &impl Rules,
+    wait: Wait,
+    started: Instant,
+) -> Result<Option<Guard>> {
     let (dir, data) = (place.path.as_str(), place.data.as_slice());
     // One ZooKeeper session for the whole acquire (a reconnecting `Session` may make a new one meanwhile).
     let session = &place.session.pinned();
     let enqueue = enqueue(session, dir, rules.marker(), data);
     let (mut node, listing) = match wait {
-        Wait::Until(deadline) => tokio::time::timeout_at(deadline, enqueue)
-            .await
-            .map_err(|_| Error::Timeout)??,
+        // A timeout bounds the wait for our turn, not the create of our node: a zero or tiny timeout still takes
+        // a free lock, as `flock -w 0` and Curator's `acquire(0, …)` do. The create may take the session timeout
+        // (the time within which a live session's request is answered) when the timeout is shorter.
+        Wait::Until(deadline) => {
+            let create_by = deadline.max(started + session.client().session_timeout());
+            tokio::time::timeout_at(create_by, enqueue)
+                .await
+                .map_err(|_| Error::Timeout)??
+        }
         _ => enqueue.await?,
+    };
+    // Past the deadline once our node exists: our turn is decided now, from the listing, without waiting.
+    let (wait, expired) = match wait {
+        Wait::Until(deadline) if deadline <= Instant::now() => (Wait::Never, true),
+        wait => (wait, false),
     };
     // Bound to the node: whichever way the node is deleted by us (a timeout, a failure, cancellation at any await
     // point, the guard's release or drop), the signal is dismissed first and reports nothing.
@@ -339,6 +355,9 @@ async fn acquire_unmeasured(place: &Place, rules: &impl Rules, wait: Wait) -> Re
         Ok(false) => {
             drop(lost);
             node.delete().await?;
+            if expired {
+                return Err(Error::Timeout);
+            }
             Ok(None)
         }
         // `node` is dropped here and removes itself in the background.

@@ -261,6 +261,34 @@ on_every_server! {
         assert!(again.is_some(), "free again after release");
     }
 
+    async fn a_zero_timeout_takes_a_free_lock(hosts: &str) {
+        // A zero timeout bounds the wait for the turn, not the create (issue 33.2): a free lock is taken, as `flock
+        // -w 0` and Curator's `acquire(0, …)` take it; a held one times out at once and leaves no node. For the
+        // mutex, the read/write lock and the semaphore, which share the engine.
+        let (a, b) = (client(hosts).await, client(hosts).await);
+        let dir = unique_path("mutex-zero");
+        let guard = Mutex::new(&a, &dir).unwrap().lock_timeout(Duration::ZERO).await.expect("a free lock is taken");
+        let err = Mutex::new(&b, &dir).unwrap().lock_timeout(Duration::ZERO).await.unwrap_err();
+        assert_eq!(err, Error::Timeout);
+        assert_eq!(children(&b, &dir).await.len(), 1, "the timed-out acquire removed its node");
+        guard.release().await.unwrap();
+
+        let dir = unique_path("rwlock-zero");
+        let write = zklock::RwLock::new(&a, &dir).unwrap().write_timeout(Duration::ZERO).await.expect("free: taken");
+        let err = zklock::RwLock::new(&b, &dir).unwrap().read_timeout(Duration::ZERO).await.unwrap_err();
+        assert_eq!(err, Error::Timeout);
+        write.release().await.unwrap();
+        let read = zklock::RwLock::new(&b, &dir).unwrap().read_timeout(Duration::ZERO).await.expect("free: taken");
+        read.release().await.unwrap();
+
+        let dir = unique_path("semaphore-zero");
+        let lease = zklock::Semaphore::new(&a, &dir, 1).unwrap().acquire_timeout(Duration::ZERO).await;
+        let lease = lease.expect("a free lease is taken");
+        let err = zklock::Semaphore::new(&b, &dir, 1).unwrap().acquire_timeout(Duration::ZERO).await.unwrap_err();
+        assert_eq!(err, Error::Timeout);
+        lease.release().await.unwrap();
+    }
+
     async fn timeout_and_cancellation_leave_no_node(hosts: &str) {
         let dir = unique_path("mutex-cancel");
         let (holder_client, waiter) = (client(hosts).await, client(hosts).await);
