@@ -257,6 +257,8 @@ impl LeaderElection {
         /// Leads only if there is no other candidate; otherwise withdraws and returns `None`.
         pub async fn try_campaign;
         /// Campaigns for at most `timeout`; [`Error::Timeout`](crate::Error::Timeout) (and withdrawn) afterwards.
+        /// The timeout bounds the wait for our turn, not the create of our node: a zero timeout takes
+        /// a free one.
         pub async fn campaign_timeout;
     }
 

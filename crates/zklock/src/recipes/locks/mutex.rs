@@ -106,6 +106,8 @@ impl Mutex {
         /// Takes the lock only if nobody holds it or waits for it; otherwise removes our node and returns `None`.
         pub async fn try_lock;
         /// Waits at most `timeout` for the lock; [`Error::Timeout`](crate::Error::Timeout) afterwards.
+        /// The timeout bounds the wait for our turn, not the create of our node: a zero timeout takes
+        /// a free one.
         pub async fn lock_timeout;
     }
 }

@@ -145,6 +145,8 @@ impl RwLock {
         /// `None`.
         pub async fn try_read;
         /// Waits at most `timeout` for a read lock; [`Error::Timeout`](crate::Error::Timeout) afterwards.
+        /// The timeout bounds the wait for our turn, not the create of our node: a zero timeout takes
+        /// a free one.
         pub async fn read_timeout;
 
         acquire(Marker::Write) => WriteGuard:
@@ -154,6 +156,8 @@ impl RwLock {
         /// `None`.
         pub async fn try_write;
         /// Waits at most `timeout` for the write lock; [`Error::Timeout`](crate::Error::Timeout) afterwards.
+        /// The timeout bounds the wait for our turn, not the create of our node: a zero timeout takes
+        /// a free one.
         pub async fn write_timeout;
     }
 }

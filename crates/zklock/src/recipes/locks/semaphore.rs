@@ -118,6 +118,8 @@ impl Semaphore {
         /// returns `None`.
         pub async fn try_acquire;
         /// Waits at most `timeout` for a lease; [`Error::Timeout`](crate::Error::Timeout) afterwards.
+        /// The timeout bounds the wait for our turn, not the create of our node: a zero timeout takes
+        /// a free one.
         pub async fn acquire_timeout;
     }
 
