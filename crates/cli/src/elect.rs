@@ -217,8 +217,10 @@ async fn observe(
                 };
             }
         };
-        let leader =
-            next.map_err(|err| Failure::new(exit::FAILURE, format!("observing {}: {err}", args.path)))?;
+        let leader = next.map_err(|err| match err {
+            zklock::Error::InUse { .. } => supervise::in_use(&err, "zklock elect --observe"),
+            err => Failure::new(exit::FAILURE, format!("observing {}: {err}", args.path)),
+        })?;
         let line = if args.json {
             let line = Observed::new(&args.path, leader.as_ref());
             serde_json::to_string(&line)

@@ -5,6 +5,7 @@
 //! * [`recipes`] — zklock's side of `compare-peers` beyond the Mutex: read-heavy `RwLock`, election fail-over,
 //!   double barrier.
 //!
+//! * [`flood`] — the `digest` auth flood of `compare-servers`: a bystander's latency and the server's CPU.
 //! * [`naive`] — the design documents' naive lock (every release wakes every waiter), a baseline only.
 //! * [`scale`] — `compare-scale`: how costs grow with waiters, lock paths and znodes (tables, JSON, SVG charts).
 //!
@@ -12,6 +13,7 @@
 //! `compare-scale`.
 #![forbid(unsafe_code)]
 
+pub mod flood;
 pub mod naive;
 pub mod peers;
 pub mod recipes;

@@ -5,10 +5,53 @@ use base64::Engine as _;
 use std::net::IpAddr;
 use zklock_codec::{Acl, ErrorCode, Id};
 
+/// The identities a request is checked against (a connection's [`Identities`]).
+pub type AuthIds = [Id];
+
+/// Most identities one connection may hold. ZooKeeper has no bound; one connection sending 100,000 different
+/// `digest` auth packets made the list that long, and every add a scan of it (issue 33.19). A client proves a
+/// handful; the one that goes past this gets `AuthFailed` and its connection closed, as a failed auth does.
+pub const MOST_IDS: usize = 1_000;
+
 /// The identities a connection has proved: always `ip:<peer>`, plus one `digest` id per `auth` request, plus
 /// `super` when a digest matched the configured super digest; over TLS with a verified client certificate,
-/// `x509:<subject>` (and `super:<subject>` for the configured x509 super user).
-pub type AuthIds = Vec<Id>;
+/// `x509:<subject>` (and `super:<subject>` for the configured x509 super user); after SASL, `sasl:<user>`.
+/// Shared: every request reads them (ACL checks, watches) and only `auth` and SASL add to them, so a request takes
+/// a reference, not a copy.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Identities(std::sync::Arc<Vec<Id>>);
+
+impl Identities {
+    pub fn new(ids: Vec<Id>) -> Identities {
+        Identities(std::sync::Arc::new(ids))
+    }
+
+    /// Adds `scheme:id` unless the connection has it already; `Err(())` (nothing added) when it holds
+    /// [`MOST_IDS`] and this one is new.
+    #[allow(clippy::result_unit_err)]
+    pub fn add(&mut self, scheme: &str, id: String) -> Result<(), ()> {
+        let id = Id {
+            scheme: scheme.into(),
+            id,
+        };
+        if self.0.contains(&id) {
+            return Ok(());
+        }
+        if self.0.len() >= MOST_IDS {
+            return Err(());
+        }
+        std::sync::Arc::make_mut(&mut self.0).push(id);
+        Ok(())
+    }
+}
+
+impl std::ops::Deref for Identities {
+    type Target = [Id];
+
+    fn deref(&self) -> &[Id] {
+        &self.0
+    }
+}
 
 /// The ids in the order ZooKeeper lists them (creator ACLs, whoAmI). ZooKeeper keeps a connection's ids in a
 /// `ConcurrentHashMap`-backed set, so it iterates them by hash bin — `spread(Id.hashCode()) & (table − 1)`,
@@ -101,7 +144,9 @@ pub fn fixup(acl: &[Acl], auth: &AuthIds, schemes: Schemes) -> Result<Vec<Acl>, 
                     return Err(ErrorCode::InvalidAcl);
                 }
             }
-            "digest" if a.id.id.split(':').count() == 2 => push(a.clone()),
+            // DigestAuthenticationProvider.isValid: `user:hash` as Java's `split(":")` sees it, which drops
+            // trailing empty parts (`alice:` is one part, invalid; `alice:h:` two, valid).
+            "digest" if a.id.id.trim_end_matches(':').split(':').count() == 2 => push(a.clone()),
             "ip" if parse_ip_pattern(&a.id.id).is_some() => push(a.clone()),
             "x509" if schemes.x509 && valid_x500_name(&a.id.id) => push(a.clone()),
             // SASLAuthenticationProvider.isValid: a Kerberos name (`name`, or `primary[/instance]@REALM`).
@@ -321,13 +366,13 @@ mod tests {
                 id: id("ip", "10.0.0.0/8"),
             },
         ];
-        assert_eq!(check(&acl, perms::READ, &vec![id("digest", "u:h")]), Ok(()));
+        assert_eq!(check(&acl, perms::READ, &[id("digest", "u:h")]), Ok(()));
         assert_eq!(
-            check(&acl, perms::WRITE, &vec![id("digest", "u:h")]),
+            check(&acl, perms::WRITE, &[id("digest", "u:h")]),
             Err(ErrorCode::NoAuth)
         );
-        assert_eq!(check(&acl, perms::WRITE, &vec![id("ip", "10.1.2.3")]), Ok(()));
-        assert_eq!(check(&acl, perms::WRITE, &vec![id("super", "")]), Ok(()));
+        assert_eq!(check(&acl, perms::WRITE, &[id("ip", "10.1.2.3")]), Ok(()));
+        assert_eq!(check(&acl, perms::WRITE, &[id("super", "")]), Ok(()));
     }
 
     /// An ACL granting everything to `scheme:name`.
@@ -362,7 +407,7 @@ mod tests {
         .unwrap();
         assert_eq!(creator, vec![expected]);
         assert_eq!(check(&creator, perms::READ, auth), Ok(()));
-        assert_eq!(check(&creator, perms::READ, &vec![other]), Err(ErrorCode::NoAuth));
+        assert_eq!(check(&creator, perms::READ, &[other]), Err(ErrorCode::NoAuth));
         creator
     }
 
@@ -397,10 +442,10 @@ mod tests {
         assert_eq!(fixup(&[sasl("a/b/c@R")], &auth, on), Err(ErrorCode::InvalidAcl));
         let creator = creator_acl_is(&auth, on, sasl("bob"), id("sasl", "alice"));
         assert_eq!(
-            check(&creator, perms::READ, &vec![id("digest", "bob")]),
+            check(&creator, perms::READ, &[id("digest", "bob")]),
             Err(ErrorCode::NoAuth)
         );
-        assert_eq!(check(&creator, perms::READ, &vec![id("sasl", "super")]), Ok(()));
+        assert_eq!(check(&creator, perms::READ, &[id("sasl", "super")]), Ok(()));
     }
 
     #[test]

@@ -82,12 +82,14 @@ pub async fn serve(shared: Arc<Shared>, socket: Stream, peer: SocketAddr, _slot:
         outbox: outbox.clone(),
         session: 0,
         peer,
-        auth: std::iter::once(Id {
-            scheme: "ip".into(),
-            id: peer.ip().to_string(),
-        })
-        .chain(ids)
-        .collect(),
+        auth: crate::acl::Identities::new(
+            std::iter::once(Id {
+                scheme: "ip".into(),
+                id: peer.ip().to_string(),
+            })
+            .chain(ids)
+            .collect(),
+        ),
         last_op: "NA",
         last_reply_zxid: 0,
         sasl: None,
@@ -124,6 +126,8 @@ pub async fn serve(shared: Arc<Shared>, socket: Stream, peer: SocketAddr, _slot:
             match handled.stop {
                 Buffered::NeedInput => break,
                 Buffered::Throttled => {}
+                // Other connections' turn at the state lock, then on with the rest of the burst.
+                Buffered::Yield => tokio::task::yield_now().await,
                 // Stop reading; the outbox closes the socket once the replies before the close are out.
                 Buffered::Close => break 'conn,
             }
@@ -200,12 +204,19 @@ enum Buffered {
     NeedInput,
     /// The outstanding-reply bound is reached.
     Throttled,
+    /// [`FRAMES_PER_LOCK`] frames were handled: the lock is let go before the rest.
+    Yield,
     /// The connection must close (after its queued replies).
     Close,
 }
 
-/// Handles every complete frame in `buf` under one acquisition of the state lock (pipelined requests cost
-/// one lock and, for replies durable already, one `writev` when the guard is dropped).
+/// The most frames one connection handles under one acquisition of the state lock. A burst of pipelined requests
+/// costs one lock per this many; a flood of them (64 KiB of `auth` packets is 1,600, each a SHA-1) no longer holds
+/// every other client for milliseconds (issue 33.19: a bystander's p99 during a digest auth flood).
+const FRAMES_PER_LOCK: usize = 64;
+
+/// Handles the complete frames in `buf`, up to [`FRAMES_PER_LOCK`], under one acquisition of the state lock
+/// (pipelined requests cost one lock and, for replies durable already, one `writev` when the guard is dropped).
 fn handle_buffered(
     shared: &Shared,
     id: crate::watch::ConnId,
@@ -220,6 +231,9 @@ fn handle_buffered(
     let stop = loop {
         if over_budget(shared, outbox) {
             break Buffered::Throttled;
+        }
+        if frames == FRAMES_PER_LOCK {
+            break Buffered::Yield;
         }
         let (body, used) = match decode_frame(buf, max_frame) {
             Ok(Some(frame)) => frame,

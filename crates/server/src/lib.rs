@@ -122,6 +122,7 @@ mod tree;
 mod txn;
 mod watch;
 
+pub use acl::MOST_IDS;
 pub use config::{
     ClientAuth, ConfigError, IgnoredKey, JaasError, SaslConfig, ServerConfig, Store, StoreKind, TlsConfig,
     TlsProtocol, DEFAULT_FOUR_LETTER_WORDS, DEFAULT_SESSIONLESS_CNXN_TIMEOUT,

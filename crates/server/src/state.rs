@@ -19,7 +19,7 @@ use std::time::SystemTime;
 use zklock_codec::frame::{begin_frame, end_frame};
 use zklock_codec::{xid, Encode, EventType, KeeperState, ReplyHeader, Stat, WatcherEvent};
 
-use crate::acl::AuthIds;
+use crate::acl::Identities;
 pub use crate::outbox::Durable;
 use crate::outbox::Outbox;
 use crate::session::Sessions;
@@ -37,7 +37,7 @@ pub struct Conn {
     /// Remote address.
     pub peer: SocketAddr,
     /// Proven identities (`ip:<peer>` first).
-    pub auth: AuthIds,
+    pub auth: Identities,
     /// Last operation's name (for `cons`).
     pub last_op: &'static str,
     /// The highest zxid put in a reply header so far: headers never go backwards on a connection.
@@ -368,7 +368,7 @@ impl State {
         let mut out = Vec::new();
         let conns = &self.conns;
         self.watches
-            .trigger(events, &self.tree, |c| conns.get(&c).map(|c| &c.auth), &mut out);
+            .trigger(events, &self.tree, |c| conns.get(&c).map(|c| &*c.auth), &mut out);
         for (conn, ty, path) in out {
             let bytes = notification(ty, &path);
             self.send(conn, bytes, false);
@@ -420,7 +420,7 @@ mod tests {
             )),
             session: 0,
             peer: "127.0.0.1:1".parse().unwrap(),
-            auth: vec![],
+            auth: Default::default(),
             last_op: "NA",
             last_reply_zxid: 0,
             sasl: None,

@@ -178,7 +178,7 @@ fn acl_at<'t>(
 }
 
 /// The identities of a connection that is gone.
-static NO_IDS: AuthIds = Vec::new();
+static NO_IDS: &AuthIds = &[];
 
 /// A notification to send: (connection, event type, path).
 pub type Notification = (ConnId, EventType, String);
@@ -282,7 +282,7 @@ impl WatchManager {
             let mut conns: Vec<_> = conns
                 .into_iter()
                 .filter(|c| {
-                    let ids = auth(*c).unwrap_or(&NO_IDS);
+                    let ids = auth(*c).unwrap_or(NO_IDS);
                     acl.is_none_or(|acl| acl::check(acl, perms::READ, ids).is_ok())
                 })
                 .collect();

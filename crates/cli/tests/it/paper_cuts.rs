@@ -272,3 +272,28 @@ async fn observe_ends_when_its_reader_goes_away() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
 }
+
+/// `elect --observe` on a path a mutex holds is refused as `elect -n` is there (exit 2, naming the mutex's node),
+/// instead of printing "no leader" for ever while somebody holds it (issue 33.9); on ZooKeeper and on the embedded
+/// server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observe_on_a_held_mutex_is_refused() {
+    for hosts in [zookeeper().await, zklock_testkit::hosts::embedded().await] {
+        let path = unique_path("cli-observe-mutex");
+        let (_holder, guard) = lock_held(&hosts, &path).await;
+        for args in [
+            vec!["elect", "-c", &hosts, "--observe", &path],
+            vec!["elect", "-c", &hosts, "-n", &path, "--", "true"],
+        ] {
+            let out = output(&args).await;
+            let stderr = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+            assert!(
+                stderr.contains("never runs beside it") && stderr.contains("-lock-"),
+                "{args:?}: {stderr}"
+            );
+            assert!(out.stdout.is_empty(), "{args:?}");
+        }
+        guard.release().await.unwrap();
+    }
+}

@@ -224,3 +224,29 @@ async fn processes_left_behind_by_the_command_are_killed_before_release() {
     let leftover: i32 = text(&out.stdout).trim().parse().unwrap();
     exited(leftover).await;
 }
+
+/// A `zklock run` inside the command of a `zklock run` on the same path would wait for ever for its own parent: it
+/// is refused at once (exit 2, naming ZKLOCK_PATH), before it connects (issue 33.9). With `-n` it is let through and
+/// finds the lock busy (exit 1); on another path it runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nested_run_on_the_same_path_is_refused() {
+    let hosts = zklock_testkit::hosts::embedded().await;
+    let (path, other) = (unique_path("cli-run-nested"), unique_path("cli-run-nested-other"));
+    let me = env!("CARGO_BIN_EXE_zklock");
+    let inner = |flags: &str, on: &str| format!("{me} run -q {flags} --connect {hosts} {on} -- echo inner");
+    for (script, status, says) in [
+        (inner("", &path), 2, "ZKLOCK_PATH"),
+        (inner("-n", &path), 1, ""),
+        (inner("", &other), 0, ""),
+    ] {
+        let out = output(&["run", "--connect", &hosts, &path, "--", "sh", "-c", &script]).await;
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(status), "{script}: {stderr}");
+        assert!(stderr.contains(says), "{script}: {stderr}");
+        assert_eq!(
+            text(&out.stdout),
+            if status == 0 { "inner\n" } else { "" },
+            "{script}"
+        );
+    }
+}

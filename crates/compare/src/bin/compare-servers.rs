@@ -5,7 +5,8 @@
 //! ```sh
 //! cargo build --release -p zklock-cli && cargo build --release -p zklock-compare
 //! target/release/compare-servers [--seconds 5] [--clients 32] [--client-threads 0] [--warmup 2] [--rounds 3]
-//!                                [--only zookeeper|embedded]
+//!                                [--only zookeeper|embedded] [--auth-flood 100000]
+//!                                [--auth-flood-rate PER_SECOND]
 //! ```
 //! The embedded server runs as its own process (`zklock serve`, found next to this binary or named by `ZKLOCK_BIN`)
 //! so that its memory and CPU time are measured alone; both servers fsync every write before replying (ZooKeeper
@@ -39,6 +40,8 @@ struct Args {
     warmup: f64,
     rounds: usize,
     only: Option<String>,
+    auth_flood: usize,
+    auth_flood_rate: Option<f64>,
 }
 
 fn args() -> Result<Args> {
@@ -49,6 +52,8 @@ fn args() -> Result<Args> {
         warmup: 2.0,
         rounds: 3,
         only: None,
+        auth_flood: 100_000,
+        auth_flood_rate: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -58,13 +63,17 @@ fn args() -> Result<Args> {
             "--client-threads" => args.client_threads = it.next().context("--client-threads N")?.parse()?,
             "--warmup" => args.warmup = it.next().context("--warmup SECONDS")?.parse()?,
             "--rounds" => args.rounds = it.next().context("--rounds N")?.parse()?,
+            "--auth-flood" => args.auth_flood = it.next().context("--auth-flood PACKETS")?.parse()?,
+            "--auth-flood-rate" => {
+                args.auth_flood_rate = Some(it.next().context("--auth-flood-rate PER_SECOND")?.parse()?)
+            }
             "--only" => match it.next().as_deref() {
                 Some(which @ ("zookeeper" | "embedded")) => args.only = Some(which.to_string()),
                 _ => bail!("--only zookeeper|embedded"),
             },
             other => bail!(
                 "unknown argument {other} (expected --seconds N, --clients N, --client-threads N, --warmup SECONDS, \
-                 --rounds N, --only zookeeper|embedded)"
+                 --rounds N, --only zookeeper|embedded, --auth-flood PACKETS, --auth-flood-rate PER_SECOND)"
             ),
         }
     }
@@ -243,6 +252,9 @@ async fn compare(args: Args) -> Result<()> {
     }
     let mut rows = lock_rows(&args, &targets, seconds).await?;
     rows.extend(mixed_rows(&args, &targets, seconds).await?);
+    if args.auth_flood > 0 {
+        rows.extend(flood_rows(&args, &targets).await?);
+    }
     let rss = [0, 1].map(|i| {
         if args.measured(i) {
             rss_mib(targets[i].pid).unwrap_or(f64::NAN)
@@ -399,6 +411,47 @@ async fn mixed_rows(args: &Args, targets: &[Target], seconds: Duration) -> Resul
         (
             "mixed p99 latency (ms)".into(),
             field(&|r| r.p99.as_secs_f64() * 1e3),
+        ),
+    ])
+}
+
+/// The `digest` auth flood (issue 33.19), once per server after the other workloads (it leaves the attacker's
+/// sessions behind until they expire): a bystander's `exists` p50 and p99 during the flood, the server's CPU.
+async fn flood_rows(args: &Args, targets: &[Target]) -> Result<Vec<Row>> {
+    let mut figures = [None, None];
+    for i in args.order(0) {
+        let target = &targets[i];
+        let addr = target.hosts.parse().context("a server's address")?;
+        let flood = zklock_compare::flood::auth_flood(
+            addr,
+            &target.hosts,
+            target.pid,
+            args.auth_flood,
+            args.auth_flood_rate,
+        )
+        .await?;
+        eprintln!("  auth flood on {}: {flood:?}", target.name);
+        figures[i] = Some(flood);
+    }
+    let field =
+        |f: &dyn Fn(&zklock_compare::flood::Flood) -> f64| figures.map(|x| x.as_ref().map_or(f64::NAN, f));
+    let packets = args.auth_flood;
+    let rate = (args.auth_flood_rate).map_or("as fast as answered".to_string(), |r| format!("at most {r}/s"));
+    Ok(vec![
+        (
+            format!("auth flood ({packets} digest auths, {rate}): bystander exists p50 (ms)"),
+            field(&|f| f.p50_ms),
+        ),
+        ("↳ bystander exists p99 (ms)".into(), field(&|f| f.p99_ms)),
+        ("↳ seconds the flood took".into(), field(&|f| f.seconds)),
+        // The bystander's own requests included: it asks back to back for as long as the flood lasts.
+        (
+            "↳ server CPU (s), the bystander's requests included".into(),
+            field(&|f| f.server_cpu_s),
+        ),
+        (
+            "↳ attacker connections (the server closed the others)".into(),
+            field(&|f| f.connections as f64),
         ),
     ])
 }

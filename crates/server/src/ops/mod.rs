@@ -259,6 +259,6 @@ fn op_name(op: OpCode) -> &'static str {
 }
 
 /// The auth ids of a connection (cloned: handlers need them while mutating the state).
-fn auth_of(st: &State, conn: ConnId) -> crate::acl::AuthIds {
+fn auth_of(st: &State, conn: ConnId) -> crate::acl::Identities {
     st.conns.get(&conn).map(|c| c.auth.clone()).unwrap_or_default()
 }

@@ -260,7 +260,7 @@ mod tests {
     use super::*;
     use zklock_codec::Id;
 
-    fn auth() -> AuthIds {
+    fn auth() -> Vec<Id> {
         vec![Id {
             scheme: "ip".into(),
             id: "127.0.0.1".into(),

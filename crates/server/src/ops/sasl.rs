@@ -1,7 +1,7 @@
 //! The SASL request (opcode 102) and the "require authentication" check, as ZooKeeper 3.8's
 //! `ZooKeeperServer.processSasl` and `AuthenticationHelper.enforceAuthentication` answer them.
 
-use zklock_codec::{Decode, Encode, ErrorCode, GetSaslRequest, Id, Reader, SetSaslResponse};
+use zklock_codec::{Decode, Encode, ErrorCode, GetSaslRequest, Reader, SetSaslResponse};
 
 use super::{Malformed, Reply};
 use crate::sasl::digest_md5::{DigestMd5, Step};
@@ -36,10 +36,11 @@ pub fn sasl(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply, M
                 user,
                 "adding SASL authorization"
             );
+            // At most two ids per configured user: the bound on a connection's ids is never reached here.
             if config.super_user.as_deref() == Some(user.as_str()) {
-                push_unique(&mut c.auth, "super", String::new());
+                let _ = c.auth.add("super", String::new());
             }
-            push_unique(&mut c.auth, "sasl", user);
+            let _ = c.auth.add("sasl", user);
             Ok(reply(Some(token)))
         }
         Err(reason) => {
@@ -56,16 +57,6 @@ pub fn sasl(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply, M
                 ..reply(None)
             })
         }
-    }
-}
-
-fn push_unique(ids: &mut Vec<Id>, scheme: &str, id: String) {
-    let id = Id {
-        scheme: scheme.into(),
-        id,
-    };
-    if !ids.contains(&id) {
-        ids.push(id);
     }
 }
 

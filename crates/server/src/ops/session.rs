@@ -1,7 +1,7 @@
 //! Session-level requests: the handshake, auth, whoAmI and closeSession.
 
 use zklock_codec::{
-    AuthPacket, ClientInfo, ConnectRequest, ConnectResponse, Decode, Encode, ErrorCode, Id, Reader,
+    AuthPacket, ClientInfo, ConnectRequest, ConnectResponse, Decode, Encode, ErrorCode, Reader,
     WhoAmIResponse,
 };
 
@@ -143,34 +143,33 @@ pub fn auth(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply, M
         close: err != ErrorCode::Ok,
         ..Reply::err(err)
     };
-    if req.scheme != "digest" {
-        tracing::info!(scheme = req.scheme, "auth with an unsupported scheme; closing");
-        return Ok(reply(ErrorCode::AuthFailed));
+    match req.scheme.as_str() {
+        "digest" => {}
+        // IPAuthenticationProvider: the connection's own address, which every connection has from the start.
+        "ip" => return Ok(reply(ErrorCode::Ok)),
+        // X509AuthenticationProvider: the verified client certificate's ids, added when the TLS connection was
+        // accepted; without one, AuthFailed.
+        "x509" if c.auth.iter().any(|id| id.scheme == "x509") => return Ok(reply(ErrorCode::Ok)),
+        _ => {
+            tracing::info!(
+                scheme = req.scheme,
+                "auth with an unsupported scheme or no proof; closing"
+            );
+            return Ok(reply(ErrorCode::AuthFailed));
+        }
     }
     let id = acl::digest_id(&String::from_utf8_lossy(&req.auth));
-    if super_digest.as_deref() == Some(id.as_str()) {
-        push_unique(
-            &mut c.auth,
-            Id {
-                scheme: "super".into(),
-                id: String::new(),
-            },
+    let is_super = super_digest.as_deref() == Some(id.as_str());
+    if (is_super && c.auth.add("super", String::new()).is_err()) || c.auth.add("digest", id).is_err() {
+        tracing::warn!(
+            peer = %c.peer,
+            session = format!("0x{:x}", c.session),
+            most = acl::MOST_IDS,
+            "auth: the connection holds the most identities a connection may; closing it"
         );
+        return Ok(reply(ErrorCode::AuthFailed));
     }
-    push_unique(
-        &mut c.auth,
-        Id {
-            scheme: "digest".into(),
-            id,
-        },
-    );
     Ok(reply(ErrorCode::Ok))
-}
-
-fn push_unique(ids: &mut Vec<Id>, id: Id) {
-    if !ids.contains(&id) {
-        ids.push(id);
-    }
 }
 
 /// whoAmI: the connection's identities as ZooKeeper's `AuthUtil.getClientInfos` lists them: the user name of

@@ -131,6 +131,63 @@ async fn requests_that_end_the_connection() {
     assert_eq!(t[6], r#"whoAmI: ["digest:someone", "ip:127.0.0.1"]"#);
 }
 
+/// The auth schemes a client may name beside `digest`, and digest ids in ACLs (issue 33.20): `ip` is answered OK
+/// (the connection's address is already its id), `x509` on a connection without a client certificate is refused
+/// and closed, and a digest id is `user:hash` as Java's `split(":")` counts it (a trailing empty hash is no hash).
+async fn auth_schemes_and_digest_ids(addr: SocketAddr, base: String) -> Vec<String> {
+    let mut t = Vec::new();
+    let mut s = Session::open(addr, 30_000).await;
+    t.push(format!(
+        "auth ip: {}",
+        reply_text(s.call(100, &auth_body("ip", b"anything")).await)
+    ));
+    t.push(format!("then ping: {}", reply_text(s.call(11, &[]).await)));
+    let who = s.call(107, &[]).await;
+    t.push(format!("whoAmI: {:?}", who.map(|r| who_am_i_ids(&r.body))));
+    t.push(format!("close: {}", s.close().await));
+
+    let mut s = Session::open(addr, 30_000).await;
+    t.push(format!(
+        "auth x509 without a certificate: {}",
+        reply_text(s.call(100, &auth_body("x509", b"")).await)
+    ));
+    t.push(format!("then closed: {}", s.conn.closed_by_server().await));
+
+    let client = zookeeper_client::Client::connect(&addr.to_string())
+        .await
+        .expect("connect");
+    for (i, id) in [
+        "alice:",
+        "alice::",
+        ":hash",
+        "alice:hash:",
+        "alice:h:x",
+        "alice:hash",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let path = format!("{base}-{i}");
+        let outcome = crate::support::create_with_acl(
+            &client,
+            &path,
+            zookeeper_client::Permission::ALL,
+            ("digest", id),
+        )
+        .await;
+        t.push(format!("ACL digest:{id}: {outcome}"));
+    }
+    t
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_schemes_and_digest_ids_as_zookeeper() {
+    let t = differential(auth_schemes_and_digest_ids).await;
+    assert_eq!(t[0], "auth ip: err 0 body 0 bytes");
+    assert_eq!(t[4], "auth x509 without a certificate: err -115 body 0 bytes");
+    assert_eq!(t[6], "ACL digest:alice:: InvalidAcl", "{t:#?}");
+}
+
 async fn frame_limits(addr: SocketAddr, base: String) -> Vec<String> {
     let mut t = Vec::new();
     let mut s = Session::open(addr, 30_000).await;

@@ -11,7 +11,7 @@ use tokio::net::TcpStream;
 use zklock_codec::*;
 use zklock_server::{Server, ServerConfig, DEFAULT_SESSIONLESS_CNXN_TIMEOUT};
 
-use crate::common::{client, new_session, server_with, Raw, WAIT};
+use crate::common::{client, new_session, server, server_with, Raw, WAIT};
 
 /// 1,000,000 bytes: the "1 MB node" of the issue (under jute.maxbuffer).
 const BIG: usize = 1_000_000;
@@ -378,4 +378,38 @@ async fn partial_requests_do_not_hold_the_metrics_endpoint() {
     eprintln!("scraped again after {took:?}");
     assert!(took < Duration::from_secs(10));
     server.shutdown().await.unwrap();
+}
+
+/// One connection's identities are bounded (issue 33.19): `auth` packets with ever new digest credentials are
+/// answered OK up to `MOST_IDS` identities (the connection's `ip` id is one), then `AuthFailed` and the connection
+/// closed; the same credential again adds nothing. Meanwhile another client is served. Control: the last packet
+/// under the bound is answered OK, so the refusal is the bound's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_holds_a_bounded_number_of_identities() {
+    let server = server().await;
+    let (mut raw, _) = Raw::session(server.local_addr()).await;
+    let auth = |i: usize| AuthPacket {
+        auth_type: 0,
+        scheme: "digest".into(),
+        auth: format!("user{i}:pw").into_bytes(),
+    };
+    let digests = zklock_server::MOST_IDS - 1;
+    for i in 0..digests {
+        raw.send_xid(-4, OpCode::Auth, &auth(i)).await;
+    }
+    raw.send_xid(-4, OpCode::Auth, &auth(0)).await;
+    for i in 0..=digests {
+        let (h, _) = raw.reply().await;
+        assert_eq!((h.xid, h.err), (-4, 0), "auth {i} of {digests} and one again: OK");
+    }
+    let other = client(&server).await;
+    other.check_stat("/").await.expect("another client is served");
+    raw.send_xid(-4, OpCode::Auth, &auth(digests)).await;
+    let (h, _) = raw.reply().await;
+    assert_eq!(h.err, i32::from(ErrorCode::AuthFailed), "one identity too many");
+    assert!(raw.closed().await, "and the connection closed");
+    other
+        .check_stat("/")
+        .await
+        .expect("another client is still served");
 }

@@ -374,10 +374,17 @@ impl LeaderElection {
             &self.place.path,
         )
         .await?;
-        let head = names::sorted_contenders(children, |m| RULES.keeps(m))
-            .into_iter()
-            .next();
-        Ok(head.map(|c| c.name))
+        Ok(self.queue(children)?.into_iter().next().map(|c| c.name))
+    }
+
+    /// The candidates in `children`, sorted; [`Error::InUse`] when the directory is another recipe's (a mutex's,
+    /// say): an observer there would report "no leader" for ever while somebody holds it.
+    fn queue(&self, children: Vec<String>) -> Result<Vec<names::Contender>> {
+        names::sorted_queue(children, |m| RULES.keeps(m)).map_err(|(node, what)| Error::InUse {
+            path: self.place.path.clone(),
+            node,
+            what,
+        })
     }
 }
 
@@ -410,7 +417,8 @@ impl Observer {
     /// # Errors
     /// [`Error::SessionExpired`](crate::Error::SessionExpired) or [`Error::Closed`](crate::Error::Closed) when the
     /// observer's session ends; [`Error::ConnectionLoss`](crate::Error::ConnectionLoss) only if the
-    /// [`RetryPolicy`](crate::RetryPolicy) caps attempts.
+    /// [`RetryPolicy`](crate::RetryPolicy) caps attempts; [`Error::InUse`](crate::Error::InUse) when the directory
+    /// holds another recipe's nodes (a mutex's, a queue's), as a campaign there is refused.
     ///
     /// # Cancellation safety
     /// Cancellation safe: it only reads, and a change it had not reported yet is reported by the next call.
@@ -448,7 +456,7 @@ impl Observer {
                         .if_exists()?
                     {
                         Some((children, watcher)) => {
-                            if names::sorted_contenders(children, |m| RULES.keeps(m)).is_empty() {
+                            if election.queue(children)?.is_empty() {
                                 watcher
                             } else {
                                 continue;
