@@ -80,6 +80,13 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
     let mut hangup = signal(SignalKind::hangup()).map_err(anyhow::Error::from)?;
     let plain = config.plain_client_port;
     let mut server = start(config).await?;
+    if let Some(dir) = server.temporary_data_dir() {
+        tracing::warn!(
+            dir = %dir.display(),
+            "no --data-dir (nor dataDir in --config): the data is kept in a temporary directory removed at exit, \
+             and nothing survives a restart"
+        );
+    }
     let metrics = match args.metrics {
         Some(addr) => match server.serve_metrics(addr).await {
             Ok(bound) => Some(bound),

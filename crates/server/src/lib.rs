@@ -185,8 +185,10 @@ impl Server {
         let (data_dir, temp_dir) = match &config.data_dir {
             Some(dir) => (dir.clone(), None),
             None => {
+                // Owner only, as a data directory should be (its log holds ACL-protected data and digest hashes).
                 let temp = tempfile::Builder::new()
                     .prefix("zklock-server-")
+                    .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
                     .tempdir()
                     .map_err(Error::DataDir)?;
                 (temp.path().to_path_buf(), Some(temp))
@@ -318,6 +320,12 @@ impl Server {
         }
         let st = self.shared.lock();
         Some(metrics::Figures::read(&self.shared, &st))
+    }
+
+    /// The temporary data directory the server made because its configuration named none (removed when the
+    /// server goes); `None` when it keeps its data where it was told.
+    pub fn temporary_data_dir(&self) -> Option<&std::path::Path> {
+        self.temp_dir.as_ref().map(tempfile::TempDir::path)
     }
 
     /// The address the server listens on for plaintext clients (with the real port when `listen` had port 0);

@@ -198,3 +198,35 @@ async fn listen_takes_a_host_name() {
         "{stderr}"
     );
 }
+
+/// `serve` without a data directory says that nothing will survive, names the temporary directory it uses, makes
+/// it the owner's only (0700, as the storage's own warning asks of a data directory) and removes it at exit
+/// (issue 33.9). With `--data-dir`, no such warning.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_without_a_data_dir_warns_and_keeps_its_temporary_directory_private() {
+    let serve = Serve::start(&["serve", "--listen", "127.0.0.1:0"]).await;
+    let c = client(&serve.addr.to_string()).await;
+    c.create("/written", b"", &persistent()).await.unwrap();
+    drop(c);
+    let (code, stderr) = serve.stop().await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let warning = stderr
+        .lines()
+        .find(|l| l.contains("WARN") && l.contains("nothing survives a restart"))
+        .unwrap_or_else(|| panic!("the warning: {stderr}"));
+    assert!(!stderr.contains("open to the group or others"), "{stderr}");
+    let dir = warning
+        .split("dir=")
+        .nth(1)
+        .expect("the directory is named")
+        .trim();
+    assert!(dir.contains("zklock-server-"), "{warning}");
+    assert!(!std::path::Path::new(dir).exists(), "{dir} removed at exit");
+
+    let data = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(data.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let serve = Serve::on_data_dir(data.path()).await;
+    let (code, stderr) = serve.stop().await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains("nothing survives a restart"), "{stderr}");
+}
