@@ -445,8 +445,7 @@ impl Guarding {
         if !self.termed && self.term_at.is_some_and(|at| now >= at) {
             self.termed = true;
             eprintln!(
-                "zklock: watchdog: zklock did not confirm its ZooKeeper session in time (paused or starved?); \
-                 sending SIGTERM to the command"
+                "zklock: watchdog: the ZooKeeper session was not confirmed in time; sending SIGTERM to the command"
             );
             self.signal(Signal::SIGTERM);
         }

@@ -19,6 +19,7 @@ use zklock::{Error, Leader, LeaderElection};
 
 use crate::cli::ElectArgs;
 use crate::exit::{self, Failure};
+use crate::outage::Connection;
 use crate::supervise::{self, Held, Interrupts};
 
 /// Campaigns, runs the command while leading, and returns the process exit status (or, with `--observe`, follows
@@ -60,7 +61,7 @@ async fn elect_with(
             args.describe.describe.as_deref(),
             args.describe.no_describe,
         ));
-    let result = lead(args, &election, client.session_timeout(), interrupts).await;
+    let result = lead(args, &election, interrupts).await;
     // `client` is closed by `supervise::with_session`; a later ZooKeeper session is closed here, once every other
     // handle of it (the session's, the election's) is gone.
     let newest = session.client().clone();
@@ -73,22 +74,19 @@ async fn elect_with(
 
 /// Campaigns and runs the command while leading; after leadership lost with the session (unless
 /// `--exit-on-expiry`), campaigns again on the next ZooKeeper session and runs the command again.
-async fn lead(
-    args: &ElectArgs,
-    election: &LeaderElection,
-    session_timeout: Duration,
-    interrupts: &mut Interrupts,
-) -> exit::Result {
+async fn lead(args: &ElectArgs, election: &LeaderElection, interrupts: &mut Interrupts) -> exit::Result {
     let what = format!("leadership of {}", args.path);
     loop {
         let leadership = campaign(args, election, interrupts).await?;
+        // The connection of this term's ZooKeeper session (the reconnecting session may make a new one).
+        let connection = Connection::follow(election.session().client(), &args.connect.hosts);
         let held = supervise::hold(
             leadership,
             &args.path,
             &what,
             &args.command,
             args.kill_after,
-            session_timeout,
+            &connection,
             interrupts,
         )
         .await;

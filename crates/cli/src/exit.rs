@@ -36,7 +36,7 @@
 //! | 3 | reap | ZooKeeper cannot be reached or fails |
 //! | 3 | counter | ZooKeeper cannot be reached or fails; set, add: also when the session ended before the outcome of the change was known (it happened once or not at all, as the message says) |
 //! | 3 | run, elect, status, demo, bench, revoke, reap, counter | ZooKeeper refused to authenticate us (a refused SASL handshake: a wrong --sasl password or user; credentials of --auth it does not accept) or requires authentication that was not given (a server requiring SASL and no --sasl), or has no SASL though --sasl was given (it would leave the session without the identity), or names us otherwise than --sasl gssapi:PRINCIPAL; or Kerberos cannot authenticate us (--sasl gssapi: no ticket, no kinit and no --keytab; no KDC; no SERVICE/HOST principal): told on connecting, before anything is done |
-//! | 4 | run | the lock (or lease) was lost while the command ran (also: revoked, or a revocation was requested — the lock was then released), or could not be confirmed in time (zklock paused or starved): the command was stopped |
+//! | 4 | run | the lock (or lease) was lost while the command ran (also: revoked, or a revocation was requested — the lock was then released), or could not be confirmed in time (the servers unreachable for longer than the session timeout tolerates, or zklock paused or starved): the command was stopped |
 //! | 4 | elect | leadership was taken away while the command ran (revoked: our node deleted, or a revocation was requested — it was then given up): the command was stopped; with --exit-on-expiry also leadership lost with the session (it expired, or the connection was down too long) or not confirmed in time (zklock paused or starved). Without it zklock stops the command, campaigns again and runs it again |
 //! | 5 | serve | the data directory is in use by another server (it holds the directory's lock file); this one did not start |
 //! | 126 | run, elect | the command cannot be run |
@@ -286,8 +286,8 @@ pub const TABLE: &[Row] = &[
         Code(LOST),
         &[Run],
         "the lock (or lease) was lost while the command ran (also: revoked, or a revocation was requested — the \
-         lock was then released), or could not be confirmed in time (zklock paused or starved): the command was \
-         stopped",
+         lock was then released), or could not be confirmed in time (the servers unreachable for longer than the \
+         session timeout tolerates, or zklock paused or starved): the command was stopped",
     ),
     row(
         Code(LOST),

@@ -8,6 +8,7 @@ mod demo;
 mod elect;
 mod exit;
 mod manual;
+mod outage;
 mod reap;
 mod redact;
 mod revoke;

@@ -20,6 +20,7 @@ use zookeeper_client::{SessionState, StateWatcher};
 
 use crate::cli::RunArgs;
 use crate::exit::{self, Failure};
+use crate::outage::Connection;
 use crate::supervise::{self, Interrupts};
 
 /// Runs the command under the lock; returns the process exit status.
@@ -285,7 +286,7 @@ async fn run_with(
         &lock.what(&args.path),
         &args.command,
         args.kill_after,
-        client.session_timeout(),
+        &Connection::follow(client, &args.connect.hosts),
         interrupts,
     )
     .await

@@ -13,6 +13,7 @@ use zookeeper_client::Client;
 use crate::child::{exit_code, Child, Deadline};
 use crate::cli::ConnectArgs;
 use crate::exit::{self, Failure};
+use crate::outage::Connection;
 use crate::redact::redact;
 use crate::zk;
 
@@ -221,6 +222,9 @@ impl Held {
     }
 }
 
+/// How long a release may take once the watchdog stopped the command.
+const RELEASE_AFTER_WATCHDOG: Duration = Duration::from_secs(1);
+
 /// Whether a guard lost for `reason` went with its session, rather than by somebody's act (its node deleted).
 fn with_the_session(reason: LostReason) -> bool {
     matches!(
@@ -250,9 +254,10 @@ pub async fn hold(
     what: &str,
     command: &[String],
     kill_after: f64,
-    session_timeout: Duration,
+    connection: &Connection,
     interrupts: &mut Interrupts,
 ) -> Held {
+    let session_timeout = connection.session_timeout();
     let ended = |result| Held::Ended(result);
     let kill_after = Duration::from_secs_f64(kill_after.max(0.0));
     let deadline = |valid_until: Option<Instant>| {
@@ -346,13 +351,14 @@ pub async fn hold(
     };
     // Known only after a successful wait.
     if child.stopped_by_watchdog() {
-        let _ = guard.release().await;
+        // Said as it stands now, before the release may wait.
         let result = Err(Failure::new(
             exit::LOST,
-            format!(
-                "could not confirm {what} with the ZooKeeper leader in time (was zklock paused or starved, or its server cut off from the leader?); the watchdog stopped the command"
-            ),
+            connection.watchdog_cause(what, kill_after),
         ));
+        // Bounded: with the connection down the release could only retry until the session ends, keeping a
+        // stopped command's exit waiting (13 s in a trial); the node goes with the session anyway.
+        let _ = tokio::time::timeout(RELEASE_AFTER_WATCHDOG, guard.release()).await;
         return Held::SessionLost { result, guard: None };
     }
     if let Err(err) = guard.release().await {

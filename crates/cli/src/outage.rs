@@ -1,0 +1,114 @@
+//! What a `run` or `elect` stopped by its watchdog says (issue 33.3): when the connection to ZooKeeper was down, the
+//! outage — to which servers, for how long, and how long an outage the settings tolerate — rather than a guess at a
+//! paused or starved process.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use zookeeper_client::{Client, SessionState};
+
+/// The connection of a `run` or `elect`: its servers, its session timeout, and since when it is down (followed in
+/// the background for as long as this lives).
+pub struct Connection {
+    hosts: String,
+    session_timeout: Duration,
+    down_since: Arc<Mutex<Option<Instant>>>,
+    follower: tokio::task::JoinHandle<()>,
+}
+
+impl Connection {
+    /// Follows `client`'s connection to `hosts`.
+    pub fn follow(client: &Client, hosts: &str) -> Connection {
+        let down_since = Arc::new(Mutex::new(None));
+        let mut states = client.state_watcher();
+        let since = down_since.clone();
+        let follower = tokio::spawn(async move {
+            loop {
+                let state = states.changed().await;
+                let mut since = since.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                match state {
+                    SessionState::Disconnected => {
+                        since.get_or_insert_with(Instant::now);
+                    }
+                    state if state.is_terminated() => return,
+                    _ => *since = None,
+                }
+            }
+        });
+        Connection {
+            hosts: hosts.to_owned(),
+            session_timeout: client.session_timeout(),
+            down_since,
+            follower,
+        }
+    }
+
+    /// The negotiated session timeout.
+    pub fn session_timeout(&self) -> Duration {
+        self.session_timeout
+    }
+
+    /// Why the watchdog had to stop the command holding `what` (after `kill_after` of grace).
+    pub fn watchdog_cause(&self, what: &str, kill_after: Duration) -> String {
+        let down_since = *self
+            .down_since
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let timeout = self.session_timeout.as_secs_f64();
+        match down_since {
+            Some(since) => format!(
+                "the connection to ZooKeeper at {} has been down for {:.1}s, so {what} could not be confirmed in \
+                 time; the watchdog stopped the command before the session could expire. With a session timeout of \
+                 {timeout:.1}s and --kill-after {:.1}s an outage of about {:.1}s stops the command: a longer \
+                 --session-timeout (or a shorter --kill-after) tolerates a longer one",
+                self.hosts,
+                since.elapsed().as_secs_f64(),
+                kill_after.as_secs_f64(),
+                tolerated(self.session_timeout, kill_after).as_secs_f64(),
+            ),
+            None => format!(
+                "could not confirm {what} with the ZooKeeper leader in time while connected (was zklock paused or \
+                 starved, or its server cut off from the leader?); the watchdog stopped the command"
+            ),
+        }
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.follower.abort();
+    }
+}
+
+/// The outage after which the watchdog stops the command (`supervise::watchdog_deadline`): a heartbeat confirms
+/// the session for half a timeout, the SIGKILL comes a twentieth of a timeout before that, and the SIGTERM
+/// `kill_after` (at most a fifth of the timeout) earlier. Up to a tenth of a timeout more when the outage begins
+/// right after a heartbeat.
+pub fn tolerated(session_timeout: Duration, kill_after: Duration) -> Duration {
+    (session_timeout / 2)
+        .saturating_sub(session_timeout / 20)
+        .saturating_sub(kill_after.min(session_timeout / 5))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_tolerate_two_and_a_half_seconds() {
+        let tolerated = tolerated(Duration::from_secs(10), Duration::from_secs(2));
+        assert_eq!(tolerated, Duration::from_millis(2500));
+        let deadline = crate::supervise::watchdog_deadline(
+            Instant::now() + Duration::from_secs(5),
+            Duration::from_secs(10),
+            Duration::from_secs(2),
+        )
+        .unwrap();
+        // The same figure as the watchdog's: a heartbeat answered now confirms the session for 5 s.
+        let term_in = deadline.term_at.duration_since(Instant::now());
+        assert!(
+            term_in <= tolerated && term_in > tolerated - Duration::from_millis(100),
+            "{term_in:?}"
+        );
+    }
+}
