@@ -27,7 +27,8 @@ pub enum Error {
     #[error("lost: {0}")]
     Lost(LostReason),
     /// The connection broke before the reply, and the request was not tried again: the [`RetryPolicy`] gave up
-    /// after `attempts`, or (`attempts` 1) the request is one that is never retried (a fenced commit, say) —
+    /// after `attempts` (its `max_attempts`; a spent time budget is [`Error::RetryBudgetSpent`]), or, with
+    /// `attempts` 1, the request is one that is never retried (a fenced commit, say) —
     /// then it may or may not have been applied.
     ///
     /// [`RetryPolicy`]: crate::RetryPolicy
@@ -35,6 +36,23 @@ pub enum Error {
     ConnectionLoss {
         /// How many times the operation was tried.
         attempts: u32,
+    },
+    /// The connection to ZooKeeper stayed lost for longer than the [`RetryPolicy`]'s time budget
+    /// ([`max_elapsed`](crate::RetryPolicy::max_elapsed)): the operation was tried `attempts` times over `elapsed`
+    /// and then given up. If the last request was still waiting for its reply (`unanswered`) it was abandoned, and
+    /// may or may not be applied later. [`Error::is_connection_loss`] is true for it, as for
+    /// [`ConnectionLoss`](Error::ConnectionLoss).
+    ///
+    /// [`RetryPolicy`]: crate::RetryPolicy
+    #[error("{}", retry_budget_spent(*attempts, *elapsed, *unanswered))]
+    RetryBudgetSpent {
+        /// How many times the operation was tried (the first try and the retries).
+        attempts: u32,
+        /// How long it went without an answer from ZooKeeper before it gave up.
+        elapsed: std::time::Duration,
+        /// Whether the last try was abandoned while waiting for its reply (rather than failing with a connection
+        /// loss).
+        unanswered: bool,
     },
     /// Our own queue node disappeared while we were waiting (deleted by somebody else).
     #[error("our queue node {path} was deleted by somebody else")]
@@ -151,6 +169,24 @@ fn connection_loss(attempts: u32) -> String {
     }
 }
 
+fn retry_budget_spent(attempts: u32, elapsed: std::time::Duration, unanswered: bool) -> String {
+    let tries = match attempts {
+        0 | 1 => "tried once".to_owned(),
+        2 => "retried once".to_owned(),
+        n => format!("retried {} times", n - 1),
+    };
+    let last = if unanswered {
+        "no reply, the connection being down (the request may still be applied)"
+    } else {
+        "connection loss"
+    };
+    format!(
+        "lost the connection to ZooKeeper and gave up when the retry time budget ran out: {tries} over {:.1} s, the \
+         last: {last}",
+        elapsed.as_secs_f64()
+    )
+}
+
 impl From<LostReason> for Error {
     fn from(reason: LostReason) -> Self {
         Error::Lost(reason)
@@ -232,6 +268,15 @@ impl Error {
             Error::ZooKeeper { source, .. } => Some(source),
             _ => None,
         }
+    }
+
+    /// True when the operation gave up because the connection to ZooKeeper was lost: [`Error::ConnectionLoss`] or
+    /// [`Error::RetryBudgetSpent`]. The session may still be alive.
+    pub fn is_connection_loss(&self) -> bool {
+        matches!(
+            self,
+            Error::ConnectionLoss { .. } | Error::RetryBudgetSpent { .. }
+        )
     }
 
     /// True when the session is over: nothing can be retried on it.

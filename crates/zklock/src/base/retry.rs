@@ -39,8 +39,8 @@ pub struct RetryPolicy {
     /// its retries has the whole budget), so an operation that waits (for a lock, an item) between steps is not
     /// cut short by its waiting. No pause runs past the budget, no retry
     /// starts after it, and a request still waiting for its reply when it runs out — `zookeeper-client` holds
-    /// requests made while it is disconnected until it reconnects — is abandoned: [`Error::ConnectionLoss`],
-    /// and the request may or may not be applied later.
+    /// requests made while it is disconnected until it reconnects — is abandoned: [`Error::RetryBudgetSpent`]
+    /// (how many attempts over how long), and the request may or may not be applied later.
     pub max_elapsed: Option<Duration>,
 }
 
@@ -76,10 +76,22 @@ impl Default for Attempts {
 }
 
 impl Attempts {
-    /// The error of an operation that gave up with this count (and one more attempt, the one that ran out of time).
+    /// The error of an operation whose time budget ran out while a request of it waited for its reply: this
+    /// count, and one more attempt (the abandoned one).
     pub(crate) fn timed_out(&self) -> Error {
-        Error::ConnectionLoss {
+        Error::RetryBudgetSpent {
             attempts: self.count + 1,
+            elapsed: self.since.elapsed(),
+            unanswered: true,
+        }
+    }
+
+    /// The error of an operation whose time budget ran out after its last attempt lost the connection.
+    fn budget_spent(&self) -> Error {
+        Error::RetryBudgetSpent {
+            attempts: self.count,
+            elapsed: self.since.elapsed(),
+            unanswered: false,
         }
     }
 
@@ -137,17 +149,16 @@ impl RetryPolicy {
     /// the crate documentation).
     pub(crate) async fn pause(&self, attempts: &mut Attempts) -> Result<()> {
         attempts.count += 1;
-        let given_up = Err(Error::ConnectionLoss {
-            attempts: attempts.count,
-        });
         if self.max_attempts.is_some_and(|max| attempts.count >= max) {
-            return given_up;
+            return Err(Error::ConnectionLoss {
+                attempts: attempts.count,
+            });
         }
         let mut pause = self.backoff(attempts.count);
         if let Some(left) = attempts.left(self.max_elapsed) {
             if left.is_zero() {
                 tracing::debug!(attempts = attempts.count, "the retry time budget is spent");
-                return given_up;
+                return Err(attempts.budget_spent());
             }
             pause = pause.min(left);
         }
@@ -155,7 +166,7 @@ impl RetryPolicy {
         tokio::time::sleep(pause).await;
         // The pause may have used up the budget: then no retry starts.
         if attempts.left(self.max_elapsed).is_some_and(|left| left.is_zero()) {
-            return given_up;
+            return Err(attempts.budget_spent());
         }
         Ok(())
     }
@@ -232,7 +243,7 @@ mod tests {
         }
         assert!(attempts.since.elapsed() >= budget, "gave up early");
         assert!(
-            matches!(given_up, Some(Error::ConnectionLoss { attempts }) if attempts >= 2),
+            matches!(given_up, Some(Error::RetryBudgetSpent { attempts, unanswered: false, .. }) if attempts >= 2),
             "{given_up:?}"
         );
         // The control: without a budget the same number of pauses all pass.

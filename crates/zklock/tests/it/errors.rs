@@ -53,7 +53,7 @@ on_every_server! {
         };
         let control = tokio::time::timeout(Duration::from_secs(4), unbounded.try_lock());
         let ((err, took), control) = tokio::join!(bounded, control);
-        assert!(matches!(err, Error::ConnectionLoss { .. }), "{err:?}");
+        assert!(err.is_connection_loss(), "{err:?}");
         // Generous: the budget plus the last request's wait, far below the session timeout of 30 s.
         assert!(took < Duration::from_secs(4), "the budgeted try_lock took {took:?}");
         assert!(control.is_err(), "without a budget the try_lock ended during the outage: {control:?}");
@@ -61,8 +61,30 @@ on_every_server! {
         let queue = Queue::new(&budgeted, &unique_path("retry-budget-queue")).unwrap();
         let started = Instant::now();
         let err = queue.put(b"item").await.unwrap_err();
-        assert!(matches!(err, Error::ConnectionLoss { .. }), "{err:?}");
+        assert!(err.is_connection_loss(), "{err:?}");
         assert!(started.elapsed() < Duration::from_secs(4), "the budgeted put took {:?}", started.elapsed());
         proxy.set_blackhole(false);
+    }
+}
+
+on_every_server! {
+    // The server goes away mid-way (its port then refuses connections) under a session whose `RetryPolicy` has a
+    // time budget: the error says how often and how long it retried, not "tried once, not retried".
+    async fn a_spent_time_budget_says_how_long_it_retried(hosts: &str) {
+        let proxy = Proxy::start(first_server(hosts)).await.unwrap();
+        let zk = client_with_timeout(&proxy.connect_string(), Duration::from_secs(30)).await;
+        let budget = Duration::from_secs(2);
+        let session = Session::new(&zk).with_retry(RetryPolicy::default().with_max_elapsed(Some(budget)));
+        let mutex = Mutex::new(&session, &unique_path("retry-budget-message")).unwrap();
+        drop(proxy);
+        let started = Instant::now();
+        let err = mutex.try_lock().await.unwrap_err();
+        let took = started.elapsed();
+        let message = err.to_string();
+        assert!(err.is_connection_loss() && !err.is_terminal(), "{err:?}");
+        assert!(!message.contains("not retried"), "{message}");
+        assert!(message.contains(" over 2.0 s, the last: "), "{message}");
+        assert!(message.contains("tried once over") || message.contains("retried "), "{message}");
+        assert!(took >= budget && took < Duration::from_secs(6), "took {took:?}");
     }
 }
