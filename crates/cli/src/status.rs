@@ -74,12 +74,16 @@ fn show(path: &str, found: Option<Inspection>) {
         recipe,
         participants,
         items_by_priority,
+        warnings,
         ..
     }) = found
     else {
         println!("{path}: does not exist (a free lock, an unset barrier, an empty queue)");
         return;
     };
+    for warning in &warnings {
+        eprintln!("zklock: warning: {path}: {warning}");
+    }
     let holders = participants.iter().filter(|p| p.role == Role::Holder).count();
     match recipe {
         Recipe::Semaphore { acquirers } => {
@@ -321,6 +325,9 @@ struct Report<'a> {
     /// A two-phase commit transaction: `commit`, `abort` or `undecided`.
     #[serde(skip_serializing_if = "Option::is_none")]
     outcome: Option<&'static str>,
+    /// What the layout shows to be unsafe (e.g. kazoo's and Curator's lock nodes in one queue); none: absent.
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    warnings: &'a [String],
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -374,7 +381,7 @@ struct Row {
 }
 
 impl<'a> Report<'a> {
-    fn new(path: &'a str, found: Option<&Inspection>, held: bool) -> Report<'a> {
+    fn new(path: &'a str, found: Option<&'a Inspection>, held: bool) -> Report<'a> {
         let Some(found) = found else {
             return Report {
                 path,
@@ -389,6 +396,7 @@ impl<'a> Report<'a> {
                 version: None,
                 priorities: None,
                 outcome: None,
+                warnings: &[],
             };
         };
         let (holders, waiters): (Vec<&Participant>, Vec<&Participant>) = found
@@ -484,6 +492,7 @@ impl<'a> Report<'a> {
             version,
             priorities,
             outcome,
+            warnings: &found.warnings,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! What the lock family's directories show: a queue of contenders (a lock's, an election's) and a semaphore's leases and waiters.
 
 use crate::base::error::Result;
+use crate::base::idioms::IfExists as _;
 use crate::base::names::Marker;
 use crate::base::path::child_path;
 use crate::base::{idioms, names};
@@ -86,4 +87,78 @@ pub(crate) async fn semaphore(
         },
         held.into_iter().chain(waiting).chain(queued).collect(),
     )))
+}
+
+/// kazoo's `Semaphore`: the directory holds its number of leases as decimal data, each lease is an ephemeral node
+/// named by a uuid's 32 hex digits, and acquirers queue in a kazoo `Lock` at the sibling `PATH-__lock__`. Told apart
+/// from a double barrier (whose members are also named by uuids) by that number: the leases, held.
+pub(crate) async fn kazoo_semaphore(
+    session: &Session,
+    path: &str,
+    children: &[String],
+) -> Result<Option<(Recipe, Vec<Participant>)>> {
+    let uuid_hex = |name: &String| name.len() == 32 && name.bytes().all(|b| b.is_ascii_hexdigit());
+    if children.is_empty() || !children.iter().all(uuid_hex) {
+        return Ok(None);
+    }
+    let (client, retry) = (session.client(), session.retry());
+    let Some((data, _)) = retry
+        .run_at("getData", path, || client.get_data(path))
+        .await
+        .if_exists()?
+    else {
+        return Ok(None);
+    };
+    let leases = std::str::from_utf8(&data)
+        .ok()
+        .and_then(|s| s.trim().parse::<u32>().ok());
+    if leases.is_none_or(|n| n == 0) {
+        return Ok(None);
+    }
+    let names: Vec<&str> = children.iter().map(String::as_str).collect();
+    let read = crate::session::read::read_nodes(session, path, &names).await?;
+    let mut held: Vec<Participant> = names
+        .iter()
+        .zip(read)
+        .filter_map(|(name, read)| {
+            let (data, stat) = read?;
+            Some(view::participant(
+                path,
+                name,
+                None,
+                NodeKind::Lease,
+                Role::Holder,
+                data,
+                &stat,
+            ))
+        })
+        .collect();
+    held.sort_by_key(|p| p.fencing_token);
+    let acquirers = idioms::list_or_empty(client, retry, &format!("{path}-__lock__"))
+        .await?
+        .len();
+    Ok(Some((Recipe::Semaphore { acquirers }, held)))
+}
+
+/// A warning when a lock queue mixes kazoo's node names with Curator's (zklock's own): a kazoo `Lock` made without
+/// `extra_lock_patterns=["-lock-"]` sees only kazoo's names and a stock Curator `InterProcessMutex` only Curator's,
+/// so either may hold beside a holder of the other. zklock sees both; the layout cannot tell how a kazoo process
+/// was made, so it is said whenever the names are mixed (docs/library.md, "Sharing a path with Curator and kazoo").
+pub(crate) fn mixed_formats(participants: &[Participant]) -> Option<String> {
+    let kazoo = participants
+        .iter()
+        .filter(|p| matches!(p.kind, NodeKind::KazooLock | NodeKind::KazooRead))
+        .count();
+    let curator = participants
+        .iter()
+        .filter(|p| matches!(p.kind, NodeKind::Lock | NodeKind::Read | NodeKind::Write))
+        .count();
+    (kazoo > 0 && curator > 0).then(|| {
+        format!(
+            "this queue mixes {kazoo} kazoo-format node(s) (__lock__) with {curator} Curator-format node(s) \
+             (zklock's, Curator's): a kazoo Lock made without extra_lock_patterns=[\"-lock-\"] does not wait for \
+             the Curator-format ones, nor a Curator InterProcessMutex for the kazoo-format ones — two holders may run \
+             at once unless every kazoo contender was made with those patterns and no Curator one is here"
+        )
+    })
 }

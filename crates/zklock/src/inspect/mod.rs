@@ -59,6 +59,8 @@ pub async fn inspect(session: impl Into<Session>, path: &str) -> Result<Option<I
         found
     } else if let Some(found) = coordination::two_phase_commit(&session, &path, &children).await? {
         found
+    } else if let Some(found) = locks::kazoo_semaphore(&session, &path, &children).await? {
+        found
     } else if let Some(found) = coordination::double_barrier(&session, &path, &children).await? {
         found
     } else if let Some(recipe) = counters::counter(&session, &path, &children).await? {
@@ -73,10 +75,12 @@ pub async fn inspect(session: impl Into<Session>, path: &str) -> Result<Option<I
             Vec::new(),
         )
     };
+    let warnings = locks::mixed_formats(&participants).into_iter().collect();
     Ok(Some(Inspection {
         path,
         recipe,
         participants,
         items_by_priority,
+        warnings,
     }))
 }

@@ -16,7 +16,10 @@ pub(crate) async fn queue(
 ) -> Result<Option<(Recipe, Vec<(i32, usize)>)>> {
     let priorities: Vec<i32> = children
         .iter()
-        .filter_map(|name| crate::recipes::queues::curator::item_key(name).map(|(priority, _)| priority))
+        .filter_map(|name| {
+            let curator = crate::recipes::queues::curator::item_key(name).map(|(priority, _)| priority);
+            curator.or_else(|| kazoo_priority(name))
+        })
         .collect();
     let fifo_items = children
         .iter()
@@ -53,4 +56,25 @@ pub(crate) async fn queue(
         },
         per_priority.into_iter().collect(),
     )))
+}
+
+/// The priority of an item of kazoo's `Queue`: `entry-<priority, 3 digits>-<sequence>`, lowest first out.
+fn kazoo_priority(name: &str) -> Option<i32> {
+    let (priority, sequence) = name.strip_prefix("entry-")?.split_once('-')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (digits(priority) && digits(sequence))
+        .then(|| priority.parse().ok())
+        .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn kazoo_queue_entries() {
+        assert_eq!(super::kazoo_priority("entry-100-0000000007"), Some(100));
+        assert_eq!(super::kazoo_priority("entry-000-0000000000"), Some(0));
+        assert_eq!(super::kazoo_priority("entry-1a0-0000000007"), None);
+        assert_eq!(super::kazoo_priority("entry-100"), None);
+        assert_eq!(super::kazoo_priority("item-0000000001"), None);
+    }
 }

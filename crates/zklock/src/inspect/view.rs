@@ -25,6 +25,9 @@ pub struct Inspection {
     /// A [`PriorityQueue`](crate::PriorityQueue)'s items per priority, first out (lowest number) first; empty for
     /// every other recipe.
     pub items_by_priority: Vec<(i32, usize)>,
+    /// What the layout shows to be unsafe, in words: e.g. a lock queue that mixes kazoo's node names with
+    /// Curator's, which a stock kazoo `Lock` and a stock Curator `InterProcessMutex` do not see of each other.
+    pub warnings: Vec<String>,
 }
 
 /// Which recipe a directory's children show.

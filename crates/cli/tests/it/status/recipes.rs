@@ -305,3 +305,69 @@ async fn semaphore_waiters_are_listed_and_a_child_named_locks_is_no_semaphore() 
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     lock.release().await.unwrap();
 }
+
+/// kazoo's own layouts, made by kazoo (issue 33.4): a `Semaphore` with a lease held is a semaphore whose lease is
+/// held (it was "a double barrier, waiting", and `--check` said free); a `Queue` is a priority queue with its items
+/// (it was unrecognised); a stock kazoo `Lock` that queued beside a zklock holder — and, not seeing the zklock node,
+/// acquired — is warned about, on stderr and in the JSON.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kazoo_layouts_as_kazoo_makes_them() {
+    let hosts = zookeeper().await;
+    let (semaphore, queue, lock) = (
+        unique_path("cli-status-kazoo-semaphore"),
+        unique_path("cli-status-kazoo-queue"),
+        unique_path("cli-status-kazoo-lock"),
+    );
+    let (_holder, guard) = lock_held(&hosts, &lock).await;
+    let script = format!(
+        "import sys\n\
+         from kazoo.client import KazooClient\n\
+         zk = KazooClient(hosts={hosts:?}); zk.start()\n\
+         assert zk.Semaphore({semaphore:?}, max_leases=3).acquire(timeout=30)\n\
+         q = zk.Queue({queue:?}); q.put(b'a'); q.put(b'b', priority=5); q.put(b'c', priority=5)\n\
+         print('STOCK LOCK ACQUIRED', zk.Lock({lock:?}).acquire(blocking=False), flush=True)\n\
+         sys.stdin.readline()\n\
+         zk.stop(); zk.close()\n"
+    );
+    let python = tokio::task::spawn_blocking(zklock_testkit::peers::kazoo_python)
+        .await
+        .unwrap()
+        .expect("python3 with kazoo");
+    let mut kazoo = Running::start(tokio::process::Command::new(python).args(["-c", &script]));
+    assert_eq!(kazoo.line("kazoo's layouts").await, "STOCK LOCK ACQUIRED True");
+
+    let stdout = status(&hosts, &semaphore).await;
+    assert!(stdout.contains("semaphore with 1 lease(s) held"), "{stdout}");
+    assert_eq!(
+        check(&hosts, &semaphore).await,
+        Some(0),
+        "a held kazoo Semaphore is not free"
+    );
+    let report = status_json(&hosts, &semaphore).await;
+    assert_eq!(report["recipe"], "semaphore", "{report}");
+    assert_eq!(report["held"], true, "{report}");
+
+    let stdout = status(&hosts, &queue).await;
+    assert!(stdout.contains("priority queue with 3 item(s)"), "{stdout}");
+    assert!(stdout.contains("priority           5: 2 item(s)"), "{stdout}");
+
+    let out = output(&["status", "--connect", &hosts, &lock]).await;
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("mixes 1 kazoo-format node(s)") && stderr.contains("extra_lock_patterns"),
+        "{stderr}"
+    );
+    let report = status_json(&hosts, &lock).await;
+    assert!(
+        report["warnings"][0]
+            .as_str()
+            .is_some_and(|w| w.contains("two holders")),
+        "{report}"
+    );
+    // The control: zklock's lock alone draws no warning.
+    let (code, _) = kazoo.end("").await;
+    assert_eq!(code, Some(0));
+    let report = status_json(&hosts, &lock).await;
+    assert!(report.get("warnings").is_none(), "{report}");
+    guard.release().await.unwrap();
+}
