@@ -97,6 +97,10 @@ pub struct ConnectArgs {
     /// 1m30s, 500ms.
     #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = seconds, allow_negative_numbers = true)]
     pub session_timeout: f64,
+    /// How long to keep trying to make a session while no server answers (a server restarting, an ensemble
+    /// electing its leader); 0: one try, failing at once. A duration: 5, 1.5, 5s, 1m, 500ms.
+    #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = seconds, allow_negative_numbers = true)]
+    pub connect_timeout: f64,
     #[command(flatten)]
     pub security: SecurityArgs,
 }

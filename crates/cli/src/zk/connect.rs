@@ -41,6 +41,17 @@ pub fn connector(timeout: Duration, security: &Security) -> (zookeeper_client::C
 /// does not exist is named as such rather than failing every later request; credentials ZooKeeper refuses are
 /// named by their scheme.
 pub async fn connect(hosts: &str, session_timeout: f64, security: &Security) -> Result<Client> {
+    connect_within(hosts, session_timeout, 0.0, security).await
+}
+
+/// [`connect`], trying again for `connect_timeout` seconds (`--connect-timeout`) while no server answers — refused
+/// or silent — with pauses from 100 ms doubling to 1 s. Any other failure (credentials, a chroot) is final.
+pub async fn connect_within(
+    hosts: &str,
+    session_timeout: f64,
+    connect_timeout: f64,
+    security: &Security,
+) -> Result<Client> {
     if security.tls.is_none() && hosts.contains("tcp+tls://") {
         return Err(usage(
             "--connect names tcp+tls:// servers: give --tls-ca, the CA certificates that signed theirs"
@@ -48,8 +59,35 @@ pub async fn connect(hosts: &str, session_timeout: f64, security: &Security) -> 
         ));
     }
     let timeout = Duration::from_secs_f64(session_timeout.max(0.1));
-    let connect = connect_once(connector(timeout, security), hosts.to_owned());
-    let client = match tokio::time::timeout(timeout + Duration::from_secs(5), connect).await {
+    let started = std::time::Instant::now();
+    let give_up = started + Duration::from_secs_f64(connect_timeout.max(0.0));
+    let mut pause = Duration::from_millis(100);
+    let mut attempts = 0;
+    let attempt = loop {
+        attempts += 1;
+        let connect = connect_once(connector(timeout, security), hosts.to_owned());
+        let attempt = tokio::time::timeout(timeout + Duration::from_secs(5), connect).await;
+        let unanswered = matches!(
+            attempt,
+            Err(_)
+                | Ok(Err(zookeeper_client::Error::NoHosts
+                    | zookeeper_client::Error::ConnectionLoss
+                    | zookeeper_client::Error::Timeout))
+        );
+        if !unanswered || std::time::Instant::now() + pause > give_up {
+            break attempt;
+        }
+        tracing::info!(%hosts, ?pause, "no ZooKeeper server answered; trying again (--connect-timeout)");
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(1));
+    };
+    if attempts > 1 && !matches!(attempt, Ok(Ok(_))) {
+        eprintln!(
+            "zklock: tried to connect to {hosts} {attempts} times over {:.1}s (--connect-timeout {connect_timeout}s)",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    let client = match attempt {
         Err(_) => anyhow::bail!("no ZooKeeper answered at {hosts}"),
         Ok(Err(zookeeper_client::Error::NoHosts)) if security.gssapi_service().is_some() => {
             let service = security.gssapi_service().unwrap_or_default();
@@ -104,6 +142,17 @@ pub async fn connect(hosts: &str, session_timeout: f64, security: &Security) -> 
         }
         Ok(result) => result.with_context(|| format!("cannot connect to ZooKeeper at {hosts}"))?,
     };
+    // ZooKeeper clamps the session timeout to [2, 20] × its tickTime: what the lost policy, the watchdog and the
+    // outage a command survives depend on is the negotiated one, so a change is said (issue 33.9).
+    let negotiated = client.session_timeout();
+    if negotiated.abs_diff(timeout) > Duration::from_millis(1) {
+        tracing::warn!(
+            "ZooKeeper at {hosts} set the session timeout to {:.1}s (asked {:.1}s: a server clamps it to 2 to 20 \
+             times its tickTime)",
+            negotiated.as_secs_f64(),
+            timeout.as_secs_f64()
+        );
+    }
     if let Some(sasl) = &security.sasl {
         if let Err(err) = check_sasl_identity(&client, sasl, hosts).await {
             close(client).await;
@@ -166,9 +215,10 @@ pub async fn reconnecting(client: &Client, args: &ConnectArgs) -> Result<zklock:
 
 /// Connects using `--connect`/`ZKLOCK_CONNECT` and the credentials and TLS settings given.
 pub async fn connect_args(args: &ConnectArgs) -> Result<Client> {
-    connect(
+    connect_within(
         &args.hosts,
         args.session_timeout,
+        args.connect_timeout,
         &Security::from_args(&args.security)?,
     )
     .await

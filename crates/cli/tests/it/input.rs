@@ -147,9 +147,10 @@ async fn a_refused_port_fails_fast_with_the_os_reason() {
         .unwrap()
         .port();
     let hosts = format!("127.0.0.1:{port}");
+    // With --connect-timeout 0: one try (by default a refused connection is tried again for 5 s, below).
     for args in [
-        vec!["run", "-c", &hosts, "/l", "--", "true"],
-        vec!["status", "-c", &hosts, "/l"],
+        vec!["run", "-c", &hosts, "--connect-timeout", "0", "/l", "--", "true"],
+        vec!["status", "-c", &hosts, "--connect-timeout", "0", "/l"],
     ] {
         let start = Instant::now();
         let out = output(&args).await;
@@ -161,6 +162,14 @@ async fn a_refused_port_fails_fast_with_the_os_reason() {
         assert!(stderr.contains("Connection refused"), "{stderr}");
         assert!(!stderr.contains("timeout"), "{stderr}");
     }
+    // By default, tried again for --connect-timeout (5 s), and said so.
+    let out = output(&["status", "-c", &hosts, "--connect-timeout", "1s", "/l"]).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("Connection refused") && stderr.contains(" times over "),
+        "{stderr}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -278,3 +278,90 @@ async fn a_server_outage_is_named_as_the_cause() {
     );
     assert!(!stderr.contains("paused or starved"), "{stderr}");
 }
+
+/// `--connect-timeout`: a `run` started while no server answers keeps trying, and takes the lock once the server
+/// is up (issue 33.16); `--connect-timeout 0` fails at once (exit 3), as every command did before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_waits_for_a_server_that_comes_up() {
+    let addr = format!("127.0.0.1:{}", zklock_testkit::ports::free_port().unwrap());
+    let path = unique_path("cli-run-connect-timeout");
+    let out = output(&["run", "-c", &addr, "--connect-timeout", "0", &path, "--", "true"]).await;
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let mut run = zklock(&[
+        "-v",
+        "run",
+        "-c",
+        &addr,
+        "--connect-timeout",
+        "60",
+        &path,
+        "--",
+        "echo",
+        "ran",
+    ])
+    .env_remove("ZKLOCK_LOG")
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    // Started once the run has been refused and is trying again: the log says so.
+    let mut stderr = BufReader::new(run.stderr.take().unwrap()).lines();
+    eventually("the run to try again", async {
+        while let Some(line) = stderr.next_line().await.unwrap() {
+            if line.contains("trying again") {
+                return;
+            }
+        }
+        panic!("the run ended without trying again");
+    })
+    .await;
+    let serve = crate::logs::Serve::start(&["serve", "--listen", &addr]).await;
+    tokio::spawn(async move { while let Ok(Some(_)) = stderr.next_line().await {} });
+    let out = eventually("the run to end", run.wait_with_output())
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(text(&out.stdout), "ran\n");
+    serve.stop().await;
+}
+
+/// A session timeout the server clamps is said, with what it became (issue 33.9); one it grants is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clamped_session_timeout_is_reported() {
+    for hosts in [zookeeper().await, zklock_testkit::hosts::embedded().await] {
+        let path = unique_path("cli-run-clamped");
+        let out = output(&[
+            "run",
+            "-c",
+            &hosts,
+            "--session-timeout",
+            "100",
+            &path,
+            "--",
+            "true",
+        ])
+        .await;
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        assert!(
+            stderr.contains("set the session timeout to 40.0s (asked 100.0s"),
+            "{stderr}"
+        );
+        let out = output(&[
+            "run",
+            "-c",
+            &hosts,
+            "--session-timeout",
+            "10",
+            &path,
+            "--",
+            "true",
+        ])
+        .await;
+        assert!(
+            !text(&out.stderr).contains("set the session timeout"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+}
