@@ -86,8 +86,9 @@ fn show(path: &str, found: Option<Inspection>) {
     }
     let holders = participants.iter().filter(|p| p.role == Role::Holder).count();
     match recipe {
-        Recipe::Semaphore { acquirers } => {
-            println!("{path}: semaphore with {holders} lease(s) held, {acquirers} acquirer(s) queued");
+        Recipe::Semaphore { acquirers, leases } => {
+            let of = leases.map(|n| format!(" of {n}")).unwrap_or_default();
+            println!("{path}: semaphore with {holders}{of} lease(s) held, {acquirers} acquirer(s) queued");
             print_rows(&participants);
         }
         Recipe::Queue { items, claimed } => {
@@ -337,6 +338,9 @@ struct Counts {
     /// A semaphore: acquirers queued for their turn to take a lease.
     #[serde(skip_serializing_if = "Option::is_none")]
     acquirers: Option<usize>,
+    /// A semaphore: its number of leases, when recorded (zklock's and kazoo's; not Curator's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    leases: Option<usize>,
     /// A queue: its items (claimed ones included).
     #[serde(skip_serializing_if = "Option::is_none")]
     items: Option<usize>,
@@ -414,8 +418,9 @@ impl<'a> Report<'a> {
         let recipe = match found.recipe {
             Recipe::Lock => "lock",
             Recipe::Election => "election",
-            Recipe::Semaphore { acquirers } => {
+            Recipe::Semaphore { acquirers, leases } => {
                 counts.acquirers = Some(acquirers);
+                counts.leases = leases;
                 "semaphore"
             }
             Recipe::Queue { items, claimed } => {

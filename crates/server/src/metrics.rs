@@ -273,18 +273,25 @@ pub(crate) async fn serve(shared: Arc<Shared>, listener: TcpListener) {
     conns.abort_all();
 }
 
-/// The answer to one HTTP request: the figures at `/metrics`, 404 elsewhere, 405 for anything but GET and HEAD,
-/// and, like `mntr`, ZooKeeper's not-serving line (503) once the log cannot be written.
+/// The answer to one HTTP request: the figures at `/metrics`; `/health` (liveness: 200 while the process answers)
+/// and `/ready` (readiness: 200 while it serves, 503 once its log cannot be written), for a load balancer or an
+/// orchestrator's probes; 404 elsewhere, 405 for anything but GET and HEAD; and, like `mntr`, ZooKeeper's
+/// not-serving line (503) at `/metrics` once the log cannot be written.
 fn respond<B>(shared: &Shared, request: &Request<B>) -> Response<String> {
-    let (status, body) = if request.uri().path() != "/metrics" {
+    let path = request.uri().path();
+    let (status, body) = if !matches!(path, "/metrics" | "/health" | "/ready") {
         (
             StatusCode::NOT_FOUND,
-            "not found; the metrics are at /metrics\n".to_owned(),
+            "not found; served here: /metrics, /health, /ready\n".to_owned(),
         )
     } else if request.method() != Method::GET && request.method() != Method::HEAD {
         (StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD\n".to_owned())
+    } else if path == "/health" {
+        (StatusCode::OK, "alive\n".to_owned())
     } else if shared.durable.failed() {
         (StatusCode::SERVICE_UNAVAILABLE, format!("{NOT_SERVING}\n"))
+    } else if path == "/ready" {
+        (StatusCode::OK, "serving\n".to_owned())
     } else {
         let figures = {
             let st = shared.lock();

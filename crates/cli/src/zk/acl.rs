@@ -42,6 +42,21 @@ impl NodeAcls {
                     .to_owned(),
             ));
         }
+        // Queueing in a directory creates a node in it and deleting ours needs the directory's DELETE: a directory
+        // made with no entry granting both would take nobody's node, ours included (`--acl world:r`, issue 33.9).
+        let queueable = |acl: &Acl| acl.permission().has(Permission::CREATE | Permission::DELETE);
+        if !parents.iter().any(queueable) {
+            return Err(usage(format!(
+                "the directories zklock creates would get the ACL {}: no entry grants both create and delete (c and \
+                 d), so nobody — this command included — could queue in them. Give --parent-acl (e.g. \
+                 world:rcd, or creator) or an --acl with c and d",
+                parents
+                    .iter()
+                    .map(|acl| format!("{}:{}:{:?}", acl.scheme(), acl.id(), acl.permission()))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )));
+        }
         Ok(NodeAcls { nodes, parents })
     }
 

@@ -103,6 +103,9 @@ async fn usage_errors_come_before_the_network() {
     cases.extend([
         vec!["run", "-c", h, "/", "--", "true"],
         vec!["run", "-c", h, "--acl", "creator", "/l", "--", "true"],
+        // Directories nobody could queue in (issue 33.9).
+        vec!["run", "-c", h, "--acl", "world:r", "/l", "--", "true"],
+        vec!["elect", "-c", h, "--parent-acl", "world:rw", "/l", "--", "true"],
         vec!["counter", "-c", h, "--acl", "creator", "add", "/c"],
         vec!["counter", "-c", h, "--kind", "shared", "set", "/c", "99999999999"],
         vec![
@@ -125,11 +128,13 @@ async fn usage_errors_come_before_the_network() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(!stderr.contains("cannot connect"), "{args:?}: {stderr}");
     }
-    // Negative control: valid arguments reach the (closed) port.
+    // Negative control: valid arguments reach the (closed) port (tried once: --connect-timeout 0).
+    let once = "--connect-timeout=0";
     for args in [
-        vec!["run", "-c", h, "/locks/x", "--", "true"],
-        vec!["status", "-c", h, "/"],
-        vec!["reap", "-c", h, "/"],
+        vec!["run", "-c", h, once, "/locks/x", "--", "true"],
+        vec!["run", "-c", h, once, "--acl", "world:rcd", "/l", "--", "true"],
+        vec!["status", "-c", h, once, "/"],
+        vec!["reap", "-c", h, once, "/"],
     ] {
         let out = output(&args).await;
         assert_eq!(out.status.code(), Some(3), "{args:?}: {}", text(&out.stderr));

@@ -49,11 +49,19 @@ async fn four_letter(addr: SocketAddr, word: &str) -> String {
 async fn full_disk_stops_serving_and_loses_no_acknowledged_write() {
     let fs = Tmpfs::mount("12m");
     let data = fs.path().join("data");
-    let server = Server::start(config(&data))
+    let mut server = Server::start(config(&data))
         .await
         .expect("starts on the 12 MiB tmpfs");
     let addr = server.local_addr();
     assert_eq!(four_letter(addr, "ruok").await, "imok");
+    // The probes of a load balancer or an orchestrator: alive and ready.
+    let http = server
+        .serve_metrics("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let answer = |path| async move { crate::limits::get(http, path).await.unwrap_or_default() };
+    assert!(answer("/health").await.starts_with("HTTP/1.1 200"));
+    assert!(answer("/ready").await.starts_with("HTTP/1.1 200"));
     let writer = client(&server).await;
     let idle = client(&server).await;
     let mut idle_state = idle.state_watcher();
@@ -73,8 +81,14 @@ async fn full_disk_stops_serving_and_loses_no_acknowledged_write() {
             && message.contains("stopped serving"),
         "{message}"
     );
-    // It no longer claims health.
+    // It no longer claims health: not ready (still alive, to say why in its log and metrics).
     assert_eq!(four_letter(addr, "ruok").await, "", "ruok must get no imok");
+    let ready = answer("/ready").await;
+    assert!(
+        ready.starts_with("HTTP/1.1 503") && ready.contains("not currently serving"),
+        "{ready}"
+    );
+    assert!(answer("/health").await.starts_with("HTTP/1.1 200"));
     for word in ["mntr", "srvr", "stat", "cons"] {
         assert_eq!(four_letter(addr, word).await, NOT_SERVING, "{word}");
     }

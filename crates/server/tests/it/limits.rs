@@ -335,8 +335,13 @@ async fn four_letter_words_default_to_zookeepers_safe_set() {
 
 /// A scrape, on a fresh connection.
 async fn scrape(addr: SocketAddr) -> Option<String> {
+    get(addr, "/metrics").await
+}
+
+/// The whole answer to `GET path` on the metrics endpoint at `addr`, or `None` when it gives none in time.
+pub async fn get(addr: SocketAddr, path: &str) -> Option<String> {
     let mut s = TcpStream::connect(addr).await.ok()?;
-    s.write_all(format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())
         .await
         .ok()?;
     let mut out = String::new();

@@ -57,6 +57,12 @@ pub(crate) async fn semaphore(
     let (leases_dir, locks_dir) = (leases_dir(path), child_path(path, names::LOCKS));
     let leases = idioms::list_or_empty(client, retry, &leases_dir).await?;
     let locks = idioms::list_or_empty(client, retry, &locks_dir).await?;
+    // The number of leases zklock records as the `leases` directory's data (Curator records none).
+    let recorded = retry
+        .run_at("getData", &leases_dir, || client.get_data(&leases_dir))
+        .await
+        .if_exists()?
+        .and_then(|(data, _)| decimal(&data));
     if !names::is_semaphore(children, &leases, &locks) {
         return Ok(None);
     }
@@ -84,6 +90,7 @@ pub(crate) async fn semaphore(
     Ok(Some((
         Recipe::Semaphore {
             acquirers: gate.len(),
+            leases: recorded,
         },
         held.into_iter().chain(waiting).chain(queued).collect(),
     )))
@@ -109,12 +116,9 @@ pub(crate) async fn kazoo_semaphore(
     else {
         return Ok(None);
     };
-    let leases = std::str::from_utf8(&data)
-        .ok()
-        .and_then(|s| s.trim().parse::<u32>().ok());
-    if leases.is_none_or(|n| n == 0) {
+    let Some(leases) = decimal(&data) else {
         return Ok(None);
-    }
+    };
     let names: Vec<&str> = children.iter().map(String::as_str).collect();
     let read = crate::session::read::read_nodes(session, path, &names).await?;
     let mut held: Vec<Participant> = names
@@ -137,7 +141,13 @@ pub(crate) async fn kazoo_semaphore(
     let acquirers = idioms::list_or_empty(client, retry, &format!("{path}-__lock__"))
         .await?
         .len();
-    Ok(Some((Recipe::Semaphore { acquirers }, held)))
+    Ok(Some((
+        Recipe::Semaphore {
+            acquirers,
+            leases: Some(leases),
+        },
+        held,
+    )))
 }
 
 /// A warning when a lock queue mixes kazoo's node names with Curator's (zklock's own): a kazoo `Lock` made without
@@ -161,4 +171,10 @@ pub(crate) fn mixed_formats(participants: &[Participant]) -> Option<String> {
              at once unless every kazoo contender was made with those patterns and no Curator one is here"
         )
     })
+}
+
+/// A positive decimal number, as zklock and kazoo record a semaphore's leases.
+fn decimal(data: &[u8]) -> Option<usize> {
+    let n: usize = std::str::from_utf8(data).ok()?.trim().parse().ok()?;
+    (n > 0).then_some(n)
 }

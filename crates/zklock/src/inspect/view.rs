@@ -42,6 +42,8 @@ pub enum Recipe {
     Semaphore {
         /// How many acquirers queue for their turn to take a lease.
         acquirers: usize,
+        /// How many leases it has, when recorded (zklock's and kazoo's record it; Curator's does not).
+        leases: Option<usize>,
     },
     /// A [`Queue`](crate::Queue).
     Queue {

@@ -125,7 +125,10 @@ on_every_server! {
         assert_shows(
             &observer,
             &sem,
-            Recipe::Semaphore { acquirers: 1 },
+            Recipe::Semaphore {
+                acquirers: 1,
+                leases: Some(1),
+            },
             &[
                 row(NodeKind::Lease, Role::Holder, "holder", &a),
                 row(NodeKind::Lease, Role::Waiting, "waits", &b),

@@ -49,7 +49,7 @@ async fn shows_every_recipe() {
         .await
         .unwrap();
     let stdout = status(&hosts, &sem).await;
-    assert!(stdout.contains("semaphore with 2 lease(s) held"), "{stdout}");
+    assert!(stdout.contains("semaphore with 2 of 3 lease(s) held"), "{stdout}");
     assert_eq!(entries(&stdout, "lease holder "), 2, "{stdout}");
 
     // Queue: three items.
@@ -98,7 +98,7 @@ async fn semaphore_acquirer_waiting_for_room_is_not_a_holder() {
     await_children(&observer, &leases, 2).await;
     let stdout = status(&hosts, &sem).await;
     assert!(
-        stdout.contains("semaphore with 1 lease(s) held, 1 acquirer(s) queued"),
+        stdout.contains("semaphore with 1 of 1 lease(s) held, 1 acquirer(s) queued"),
         "{stdout}"
     );
     let holder_line = stdout.lines().find(|l| l.contains("holder ")).expect(&stdout);
@@ -270,7 +270,7 @@ async fn semaphore_waiters_are_listed_and_a_child_named_locks_is_no_semaphore() 
     }
     let stdout = status(&hosts, &sem).await;
     assert!(
-        stdout.contains("semaphore with 1 lease(s) held, 2 acquirer(s) queued"),
+        stdout.contains("semaphore with 1 of 1 lease(s) held, 2 acquirer(s) queued"),
         "{stdout}"
     );
     let firsts: Vec<&str> = stdout.lines().filter(|l| l.contains(". [")).collect();
@@ -337,7 +337,7 @@ async fn kazoo_layouts_as_kazoo_makes_them() {
     assert_eq!(kazoo.line("kazoo's layouts").await, "STOCK LOCK ACQUIRED True");
 
     let stdout = status(&hosts, &semaphore).await;
-    assert!(stdout.contains("semaphore with 1 lease(s) held"), "{stdout}");
+    assert!(stdout.contains("semaphore with 1 of 3 lease(s) held"), "{stdout}");
     assert_eq!(
         check(&hosts, &semaphore).await,
         Some(0),
