@@ -170,6 +170,37 @@ fn dry_run(config: &ServerConfig, metrics: Option<SocketAddr>) -> exit::Result {
         tls.check()
             .map_err(|e| Failure::new(exit::FAILURE, format!("TLS on {}: {e}", tls.listen)))?;
     }
+    // The addresses too, as the start would bind them (bound and let go at once; issue 33.9): a port in use fails
+    // the dry run as it would fail the start.
+    let mut binds = Vec::new();
+    if config.plain_client_port {
+        binds.push((
+            config.listen,
+            "listen",
+            "another server listens there; choose one with --listen",
+        ));
+    }
+    if let Some(tls) = &config.tls {
+        binds.push((
+            tls.listen,
+            "listen with TLS",
+            "another server listens there; change secureClientPort",
+        ));
+    }
+    if let Some(addr) = metrics {
+        binds.push((
+            addr,
+            "serve metrics",
+            "another server listens there; choose another --metrics",
+        ));
+    }
+    for (addr, doing, in_use) in binds {
+        // Port 0 is any free port: nothing to check.
+        if addr.port() != 0 {
+            std::net::TcpListener::bind(addr)
+                .map_err(|err| cannot_bind(&format!("{doing} on {addr}"), &err, in_use))?;
+        }
+    }
     let data = match &config.data_dir {
         Some(dir) => dir.display().to_string(),
         None => "a temporary directory".to_owned(),

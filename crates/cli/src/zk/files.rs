@@ -18,7 +18,17 @@ pub(super) fn read_private(path: &Path, flag: &str) -> Result<String> {
     let text = read(path, flag)?;
     if let Ok(metadata) = std::fs::metadata(path) {
         let mode = metadata.permissions().mode() & 0o777;
-        if mode & 0o044 != 0 {
+        // Once per file and process: the files are read again for each session (issue 33.9).
+        static WARNED: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
+        let first = {
+            let mut warned = WARNED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let first = !warned.iter().any(|p| p == path);
+            if first {
+                warned.push(path.to_path_buf());
+            }
+            first
+        };
+        if mode & 0o044 != 0 && first {
             eprintln!(
                 "zklock: warning: {flag} {} can be read by other users (mode {mode:03o}); chmod 600 it",
                 path.display()

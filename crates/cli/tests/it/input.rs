@@ -218,16 +218,29 @@ async fn a_command_without_double_dash_gets_a_hint() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_listens_on_loopback_2181_by_default() {
-    // Without binding the port (it may be in use on this machine): where it would listen.
+    // The dry run binds the port and lets it go: 2181 may be in use on this machine, which it then says.
+    let free = std::net::TcpListener::bind("127.0.0.1:2181").is_ok();
     let out = output(&["serve", "--dry-run"]).await;
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stdout).contains("would listen on 127.0.0.1:2181 "),
-        "{}",
-        text(&out.stdout)
-    );
-    let out = output(&["serve", "--dry-run", "--listen", "127.0.0.1:4000"]).await;
-    assert!(text(&out.stdout).contains("would listen on 127.0.0.1:4000 "));
+    if free {
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stdout).contains("would listen on 127.0.0.1:2181 "),
+            "{}",
+            text(&out.stdout)
+        );
+    } else {
+        assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+        assert!(text(&out.stderr).contains("cannot listen on 127.0.0.1:2181: address in use"));
+    }
+    let port = zklock_testkit::ports::free_port().unwrap();
+    let out = output(&["serve", "--dry-run", "--listen", &format!("127.0.0.1:{port}")]).await;
+    assert!(text(&out.stdout).contains(&format!("would listen on 127.0.0.1:{port} ")));
+    // A port in use fails the dry run as it would fail the start (issue 33.9).
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = busy.local_addr().unwrap().to_string();
+    let out = output(&["serve", "--dry-run", "--listen", &address]).await;
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains(&format!("cannot listen on {address}: address in use")));
     let out = output(&["serve", "--help"]).await;
     assert!(text(&out.stdout).contains("127.0.0.1:2181"));
 }

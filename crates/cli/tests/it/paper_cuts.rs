@@ -234,7 +234,7 @@ async fn connect_goes_before_or_after_the_subcommand() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let out = output(&["-c", &hosts, "serve", "--dry-run"]).await;
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    let out = zklock(&["serve", "--dry-run"])
+    let out = zklock(&["serve", "--dry-run", "--listen", "127.0.0.1:0"])
         .env("ZKLOCK_CONNECT", &hosts)
         .output()
         .await

@@ -452,7 +452,15 @@ async fn run_with_sasl_against_zklock_serve_requiring_sasl() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("--jaas"), "{}", text(&out.stderr));
     // The control: the good file passes the same dry run.
-    let out = output(&["serve", "--dry-run", "--jaas", &jaas_arg, "--require-sasl"]).await;
+    let listen = ["--listen", "127.0.0.1:0"];
+    let out = output(
+        &[
+            &["serve", "--dry-run", "--jaas", &jaas_arg, "--require-sasl"][..],
+            &listen,
+        ]
+        .concat(),
+    )
+    .await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
         text(&out.stdout).contains("SASL DIGEST-MD5 required (users in the JAAS file: 2)"),

@@ -281,6 +281,12 @@ pub fn assert_warned_readable_secrets(out: &Output) {
         stderr.contains("warning") && stderr.contains("can be read by other users"),
         "{stderr}"
     );
+    // Once, however many times the file is read (issue 33.9).
+    assert_eq!(
+        stderr.matches("can be read by other users").count(),
+        1,
+        "{stderr}"
+    );
 }
 
 /// A new temporary directory holding the file `name` with `contents`; both go when the directory is dropped.

@@ -66,15 +66,18 @@ pub fn refuse_unauthenticated(st: &State, conn: ConnId) -> Option<Reply> {
     if st.enforce_auth_schemes.is_empty() {
         return None;
     }
-    let authenticated = st.conns.get(&conn).is_some_and(|c| {
+    let c = st.conns.get(&conn);
+    if c.is_some_and(|c| {
         c.auth
             .iter()
             .any(|id| st.enforce_auth_schemes.contains(&id.scheme))
-    });
-    if authenticated {
+    }) {
         return None;
     }
+    // Who: the peer and the session, so that the client refused can be found (issue 33.9).
     tracing::warn!(
+        peer = c.map_or_else(String::new, |c| c.peer.to_string()),
+        session = c.map_or_else(String::new, |c| format!("0x{:x}", c.session)),
         schemes = ?st.enforce_auth_schemes,
         "client has not authenticated with an enforced scheme; closing its connection"
     );
