@@ -441,6 +441,11 @@ pub struct StatusArgs {
     /// double barrier), 1 if not (also when it does not exist; a queue is never held). Output is unchanged.
     #[arg(long)]
     pub check: bool,
+    /// Every recipe under PATH (PATH included), one line each — the recipe, how many hold and since when, how
+    /// many wait — or with --json an array of the objects --json prints; --check then tells whether any is held.
+    /// At most 10,000 nodes are looked at.
+    #[arg(long, short = 'r')]
+    pub recursive: bool,
     /// The recipe directory (a lock, an election, a semaphore, a queue, a barrier).
     #[arg(value_parser = tree_path)]
     pub path: String,

@@ -15,6 +15,7 @@ mod revoke;
 mod run;
 mod serve;
 mod status;
+mod status_tree;
 mod supervise;
 mod terminal;
 mod values;

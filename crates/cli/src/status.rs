@@ -39,6 +39,11 @@ impl From<anyhow::Error> for StatusFailure {
 
 pub async fn status(args: StatusArgs) -> Result<i32, StatusFailure> {
     let client = conn::connect_args(&args.connect).await?;
+    if args.recursive {
+        let held = crate::status_tree::show_tree(&client, &args.path, args.json).await;
+        conn::close(client).await;
+        return Ok(if args.check && !held? { FREE } else { exit::OK });
+    }
     let found = look(&client, &args.path).await;
     conn::close(client).await;
     let found = found?;
@@ -60,7 +65,7 @@ pub async fn status(args: StatusArgs) -> Result<i32, StatusFailure> {
 }
 
 /// One look: a connection loss is reported, not retried. An invalid path is a usage error.
-async fn look(client: &Client, path: &str) -> exit::Result<Option<Inspection>> {
+pub(crate) async fn look(client: &Client, path: &str) -> exit::Result<Option<Inspection>> {
     let session = Session::new(client).with_retry(RetryPolicy::default().with_max_attempts(Some(1)));
     zklock::inspect(&session, path).await.map_err(|err| match err {
         zklock::Error::InvalidPath { .. } => Failure::new(exit::USAGE, err.to_string()),
@@ -300,7 +305,7 @@ fn kind(kind: NodeKind) -> &'static str {
 /// `--json`: one object. `recipe` is `null` when the directory does not exist; the recipe-specific fields of
 /// `counts` (and `ready`) appear only for their recipe.
 #[derive(Debug, Serialize)]
-struct Report<'a> {
+pub(crate) struct Report<'a> {
     path: &'a str,
     exists: bool,
     recipe: Option<&'static str>,
@@ -385,7 +390,7 @@ struct Row {
 }
 
 impl<'a> Report<'a> {
-    fn new(path: &'a str, found: Option<&'a Inspection>, held: bool) -> Report<'a> {
+    pub(crate) fn new(path: &'a str, found: Option<&'a Inspection>, held: bool) -> Report<'a> {
         let Some(found) = found else {
             return Report {
                 path,

@@ -8,6 +8,7 @@ use crate::support::*;
 
 mod mutex;
 mod recipes;
+mod tree;
 
 /// `client` takes the lock at `path`, with `data`.
 async fn lock(client: &Client, path: &str, data: &str) -> zklock::Result<zklock::Guard> {
