@@ -435,6 +435,15 @@ async fn run_with_sasl_against_zklock_serve_requiring_sasl() {
     let (code, stderr) = serve.stop().await;
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stderr.contains("adding SASL authorization"), "{stderr}");
+    // Each refusal names who was refused: the peer and its session (issue 33.9).
+    let refusal = stderr
+        .lines()
+        .find(|l| l.contains("has not authenticated with an enforced scheme"))
+        .unwrap_or_else(|| panic!("a refusal is logged: {stderr}"));
+    assert!(
+        refusal.contains("peer=127.0.0.1:") && refusal.contains("session=0x"),
+        "{refusal}"
+    );
 
     // Refused at start: a JAAS file with no user (Kerberos only), and SASL required without a JAAS file.
     let kerberos = dir.path().join("kerberos.conf");

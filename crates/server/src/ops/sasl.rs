@@ -76,8 +76,8 @@ pub fn refuse_unauthenticated(st: &State, conn: ConnId) -> Option<Reply> {
     }
     // Who: the peer and the session, so that the client refused can be found (issue 33.9).
     tracing::warn!(
-        peer = c.map_or_else(String::new, |c| c.peer.to_string()),
-        session = c.map_or_else(String::new, |c| format!("0x{:x}", c.session)),
+        peer = %c.map_or_else(String::new, |c| c.peer.to_string()),
+        session = %c.map_or_else(String::new, |c| format!("0x{:x}", c.session)),
         schemes = ?st.enforce_auth_schemes,
         "client has not authenticated with an enforced scheme; closing its connection"
     );
