@@ -51,7 +51,22 @@ pub(super) fn tls_handshake_error(server: &str, pem: &TlsPem) -> Option<String> 
                      client certificate, --tls-cert and --tls-key?)"
                         .to_owned()
                 }
-                _ => format!("TLS handshake failed: {err}"),
+                _ => {
+                    // The alerts a server sends about our certificate: say what to do (issue 33.9).
+                    let text = err.to_string();
+                    let about_ours = ["CertificateRequired", "BadCertificate", "UnknownCA", "CertificateUnknown"]
+                        .iter()
+                        .any(|alert| text.contains(alert));
+                    let hint = match (about_ours, &pem.identity) {
+                        (true, None) => " (the server wants a client certificate: give --tls-cert and --tls-key)",
+                        (true, Some(_)) => {
+                            " (the server refused our client certificate: is it signed by a CA of the server's \
+                             trust store, an X.509 v3 certificate with extendedKeyUsage clientAuth, and unexpired?)"
+                        }
+                        (false, _) => "",
+                    };
+                    format!("TLS handshake failed: {err}{hint}")
+                }
             });
         }
     }

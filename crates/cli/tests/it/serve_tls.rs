@@ -117,6 +117,22 @@ async fn serve_with_tls_a_client_certificate_and_a_super_digest() {
         tls_client(&secure_addr, &ca, None).await.is_err(),
         "ssl.clientAuth=need: no certificate, no session"
     );
+    // The command line says what is missing (issue 33.9).
+    let ca_file = dir.path().join("ca.pem");
+    let out = output(&[
+        "status",
+        "--connect",
+        &secure_addr,
+        "--connect-timeout",
+        "0",
+        "--tls-ca",
+        ca_file.to_str().unwrap(),
+        "/x",
+    ])
+    .await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("give --tls-cert and --tls-key"), "{stderr}");
     assert!(
         tls_client(&secure_addr, &Ca::new("another CA"), Some(&alice_cert))
             .await
