@@ -264,10 +264,6 @@ pub enum Command {
 /// another kind (see `run.rs`).
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    #[command(flatten)]
-    pub connect: ConnectArgs,
-    #[command(flatten)]
-    pub acl: AclArgs,
     /// Take the read (shared) side of a read/write lock on PATH: any number of `--shared` commands run at once,
     /// none while a `--write` command runs or waits ahead. Pairs with `--write`, not with a plain `run` (a mutex,
     /// which a read/write lock does not exclude): `zklock run` refuses (exit 2) a PATH in use by another kind of
@@ -306,15 +302,18 @@ pub struct RunArgs {
     /// The command and its arguments (after `--`).
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
+    // Last: the help heading of its security options ("Authentication and TLS") would otherwise take the
+    // options after it.
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    // With the security options, under their heading.
+    #[command(flatten)]
+    pub acl: AclArgs,
 }
 
 /// Arguments of `zklock elect`.
 #[derive(Debug, Args)]
 pub struct ElectArgs {
-    #[command(flatten)]
-    pub connect: ConnectArgs,
-    #[command(flatten)]
-    pub acl: AclArgs,
     /// Fail at once (exit 1, or --conflict-exit-code) unless we lead at once: another candidate leads or is queued
     /// ahead. Our candidacy is withdrawn. With -q, silently.
     #[arg(long, short = 'n', conflicts_with = "timeout")]
@@ -361,6 +360,13 @@ pub struct ElectArgs {
     /// The command and its arguments (after `--`); none with --observe.
     #[arg(last = true, required_unless_present = "observe")]
     pub command: Vec<String>,
+    // Last: the help heading of its security options ("Authentication and TLS") would otherwise take the
+    // options after it.
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    // With the security options, under their heading.
+    #[command(flatten)]
+    pub acl: AclArgs,
 }
 
 /// What `run` and `elect` store in their node, for `zklock status` and observers: see `supervise::describe`.
@@ -397,8 +403,6 @@ impl ConflictArgs {
 /// Arguments of `zklock revoke`.
 #[derive(Debug, Args)]
 pub struct RevokeArgs {
-    #[command(flatten)]
-    pub connect: ConnectArgs,
     /// Revoke this participant instead of the holders: a holder or a waiter, by its node's name (as `zklock status`
     /// shows it) or full path.
     #[arg(long, value_name = "NAME")]
@@ -414,25 +418,29 @@ pub struct RevokeArgs {
     /// is revoked: the mutex's holder, all readers sharing a read/write lock, every lease holder, the leader.
     #[arg(value_parser = recipe_path)]
     pub path: String,
+    // Last: the help heading of its security options ("Authentication and TLS") would otherwise take the
+    // options after it.
+    #[command(flatten)]
+    pub connect: ConnectArgs,
 }
 
 /// Arguments of `zklock reap`.
 #[derive(Debug, Args)]
 pub struct ReapArgs {
-    #[command(flatten)]
-    pub connect: ConnectArgs,
     /// Show what would be removed, and change nothing.
     #[arg(long)]
     pub dry_run: bool,
     /// The prefix: PATH itself and everything below it (/ for the whole tree).
     #[arg(value_parser = tree_path)]
     pub path: String,
+    // Last: the help heading of its security options ("Authentication and TLS") would otherwise take the
+    // options after it.
+    #[command(flatten)]
+    pub connect: ConnectArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
-    #[command(flatten)]
-    pub connect: ConnectArgs,
     /// Print one JSON object (path, recipe, holders with their fencing tokens, waiters in order, counts) instead
     /// of the human view.
     #[arg(long)]
@@ -449,15 +457,15 @@ pub struct StatusArgs {
     /// The recipe directory (a lock, an election, a semaphore, a queue, a barrier).
     #[arg(value_parser = tree_path)]
     pub path: String,
+    // Last: the help heading of its security options ("Authentication and TLS") would otherwise take the
+    // options after it.
+    #[command(flatten)]
+    pub connect: ConnectArgs,
 }
 
 /// Arguments of `zklock counter`.
 #[derive(Debug, Args)]
 pub struct CounterArgs {
-    #[command(flatten)]
-    pub connect: ConnectArgs,
-    #[command(flatten)]
-    pub acl: AclArgs,
     /// The counter's layout: `long` (8 bytes, Curator's DistributedAtomicLong) or `shared` (4 bytes, Curator's
     /// SharedCount). [default: what the node holds — 4 bytes a shared count, 8 a long; a new counter is a long]
     /// A node without data, or whose 4 or 8 bytes read as text (such as `data`), is taken for a counter only with
@@ -477,6 +485,13 @@ pub struct CounterArgs {
     /// set: the new value; add: what to add (default 1; a negative number subtracts).
     #[arg(allow_negative_numbers = true)]
     pub value: Option<i64>,
+    // Last: the help heading of its security options ("Authentication and TLS") would otherwise take the
+    // options after it.
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    // With the security options, under their heading.
+    #[command(flatten)]
+    pub acl: AclArgs,
 }
 
 /// `zklock counter ACTION`.
@@ -522,8 +537,6 @@ pub struct DemoArgs {
 pub struct BenchArgs {
     #[command(flatten)]
     pub connect: OptionalConnectArgs,
-    #[command(flatten)]
-    pub security: SecurityArgs,
     /// Time per measurement (a duration: 5, 1.5, 5s, 500ms).
     #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = seconds, allow_negative_numbers = true)]
     pub duration: f64,
@@ -533,6 +546,9 @@ pub struct BenchArgs {
     /// Rounds; each runs every implementation once (in a rotating order). Figures are medians over the rounds.
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
+    // Last: its help heading ("Authentication and TLS") would otherwise take the options after it (issue 33.9).
+    #[command(flatten)]
+    pub security: SecurityArgs,
 }
 
 #[derive(Debug, Args)]

@@ -171,3 +171,39 @@ async fn a_reader_that_goes_away_ends_the_output_quietly() {
         assert_eq!(text(&out.stderr), "", "{args:?}: nothing said");
     }
 }
+
+/// Each command's own options are under "Options", not under the "Authentication and TLS" heading that the shared
+/// security options bring (issue 33.9: `bench --help` listed --duration there, `run --help` --shared).
+#[tokio::test]
+async fn own_options_are_not_under_the_security_heading() {
+    for (command, own) in [
+        ("run", "--shared"),
+        ("elect", "--observe"),
+        ("status", "--check"),
+        ("counter", "--kind"),
+        ("revoke", "--request"),
+        ("reap", "--dry-run"),
+        ("bench", "--duration"),
+    ] {
+        let help = text(&output(&[command, "--help"]).await.stdout);
+        let lines: Vec<&str> = help.lines().collect();
+        // The line of an option: `      --flag …` or `  -f, --flag …`.
+        let line_of = |flag: &str| {
+            lines.iter().position(|l| {
+                let l = l.trim_start();
+                l.starts_with(flag) || l.split_once(", ").is_some_and(|(_, rest)| rest.starts_with(flag))
+            })
+        };
+        let heading = lines.iter().position(|l| *l == "Authentication and TLS:");
+        let heading = heading.unwrap_or_else(|| panic!("{command}: {help}"));
+        let at = line_of(own).unwrap_or_else(|| panic!("{command}: no {own}: {help}"));
+        assert!(
+            at < heading,
+            "{command}: {own} under the security heading:\n{help}"
+        );
+        assert!(
+            line_of("--tls-ca").is_some_and(|tls| tls > heading),
+            "{command}: {help}"
+        );
+    }
+}
