@@ -57,23 +57,7 @@ pub(crate) async fn double_barrier(
     }
     members.sort_unstable();
     let role = if ready { Role::Entered } else { Role::Waiting };
-    let read = read::read_nodes(session, path, &members).await?;
-    let participants = members
-        .iter()
-        .zip(read)
-        .filter_map(|(name, read)| {
-            let (data, stat) = read?;
-            Some(view::participant(
-                path,
-                name,
-                None,
-                NodeKind::Member,
-                role,
-                data,
-                &stat,
-            ))
-        })
-        .collect();
+    let participants = view::read_members(session, path, &members, NodeKind::Member, role).await?;
     Ok(Some((Recipe::DoubleBarrier { ready }, participants)))
 }
 

@@ -1,7 +1,6 @@
 //! What the lock family's directories show: a queue of contenders (a lock's, an election's) and a semaphore's leases and waiters.
 
 use crate::base::error::Result;
-use crate::base::idioms::IfExists as _;
 use crate::base::names::Marker;
 use crate::base::path::child_path;
 use crate::base::{idioms, names};
@@ -58,10 +57,9 @@ pub(crate) async fn semaphore(
     let leases = idioms::list_or_empty(client, retry, &leases_dir).await?;
     let locks = idioms::list_or_empty(client, retry, &locks_dir).await?;
     // The number of leases zklock records as the `leases` directory's data (Curator records none).
-    let recorded = retry
-        .run_at("getData", &leases_dir, || client.get_data(&leases_dir))
-        .await
-        .if_exists()?
+    let recorded = session
+        .get(&leases_dir)
+        .await?
         .and_then(|(data, _)| decimal(&data));
     if !names::is_semaphore(children, &leases, &locks) {
         return Ok(None);
@@ -108,39 +106,16 @@ pub(crate) async fn kazoo_semaphore(
     if children.is_empty() || !children.iter().all(uuid_hex) {
         return Ok(None);
     }
-    let (client, retry) = (session.client(), session.retry());
-    let Some((data, _)) = retry
-        .run_at("getData", path, || client.get_data(path))
-        .await
-        .if_exists()?
-    else {
+    let Some((data, _)) = session.get(path).await? else {
         return Ok(None);
     };
     let Some(leases) = decimal(&data) else {
         return Ok(None);
     };
     let names: Vec<&str> = children.iter().map(String::as_str).collect();
-    let read = crate::session::read::read_nodes(session, path, &names).await?;
-    let mut held: Vec<Participant> = names
-        .iter()
-        .zip(read)
-        .filter_map(|(name, read)| {
-            let (data, stat) = read?;
-            Some(view::participant(
-                path,
-                name,
-                None,
-                NodeKind::Lease,
-                Role::Holder,
-                data,
-                &stat,
-            ))
-        })
-        .collect();
+    let mut held = view::read_members(session, path, &names, NodeKind::Lease, Role::Holder).await?;
     held.sort_by_key(|p| p.fencing_token);
-    let acquirers = idioms::list_or_empty(client, retry, &format!("{path}-__lock__"))
-        .await?
-        .len();
+    let acquirers = session.list_or_empty(&format!("{path}-__lock__")).await?.len();
     Ok(Some((
         Recipe::Semaphore {
             acquirers,

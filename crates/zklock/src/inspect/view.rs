@@ -223,6 +223,26 @@ pub(crate) async fn read_contenders(
         .collect())
 }
 
+/// The participants named `names` in `dir` that are still there, all of `kind` and `role`, in the order given
+/// (nodes without a sequence number: a double barrier's members, a kazoo semaphore's leases).
+pub(crate) async fn read_members(
+    session: &Session,
+    dir: &str,
+    names: &[&str],
+    kind: NodeKind,
+    role: Role,
+) -> Result<Vec<Participant>> {
+    let read = read_nodes(session, dir, names).await?;
+    Ok(names
+        .iter()
+        .zip(read)
+        .filter_map(|(name, read)| {
+            let (data, stat) = read?;
+            Some(participant(dir, name, None, kind, role, data, &stat))
+        })
+        .collect())
+}
+
 /// A participant from its node's name, data (`None`: not readable) and stat.
 pub(crate) fn participant(
     dir: &str,
