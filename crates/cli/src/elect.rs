@@ -292,6 +292,8 @@ fn human(leader: Option<&Leader>) -> String {
 #[derive(Debug, Serialize)]
 struct Observed<'a> {
     path: &'a str,
+    /// When this state was seen: milliseconds since the Unix epoch (issue 33.15).
+    observed_ms: u64,
     /// `null` while nobody leads.
     leader: Option<ObservedLeader>,
 }
@@ -310,8 +312,10 @@ struct ObservedLeader {
 
 impl<'a> Observed<'a> {
     fn new(path: &'a str, leader: Option<&Leader>) -> Observed<'a> {
+        let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
         Observed {
             path,
+            observed_ms: since_epoch.map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             leader: leader.map(|leader| ObservedLeader {
                 node: leader.path.clone(),
                 fencing_token: leader.fencing_token,

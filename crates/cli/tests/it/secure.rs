@@ -178,6 +178,10 @@ on_both_servers! {
         let json: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert!(json["leader"]["node"].as_str().unwrap().starts_with(&path), "{json}");
         assert_eq!(json["leader"]["data"], serde_json::Value::Null, "{json}");
+        // When it was seen, in milliseconds since the epoch.
+        let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+        let observed = json["observed_ms"].as_u64().unwrap_or_else(|| panic!("{json}"));
+        assert!(observed <= now_ms && observed + 60_000 > now_ms, "{json}");
         // The observer, watching a node it may not read, still sees the leader go.
         assert_eq!(release(leader).await, Some(0), "the leader resigned");
         let line = observer.line("the next observation").await;
