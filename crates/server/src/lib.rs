@@ -328,6 +328,37 @@ impl Server {
         self.temp_dir.as_ref().map(tempfile::TempDir::path)
     }
 
+    /// Expires session `id` now, as its timeout passing would: its ephemeral nodes are deleted (their watches
+    /// fire) and its connection is closed; the client learns `SessionExpired` when it reconnects. For testing a
+    /// service against the embedded server (docs/library.md, "Testing your service"). `false` when there is no
+    /// such session.
+    pub fn expire_session(&self, id: i64) -> bool {
+        let mut st = self.shared.lock();
+        let Some(session) = st.sessions.get(id) else {
+            return false;
+        };
+        let conn = session.conn;
+        tracing::info!(session = format!("0x{id:x}"), "session expired on request");
+        st.commit(txn::Txn::CloseSession { id });
+        if let Some(conn) = conn {
+            st.close_conn(conn);
+        }
+        true
+    }
+
+    /// Closes the connection of session `id` without ending the session, as a network cut would: the client
+    /// reconnects and resumes it within its timeout. For testing (see [`expire_session`](Server::expire_session)).
+    /// `false` when the session has no connection.
+    pub fn disconnect_session(&self, id: i64) -> bool {
+        let mut st = self.shared.lock();
+        let Some(conn) = st.sessions.get(id).and_then(|s| s.conn) else {
+            return false;
+        };
+        tracing::info!(session = format!("0x{id:x}"), "connection closed on request");
+        st.close_conn(conn);
+        true
+    }
+
     /// The address the server listens on for plaintext clients (with the real port when `listen` had port 0);
     /// for a TLS-only server (`plain_client_port: false`), the secure client port's.
     pub fn local_addr(&self) -> SocketAddr {

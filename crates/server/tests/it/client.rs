@@ -273,3 +273,49 @@ async fn connection_limit_per_ip() {
         .connect(&addr);
     assert!(timeout(WAIT, third).await.expect("fails in time").is_err());
 }
+
+/// The fixture calls for testing a service (issue 33.14): `expire_session` ends a session as its timeout would —
+/// its ephemeral node gone for others, its client told `Expired` — and `disconnect_session` cuts its connection
+/// only: the client reconnects and resumes the same session, its ephemeral node still there. Each on a session
+/// of its own; a session that does not exist is `false`.
+#[tokio::test]
+async fn sessions_expired_or_cut_on_request() {
+    let server = server().await;
+    let observer = client(&server).await;
+    let ephemeral = zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all());
+
+    let cut = client(&server).await;
+    cut.create("/cut", b"", &ephemeral).await.unwrap();
+    let mut states = cut.state_watcher();
+    assert!(server.disconnect_session(cut.session_id().0));
+    timeout(WAIT, async {
+        while states.changed().await != zk::SessionState::Disconnected {}
+        while states.changed().await != zk::SessionState::SyncConnected {}
+    })
+    .await
+    .expect("disconnected, then connected again");
+    assert!(
+        observer.check_stat("/cut").await.unwrap().is_some(),
+        "the session lives on"
+    );
+    cut.check_stat("/").await.expect("the resumed session serves");
+
+    let expired = client(&server).await;
+    expired.create("/expired", b"", &ephemeral).await.unwrap();
+    let mut states = expired.state_watcher();
+    assert!(server.expire_session(expired.session_id().0));
+    assert!(
+        observer.check_stat("/expired").await.unwrap().is_none(),
+        "its ephemeral node is gone"
+    );
+    timeout(WAIT, async {
+        while states.changed().await != zk::SessionState::Expired {}
+    })
+    .await
+    .expect("the client is told its session expired");
+    assert!(
+        !server.expire_session(expired.session_id().0),
+        "no such session any more"
+    );
+    assert!(!server.disconnect_session(0x7fff_ffff), "no such session");
+}
