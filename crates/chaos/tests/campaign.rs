@@ -148,8 +148,9 @@ clean_campaigns! {
     /// 40 s: each operation is a `zklock run` process; on a loaded machine 30 s gave 18 (the floor is 20).
     run_on_embedded: "embedded", "run", "15", "40";
     mutex_mixed_with_kazoo_and_curator_on_zookeeper: "zookeeper", "mutex", "21", "25", MIX;
-    /// 40 s, as on the embedded server: a loaded machine gave 16 operations in 30 s.
-    run_on_zookeeper: "zookeeper", "run", "22", "40";
+    /// 60 s: each operation is a `zklock run` process, and its faults restart the JVM; a loaded machine gave 16
+    /// operations in 30 s, and 18 in 40 s with this seed in the whole suite (38 alone; the floor is 20).
+    run_on_zookeeper: "zookeeper", "run", "22", "60";
     mutex_on_ensemble: "ensemble", "mutex", "31", "30";
     /// 40 s, as on the embedded server: each operation is a `zklock run` process.
     run_on_ensemble: "ensemble", "run", "32", "40";

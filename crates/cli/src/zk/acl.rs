@@ -52,7 +52,7 @@ impl NodeAcls {
                  world:rcd, or creator) or an --acl with c and d",
                 parents
                     .iter()
-                    .map(|acl| format!("{}:{}:{:?}", acl.scheme(), acl.id(), acl.permission()))
+                    .map(|acl| format!("{}:{}:{}", acl.scheme(), acl.id(), acl.permission()))
                     .collect::<Vec<_>>()
                     .join(",")
             )));

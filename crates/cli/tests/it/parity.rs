@@ -383,7 +383,16 @@ async fn elect_observe_prints_each_leader() {
         next_line(&mut observed, "no leader").await,
     ];
     first.sort();
-    assert_eq!(first[0], (0, format!(r#"{{"path":"{path}","leader":null}}"#)));
+    let nobody: serde_json::Value = serde_json::from_str(&first[0].1).unwrap();
+    assert_eq!(first[0].0, 0);
+    assert_eq!(
+        (&nobody["path"], &nobody["leader"]),
+        (&serde_json::json!(path), &serde_json::Value::Null)
+    );
+    assert!(
+        nobody["observed_ms"].as_u64().is_some_and(|ms| ms > 0),
+        "when it was seen: {nobody}"
+    );
     assert_eq!(first[1], (1, "no leader".to_owned()));
     let a = hold(0, &["elect", "--connect", &hosts, &path], HOLD, &[], &tx);
     let (_, line) = next_line(&mut lines, "A's command").await;
