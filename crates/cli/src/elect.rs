@@ -28,6 +28,9 @@ use crate::supervise::{self, Held, Interrupts};
 /// Must run on a current-thread runtime on the main thread: the command's parent-death signal is tied to the
 /// thread that forks it (see `child.rs`).
 pub async fn elect(args: ElectArgs) -> exit::Result {
+    if !args.observe {
+        supervise::refuse_nested("elect", &args.path, args.nonblock || args.timeout.is_some())?;
+    }
     supervise::with_session(&args.connect, async |client, interrupts| {
         if args.observe {
             observe(&args, client, interrupts).await

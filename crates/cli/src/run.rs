@@ -25,29 +25,11 @@ use crate::supervise::{self, Interrupts};
 
 /// Runs the command under the lock; returns the process exit status.
 pub async fn run(args: RunArgs) -> exit::Result {
-    refuse_nested(&args, std::env::var("ZKLOCK_PATH").ok().as_deref())?;
+    supervise::refuse_nested("run", &args.path, args.nonblock || args.timeout.is_some())?;
     supervise::with_session(&args.connect, async |client, interrupts| {
         run_with(&args, client, interrupts).await
     })
     .await
-}
-
-/// A `run` that would wait for ever on the lock the `run` around it holds (issue 33.9): the command of a `zklock
-/// run` has `ZKLOCK_PATH`, and a `zklock run` on the same path inside it, waiting without a bound, waits for its own
-/// parent. Refused (exit 2) before connecting. With `-n` or `-w` it ends by itself and is let through; so is any
-/// run once `ZKLOCK_PATH` is unset (the same path on another ensemble, say).
-fn refuse_nested(args: &RunArgs, outer: Option<&str>) -> exit::Result<()> {
-    if outer != Some(args.path.as_str()) || args.nonblock || args.timeout.is_some() {
-        return Ok(());
-    }
-    Err(Failure::new(
-        exit::USAGE,
-        format!(
-            "zklock run: {} is held by the zklock run that started this command (ZKLOCK_PATH): waiting for it here \
-             would wait for ever. Use another path, -n or -w, or unset ZKLOCK_PATH if this is another ensemble's lock",
-            args.path
-        ),
-    ))
 }
 
 /// The lock `zklock run` takes on PATH.

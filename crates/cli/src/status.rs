@@ -5,11 +5,11 @@
 use std::time::SystemTime;
 
 use serde::Serialize;
-use zklock::{Inspection, NodeKind, Participant, Recipe, RetryPolicy, Role, Session};
-use zookeeper_client::Client;
+use zklock::{Inspection, NodeKind, Participant, Recipe, Role};
 
 use crate::cli::StatusArgs;
 use crate::exit::{self, Failure};
+use crate::status_tree::{is_held, look, walk};
 use crate::zk as conn;
 
 /// `--check`: nobody holds it (or it does not exist).
@@ -40,19 +40,17 @@ impl From<anyhow::Error> for StatusFailure {
 pub async fn status(args: StatusArgs) -> Result<i32, StatusFailure> {
     let client = conn::connect_args(&args.connect).await?;
     if args.recursive {
-        let held = crate::status_tree::show_tree(&client, &args.path, args.json).await;
+        let found = walk(&client, &args.path).await;
         conn::close(client).await;
-        return Ok(if args.check && !held? { FREE } else { exit::OK });
+        let found = found?;
+        show_tree(&args.path, &found, args.json)?;
+        let held = found.iter().any(is_held);
+        return Ok(if args.check && !held { FREE } else { exit::OK });
     }
     let found = look(&client, &args.path).await;
     conn::close(client).await;
     let found = found?;
-    let held = found.as_ref().is_some_and(|found| {
-        found
-            .participants
-            .iter()
-            .any(|p| matches!(p.role, Role::Holder | Role::Entered | Role::Member))
-    });
+    let held = found.as_ref().is_some_and(is_held);
     if args.json {
         let report = Report::new(&args.path, found.as_ref(), held);
         let json = serde_json::to_string(&report)
@@ -64,13 +62,55 @@ pub async fn status(args: StatusArgs) -> Result<i32, StatusFailure> {
     Ok(if args.check && !held { FREE } else { exit::OK })
 }
 
-/// One look: a connection loss is reported, not retried. An invalid path is a usage error.
-pub(crate) async fn look(client: &Client, path: &str) -> exit::Result<Option<Inspection>> {
-    let session = Session::new(client).with_retry(RetryPolicy::default().with_max_attempts(Some(1)));
-    zklock::inspect(&session, path).await.map_err(|err| match err {
-        zklock::Error::InvalidPath { .. } => Failure::new(exit::USAGE, err.to_string()),
-        err => Failure::new(exit::FAILURE, format!("looking at {path}: {err}")),
-    })
+/// `status -r`: each recipe found under `root` on a line of its own (its warnings on stderr), or one JSON array of
+/// what `--json` prints for each.
+fn show_tree(root: &str, found: &[Inspection], json: bool) -> exit::Result<()> {
+    if json {
+        let reports: Vec<Report<'_>> = found
+            .iter()
+            .map(|inspection| Report::new(&inspection.path, Some(inspection), is_held(inspection)))
+            .collect();
+        let text = serde_json::to_string(&reports)
+            .map_err(|err| Failure::new(exit::FAILURE, format!("cannot write JSON: {err}")))?;
+        println!("{text}");
+    } else if found.is_empty() {
+        println!("{root}: no recipe under it");
+    } else {
+        for inspection in found {
+            println!("{}", tree_line(inspection, SystemTime::now()));
+            for warning in &inspection.warnings {
+                eprintln!("zklock: warning: {}: {warning}", inspection.path);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One recipe's line of `status -r`: `PATH: a lock's directory, 1 holding (the oldest for 12s), 2 waiting`.
+fn tree_line(inspection: &Inspection, now: SystemTime) -> String {
+    let holders: Vec<_> = inspection
+        .participants
+        .iter()
+        .filter(|p| matches!(p.role, Role::Holder | Role::Entered | Role::Member | Role::Voted))
+        .collect();
+    let waiting = inspection.participants.len() - holders.len();
+    let since = holders
+        .iter()
+        .map(|p| p.created)
+        .min()
+        .and_then(|oldest| now.duration_since(oldest).ok())
+        .map(|age| format!(" (the oldest for {}s)", age.as_secs()))
+        .unwrap_or_default();
+    let mut text = format!("{}: {}", inspection.path, recipe_name(&inspection.recipe));
+    match inspection.recipe {
+        Recipe::Queue { items, claimed } | Recipe::PriorityQueue { items, claimed } => {
+            text.push_str(&format!(", {items} item(s), {claimed} claimed"));
+        }
+        Recipe::AtomicLong { value, .. } => text.push_str(&format!(", value {value}")),
+        Recipe::SharedCount { value, .. } => text.push_str(&format!(", value {value}")),
+        _ => text.push_str(&format!(", {} holding{since}, {waiting} waiting", holders.len())),
+    }
+    text
 }
 
 /// The human view.
@@ -305,7 +345,7 @@ fn kind(kind: NodeKind) -> &'static str {
 /// `--json`: one object. `recipe` is `null` when the directory does not exist; the recipe-specific fields of
 /// `counts` (and `ready`) appear only for their recipe.
 #[derive(Debug, Serialize)]
-pub(crate) struct Report<'a> {
+struct Report<'a> {
     path: &'a str,
     exists: bool,
     recipe: Option<&'static str>,
@@ -390,7 +430,7 @@ struct Row {
 }
 
 impl<'a> Report<'a> {
-    pub(crate) fn new(path: &'a str, found: Option<&'a Inspection>, held: bool) -> Report<'a> {
+    fn new(path: &'a str, found: Option<&'a Inspection>, held: bool) -> Report<'a> {
         let Some(found) = found else {
             return Report {
                 path,

@@ -115,6 +115,24 @@ pub fn in_use(err: &zklock::Error, command: &str) -> Failure {
     )
 }
 
+/// A `zklock run` or `zklock elect` (`command`) that would wait for ever on what the `run` or `elect` around it
+/// holds (issue 33.9): the command of either has `ZKLOCK_PATH`, and one on the same path inside it, waiting without
+/// a bound, waits for its own parent. Refused (exit 2) before connecting. A `bounded` one (`-n`, `-w`) ends by
+/// itself and is let through; so is any once `ZKLOCK_PATH` is unset (the same path on another ensemble, say).
+pub fn refuse_nested(command: &str, path: &str, bounded: bool) -> exit::Result<()> {
+    if bounded || std::env::var("ZKLOCK_PATH").ok().as_deref() != Some(path) {
+        return Ok(());
+    }
+    Err(Failure::new(
+        exit::USAGE,
+        format!(
+            "zklock {command}: {path} is held by the zklock run or elect that started this command (ZKLOCK_PATH): \
+             waiting for it here would wait for ever. Use another path, -n or -w, or unset ZKLOCK_PATH if this is \
+             another ensemble's"
+        ),
+    ))
+}
+
 /// When the guard of a running command counts as lost: early enough that the command is stopped (SIGTERM, then
 /// SIGKILL after `kill_after` seconds) before the server can have expired our session and let the next holder in.
 ///

@@ -59,34 +59,7 @@ pub async fn connect_within(
         ));
     }
     let timeout = Duration::from_secs_f64(session_timeout.max(0.1));
-    let started = std::time::Instant::now();
-    let give_up = started + Duration::from_secs_f64(connect_timeout.max(0.0));
-    let mut pause = Duration::from_millis(100);
-    let mut attempts = 0;
-    let attempt = loop {
-        attempts += 1;
-        let connect = connect_once(connector(timeout, security), hosts.to_owned());
-        let attempt = tokio::time::timeout(timeout + Duration::from_secs(5), connect).await;
-        let unanswered = matches!(
-            attempt,
-            Err(_)
-                | Ok(Err(zookeeper_client::Error::NoHosts
-                    | zookeeper_client::Error::ConnectionLoss
-                    | zookeeper_client::Error::Timeout))
-        );
-        if !unanswered || std::time::Instant::now() + pause > give_up {
-            break attempt;
-        }
-        tracing::info!(%hosts, ?pause, "no ZooKeeper server answered; trying again (--connect-timeout)");
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_secs(1));
-    };
-    if attempts > 1 && !matches!(attempt, Ok(Ok(_))) {
-        eprintln!(
-            "zklock: tried to connect to {hosts} {attempts} times over {:.1}s (--connect-timeout {connect_timeout}s)",
-            started.elapsed().as_secs_f64()
-        );
-    }
+    let attempt = attempt_within(hosts, timeout, connect_timeout, security).await;
     let client = match attempt {
         Err(_) => anyhow::bail!("no ZooKeeper answered at {hosts}"),
         Ok(Err(zookeeper_client::Error::NoHosts)) if security.gssapi_service().is_some() => {
@@ -171,6 +144,46 @@ pub async fn connect_within(
         }
     }
     Ok(client)
+}
+
+/// One attempt to make a session, and more for `connect_timeout` seconds while no server answers (refused or
+/// silent), with pauses from 100 ms doubling to 1 s; said on stderr when more than one attempt failed. `Err`:
+/// the last attempt took past the session timeout and 5 s more.
+async fn attempt_within(
+    hosts: &str,
+    timeout: Duration,
+    connect_timeout: f64,
+    security: &Security,
+) -> std::result::Result<std::result::Result<Client, zookeeper_client::Error>, tokio::time::error::Elapsed> {
+    let started = std::time::Instant::now();
+    let give_up = started + Duration::from_secs_f64(connect_timeout.max(0.0));
+    let mut pause = Duration::from_millis(100);
+    let mut attempts = 0;
+    let attempt = loop {
+        attempts += 1;
+        let connect = connect_once(connector(timeout, security), hosts.to_owned());
+        let attempt = tokio::time::timeout(timeout + Duration::from_secs(5), connect).await;
+        let unanswered = matches!(
+            attempt,
+            Err(_)
+                | Ok(Err(zookeeper_client::Error::NoHosts
+                    | zookeeper_client::Error::ConnectionLoss
+                    | zookeeper_client::Error::Timeout))
+        );
+        if !unanswered || std::time::Instant::now() + pause > give_up {
+            break attempt;
+        }
+        tracing::info!(%hosts, ?pause, "no ZooKeeper server answered; trying again (--connect-timeout)");
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(1));
+    };
+    if attempts > 1 && !matches!(attempt, Ok(Ok(_))) {
+        eprintln!(
+            "zklock: tried to connect to {hosts} {attempts} times over {:.1}s (--connect-timeout {connect_timeout}s)",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    attempt
 }
 
 /// One attempt to make a session with a [`connector`], over TLS when it says so.

@@ -238,6 +238,12 @@ async fn a_nested_run_on_the_same_path_is_refused() {
         (inner("", &path), 2, "ZKLOCK_PATH"),
         (inner("-n", &path), 1, ""),
         (inner("", &other), 0, ""),
+        // An elect on the path of the run around it waits for it as much.
+        (
+            format!("{me} elect -q --connect {hosts} {path} -- echo inner"),
+            2,
+            "ZKLOCK_PATH",
+        ),
     ] {
         let out = output(&["run", "--connect", &hosts, &path, "--", "sh", "-c", &script]).await;
         let stderr = text(&out.stderr);
