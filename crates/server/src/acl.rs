@@ -26,22 +26,21 @@ impl Identities {
         Identities(std::sync::Arc::new(ids))
     }
 
-    /// Adds `scheme:id` unless the connection has it already; `Err(())` (nothing added) when it holds
-    /// [`MOST_IDS`] and this one is new.
-    #[allow(clippy::result_unit_err)]
-    pub fn add(&mut self, scheme: &str, id: String) -> Result<(), ()> {
+    /// Adds `scheme:id` unless the connection has it already; whether the connection holds it now (`false`: it
+    /// holds [`MOST_IDS`] and this one is new).
+    pub fn add(&mut self, scheme: &str, id: String) -> bool {
         let id = Id {
             scheme: scheme.into(),
             id,
         };
         if self.0.contains(&id) {
-            return Ok(());
+            return true;
         }
         if self.0.len() >= MOST_IDS {
-            return Err(());
+            return false;
         }
         std::sync::Arc::make_mut(&mut self.0).push(id);
-        Ok(())
+        true
     }
 }
 

@@ -38,9 +38,9 @@ pub fn sasl(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply, M
             );
             // At most two ids per configured user: the bound on a connection's ids is never reached here.
             if config.super_user.as_deref() == Some(user.as_str()) {
-                let _ = c.auth.add("super", String::new());
+                c.auth.add("super", String::new());
             }
-            let _ = c.auth.add("sasl", user);
+            c.auth.add("sasl", user);
             Ok(reply(Some(token)))
         }
         Err(reason) => {

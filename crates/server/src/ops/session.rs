@@ -160,7 +160,7 @@ pub fn auth(st: &mut State, conn: ConnId, r: &mut Reader<'_>) -> Result<Reply, M
     }
     let id = acl::digest_id(&String::from_utf8_lossy(&req.auth));
     let is_super = super_digest.as_deref() == Some(id.as_str());
-    if (is_super && c.auth.add("super", String::new()).is_err()) || c.auth.add("digest", id).is_err() {
+    if (is_super && !c.auth.add("super", String::new())) || !c.auth.add("digest", id) {
         tracing::warn!(
             peer = %c.peer,
             session = format!("0x{:x}", c.session),
