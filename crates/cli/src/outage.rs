@@ -48,8 +48,9 @@ impl Connection {
         self.session_timeout
     }
 
-    /// Why the watchdog had to stop the command holding `what` (after `kill_after` of grace).
-    pub fn watchdog_cause(&self, what: &str, kill_after: Duration) -> String {
+    /// Why the watchdog had to stop the command holding `what` (after `kill_after` of grace; an outage of
+    /// `tolerated` stops it).
+    pub fn watchdog_cause(&self, what: &str, kill_after: Duration, tolerated: Duration) -> String {
         let down_since = *self
             .down_since
             .lock()
@@ -64,7 +65,7 @@ impl Connection {
                 self.hosts,
                 since.elapsed().as_secs_f64(),
                 kill_after.as_secs_f64(),
-                tolerated(self.session_timeout, kill_after).as_secs_f64(),
+                tolerated.as_secs_f64(),
             ),
             None => format!(
                 "could not confirm {what} with the ZooKeeper leader in time while connected (was zklock paused or \
@@ -77,38 +78,5 @@ impl Connection {
 impl Drop for Connection {
     fn drop(&mut self) {
         self.follower.abort();
-    }
-}
-
-/// The outage after which the watchdog stops the command (`supervise::watchdog_deadline`): a heartbeat confirms
-/// the session for half a timeout, the SIGKILL comes a twentieth of a timeout before that, and the SIGTERM
-/// `kill_after` (at most a fifth of the timeout) earlier. Up to a tenth of a timeout more when the outage begins
-/// right after a heartbeat.
-pub fn tolerated(session_timeout: Duration, kill_after: Duration) -> Duration {
-    (session_timeout / 2)
-        .saturating_sub(session_timeout / 20)
-        .saturating_sub(kill_after.min(session_timeout / 5))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_defaults_tolerate_two_and_a_half_seconds() {
-        let tolerated = tolerated(Duration::from_secs(10), Duration::from_secs(2));
-        assert_eq!(tolerated, Duration::from_millis(2500));
-        let deadline = crate::supervise::watchdog_deadline(
-            Instant::now() + Duration::from_secs(5),
-            Duration::from_secs(10),
-            Duration::from_secs(2),
-        )
-        .unwrap();
-        // The same figure as the watchdog's: a heartbeat answered now confirms the session for 5 s.
-        let term_in = deadline.term_at.duration_since(Instant::now());
-        assert!(
-            term_in <= tolerated && term_in > tolerated - Duration::from_millis(100),
-            "{term_in:?}"
-        );
     }
 }

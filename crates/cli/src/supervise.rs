@@ -215,6 +215,16 @@ pub fn watchdog_deadline(
     Some(Deadline { term_at, kill_at })
 }
 
+/// The outage of the servers after which the watchdog stops the command: a heartbeat answered just before it
+/// confirmed the session for half a timeout (`zklock`'s `lost.rs`), and the [`watchdog_deadline`] lies within that.
+pub fn tolerated_outage(session_timeout: Duration, kill_after: Duration) -> Duration {
+    let confirmed = Instant::now();
+    watchdog_deadline(confirmed + session_timeout / 2, session_timeout, kill_after)
+        .map_or(Duration::ZERO, |deadline| {
+            deadline.term_at.saturating_duration_since(confirmed)
+        })
+}
+
 /// How [`hold`] ended.
 pub enum Held {
     /// For good: the command's status, or the failure that ended it.
@@ -372,7 +382,7 @@ pub async fn hold(
         // Said as it stands now, before the release may wait.
         let result = Err(Failure::new(
             exit::LOST,
-            connection.watchdog_cause(what, kill_after),
+            connection.watchdog_cause(what, kill_after, tolerated_outage(session_timeout, kill_after)),
         ));
         // Bounded: with the connection down the release could only retry until the session ends, keeping a
         // stopped command's exit waiting (13 s in a trial); the node goes with the session anyway.
@@ -443,6 +453,14 @@ mod tests {
             stored.len() <= MAX_DESCRIPTION && stored.ends_with(" bytes in all]"),
             "{stored}"
         );
+    }
+
+    #[test]
+    fn the_defaults_tolerate_an_outage_of_two_and_a_half_seconds() {
+        let tolerated = tolerated_outage(Duration::from_secs(10), Duration::from_secs(2));
+        assert_eq!(tolerated, Duration::from_millis(2500));
+        let tolerated = tolerated_outage(Duration::from_secs(30), Duration::from_secs(1));
+        assert_eq!(tolerated, Duration::from_millis(12_500));
     }
 
     #[test]
