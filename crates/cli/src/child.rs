@@ -77,18 +77,25 @@ pub struct Child {
 impl Child {
     /// Spawns `argv` with extra environment variables, guarded by a watchdog that stops it at `deadline` unless
     /// [`renew`](Child::renew)ed (with no deadline, only if we die). `what` names what we hold while it runs ("the
-    /// lock on /x"), for the message when it is stopped.
+    /// lock on /x"), for the message when it is stopped. With `input`, the command reads it on its standard input
+    /// (a pipe, closed after it) and does not get the terminal (`zklock watch`); without, it shares ours.
     pub fn spawn(
         argv: &[String],
         env: &[(&str, String)],
         deadline: Option<Deadline>,
         what: &str,
+        input: Option<Vec<u8>>,
     ) -> io::Result<Child> {
         let (program, args) = argv
             .split_first()
             .ok_or_else(|| io::Error::other("no command given"))?;
         // SIGCHLD is taken before the fork, so that no stop of the command can go unnoticed.
-        let job = Terminal::of_stdin().and_then(|terminal| {
+        let terminal = if input.is_some() {
+            None
+        } else {
+            Terminal::of_stdin()
+        };
+        let job = terminal.and_then(|terminal| {
             match (signal_stream(SignalKind::child()), signal_stream(SignalKind::from_raw(Signal::SIGCONT as i32))) {
                 (Ok(sigchld), Ok(sigcont)) => Some(Job {
                     terminal,
@@ -121,6 +128,9 @@ impl Child {
             .args(args)
             .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .process_group(0);
+        if input.is_some() {
+            command.stdin(std::process::Stdio::piped());
+        }
         let parent = nix::unistd::getpid();
         // SAFETY: the closure runs in the forked child before exec and only makes async-signal-safe system calls
         // (prctl, getppid, getpid, signal, write, and `Terminal::claim_in_child`'s); it allocates nothing.
@@ -166,6 +176,14 @@ impl Child {
                 return Err(err);
             }
         };
+        let mut inner = inner;
+        if let (Some(input), Some(mut stdin)) = (input, inner.stdin.take()) {
+            // A command that does not read it all gets EPIPE's end of the pipe: not our failure.
+            tokio::spawn(async move {
+                use tokio::io::AsyncWriteExt as _;
+                let _ = stdin.write_all(&input).await;
+            });
+        }
         let pid = inner
             .id()
             .ok_or_else(|| io::Error::other("child exited before it had a pid"))?;

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use crate::exit::{self, Cmd};
 use crate::values::*;
 
-/// Fair distributed locks and coordination on ZooKeeper: run, elect, status, counter, revoke, reap, serve, demo,
-/// bench.
+/// Fair distributed locks, coordination and configuration on ZooKeeper: run, elect, watch, status, counter, revoke,
+/// reap, serve, demo, bench.
 #[derive(Debug, Parser)]
 #[command(name = "zklock", version, propagate_version = true, after_help = LOG_HELP)]
 pub struct Cli {
@@ -63,6 +63,7 @@ impl Cli {
             Command::Counter(args) => args.connect.hosts = required(),
             Command::Revoke(args) => args.connect.hosts = required(),
             Command::Reap(args) => args.connect.hosts = required(),
+            Command::Watch(args) => args.connect.hosts = required(),
             Command::Demo(args) => args.connect.hosts = hosts.clone(),
             Command::Bench(args) => args.connect.hosts = hosts.clone(),
             Command::Serve(_) if given => {
@@ -250,6 +251,18 @@ pub enum Command {
     /// children. /zookeeper is never touched.
     #[command(after_long_help = exit::help(Cmd::Reap))]
     Reap(ReapArgs),
+    /// Print a node's data (with -r, a tree's) and then every change; or run a command on every change.
+    ///
+    /// Without a command: a line per node first (`created PATH "DATA"`), then `initialized`, then a line per change
+    /// (`created`, `changed`, `deleted`), until SIGINT or SIGTERM. With `-- CMD`: runs CMD once the first read is
+    /// done and again after every change followed by --debounce of quiet, never two at once, as `consul watch`
+    /// does; CMD reads the node's data on its standard input (with -r: a JSON object of every path's data) and
+    /// finds it in ZKLOCK_WATCH_VALUE (ZKLOCK_WATCH_EXISTS, ZKLOCK_WATCH_VERSION; with -r ZKLOCK_WATCH_NODES). A
+    /// CMD that fails is reported and the watch goes on. The session reconnects, and makes a new one when it
+    /// expires: what changed meanwhile is reported then (or makes a run). Needs ZooKeeper 3.6+ (persistent
+    /// watches) or zklock serve.
+    #[command(after_long_help = exit::help(Cmd::Watch))]
+    Watch(WatchArgs),
     /// Print a shell completion script, e.g. `zklock completions bash > /etc/bash_completion.d/zklock`.
     Completions {
         /// The shell.
@@ -457,6 +470,31 @@ pub struct StatusArgs {
     /// The recipe directory (a lock, an election, a semaphore, a queue, a barrier).
     #[arg(value_parser = tree_path)]
     pub path: String,
+    // Last: the help heading of its security options ("Authentication and TLS") would otherwise take the
+    // options after it.
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+/// Arguments of `zklock watch`.
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Watch every node below PATH too; without it, PATH alone.
+    #[arg(long, short = 'r')]
+    pub recursive: bool,
+    /// One JSON object per line instead: {"event", "path", "data", "version", "mzxid", "observed_ms"} ("nodes"
+    /// with `initialized`).
+    #[arg(long, conflicts_with = "command")]
+    pub json: bool,
+    /// With a command: how long the changes must have settled before it runs (a duration: 200ms, 1s, 0).
+    #[arg(long, default_value = "200ms", value_name = "DURATION", value_parser = seconds)]
+    pub debounce: f64,
+    /// The node to watch (with -r, the top of the tree), e.g. /config/app. It need not exist yet.
+    #[arg(value_parser = tree_path)]
+    pub path: String,
+    /// The command and its arguments (after `--`), run once at the start and after every settled change.
+    #[arg(last = true)]
+    pub command: Vec<String>,
     // Last: the help heading of its security options ("Authentication and TLS") would otherwise take the
     // options after it.
     #[command(flatten)]

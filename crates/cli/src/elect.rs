@@ -10,7 +10,6 @@
 //! (larger) fencing token. Leadership taken away — our node deleted (`zklock revoke`), a revocation requested —
 //! still ends the process with [`exit::LOST`], and so does any loss with `--exit-on-expiry`.
 
-use std::io::Write as _;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
@@ -204,7 +203,7 @@ async fn observe(
     let election =
         LeaderElection::new(client, &args.path).map_err(|err| Failure::new(exit::USAGE, err.to_string()))?;
     let mut observer = election.observe();
-    let gone = reader_gone();
+    let gone = crate::lines::reader_gone();
     tokio::pin!(gone);
     loop {
         // `Observer::next` only reads: dropping it on a signal leaves nothing behind.
@@ -229,51 +228,9 @@ async fn observe(
         } else {
             human(leader.as_ref())
         };
-        // Not println!: a reader gone (EPIPE) ends the observation, as SIGPIPE would, but with status 0 and no
-        // message; any other write error is a failure. Stdout is line-buffered: each line goes out as it is
-        // written.
-        match writeln!(std::io::stdout(), "{line}") {
-            Ok(()) => {}
-            Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => return Ok(exit::OK),
-            Err(err) => {
-                return Err(Failure::new(
-                    exit::LOCAL_FAILURE,
-                    format!("cannot write to standard output: {err}"),
-                ))
-            }
+        if !crate::lines::write_line(&line)? {
+            return Ok(exit::OK);
         }
-    }
-}
-
-/// Completes once the reader of our standard output has gone away — the read end of its pipe closed, as when
-/// `head -1` has had its line — which `poll` reports as an error on the write end. Without it, `--observe` would
-/// notice only at its next write, which may be never. A thread of its own waits in `poll` (left behind when the
-/// process exits); it never completes when standard output is no pipe (a terminal, a file).
-async fn reader_gone() {
-    use nix::errno::Errno;
-    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-    use std::os::fd::AsFd as _;
-    let Ok(fd) = std::io::stdout().as_fd().try_clone_to_owned() else {
-        return std::future::pending().await;
-    };
-    let (gone, said) = tokio::sync::oneshot::channel();
-    let watcher = std::thread::Builder::new()
-        .name("stdout-reader".to_owned())
-        .spawn(move || loop {
-            // No events asked for: poll reports only POLLERR (the reader is gone), POLLHUP and POLLNVAL.
-            let mut fds = [PollFd::new(fd.as_fd(), PollFlags::empty())];
-            match poll(&mut fds, PollTimeout::NONE) {
-                Ok(0) | Err(Errno::EINTR) => continue,
-                Ok(_) if fds[0].revents().is_some_and(|r| r.contains(PollFlags::POLLERR)) => {
-                    let _ = gone.send(());
-                    return;
-                }
-                // A terminal hung up, or no descriptor: not a reader going away (and SIGHUP says the former).
-                _ => return,
-            }
-        });
-    if watcher.is_err() || said.await.is_err() {
-        std::future::pending().await
     }
 }
 
@@ -315,10 +272,9 @@ struct ObservedLeader {
 
 impl<'a> Observed<'a> {
     fn new(path: &'a str, leader: Option<&Leader>) -> Observed<'a> {
-        let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
         Observed {
             path,
-            observed_ms: since_epoch.map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            observed_ms: crate::lines::now_ms(),
             leader: leader.map(|leader| ObservedLeader {
                 node: leader.path.clone(),
                 fencing_token: leader.fencing_token,

@@ -13,11 +13,13 @@
 //! | 0 | revoke | revoked: every node named was deleted (with --request: asked to give up); --dry-run: there is something to revoke |
 //! | 0 | reap | success, whether or not there was anything to remove |
 //! | 0 | counter | success: the value is printed (get: as it is; set, add: after our change) |
+//! | 0 | watch | stopped by SIGINT or SIGTERM (a command running is given the signal and waited for), or its reader went away (a closed pipe) |
 //! | 1 | run | the lock is busy (--nonblock: held or queued for; with --leases: no lease free), or --timeout passed; --conflict-exit-code N makes it N (-q: without a message) |
 //! | 1 | elect | --nonblock: another candidate leads or is queued ahead; or --timeout passed before we led (either way our candidacy is withdrawn); --conflict-exit-code N makes it N (-q: without a message) |
 //! | 1 | run, elect | zklock cannot look after the command (no signal handlers, or waiting for it failed) |
 //! | 1 | status | --check: nobody holds the path (or it does not exist) |
 //! | 1 | elect | --observe: the output cannot be written |
+//! | 1 | watch | the output cannot be written, or zklock cannot look after the command (no signal handlers) |
 //! | 1 | demo | a check of the summary failed |
 //! | 1 | revoke | nothing to revoke: PATH does not exist, nobody holds it, --node names no participant, or the nodes went before we got to them |
 //! | 1 | reap | some empty directories could not be removed or looked into: their ACL does not allow it (each is named on stderr) |
@@ -27,6 +29,7 @@
 //! | 2 | status | usage error: bad arguments, or an invalid path |
 //! | 2 | demo, bench, serve | usage error: bad arguments |
 //! | 2 | revoke | usage error: bad arguments, an invalid path, or PATH is not a lock, a semaphore or an election |
+//! | 2 | watch | usage error: bad arguments, or an invalid path |
 //! | 2 | reap | usage error: bad arguments, or an invalid path |
 //! | 2 | counter | usage error: bad arguments, an invalid path, a VALUE that does not fit the counter (a shared count holds a 32-bit integer), or PATH is no counter of that kind — other data, a lock's or a queue's directory, any node with children (nothing is changed) |
 //! | 3 | run, elect | ZooKeeper cannot be reached or fails |
@@ -34,14 +37,16 @@
 //! | 3 | serve | any other failure (bind, unreadable config, a data directory that cannot be written or is not a directory, corrupt data directory) |
 //! | 3 | revoke | ZooKeeper cannot be reached or fails, or the node's ACL does not let us revoke it |
 //! | 3 | reap | ZooKeeper cannot be reached or fails |
+//! | 3 | watch | ZooKeeper cannot be reached or fails, or refuses the watch (the node's ACL; a server before 3.6 has no persistent watches) |
 //! | 3 | counter | ZooKeeper cannot be reached or fails; set, add: also when the session ended before the outcome of the change was known (it happened once or not at all, as the message says) |
-//! | 3 | run, elect, status, demo, bench, revoke, reap, counter | ZooKeeper refused to authenticate us (a refused SASL handshake: a wrong --sasl password or user; credentials of --auth it does not accept) or requires authentication that was not given (a server requiring SASL and no --sasl), or has no SASL though --sasl was given (it would leave the session without the identity), or names us otherwise than --sasl gssapi:PRINCIPAL; or Kerberos cannot authenticate us (--sasl gssapi: no ticket, no kinit and no --keytab; no KDC; no SERVICE/HOST principal): told on connecting, before anything is done |
+//! | 3 | run, elect, status, demo, bench, revoke, reap, counter, watch | ZooKeeper refused to authenticate us (a refused SASL handshake: a wrong --sasl password or user; credentials of --auth it does not accept) or requires authentication that was not given (a server requiring SASL and no --sasl), or has no SASL though --sasl was given (it would leave the session without the identity), or names us otherwise than --sasl gssapi:PRINCIPAL; or Kerberos cannot authenticate us (--sasl gssapi: no ticket, no kinit and no --keytab; no KDC; no SERVICE/HOST principal): told on connecting, before anything is done |
 //! | 4 | run | the lock (or lease) was lost while the command ran (also: revoked, or a revocation was requested — the lock was then released), or could not be confirmed in time (the servers unreachable for longer than the session timeout tolerates, or zklock paused or starved): the command was stopped |
 //! | 4 | elect | leadership was taken away while the command ran (revoked: our node deleted, or a revocation was requested — it was then given up): the command was stopped; with --exit-on-expiry also leadership lost with the session (it expired, or the connection was down too long) or not confirmed in time (zklock paused or starved). Without it zklock stops the command, campaigns again and runs it again |
 //! | 5 | serve | the data directory is in use by another server (it holds the directory's lock file); this one did not start |
-//! | 126 | run, elect | the command cannot be run |
-//! | 127 | run, elect | the command is not found |
+//! | 126 | run, elect, watch | the command cannot be run |
+//! | 127 | run, elect, watch | the command is not found |
 //! | 128+N | run, elect | the command died of signal N; 129/130/131/143: zklock got SIGHUP/SIGINT/SIGQUIT/SIGTERM before the command started |
+//! | 128+N | watch | 129/131: zklock got SIGHUP/SIGQUIT |
 //!
 //! A failure is returned, not printed where it happens: [`Failure`] carries its status and its message, and `main`
 //! prints the message once as `zklock: <message>` (`zklock serve: <message>` for `serve`). Lines printed while the
@@ -49,7 +54,7 @@
 
 use std::fmt::Write as _;
 
-use Cmd::{Bench, Counter, Demo, Elect, Reap, Revoke, Run, Serve, Status};
+use Cmd::{Bench, Counter, Demo, Elect, Reap, Revoke, Run, Serve, Status, Watch};
 use Shown::{Code, Own, Signalled};
 
 /// Success.
@@ -100,6 +105,7 @@ pub enum Cmd {
     Revoke,
     Reap,
     Counter,
+    Watch,
 }
 
 /// The status column of a [`Row`].
@@ -171,6 +177,12 @@ pub const TABLE: &[Row] = &[
         "success: the value is printed (get: as it is; set, add: after our change)",
     ),
     row(
+        Code(OK),
+        &[Watch],
+        "stopped by SIGINT or SIGTERM (a command running is given the signal and waited for), or its reader went \
+         away (a closed pipe)",
+    ),
+    row(
         Code(BUSY),
         &[Run],
         "the lock is busy (--nonblock: held or queued for; with --leases: no lease free), or --timeout passed; \
@@ -196,6 +208,11 @@ pub const TABLE: &[Row] = &[
         Code(LOCAL_FAILURE),
         &[Elect],
         "--observe: the output cannot be written",
+    ),
+    row(
+        Code(LOCAL_FAILURE),
+        &[Watch],
+        "the output cannot be written, or zklock cannot look after the command (no signal handlers)",
     ),
     row(Code(CHECK_FAILED), &[Demo], "a check of the summary failed"),
     row(
@@ -238,6 +255,11 @@ pub const TABLE: &[Row] = &[
     ),
     row(
         Code(USAGE),
+        &[Watch],
+        "usage error: bad arguments, or an invalid path",
+    ),
+    row(
+        Code(USAGE),
         &[Reap],
         "usage error: bad arguments, or an invalid path",
     ),
@@ -268,13 +290,19 @@ pub const TABLE: &[Row] = &[
     row(Code(FAILURE), &[Reap], "ZooKeeper cannot be reached or fails"),
     row(
         Code(FAILURE),
+        &[Watch],
+        "ZooKeeper cannot be reached or fails, or refuses the watch (the node's ACL; a server before 3.6 has no \
+         persistent watches)",
+    ),
+    row(
+        Code(FAILURE),
         &[Counter],
         "ZooKeeper cannot be reached or fails; set, add: also when the session ended before the outcome of the \
          change was known (it happened once or not at all, as the message says)",
     ),
     row(
         Code(FAILURE),
-        &[Run, Elect, Status, Demo, Bench, Revoke, Reap, Counter],
+        &[Run, Elect, Status, Demo, Bench, Revoke, Reap, Counter, Watch],
         "ZooKeeper refused to authenticate us (a refused SASL handshake: a wrong --sasl password or user; \
          credentials of --auth it does not accept) or requires authentication that was not given (a server \
          requiring SASL and no --sasl), or has no SASL though --sasl was given (it would leave the session \
@@ -303,14 +331,15 @@ pub const TABLE: &[Row] = &[
         "the data directory is in use by another server (it holds the directory's lock file); this one did not \
          start",
     ),
-    row(Code(CANNOT_RUN), &[Run, Elect], "the command cannot be run"),
-    row(Code(NOT_FOUND), &[Run, Elect], "the command is not found"),
+    row(Code(CANNOT_RUN), &[Run, Elect, Watch], "the command cannot be run"),
+    row(Code(NOT_FOUND), &[Run, Elect, Watch], "the command is not found"),
     row(
         Signalled,
         &[Run, Elect],
         "the command died of signal N; 129/130/131/143: zklock got SIGHUP/SIGINT/SIGQUIT/SIGTERM before the \
          command started",
     ),
+    row(Signalled, &[Watch], "129/131: zklock got SIGHUP/SIGQUIT"),
 ];
 
 /// Where `--help` wraps the meanings.

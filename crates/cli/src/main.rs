@@ -7,6 +7,7 @@ mod counter;
 mod demo;
 mod elect;
 mod exit;
+mod lines;
 mod manual;
 mod outage;
 mod reap;
@@ -19,6 +20,7 @@ mod status_tree;
 mod supervise;
 mod terminal;
 mod values;
+mod watch;
 mod zk;
 
 use std::process::ExitCode;
@@ -83,6 +85,8 @@ fn dispatch(command: Command) -> exit::Result {
         Command::Serve(args) => multi_thread().block_on(serve::serve(args)),
         Command::Revoke(args) => multi_thread().block_on(revoke::revoke(args)),
         Command::Reap(args) => multi_thread().block_on(reap::reap(args)),
+        // Like `run`: the command is forked from the main thread.
+        Command::Watch(args) => current_thread().block_on(watch::watch(args)),
         Command::Completions { shell } => manual::completions(shell),
         Command::Man => manual::man(),
     }
@@ -122,6 +126,7 @@ fn before_connecting(command: &Command) -> exit::Result<()> {
         Command::Status(args) => (&args.connect.security, None),
         Command::Revoke(args) => (&args.connect.security, None),
         Command::Reap(args) => (&args.connect.security, None),
+        Command::Watch(args) => (&args.connect.security, None),
         Command::Demo(args) => (&args.security, Some(&args.acl)),
         // Also so that `--keytab`'s environment (zk/kerberos.rs, `use_keytab`) is set before any runtime's thread
         // starts.

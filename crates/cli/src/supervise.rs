@@ -332,7 +332,7 @@ pub async fn hold(
         ("ZKLOCK_NODE", guard.path().to_owned()),
         ("ZKLOCK_FENCING_TOKEN", guard.fencing_token().to_string()),
     ];
-    let mut child = match Child::spawn(command, &env, Some(first), what) {
+    let mut child = match Child::spawn(command, &env, Some(first), what, None) {
         Ok(child) => child,
         Err(err) => {
             let _ = guard.release().await;

@@ -7,7 +7,8 @@
 //! The recipes: [`Mutex`], [`RwLock`], [`Semaphore`], [`LeaderElection`], [`MultiLock`], [`Barrier`],
 //! [`DoubleBarrier`], [`Queue`], [`PriorityQueue`], [`DelayQueue`], the counters [`SharedCount`] and
 //! [`AtomicLong`], [`Group`] and [`TwoPhaseCommit`]. Each takes a [`Session`] — or `&client` — which carries the
-//! policies they share; [`inspect`] looks at any recipe's directory.
+//! policies they share; [`inspect`] looks at any recipe's directory. For configuration and discovery, a [`Cache`]
+//! keeps a node, its children or a tree in step with ZooKeeper and reports every change.
 //!
 //! What every recipe handles:
 //! * **Connection loss during create** — our node name carries a uuid, so we find our node, never make a second.
@@ -34,7 +35,7 @@
 //! The rest is in the repository's `docs/library.md`, one section each: what every recipe handles under faults,
 //! the session every recipe takes, sessions that outlive expiry ([`Session::reconnecting`]), shutting down
 //! ([`Session::close`]), tasks of one process (locks are not reentrant), sharing a path with Curator and kazoo,
-//! several locks at once, counters and queues, group membership and two-phase commit, errors and deadlines,
+//! several locks at once, counters and queues, group membership and two-phase commit, caches, errors and deadlines,
 //! logging and metrics ([`describe_metrics`]), and the public API. Securing the client: `docs/security.md`; how
 //! each recipe works: `docs/design.md`.
 #![forbid(unsafe_code)]
@@ -42,11 +43,13 @@
 // The layers, each using only those below it (docs/design.md, "crates/zklock", has the glossary):
 // inspect/  a read-only look at any recipe's directory    metrics.rs  every metric's unit and help text
 // recipes/  locks/, queues/, coordination/, counters.rs
+// cache/    caches: a node, its children or a subtree kept in step with ZooKeeper (persistent watches)
 // engine/   the contention mechanism of the queue recipes: rules, taking our place, waiting for our turn
 // node/     our node: create and delete, the lost signal, holding through it (Held), the Guard
 // session/  the Session every recipe takes: policies, reconnecting, close, writes once, reads
 // base/     errors, paths, retries, node names, the plain ZooKeeper idioms
 mod base;
+mod cache;
 mod engine;
 mod inspect;
 mod metrics;
@@ -57,6 +60,7 @@ mod session;
 pub use base::error::{Error, LostReason, Result};
 pub use base::path::child_path;
 pub use base::retry::RetryPolicy;
+pub use cache::{Cache, CacheBuilder, CacheEvent, CachedNode, Events};
 pub use inspect::inspect;
 pub use inspect::view::{Inspection, NodeKind, Participant, Recipe, Role};
 pub use metrics::describe_metrics;

@@ -32,3 +32,4 @@ mod serve_tls;
 mod signals;
 mod status;
 mod terminal;
+mod watch;

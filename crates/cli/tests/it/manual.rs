@@ -13,6 +13,7 @@ const SUBCOMMANDS: &[&str] = &[
     "revoke",
     "reap",
     "counter",
+    "watch",
     "completions",
     "man",
 ];
@@ -139,6 +140,7 @@ const SUBCOMMANDS_IN_HELP_ORDER: &[&str] = &[
     "serve",
     "revoke",
     "reap",
+    "watch",
     "completions",
     "man",
 ];

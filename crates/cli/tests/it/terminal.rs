@@ -286,3 +286,21 @@ async fn a_background_zklock_gives_the_command_the_terminal_on_fg() {
     let (code, screen) = pty.exit_code().await;
     assert_eq!(code, Some(0), "the shell; the terminal shows:\n{screen}");
 }
+
+/// `zklock watch` on a terminal: the lines show as they come, and Ctrl-C ends it with 0 (the terminal's SIGINT
+/// reaches zklock, the foreground job).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_on_a_terminal_shows_changes_and_ends_on_ctrl_c() {
+    let hosts = embedded().await;
+    let path = unique_path("cli-terminal-watch");
+    let writer = client(&hosts).await;
+    writer.create(&path, b"first", &persistent()).await.unwrap();
+    let mut pty = OnPty::start(&["watch", "--connect", &hosts, &path]);
+    pty.expect(&format!("initialized {path} (1 node(s))")).await;
+    writer.set_data(&path, b"second", None).await.unwrap();
+    pty.expect(&format!("changed {path} \"second\"")).await;
+    pty.type_keys("\x03");
+    let (code, screen) = pty.exit_code().await;
+    assert_eq!(code, Some(0), "the terminal shows:\n{screen}");
+    assert!(screen.contains(&format!("created {path} \"first\"")), "{screen}");
+}

@@ -94,6 +94,15 @@ pub enum Error {
         /// What the recipe expected.
         expected: &'static str,
     },
+    /// A cached node's data is not in the form it was asked for ([`CachedNode::utf8`](crate::CachedNode::utf8),
+    /// [`CachedNode::json`](crate::CachedNode::json)).
+    #[error("the data of {path} does not parse: {reason}")]
+    Unparsable {
+        /// The full path of the node.
+        path: String,
+        /// What the parser said.
+        reason: String,
+    },
     /// [`TwoPhaseCommit::begin`](crate::TwoPhaseCommit::begin): a transaction with this id exists already.
     #[error("the transaction {path} exists already")]
     TransactionExists {

@@ -5,6 +5,7 @@ mod support;
 
 mod acl;
 mod barrier;
+mod cache;
 mod containers;
 mod counter;
 mod delay_queue;

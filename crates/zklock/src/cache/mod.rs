@@ -1,0 +1,356 @@
+//! Caches: a node, its children or a whole subtree kept in memory and in step with ZooKeeper, with an event for
+//! every change — Curator's `CuratorCache` (and its node, children and tree caches), kazoo's `DataWatch`,
+//! `ChildrenWatch` and `TreeCache`.
+//!
+//! `sync.rs` is the task that follows ZooKeeper (one persistent watch, a full read, one read per event, a re-sync
+//! after every reconnection); `state.rs` holds the nodes and turns each read into the event it makes.
+
+mod state;
+mod sync;
+
+use std::sync::{Arc, RwLock, Weak};
+
+use tokio::sync::{broadcast, watch};
+use zookeeper_client::Stat;
+
+use crate::base::error::{Error, Result};
+use crate::session::Session;
+use state::State;
+use sync::Scope;
+
+/// How many events a subscriber may fall behind before it misses some; one that does gets
+/// [`CacheEvent::Reset`] and the whole content again.
+const BACKLOG: usize = 4096;
+
+/// A node, its children, or a subtree, kept in memory and in step with ZooKeeper: the configuration and discovery
+/// half of ZooKeeper (Curator's `CuratorCache`, kazoo's `TreeCache`).
+///
+/// ```no_run
+/// # async fn example(client: zookeeper_client::Client) -> zklock::Result<()> {
+/// let cache = zklock::Cache::tree(&client, "/config")?.start();
+/// cache.initialized().await?;
+/// let mut events = cache.events();
+/// while let Some(event) = events.next().await {
+///     println!("{event:?}");
+/// }
+/// # Ok(()) }
+/// ```
+///
+/// What it guarantees:
+/// * **Every state it reports existed**: each node event is followed by a read of the node, and reads are applied
+///   in the order they were sent on one session, so a node's events follow zxid order. Two quick changes of one
+///   node may be reported as one (the read already sees the second).
+/// * **No final state is lost across a disconnection or a new session**: after every reconnection (and every new
+///   ZooKeeper session of a [reconnecting](Session::reconnecting) session) the watch is added again and the whole
+///   subtree is read, and what changed meanwhile is reported. (`zookeeper-client` 0.11.2 does not re-register
+///   persistent watches itself; see `cache/sync.rs`.)
+/// * **Bounded**: at most 1,024 reads in flight; a subscriber that falls 4,096 events behind gets
+///   [`CacheEvent::Reset`] and the whole content again instead of an unbounded queue.
+/// * Nodes the session may not read are not in the cache (ZooKeeper sends no events for them either).
+///
+/// It needs persistent watches: ZooKeeper 3.6 or later, or the embedded server. Dropping the cache stops it.
+#[derive(Debug)]
+pub struct Cache {
+    shared: Arc<Shared>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// A cache to be started: [`Cache::node`], [`Cache::children`] or [`Cache::tree`], then [`start`](CacheBuilder::start).
+#[derive(Debug, Clone)]
+#[must_use = "a cache does nothing until it is started"]
+pub struct CacheBuilder {
+    session: Session,
+    scope: Scope,
+}
+
+/// A node as a cache holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CachedNode {
+    /// Its full path.
+    pub path: String,
+    /// Its data.
+    pub data: Arc<[u8]>,
+    /// Its stat, as read with the data.
+    pub stat: Stat,
+}
+
+impl CachedNode {
+    /// The data as UTF-8.
+    ///
+    /// # Errors
+    /// [`Error::Unparsable`] if it is not UTF-8.
+    pub fn utf8(&self) -> Result<&str> {
+        std::str::from_utf8(&self.data).map_err(|err| self.corrupt(err.to_string()))
+    }
+
+    /// The data parsed as JSON into `T`.
+    ///
+    /// # Errors
+    /// [`Error::Unparsable`] if it does not parse.
+    pub fn json<T: serde::de::DeserializeOwned>(&self) -> Result<T> {
+        serde_json::from_slice(&self.data).map_err(|err| self.corrupt(err.to_string()))
+    }
+
+    fn corrupt(&self, reason: String) -> Error {
+        Error::Unparsable {
+            path: self.path.clone(),
+            reason,
+        }
+    }
+}
+
+/// A change a cache saw, in the order it saw them.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CacheEvent {
+    /// A node appeared (also each node found by the first read, before [`Initialized`](CacheEvent::Initialized)).
+    Created(CachedNode),
+    /// A node's data or stat changed.
+    Changed {
+        /// As held before.
+        old: CachedNode,
+        /// As read now.
+        new: CachedNode,
+    },
+    /// A node is gone (as last held).
+    Deleted(CachedNode),
+    /// The first full read is done: the cache holds what was there (Curator's "initialized").
+    Initialized,
+    /// This subscriber fell too far behind and missed events: forget what it built from them; the whole content
+    /// follows again as `Created` events (and `Initialized` if the cache is).
+    Reset,
+}
+
+impl CacheEvent {
+    /// The node the event is about (the new one for a change); `None` for `Initialized` and `Reset`.
+    pub fn node(&self) -> Option<&CachedNode> {
+        match self {
+            CacheEvent::Created(node) | CacheEvent::Deleted(node) | CacheEvent::Changed { new: node, .. } => {
+                Some(node)
+            }
+            CacheEvent::Initialized | CacheEvent::Reset => None,
+        }
+    }
+}
+
+/// What the cache and its task share.
+#[derive(Debug)]
+struct Shared {
+    state: RwLock<State>,
+    events: broadcast::Sender<CacheEvent>,
+    /// `None` while running; the error that ended it.
+    ended: watch::Sender<Option<Error>>,
+}
+
+impl Shared {
+    fn initialized(&self) {
+        let mut state = self.state.write().unwrap_or_else(|e| e.into_inner());
+        if !state.initialized {
+            state.initialized = true;
+            let _ = self.events.send(CacheEvent::Initialized);
+        }
+    }
+
+    fn end(&self, err: Error) {
+        tracing::debug!(%err, "cache stopped");
+        self.ended.send_replace(Some(err));
+    }
+}
+
+impl Cache {
+    /// A cache of the node at `path` only (Curator's `NodeCache`, kazoo's `DataWatch`): its data and stat, or
+    /// nothing while it does not exist.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a path ZooKeeper would refuse.
+    pub fn node(session: impl Into<Session>, path: &str) -> Result<CacheBuilder> {
+        CacheBuilder::new(session.into(), path, Some(0))
+    }
+
+    /// A cache of the node at `path` and its children (Curator's `PathChildrenCache`, kazoo's `ChildrenWatch`, with
+    /// each child's data).
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a path ZooKeeper would refuse.
+    pub fn children(session: impl Into<Session>, path: &str) -> Result<CacheBuilder> {
+        CacheBuilder::new(session.into(), path, Some(1))
+    }
+
+    /// A cache of the whole subtree at `path` (Curator's `CuratorCache`, kazoo's `TreeCache`);
+    /// [`depth`](CacheBuilder::depth) limits it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a path ZooKeeper would refuse.
+    pub fn tree(session: impl Into<Session>, path: &str) -> Result<CacheBuilder> {
+        CacheBuilder::new(session.into(), path, None)
+    }
+
+    /// Waits until the first full read is done (at once if it is).
+    ///
+    /// # Errors
+    /// What stopped the cache before then (its session's end, an ACL refusal of the watch, a server without
+    /// persistent watches).
+    pub async fn initialized(&self) -> Result<()> {
+        let mut events = self.shared.events.subscribe();
+        loop {
+            if self
+                .shared
+                .state
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .initialized
+            {
+                return Ok(());
+            }
+            if let Some(err) = self.ended() {
+                return Err(err);
+            }
+            let mut ended = self.shared.ended.subscribe();
+            tokio::select! {
+                _ = events.recv() => {}
+                _ = ended.changed() => {}
+            }
+        }
+    }
+
+    /// The node at `path` as held now, if it is.
+    pub fn get(&self, path: &str) -> Option<CachedNode> {
+        self.read().get(path)
+    }
+
+    /// The names of the children of `path` held now, in order.
+    pub fn children_of(&self, path: &str) -> Vec<String> {
+        self.read().children(path)
+    }
+
+    /// Every node held now, in path order.
+    pub fn nodes(&self) -> Vec<CachedNode> {
+        self.read().nodes()
+    }
+
+    /// How many nodes are held now.
+    pub fn len(&self) -> usize {
+        self.read().len()
+    }
+
+    /// Whether no node is held now.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The error that stopped the cache, if it has stopped: the end of a session made from a `Client`, the close
+    /// of a reconnecting one, or an error ZooKeeper answered (`NoAuth` for the watch, `Unimplemented` from a
+    /// server without persistent watches). A stopped cache keeps what it held.
+    pub fn ended(&self) -> Option<Error> {
+        self.shared.ended.borrow().clone()
+    }
+
+    /// Every change from now on, after the content held now as `Created` events (and `Initialized` if the first
+    /// read is done): a subscriber misses nothing and sees nothing twice, whenever it subscribes.
+    pub fn events(&self) -> Events {
+        Events::new(&self.shared)
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
+        self.shared.state.read().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Drop for Cache {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl CacheBuilder {
+    fn new(session: Session, path: &str, depth: Option<usize>) -> Result<CacheBuilder> {
+        Ok(CacheBuilder {
+            session,
+            scope: Scope {
+                root: crate::base::path::validate(path)?,
+                depth,
+            },
+        })
+    }
+
+    /// Holds the nodes at most `depth` levels below the path (0: the node only).
+    pub fn depth(mut self, depth: usize) -> CacheBuilder {
+        self.scope.depth = Some(depth);
+        self
+    }
+
+    /// Starts following ZooKeeper (a task on the current tokio runtime); [`Cache::initialized`] tells when the
+    /// first read is done.
+    pub fn start(self) -> Cache {
+        let shared = Arc::new(Shared {
+            state: RwLock::default(),
+            events: broadcast::channel(BACKLOG).0,
+            ended: watch::Sender::new(None),
+        });
+        let task = tokio::spawn(sync::run(Arc::clone(&shared), self.session, self.scope));
+        Cache { shared, task }
+    }
+}
+
+/// The events of a [`Cache`] ([`Cache::events`]).
+#[derive(Debug)]
+pub struct Events {
+    shared: Weak<Shared>,
+    replay: std::collections::VecDeque<CacheEvent>,
+    live: broadcast::Receiver<CacheEvent>,
+    ended: watch::Receiver<Option<Error>>,
+}
+
+impl Events {
+    fn new(shared: &Arc<Shared>) -> Events {
+        // Under the read lock no change is applied, so the copy and the subscription meet exactly.
+        let state = shared.state.read().unwrap_or_else(|e| e.into_inner());
+        let live = shared.events.subscribe();
+        let mut replay: std::collections::VecDeque<CacheEvent> =
+            state.nodes().into_iter().map(CacheEvent::Created).collect();
+        if state.initialized {
+            replay.push_back(CacheEvent::Initialized);
+        }
+        drop(state);
+        Events {
+            shared: Arc::downgrade(shared),
+            replay,
+            live,
+            ended: shared.ended.subscribe(),
+        }
+    }
+
+    /// The next event; `None` once the cache has stopped (dropped, or [ended](Cache::ended)) and every event
+    /// before that was handed out.
+    pub async fn next(&mut self) -> Option<CacheEvent> {
+        if let Some(event) = self.replay.pop_front() {
+            return Some(event);
+        }
+        loop {
+            match self.live.try_recv() {
+                Ok(event) => return Some(event),
+                Err(broadcast::error::TryRecvError::Lagged(_)) => return self.reset(),
+                Err(broadcast::error::TryRecvError::Closed) => return None,
+                Err(broadcast::error::TryRecvError::Empty) => {}
+            }
+            if self.ended.borrow().is_some() {
+                return None;
+            }
+            tokio::select! {
+                received = self.live.recv() => match received {
+                    Ok(event) => return Some(event),
+                    Err(broadcast::error::RecvError::Lagged(_)) => return self.reset(),
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                },
+                changed = self.ended.changed() => if changed.is_err() { return None },
+            }
+        }
+    }
+
+    /// Starts again from the content held now, after `Reset`.
+    fn reset(&mut self) -> Option<CacheEvent> {
+        let shared = self.shared.upgrade()?;
+        *self = Events::new(&shared);
+        Some(CacheEvent::Reset)
+    }
+}

@@ -1,0 +1,284 @@
+//! The task that keeps a cache in step with ZooKeeper: one persistent watch on the cached path (recursive unless
+//! only the node itself is cached), a full read of the subtree (the prime, and every re-sync), then one read per
+//! node event.
+//!
+//! # Why every event is a read, in order
+//! A persistent watch's event carries a type and a path, no data (and from ZooKeeper 3.8 no zxid), so each is
+//! followed by a `getData` of its path. The reads are sent in the order the events came and applied in the order
+//! they were sent (`FuturesOrdered`): ZooKeeper answers one session's requests in order, so each read sees a state
+//! no older than the one before it, and a path's events follow zxid order. Every event a subscriber gets is a
+//! state the server had; two events for one path that come quickly may be reported as one change (the first read
+//! already sees the second write), never as a state that did not exist.
+//!
+//! # Why a reconnection re-arms the watch and reads everything again
+//! After a disconnection `zookeeper-client` 0.11.2 re-registers one-shot watches with `setWatches` but not
+//! persistent ones (`session/watch.rs`: `index = index.max(index)` never moves past the one-shot kinds, so the
+//! persistent paths are never sent), and even ZooKeeper itself does not deliver every event of the time the
+//! connection was down (ZOOKEEPER-4698). So when the connection comes back the task adds the watch again (a second
+//! `addWatch` of the same kind is harmless where the client is fixed) and reads the whole subtree, reporting what
+//! changed meanwhile. A new ZooKeeper session (`Session::reconnecting`) is the same, on the new session. The cost
+//! is one full read per reconnection: `getData` per node plus `getChildren` per node with children (a relative-zxid
+//! `setWatches2` would send only the changes, but the client does not send it for persistent watches).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use futures::stream::{FuturesOrdered, FuturesUnordered, StreamExt};
+use futures::FutureExt;
+use zookeeper_client::{self as zk, AddWatchMode, Client, EventType, PersistentWatcher, SessionState, Stat};
+
+use super::Shared;
+use crate::base::error::{At as _, Error, Result};
+use crate::base::path::child_path;
+use crate::session::Session;
+
+/// At most this many reads in flight: a burst of events waits in the watcher's queue, not in ours.
+const IN_FLIGHT: usize = 1024;
+
+/// What the cache follows: a path, and how deep below it.
+#[derive(Debug, Clone)]
+pub(super) struct Scope {
+    pub(super) root: String,
+    /// 0: the node only; 1: it and its children; `None`: the whole subtree.
+    pub(super) depth: Option<usize>,
+}
+
+impl Scope {
+    /// How many levels `path` is below the root, if it is the root or under it.
+    fn level(&self, path: &str) -> Option<usize> {
+        if path == self.root {
+            return Some(0);
+        }
+        let rest = if self.root == "/" {
+            path.strip_prefix('/')?
+        } else {
+            path.strip_prefix(self.root.as_str())?.strip_prefix('/')?
+        };
+        Some(rest.split('/').count())
+    }
+
+    fn holds(&self, path: &str) -> bool {
+        self.level(path)
+            .is_some_and(|level| self.depth.is_none_or(|depth| level <= depth))
+    }
+
+    /// Whether the children of `path` (at `level`) are cached too.
+    fn lists(&self, level: usize) -> bool {
+        self.depth.is_none_or(|depth| level < depth)
+    }
+
+    fn mode(&self) -> AddWatchMode {
+        if self.depth == Some(0) {
+            AddWatchMode::Persistent
+        } else {
+            AddWatchMode::PersistentRecursive
+        }
+    }
+}
+
+/// Runs until the session ends for good (a session made from a `Client`: its expiry; any session: its
+/// [close](Session::close)) or the cache is dropped (the task is aborted).
+pub(super) async fn run(shared: Arc<Shared>, session: Session, scope: Scope) {
+    let closed = session.registry().closed();
+    let end = tokio::select! {
+        end = follow_sessions(&shared, &session, &scope) => end,
+        () = closed.cancelled() => Error::Closed,
+    };
+    shared.end(end);
+}
+
+/// Follows each ZooKeeper session of `session` in turn (one, unless it is reconnecting); the error that ended the
+/// last.
+async fn follow_sessions(shared: &Shared, session: &Session, scope: &Scope) -> Error {
+    loop {
+        let pinned = match session.pinned_usable().await {
+            Ok(pinned) => pinned,
+            Err(err) => return err,
+        };
+        let err = follow(shared, &pinned, scope).await;
+        if !(session.is_reconnecting() && err.is_terminal() && err != Error::Closed) {
+            return err;
+        }
+        tracing::debug!(path = %scope.root, %err, "cache: the ZooKeeper session ended; following the next one");
+    }
+}
+
+/// Follows one ZooKeeper session: arm, read everything, then read what each event names; again after every
+/// reconnection. Returns the error that ended the session.
+async fn follow(shared: &Shared, session: &Session, scope: &Scope) -> Error {
+    let client = session.client();
+    let mut armed: Option<PersistentWatcher> = None;
+    loop {
+        let next = match session
+            .retry()
+            .run_at("addWatch", &scope.root, || {
+                client.watch(&scope.root, scope.mode())
+            })
+            .await
+        {
+            Ok(next) => next,
+            Err(err) if err.is_connection_loss() => continue,
+            Err(err) => return err,
+        };
+        // The old watcher goes only once the new one is registered, so the client never asks the server to remove
+        // the path's watch in between (it does when a path's last watcher is dropped).
+        let watcher = &mut *armed.insert(next);
+        let outcome = match resync(shared, client, scope).await {
+            Ok(()) => stream(shared, client, scope, watcher).await,
+            Err(err) if err.is_connection_loss() => reconnected(watcher).await,
+            Err(err) => Err(err),
+        };
+        if let Err(err) = outcome {
+            return err;
+        }
+    }
+}
+
+/// Reads the whole subtree and applies what differs: nodes created, changed and deleted since the cache last
+/// looked. Sends `Initialized` after the first.
+async fn resync(shared: &Shared, client: &Client, scope: &Scope) -> Result<()> {
+    enum Read {
+        Data(String, usize, std::result::Result<(Vec<u8>, Stat), zk::Error>),
+        List(String, std::result::Result<(Vec<String>, Stat), zk::Error>),
+    }
+    let data = |path: String, level: usize| {
+        client
+            .get_data(&path)
+            .map(move |read| Read::Data(path, level, read))
+    };
+    let list = |path: String| client.get_children(&path).map(move |read| Read::List(path, read));
+    let mut waiting: VecDeque<(String, usize)> = VecDeque::from([(scope.root.clone(), 0)]);
+    let mut reads = FuturesUnordered::new();
+    loop {
+        while reads.len() < IN_FLIGHT {
+            let Some((path, level)) = waiting.pop_front() else {
+                break;
+            };
+            reads.push(data(path, level).left_future());
+        }
+        let Some(read) = reads.next().await else { break };
+        match read {
+            Read::Data(path, level, read) => {
+                let read = found(read).at("getData", &path)?;
+                let has_children = read.as_ref().is_some_and(|(_, stat)| stat.num_children > 0);
+                let mut state = shared.state.write().unwrap_or_else(|e| e.into_inner());
+                state.apply(&path, read, &shared.events);
+                if has_children && scope.lists(level) {
+                    reads.push(list(path).right_future());
+                } else {
+                    state.remove_under(&path, &shared.events);
+                }
+            }
+            Read::List(path, read) => {
+                let Some((names, _)) = found(read).at("getChildren", &path)? else {
+                    shared.state.write().unwrap_or_else(|e| e.into_inner()).apply(
+                        &path,
+                        None,
+                        &shared.events,
+                    );
+                    continue;
+                };
+                let level = scope.level(&path).unwrap_or(0) + 1;
+                shared
+                    .state
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .keep_children(&path, &names, &shared.events);
+                waiting.extend(names.iter().map(|name| (child_path(&path, name), level)));
+            }
+        }
+    }
+    shared.initialized();
+    Ok(())
+}
+
+/// Reads what each event names, in order, until the connection is lost and comes back (`Ok`: re-sync now) or the
+/// session ends (`Err`).
+async fn stream(
+    shared: &Shared,
+    client: &Client,
+    scope: &Scope,
+    watcher: &mut PersistentWatcher,
+) -> Result<()> {
+    let mut reads: FuturesOrdered<
+        futures::future::BoxFuture<'static, (String, std::result::Result<(Vec<u8>, Stat), zk::Error>)>,
+    > = FuturesOrdered::new();
+    loop {
+        tokio::select! {
+            biased;
+            Some((path, read)) = reads.next(), if !reads.is_empty() => {
+                match found(read).at("getData", &path) {
+                    Ok(read) => shared.state.write().unwrap_or_else(|e| e.into_inner()).apply(&path, read, &shared.events),
+                    // The connection broke: the watcher tells when it is back, and everything is read again.
+                    Err(err) if err.is_connection_loss() => return reconnected(watcher).await,
+                    Err(err) => return Err(err),
+                }
+            }
+            event = watcher.changed(), if reads.len() < IN_FLIGHT => match event.event_type {
+                EventType::Session => {
+                    if let Some(err) = crate::base::error::session_ended(event.session_state) {
+                        return Err(err);
+                    }
+                    if event.session_state == SessionState::Disconnected {
+                        return reconnected(watcher).await;
+                    }
+                }
+                EventType::NodeCreated | EventType::NodeDeleted => {
+                    // A child's creation or deletion changes its parent's stat (children, cversion, pzxid), and
+                    // no event says so: the parent is read too, first, so that once the child's event is out the
+                    // parent as held is no older than it.
+                    let parent = crate::base::idioms::parent_of(&event.path);
+                    if event.path != scope.root && scope.holds(parent) {
+                        reads.push_back(read(client, parent.to_owned()));
+                    }
+                    if scope.holds(&event.path) {
+                        reads.push_back(read(client, event.path));
+                    }
+                }
+                // Children changed is what a node-only cache's (non-recursive) watch says of them.
+                EventType::NodeDataChanged | EventType::NodeChildrenChanged if scope.holds(&event.path) => {
+                    reads.push_back(read(client, event.path));
+                }
+                _ => {}
+            },
+        }
+    }
+}
+
+/// A read of `path` (sent now), with its path.
+fn read(
+    client: &Client,
+    path: String,
+) -> futures::future::BoxFuture<'static, (String, std::result::Result<(Vec<u8>, Stat), zk::Error>)> {
+    client.get_data(&path).map(move |read| (path, read)).boxed()
+}
+
+/// Waits for the connection to come back (`Ok`) or the session to end (`Err`). Node events meanwhile are dropped:
+/// the re-sync that follows reads everything.
+async fn reconnected(watcher: &mut PersistentWatcher) -> Result<()> {
+    loop {
+        let event = watcher.changed().await;
+        if event.event_type != EventType::Session {
+            continue;
+        }
+        if let Some(err) = crate::base::error::session_ended(event.session_state) {
+            return Err(err);
+        }
+        if matches!(
+            event.session_state,
+            SessionState::SyncConnected | SessionState::ConnectedReadOnly
+        ) {
+            return Ok(());
+        }
+    }
+}
+
+/// A read's result with "no node" (or none we may read) as `None`.
+fn found<T>(read: std::result::Result<T, zk::Error>) -> std::result::Result<Option<T>, zk::Error> {
+    match read {
+        Ok(value) => Ok(Some(value)),
+        // A node our session may not read is left out (ZooKeeper sends no events for it either).
+        Err(zk::Error::NoNode | zk::Error::NoAuth) => Ok(None),
+        Err(err) => Err(err),
+    }
+}
