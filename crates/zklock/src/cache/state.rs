@@ -49,12 +49,9 @@ impl State {
             format!("{path}/")
         };
         self.under(path)
-            .filter_map(|(child, _)| {
-                child[prefix.len()..]
-                    .split_once('/')
-                    .is_none()
-                    .then(|| child[prefix.len()..].to_owned())
-            })
+            .map(|(child, _)| &child[prefix.len()..])
+            .filter(|rest| !rest.contains('/'))
+            .map(str::to_owned)
             .collect()
     }
 

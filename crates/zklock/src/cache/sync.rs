@@ -200,9 +200,7 @@ async fn stream(
     scope: &Scope,
     watcher: &mut PersistentWatcher,
 ) -> Result<()> {
-    let mut reads: FuturesOrdered<
-        futures::future::BoxFuture<'static, (String, std::result::Result<(Vec<u8>, Stat), zk::Error>)>,
-    > = FuturesOrdered::new();
+    let mut reads: FuturesOrdered<NodeRead> = FuturesOrdered::new();
     loop {
         tokio::select! {
             biased;
@@ -245,11 +243,12 @@ async fn stream(
     }
 }
 
+/// A `getData` in flight, with its path.
+type NodeRead =
+    futures::future::BoxFuture<'static, (String, std::result::Result<(Vec<u8>, Stat), zk::Error>)>;
+
 /// A read of `path` (sent now), with its path.
-fn read(
-    client: &Client,
-    path: String,
-) -> futures::future::BoxFuture<'static, (String, std::result::Result<(Vec<u8>, Stat), zk::Error>)> {
+fn read(client: &Client, path: String) -> NodeRead {
     client.get_data(&path).map(move |read| (path, read)).boxed()
 }
 

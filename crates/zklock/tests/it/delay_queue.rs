@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use zklock::{DelayQueue, Delayed, Error};
 use zklock_testkit::peers::Peer;
-use zklock_testkit::unique_path;
+use zklock_testkit::{expire_session, unique_path};
 
 use crate::on_every_server;
 use crate::on_standalone_and_embedded;
@@ -56,6 +56,15 @@ fn check_taken(put: &[String], taken: &[Vec<(String, u64, u64)>]) -> Result<(), 
     Ok(())
 }
 
+/// The items in `dir` (not the `receipts` and `claims` directories beside them).
+async fn items(client: &zklock::zookeeper_client::Client, dir: &str) -> Vec<String> {
+    children(client, dir)
+        .await
+        .into_iter()
+        .filter(|name| name.starts_with("queue-"))
+        .collect()
+}
+
 /// What a take returned, and when (by the same clock as the due time).
 fn record(item: Delayed) -> (String, u64, u64) {
     let at = millis(SystemTime::now());
@@ -92,7 +101,7 @@ on_every_server! {
             queue.put(item.as_bytes(), UNIX_EPOCH + Duration::from_millis(*due)).await.unwrap();
         }
         // Negative control: the latest item is in the queue, not due yet, and a consumer that finds only it waits.
-        assert_eq!(children(&client, &dir).await.len(), 5);
+        assert_eq!(items(&client, &dir).await.len(), 5);
         let mut taken = Vec::new();
         for _ in 0..4 {
             taken.push(record(queue.take().await.unwrap()));
@@ -100,13 +109,38 @@ on_every_server! {
         let last_due = *dues.iter().max().unwrap();
         assert!(millis(SystemTime::now()) + 200 < last_due, "the test was too slow to see a wait");
         assert!(matches!(queue.take_timeout(Duration::from_millis(100)).await, Err(Error::Timeout)));
-        assert_eq!(children(&client, &dir).await.len(), 1, "a timed-out take takes nothing");
+        assert_eq!(items(&client, &dir).await.len(), 1, "a timed-out take takes nothing");
         taken.push(record(queue.take().await.unwrap()));
         check_taken(&put, std::slice::from_ref(&taken)).unwrap();
         let mut sorted = dues.clone();
         sorted.sort_unstable();
         assert_eq!(taken.iter().map(|(_, due, _)| *due).collect::<Vec<_>>(), sorted);
-        assert!(children(&client, &dir).await.is_empty());
+        assert!(items(&client, &dir).await.is_empty());
+    }
+
+    async fn take_safe_gives_an_item_back_when_its_consumer_dies(hosts: &str) {
+        // `take` deletes the item before handing it out: a consumer that dies then loses it (so does Curator's delay
+        // queue without a lock path). `take_safe` removes it only at `complete`.
+        let dir = unique_path("delay-safe");
+        let producer = DelayQueue::new(&client(hosts).await, &dir).unwrap();
+        producer.put(b"later", SystemTime::now() + Duration::from_secs(3600)).await.unwrap();
+        assert_eq!(producer.peek().await.unwrap(), None, "nothing is due yet");
+        assert!(producer.try_take().await.unwrap().is_none());
+        assert!(producer.try_take_safe().await.unwrap().is_none());
+        producer.put(b"soon", SystemTime::now()).await.unwrap();
+        assert_eq!(producer.len().await.unwrap(), 2, "due or not");
+        let dying = client(hosts).await;
+        let claimed = DelayQueue::new(&dying, &dir).unwrap().take_safe().await.unwrap();
+        assert_eq!(claimed.data(), b"soon");
+        assert_eq!(producer.peek().await.unwrap().as_deref(), Some(&b"soon"[..]), "claimed, still in the queue");
+        assert!(producer.try_take_safe().await.unwrap().is_none(), "claimed by another consumer");
+        expire_session(hosts, &dying).await;
+        assert_expired(eventually("the claim's loss", claimed.lost()).await);
+        let again = eventually("the item back", producer.take_safe()).await.unwrap();
+        assert_eq!(again.data(), b"soon");
+        again.complete().await.unwrap();
+        assert_eq!(producer.len().await.unwrap(), 1);
+        assert!(producer.try_take_safe().await.unwrap().is_none(), "the other is not due");
     }
 
     async fn two_consumers_take_every_item_exactly_once(hosts: &str) {
@@ -151,7 +185,7 @@ on_standalone_and_embedded! {
         }
         curator.finish().await;
         let client = client(hosts).await;
-        for name in children(&client, &dir).await {
+        for name in items(&client, &dir).await {
             assert!(name.starts_with("queue-|") && name.matches('|').count() == 2, "{name}");
         }
         let queue = DelayQueue::new(&client, &dir).unwrap();

@@ -6,6 +6,7 @@ mod support;
 mod acl;
 mod barrier;
 mod cache;
+mod cache_interop;
 mod containers;
 mod counter;
 mod delay_queue;

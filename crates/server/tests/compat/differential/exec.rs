@@ -1,5 +1,7 @@
 //! Runs a stream against one server and records a normalised trace: one line per op with the reply (error
-//! code, decoded body, zxid) and every notification each session received because of it.
+//! code, decoded body, zxid) and every notification each session received because of it. A connection event
+//! (`Op::Detach`, `Op::Reattach`) is carried out as a client losing its connection and reconnecting would:
+//! the re-attach's line has its authentications' and setWatches2's replies.
 //!
 //! Normalisation keeps what must match and drops what may not: zxids become offsets from the zxid the
 //! stream started at (so "every write consumes one zxid" is checked), session ids become slot labels, times
@@ -12,7 +14,7 @@ use std::net::SocketAddr;
 use zklock_codec::{DecodeError, Reader};
 
 use super::gen::SLOTS;
-use super::ops::Op;
+use super::ops::{auth_body, Op, Since, WatchLists, USERS};
 use crate::wire::{connect_request, request_frame, Conn, Reply, XID_AUTH, XID_NOTIFICATION, XID_PING};
 
 /// Session timeout asked for: the maximum of a default tickTime, so no session expires during a stream.
@@ -20,8 +22,14 @@ const SESSION_TIMEOUT_MS: i32 = 40_000;
 
 struct Slot {
     conn: Option<Conn>,
+    /// The session's connection was dropped on purpose (`Op::Detach`): the session lives on, unattached.
+    detached: bool,
     session_id: i64,
     password: Vec<u8>,
+    /// The zxid of the last reply to a request (Java's `lastZxid`): a re-attach's relative zxid.
+    last_zxid: i64,
+    /// The users the session authenticated as, in order: a client's auth info, which a re-attach may replay.
+    users: Vec<usize>,
     events: Vec<String>,
 }
 
@@ -109,8 +117,11 @@ impl Run {
         self.generation += 1;
         Ok(Slot {
             conn: Some(conn),
+            detached: false,
             session_id: resp.session_id,
             password: resp.passwd,
+            last_zxid: 0,
+            users: Vec::new(),
             events: Vec::new(),
         })
     }
@@ -121,6 +132,7 @@ impl Run {
         let xid = match opcode {
             100 => XID_AUTH,
             11 => XID_PING,
+            101 | 105 => zklock_codec::xid::SET_WATCHES,
             _ => {
                 self.next_xid += 1;
                 self.next_xid
@@ -139,6 +151,9 @@ impl Run {
             if reply.header.xid == XID_NOTIFICATION {
                 slot.events.push(event_text(&reply, &self.root));
             } else if reply.header.xid == xid {
+                if xid > 0 && reply.header.zxid > 0 {
+                    slot.last_zxid = reply.header.zxid;
+                }
                 return Ok(Some(reply));
             } else {
                 return Ok(Some(Reply {
@@ -161,28 +176,26 @@ impl Run {
 
     async fn step(&mut self, op: &Op) -> io::Result<String> {
         let slot = op.slot();
-        let (opcode, body) = op.encode(&self.root);
-        let before = self.slots[slot].events.len();
-        let reply = self.call(slot, opcode, &body).await?;
-        if opcode == -11 && super::known::ignore_own_close_events() {
-            self.slots[slot].events.truncate(before);
-        }
-        let mut line = match reply {
-            None => "connection closed before the reply".to_string(),
-            Some(reply) => self.reply_text(opcode, &reply),
+        let closing = matches!(op, Op::Close { .. });
+        let (mut line, at_reply) = match op {
+            Op::Detach { s } => (self.detach(*s), None),
+            Op::Reattach {
+                s,
+                since,
+                reauth,
+                watches,
+            } => self.reattach(*s, *since, *reauth, watches).await?,
+            _ if self.slots[slot].detached => ("not sent: the slot is detached".to_string(), None),
+            _ => self.request(op).await?,
         };
+        self.barrier().await?;
         // Notifications caused by its own request reach a session before the reply: mark where the reply
         // came, so an event arriving after it shows up in the trace.
-        let at_reply = self.slots[slot].events.len();
-        if opcode == -11 || self.slots[slot].conn.is_none() {
-            line.push_str(&self.reopen(slot, opcode == -11).await?);
-        }
-        self.barrier().await?;
-        if opcode != -11 && self.slots[slot].events.len() > at_reply {
-            self.slots[slot].events.insert(at_reply, "<reply>".into());
+        if let Some(at) = at_reply.filter(|at| self.slots[slot].events.len() > *at) {
+            self.slots[slot].events.insert(at, "<reply>".into());
         }
         for (i, s) in self.slots.iter_mut().enumerate() {
-            if opcode == -11 {
+            if closing {
                 // A closing session's ephemerals are deleted in hash-set order in ZooKeeper: the order of
                 // their notifications is unspecified, the set is not.
                 s.events.sort();
@@ -193,6 +206,116 @@ impl Run {
             }
         }
         Ok(line)
+    }
+
+    /// Sends the request of `op` on its slot: the trace line, and where in the slot's events the reply came
+    /// (`None` after a close, whose notifications are unordered).
+    async fn request(&mut self, op: &Op) -> io::Result<(String, Option<usize>)> {
+        let slot = op.slot();
+        let Some((opcode, body)) = op.encode(&self.root) else {
+            return Ok(("not a request".to_string(), None));
+        };
+        let before = self.slots[slot].events.len();
+        let reply = self.call(slot, opcode, &body).await?;
+        if opcode == -11 && super::known::ignore_own_close_events() {
+            self.slots[slot].events.truncate(before);
+        }
+        if let (Op::Auth { user, .. }, Some(r)) = (op, &reply) {
+            if r.header.err == 0 && !self.slots[slot].users.contains(user) {
+                self.slots[slot].users.push(*user);
+            }
+        }
+        let mut line = match reply {
+            None => "connection closed before the reply".to_string(),
+            Some(reply) => self.reply_text(opcode, &reply),
+        };
+        let at_reply = self.slots[slot].events.len();
+        if opcode == -11 || self.slots[slot].conn.is_none() {
+            line.push_str(&self.reopen(slot, opcode == -11).await?);
+        }
+        Ok((line, (opcode != -11).then_some(at_reply)))
+    }
+
+    /// `Op::Detach`: drops slot `i`'s connection, keeping its session (and the users to authenticate as
+    /// again). Nothing is pending on it (every step ends with a barrier), and what the server sends to the
+    /// dead connection meanwhile is lost, as a real client's would be.
+    fn detach(&mut self, i: usize) -> String {
+        let slot = &mut self.slots[i];
+        if slot.detached {
+            return "already detached".into();
+        }
+        slot.conn = None;
+        slot.detached = true;
+        "detached".into()
+    }
+
+    /// `Op::Reattach`: re-attaches slot `i`'s session on a new connection, as a client reconnecting does:
+    /// authentications first if `reauth` (without, the connection has no digest identity, though a later
+    /// re-attach may still replay them), then setWatches2 (xid −8) with `watches` relative to `since`.
+    /// The missed-change notifications arrive before the setWatches2 reply.
+    async fn reattach(
+        &mut self,
+        i: usize,
+        since: Since,
+        reauth: bool,
+        watches: &WatchLists,
+    ) -> io::Result<(String, Option<usize>)> {
+        if !self.attach_again(i).await? {
+            let mut line = "reattach refused".to_string();
+            line.push_str(&self.reopen(i, false).await?);
+            return Ok((line, None));
+        }
+        let mut line = "reattached".to_string();
+        if reauth {
+            line.push_str(&self.replay_auth(i).await?);
+        }
+        let relative = match since {
+            Since::LastSeen => self.slots[i].last_zxid,
+            Since::Origin => self.base,
+        };
+        let reply = self.call(i, 105, &watches.encode(&self.root, relative)).await?;
+        line.push_str(&match reply {
+            None => "; connection closed before the setWatches2 reply".to_string(),
+            Some(r) => format!("; setWatches2 {}", self.reply_text(105, &r)),
+        });
+        let at_reply = self.slots[i].events.len();
+        if self.slots[i].conn.is_none() {
+            line.push_str(&self.reopen(i, false).await?);
+        }
+        Ok((line, Some(at_reply)))
+    }
+
+    /// Connects slot `i` to its session again (dropping its connection, if any): false if the server
+    /// refused the session.
+    async fn attach_again(&mut self, i: usize) -> io::Result<bool> {
+        let slot = &mut self.slots[i];
+        slot.conn = None;
+        slot.detached = false;
+        let mut conn = Conn::connect(self.addr).await?;
+        let request = connect_request(
+            slot.last_zxid,
+            SESSION_TIMEOUT_MS,
+            slot.session_id,
+            &slot.password,
+        );
+        let resp = conn.handshake(&request).await?;
+        if resp.is_none_or(|r| r.time_out <= 0) {
+            return Ok(false);
+        }
+        slot.conn = Some(conn);
+        Ok(true)
+    }
+
+    /// Authenticates slot `i`'s new connection as every user its session did, in order, as a client replays
+    /// its auth info on a reconnect.
+    async fn replay_auth(&mut self, i: usize) -> io::Result<String> {
+        let mut text = String::new();
+        for user in self.slots[i].users.clone() {
+            let reply = self.call(i, 100, &auth_body(user)).await?;
+            let outcome = reply.map_or("connection closed".into(), |r| format!("err {}", r.header.err));
+            text.push_str(&format!("; auth {}: {outcome}", USERS[user]));
+        }
+        Ok(text)
     }
 
     /// After a close (asked for, or the server dropped the connection): make sure the old session is gone
@@ -259,8 +382,11 @@ impl Run {
         }
     }
 
+    /// Ends slot `i`'s session: closeSession on its connection, or, detached, on a new one.
     async fn close_slot(&mut self, i: usize) -> io::Result<()> {
-        if self.slots[i].conn.is_some() {
+        if self.slots[i].detached {
+            self.kill_session(i).await?;
+        } else if self.slots[i].conn.is_some() {
             self.call(i, -11, &[]).await?;
         }
         Ok(())

@@ -4,7 +4,7 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use super::ops::{AclChoice, Op, ReadOp, SubOp, P, USERS};
+use super::ops::{AclChoice, Op, ReadOp, Since, SubOp, WatchLists, P, USERS};
 
 /// Session slots per stream.
 pub const SLOTS: usize = 3;
@@ -17,16 +17,82 @@ pub fn stream(seed: u64, count: usize) -> Vec<Op> {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut ops = Vec::with_capacity(count);
     let mut filter = super::known::Filter;
+    let mut detached = [false; SLOTS];
     // Bounded: a known divergence excludes only a small fraction of generated ops.
     for _ in 0..count * 10 {
         if ops.len() == count {
             break;
         }
-        if let Some(op) = filter.admit(op(&mut rng)) {
+        let op = op(&mut rng);
+        let Some(op) = keep_detach_short(&mut rng, &mut detached, op) else {
+            continue;
+        };
+        if let Some(op) = filter.admit(op) {
             ops.push(op);
         }
     }
     ops
+}
+
+/// Keeps a slot's detached spell short, so the other slots' changes it misses are few and the re-attach's
+/// setWatches2 has something to report: an op on a detached slot becomes, one time in three, the slot's
+/// re-attach, else it is dropped (`exec` would not send it anyway).
+fn keep_detach_short(rng: &mut impl Rng, detached: &mut [bool; SLOTS], op: Op) -> Option<Op> {
+    let s = op.slot();
+    let op = match op {
+        Op::Detach { .. } | Op::Reattach { .. } => op,
+        _ if !detached[s] => op,
+        _ if rng.gen_range(0..3) == 0 => reattach(rng, s),
+        _ => return None,
+    };
+    detached[s] = matches!(op, Op::Detach { .. });
+    Some(op)
+}
+
+/// A re-attach of slot `s`: mostly as a client does it (its last zxid, authentications replayed), with
+/// 0–2 paths in each watch list.
+fn reattach(rng: &mut impl Rng, s: usize) -> Op {
+    Op::Reattach {
+        s,
+        since: if rng.gen_range(0..5) == 0 {
+            Since::Origin
+        } else {
+            Since::LastSeen
+        },
+        reauth: rng.gen_range(0..4) != 0,
+        watches: WatchLists {
+            data: paths(rng),
+            exist: paths(rng),
+            child: paths(rng),
+            persistent: paths(rng),
+            recursive: paths(rng),
+        },
+    }
+}
+
+/// 0–2 paths, for a watch list.
+fn paths(rng: &mut impl Rng) -> Vec<P> {
+    (0..rng.gen_range(0..3)).map(|_| path(rng)).collect()
+}
+
+/// An addWatch mode: persistent or recursive, now and then an invalid one.
+fn watch_mode(rng: &mut impl Rng) -> i32 {
+    match rng.gen_range(0..20) {
+        0 => 2,
+        1 => -1,
+        _ => rng.gen_range(0..2),
+    }
+}
+
+/// A checkWatches/removeWatches watcher type: children, data or any, sometimes 3.9's persistent (4) and
+/// persistent-recursive (5), now and then one no version knows.
+fn watcher_type(rng: &mut impl Rng) -> i32 {
+    match rng.gen_range(0..20) {
+        0..=1 => 4,
+        2..=3 => 5,
+        4 => [0, 6][rng.gen_range(0..2)],
+        _ => rng.gen_range(1..4),
+    }
 }
 
 /// A node path: mostly valid names of depth 1–3; sometimes the root, `/zookeeper` nodes or invalid syntax.
@@ -167,7 +233,7 @@ fn sub_op(rng: &mut impl Rng) -> SubOp {
 
 fn op(rng: &mut impl Rng) -> Op {
     let s = rng.gen_range(0..SLOTS);
-    match rng.gen_range(0..1000) {
+    match rng.gen_range(0..1020) {
         0..=259 => {
             let (opcode, mode, path) = create_target(rng);
             Op::Create {
@@ -226,13 +292,13 @@ fn op(rng: &mut impl Rng) -> Op {
         870..=889 => Op::AddWatch {
             s,
             path: path(rng),
-            mode: rng.gen_range(0..2),
+            mode: watch_mode(rng),
         },
         890..=904 => Op::RemoveWatches {
             s,
             opcode: [17, 18][rng.gen_range(0..2)],
             path: path(rng),
-            kind: rng.gen_range(1..4),
+            kind: watcher_type(rng),
         },
         905..=929 => Op::Auth {
             s,
@@ -242,7 +308,9 @@ fn op(rng: &mut impl Rng) -> Op {
         940..=954 => Op::GetEphemerals { s, prefix: path(rng) },
         955..=969 => Op::AllChildren { s, path: path(rng) },
         970..=979 => Op::Sync { s, path: path(rng) },
-        _ => Op::Close { s },
+        980..=999 => Op::Close { s },
+        1000..=1009 => Op::Detach { s },
+        _ => reattach(rng, s),
     }
 }
 

@@ -25,6 +25,12 @@
 //!   bin 11); the embedded server used authentication order. Seen once in ~40 runs of 10,000 ops, shrunk to:
 //!   S0 auth alice, S0 auth bob, S1 create /c, S0 create /c/s ephemeral-sequential with the creator ACL, S1
 //!   auth alice, S1 getACL. (Streams let a slot authenticate as one user only until this was understood.)
+//!
+//! Not divergences, though they look like bugs: ZooKeeper 3.8's own persistent-watch behaviour, which the
+//! embedded server matches and `fixed` pins (issue 30.6). setWatches2 re-registers persistent and recursive
+//! watches without reporting what changed while the client was away (ZOOKEEPER-4698); removeWatches
+//! removes per table, so removing the data (2) or children (1) half of a persistent watch leaves the other
+//! half reporting; watcher types 4 and 5 (persistent, persistent-recursive: 3.9) are MarshallingError.
 
 use super::ops::Op;
 

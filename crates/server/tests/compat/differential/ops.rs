@@ -3,7 +3,8 @@
 use std::fmt;
 
 use base64::Engine as _;
-use zklock_codec::jute::{put_bool, put_buffer, put_i32, put_i64, put_str};
+use zklock_codec::jute::{put_bool, put_buffer, put_i32, put_i64, put_str, Encode as _};
+use zklock_codec::SetWatches2;
 
 /// Digest users a stream may authenticate as (and name in ACLs).
 pub const USERS: [&str; 2] = ["alice", "bob"];
@@ -16,6 +17,16 @@ pub fn digest_id(user: &str) -> String {
         "{user}:{}",
         base64::engine::general_purpose::STANDARD.encode(hash)
     )
+}
+
+/// The body of a digest auth as `USERS[user]`, password `pw-<user>`.
+pub fn auth_body(user: usize) -> Vec<u8> {
+    let mut w = Vec::new();
+    put_i32(&mut w, 0);
+    put_str(&mut w, "digest");
+    let cred = format!("{0}:pw-{0}", USERS[user]);
+    put_buffer(&mut w, Some(cred.as_bytes()));
+    w
 }
 
 /// Which ACL a create/setACL carries.
@@ -140,7 +151,48 @@ pub enum ReadOp {
     GetChildren(P),
 }
 
-/// One request of a stream, issued on session slot `s`.
+/// The zxid a re-attaching session's setWatches2 says it has seen: events of changes after it are "missed".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Since {
+    /// The zxid of the slot's last reply, as a client sends it (Java's `lastZxid`).
+    LastSeen,
+    /// The zxid the stream started at: everything the stream did counts as missed.
+    Origin,
+}
+
+/// The watch lists of a setWatches2 (opcode 105), as a client re-registers its watches after a reconnect.
+/// They need not be watches the slot had: the server takes any list.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WatchLists {
+    /// getData watches.
+    pub data: Vec<P>,
+    /// exists watches.
+    pub exist: Vec<P>,
+    /// getChildren watches.
+    pub child: Vec<P>,
+    /// Persistent watches (addWatch mode 0).
+    pub persistent: Vec<P>,
+    /// Persistent-recursive watches (addWatch mode 1).
+    pub recursive: Vec<P>,
+}
+
+impl WatchLists {
+    /// The setWatches2 body: the lists' paths under `root`, with `relative_zxid`.
+    pub fn encode(&self, root: &str, relative_zxid: i64) -> Vec<u8> {
+        let paths = |ps: &[P]| ps.iter().map(|p| p.resolve(root)).collect();
+        SetWatches2 {
+            relative_zxid,
+            data_watches: paths(&self.data),
+            exist_watches: paths(&self.exist),
+            child_watches: paths(&self.child),
+            persistent_watches: paths(&self.persistent),
+            persistent_recursive_watches: paths(&self.recursive),
+        }
+        .to_bytes()
+    }
+}
+
+/// One step of a stream on session slot `s`: a request, or a connection event (`Detach`, `Reattach`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Op {
     /// create / create2 / createContainer / createTTL.
@@ -228,7 +280,7 @@ pub enum Op {
         /// The reads.
         ops: Vec<ReadOp>,
     },
-    /// addWatch (mode 0 persistent, 1 persistent-recursive).
+    /// addWatch (mode 0 persistent, 1 persistent-recursive; any other is invalid).
     AddWatch {
         /// Session slot.
         s: usize,
@@ -237,7 +289,8 @@ pub enum Op {
         /// Mode.
         mode: i32,
     },
-    /// checkWatches (17) or removeWatches (18) with watcher type 1 children, 2 data, 3 any.
+    /// checkWatches (17) or removeWatches (18) with watcher type 1 children, 2 data, 3 any (4 persistent and
+    /// 5 persistent-recursive exist only from ZooKeeper 3.9 on; 3.8 refuses them, as any other).
     RemoveWatches {
         /// Session slot.
         s: usize,
@@ -279,6 +332,25 @@ pub enum Op {
         /// Session slot.
         s: usize,
     },
+    /// The slot's connection is dropped and its session kept (a client losing its connection): the
+    /// connection's watches and identities go with it. Requests on a detached slot are not sent.
+    Detach {
+        /// Session slot.
+        s: usize,
+    },
+    /// The slot's session is re-attached on a new connection (its current one, if any, dropped first), as a
+    /// client reconnects: it authenticates again as before if `reauth`, then re-registers `watches` with
+    /// setWatches2 relative to `since`.
+    Reattach {
+        /// Session slot.
+        s: usize,
+        /// The relative zxid sent.
+        since: Since,
+        /// Replay the connection's digest authentications first (a client does; a raw one may not).
+        reauth: bool,
+        /// The watches re-registered.
+        watches: WatchLists,
+    },
 }
 
 impl Op {
@@ -300,12 +372,15 @@ impl Op {
             | Op::WhoAmI { s }
             | Op::GetEphemerals { s, .. }
             | Op::AllChildren { s, .. }
-            | Op::Close { s } => *s,
+            | Op::Close { s }
+            | Op::Detach { s }
+            | Op::Reattach { s, .. } => *s,
         }
     }
 
-    /// `(opcode, body)` of the request, paths resolved under `root`.
-    pub fn encode(&self, root: &str) -> (i32, Vec<u8>) {
+    /// `(opcode, body)` of the request, paths resolved under `root`; `None` for the connection events
+    /// (`Detach`, `Reattach`), which `exec` carries out itself.
+    pub fn encode(&self, root: &str) -> Option<(i32, Vec<u8>)> {
         let mut w = Vec::new();
         let op = match self {
             Op::Create {
@@ -394,10 +469,7 @@ impl Op {
                 *opcode
             }
             Op::Auth { user, .. } => {
-                put_i32(&mut w, 0);
-                put_str(&mut w, "digest");
-                let cred = format!("{0}:pw-{0}", USERS[*user]);
-                put_buffer(&mut w, Some(cred.as_bytes()));
+                w = auth_body(*user);
                 100
             }
             Op::WhoAmI { .. } => 107,
@@ -410,8 +482,9 @@ impl Op {
                 104
             }
             Op::Close { .. } => -11,
+            Op::Detach { .. } | Op::Reattach { .. } => return None,
         };
-        (op, w)
+        Some((op, w))
     }
 }
 

@@ -9,22 +9,22 @@
 //! consumers exactly one deletion succeeds — and otherwise waits for a change of the directory or for the earliest
 //! due time, whichever comes first. An item is never taken before its due time by the consumer's clock.
 //!
-//! Written on the shared layer: [`Session::create_once`] for the put (the directory made as container nodes, as
-//! Curator makes it), [`Session::await_change`] for the wait, [`Session::get`] for the read.
+//! Everything but the names and the due times is the FIFO queue's (`recipes/queues/items.rs`, [`Items`] with
+//! [`Layout::Delay`]): puts with receipts, `take` and `take_safe` with claims (so an item whose consumer dies is
+//! taken again, where Curator's delay queue without a lock path loses it), the waiting consumers — who also wake
+//! at the earliest due time.
 
 use std::time::{Duration, SystemTime};
 
-use zookeeper_client::CreateMode;
-
-use crate::base::error::{Error, Result};
-use crate::base::idioms::IfExists;
-use crate::base::path::child_path;
-use crate::recipes::queues::curator::{envelope, open_envelope};
-use crate::session::cas::{Committed, Write};
+use crate::base::error::Result;
+use crate::recipes::queues::claim::Claimed;
+use crate::recipes::queues::curator::envelope;
+use crate::recipes::queues::items::{forward_to_items, Items};
+use crate::recipes::queues::layout::Layout;
 use crate::session::Session;
 
 /// The prefix of every item (Curator's `DistributedQueue` item name).
-const ITEM: &str = "queue-";
+const ITEM: &str = crate::recipes::queues::curator::ITEM_PREFIX;
 
 /// A queue of items each due at a time of its own, byte-compatible with Curator's `DistributedDelayQueue`.
 ///
@@ -45,12 +45,13 @@ const ITEM: &str = "queue-";
 /// ends; [`Error::ConnectionLoss`] only if the [`RetryPolicy`](crate::RetryPolicy) caps attempts.
 ///
 /// # Delivery
-/// A put whose reply was lost is sent again, and a take whose delete reply was lost looks again: as Curator's
-/// queue without a lock path, an item may then be put twice or lost — never taken twice.
+/// As the [`Queue`](crate::Queue)'s: a put is made once even when its reply is lost (a receipt tells); `take` takes
+/// an item at most once (an item whose delete reply was lost and that is gone is skipped: taken by us or by
+/// another); [`take_safe`](DelayQueue::take_safe) claims an item and removes it only when the consumer says it is
+/// done, so an item is processed at least once even when its consumer dies.
 #[derive(Debug, Clone)]
 pub struct DelayQueue {
-    session: Session,
-    path: String,
+    items: Items,
 }
 
 /// An item taken from a [`DelayQueue`].
@@ -66,128 +67,91 @@ pub struct Delayed {
 }
 
 impl DelayQueue {
-    /// The delay queue in the directory `path` (created with its parents, as container nodes, by the first put),
-    /// on `session` — a [`Session`] or a `&Client`.
+    /// The delay queue in the directory `path` (created with its parents by the first put), on `session` — a
+    /// [`Session`] or a `&Client`.
     ///
     /// # Errors
-    /// [`Error::InvalidPath`] if `path` is not a valid ZooKeeper path.
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath) if `path` is not a valid ZooKeeper path.
     pub fn new(session: impl Into<Session>, path: &str) -> Result<DelayQueue> {
         Ok(DelayQueue {
-            session: session.into(),
-            path: crate::base::path::validate(path)?,
+            items: Items::new(session.into(), path, Layout::Delay)?,
         })
     }
 
     /// The queue directory.
     pub fn path(&self) -> &str {
-        &self.path
+        self.items.path()
     }
 
-    /// Puts `data`, to be taken no earlier than `due` (to the millisecond; a time before 1970 is due at once).
-    pub async fn put(&self, data: &[u8], due: SystemTime) -> Result<()> {
+    /// Puts `data`, to be taken no earlier than `due` (to the millisecond; a time before 1970 is due at once);
+    /// returns the item's node name.
+    pub async fn put(&self, data: &[u8], due: SystemTime) -> Result<String> {
         let millis = due
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis());
-        let prefix = child_path(&self.path, &format!("{ITEM}|{millis:08X}|"));
-        let data = envelope(data);
-        let writes = [Write::Create(&prefix, &data, CreateMode::PersistentSequential)];
-        match self
-            .session
-            .create_once(&writes, false, Some(CreateMode::Container))
-            .await?
-        {
-            Committed::Done { .. } => Ok(()),
-            Committed::Refused { index, error } => Err(Committed::refused(index, error, &writes)),
-        }
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        self.items
+            .put(&format!("{ITEM}|{millis:08X}|"), &id, &envelope(data))
+            .await
     }
 
     /// Takes the item due first, once its time has come; waits for it (and for items to come) until then.
     pub async fn take(&self) -> Result<Delayed> {
-        let client = self.session.client();
-        loop {
-            let listed = self.session.retry().run_at("getChildren", &self.path, || {
-                client.list_and_watch_children(&self.path)
-            });
-            let Some((children, watcher)) = listed.await.if_exists()? else {
-                if let (None, watcher) = self.session.watch_exists(&self.path).await? {
-                    self.session.await_change(watcher, &self.path).await?;
-                }
-                continue;
-            };
-            let mut items: Vec<(u64, &String)> = children
-                .iter()
-                .filter(|c| c.starts_with(ITEM))
-                .map(|c| (due_of(c), c))
-                .collect();
-            items.sort_unstable();
-            let now = millis_now();
-            for (due, name) in items.iter().take_while(|(due, _)| *due <= now) {
-                if let Some(data) = self.take_node(name).await? {
-                    let due = SystemTime::UNIX_EPOCH + Duration::from_millis(*due);
-                    let path = child_path(&self.path, name);
-                    return Ok(Delayed { data, due, path });
-                }
-            }
-            // Nothing due: wait for a change, or for the earliest due time to come.
-            let next = items
-                .first()
-                .map(|(due, _)| Duration::from_millis(due.saturating_sub(now)));
-            tokio::select! {
-                changed = self.session.await_change(watcher, &self.path) => drop(changed?),
-                _ = tokio::time::sleep(next.unwrap_or_default()), if next.is_some() => {}
-            }
-        }
+        Ok(self.delayed(self.items.take_entry().await?))
     }
 
-    /// Like [`take`](DelayQueue::take), but gives up after `timeout` with [`Error::Timeout`].
+    /// Like [`take`](DelayQueue::take), but gives up after `timeout` with [`Error::Timeout`](crate::Error::Timeout).
     pub async fn take_timeout(&self, timeout: Duration) -> Result<Delayed> {
-        tokio::time::timeout(timeout, self.take())
-            .await
-            .map_err(|_| Error::Timeout)?
+        Ok(self.delayed(self.items.take_entry_timeout(timeout).await?))
     }
 
-    /// Reads the item `name` and deletes it at the version read: its data if we took it, `None` if somebody else
-    /// did (or changed it) first.
-    async fn take_node(&self, name: &str) -> Result<Option<Vec<u8>>> {
-        let path = child_path(&self.path, name);
-        let Some((data, stat)) = self.session.get(&path).await? else {
-            return Ok(None);
-        };
-        let client = self.session.client();
-        let deleted = self
-            .session
-            .retry()
-            .run_at("delete", &path, || client.delete(&path, Some(stat.version)));
-        match deleted.await {
-            Err(Error::ZooKeeper {
-                source: zookeeper_client::Error::BadVersion,
-                ..
-            }) => Ok(None),
-            deleted => Ok(deleted.if_exists()?.map(|()| open_envelope(data))),
+    /// Takes the item due first if one is due now; `None` at once otherwise.
+    pub async fn try_take(&self) -> Result<Option<Delayed>> {
+        Ok(self
+            .items
+            .try_take_entry()
+            .await?
+            .map(|entry| self.delayed(entry)))
+    }
+
+    /// Claims the item due first, once its time has come, without removing it: it stays in the queue, skipped by
+    /// other `take_safe` consumers while the [`Claimed`] lives, and is removed by [`Claimed::complete`]. Dropped,
+    /// abandoned, or its session ended, the item is taken again.
+    pub async fn take_safe(&self) -> Result<Claimed> {
+        self.items.take_safe().await
+    }
+
+    /// Like [`take_safe`](DelayQueue::take_safe), but gives up after `timeout` with
+    /// [`Error::Timeout`](crate::Error::Timeout).
+    pub async fn take_safe_timeout(&self, timeout: Duration) -> Result<Claimed> {
+        self.items.take_safe_timeout(timeout).await
+    }
+
+    forward_to_items! {
+        /// The data of the item [`take`](DelayQueue::take) would take now, without taking it; `None` if no item is
+        /// due.
+        pub async fn peek;
+        /// How many items the queue holds, due or not (claimed ones included).
+        pub async fn len;
+        /// Whether the queue holds no item, due or not.
+        pub async fn is_empty;
+        /// Claims the item due first if one is due now and unclaimed; `None` at once otherwise.
+        pub async fn try_take_safe;
+    }
+
+    fn delayed(&self, (name, data): (String, Vec<u8>)) -> Delayed {
+        Delayed {
+            data,
+            due: SystemTime::UNIX_EPOCH + Duration::from_millis(Layout::Delay.due(&name)),
+            path: crate::base::path::child_path(self.path(), &name),
         }
     }
-}
-
-/// The due time of the item `name`: the hexadecimal between its last two `|` (Curator's `getEpoch`), 0 without.
-fn due_of(name: &str) -> u64 {
-    let Some((head, _)) = name.rsplit_once('|') else {
-        return 0;
-    };
-    head.rsplit_once('|')
-        .filter(|(before, _)| !before.is_empty())
-        .and_then(|(_, hex)| u64::from_str_radix(hex, 16).ok())
-        .unwrap_or(0)
-}
-
-fn millis_now() -> u64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::recipes::queues::layout::due_of;
 
     #[test]
     fn curators_names() {

@@ -13,7 +13,7 @@ use crate::base::retry::{is_connection_loss, Attempts};
 use crate::node::held::Held;
 use crate::node::own::OwnNode;
 use crate::recipes::queues::claim::{Claimed, PendingClaim};
-use crate::recipes::queues::layout::{sorted_items, Layout, CLAIMS, QUEUE_DEPTH_GAUGE, RECEIPTS};
+use crate::recipes::queues::layout::{millis_now, sorted_items, Layout, QUEUE_DEPTH_GAUGE};
 use crate::session::cas::{Committed, Write};
 use crate::session::listener::QueueEvent;
 use crate::session::Session;
@@ -156,7 +156,7 @@ impl Items {
 
     async fn put_pinned(&self, prefix: &str, id: &str, data: &[u8]) -> Result<String> {
         let item = child_path(&self.path, prefix);
-        let receipts = child_path(&self.path, RECEIPTS);
+        let receipts = child_path(&self.path, self.layout.receipts());
         let receipt = child_path(&receipts, id);
         let writes = [
             Write::Create(&item, data, CreateMode::PersistentSequential),
@@ -224,11 +224,16 @@ impl Items {
     /// On a reconnecting session, an end of the ZooKeeper session while we wait for an item (holding nothing) is
     /// no error: we wait on the next one. One during a take is (the item may have been taken by us or not).
     pub(crate) async fn take(&self) -> Result<Vec<u8>> {
+        Ok(self.take_entry().await?.1)
+    }
+
+    /// Like `take`, with the item's name: `(name, data)`.
+    pub(crate) async fn take_entry(&self) -> Result<(String, Vec<u8>)> {
         let mut this = self.pinned().await?;
         let mut attempt = Attempts::default();
         loop {
             match this.take_pass().await? {
-                Pass::Took(data) => return Ok(data),
+                Pass::Took(entry) => return Ok(entry),
                 Pass::Raced => {}
                 Pass::Empty => match this.wait_for_items(false, &mut attempt).await {
                     Err(err) if self.carries_on(&err) => this = self.pinned().await?,
@@ -239,12 +244,20 @@ impl Items {
     }
 
     pub(crate) async fn take_timeout(&self, timeout: Duration) -> Result<Vec<u8>> {
-        tokio::time::timeout(timeout, self.take())
+        Ok(self.take_entry_timeout(timeout).await?.1)
+    }
+
+    pub(crate) async fn take_entry_timeout(&self, timeout: Duration) -> Result<(String, Vec<u8>)> {
+        tokio::time::timeout(timeout, self.take_entry())
             .await
             .map_err(|_| Error::Timeout)?
     }
 
     pub(crate) async fn try_take(&self) -> Result<Option<Vec<u8>>> {
+        Ok(self.try_take_entry().await?.map(|(_, data)| data))
+    }
+
+    pub(crate) async fn try_take_entry(&self) -> Result<Option<(String, Vec<u8>)>> {
         let this = self.pinned().await?;
         first_settled(|| this.take_pass()).await
     }
@@ -255,7 +268,7 @@ impl Items {
 
     async fn peek_pinned(&self) -> Result<Option<Vec<u8>>> {
         loop {
-            let items = self.sorted(self.list(&self.path).await?);
+            let (items, _) = self.ready(self.sorted(self.list(&self.path).await?));
             if items.is_empty() {
                 return Ok(None);
             }
@@ -315,15 +328,24 @@ impl Items {
         items
     }
 
+    /// The items among `items` (sorted) that may be taken now — all of them but in a delay queue, where those due
+    /// by now — and when the next of the others is due (epoch ms).
+    fn ready(&self, items: Vec<String>) -> (Vec<String>, Option<u64>) {
+        let now = millis_now();
+        let (ready, later): (Vec<String>, Vec<String>) =
+            items.into_iter().partition(|name| self.layout.due(name) <= now);
+        (ready, later.iter().map(|name| self.layout.due(name)).min())
+    }
+
     /// One look at the queue: try the items lowest first until one delete succeeds.
-    async fn take_pass(&self) -> Result<Pass<Vec<u8>>> {
-        let items = self.sorted(self.list(&self.path).await?);
+    async fn take_pass(&self) -> Result<Pass<(String, Vec<u8>)>> {
+        let (items, _) = self.ready(self.sorted(self.list(&self.path).await?));
         if items.is_empty() {
             return Ok(Pass::Empty);
         }
         for name in items {
             if let Some(data) = self.take_item(&name).await? {
-                return Ok(Pass::Took(self.layout.decode(data)));
+                return Ok(Pass::Took((name, self.layout.decode(data))));
             }
         }
         Ok(Pass::Raced)
@@ -357,14 +379,11 @@ impl Items {
 
     /// One look at the queue and its claims: try to claim the unclaimed items lowest first.
     async fn claim_pass(&self) -> Result<Pass<Claimed>> {
-        let claims_dir = child_path(&self.path, CLAIMS);
+        let claims_dir = child_path(&self.path, self.layout.claims());
         let (items, claims) = tokio::join!(self.list(&self.path), self.list(&claims_dir));
         let claims = claims?;
-        let free: Vec<String> = self
-            .sorted(items?)
-            .into_iter()
-            .filter(|name| !claims.contains(name))
-            .collect();
+        let (ready, _) = self.ready(self.sorted(items?));
+        let free: Vec<String> = ready.into_iter().filter(|name| !claims.contains(name)).collect();
         if free.is_empty() {
             return Ok(Pass::Empty);
         }
@@ -450,7 +469,7 @@ impl Items {
     /// `attempt` counts the connection losses in a row across the caller's whole loop, so a capped retry policy is honoured;
     /// an answered listing ends the run.
     async fn wait_for_items(&self, safe: bool, attempt: &mut Attempts) -> Result<()> {
-        let claims_dir = child_path(&self.path, CLAIMS);
+        let claims_dir = child_path(&self.path, self.layout.claims());
         let items = self.session.client().list_and_watch_children(&self.path);
         let claims = safe.then(|| self.session.client().list_and_watch_children(&claims_dir));
         let claims = async move {
@@ -475,9 +494,24 @@ impl Items {
         };
         // Answered: a run of connection losses, if there was one, is over.
         *attempt = Attempts::default();
-        if self.sorted(items).iter().any(|name| !claimed.contains(name)) {
+        let unclaimed: Vec<String> = self
+            .sorted(items)
+            .into_iter()
+            .filter(|name| !claimed.contains(name))
+            .collect();
+        let (ready, next_due) = self.ready(unclaimed);
+        if !ready.is_empty() {
             return Ok(());
         }
+        // In a delay queue, the earliest item's due time ends the wait too.
+        let due = async move {
+            match next_due {
+                Some(due) => {
+                    tokio::time::sleep(Duration::from_millis(due.saturating_sub(millis_now()))).await
+                }
+                None => std::future::pending().await,
+            }
+        };
         self.session.emit(QueueEvent::Waiting {
             on: self.path.clone(),
         });
@@ -488,8 +522,9 @@ impl Items {
             }
         };
         tokio::select! {
-            changed = idioms::changed(items_watch) => changed?,
-            changed = claims_changed => changed?,
+            changed = idioms::changed(items_watch) => drop(changed?),
+            changed = claims_changed => drop(changed?),
+            () = due => {}
         };
         self.session.emit(QueueEvent::Woken {
             by: self.path.clone(),

@@ -11,6 +11,13 @@ pub(crate) const CLAIMS: &str = "claims";
 /// The child directory holding the receipts of puts whose outcome is not settled yet (see [`Queue::put`]).
 pub(crate) const RECEIPTS: &str = "receipts";
 
+/// A delay queue's claims and receipts directories. Curator's delay queue sorts every child of the queue by the
+/// due time between the last two `|` of its name (0 without) and waits for the first one's: as `claims` or
+/// `receipts` (due at once) they would come first, and a Curator consumer would no longer wake for the next item's
+/// due time. Due in the year 10889 they come last.
+const DELAY_CLAIMS: &str = "claims|FFFFFFFFFFFF|";
+const DELAY_RECEIPTS: &str = "receipts|FFFFFFFFFFFF|";
+
 /// How a queue names, orders and encodes its items: the one thing in which a [`Queue`] and a
 /// [`PriorityQueue`](crate::PriorityQueue) differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,6 +27,9 @@ pub(crate) enum Layout {
     /// Curator's `queue-<priority><sequence>`, lowest priority number first and FIFO within a priority; the data
     /// in Curator's envelope (see `recipes/queues/priority.rs`).
     Priority,
+    /// Curator's delay queue, `queue-|<due>|<sequence>`: earliest due first, none taken before its due time; the
+    /// data in Curator's envelope (see `recipes/queues/delay.rs`).
+    Delay,
 }
 
 impl Layout {
@@ -30,6 +40,39 @@ impl Layout {
             Layout::Fifo => item_sequence(name).map(|seq| (0, seq)),
             Layout::Priority => crate::recipes::queues::curator::item_key(name)
                 .map(|(priority, seq)| (i64::from(priority), seq)),
+            Layout::Delay => {
+                let rest = name.strip_prefix(crate::recipes::queues::curator::ITEM_PREFIX)?;
+                let digits = rest.get(rest.len().checked_sub(10)?..)?;
+                let seq = digits
+                    .parse()
+                    .ok()
+                    .filter(|_| digits.bytes().all(|b| b.is_ascii_digit()))?;
+                Some((i64::try_from(due_of(name)).unwrap_or(i64::MAX), seq))
+            }
+        }
+    }
+
+    /// The child directory of the claims of `take_safe`.
+    pub(crate) fn claims(self) -> &'static str {
+        match self {
+            Layout::Delay => DELAY_CLAIMS,
+            Layout::Fifo | Layout::Priority => CLAIMS,
+        }
+    }
+
+    /// The child directory of the receipts of puts whose outcome is not settled yet.
+    pub(crate) fn receipts(self) -> &'static str {
+        match self {
+            Layout::Delay => DELAY_RECEIPTS,
+            Layout::Fifo | Layout::Priority => RECEIPTS,
+        }
+    }
+
+    /// The epoch millisecond before which the item `name` may not be taken: 0 (at once) but in a delay queue.
+    pub(crate) fn due(self, name: &str) -> u64 {
+        match self {
+            Layout::Delay => due_of(name),
+            Layout::Fifo | Layout::Priority => 0,
         }
     }
 
@@ -37,9 +80,28 @@ impl Layout {
     pub(crate) fn decode(self, data: Vec<u8>) -> Vec<u8> {
         match self {
             Layout::Fifo => data,
-            Layout::Priority => crate::recipes::queues::curator::open_envelope(data),
+            Layout::Priority | Layout::Delay => crate::recipes::queues::curator::open_envelope(data),
         }
     }
+}
+
+/// The due time of the delay queue item `name`: the hexadecimal between its last two `|` (Curator's `getEpoch`),
+/// 0 without.
+pub(crate) fn due_of(name: &str) -> u64 {
+    let Some((head, _)) = name.rsplit_once('|') else {
+        return 0;
+    };
+    head.rsplit_once('|')
+        .filter(|(before, _)| !before.is_empty())
+        .and_then(|(_, hex)| u64::from_str_radix(hex, 16).ok())
+        .unwrap_or(0)
+}
+
+/// The epoch millisecond now, by this process's clock.
+pub(crate) fn millis_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// The sequence number of a FIFO queue item; `None` for children that are not items.
@@ -75,6 +137,18 @@ mod tests {
             Some(3)
         );
         assert_eq!(item_sequence("claims"), None);
+        assert_eq!(Layout::Delay.key(DELAY_CLAIMS), None);
+        assert_eq!(Layout::Delay.key(DELAY_RECEIPTS), None);
+        assert_eq!(
+            due_of(DELAY_CLAIMS),
+            0xFFFF_FFFF_FFFF,
+            "after every item, for Curator's consumers"
+        );
+        assert_eq!(
+            Layout::Delay.key("queue-|18BCFE56800|0000000007"),
+            Some((1_700_000_000_000, 7))
+        );
+        assert_eq!(Layout::Delay.key("queue-0000000007"), Some((0, 7)));
         assert_eq!(item_sequence("qn-"), None);
         assert_eq!(item_sequence("qn-abc"), None);
         let sorted = sorted_items(
