@@ -35,7 +35,8 @@ pub struct CampaignArgs {
     /// then find violations under the pause fault. For `--recipe counter`: the contenders increment by a read and
     /// a write with no compare-and-set between them, and the checker must find lost increments. For `group` and
     /// `two-phase-commit`: the contenders report what they wished instead of what happened (a view never
-    /// updated; a coordinator's commit without waiting, a participant's own vote as the outcome).
+    /// updated; a coordinator's commit without waiting, a participant's own vote as the outcome). For `cache`: each
+    /// contender keeps a naive cache that never adds its watch again nor reads the tree again after a reconnection.
     #[arg(long)]
     pub no_fencing: bool,
     /// The mutex workload with foreign contenders beside zklock's (comma-separated): kazoo `Lock` workers

@@ -12,7 +12,8 @@
 //! `servers.rs` the server under test; `register.rs` + `fence.rs` the protected resource; `checker/` the verdict
 //! (one check a file; `linearizability.rs`: the `register` workload's); `workloads/` what runs inside the contender
 //! processes, one file per workload behind the `Workload` trait (and `workloads/foreign.rs` the kazoo and Curator
-//! contenders of `--mix`, `workloads/run.rs` the command of the `run` workload).
+//! contenders of `--mix`, `workloads/run.rs` the command of the `run` workload, `workloads/cache/` the `cache`
+//! workload, its history files and the negative control's naive cache).
 
 mod aftermath;
 mod args;
@@ -65,6 +66,10 @@ pub enum Recipe {
     /// `TwoPhaseCommit`: every contender coordinates transactions and takes part in the others'; no transaction
     /// with two outcomes, and a commit only if every participant voted commit.
     TwoPhaseCommit,
+    /// `Cache::tree`: writers create, change and delete the nodes of a small tree (alone and in `multi`) while every
+    /// contender keeps a cache of it; each cache's events follow zxid order and report only states written, and its
+    /// final view is the server's tree.
+    Cache,
     /// Registers (znodes): reads after `sync`, writes, compare-and-sets by version and `multi`, each recorded with
     /// its invocation and completion; the history must be linearizable.
     Register,

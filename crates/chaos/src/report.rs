@@ -118,6 +118,7 @@ pub fn report(
                     | Recipe::Group
                     | Recipe::TwoPhaseCommit
                     | Recipe::Register
+                    | Recipe::Cache
             ),
         ops.len(),
         accepted,

@@ -37,13 +37,14 @@ pub struct WorkerArgs {
     pub launch: u64,
     /// The counter workload's negative control: increment by reading the value and setting it plus one, with no
     /// compare-and-set between the two. For the group and two-phase commit workloads: report what was wished
-    /// instead of what happened.
+    /// instead of what happened. For the cache workload: keep a naive cache that never reads again after a
+    /// reconnection.
     #[arg(long)]
     pub naive: bool,
     /// The mutex workload beside kazoo contenders: queue behind kazoo's `<hex>__lock__<seq>` nodes too.
     #[arg(long)]
     pub kazoo_contenders: bool,
-    /// The register workload: the file this process records its operations in.
+    /// The register and cache workloads: the file this process records its operations in.
     #[arg(long)]
     pub history: Option<String>,
 }

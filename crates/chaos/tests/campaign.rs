@@ -1,9 +1,9 @@
-//! Short fault campaigns, part of the README's test command: every workload on the embedded server, the lock and
-//! `zklock run` on real ZooKeeper (standalone and a 3-member ensemble), the negative controls, and one random seed
-//! (printed, for replay). The mutex campaigns on the embedded server and on standalone ZooKeeper, and the pause
-//! negative control, are mixed (`--mix kazoo,curator`): a kazoo `Lock` worker and a Curator `InterProcessMutex`
-//! worker beside zklock's (they need python3 with kazoo, and a JDK with the Curator jars; the campaign fails with
-//! exit 2 without them). The random seed keeps a zklock-only mutex campaign.
+//! Short fault campaigns, part of the README's test command: every workload on the embedded server, the lock,
+//! `zklock run` and the tree cache on real ZooKeeper (standalone and a 3-member ensemble), the negative controls, and
+//! one random seed (printed, for replay). The mutex campaigns on the embedded server and on standalone ZooKeeper,
+//! and the pause negative control, are mixed (`--mix kazoo,curator`): a kazoo `Lock` worker and a Curator
+//! `InterProcessMutex` worker beside zklock's (they need python3 with kazoo, and a JDK with the Curator jars; the
+//! campaign fails with exit 2 without them). The random seed keeps a zklock-only mutex campaign.
 //!
 //! Each runs the real `zklock-chaos` binary, which starts its own server and contender processes and exits 0 only
 //! when its checker finds nothing. It needs the `zklock` binary next to it: `cargo test --workspace` builds both.
@@ -178,6 +178,25 @@ clean_campaigns! {
     two_phase_commit_on_embedded: "embedded", "two-phase-commit", "73", "20", SHORT;
 }
 
+/// The tree cache (`Cache::tree` on a reconnecting session, in every contender) while the contenders create, set
+/// and delete the tree's nodes, under every fault of each server (the embedded server with a 2 s session, as the
+/// short campaigns): each cache's events follow zxid order and report only states written, and its final view is
+/// the server's tree.
+clean_campaigns! {
+    cache_on_embedded: "embedded", "cache", "91", "25", &["--session-timeout", "2"];
+    cache_on_zookeeper: "zookeeper", "cache", "92", "30";
+    cache_on_ensemble: "ensemble", "cache", "93", "30";
+}
+
+/// The cache's negative control: with `--no-fencing` each contender keeps a naive cache that neither adds its
+/// persistent watch again nor reads the tree again after a reconnection (`zookeeper-client` 0.11.2 does not
+/// re-register persistent watches); after a cut connection it misses every later change, and the checker must find
+/// its final view wrong.
+#[test]
+fn cache_that_does_not_resync_after_a_reconnection_is_caught() {
+    naive_is_caught("cache", "94", "the final view differs from the server's tree");
+}
+
 /// One seed nobody chose, printed so that a failure can be replayed.
 #[test]
 fn random_seed_on_embedded() {
@@ -202,8 +221,8 @@ fn without_fencing_the_pause_fault_is_caught() {
 
 /// A negative control with `--no-fencing`, which makes the contenders naive: the counter's read-then-write
 /// increments; for `group` and `two-phase-commit`, reports of what they wished instead of what happened — a view
-/// never updated; a coordinator's commit without waiting for the votes, a participant's own vote as the outcome.
-/// The checker must see it and say `caught`.
+/// never updated; a coordinator's commit without waiting for the votes, a participant's own vote as the outcome;
+/// for `cache`, a cache that does not read again after a reconnection. The checker must see it and say `caught_as`.
 fn naive_is_caught(recipe: &str, seed: &str, caught_as: &str) {
     let more = ["--session-timeout", "2", "--faults", "cut", "--no-fencing"];
     let run = chaos(&campaign("embedded", recipe, seed, "20", &more));

@@ -4,6 +4,8 @@
 //! * [`peers`] — Apache Curator and kazoo, driven as processes (`compare-peers`).
 //! * [`recipes`] — zklock's side of `compare-peers` beyond the Mutex: read-heavy `RwLock`, election fail-over,
 //!   double barrier.
+//! * [`caches`] — the cache section of `compare-peers`: zklock's `Cache::tree`, Curator's `CuratorCache` and kazoo's
+//!   `TreeCache` on one 100,101-node tree (prime time, memory per node, change latency).
 //!
 //! * [`flood`] — the `digest` auth flood of `compare-servers`: a bystander's latency and the server's CPU.
 //! * [`naive`] — the design documents' naive lock (every release wakes every waiter), a baseline only.
@@ -13,6 +15,7 @@
 //! `compare-scale`.
 #![forbid(unsafe_code)]
 
+pub mod caches;
 pub mod flood;
 pub mod naive;
 pub mod peers;

@@ -144,11 +144,18 @@ fn launch_for(args: &CampaignArgs, setup: &Setup, slot: usize, connect: &str, un
         argv.push("--history".to_owned());
         argv.push(dir.join(format!("kv-{slot}-{{k}}.history")).display().to_string());
     }
+    if args.recipe == Recipe::Cache {
+        argv.push("--history".to_owned());
+        argv.push(dir.join(format!("cache-{slot}-{{k}}.history")).display().to_string());
+    }
     if args.recipe == Recipe::Counter && args.no_fencing {
         argv.push("--naive".to_owned()); // the counter's negative control
     }
     if matches!(args.recipe, Recipe::Group | Recipe::TwoPhaseCommit) && args.no_fencing {
         argv.push("--naive".to_owned()); // their negative controls: report what was wished, not what happened
+    }
+    if args.recipe == Recipe::Cache && args.no_fencing {
+        argv.push("--naive".to_owned()); // its negative control: a cache that never reads again after a reconnection
     }
     Launch {
         argv,

@@ -123,19 +123,18 @@ fn start_slots(
 
 /// Says every 10 s how long the campaign has run and how many operations it has seen so far.
 fn progress(args: &CampaignArgs, setup: &Setup, start_ns: u64) -> JoinHandle<()> {
-    let (register, kv_dir) = (
-        setup.register.clone(),
-        (args.recipe == Recipe::Register).then(|| setup.dir.clone()),
-    );
+    let (register, recipe, dir) = (setup.register.clone(), args.recipe, setup.dir.clone());
     tokio::spawn(async move {
         loop {
             tokio::time::sleep(Duration::from_secs(10)).await;
             eprintln!(
                 "zklock-chaos: {:.0} s, {} ops so far",
                 (now_ns() - start_ns) as f64 / 1e9,
-                kv_dir
-                    .as_deref()
-                    .map_or_else(|| register.len(), crate::workloads::kv::answered)
+                match recipe {
+                    Recipe::Register => crate::workloads::kv::answered(&dir),
+                    Recipe::Cache => crate::workloads::cache::answered(&dir),
+                    _ => register.len(),
+                }
             );
         }
     })

@@ -107,6 +107,9 @@ impl Setup {
         if args.recipe == Recipe::Register {
             crate::workloads::kv::prepare(&direct, &path).await?;
         }
+        if args.recipe == Recipe::Cache {
+            crate::workloads::cache::prepare(&direct, &path, &dir).await?;
+        }
         let sides: Vec<Side> = (0..args.clients)
             .map(|slot| foreign::side(&args.mix, slot))
             .collect();
@@ -265,10 +268,11 @@ fn fence_for(args: &CampaignArgs) -> Fence {
             _ => Fence::leases(1),
         }
     };
-    // The group and two-phase commit workloads record facts, not critical sections: nothing to fence.
+    // The group, two-phase commit, register and cache workloads record facts, not critical sections: nothing to
+    // fence.
     if matches!(
         args.recipe,
-        Recipe::Group | Recipe::TwoPhaseCommit | Recipe::Register
+        Recipe::Group | Recipe::TwoPhaseCommit | Recipe::Register | Recipe::Cache
     ) {
         Fence::Off
     } else {

@@ -78,7 +78,8 @@ fn overruns(ran: &Ran) -> Vec<Violation> {
 }
 
 /// Cleanliness (no contender node, no session left), and what a queue leaves drained and a counter's final value
-/// read (both recorded in the register for the checks).
+/// read (both recorded in the register for the checks), and the cache workload's tree read after `sync` (in a file
+/// of its own).
 async fn aftermath_violations(args: &CampaignArgs, setup: &Setup) -> Vec<Violation> {
     let (direct, path, register) = (&setup.direct, &setup.path, &setup.register);
     let mut violations = Vec::new();
@@ -100,6 +101,11 @@ async fn aftermath_violations(args: &CampaignArgs, setup: &Setup) -> Vec<Violati
     if args.recipe == Recipe::Counter {
         if let Err(err) = aftermath::record_final_count(direct, path, register).await {
             violations.push(format!("counter: reading its final value failed: {err}"));
+        }
+    }
+    if args.recipe == Recipe::Cache {
+        if let Err(err) = crate::workloads::cache::record_server_tree(direct, path, &setup.dir).await {
+            violations.push(format!("cache: reading the server's tree failed: {err:#}"));
         }
     }
     if let Err(left) = aftermath::wait_no_sessions(&setup.members, bound).await {
@@ -125,6 +131,12 @@ impl Judged {
                 }
                 self.ops = acknowledged;
                 Vec::new()
+            }
+            Recipe::Cache => {
+                let (figures, found, applied) = crate::workloads::cache::judge(&setup.dir)?;
+                println!("{figures}");
+                self.ops = applied;
+                found
             }
             Recipe::Group => crate::workloads::group::check(ops, session_ns),
             Recipe::TwoPhaseCommit => crate::workloads::two_phase_commit::check(ops),

@@ -4,9 +4,11 @@
 //! One check a file: `register.rs` the fenced register's history (fencing order, overlaps, the holder limit, the
 //! counter); `barrier.rs` the double barrier; `queue.rs` the queue; `counter.rs` the `AtomicLong` counter;
 //! `priority_order.rs` the priority queue's order; `intervals.rs` the commands of `zklock run`; `recovery.rs`
-//! liveness after the last fault; `refusals.rs` the fence's refusals with no fault to explain them.
+//! liveness after the last fault; `refusals.rs` the fence's refusals with no fault to explain them; `cache.rs` the
+//! tree caches' events and final views (from the `cache` workload's history files, not the register).
 
 mod barrier;
+mod cache;
 mod counter;
 mod intervals;
 mod priority_order;
@@ -18,6 +20,7 @@ mod register;
 mod testing;
 
 pub use barrier::check_barrier;
+pub use cache::check_cache;
 pub use counter::check_counter;
 pub use intervals::check_intervals;
 pub use priority_order::check_priority_order;

@@ -4,11 +4,12 @@
 //!
 //! The lock-like workloads (`mutex`, `rwlock`, `semaphore`, `election`, `multi-lock`) fence a read-modify-write of
 //! the register with the guard's token; `queue`, `priority-queue`, `double-barrier`, `counter`, `group` and
-//! `two-phase-commit` record at the register what they did for their checkers; `register` (`kv.rs`) records in a
-//! history file of its own. `run.rs` is the command that `zklock run` runs in the `run` workload (its contender
+//! `two-phase-commit` record at the register what they did for their checkers; `register` (`kv.rs`) and `cache`
+//! (`cache/`) record in history files of their own. `run.rs` is the command that `zklock run` runs in the `run` workload (its contender
 //! processes are `zklock run`, not workers), `foreign.rs` the kazoo and Curator contenders of `--mix`, and
 //! `shared.rs` what several workloads use: the session, the records, the fenced critical section.
 
+pub mod cache;
 mod counter;
 mod double_barrier;
 mod election;
@@ -93,7 +94,7 @@ impl Contender<'_> {
 
 /// What a contender process does: one operation at a time, on a live session, recording what it did.
 pub trait Workload: Default {
-    /// Whether it records at the register (all but `register`, which keeps a history file of its own).
+    /// Whether it records at the register (all but `register` and `cache`, which keep history files of their own).
     const RECORDS: bool = true;
 
     /// Before the first operation (`Err`: the process cannot work).
@@ -138,6 +139,7 @@ pub async fn run(args: WorkerArgs) -> i32 {
             coordinated.and(participated)
         }
         Recipe::Register => drive::<kv::Register>(&args).await,
+        Recipe::Cache => drive::<cache::CacheWorkload>(&args).await,
         Recipe::Run => Err(anyhow::anyhow!(
             "the run workload's contenders are `zklock run` processes, not workers"
         )),

@@ -9,21 +9,29 @@
 //! 3. Leader election failover: the leader departs (closes its session, or resigns) and the time until the next
 //!    candidate knows it leads; median over `--rounds` rounds.
 //! 4. Double barrier as in the ZooKeeper paper: `--barriers` barriers × `--members` clients, enter + leave.
+//! 5. Caches of a whole tree (`/tree`, `--tree-dirs` × `--tree-leaves` leaves): zklock's `Cache::tree`, Curator's
+//!    `CuratorCache`, kazoo's `TreeCache`, each in a process of its own: time to "initialized", nodes held, memory
+//!    per node, and the latency of `--cache-writes` changes (see `zklock_compare::caches`).
 //!
 //! ```sh
 //! cargo build --release -p zklock-compare
 //! target/release/compare-peers [--seconds 4] [--repeat 2] [--warmup 1] [--rounds 10] [--barriers 200]
-//!                              [--members 50] [--client-threads 1]
+//!                              [--members 50] [--client-threads 1] [--only locks,failover,barrier,caches]
+//!                              [--tree-dirs 100] [--tree-leaves 1000] [--cache-writes 200] [--cache-settle 10]
+//!                              [--cache-init-timeout 180]
 //! ```
 //! Every client has its own session. The peers run as child processes (`crates/zklock/tests/peers`, `bench`
 //! modes) and measure inside themselves after their own warm-up; kazoo runs one process per client so that the
 //! GIL does not serialise its clients. zklock and zookeeper-client run in this process on `--client-threads`
 //! tokio worker threads (default 1, leaving the other core of a small machine to the server).
+//!
+//! `compare-peers __cache ...` is how the cache section runs zklock's cache in a process of its own.
 
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use zklock_bench::lock::{self, LockImpl};
+use zklock_compare::caches::{self, CacheOptions, CachePeers, Contender};
 use zklock_compare::peers::{self, Departure, LockKind, LockLoad, Toolchain};
 use zklock_compare::recipes;
 use zklock_testkit::ZooKeeper;
@@ -36,6 +44,18 @@ struct Args {
     members: usize,
     client_threads: usize,
     repeat: usize,
+    /// The sections to run (`--only`): a subset of [`SECTIONS`].
+    only: Vec<String>,
+    cache: CacheOptions,
+}
+
+/// The sections, in the order they run.
+const SECTIONS: [&str; 4] = ["locks", "failover", "barrier", "caches"];
+
+impl Args {
+    fn runs(&self, section: &str) -> bool {
+        self.only.iter().any(|s| s == section)
+    }
 }
 
 fn args() -> Result<Args> {
@@ -47,6 +67,14 @@ fn args() -> Result<Args> {
         members: 50,
         client_threads: 1,
         repeat: 2,
+        only: SECTIONS.map(String::from).to_vec(),
+        cache: CacheOptions {
+            dirs: 100,
+            leaves: 1_000,
+            writes: 200,
+            settle: 10.0,
+            init_timeout: 180.0,
+        },
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -59,11 +87,22 @@ fn args() -> Result<Args> {
             "--members" => args.members = value()?.parse()?,
             "--client-threads" => args.client_threads = value()?.parse()?,
             "--repeat" => args.repeat = value()?.parse()?,
+            "--only" => args.only = value()?.split(',').map(String::from).collect(),
+            "--tree-dirs" => args.cache.dirs = value()?.parse()?,
+            "--tree-leaves" => args.cache.leaves = value()?.parse()?,
+            "--cache-writes" => args.cache.writes = value()?.parse()?,
+            "--cache-settle" => args.cache.settle = value()?.parse()?,
+            "--cache-init-timeout" => args.cache.init_timeout = value()?.parse()?,
             other => bail!(
                 "unknown argument {other} (expected --seconds N, --warmup SECONDS, --rounds N, --barriers N, \
-                 --members N, --client-threads N, --repeat N)"
+                 --members N, --client-threads N, --repeat N, --only {}, --tree-dirs N, --tree-leaves N, \
+                 --cache-writes N, --cache-settle SECONDS, --cache-init-timeout SECONDS)",
+                SECTIONS.join(",")
             ),
         }
+    }
+    if let Some(unknown) = args.only.iter().find(|s| !SECTIONS.contains(&s.as_str())) {
+        bail!("--only: unknown section {unknown} (sections: {})", SECTIONS.join(","));
     }
     if args.client_threads == 0 || args.rounds == 0 || args.members == 0 || args.repeat == 0 {
         bail!("--client-threads, --rounds, --members and --repeat must be at least 1");
@@ -72,6 +111,15 @@ fn args() -> Result<Args> {
 }
 
 fn main() -> Result<()> {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.first().map(String::as_str) == Some(caches::CHILD_MODE) {
+        // zklock's cache in a process of its own, on the runtime the benchmark's clients get by default.
+        return tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()?
+            .block_on(caches::zklock_child(&argv[1..]));
+    }
     let args = args()?;
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(args.client_threads)
@@ -97,24 +145,72 @@ async fn compare(args: Args) -> Result<()> {
     let zookeeper =
         tokio::task::spawn_blocking(|| ZooKeeper::builder().config("forceSync", "yes").start()).await??;
     let hosts = zookeeper.connect_string();
-    let tools = tokio::task::spawn_blocking(Toolchain::prepare).await??;
     println!(
-        "compare-peers: ZooKeeper 3.8 standalone (forceSync=yes) at {hosts}; throughput: median of {} runs of \
-         {:.1}s (peers: after {:.1}s warm-up in their own process); {} failover rounds; {} double barriers × {} \
-         members; load average {load_before} before",
-        args.repeat, args.seconds, args.warmup, args.rounds, args.barriers, args.members
+        "compare-peers: ZooKeeper 3.8 standalone (forceSync=yes) at {hosts}; sections {}; throughput: median of {} \
+         runs of {:.1}s (peers: after {:.1}s warm-up in their own process); {} failover rounds; {} double barriers \
+         × {} members; load average {load_before} before",
+        args.only.join(","),
+        args.repeat,
+        args.seconds,
+        args.warmup,
+        args.rounds,
+        args.barriers,
+        args.members
     );
-    // Let the server's JIT compile its hot paths before anything is measured.
-    eprintln!("warming the server up");
-    lock::throughput(&hosts, LockImpl::Zklock, 8, Duration::from_secs(2)).await?;
-
-    let mut rows = lock_rows(&tools, &hosts, &args).await?;
-    rows.extend(failover_rows(&tools, &hosts, &args).await?);
-    rows.extend(barrier_rows(&tools, &hosts, &args).await?);
-    print_table(&rows);
+    if ["locks", "failover", "barrier"].iter().any(|s| args.runs(s)) {
+        let tools = tokio::task::spawn_blocking(Toolchain::prepare).await??;
+        // Let the server's JIT compile its hot paths before anything is measured.
+        eprintln!("warming the server up");
+        lock::throughput(&hosts, LockImpl::Zklock, 8, Duration::from_secs(2)).await?;
+        let mut rows = Vec::new();
+        if args.runs("locks") {
+            rows.extend(lock_rows(&tools, &hosts, &args).await?);
+        }
+        if args.runs("failover") {
+            rows.extend(failover_rows(&tools, &hosts, &args).await?);
+        }
+        if args.runs("barrier") {
+            rows.extend(barrier_rows(&tools, &hosts, &args).await?);
+        }
+        print_table(&rows);
+    }
+    if args.runs("caches") {
+        cache_section(&hosts, zookeeper.pid(0), &args.cache).await?;
+    }
     println!("\nload average {load_before} before, {} after", load_average());
-    drop(tools);
     drop(zookeeper);
+    Ok(())
+}
+
+/// The caches: the tree built, the bare write round trip, then each cache in turn (the tree is left in place: the
+/// server goes with the run).
+async fn cache_section(hosts: &str, server: Option<u32>, options: &CacheOptions) -> Result<()> {
+    let peers = tokio::task::spawn_blocking(CachePeers::prepare).await??;
+    let writer = zklock_bench::connect(hosts).await?;
+    let built = caches::build_tree(&writer, options).await?;
+    eprintln!("  cache: {} nodes created in {:.1} s", options.nodes(), built.as_secs_f64());
+    // Warms the server's read path (and its JIT) for all three alike: one full read of the tree, not measured.
+    {
+        let warm = zklock::Cache::tree(&writer, caches::ROOT)?.start();
+        warm.initialized().await?;
+    }
+    let mut runs = Vec::new();
+    for who in Contender::ALL {
+        let run = caches::run(&peers, who, hosts, server, &writer, options).await?;
+        runs.push((who, run));
+    }
+    println!(
+        "\ncaches: the tree {} (1 + {} directories × (1 + {} leaves) = {} nodes, 12-byte values, created in {:.1} s); \
+         {} sequential setData of one leaf per cache, from another session",
+        caches::ROOT,
+        options.dirs,
+        options.leaves,
+        options.nodes(),
+        built.as_secs_f64(),
+        options.writes
+    );
+    caches::print_report(options, &runs);
+    zklock_bench::close(writer).await;
     Ok(())
 }
 
