@@ -182,7 +182,7 @@ on_every_server! {
         assert!(look(&observer, &dir).await.is_empty());
     }
 
-    async fn view_catches_up_after_lost_listings_and_a_cancelled_next(hosts: &str) {
+    async fn view_catches_up_after_a_lost_read_and_a_cancelled_next(hosts: &str) {
         let dir = unique_path("group-lost-listing");
         let (proxy, watching) = proxied_client(hosts).await;
         let other = client(hosts).await;
@@ -197,8 +197,9 @@ on_every_server! {
             let mut waiting = Box::pin(view.next());
             assert!(futures::poll!(&mut waiting).is_pending());
         }
-        // The listing that follows the next change loses its reply, and the connection with it.
-        proxy.drop_reply_and_cut(&[opcode::GET_CHILDREN, opcode::GET_CHILDREN2]);
+        // The read that follows the next change loses its reply, and the connection with it: the view reads the
+        // group again once the connection is back.
+        proxy.drop_reply_and_cut(&[opcode::GET_DATA]);
         let second = group.clone().with_data("second").join().await.unwrap();
         assert_eq!(data(&[joined(&next(&mut view).await).clone()]), ["second"]);
         assert_eq!(proxy.lost_replies(), 1, "the fault was injected");

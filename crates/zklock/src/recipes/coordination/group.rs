@@ -13,19 +13,18 @@
 //! exists: it is ours) and never makes a second member. Members are ordered by the zxid of their node's creation
 //! (`czxid`): the order in which they joined, the same for every observer.
 //!
-//! The live view ([`Members`]) lists the group with a child watch and reads each member with a data watch; a
-//! notification only marks what to look at again, and every change is found by a fresh listing or read — so a
-//! burst of changes, or a reconnection after which the server re-delivers the watches, never leaves the view
-//! behind. Changes are reported as [`MemberEvent`]s computed from the difference between two looks.
+//! The live view ([`Members`]) is a [`Cache`] of the group's children: one persistent watch, every change read in
+//! order, re-read whole after a reconnection (and on a reconnecting session, after a new session). Its events
+//! become [`MemberEvent`]s.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 use std::time::{Duration, SystemTime};
 
-use zookeeper_client::{CreateMode, OneshotWatcher, Stat};
+use zookeeper_client::{CreateMode, Stat};
 
 use crate::base::error::{Error, Result};
-use crate::base::idioms::{self, IfExists};
 use crate::base::path::child_path;
+use crate::cache::{Cache, CacheEvent, CachedNode, Events};
 use crate::node::held::Held;
 use crate::session::{read, Session};
 
@@ -217,20 +216,17 @@ impl Group {
     /// # Errors
     /// See [`Group`].
     pub async fn watch(&self) -> Result<Members> {
+        let cache = Cache::children(&self.session, &self.path)?.start();
+        let events = cache.events();
         let mut members = Members {
-            session: self.session.clone(),
             path: self.path.clone(),
+            cache,
+            events,
             view: Vec::new(),
-            known: Vec::new(),
             pending: VecDeque::new(),
-            watches: tokio::task::JoinSet::new(),
-            relist: true,
-            stale: BTreeSet::new(),
         };
-        members.refresh().await?;
         // The first look is the starting view, not a change.
-        members.pending.clear();
-        members.view = members.known.clone();
+        members.view = members.replay().await?;
         Ok(members)
     }
 }
@@ -329,34 +325,22 @@ pub enum MemberEvent {
     },
 }
 
-/// A watch that fired: the group's children (or the group's creation), or one member's node; an error if it
-/// reported the end of the session.
-#[derive(Debug)]
-enum Fired {
-    Children(Result<()>),
-    Member(String, Result<()>),
-}
-
 /// A live, ordered view of a [`Group`] (from [`Group::watch`]): [`members`](Members::members) is the view,
 /// [`next`](Members::next) waits for the next change and applies it.
 ///
-/// It costs a child watch on the group and a data watch per member; each change costs a listing, or a read of the
-/// member that changed. Dropping it drops the watches.
+/// A [`Cache`] of the group's children underneath: one persistent watch; each change costs a read of the member
+/// (and of the group's node). After a reconnection everything is read again and what changed meanwhile is reported;
+/// on a [reconnecting](Session::reconnecting) session the view follows each new ZooKeeper session. Members whose
+/// node our session may not read are not in the view. Dropping it drops the watch.
 #[derive(Debug)]
 pub struct Members {
-    session: Session,
     path: String,
+    cache: Cache,
+    events: Events,
     /// As of the last change handed out; ordered by `joined_zxid`.
     view: Vec<Member>,
-    /// As of the last look (the view once every pending change is handed out); ordered by `joined_zxid`.
-    known: Vec<Member>,
-    /// Changes found by the last look, not yet handed out.
+    /// Changes found, not yet handed out.
     pending: VecDeque<MemberEvent>,
-    watches: tokio::task::JoinSet<Fired>,
-    /// The children watch fired (or was never set): list again.
-    relist: bool,
-    /// Members whose data watch fired: read again.
-    stale: BTreeSet<String>,
 }
 
 impl Members {
@@ -371,13 +355,12 @@ impl Members {
         &self.path
     }
 
-    /// Waits for the next change and returns it; [`members`](Members::members) then includes it. Several changes
-    /// found by one look are returned one by one: departures first, then data changes, then arrivals in the order
-    /// they joined.
+    /// Waits for the next change and returns it; [`members`](Members::members) then includes it.
     ///
     /// # Errors
-    /// [`Error::SessionExpired`] / [`Error::Closed`] when the session ends (the view is then stale for good);
-    /// [`Error::ConnectionLoss`] only if the [`RetryPolicy`](crate::RetryPolicy) caps attempts.
+    /// [`Error::SessionExpired`] / [`Error::Closed`] when the session ends (the view is then stale for good; a
+    /// reconnecting session goes on with its next ZooKeeper session instead); an [`Error::ZooKeeper`](crate::Error::ZooKeeper)
+    /// (`NoAuth`) when the group may not be watched.
     ///
     /// # Cancellation safety
     /// Cancel safe: dropped at any await point, no change is lost; the next call finds it.
@@ -387,27 +370,65 @@ impl Members {
                 self.apply(&event);
                 return Ok(event);
             }
-            if self.relist || !self.stale.is_empty() {
-                self.refresh().await?;
-                continue;
-            }
-            match self.watches.join_next().await {
-                // Nothing is watched (it cannot happen once a look succeeded): look again.
-                None => self.relist = true,
-                Some(Ok(Fired::Children(changed))) => {
-                    changed?;
-                    self.relist = true;
-                }
-                Some(Ok(Fired::Member(name, changed))) => {
-                    changed?;
-                    if self.known.iter().any(|m| m.name == name) {
-                        self.stale.insert(name);
+            let event = self.event().await?;
+            let member = |node: &CachedNode| self.member(node);
+            match event {
+                CacheEvent::Created(node) => self.pending.extend(member(&node).map(MemberEvent::Joined)),
+                CacheEvent::Deleted(node) => self.pending.extend(member(&node).map(MemberEvent::Left)),
+                CacheEvent::Changed { old, new } => {
+                    let (Some(before), Some(after)) = (member(&old), member(&new)) else {
+                        continue;
+                    };
+                    if before.joined_zxid != after.joined_zxid {
+                        // The same name made again (kazoo re-creates its node under a new session): a new member.
+                        self.pending
+                            .extend([MemberEvent::Left(before), MemberEvent::Joined(after)]);
+                    } else if before.data != after.data {
+                        self.pending.push_back(MemberEvent::Changed { before, after });
                     }
                 }
-                // A watch task cannot panic; if it was aborted, look again.
-                Some(Err(_)) => self.relist = true,
+                // We fell behind the cache: compare what it holds now with our view.
+                CacheEvent::Reset => {
+                    let now = self.replay().await?;
+                    self.pending.extend(differences(&self.view, &now));
+                }
+                _ => {}
             }
         }
+    }
+
+    /// The next event of the cache; its end as an error.
+    async fn event(&mut self) -> Result<CacheEvent> {
+        match self.events.next().await {
+            Some(event) => Ok(event),
+            None => Err(self.cache.ended().unwrap_or(Error::Closed)),
+        }
+    }
+
+    /// The members the cache holds, from its replay (`Created` events up to `Initialized`).
+    async fn replay(&mut self) -> Result<Vec<Member>> {
+        let mut members = Vec::new();
+        loop {
+            match self.event().await? {
+                CacheEvent::Initialized => break,
+                CacheEvent::Created(node) => members.extend(self.member(&node)),
+                _ => {}
+            }
+        }
+        members.sort_by_key(|m| m.joined_zxid);
+        Ok(members)
+    }
+
+    /// The member a cached node is, if it is one (a child of the group in one of the layouts).
+    fn member(&self, node: &CachedNode) -> Option<Member> {
+        let name = node.path.strip_prefix(self.path.as_str())?.strip_prefix('/')?;
+        layout_of(name)?;
+        Some(Member::new(
+            &self.path,
+            name,
+            Some(node.data.to_vec()),
+            &node.stat,
+        ))
     }
 
     /// Applies a change handed out to the view.
@@ -427,104 +448,29 @@ impl Members {
             }
         }
     }
+}
 
-    /// One look: the listing if the children watch fired, and a read (with a new data watch) of every new or
-    /// changed member. Nothing is changed before every request has been answered, so a look dropped half-way
-    /// leaves the state as it was.
-    async fn refresh(&mut self) -> Result<()> {
-        let (client, retry) = (self.session.client(), self.session.retry());
-        let mut children_watch: Option<OneshotWatcher> = None;
-        let present: BTreeSet<String> = if self.relist {
-            match retry
-                .run_at("getChildren", &self.path, || {
-                    client.list_and_watch_children(&self.path)
-                })
-                .await
-                .if_exists()?
-            {
-                Some((children, watcher)) => {
-                    children_watch = Some(watcher);
-                    children.into_iter().filter(|c| layout_of(c).is_some()).collect()
-                }
-                None => {
-                    // No group yet (or no more): wait for it to be created.
-                    let (stat, watcher) = self.session.watch_exists(&self.path).await?;
-                    if stat.is_some() {
-                        return Ok(()); // created meanwhile: list it (`relist` stays set)
-                    }
-                    children_watch = Some(watcher);
-                    BTreeSet::new()
-                }
-            }
-        } else {
-            self.known.iter().map(|m| m.name.clone()).collect()
-        };
-        let to_read: Vec<String> = present
-            .iter()
-            .filter(|name| self.stale.contains(*name) || !self.known.iter().any(|m| &m.name == *name))
-            .cloned()
-            .collect();
-        let mut read = Vec::with_capacity(to_read.len());
-        for name in &to_read {
-            let found = read::read_and_watch_node(client, retry, &self.path, name).await?;
-            read.push(found);
-        }
-
-        // Every answer is in: apply.
-        let mut left = Vec::new();
-        let mut changed = Vec::new();
-        let mut joined = Vec::new();
-        let mut view: Vec<Member> = Vec::with_capacity(present.len());
-        // Members still listed stay (those read again are replaced below).
-        for member in std::mem::take(&mut self.known) {
-            match present.contains(&member.name) {
-                true => view.push(member),
-                false => left.push(member),
-            }
-        }
-        for (name, found) in to_read.iter().zip(read) {
-            let before = view.iter().position(|m| &m.name == name).map(|i| view.remove(i));
-            let Some((data, stat, watcher)) = found else {
-                // Gone since the listing: the children watch tells the others (or has already).
-                left.extend(before);
-                continue;
-            };
-            let watched = name.clone();
-            self.watches
-                .spawn(async move { Fired::Member(watched, idioms::changed(watcher).await.map(drop)) });
-            let after = Member::new(&self.path, name, data, &stat);
-            match before {
-                None => joined.push(after.clone()),
-                // The same name made again (kazoo re-creates its node under a new session): a new member.
-                Some(before) if before.joined_zxid != after.joined_zxid => {
-                    left.push(before);
-                    joined.push(after.clone());
-                }
-                Some(before) if before.data != after.data || before.data_readable != after.data_readable => {
-                    changed.push(MemberEvent::Changed {
-                        before,
-                        after: after.clone(),
-                    });
-                }
-                Some(_) => {}
-            }
-            view.push(after);
-        }
-        view.sort_by_key(|m| m.joined_zxid);
-        joined.sort_by_key(|m| m.joined_zxid);
-        self.known = view;
-        self.pending.extend(left.into_iter().map(MemberEvent::Left));
-        self.pending.extend(changed);
-        self.pending.extend(joined.into_iter().map(MemberEvent::Joined));
-        // Every stale member still present was read; the others are gone.
-        self.stale.clear();
-        if let Some(watcher) = children_watch {
-            self.relist = false;
-            self.watches
-                .spawn(async move { Fired::Children(idioms::changed(watcher).await.map(drop)) });
-        }
-        Ok(())
-    }
+/// The changes from `before` to `now`: departures, then data changes, then arrivals in the order they joined.
+fn differences(before: &[Member], now: &[Member]) -> Vec<MemberEvent> {
+    let same = |a: &Member, b: &Member| (&a.name, a.joined_zxid) == (&b.name, b.joined_zxid);
+    let left = before
+        .iter()
+        .filter(|m| !now.iter().any(|n| same(m, n)))
+        .cloned()
+        .map(MemberEvent::Left);
+    let changed = before.iter().filter_map(|m| {
+        let after = now.iter().find(|n| same(m, n) && n.data != m.data)?;
+        Some(MemberEvent::Changed {
+            before: m.clone(),
+            after: after.clone(),
+        })
+    });
+    let joined = now
+        .iter()
+        .filter(|n| !before.iter().any(|m| same(m, n)))
+        .cloned()
+        .map(MemberEvent::Joined);
+    left.chain(changed).chain(joined).collect()
 }
 
 /// Our membership of a [`Group`], from a successful [`join`](Group::join) until we leave.
