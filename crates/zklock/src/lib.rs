@@ -42,7 +42,7 @@
 
 // The layers, each using only those below it (docs/design.md, "crates/zklock", has the glossary):
 // inspect/  a read-only look at any recipe's directory    metrics.rs  every metric's unit and help text
-// recipes/  locks/, queues/, coordination/, counters.rs
+// recipes/  locks/, queues/, coordination/, discovery/, counters.rs
 // cache/    caches: a node, its children or a subtree kept in step with ZooKeeper (persistent watches)
 // engine/   the contention mechanism of the queue recipes: rules, taking our place, waiting for our turn
 // node/     our node: create and delete, the lost signal, holding through it (Held), the Guard
@@ -73,6 +73,7 @@ pub use recipes::coordination::group::{Group, GroupLayout, Member, MemberEvent, 
 pub use recipes::coordination::transaction::Decision;
 pub use recipes::coordination::two_phase_commit::{Ballot, Coordinator, TwoPhaseCommit};
 pub use recipes::counters::{AtomicLong, AtomicValue, SharedCount, Versioned};
+pub use recipes::discovery::persistent_node::{NodeMode, PersistentNode};
 pub use recipes::locks::election::{Leader, LeaderElection, Leadership, Observer, Term};
 pub use recipes::locks::multi_lock::{MultiGuard, MultiLock, Part};
 pub use recipes::locks::mutex::Mutex;

@@ -117,7 +117,7 @@ async fn follow(shared: &Shared, session: &Session, scope: &Scope) -> Error {
             .await
         {
             Ok(next) => next,
-            Err(err) if err.is_connection_loss() => continue,
+            Err(err) if err.broke_connection() => continue,
             Err(err) => return err,
         };
         // The old watcher goes only once the new one is registered, so the client never asks the server to remove
@@ -125,7 +125,7 @@ async fn follow(shared: &Shared, session: &Session, scope: &Scope) -> Error {
         let watcher = &mut *armed.insert(next);
         let outcome = match resync(shared, client, scope).await {
             Ok(()) => stream(shared, client, scope, watcher).await,
-            Err(err) if err.is_connection_loss() => reconnected(watcher).await,
+            Err(err) if err.broke_connection() => reconnected(watcher).await,
             Err(err) => Err(err),
         };
         if let Err(err) = outcome {
@@ -208,7 +208,7 @@ async fn stream(
                 match found(read).at("getData", &path) {
                     Ok(read) => shared.state.write().unwrap_or_else(|e| e.into_inner()).apply(&path, read, &shared.events),
                     // The connection broke: the watcher tells when it is back, and everything is read again.
-                    Err(err) if err.is_connection_loss() => return reconnected(watcher).await,
+                    Err(err) if err.broke_connection() => return reconnected(watcher).await,
                     Err(err) => return Err(err),
                 }
             }

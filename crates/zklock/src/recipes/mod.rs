@@ -2,5 +2,6 @@
 
 pub(crate) mod coordination;
 pub(crate) mod counters;
+pub(crate) mod discovery;
 pub(crate) mod locks;
 pub(crate) mod queues;

@@ -23,6 +23,7 @@ mod metrics;
 mod multi_lock;
 mod mutex;
 mod mutex_faults;
+mod persistent_node;
 mod priority_queue;
 mod queue;
 mod reconnect;

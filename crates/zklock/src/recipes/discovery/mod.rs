@@ -1,0 +1,3 @@
+//! Registration and discovery: nodes kept in existence across session loss.
+
+pub(crate) mod persistent_node;

@@ -1,0 +1,257 @@
+//! Curator's `PersistentNode`: a node that should exist for as long as its owner says so — a registration, a
+//! presence marker — made again with its current data whenever it is gone: deleted by somebody else, or taken
+//! with an ended ZooKeeper session (on a [reconnecting](Session::reconnecting) session, on the next one).
+//!
+//! Written on the cache engine: a [`Cache::node`] of the path tells when the node is missing (also after a
+//! reconnection and on a new session, where it reads the node again), and the one decision — create, write our data,
+//! or wait for another session's node to go — is taken from what the cache holds, after every event.
+
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use tokio::sync::{watch, Notify};
+use zookeeper_client::{self as zk, CreateMode};
+
+use crate::base::error::{At as _, Error, Result};
+use crate::cache::{Cache, CachedNode, Events};
+use crate::session::cas::{Committed, Write};
+use crate::session::Session;
+
+/// What kind of node a [`PersistentNode`] keeps.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeMode {
+    /// An ephemeral node: it goes with the ZooKeeper session that made it, and is made again on the next one. A
+    /// node at the path that another session owns is waited for: it is not ours to take over.
+    Ephemeral,
+    /// A persistent node: made again whenever it is deleted; `close` deletes it.
+    Persistent,
+}
+
+/// A node kept in existence with our data (Curator's `PersistentNode`), from [`PersistentNode::start`] until
+/// [`close`](PersistentNode::close).
+///
+/// ```no_run
+/// # async fn example(connector: zookeeper_client::Connector) -> zklock::Result<()> {
+/// use std::time::Duration;
+/// use zklock::{NodeMode, PersistentNode, Session};
+///
+/// let session = Session::reconnecting(connector, "127.0.0.1:2181").await?;
+/// let me = PersistentNode::start(&session, "/services/api/host-a", NodeMode::Ephemeral, b"10.0.0.5:8080")?;
+/// me.wait_for_initial_create(Duration::from_secs(10)).await?;
+/// me.set_data(b"10.0.0.5:8081").await?; // kept through expiry: made again with the latest data
+/// me.close().await?;
+/// # Ok(()) }
+/// ```
+///
+/// Our data is the node's: a change of it by somebody else is written back.
+///
+/// What it guarantees: at most one node at the path is ours at a time (the path is fixed, so a create whose reply
+/// was lost finds its node, never a second one); after our node is deleted by somebody else, or its ZooKeeper
+/// session ends, it is made again with the data of the last [`set_data`](PersistentNode::set_data) as soon as the
+/// session allows. Between the loss and the new create, there is no node: watchers see it go and come back. The
+/// parents are made as persistent nodes when missing. Dropping it without `close` stops keeping the node and
+/// leaves it (an ephemeral one goes with its session).
+#[derive(Debug)]
+pub struct PersistentNode {
+    shared: Arc<Shared>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    session: Session,
+    path: String,
+    mode: NodeMode,
+    /// The data the node should hold.
+    data: StdMutex<Arc<[u8]>>,
+    /// Our node as last seen (its stat's czxid), `None` while there is none of ours.
+    ours: watch::Sender<Option<i64>>,
+    /// `set_data` asks the task to look again.
+    changed: Notify,
+}
+
+impl PersistentNode {
+    /// Starts keeping the node at `path` with `data`, on `session` — a [`Session`] or a `&Client` (whose ZooKeeper
+    /// session never comes back: use a reconnecting session for a node that should outlive expiry). Needs a tokio
+    /// runtime, and a server with persistent watches (ZooKeeper 3.6+ or the embedded server).
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a path ZooKeeper would refuse, or `/`.
+    pub fn start(
+        session: impl Into<Session>,
+        path: &str,
+        mode: NodeMode,
+        data: &[u8],
+    ) -> Result<PersistentNode> {
+        let path = crate::base::path::validate(path)?;
+        if path == "/" {
+            return Err(Error::InvalidPath {
+                path,
+                reason: "the root cannot be kept",
+            });
+        }
+        let session = session.into();
+        let cache = Cache::node(&session, &path)?.start();
+        let shared = Arc::new(Shared {
+            session,
+            path,
+            mode,
+            data: StdMutex::new(data.into()),
+            ours: watch::Sender::new(None),
+            changed: Notify::new(),
+        });
+        let task = tokio::spawn(keep(Arc::clone(&shared), cache));
+        Ok(PersistentNode { shared, task })
+    }
+
+    /// The node's path.
+    pub fn path(&self) -> &str {
+        &self.shared.path
+    }
+
+    /// Whether our node exists, as last seen.
+    pub fn exists(&self) -> bool {
+        self.shared.ours.borrow().is_some()
+    }
+
+    /// Waits until our node exists (at once if it does): `true`, or `false` after `timeout`.
+    pub async fn wait_for_initial_create(&self, timeout: Duration) -> Result<bool> {
+        let mut ours = self.shared.ours.subscribe();
+        let created = tokio::time::timeout(timeout, ours.wait_for(Option::is_some)).await;
+        Ok(matches!(created, Ok(Ok(_))))
+    }
+
+    /// Sets the data the node holds now and whenever it is made again. Written at once if our node exists (else
+    /// it is made with it).
+    ///
+    /// # Errors
+    /// What ZooKeeper answers to the write (the end of the session, a refused ACL…); the data is kept for the
+    /// next create either way.
+    pub async fn set_data(&self, data: &[u8]) -> Result<()> {
+        *self.shared.data.lock().unwrap_or_else(|e| e.into_inner()) = data.into();
+        self.shared.changed.notify_one();
+        if self.exists() {
+            let (client, path) = (self.shared.session.client(), &self.shared.path);
+            match self
+                .shared
+                .session
+                .retry()
+                .run_at("setData", path, || client.set_data(path, data, None))
+                .await
+            {
+                Err(Error::ZooKeeper {
+                    source: zk::Error::NoNode,
+                    ..
+                }) => {} // gone: made again with it
+                written => drop(written?),
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops keeping the node and deletes it (an ephemeral node only if it is ours).
+    ///
+    /// # Errors
+    /// What ZooKeeper answers to the delete.
+    pub async fn close(self) -> Result<()> {
+        self.task.abort();
+        let (session, path) = (&self.shared.session, &self.shared.path);
+        let Some(stat) = session.exists(path).await? else {
+            return Ok(());
+        };
+        if self.shared.mode == NodeMode::Ephemeral && stat.ephemeral_owner != session.client().session_id().0
+        {
+            return Ok(());
+        }
+        // Persistent nodes are deleted whatever their version; an ephemeral one of ours has no other writer.
+        session.delete_if_exists(path, None).await
+    }
+}
+
+impl Drop for PersistentNode {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The task: after every event of the cache (and every `set_data`), decides from what it holds.
+async fn keep(shared: Arc<Shared>, cache: Cache) {
+    let mut events: Events = cache.events();
+    if cache.initialized().await.is_err() {
+        return;
+    }
+    loop {
+        let held = cache.get(&shared.path);
+        if let Err(err) = look(&shared, held).await {
+            tracing::debug!(path = %shared.path, %err, "keeping the node: will look again after the next change");
+            if err.is_terminal() && !shared.session.is_reconnecting() {
+                shared.ours.send_replace(None);
+                return;
+            }
+            if !err.broke_connection() {
+                // Not a passing fault (an ACL, say): do not spin.
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+        tokio::select! {
+            event = events.next() => if event.is_none() {
+                shared.ours.send_replace(None);
+                return;
+            },
+            () = shared.changed.notified() => {}
+        }
+    }
+}
+
+/// One decision: make the node if there is none, write our data into ours if it differs, or wait for another
+/// session's node to go.
+async fn look(shared: &Shared, held: Option<CachedNode>) -> Result<()> {
+    let data = Arc::clone(&shared.data.lock().unwrap_or_else(|e| e.into_inner()));
+    let session = shared.session.pinned_usable().await?;
+    let mine = |node: &CachedNode| {
+        shared.mode == NodeMode::Persistent || node.stat.ephemeral_owner == session.client().session_id().0
+    };
+    match held {
+        Some(node) if mine(&node) => {
+            shared.ours.send_replace(Some(node.stat.czxid));
+            if *node.data != *data {
+                let path = &shared.path;
+                match session
+                    .client()
+                    .set_data(path, &data, Some(node.stat.version))
+                    .await
+                {
+                    // Written since the cache read it (by `set_data`, say): its event brings the next look.
+                    Err(zk::Error::BadVersion | zk::Error::NoNode) => {}
+                    written => drop(written.at("setData", path)?),
+                }
+            }
+            Ok(())
+        }
+        Some(_) => {
+            shared.ours.send_replace(None);
+            Ok(())
+        }
+        None => {
+            shared.ours.send_replace(None);
+            let mode = match shared.mode {
+                NodeMode::Ephemeral => CreateMode::Ephemeral,
+                NodeMode::Persistent => CreateMode::Persistent,
+            };
+            let writes = [Write::Create(&shared.path, &data, mode)];
+            match session
+                .create_once(&writes, false, Some(CreateMode::Persistent))
+                .await?
+            {
+                // Made, or there already (ours after a lost reply, or somebody's): the cache's event says which.
+                Committed::Done { .. }
+                | Committed::Refused {
+                    error: zk::Error::NodeExists,
+                    ..
+                } => Ok(()),
+                Committed::Refused { index, error } => Err(Committed::refused(index, error, &writes)),
+            }
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! `PersistentNode`: a node made again with its latest data whenever it is gone, and deleted by `close`.
+
+use std::time::Duration;
+
+use zklock::zookeeper_client::{self as zk, Client};
+use zklock::{NodeMode, PersistentNode, Session, SessionEvent};
+use zklock_testkit::{expire_session, opcode, unique_path};
+
+use crate::on_every_server;
+use crate::support::*;
+
+/// Waits until the node at `path` holds `data`, read after `sync` (bounded), by the notifications of an `exists`
+/// watch; its stat.
+async fn holds(client: &Client, path: &str, data: &[u8]) -> zk::Stat {
+    eventually(
+        &format!("{path} to hold {:?}", String::from_utf8_lossy(data)),
+        async {
+            loop {
+                client.sync(path).await.unwrap();
+                let (stat, watcher) = client.check_and_watch_stat(path).await.unwrap();
+                if let Some(stat) = stat {
+                    if client.get_data(path).await.map(|(d, _)| d).ok().as_deref() == Some(data) {
+                        return stat;
+                    }
+                }
+                watcher.changed().await;
+            }
+        },
+    )
+    .await
+}
+
+on_every_server! {
+    async fn a_persistent_node_comes_back_after_a_delete_with_its_latest_data(hosts: &str) {
+        let path = format!("{}/service/host-a", unique_path("persistent-node"));
+        let owner = client(hosts).await;
+        let other = client(hosts).await;
+        let node = PersistentNode::start(&owner, &path, NodeMode::Ephemeral, b"v1").unwrap();
+        assert!(node.wait_for_initial_create(EVENTUALLY).await.unwrap());
+        let first = holds(&other, &path, b"v1").await;
+        assert_eq!(first.ephemeral_owner, owner.session_id().0);
+        node.set_data(b"v2").await.unwrap();
+        holds(&other, &path, b"v2").await;
+        other.delete(&path, None).await.unwrap();
+        let again = holds(&other, &path, b"v2").await;
+        assert!(again.czxid > first.czxid, "made again");
+        // Changed by somebody else: our data is written back.
+        other.set_data(&path, b"theirs", None).await.unwrap();
+        holds(&other, &path, b"v2").await;
+        node.close().await.unwrap();
+        other.sync(&path).await.unwrap();
+        assert_eq!(other.check_stat(&path).await.unwrap(), None, "close deletes it");
+    }
+
+    async fn an_ephemeral_node_outlives_its_session_on_a_reconnecting_session(hosts: &str) {
+        let path = unique_path("persistent-node");
+        let connector = Client::connector().with_session_timeout(Duration::from_secs(10));
+        let session = eventually("connecting", Session::reconnecting(connector, hosts)).await.unwrap();
+        let mut events = session.events().unwrap();
+        let observer = client(hosts).await;
+        let node = PersistentNode::start(&session, &path, NodeMode::Ephemeral, b"before").unwrap();
+        assert!(node.wait_for_initial_create(EVENTUALLY).await.unwrap());
+        let first = holds(&observer, &path, b"before").await;
+        node.set_data(b"latest").await.unwrap();
+        holds(&observer, &path, b"latest").await;
+        expire_session(hosts, session.client()).await;
+        eventually("the new session", async {
+            while !matches!(events.recv().await, Ok(SessionEvent::NewSession { .. })) {}
+        })
+        .await;
+        let again = holds(&observer, &path, b"latest").await;
+        assert_eq!(again.ephemeral_owner, session.client().session_id().0, "on the new session");
+        assert_ne!(again.ephemeral_owner, first.ephemeral_owner);
+        node.close().await.unwrap();
+        observer.sync(&path).await.unwrap();
+        assert_eq!(observer.check_stat(&path).await.unwrap(), None);
+    }
+
+    async fn a_lost_create_reply_leaves_one_node_and_another_owner_is_waited_for(hosts: &str) {
+        let dir = unique_path("persistent-node");
+        let path = format!("{dir}/me");
+        // Somebody else's ephemeral node is there: not ours to take; it is made ours once it goes.
+        let squatter = client(hosts).await;
+        squatter.create(&dir, b"", &PERSISTENT).await.unwrap();
+        squatter.create(&path, b"old", &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all())).await.unwrap();
+        let (proxy, owner) = proxied_client(hosts).await;
+        let node = PersistentNode::start(&owner, &path, NodeMode::Ephemeral, b"mine").unwrap();
+        assert!(!node.wait_for_initial_create(Duration::from_millis(300)).await.unwrap(), "not ours yet");
+        // The create that follows the squatter's going loses its reply, and the connection with it.
+        proxy.drop_reply_and_cut(opcode::ALL_CREATES);
+        drop(squatter);
+        assert!(node.wait_for_initial_create(EVENTUALLY).await.unwrap());
+        assert_eq!(proxy.lost_replies(), 1, "the fault was injected");
+        let stat = holds(&owner, &path, b"mine").await;
+        assert_eq!(stat.ephemeral_owner, owner.session_id().0);
+        assert_eq!(children(&owner, &dir).await, ["me"], "one node");
+        node.close().await.unwrap();
+    }
+}
