@@ -10,6 +10,7 @@ mod cache_interop;
 mod containers;
 mod counter;
 mod delay_queue;
+mod discovery;
 mod double_barrier;
 mod election;
 mod errors;

@@ -1,3 +1,4 @@
 //! Registration and discovery: nodes kept in existence across session loss.
 
 pub(crate) mod persistent_node;
+pub(crate) mod service;
