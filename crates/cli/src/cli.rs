@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use crate::exit::{self, Cmd};
 use crate::values::*;
 
-/// Fair distributed locks, coordination and configuration on ZooKeeper: run, elect, watch, status, counter, revoke,
-/// reap, serve, demo, bench.
+/// Fair distributed locks, coordination, configuration and discovery on ZooKeeper: run, elect, watch, register,
+/// discover, status, counter, revoke, reap, serve, demo, bench.
 #[derive(Debug, Parser)]
 #[command(name = "zklock", version, propagate_version = true, after_help = LOG_HELP)]
 pub struct Cli {
@@ -64,6 +64,8 @@ impl Cli {
             Command::Revoke(args) => args.connect.hosts = required(),
             Command::Reap(args) => args.connect.hosts = required(),
             Command::Watch(args) => args.connect.hosts = required(),
+            Command::Register(args) => args.connect.hosts = required(),
+            Command::Discover(args) => args.connect.hosts = required(),
             Command::Demo(args) => args.connect.hosts = hosts.clone(),
             Command::Bench(args) => args.connect.hosts = hosts.clone(),
             Command::Serve(_) if given => {
@@ -263,6 +265,18 @@ pub enum Command {
     /// watches) or zklock serve.
     #[command(after_long_help = exit::help(Cmd::Watch))]
     Watch(WatchArgs),
+    /// Register a service instance (curator-x-discovery's layout) while a command runs.
+    ///
+    /// PATH is BASE/NAME (e.g. /services/api): the instance is the ephemeral node BASE/NAME/ID holding Curator's
+    /// instance JSON (name, id, address, port, payload, registrationTimeUTC…), so Curator's ServiceDiscovery and
+    /// `zklock discover` find it. It is kept through reconnections and session expiry (made again with the same
+    /// ID) and removed when the command ends — or, without a command, on SIGINT or SIGTERM. The command gets
+    /// ZKLOCK_SERVICE_PATH and ZKLOCK_SERVICE_ID; its signals are forwarded and its exit status is ours.
+    #[command(after_long_help = exit::help(Cmd::Register))]
+    Register(RegisterArgs),
+    /// List a service's instances (curator-x-discovery's layout); with --watch, again after every change.
+    #[command(after_long_help = exit::help(Cmd::Discover))]
+    Discover(DiscoverArgs),
     /// Print a shell completion script, e.g. `zklock completions bash > /etc/bash_completion.d/zklock`.
     Completions {
         /// The shell.
@@ -495,6 +509,48 @@ pub struct WatchArgs {
     /// The command and its arguments (after `--`), run once at the start and after every settled change.
     #[arg(last = true)]
     pub command: Vec<String>,
+    // Last: the help heading of its security options ("Authentication and TLS") would otherwise take the
+    // options after it.
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+/// Arguments of `zklock register`.
+#[derive(Debug, Args)]
+pub struct RegisterArgs {
+    /// Where the instance listens, HOST:PORT.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub address: String,
+    /// The instance's id (its node's name) [default: a fresh uuid]. Give the same one after a restart to keep it.
+    #[arg(long)]
+    pub id: Option<String>,
+    /// The instance's payload, a JSON value (Curator's payload).
+    #[arg(long, value_name = "JSON")]
+    pub payload: Option<String>,
+    /// The service, BASE/NAME, e.g. /services/api.
+    #[arg(value_parser = recipe_path)]
+    pub path: String,
+    /// The command and its arguments (after `--`): the instance is registered while it runs.
+    #[arg(last = true)]
+    pub command: Vec<String>,
+    // Last: the help heading of its security options ("Authentication and TLS") would otherwise take the
+    // options after it.
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+/// Arguments of `zklock discover`.
+#[derive(Debug, Args)]
+pub struct DiscoverArgs {
+    /// One JSON array of the instances (Curator's instance objects) instead of a line each.
+    #[arg(long)]
+    pub json: bool,
+    /// Print the instances again after every change, until SIGINT or SIGTERM.
+    #[arg(long)]
+    pub watch: bool,
+    /// The service, BASE/NAME, e.g. /services/api.
+    #[arg(value_parser = recipe_path)]
+    pub path: String,
     // Last: the help heading of its security options ("Authentication and TLS") would otherwise take the
     // options after it.
     #[command(flatten)]

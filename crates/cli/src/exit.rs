@@ -5,8 +5,9 @@
 //!
 //! | status | commands | meaning |
 //! |---|---|---|
-//! | N | run, elect | the command's own exit status, once it has run to its end |
-//! | 0 | status, bench | success |
+//! | N | run, elect, register | the command's own exit status, once it has run to its end |
+//! | 0 | status, bench, discover | success |
+//! | 0 | register | without a command: stopped by SIGINT or SIGTERM (the instance was unregistered) |
 //! | 0 | demo | every check of the summary passed |
 //! | 0 | serve | stopped by SIGINT, SIGTERM or SIGHUP: clean shutdown, final snapshot written |
 //! | 0 | elect | --observe: stopped by SIGINT or SIGTERM, or its reader went away (a closed pipe) |
@@ -29,7 +30,8 @@
 //! | 2 | status | usage error: bad arguments, or an invalid path |
 //! | 2 | demo, bench, serve | usage error: bad arguments |
 //! | 2 | revoke | usage error: bad arguments, an invalid path, or PATH is not a lock, a semaphore or an election |
-//! | 2 | watch | usage error: bad arguments, or an invalid path |
+//! | 2 | watch, discover | usage error: bad arguments, or an invalid path |
+//! | 2 | register | usage error: bad arguments, an invalid path, an --address that is no HOST:PORT, a --payload that is no JSON, or an --id that cannot be a node name |
 //! | 2 | reap | usage error: bad arguments, or an invalid path |
 //! | 2 | counter | usage error: bad arguments, an invalid path, a VALUE that does not fit the counter (a shared count holds a 32-bit integer), or PATH is no counter of that kind — other data, a lock's or a queue's directory, any node with children (nothing is changed) |
 //! | 3 | run, elect | ZooKeeper cannot be reached or fails |
@@ -37,16 +39,19 @@
 //! | 3 | serve | any other failure (bind, unreadable config, a data directory that cannot be written or is not a directory, corrupt data directory) |
 //! | 3 | revoke | ZooKeeper cannot be reached or fails, or the node's ACL does not let us revoke it |
 //! | 3 | reap | ZooKeeper cannot be reached or fails |
+//! | 3 | register | ZooKeeper cannot be reached or fails: the instance could not be registered within a session timeout, or not unregistered at the end |
+//! | 3 | discover | ZooKeeper cannot be reached or fails (--watch: also the end of the session) |
 //! | 3 | watch | ZooKeeper cannot be reached or fails, or refuses the watch (the node's ACL; a server before 3.6 has no persistent watches) |
 //! | 3 | counter | ZooKeeper cannot be reached or fails; set, add: also when the session ended before the outcome of the change was known (it happened once or not at all, as the message says) |
-//! | 3 | run, elect, status, demo, bench, revoke, reap, counter, watch | ZooKeeper refused to authenticate us (a refused SASL handshake: a wrong --sasl password or user; credentials of --auth it does not accept) or requires authentication that was not given (a server requiring SASL and no --sasl), or has no SASL though --sasl was given (it would leave the session without the identity), or names us otherwise than --sasl gssapi:PRINCIPAL; or Kerberos cannot authenticate us (--sasl gssapi: no ticket, no kinit and no --keytab; no KDC; no SERVICE/HOST principal): told on connecting, before anything is done |
+//! | 3 | run, elect, status, demo, bench, revoke, reap, counter, watch, register, discover | ZooKeeper refused to authenticate us (a refused SASL handshake: a wrong --sasl password or user; credentials of --auth it does not accept) or requires authentication that was not given (a server requiring SASL and no --sasl), or has no SASL though --sasl was given (it would leave the session without the identity), or names us otherwise than --sasl gssapi:PRINCIPAL; or Kerberos cannot authenticate us (--sasl gssapi: no ticket, no kinit and no --keytab; no KDC; no SERVICE/HOST principal): told on connecting, before anything is done |
 //! | 4 | run | the lock (or lease) was lost while the command ran (also: revoked, or a revocation was requested — the lock was then released), or could not be confirmed in time (the servers unreachable for longer than the session timeout tolerates, or zklock paused or starved): the command was stopped |
 //! | 4 | elect | leadership was taken away while the command ran (revoked: our node deleted, or a revocation was requested — it was then given up): the command was stopped; with --exit-on-expiry also leadership lost with the session (it expired, or the connection was down too long) or not confirmed in time (zklock paused or starved). Without it zklock stops the command, campaigns again and runs it again |
 //! | 5 | serve | the data directory is in use by another server (it holds the directory's lock file); this one did not start |
-//! | 126 | run, elect, watch | the command cannot be run |
-//! | 127 | run, elect, watch | the command is not found |
+//! | 126 | run, elect, watch, register | the command cannot be run |
+//! | 127 | run, elect, watch, register | the command is not found |
 //! | 128+N | run, elect | the command died of signal N; 129/130/131/143: zklock got SIGHUP/SIGINT/SIGQUIT/SIGTERM before the command started |
 //! | 128+N | watch | 129/131: zklock got SIGHUP/SIGQUIT |
+//! | 128+N | register | the command died of signal N (zklock forwards the signals it gets); without a command, 129/131: zklock got SIGHUP/SIGQUIT |
 //!
 //! A failure is returned, not printed where it happens: [`Failure`] carries its status and its message, and `main`
 //! prints the message once as `zklock: <message>` (`zklock serve: <message>` for `serve`). Lines printed while the
@@ -54,7 +59,7 @@
 
 use std::fmt::Write as _;
 
-use Cmd::{Bench, Counter, Demo, Elect, Reap, Revoke, Run, Serve, Status, Watch};
+use Cmd::{Bench, Counter, Demo, Discover, Elect, Reap, Register, Revoke, Run, Serve, Status, Watch};
 use Shown::{Code, Own, Signalled};
 
 /// Success.
@@ -106,6 +111,8 @@ pub enum Cmd {
     Reap,
     Counter,
     Watch,
+    Register,
+    Discover,
 }
 
 /// The status column of a [`Row`].
@@ -147,8 +154,13 @@ const fn row(status: Shown, commands: &'static [Cmd], meaning: &'static str) -> 
 
 /// Every exit status of every command, in the order `--help` shows them.
 pub const TABLE: &[Row] = &[
-    row(Own, &[Run, Elect], "the command's own exit status, once it has run to its end"),
-    row(Code(OK), &[Status, Bench], "success"),
+    row(Own, &[Run, Elect, Register], "the command's own exit status, once it has run to its end"),
+    row(Code(OK), &[Status, Bench, Discover], "success"),
+    row(
+        Code(OK),
+        &[Register],
+        "without a command: stopped by SIGINT or SIGTERM (the instance was unregistered)",
+    ),
     row(Code(OK), &[Demo], "every check of the summary passed"),
     row(
         Code(OK),
@@ -255,8 +267,14 @@ pub const TABLE: &[Row] = &[
     ),
     row(
         Code(USAGE),
-        &[Watch],
+        &[Watch, Discover],
         "usage error: bad arguments, or an invalid path",
+    ),
+    row(
+        Code(USAGE),
+        &[Register],
+        "usage error: bad arguments, an invalid path, an --address that is no HOST:PORT, a --payload that is no \
+         JSON, or an --id that cannot be a node name",
     ),
     row(
         Code(USAGE),
@@ -290,6 +308,17 @@ pub const TABLE: &[Row] = &[
     row(Code(FAILURE), &[Reap], "ZooKeeper cannot be reached or fails"),
     row(
         Code(FAILURE),
+        &[Register],
+        "ZooKeeper cannot be reached or fails: the instance could not be registered within a session timeout, or \
+         not unregistered at the end",
+    ),
+    row(
+        Code(FAILURE),
+        &[Discover],
+        "ZooKeeper cannot be reached or fails (--watch: also the end of the session)",
+    ),
+    row(
+        Code(FAILURE),
         &[Watch],
         "ZooKeeper cannot be reached or fails, or refuses the watch (the node's ACL; a server before 3.6 has no \
          persistent watches)",
@@ -302,7 +331,7 @@ pub const TABLE: &[Row] = &[
     ),
     row(
         Code(FAILURE),
-        &[Run, Elect, Status, Demo, Bench, Revoke, Reap, Counter, Watch],
+        &[Run, Elect, Status, Demo, Bench, Revoke, Reap, Counter, Watch, Register, Discover],
         "ZooKeeper refused to authenticate us (a refused SASL handshake: a wrong --sasl password or user; \
          credentials of --auth it does not accept) or requires authentication that was not given (a server \
          requiring SASL and no --sasl), or has no SASL though --sasl was given (it would leave the session \
@@ -331,8 +360,8 @@ pub const TABLE: &[Row] = &[
         "the data directory is in use by another server (it holds the directory's lock file); this one did not \
          start",
     ),
-    row(Code(CANNOT_RUN), &[Run, Elect, Watch], "the command cannot be run"),
-    row(Code(NOT_FOUND), &[Run, Elect, Watch], "the command is not found"),
+    row(Code(CANNOT_RUN), &[Run, Elect, Watch, Register], "the command cannot be run"),
+    row(Code(NOT_FOUND), &[Run, Elect, Watch, Register], "the command is not found"),
     row(
         Signalled,
         &[Run, Elect],
@@ -340,6 +369,12 @@ pub const TABLE: &[Row] = &[
          command started",
     ),
     row(Signalled, &[Watch], "129/131: zklock got SIGHUP/SIGQUIT"),
+    row(
+        Signalled,
+        &[Register],
+        "the command died of signal N (zklock forwards the signals it gets); without a command, 129/131: zklock \
+         got SIGHUP/SIGQUIT",
+    ),
 ];
 
 /// Where `--help` wraps the meanings.

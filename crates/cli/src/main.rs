@@ -5,6 +5,7 @@ mod child;
 mod cli;
 mod counter;
 mod demo;
+mod discovery;
 mod elect;
 mod exit;
 mod lines;
@@ -87,6 +88,9 @@ fn dispatch(command: Command) -> exit::Result {
         Command::Reap(args) => multi_thread().block_on(reap::reap(args)),
         // Like `run`: the command is forked from the main thread.
         Command::Watch(args) => current_thread().block_on(watch::watch(args)),
+        // Like `run`: the command is forked from the main thread.
+        Command::Register(args) => current_thread().block_on(discovery::register(args)),
+        Command::Discover(args) => multi_thread().block_on(discovery::discover(args)),
         Command::Completions { shell } => manual::completions(shell),
         Command::Man => manual::man(),
     }
@@ -127,6 +131,8 @@ fn before_connecting(command: &Command) -> exit::Result<()> {
         Command::Revoke(args) => (&args.connect.security, None),
         Command::Reap(args) => (&args.connect.security, None),
         Command::Watch(args) => (&args.connect.security, None),
+        Command::Register(args) => (&args.connect.security, None),
+        Command::Discover(args) => (&args.connect.security, None),
         Command::Demo(args) => (&args.security, Some(&args.acl)),
         // Also so that `--keytab`'s environment (zk/kerberos.rs, `use_keytab`) is set before any runtime's thread
         // starts.

@@ -6,6 +6,7 @@ mod support;
 mod cleanup;
 mod counter;
 mod demo;
+mod discovery;
 mod elect;
 mod elect_expiry;
 mod foreign;

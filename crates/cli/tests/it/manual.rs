@@ -14,6 +14,8 @@ const SUBCOMMANDS: &[&str] = &[
     "reap",
     "counter",
     "watch",
+    "register",
+    "discover",
     "completions",
     "man",
 ];
@@ -141,6 +143,8 @@ const SUBCOMMANDS_IN_HELP_ORDER: &[&str] = &[
     "revoke",
     "reap",
     "watch",
+    "register",
+    "discover",
     "completions",
     "man",
 ];

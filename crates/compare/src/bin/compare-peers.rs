@@ -102,7 +102,10 @@ fn args() -> Result<Args> {
         }
     }
     if let Some(unknown) = args.only.iter().find(|s| !SECTIONS.contains(&s.as_str())) {
-        bail!("--only: unknown section {unknown} (sections: {})", SECTIONS.join(","));
+        bail!(
+            "--only: unknown section {unknown} (sections: {})",
+            SECTIONS.join(",")
+        );
     }
     if args.client_threads == 0 || args.rounds == 0 || args.members == 0 || args.repeat == 0 {
         bail!("--client-threads, --rounds, --members and --repeat must be at least 1");
@@ -188,7 +191,11 @@ async fn cache_section(hosts: &str, server: Option<u32>, options: &CacheOptions)
     let peers = tokio::task::spawn_blocking(CachePeers::prepare).await??;
     let writer = zklock_bench::connect(hosts).await?;
     let built = caches::build_tree(&writer, options).await?;
-    eprintln!("  cache: {} nodes created in {:.1} s", options.nodes(), built.as_secs_f64());
+    eprintln!(
+        "  cache: {} nodes created in {:.1} s",
+        options.nodes(),
+        built.as_secs_f64()
+    );
     // Warms the server's read path (and its JIT) for all three alike: one full read of the tree, not measured.
     {
         let warm = zklock::Cache::tree(&writer, caches::ROOT)?.start();
