@@ -140,6 +140,8 @@ struct Shared {
     events: broadcast::Sender<CacheEvent>,
     /// `None` while running; the error that ended it.
     ended: watch::Sender<Option<Error>>,
+    /// Whether a re-sync reads nodes in batches (`multiRead`); off after a batch failed.
+    multi_read: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -286,6 +288,7 @@ impl CacheBuilder {
             state: RwLock::default(),
             events: broadcast::channel(BACKLOG).0,
             ended: watch::Sender::new(None),
+            multi_read: std::sync::atomic::AtomicBool::new(true),
         });
         let task = tokio::spawn(sync::run(Arc::clone(&shared), self.session, self.scope));
         Cache { shared, task }

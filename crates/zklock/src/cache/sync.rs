@@ -1,6 +1,7 @@
 //! The task that keeps a cache in step with ZooKeeper: one persistent watch on the cached path (recursive unless
-//! only the node itself is cached), a full read of the subtree (the prime, and every re-sync), then one read per
-//! node event.
+//! only the node itself is cached), a full read of the subtree (the prime, and every re-sync: the listings, and the
+//! nodes' data 256 to a `multiRead`, which costs a server about what one `getData` does), then one read per node
+//! event.
 //!
 //! # Why every event is a read, in order
 //! A persistent watch's event carries a type and a path, no data (and from ZooKeeper 3.8 no zxid), so each is
@@ -21,6 +22,7 @@
 //! `setWatches2` would send only the changes, but the client does not send it for persistent watches).
 
 use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use futures::stream::{FuturesOrdered, FuturesUnordered, StreamExt};
@@ -34,6 +36,9 @@ use crate::session::Session;
 
 /// At most this many reads in flight: a burst of events waits in the watcher's queue, not in ours.
 const IN_FLIGHT: usize = 1024;
+
+/// At most this many nodes read by one `multiRead` of a re-sync.
+const BATCH: usize = 256;
 
 /// What the cache follows: a path, and how deep below it.
 #[derive(Debug, Clone)]
@@ -137,40 +142,52 @@ async fn follow(shared: &Shared, session: &Session, scope: &Scope) -> Error {
 /// Reads the whole subtree and applies what differs: nodes created, changed and deleted since the cache last
 /// looked. Sends `Initialized` after the first.
 async fn resync(shared: &Shared, client: &Client, scope: &Scope) -> Result<()> {
-    enum Read {
-        Data(String, usize, std::result::Result<(Vec<u8>, Stat), zk::Error>),
-        List(String, std::result::Result<(Vec<String>, Stat), zk::Error>),
-    }
-    let data = |path: String, level: usize| {
-        client
-            .get_data(&path)
-            .map(move |read| Read::Data(path, level, read))
-    };
-    let list = |path: String| client.get_children(&path).map(move |read| Read::List(path, read));
     let mut waiting: VecDeque<(String, usize)> = VecDeque::from([(scope.root.clone(), 0)]);
     let mut reads = FuturesUnordered::new();
+    let mut in_flight = 0;
     loop {
-        while reads.len() < IN_FLIGHT {
-            let Some((path, level)) = waiting.pop_front() else {
-                break;
+        while in_flight < IN_FLIGHT && !waiting.is_empty() {
+            let most = if shared.multi_read.load(Ordering::Relaxed) {
+                BATCH
+            } else {
+                1
             };
-            reads.push(data(path, level).left_future());
+            let batch: Vec<(String, usize)> = waiting.drain(..most.min(waiting.len())).collect();
+            in_flight += batch.len();
+            reads.push(read_batch(client, batch));
         }
         let Some(read) = reads.next().await else { break };
         match read {
-            Read::Data(path, level, read) => {
-                let read = found(read).at("getData", &path)?;
-                let has_children = read.as_ref().is_some_and(|(_, stat)| stat.num_children > 0);
-                let mut state = shared.state.write().unwrap_or_else(|e| e.into_inner());
-                state.apply(&path, read, &shared.events);
-                if has_children && scope.lists(level) {
-                    reads.push(list(path).right_future());
-                } else {
-                    state.remove_under(&path, &shared.events);
+            Read::Data(batch, Err(err)) => {
+                in_flight -= batch.len();
+                // A server without multiRead (ZooKeeper 3.5), or a connection that broke under a batch (a reply
+                // too large for somebody on the way, perhaps): single reads from now on.
+                tracing::debug!(path = %scope.root, %err, "cache: batched reads failed; reading one node at a time");
+                shared.multi_read.store(false, Ordering::Relaxed);
+                let err = Error::zk("multiRead", &batch[0].0, err);
+                if err.broke_connection() || err.is_terminal() {
+                    return Err(err);
+                }
+                waiting.extend(batch);
+            }
+            Read::Data(batch, Ok(found)) => {
+                in_flight -= batch.len();
+                for ((path, level), read) in batch.into_iter().zip(found) {
+                    let read = found_node(read).at("getData", &path)?;
+                    let has_children = read.as_ref().is_some_and(|(_, stat)| stat.num_children > 0);
+                    let mut state = shared.state.write().unwrap_or_else(|e| e.into_inner());
+                    state.apply(&path, read, &shared.events);
+                    if has_children && scope.lists(level) {
+                        in_flight += 1;
+                        reads.push(list(client, path));
+                    } else {
+                        state.remove_under(&path, &shared.events);
+                    }
                 }
             }
             Read::List(path, read) => {
-                let Some((names, _)) = found(read).at("getChildren", &path)? else {
+                in_flight -= 1;
+                let Some((names, _)) = found_node(read).at("getChildren", &path)? else {
                     shared.state.write().unwrap_or_else(|e| e.into_inner()).apply(
                         &path,
                         None,
@@ -192,6 +209,53 @@ async fn resync(shared: &Shared, client: &Client, scope: &Scope) -> Result<()> {
     Ok(())
 }
 
+/// The answer to one read of a re-sync.
+enum Read {
+    /// Nodes (with their level below the root) and their data, each `NoNode` or found; the whole batch may fail.
+    Data(Vec<(String, usize)>, std::result::Result<Vec<Found>, zk::Error>),
+    /// A node and its children.
+    List(String, std::result::Result<(Vec<String>, Stat), zk::Error>),
+}
+
+type Found = std::result::Result<(Vec<u8>, Stat), zk::Error>;
+
+/// Reads the nodes of `batch` (sent now): one `getData`, or a `multiRead` of them all — one request and one reply
+/// for up to [`BATCH`] nodes, where a server spends most of a single read's cost on the request itself.
+fn read_batch(client: &Client, batch: Vec<(String, usize)>) -> futures::future::BoxFuture<'_, Read> {
+    if let [(path, _)] = batch.as_slice() {
+        let read = client.get_data(path);
+        return read.map(move |read| Read::Data(batch, Ok(vec![read]))).boxed();
+    }
+    let mut reader = client.new_multi_reader();
+    for (path, _) in &batch {
+        if let Err(err) = reader.add_get_data(path) {
+            return std::future::ready(Read::Data(batch, Err(err))).boxed();
+        }
+    }
+    let committed = reader.commit();
+    async move {
+        let found = committed.await.map(|results| {
+            results
+                .into_iter()
+                .map(|result| match result {
+                    zk::MultiReadResult::Data { data, stat } => Ok((data, stat)),
+                    zk::MultiReadResult::Error { err } => Err(err),
+                    _ => Err(zk::Error::UnexpectedError("no data for a getData".to_owned())),
+                })
+                .collect()
+        });
+        Read::Data(batch, found)
+    }
+    .boxed()
+}
+
+fn list(client: &Client, path: String) -> futures::future::BoxFuture<'_, Read> {
+    client
+        .get_children(&path)
+        .map(move |read| Read::List(path, read))
+        .boxed()
+}
+
 /// Reads what each event names, in order, until the connection is lost and comes back (`Ok`: re-sync now) or the
 /// session ends (`Err`).
 async fn stream(
@@ -205,7 +269,7 @@ async fn stream(
         tokio::select! {
             biased;
             Some((path, read)) = reads.next(), if !reads.is_empty() => {
-                match found(read).at("getData", &path) {
+                match found_node(read).at("getData", &path) {
                     Ok(read) => shared.state.write().unwrap_or_else(|e| e.into_inner()).apply(&path, read, &shared.events),
                     // The connection broke: the watcher tells when it is back, and everything is read again.
                     Err(err) if err.broke_connection() => return reconnected(watcher).await,
@@ -273,7 +337,7 @@ async fn reconnected(watcher: &mut PersistentWatcher) -> Result<()> {
 }
 
 /// A read's result with "no node" (or none we may read) as `None`.
-fn found<T>(read: std::result::Result<T, zk::Error>) -> std::result::Result<Option<T>, zk::Error> {
+fn found_node<T>(read: std::result::Result<T, zk::Error>) -> std::result::Result<Option<T>, zk::Error> {
     match read {
         Ok(value) => Ok(Some(value)),
         // A node our session may not read is left out (ZooKeeper sends no events for it either).

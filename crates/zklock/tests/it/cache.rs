@@ -299,6 +299,31 @@ on_standalone_and_embedded! {
         assert_eq!(replayed.len(), NODES + 2, "the root, every child, initialized");
     }
 
+    async fn a_prime_whose_batched_read_breaks_reads_one_node_at_a_time(hosts: &str) {
+        // The prime reads nodes 256 to a `multiRead`; a batch that breaks the connection (a reply too large for
+        // something on the way, say) makes the cache read one node at a time from then on.
+        const MULTI_READ: i32 = 22;
+        let root = unique_path("cache");
+        let writer = client(hosts).await;
+        writer.create(&root, b"", &PERSISTENT).await.unwrap();
+        create_children(&writer, &root, 600).await;
+        let (proxy, reader) = proxied_client(hosts).await;
+        proxy.drop_requests_and_cut(&[MULTI_READ], 1);
+        let cache = Cache::children(&reader, &root).unwrap().start();
+        eventually("the prime", cache.initialized()).await.unwrap();
+        assert_eq!(proxy.lost_requests(), 1, "the fault was injected");
+        assert_eq!(cache.len(), 601);
+        assert_eq!(cached(&cache), server_tree(&writer, &root).await);
+        // The next re-sync (after a reconnection) sends no batch. (Batches sent with the one that broke may have
+        // reached the server before the cut: they are counted already.)
+        let batches = proxy.requests(MULTI_READ);
+        let mut events = cache.events();
+        events_until(&mut events, "the replay", |e| *e == CacheEvent::Initialized).await;
+        proxy.cut_all();
+        settled(&writer, &root, &mut events).await;
+        assert_eq!(proxy.requests(MULTI_READ), batches, "no batch after the one that broke");
+    }
+
     async fn a_tree_past_64k_nodes_is_held_whole(hosts: &str) {
         // Curator 5.4's CuratorCache stops at 65,635 nodes of a 100,101-node tree (docs/benchmarks.md).
         const DIRS: usize = 66;
