@@ -170,6 +170,13 @@ fn show(path: &str, found: Option<Inspection>) {
             );
             print_rows(&participants);
         }
+        Recipe::Service => {
+            println!(
+                "{path}: service with {} registered instance(s)",
+                participants.len()
+            );
+            print_rows(&participants);
+        }
         Recipe::Transaction {
             participants: named,
             joined,
@@ -295,6 +302,7 @@ pub fn recipe_name(recipe: &Recipe) -> String {
         Recipe::AtomicLong { .. } => "a counter",
         Recipe::DoubleBarrier { .. } => "a double barrier",
         Recipe::Group => "a group",
+        Recipe::Service => "a service's registrations",
         Recipe::Transaction { .. } => "a two-phase commit transaction",
         Recipe::Empty => "an empty node",
         Recipe::Unrecognised { .. } => "a node whose children belong to no recipe zklock knows",
@@ -316,6 +324,7 @@ pub fn label(row: &Participant) -> &'static str {
         NodeKind::Write if holds => "writer",
         NodeKind::Write => "waiting writer",
         NodeKind::GroupMember | NodeKind::ShallowGroupMember => "member",
+        NodeKind::ServiceInstance => "instance",
         NodeKind::Coordinator => "coordinator",
         NodeKind::Vote => "voted",
         NodeKind::TransactionParticipant => "joined",
@@ -338,6 +347,7 @@ fn kind(kind: NodeKind) -> &'static str {
         NodeKind::Coordinator => "coordinator",
         NodeKind::Vote => "vote",
         NodeKind::TransactionParticipant => "participant",
+        NodeKind::ServiceInstance => "instance",
         _ => "other",
     }
 }
@@ -504,6 +514,7 @@ impl<'a> Report<'a> {
                 "double_barrier"
             }
             Recipe::Group => "group",
+            Recipe::Service => "service",
             Recipe::Transaction {
                 participants,
                 joined,

@@ -52,8 +52,25 @@ async fn register_keeps_the_instance_while_the_command_runs() {
         assert_eq!(json[0]["id"], "host-a");
         assert_eq!(json[0]["serviceType"], "DYNAMIC");
         assert!(json[0]["registrationTimeUTC"].is_u64());
+        // `status` knows a service's registrations, and --check counts them as held.
+        let out = output(&["status", "--connect", &hosts, &service]).await;
+        assert!(
+            text(&out.stdout).contains("service with 1 registered instance(s)"),
+            "{}",
+            text(&out.stdout)
+        );
+        assert_exit(
+            &output(&["status", "--connect", &hosts, "--check", &service]).await,
+            0,
+            "registered",
+        );
         let (code, stderr) = register.end("go").await;
         assert_eq!(code, Some(7), "{stderr}");
+        assert_exit(
+            &output(&["status", "--connect", &hosts, "--check", &service]).await,
+            1,
+            "unregistered",
+        );
         assert_eq!(look(&mut discover).await, Vec::<String>::new(), "unregistered");
         discover.signal(Signal::SIGTERM);
         assert_eq!(discover.finish().await.0, Some(0));

@@ -138,3 +138,42 @@ pub(crate) async fn two_phase_commit(
     };
     Ok(Some((recipe, shown)))
 }
+
+/// What [`inspect`](crate::inspect()) shows of a service directory of curator-x-discovery's layout: children whose
+/// data is an instance of the service named as the directory, with the child's name as its id. The instances, in
+/// the order they registered.
+pub(crate) async fn service(
+    session: &Session,
+    path: &str,
+    children: &[String],
+) -> Result<Option<(Recipe, Vec<Participant>)>> {
+    let service = path.rsplit('/').next().unwrap_or_default();
+    let instance = |p: &Participant| {
+        serde_json::from_slice::<crate::ServiceInstance>(&p.data)
+            .is_ok_and(|i| i.name == service && i.id == p.name)
+    };
+    // One child read first: the others only if it is an instance (a directory of anything else costs one read).
+    let Some(first) = children.first() else {
+        return Ok(None);
+    };
+    let probe = view::read_members(
+        session,
+        path,
+        &[first.as_str()],
+        NodeKind::ServiceInstance,
+        Role::Member,
+    )
+    .await?;
+    if !probe.iter().any(instance) {
+        return Ok(None);
+    }
+    let names: Vec<&str> = children.iter().map(String::as_str).collect();
+    let mut instances =
+        view::read_members(session, path, &names, NodeKind::ServiceInstance, Role::Member).await?;
+    instances.retain(instance);
+    if instances.is_empty() {
+        return Ok(None);
+    }
+    instances.sort_by_key(|p| p.fencing_token);
+    Ok(Some((Recipe::Service, instances)))
+}

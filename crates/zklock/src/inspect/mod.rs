@@ -65,6 +65,8 @@ pub async fn inspect(session: impl Into<Session>, path: &str) -> Result<Option<I
         found
     } else if let Some(recipe) = counters::counter(&session, &path, &children).await? {
         (recipe, Vec::new())
+    } else if let Some(found) = coordination::service(&session, &path, &children).await? {
+        found
     } else if children.is_empty() {
         (Recipe::Empty, Vec::new())
     } else {

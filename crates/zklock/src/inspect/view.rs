@@ -83,6 +83,9 @@ pub enum Recipe {
     /// A [`Group`](crate::Group) (or kazoo's `Party` / `ShallowParty`): the participants are its members, in the
     /// order they joined.
     Group,
+    /// A service of [`ServiceDiscovery`](crate::ServiceDiscovery) (curator-x-discovery's layout): the participants
+    /// are its registered instances (their data: the instance JSON), in the order they registered.
+    Service,
     /// One [`TwoPhaseCommit`](crate::TwoPhaseCommit) transaction node: the participants are its coordinator, the
     /// votes cast and the participants that have joined without voting yet.
     Transaction {
@@ -164,6 +167,8 @@ pub enum NodeKind {
     Vote,
     /// A two-phase commit participant that has joined (and not voted yet).
     TransactionParticipant,
+    /// A registered service instance (its data: curator-x-discovery's instance JSON).
+    ServiceInstance,
 }
 
 /// Where a [`Participant`] stands.
