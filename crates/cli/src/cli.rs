@@ -481,6 +481,10 @@ pub struct StatusArgs {
     /// At most 10,000 nodes are looked at.
     #[arg(long, short = 'r')]
     pub recursive: bool,
+    /// Print again after every change (a cache of the directory, or with -r the tree, tells when), each view
+    /// headed by the time it was taken, until SIGINT or SIGTERM (exit 0). With --json, one JSON line per view.
+    #[arg(long, conflicts_with = "check")]
+    pub watch: bool,
     /// The recipe directory (a lock, an election, a semaphore, a queue, a barrier).
     #[arg(value_parser = tree_path)]
     pub path: String,

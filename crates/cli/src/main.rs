@@ -18,6 +18,7 @@ mod run;
 mod serve;
 mod status;
 mod status_tree;
+mod status_watch;
 mod supervise;
 mod terminal;
 mod values;

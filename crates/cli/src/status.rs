@@ -39,17 +39,24 @@ impl From<anyhow::Error> for StatusFailure {
 
 pub async fn status(args: StatusArgs) -> Result<i32, StatusFailure> {
     let client = conn::connect_args(&args.connect).await?;
+    let result = if args.watch {
+        crate::status_watch::watch(&args, &client).await
+    } else {
+        view(&args, &client).await
+    };
+    conn::close(client).await;
+    result
+}
+
+/// One view: the recipe at the path (or with -r every recipe under it), as text or JSON; the exit status.
+pub async fn view(args: &StatusArgs, client: &zookeeper_client::Client) -> Result<i32, StatusFailure> {
     if args.recursive {
-        let found = walk(&client, &args.path).await;
-        conn::close(client).await;
-        let found = found?;
+        let found = walk(client, &args.path).await?;
         show_tree(&args.path, &found, args.json)?;
         let held = found.iter().any(is_held);
         return Ok(if args.check && !held { FREE } else { exit::OK });
     }
-    let found = look(&client, &args.path).await;
-    conn::close(client).await;
-    let found = found?;
+    let found = look(client, &args.path).await?;
     let held = found.as_ref().is_some_and(is_held);
     if args.json {
         let report = Report::new(&args.path, found.as_ref(), held);

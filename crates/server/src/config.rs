@@ -77,6 +77,12 @@ pub struct ServerConfig {
     /// How often empty container nodes are looked for and deleted: those that had children and have none now
     /// (ZooKeeper's `znode.container.checkIntervalMs`, a Java system property there; default 60 s).
     pub container_check_interval: Duration,
+    /// TTL nodes (create modes 5 and 6 through `createTTL`, opcode 21): ZooKeeper's `zookeeper.extendedTypesEnabled`
+    /// (in zoo.cfg `extendedTypesEnabled`, which ZooKeeper reads as that system property), off by default. Off, a
+    /// TTL create is answered `Unimplemented` as ZooKeeper does; on, TTL nodes are created and the container
+    /// sweep (every [`ServerConfig::container_check_interval`]) deletes each one that has no children and whose
+    /// mtime is more than its TTL ago.
+    pub extended_types_enabled: bool,
     /// SASL DIGEST-MD5 for clients: the users of a JAAS file's `Server` section
     /// ([`SaslConfig::from_jaas_file`]), which ZooKeeper names with the JVM property
     /// `java.security.auth.login.config` (in zoo.cfg, our key of the same name; `zklock serve --jaas FILE`). A
@@ -113,6 +119,7 @@ impl Default for ServerConfig {
             snap_count: 100_000,
             snap_size_limit: 4 << 30,
             container_check_interval: Duration::from_secs(60),
+            extended_types_enabled: false,
             sasl: None,
             enforce_auth_schemes: Vec::new(),
         }
@@ -392,7 +399,8 @@ impl ServerConfig {
     /// tickTime, minSessionTimeout, maxSessionTimeout, maxClientCnxns, jute.maxbuffer, 4lw.commands.whitelist,
     /// maxClientPendingBytes, maxClientPendingNotificationBytes (ours), nio.sessionlessCnxnTimeout,
     /// snapCount, snapSizeLimitInKb, znode.container.checkIntervalMs (a Java system property for ZooKeeper, see
-    /// [`ServerConfig::container_check_interval`]), `DigestAuthenticationProvider.superDigest`,
+    /// [`ServerConfig::container_check_interval`]), extendedTypesEnabled (TTL nodes, see
+    /// [`ServerConfig::extended_types_enabled`]), `DigestAuthenticationProvider.superDigest`,
     /// `X509AuthenticationProvider.superUser`, the client `ssl.*` keys (see [`TlsConfig`]), and for SASL
     /// `java.security.auth.login.config` (the JAAS file: a JVM property for ZooKeeper, a zoo.cfg key here),
     /// `sasl.serverconfig`, `superUser`, `sessionRequireClientSASLAuth`, `enforce.auth.enabled` and
@@ -441,6 +449,23 @@ mod tests {
         );
         let default = ServerConfig::default();
         assert_eq!((default.snap_count, default.snap_size_limit), (100_000, 4 << 30));
+    }
+
+    #[test]
+    fn reads_extended_types_enabled() {
+        let read = |text: &str| ServerConfig::from_zoo_cfg_str(text, Path::new("z")).unwrap();
+        assert!(
+            !ServerConfig::default().extended_types_enabled,
+            "off by default, as in ZooKeeper"
+        );
+        let on = read("extendedTypesEnabled=true\n");
+        assert!(on.extended_types_enabled);
+        assert!(on.ignored.is_empty(), "applied, not ignored");
+        // Java's `Boolean.getBoolean`: only "true", in any case, is true.
+        assert!(read("extendedTypesEnabled=TRUE\n").extended_types_enabled);
+        let off = read("extendedTypesEnabled=false\n");
+        assert!(!off.extended_types_enabled && off.ignored.is_empty());
+        assert!(!read("extendedTypesEnabled=yes\n").extended_types_enabled);
     }
 
     #[test]

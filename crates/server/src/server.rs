@@ -21,7 +21,7 @@ use crate::ops::session::SessionLimits;
 use crate::session::Sessions;
 use crate::shared::{IpSlot, Shared};
 use crate::state::{Durability, Durable, State};
-use crate::tree::DataTree;
+use crate::tree::{ttl_of, DataTree};
 use crate::txn::Txn;
 
 /// Builds the shared state from recovered (or fresh) parts.
@@ -45,6 +45,7 @@ pub fn make_shared(
     };
     state.sasl = config.sasl.clone().map(Arc::new);
     state.enforce_auth_schemes = config.enforce_auth_schemes.clone();
+    state.extended_types = config.extended_types_enabled;
     let (min, max) = config.session_timeout_bounds();
     let ms = |d: Duration| i32::try_from(d.as_millis()).unwrap_or(i32::MAX);
     let limits = SessionLimits {
@@ -116,7 +117,8 @@ pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, tls: Option
 }
 
 /// Every tick: expire sessions whose deadline passed and take a snapshot when due; every
-/// `container_check_interval`: delete empty containers (a tick shorter than `tickTime` when that interval is).
+/// `container_check_interval`: delete empty containers and, with extended types on, expired TTL nodes (a tick
+/// shorter than `tickTime` when that interval is).
 pub async fn ticker(shared: Arc<Shared>) {
     let sweep_every = shared.config.container_check_interval;
     let tick = shared
@@ -174,6 +176,26 @@ fn on_tick(shared: &Shared, next_sweep: &mut Instant) -> Option<(zklock_storage:
             .collect();
         for path in empty {
             st.commit(Txn::Delete { path });
+        }
+        // ZooKeeper's `ContainerManager` deletes TTL nodes in the same pass (only with extended types on, as its
+        // `EphemeralType.get` sees TTL owners only then): those without children whose mtime is more than their
+        // TTL ago.
+        if shared.config.extended_types_enabled {
+            let now = crate::state::now_ms();
+            let expired: Vec<String> = st
+                .tree
+                .ttls()
+                .filter(|p| {
+                    st.tree.get(p).is_some_and(|n| {
+                        n.children.is_empty()
+                            && ttl_of(n.ephemeral_owner).is_some_and(|ttl| now.saturating_sub(n.mtime) > ttl)
+                    })
+                })
+                .cloned()
+                .collect();
+            for path in expired {
+                st.commit(Txn::Delete { path });
+            }
         }
     }
     if st.since_snapshot < shared.config.snap_count && st.since_snapshot_bytes < shared.config.snap_size_limit

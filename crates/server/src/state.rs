@@ -92,6 +92,8 @@ pub struct State {
     pub sasl: Option<Arc<crate::sasl::SaslConfig>>,
     /// The schemes one of which a connection must have before its requests are served (empty: none).
     pub enforce_auth_schemes: Vec<String>,
+    /// TTL nodes may be created (ZooKeeper's `zookeeper.extendedTypesEnabled`).
+    pub extended_types: bool,
     /// Outboxes that got frames under the lock, flushed once it is released.
     pub dirty: Vec<Arc<Outbox>>,
     /// Test-only: `getData` answers from stale copies (`fault-injection` feature).
@@ -141,6 +143,7 @@ impl State {
             schemes: Default::default(),
             sasl: None,
             enforce_auth_schemes: Vec::new(),
+            extended_types: false,
             dirty: Vec::new(),
             #[cfg(feature = "fault-injection")]
             stale_reads: None,

@@ -24,7 +24,7 @@ mod tests;
 pub use accounting::SharedAcl;
 pub use apply::Event;
 pub use builder::TreeBuilder;
-pub use node::{is_session_owner, Node, CONTAINER_OWNER};
+pub use node::{is_session_owner, ttl_of, ttl_owner, Node, CONTAINER_OWNER};
 
 /// The tree.
 ///
@@ -36,6 +36,8 @@ pub struct DataTree {
     nodes: NodeMap<Node>,
     ephemerals: HashMap<i64, BTreeSet<String>>,
     containers: BTreeSet<String>,
+    /// TTL nodes (owner [`ttl_owner`]): candidates for the sweep once their TTL has passed.
+    ttls: BTreeSet<String>,
     /// One copy of every distinct ACL in use (and some no longer in use, until [`DataTree::intern`] sweeps).
     acls: HashSet<SharedAcl>,
     /// When `acls` is swept next: at twice its size after the last sweep.
@@ -85,6 +87,7 @@ impl DataTree {
             nodes: NodeMap::default(),
             ephemerals: HashMap::new(),
             containers: BTreeSet::new(),
+            ttls: BTreeSet::new(),
             acls: HashSet::new(),
             acls_sweep_at: 64,
             data_size: 0,
@@ -157,6 +160,11 @@ impl DataTree {
     /// Container nodes (candidates for the cleanup sweep).
     pub fn containers(&self) -> impl Iterator<Item = &String> {
         self.containers.iter()
+    }
+
+    /// TTL nodes (candidates for the cleanup sweep once expired).
+    pub fn ttls(&self) -> impl Iterator<Item = &String> {
+        self.ttls.iter()
     }
 
     /// Number of descendants of `path` (not counting itself).

@@ -165,3 +165,19 @@ async fn watch_without_a_server_exits_3() {
     .await;
     assert_exit(&out, 3, "server down");
 }
+
+/// `status --watch`: a view, then another after each change (a lock taken, then released), until SIGTERM (0).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_watch_shows_each_change() {
+    let hosts = embedded().await;
+    let path = unique_path("cli-status-watch");
+    let mut watch = Running::zklock(&["status", "--connect", &hosts, "--watch", &path]);
+    lines_until(&mut watch, "does not exist").await;
+    let (_client, guard) = lock_held(&hosts, &path).await;
+    lines_until(&mut watch, "held by 1 of 1 contender(s)").await;
+    guard.release().await.unwrap();
+    lines_until(&mut watch, "exists with no contenders").await;
+    watch.signal(Signal::SIGTERM);
+    let (code, stderr) = watch.finish().await;
+    assert_eq!(code, Some(0), "{stderr}");
+}

@@ -19,7 +19,6 @@ pub(super) fn ignored_because(key: &str, value: &str) -> Option<String> {
         "admin.enableServer" if is("false") => None,
         "forceSync" if is("yes") => None,
         "skipACL" if is("no") => None,
-        "extendedTypesEnabled" if is("false") => None,
         "ssl.hostnameVerification" | "ssl.clientHostnameVerification" => None,
         "ssl.crl" | "ssl.ocsp" if is("false") => None,
         "authProvider.1"
@@ -83,7 +82,7 @@ pub(super) fn ignored_because(key: &str, value: &str) -> Option<String> {
         }
         "forceSync" => not_supported("it always syncs its log before answering"),
         "skipACL" => not_supported("ACLs are always checked"),
-        "extendedTypesEnabled" | "emulate353TTLNodes" => not_supported("no TTL nodes"),
+        "emulate353TTLNodes" => not_supported("TTL nodes are always encoded as ZooKeeper 3.5.4+ does"),
         "client.portUnification" => {
             not_supported("plaintext and TLS are served on separate ports: clientPort and secureClientPort")
         }

@@ -81,6 +81,10 @@ const STORAGE: Keys = &[
             l.ms()?.max(Duration::from_millis(1)),
         )
     }),
+    // ZooKeeper reads a zoo.cfg key it does not know as the system property `zookeeper.<key>`.
+    ("extendedTypesEnabled", |r, l| {
+        set(&mut r.cfg.extended_types_enabled, l.is_true())
+    }),
 ];
 
 /// Every table, by concern.

@@ -31,13 +31,20 @@ fn create_op(flags: i32) -> OpCode {
 }
 
 /// The arguments of a create inside a multi, whose op code its mode decides.
-fn create_args<'r>(path: &'r str, data: &'r Option<Vec<u8>>, acl: &'r [Acl], flags: i32) -> CreateArgs<'r> {
+fn create_args<'r>(
+    path: &'r str,
+    data: &'r Option<Vec<u8>>,
+    acl: &'r [Acl],
+    flags: i32,
+    ttl: i64,
+) -> CreateArgs<'r> {
     CreateArgs {
         op: create_op(flags),
         path,
         data,
         acl,
         flags,
+        ttl,
     }
 }
 
@@ -55,17 +62,19 @@ pub fn multi(st: &mut State, conn: ConnId, session: i64, r: &mut Reader<'_>) -> 
         return Ok(Reply::err(ErrorCode::MarshallingError));
     }
     let auth = auth_of(st, conn);
-    let mut view = View::new(&st.tree).with_schemes(st.schemes);
+    let mut view = View::new(&st.tree)
+        .with_schemes(st.schemes)
+        .with_extended_types(st.extended_types);
     let mut txns = Vec::with_capacity(req.ops.len());
     let mut failure = None;
     for (i, op) in req.ops.iter().enumerate() {
         let prepared = match op {
             MultiOp::Create { req, .. } => {
-                let args = create_args(&req.path, &req.data, &req.acl, req.flags);
+                let args = create_args(&req.path, &req.data, &req.acl, req.flags, -1);
                 prep::create(&view, &auth, session, &args)
             }
             MultiOp::CreateTtl(req) => {
-                let args = create_args(&req.path, &req.data, &req.acl, req.flags);
+                let args = create_args(&req.path, &req.data, &req.acl, req.flags, req.ttl);
                 prep::create(&view, &auth, session, &args)
             }
             MultiOp::Delete(d) => prep::delete(&view, &auth, &d.path, d.version),

@@ -7,7 +7,7 @@ use zklock_codec::{perms, Acl, CreateMode, ErrorCode, OpCode};
 
 use crate::acl::{self, AuthIds};
 use crate::path;
-use crate::tree::{is_session_owner, DataTree, CONTAINER_OWNER};
+use crate::tree::{is_session_owner, ttl_owner, DataTree, CONTAINER_OWNER};
 use crate::txn::Txn;
 
 /// The parts of a node that validation needs.
@@ -26,6 +26,8 @@ pub struct View<'a> {
     tree: &'a DataTree,
     /// The optional ACL schemes ACLs may name (x509 with a secure client port, sasl with SASL configured).
     schemes: acl::Schemes,
+    /// TTL nodes may be created (ZooKeeper's `zookeeper.extendedTypesEnabled`).
+    extended_types: bool,
     overlay: HashMap<String, Option<Pending>>,
 }
 
@@ -41,6 +43,8 @@ pub struct CreateArgs<'r> {
     pub acl: &'r [Acl],
     /// Raw mode flags.
     pub flags: i32,
+    /// The TTL in ms: createTTL's field, -1 for the other creates (as ZooKeeper reads them).
+    pub ttl: i64,
 }
 
 impl<'a> View<'a> {
@@ -49,6 +53,7 @@ impl<'a> View<'a> {
         View {
             tree,
             schemes: acl::Schemes::default(),
+            extended_types: false,
             overlay: HashMap::new(),
         }
     }
@@ -56,6 +61,12 @@ impl<'a> View<'a> {
     /// The same view, with the optional ACL schemes (x509, sasl) known or not.
     pub fn with_schemes(mut self, schemes: acl::Schemes) -> Self {
         self.schemes = schemes;
+        self
+    }
+
+    /// The same view, with TTL nodes allowed or not.
+    pub fn with_extended_types(mut self, on: bool) -> Self {
+        self.extended_types = on;
         self
     }
 
@@ -149,14 +160,21 @@ fn parent_for_create(p: &str) -> Result<&str, ErrorCode> {
 /// create / create2 / createContainer / createTTL.
 pub fn create(view: &View, auth: &AuthIds, session: i64, args: &CreateArgs) -> Result<Txn, ErrorCode> {
     let mode = CreateMode::try_from(args.flags).map_err(|_| ErrorCode::BadArguments)?;
-    // TTL nodes need ZooKeeper's `zookeeper.extendedTypesEnabled`, off by default: Unimplemented there too.
-    // A createTTL with a non-TTL mode fails ZooKeeper's TTL validation first.
-    if mode.is_ttl() {
+    // ZooKeeper's `validateCreateRequest`: TTL modes need `zookeeper.extendedTypesEnabled` (off by default:
+    // Unimplemented), then `EphemeralType.validateTTL`: a TTL mode needs 0 < ttl <= the TTL maximum, any other mode
+    // a negative ttl; else BadArguments. One divergence: a createTTL with a plain mode and a negative ttl passes
+    // ZooKeeper 3.8's validation, and then encoding its TTL throws in ZooKeeper's SyncThread and the JVM exits;
+    // here every createTTL with a plain mode is BadArguments.
+    if mode.is_ttl() && !view.extended_types {
         return Err(ErrorCode::Unimplemented);
     }
-    if args.op == OpCode::CreateTtl {
+    let ttl_owner = if mode.is_ttl() {
+        Some(ttl_owner(args.ttl).ok_or(ErrorCode::BadArguments)?)
+    } else if args.ttl >= 0 || args.op == OpCode::CreateTtl {
         return Err(ErrorCode::BadArguments);
-    }
+    } else {
+        None
+    };
     let parent_path = parent_for_create(args.path)?;
     let acl = acl::fixup(args.acl, auth, view.schemes)?;
     let parent = view.get(parent_path).ok_or(ErrorCode::NoNode)?;
@@ -177,6 +195,8 @@ pub fn create(view: &View, auth: &AuthIds, session: i64, args: &CreateArgs) -> R
     // ZooKeeper); multi maps flags to opcodes before calling this, as ZooKeeper's `Op.create` does.
     let owner = if args.op == OpCode::CreateContainer {
         CONTAINER_OWNER
+    } else if let Some(owner) = ttl_owner {
+        owner
     } else if mode.is_ephemeral() {
         session
     } else {
@@ -258,7 +278,11 @@ pub fn check(view: &View, auth: &AuthIds, path: &str, version: i32) -> Result<Tx
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tree::ttl_of;
     use zklock_codec::Id;
+
+    /// ZooKeeper's largest TTL (`EphemeralType.TTL.maxValue()`).
+    const MAX_TTL: i64 = 0xff_ffff_ffff;
 
     fn auth() -> Vec<Id> {
         vec![Id {
@@ -279,7 +303,60 @@ mod tests {
             data,
             acl,
             flags,
+            ttl: -1,
         }
+    }
+
+    #[test]
+    fn ttl_creates() {
+        let tree = DataTree::new();
+        let (open, none) = (Acl::open_unsafe(), None);
+        let ttl_create = |view: &View, flags: i32, ttl: i64| {
+            let args = CreateArgs {
+                op: OpCode::CreateTtl,
+                ttl,
+                ..create_args("/t", flags, &none, &open)
+            };
+            create(view, &auth(), 7, &args)
+        };
+        let off = View::new(&tree);
+        assert_eq!(ttl_create(&off, 5, 1000).unwrap_err(), ErrorCode::Unimplemented);
+        assert_eq!(ttl_create(&off, 6, 0).unwrap_err(), ErrorCode::Unimplemented);
+        let on = View::new(&tree).with_extended_types(true);
+        for (flags, ttl) in [(5, 0), (5, -1), (6, MAX_TTL + 1), (0, 1000), (0, -1), (1, -1)] {
+            assert_eq!(
+                ttl_create(&on, flags, ttl).unwrap_err(),
+                ErrorCode::BadArguments,
+                "flags {flags} ttl {ttl}"
+            );
+        }
+        // A TTL mode through create2 carries no TTL (-1): BadArguments.
+        let args = CreateArgs {
+            op: OpCode::Create2,
+            ..create_args("/t", 5, &none, &open)
+        };
+        assert_eq!(
+            create(&on, &auth(), 7, &args).unwrap_err(),
+            ErrorCode::BadArguments
+        );
+        for (flags, ttl, path) in [(5, 1000, "/t"), (6, MAX_TTL, "/t0000000000")] {
+            match ttl_create(&on, flags, ttl).unwrap() {
+                Txn::Create { path: p, owner, .. } => {
+                    assert_eq!(p, path);
+                    assert_eq!(
+                        owner,
+                        0xff00_0000_0000_0000_u64 as i64 | ttl,
+                        "ZooKeeper's TTL encoding"
+                    );
+                    assert_eq!(ttl_of(owner), Some(ttl));
+                    assert!(!is_session_owner(owner), "no session's");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(ttl_of(0), None);
+        assert_eq!(ttl_of(CONTAINER_OWNER), None);
+        assert_eq!(ttl_of(0x1234), None);
     }
 
     #[test]

@@ -21,7 +21,12 @@ fn prepare_and_commit(
     prepare: impl FnOnce(&View<'_>, &AuthIds) -> Result<Txn, ErrorCode>,
 ) -> Result<(Txn, Option<zklock_codec::Stat>), ErrorCode> {
     let auth = auth_of(st, conn);
-    match prepare(&View::new(&st.tree).with_schemes(st.schemes), &auth) {
+    match prepare(
+        &View::new(&st.tree)
+            .with_schemes(st.schemes)
+            .with_extended_types(st.extended_types),
+        &auth,
+    ) {
         Ok(txn) => {
             let (_, stats) = st.commit(txn.clone());
             Ok((txn, stats.into_iter().next().flatten()))
@@ -49,16 +54,18 @@ pub fn create(
     op: OpCode,
     r: &mut Reader<'_>,
 ) -> Result<Reply, Malformed> {
-    let req = if op == OpCode::CreateTtl {
+    // ZooKeeper reads a TTL of -1 (none) from every create but createTTL.
+    let (req, ttl) = if op == OpCode::CreateTtl {
         let t = CreateTtlRequest::decode(r)?;
-        CreateRequest {
+        let req = CreateRequest {
             path: t.path,
             data: t.data,
             acl: t.acl,
             flags: t.flags,
-        }
+        };
+        (req, t.ttl)
     } else {
-        CreateRequest::decode(r)?
+        (CreateRequest::decode(r)?, -1)
     };
     let args = CreateArgs {
         op,
@@ -66,6 +73,7 @@ pub fn create(
         data: &req.data,
         acl: &req.acl,
         flags: req.flags,
+        ttl,
     };
     Ok(
         prepare_and_commit(st, conn, |view, auth| prep::create(view, auth, session, &args))

@@ -6,7 +6,7 @@
 
 use zklock_codec::Acl;
 
-use super::node::{is_session_owner, Node, CONTAINER_OWNER};
+use super::node::{is_session_owner, ttl_of, Node, CONTAINER_OWNER};
 use super::{DataTree, SharedAcl};
 use crate::path;
 
@@ -52,6 +52,9 @@ impl DataTree {
         if owner == CONTAINER_OWNER {
             self.containers.insert(path.to_string());
         }
+        if ttl_of(owner).is_some() {
+            self.ttls.insert(path.to_string());
+        }
         let acl = self.intern(acl);
         self.insert_node(Node::new(path, data.as_deref(), acl, owner, zxid, time));
         events.push(Event::Created(path.to_string()));
@@ -74,6 +77,7 @@ impl DataTree {
             }
         }
         self.containers.remove(path);
+        self.ttls.remove(path);
         let parent_path = path::parent(path);
         if let Some(parent) = self.nodes.get_mut(parent_path) {
             parent.children.remove(path::basename(path));

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use super::node::{Children, Node, CONTAINER_OWNER};
+use super::node::{ttl_of, Children, Node, CONTAINER_OWNER};
 use super::DataTree;
 use crate::node_map::Hasher;
 use crate::path;
@@ -50,6 +50,9 @@ impl TreeBuilder {
         }
         if node.ephemeral_owner == CONTAINER_OWNER {
             t.containers.insert(path.to_string());
+        }
+        if ttl_of(node.ephemeral_owner).is_some() {
+            t.ttls.insert(path.to_string());
         }
         if path != "/" {
             let (parent, name) = (path::parent(path), path::basename(path));

@@ -184,6 +184,25 @@ impl Children {
     }
 }
 
+/// ZooKeeper's `EphemeralType.EXTENDED_MASK`: the top byte of an `ephemeralOwner` that encodes an extended type.
+const EXTENDED_MASK: i64 = 0xff00_0000_0000_0000_u64 as i64;
+
+/// The largest TTL, in ms (ZooKeeper's `EphemeralType.TTL.maxValue()`: the low 40 bits).
+pub const MAX_TTL: i64 = 0x0000_00ff_ffff_ffff;
+
+/// The `ephemeralOwner` of a TTL node, as ZooKeeper's `EphemeralType.TTL.toEphemeralOwner` encodes it
+/// (`0xff00000000000000 | ttl`, the reserved bits and the TTL type bits zero); `None` for a TTL out of
+/// `1..=MAX_TTL`.
+pub fn ttl_owner(ttl: i64) -> Option<i64> {
+    (1..=MAX_TTL).contains(&ttl).then_some(EXTENDED_MASK | ttl)
+}
+
+/// The TTL, in ms, of a TTL node's `ephemeralOwner` (`None` for any other owner).
+pub fn ttl_of(owner: i64) -> Option<i64> {
+    let ttl = owner & MAX_TTL;
+    (owner & !MAX_TTL == EXTENDED_MASK && ttl != 0).then_some(ttl)
+}
+
 /// Whether an `ephemeralOwner` value names a session (ZooKeeper's `EphemeralType.NORMAL`).
 pub fn is_session_owner(owner: i64) -> bool {
     owner != 0 && owner != CONTAINER_OWNER && (owner >> 56) & 0xff != 0xff

@@ -15,6 +15,8 @@
 //!   `serve.rs`): SIGKILL under load, kazoo's 500 nodes, torn log tail, corrupted record.
 //! - `tls`: a secure client port (keytool-made PKCS12 stores), client certificates, digest ACLs and the super users,
 //!   against real ZooKeeper started with TLS and a super digest.
+//! - `ttl`: TTL nodes (`createTTL`): refused without extended types, their stat, validation and expiry with them,
+//!   against a real ZooKeeper of their own started with `zookeeper.extendedTypesEnabled=true`.
 //! - `fuzz`: random bytes at a live socket (proptest, bounded): the server survives and keeps serving.
 
 mod clients;
@@ -30,4 +32,5 @@ mod sessions;
 mod shared;
 mod support;
 mod tls;
+mod ttl;
 mod wire;

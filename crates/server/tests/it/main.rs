@@ -12,3 +12,4 @@ mod raw;
 #[path = "../shared/mod.rs"]
 mod shared;
 mod tls;
+mod ttl;
