@@ -672,6 +672,11 @@ pub struct ServeArgs {
     /// Needs --jaas (or java.security.auth.login.config in --config).
     #[arg(long)]
     pub require_sasl: bool,
+    /// Accept TTL nodes (createTTL, CreateMode PERSISTENT_WITH_TTL…), reaped once their TTL has passed without a
+    /// change or a child, as ZooKeeper does with zookeeper.extendedTypesEnabled=true (extendedTypesEnabled=true in
+    /// --config). Without it, a TTL create is answered Unimplemented, as by ZooKeeper.
+    #[arg(long)]
+    pub extended_types: bool,
     /// Read the configuration, print where the server would listen and keep its data, and exit without serving.
     #[arg(long)]
     pub dry_run: bool,

@@ -150,6 +150,9 @@ fn config(args: &ServeArgs) -> exit::Result<ServerConfig> {
     if args.require_sasl {
         config.enforce_auth_schemes = vec!["sasl".to_owned()];
     }
+    if args.extended_types {
+        config.extended_types_enabled = true;
+    }
     if config.sasl.is_none() && config.enforce_auth_schemes.iter().any(|s| s == "sasl") {
         return Err(Failure::new(
             exit::USAGE,

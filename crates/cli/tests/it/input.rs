@@ -16,7 +16,14 @@ struct Served {
 }
 
 async fn serve() -> Served {
-    let mut process = zklock(&["serve", "--listen", "127.0.0.1:0"])
+    serve_with(&[]).await
+}
+
+/// [`serve`] with more arguments.
+async fn serve_with(more: &[&str]) -> Served {
+    let mut args = vec!["serve", "--listen", "127.0.0.1:0"];
+    args.extend_from_slice(more);
+    let mut process = zklock(&args)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -257,4 +264,23 @@ async fn serve_on_a_busy_port_says_so() {
         "{stderr}"
     );
     drop(busy);
+}
+
+/// `serve --extended-types` takes TTL nodes; without it a TTL create is Unimplemented, as ZooKeeper answers it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_takes_ttl_nodes_only_with_extended_types() {
+    let ttl = zookeeper_client::CreateMode::Persistent
+        .with_acls(zookeeper_client::Acls::anyone_all())
+        .with_ttl(std::time::Duration::from_secs(60));
+    let plain = serve().await;
+    let err = client(&plain.hosts)
+        .await
+        .create("/t", b"", &ttl)
+        .await
+        .unwrap_err();
+    assert_eq!(err, zookeeper_client::Error::Unimplemented);
+    let extended = serve_with(&["--extended-types"]).await;
+    let client = client(&extended.hosts).await;
+    client.create("/t", b"", &ttl).await.unwrap();
+    assert!(client.check_stat("/t").await.unwrap().is_some());
 }
