@@ -78,6 +78,9 @@ fn dispatch(command: Command) -> exit::Result {
         Command::Run(args) => current_thread().block_on(run::run(args)),
         // Like `run`: the command is forked from the main thread.
         Command::Elect(args) => current_thread().block_on(elect::elect(args)),
+        Command::Status(args) if args.watch => multi_thread()
+            .block_on(status_watch::status_watch(args))
+            .map_err(Failure::from),
         Command::Status(args) => multi_thread()
             .block_on(status::status(args))
             .map_err(Failure::from),

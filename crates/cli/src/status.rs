@@ -39,11 +39,7 @@ impl From<anyhow::Error> for StatusFailure {
 
 pub async fn status(args: StatusArgs) -> Result<i32, StatusFailure> {
     let client = conn::connect_args(&args.connect).await?;
-    let result = if args.watch {
-        crate::status_watch::watch(&args, &client).await
-    } else {
-        view(&args, &client).await
-    };
+    let result = view(&args, &client).await;
     conn::close(client).await;
     result
 }

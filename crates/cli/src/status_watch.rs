@@ -14,8 +14,15 @@ use crate::supervise::{self, Interrupts};
 /// After a change, how long the directory must stay quiet before the next view (a burst makes one view).
 const SETTLE: Duration = Duration::from_millis(100);
 
-/// Prints a view, then another after every settled change, until SIGINT or SIGTERM (0).
-pub async fn watch(args: &StatusArgs, client: &zookeeper_client::Client) -> Result<i32, StatusFailure> {
+/// Connects, prints a view, then another after every settled change, until SIGINT or SIGTERM (0).
+pub async fn status_watch(args: StatusArgs) -> Result<i32, StatusFailure> {
+    let client = crate::zk::connect_args(&args.connect).await?;
+    let result = watch(&args, &client).await;
+    crate::zk::close(client).await;
+    result
+}
+
+async fn watch(args: &StatusArgs, client: &zookeeper_client::Client) -> Result<i32, StatusFailure> {
     let mut interrupts = Interrupts::install().map_err(|err| {
         Failure::new(
             exit::LOCAL_FAILURE,

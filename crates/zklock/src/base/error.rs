@@ -288,16 +288,6 @@ impl Error {
         )
     }
 
-    /// True when the connection broke under the request, whether as [`is_connection_loss`](Error::is_connection_loss)
-    /// says or as `zookeeper-client` reports a request in flight when its connection is reset (see
-    /// `base::retry::is_connection_loss`): it may or may not have been applied, and the session may be alive.
-    pub(crate) fn broke_connection(&self) -> bool {
-        self.is_connection_loss()
-            || self
-                .zookeeper()
-                .is_some_and(crate::base::retry::is_connection_loss)
-    }
-
     /// True when the session is over: nothing can be retried on it.
     pub fn is_terminal(&self) -> bool {
         matches!(self, Error::SessionExpired | Error::Closed | Error::AuthFailed)

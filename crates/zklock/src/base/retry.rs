@@ -225,6 +225,13 @@ pub(crate) fn is_connection_loss(err: &zk::Error) -> bool {
     matches!(err, zk::Error::ConnectionLoss | zk::Error::Custom(_))
 }
 
+/// Whether `err` says the connection broke under the request: [`Error::is_connection_loss`], or a ZooKeeper error
+/// that [`is_connection_loss`] takes for one (a request in flight when the connection was reset fails with
+/// `zk::Error::Custom`). It may or may not have been applied, and the session may be alive.
+pub(crate) fn broke_connection(err: &Error) -> bool {
+    err.is_connection_loss() || err.zookeeper().is_some_and(is_connection_loss)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

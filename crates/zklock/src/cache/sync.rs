@@ -32,6 +32,7 @@ use zookeeper_client::{self as zk, AddWatchMode, Client, EventType, PersistentWa
 use super::Shared;
 use crate::base::error::{At as _, Error, Result};
 use crate::base::path::child_path;
+use crate::base::retry::broke_connection;
 use crate::session::Session;
 
 /// At most this many reads in flight: a burst of events waits in the watcher's queue, not in ours.
@@ -122,7 +123,7 @@ async fn follow(shared: &Shared, session: &Session, scope: &Scope) -> Error {
             .await
         {
             Ok(next) => next,
-            Err(err) if err.broke_connection() => continue,
+            Err(err) if broke_connection(&err) => continue,
             Err(err) => return err,
         };
         // The old watcher goes only once the new one is registered, so the client never asks the server to remove
@@ -130,7 +131,7 @@ async fn follow(shared: &Shared, session: &Session, scope: &Scope) -> Error {
         let watcher = &mut *armed.insert(next);
         let outcome = match resync(shared, client, scope).await {
             Ok(()) => stream(shared, client, scope, watcher).await,
-            Err(err) if err.broke_connection() => reconnected(watcher).await,
+            Err(err) if broke_connection(&err) => reconnected(watcher).await,
             Err(err) => Err(err),
         };
         if let Err(err) = outcome {
@@ -165,7 +166,7 @@ async fn resync(shared: &Shared, client: &Client, scope: &Scope) -> Result<()> {
                 tracing::debug!(path = %scope.root, %err, "cache: batched reads failed; reading one node at a time");
                 shared.multi_read.store(false, Ordering::Relaxed);
                 let err = Error::zk("multiRead", &batch[0].0, err);
-                if err.broke_connection() || err.is_terminal() {
+                if broke_connection(&err) || err.is_terminal() {
                     return Err(err);
                 }
                 waiting.extend(batch);
@@ -272,7 +273,7 @@ async fn stream(
                 match found_node(read).at("getData", &path) {
                     Ok(read) => shared.state.write().unwrap_or_else(|e| e.into_inner()).apply(&path, read, &shared.events),
                     // The connection broke: the watcher tells when it is back, and everything is read again.
-                    Err(err) if err.broke_connection() => return reconnected(watcher).await,
+                    Err(err) if broke_connection(&err) => return reconnected(watcher).await,
                     Err(err) => return Err(err),
                 }
             }

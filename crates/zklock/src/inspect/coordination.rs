@@ -149,7 +149,7 @@ pub(crate) async fn service(
 ) -> Result<Option<(Recipe, Vec<Participant>)>> {
     let service = path.rsplit('/').next().unwrap_or_default();
     let instance = |p: &Participant| {
-        serde_json::from_slice::<crate::ServiceInstance>(&p.data)
+        serde_json::from_slice::<crate::recipes::discovery::service::ServiceInstance>(&p.data)
             .is_ok_and(|i| i.name == service && i.id == p.name)
     };
     // One child read first: the others only if it is an instance (a directory of anything else costs one read).

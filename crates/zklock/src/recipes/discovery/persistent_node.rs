@@ -13,6 +13,7 @@ use tokio::sync::{watch, Notify};
 use zookeeper_client::{self as zk, CreateMode};
 
 use crate::base::error::{At as _, Error, Result};
+use crate::base::retry::broke_connection;
 use crate::cache::{Cache, CachedNode, Events};
 use crate::session::cas::{Committed, Write};
 use crate::session::Session;
@@ -189,7 +190,7 @@ async fn keep(shared: Arc<Shared>, cache: Cache) {
                 shared.ours.send_replace(None);
                 return;
             }
-            if !err.broke_connection() {
+            if !broke_connection(&err) {
                 // Not a passing fault (an ACL, say): do not spin.
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
