@@ -71,11 +71,8 @@ pub async fn register(args: RegisterArgs) -> exit::Result {
                 format!("unregistering {}/{}: {err}", args.path, instance.id),
             )
         })?;
-        let newest = session.client().clone();
-        drop((discovery, session));
-        if newest.session_id() != client.session_id() {
-            crate::zk::close(newest).await;
-        }
+        drop(discovery);
+        crate::zk::close_later(session, client).await;
         result
     })
     .await

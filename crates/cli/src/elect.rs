@@ -66,11 +66,8 @@ async fn elect_with(
     let result = lead(args, &election, interrupts).await;
     // `client` is closed by `supervise::with_session`; a later ZooKeeper session is closed here, once every other
     // handle of it (the session's, the election's) is gone.
-    let newest = session.client().clone();
-    drop((election, session));
-    if newest.session_id() != client.session_id() {
-        crate::zk::close(newest).await;
-    }
+    drop(election);
+    crate::zk::close_later(session, client).await;
     result
 }
 

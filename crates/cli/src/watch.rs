@@ -32,11 +32,8 @@ pub async fn watch(args: WatchArgs) -> exit::Result {
             run_on_changes(&args, &cache, interrupts).await
         };
         // `client` is closed by `with_session`; a later ZooKeeper session of ours is closed here.
-        let newest = session.client().clone();
-        drop((cache, session));
-        if newest.session_id() != client.session_id() {
-            crate::zk::close(newest).await;
-        }
+        drop(cache);
+        crate::zk::close_later(session, client).await;
         result
     })
     .await

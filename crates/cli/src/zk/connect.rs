@@ -226,6 +226,17 @@ pub async fn reconnecting(client: &Client, args: &ConnectArgs) -> Result<zklock:
     Ok(session)
 }
 
+/// Ends a [`reconnecting`] session: closes its newest ZooKeeper session if that is a later one than `first` (which
+/// `supervise::with_session` closes). The caller drops every other handle of it (a cache, an election…) first: a
+/// `zookeeper-client` session closes when its last handle goes.
+pub async fn close_later(session: zklock::Session, first: &Client) {
+    let newest = session.client().clone();
+    drop(session);
+    if newest.session_id() != first.session_id() {
+        super::close(newest).await;
+    }
+}
+
 /// Connects using `--connect`/`ZKLOCK_CONNECT` and the credentials and TLS settings given.
 pub async fn connect_args(args: &ConnectArgs) -> Result<Client> {
     connect_within(

@@ -36,7 +36,7 @@ mod tls;
 mod unreachable;
 
 pub use acl::{refused, session, NodeAcls};
-pub use connect::{connect_args, connector, reconnecting, Target};
+pub use connect::{close_later, connect_args, connector, reconnecting, Target};
 pub use security::Security;
 
 use crate::exit::UsageError;
