@@ -178,10 +178,10 @@ clean_campaigns! {
     two_phase_commit_on_embedded: "embedded", "two-phase-commit", "73", "20", SHORT;
 }
 
-/// The tree cache (`Cache::tree` on a reconnecting session, in every contender) while the contenders create, set
-/// and delete the tree's nodes, under every fault of each server (the embedded server with a 2 s session, as the
-/// short campaigns): each cache's events follow zxid order and report only states written, and its final view is
-/// the server's tree.
+// The tree cache (`Cache::tree` on a reconnecting session, in every contender) while the contenders create, set
+// and delete the tree's nodes, under every fault of each server (the embedded server with a 2 s session, as the
+// short campaigns): each cache's events follow zxid order and report only states written, and its final view is
+// the server's tree.
 clean_campaigns! {
     cache_on_embedded: "embedded", "cache", "91", "25", &["--session-timeout", "2"];
     cache_on_zookeeper: "zookeeper", "cache", "92", "30";

@@ -146,7 +146,11 @@ fn launch_for(args: &CampaignArgs, setup: &Setup, slot: usize, connect: &str, un
     }
     if args.recipe == Recipe::Cache {
         argv.push("--history".to_owned());
-        argv.push(dir.join(format!("cache-{slot}-{{k}}.history")).display().to_string());
+        argv.push(
+            dir.join(format!("cache-{slot}-{{k}}.history"))
+                .display()
+                .to_string(),
+        );
     }
     if args.recipe == Recipe::Counter && args.no_fencing {
         argv.push("--naive".to_owned()); // the counter's negative control
