@@ -74,7 +74,9 @@ pub use recipes::coordination::transaction::Decision;
 pub use recipes::coordination::two_phase_commit::{Ballot, Coordinator, TwoPhaseCommit};
 pub use recipes::counters::{AtomicLong, AtomicValue, SharedCount, Versioned};
 pub use recipes::discovery::persistent_node::{NodeMode, PersistentNode};
-pub use recipes::discovery::service::{Registration, ServiceCache, ServiceDiscovery, ServiceInstance, Strategy};
+pub use recipes::discovery::service::{
+    Registration, ServiceCache, ServiceDiscovery, ServiceInstance, Strategy,
+};
 pub use recipes::locks::election::{Leader, LeaderElection, Leadership, Observer, Term};
 pub use recipes::locks::multi_lock::{MultiGuard, MultiLock, Part};
 pub use recipes::locks::mutex::Mutex;
