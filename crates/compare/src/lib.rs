@@ -6,6 +6,7 @@
 //!   double barrier.
 //! * [`caches`] — the cache section of `compare-peers`: zklock's `Cache::tree`, Curator's `CuratorCache` and kazoo's
 //!   `TreeCache` on one 100,101-node tree (prime time, memory per node, change latency).
+//! * [`resync`] — what re-reading that tree costs zklock's cache after a connection cut and after a new session.
 //!
 //! * [`flood`] — the `digest` auth flood of `compare-servers`: a bystander's latency and the server's CPU.
 //! * [`naive`] — the design documents' naive lock (every release wakes every waiter), a baseline only.
@@ -20,4 +21,5 @@ pub mod flood;
 pub mod naive;
 pub mod peers;
 pub mod recipes;
+pub mod resync;
 pub mod scale;

@@ -12,11 +12,13 @@
 //! 5. Caches of a whole tree (`/tree`, `--tree-dirs` × `--tree-leaves` leaves): zklock's `Cache::tree`, Curator's
 //!    `CuratorCache`, kazoo's `TreeCache`, each in a process of its own: time to "initialized", nodes held, memory
 //!    per node, and the latency of `--cache-writes` changes (see `zklock_compare::caches`).
+//! 6. Re-sync of zklock's cache of the same tree after a connection cut and after a new session: requests (counted
+//!    by a proxy) and time (see `zklock_compare::resync`).
 //!
 //! ```sh
 //! cargo build --release -p zklock-compare
 //! target/release/compare-peers [--seconds 4] [--repeat 2] [--warmup 1] [--rounds 10] [--barriers 200]
-//!                              [--members 50] [--client-threads 1] [--only locks,failover,barrier,caches]
+//!                              [--members 50] [--client-threads 1] [--only locks,failover,barrier,caches,resync]
 //!                              [--tree-dirs 100] [--tree-leaves 1000] [--cache-writes 200] [--cache-settle 10]
 //!                              [--cache-init-timeout 180]
 //! ```
@@ -34,6 +36,7 @@ use zklock_bench::lock::{self, LockImpl};
 use zklock_compare::caches::{self, CacheOptions, CachePeers, Contender};
 use zklock_compare::peers::{self, Departure, LockKind, LockLoad, Toolchain};
 use zklock_compare::recipes;
+use zklock_compare::resync;
 use zklock_testkit::ZooKeeper;
 
 struct Args {
@@ -50,7 +53,7 @@ struct Args {
 }
 
 /// The sections, in the order they run.
-const SECTIONS: [&str; 4] = ["locks", "failover", "barrier", "caches"];
+const SECTIONS: [&str; 5] = ["locks", "failover", "barrier", "caches", "resync"];
 
 impl Args {
     fn runs(&self, section: &str) -> bool {
@@ -177,8 +180,9 @@ async fn compare(args: Args) -> Result<()> {
         }
         print_table(&rows);
     }
-    if args.runs("caches") {
-        cache_section(&hosts, zookeeper.pid(0), &args.cache).await?;
+    if args.runs("caches") || args.runs("resync") {
+        let upstream = zookeeper.member_addr(0);
+        cache_section(&hosts, upstream, zookeeper.pid(0), &args).await?;
     }
     println!("\nload average {load_before} before, {} after", load_average());
     drop(zookeeper);
@@ -186,9 +190,14 @@ async fn compare(args: Args) -> Result<()> {
 }
 
 /// The caches: the tree built, the bare write round trip, then each cache in turn (the tree is left in place: the
-/// server goes with the run).
-async fn cache_section(hosts: &str, server: Option<u32>, options: &CacheOptions) -> Result<()> {
-    let peers = tokio::task::spawn_blocking(CachePeers::prepare).await??;
+/// server goes with the run); then the re-sync of zklock's (`upstream`: the server, for the proxy).
+async fn cache_section(
+    hosts: &str,
+    upstream: std::net::SocketAddr,
+    server: Option<u32>,
+    args: &Args,
+) -> Result<()> {
+    let options = &args.cache;
     let writer = zklock_bench::connect(hosts).await?;
     let built = caches::build_tree(&writer, options).await?;
     eprintln!(
@@ -201,12 +210,14 @@ async fn cache_section(hosts: &str, server: Option<u32>, options: &CacheOptions)
         let warm = zklock::Cache::tree(&writer, caches::ROOT)?.start();
         warm.initialized().await?;
     }
-    let mut runs = Vec::new();
-    for who in Contender::ALL {
-        let run = caches::run(&peers, who, hosts, server, &writer, options).await?;
-        runs.push((who, run));
-    }
-    println!(
+    if args.runs("caches") {
+        let peers = tokio::task::spawn_blocking(CachePeers::prepare).await??;
+        let mut runs = Vec::new();
+        for who in Contender::ALL {
+            let run = caches::run(&peers, who, hosts, server, &writer, options).await?;
+            runs.push((who, run));
+        }
+        println!(
         "\ncaches: the tree {} (1 + {} directories × (1 + {} leaves) = {} nodes, 12-byte values, created in {:.1} s); \
          {} sequential setData of one leaf per cache, from another session",
         caches::ROOT,
@@ -214,9 +225,14 @@ async fn cache_section(hosts: &str, server: Option<u32>, options: &CacheOptions)
         options.leaves,
         options.nodes(),
         built.as_secs_f64(),
-        options.writes
-    );
-    caches::print_report(options, &runs);
+            options.writes
+        );
+        caches::print_report(options, &runs);
+    }
+    if args.runs("resync") {
+        let phases = resync::run(hosts, upstream, &writer, options).await?;
+        resync::print_report(options, &phases);
+    }
     zklock_bench::close(writer).await;
     Ok(())
 }
