@@ -41,8 +41,10 @@ const ITEM: &str = crate::recipes::queues::curator::ITEM_PREFIX;
 /// ```
 ///
 /// # Errors
-/// [`Error::InvalidPath`] for an invalid path; [`Error::SessionExpired`] / [`Error::Closed`] when the session
-/// ends; [`Error::ConnectionLoss`] only if the [`RetryPolicy`](crate::RetryPolicy) caps attempts.
+/// [`Error::InvalidPath`](crate::Error::InvalidPath) for an invalid path;
+/// [`Error::SessionExpired`](crate::Error::SessionExpired) / [`Error::Closed`](crate::Error::Closed) when the session
+/// ends; [`Error::ConnectionLoss`](crate::Error::ConnectionLoss) only if the [`RetryPolicy`](crate::RetryPolicy)
+/// caps attempts.
 ///
 /// # Delivery
 /// As the [`Queue`](crate::Queue)'s: a put is made once even when its reply is lost (a receipt tells); `take` takes
