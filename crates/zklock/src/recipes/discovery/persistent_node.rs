@@ -131,23 +131,28 @@ impl PersistentNode {
     /// next create either way.
     pub async fn set_data(&self, data: &[u8]) -> Result<()> {
         *self.shared.data.lock().unwrap_or_else(|e| e.into_inner()) = data.into();
-        self.shared.changed.notify_one();
         if self.exists() {
             let (client, path) = (self.shared.session.client(), &self.shared.path);
-            match self
+            let written = self
                 .shared
                 .session
                 .retry()
-                .run_at("setData", path, || client.set_data(path, data, None))
-                .await
-            {
+                .run_at("setData", path, || client.set_data(path, data, None));
+            match written.await {
+                // Written: the cache's event of it brings the task's next look, which finds our data there.
+                Ok(_) => return Ok(()),
                 Err(Error::ZooKeeper {
                     source: zk::Error::NoNode,
                     ..
                 }) => {} // gone: made again with it
-                written => drop(written?),
+                Err(err) => {
+                    self.shared.changed.notify_one();
+                    return Err(err);
+                }
             }
         }
+        // No node of ours (now): the task makes it with the new data.
+        self.shared.changed.notify_one();
         Ok(())
     }
 

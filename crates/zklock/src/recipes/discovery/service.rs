@@ -187,13 +187,14 @@ impl ServiceDiscovery {
     /// What ZooKeeper answers.
     pub async fn instances(&self, name: &str) -> Result<Vec<ServiceInstance>> {
         let dir = self.service_dir(name)?;
-        let mut found = Vec::new();
-        for id in self.session.list_or_empty(&dir).await? {
-            if let Some((data, _)) = self.session.get(&child_path(&dir, &id)).await? {
-                found.extend(serde_json::from_slice::<ServiceInstance>(&data).ok());
-            }
-        }
-        Ok(found)
+        let ids = self.session.list_or_empty(&dir).await?;
+        let names: Vec<&str> = ids.iter().map(String::as_str).collect();
+        // All read in one round trip.
+        let read = crate::session::read::read_nodes(&self.session, &dir, &names).await?;
+        Ok(read
+            .into_iter()
+            .filter_map(|node| serde_json::from_slice::<ServiceInstance>(&node?.0?).ok())
+            .collect())
     }
 
     /// A watched view of the service `name`'s instances (Curator's `ServiceCache`), started now.
