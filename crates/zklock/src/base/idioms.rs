@@ -62,6 +62,21 @@ pub(crate) async fn list_or_empty(client: &Client, retry: &RetryPolicy, dir: &st
         .unwrap_or_default())
 }
 
+/// The children of `dir` as the leader has them now (empty if it does not exist): a `sync` first, then the
+/// listing. The look that decides whether a create whose reply was lost happened: after a reconnection to another
+/// ensemble member, a plain listing there can miss a create that the leader ordered before our session moved (the
+/// member has not applied its commit yet), and a node of ours that we did not find outlives our interest in it for as
+/// long as our session lives: an orphan at the head of a queue stalls every contender behind it. `sync` passes
+/// through the leader after that create, and its reply comes once this member has applied it. (A create the old
+/// member forwards after our session moved is refused by the leader: the session has a new owner.)
+pub(crate) async fn list_synced(client: &Client, retry: &RetryPolicy, dir: &str) -> Result<Vec<String>> {
+    retry
+        .run_at("sync", dir, || client.sync(dir))
+        .await
+        .if_exists()?;
+    list_or_empty(client, retry, dir).await
+}
+
 /// Creates the queue directory `dir` and every missing parent as **container** nodes with `acls`, like Curator's
 /// `creatingParentContainersIfNeeded`: the server deletes a container once it has had children and has none left
 /// (ZooKeeper 3.5+ and the embedded server check every `znode.container.checkIntervalMs`, a minute by default), so

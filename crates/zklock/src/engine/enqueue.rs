@@ -4,7 +4,7 @@
 use zookeeper_client::{self as zk, CreateMode};
 
 use crate::base::error::{Error, Result};
-use crate::base::idioms::{self, IfExists};
+use crate::base::idioms;
 use crate::base::names::{self, Contender, Marker};
 use crate::base::path::child_path;
 use crate::base::retry::{is_connection_loss, Attempts};
@@ -61,16 +61,11 @@ pub(crate) async fn enqueue(
     }
 }
 
-/// After a create whose reply was lost: did it happen? `sync` first so that a lagging ensemble member has seen
-/// everything the leader committed before we look.
+/// After a create whose reply was lost: did it happen? (A listing after `sync`: see [`idioms::list_synced`].)
 async fn find_own(node: &mut OwnNode) -> Result<bool> {
     let (client, retry) = (&node.client, &node.retry);
-    retry
-        .run_at("sync", &node.dir, || client.sync(&node.dir))
-        .await
-        .if_exists()?;
     // A missing directory holds no node of ours.
-    let children = idioms::list_or_empty(client, retry, &node.dir).await?;
+    let children = idioms::list_synced(client, retry, &node.dir).await?;
     let mut mine: Vec<Contender> = names::sorted_contenders(children, |_| true);
     mine.retain(|c| c.name.starts_with(&node.unique));
     let Some(first) = mine.first() else {

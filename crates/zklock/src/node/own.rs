@@ -3,7 +3,8 @@
 //! An `OwnNode` exists from the moment our create request is sent. Until it is handed over to a guard and
 //! released, dropping it — because an acquire future was cancelled or timed out at any await point, or failed —
 //! deletes the node in the background. When the create reply was never seen, the node is found by our unique
-//! prefix: requests of one session are processed in order, so a listing sent after the create sees it.
+//! prefix, in a listing after a `sync` (a listing alone, after a reconnection to another ensemble member, can miss it:
+//! `idioms::list_synced`).
 //!
 //! The node also dismisses its lost signal's monitor (see `node/lost.rs`) *before* it sends its own delete, whichever way
 //! the delete goes (`delete`, or `Drop`). Otherwise the monitor could take our own delete for somebody else's and
@@ -221,7 +222,9 @@ impl Drop for OwnNode {
     }
 }
 
-/// Deletes our node by name or, if the name is unknown, every child carrying our unique prefix.
+/// Deletes our node by name or, if the name is unknown, every child carrying our unique prefix, looked for after a
+/// `sync` ([`idioms::list_synced`]): the create whose reply we never saw may have gone through another ensemble
+/// member than the one we ask now.
 async fn delete_own(
     client: &Client,
     dir: &str,
@@ -231,7 +234,7 @@ async fn delete_own(
 ) -> Result<()> {
     let names = match name {
         Some(name) => vec![name.to_owned()],
-        None => idioms::list_or_empty(client, retry, dir)
+        None => idioms::list_synced(client, retry, dir)
             .await?
             .into_iter()
             .filter(|c| c.starts_with(unique))
