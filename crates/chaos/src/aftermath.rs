@@ -178,6 +178,18 @@ async fn ephemerals_under(
     client: &Client,
     path: &str,
 ) -> std::result::Result<Vec<String>, zookeeper_client::Error> {
+    Ok(ephemeral_stats_under(client, path)
+        .await?
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect())
+}
+
+/// Every ephemeral node under `path` with its stat, depth first.
+async fn ephemeral_stats_under(
+    client: &Client,
+    path: &str,
+) -> std::result::Result<Vec<(String, zookeeper_client::Stat)>, zookeeper_client::Error> {
     let mut left = Vec::new();
     let mut queue = vec![path.to_owned()];
     while let Some(dir) = queue.pop() {
@@ -190,13 +202,35 @@ async fn ephemerals_under(
             let full = format!("{dir}/{child}");
             if let Some(stat) = client.check_stat(&full).await? {
                 if stat.ephemeral_owner != 0 {
-                    left.push(full.clone());
+                    left.push((full.clone(), stat));
                 }
             }
             queue.push(full);
         }
     }
     Ok(left)
+}
+
+/// The ephemeral nodes under `path` (contenders' nodes), one a line with the session that owns it and its czxid,
+/// sorted by path; read after a `sync`. Taken just before the contenders stop, it shows what a stalled queue was
+/// waiting behind (docs/reliability.md, finding 10).
+pub async fn nodes_now(connect: &str, path: &str) -> std::result::Result<String, String> {
+    let client = session(connect)
+        .await
+        .map_err(|e| format!("cannot connect: {e}"))?;
+    client.sync(path).await.map_err(|e| format!("sync {path}: {e}"))?;
+    let mut nodes = ephemeral_stats_under(&client, path)
+        .await
+        .map_err(|e| format!("cannot list {path}: {e}"))?;
+    nodes.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut lines = String::new();
+    for (path, stat) in nodes {
+        lines.push_str(&format!(
+            "{path} session 0x{:x} czxid 0x{:x}\n",
+            stat.ephemeral_owner, stat.czxid
+        ));
+    }
+    Ok(lines)
 }
 
 /// The commands' intervals, each extended to the last operation the register saw with its token.

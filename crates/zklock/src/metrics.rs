@@ -5,12 +5,22 @@
 use metrics::Unit;
 
 /// The metrics the recipes record: name, unit and help text, in the order of the crate documentation's table.
-const COUNTERS: [(&str, Unit, &str); 2] = [
+const COUNTERS: [(&str, Unit, &str); 4] = [
     (
         "zklock_guards_lost_total",
         Unit::Count,
         "Held guards lost (also queue claims and double-barrier participations), by reason: session_expired, \
          client_closed, node_deleted, disconnected.",
+    ),
+    (
+        "zklock_guards_suspended_total",
+        Unit::Count,
+        "Held guards suspended under a suspending LostPolicy: their session not confirmed in time.",
+    ),
+    (
+        "zklock_guards_resumed_total",
+        Unit::Count,
+        "Suspended guards resumed: a heartbeat through the leader found their node (same node, same fencing token).",
     ),
     (
         "zklock_connection_loss_retries_total",

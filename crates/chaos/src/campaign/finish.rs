@@ -25,6 +25,7 @@ pub(super) async fn finish(args: &CampaignArgs, setup: Setup, ran: Ran, judged: 
     let (recoveries, isolated) = recovery_times(&ops, &ran.records);
 
     report::write_files(&setup.dir, &ops, &ran.records, &intervals, &violations)?;
+    std::fs::write(setup.dir.join("nodes-before-the-end.txt"), &ran.nodes_before_end)?;
     report::report(
         args,
         setup.seed,

@@ -55,6 +55,9 @@ pub(super) struct Ran {
     pub reports: BTreeMap<usize, SlotReport>,
     /// From when the servers served again after the faults (`None`: not before the end).
     pub serving_ns: Option<u64>,
+    /// The contenders' nodes a second before they stopped (see [`aftermath::nodes_now`]), or why they could not be
+    /// read.
+    pub nodes_before_end: String,
 }
 
 /// Runs the contenders and the nemesis until both are done.
@@ -78,6 +81,11 @@ pub(super) async fn run(args: &CampaignArgs, setup: &Setup) -> Result<Ran> {
         targets,
     ));
     let progress = progress(args, setup, times.start_ns);
+    let snapshot = tokio::spawn(nodes_before_end(
+        setup.direct.clone(),
+        setup.path.clone(),
+        times.until_ns,
+    ));
     let records = nemesis.await.context("the nemesis task failed")?;
     // On real ZooKeeper, liveness is judged from when the servers serve again, not from the last heal: zklock
     // cannot acquire while ZooKeeper has no quorum (measured here, and said when it took long; see
@@ -93,12 +101,28 @@ pub(super) async fn run(args: &CampaignArgs, setup: &Setup) -> Result<Ran> {
         reports.insert(slot, report);
     }
     progress.abort();
+    let nodes_before_end = snapshot
+        .await
+        .unwrap_or_else(|e| format!("the snapshot failed: {e}"));
     Ok(Ran {
         times,
         records,
         reports,
         serving_ns,
+        nodes_before_end,
     })
+}
+
+/// The contenders' nodes a second before they stop: what a stalled queue waits behind, and whose session owns it.
+async fn nodes_before_end(direct: String, path: String, until_ns: u64) -> String {
+    let at = until_ns.saturating_sub(1_000_000_000).saturating_sub(now_ns());
+    tokio::time::sleep(Duration::from_nanos(at)).await;
+    match tokio::time::timeout(Duration::from_secs(3), aftermath::nodes_now(&direct, &path)).await {
+        Ok(Ok(lines)) if lines.is_empty() => "(none)\n".to_owned(),
+        Ok(Ok(lines)) => lines,
+        Ok(Err(err)) => format!("(not read: {err})\n"),
+        Err(_) => "(not read within 3 s)\n".to_owned(),
+    }
 }
 
 /// Starts every slot: each runs its contender's processes one after the other until the deadline.

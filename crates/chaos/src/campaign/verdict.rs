@@ -176,7 +176,15 @@ fn liveness(setup: &Setup, ran: &Ran, ops: &[Op]) -> Option<Violation> {
     }
     let recovery_bound = (setup.session + Duration::from_secs(5)).as_nanos() as u64;
     if healed_ns.saturating_add(recovery_bound) <= until_ns {
-        checker::check_recovery(ops, healed_ns, recovery_bound).err()
+        // A stall shows what it waited behind: the contenders' nodes a second before the end, with their sessions.
+        checker::check_recovery(ops, healed_ns, recovery_bound)
+            .err()
+            .map(|v| {
+                format!(
+                    "{v}; the contenders' nodes a second before the end:\n{}",
+                    ran.nodes_before_end
+                )
+            })
     } else {
         // A fault that took long to heal (a JVM restarting on a loaded machine) left the contenders, who stop at
         // the end, less time than a recovery may take: liveness cannot be judged, which is said, not assumed.

@@ -70,10 +70,7 @@ pub(crate) async fn list_or_empty(client: &Client, retry: &RetryPolicy, dir: &st
 /// through the leader after that create, and its reply comes once this member has applied it. (A create the old
 /// member forwards after our session moved is refused by the leader: the session has a new owner.)
 pub(crate) async fn list_synced(client: &Client, retry: &RetryPolicy, dir: &str) -> Result<Vec<String>> {
-    retry
-        .run_at("sync", dir, || client.sync(dir))
-        .await
-        .if_exists()?;
+    retry.run_at("sync", dir, || client.sync(dir)).await.if_exists()?;
     list_or_empty(client, retry, dir).await
 }
 

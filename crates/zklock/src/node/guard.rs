@@ -100,6 +100,47 @@ impl Guard {
         pub fn lost_reason;
     }
 
+    /// Completes when the guard is **suspended** (`None`) — held under [`LostPolicy::Suspend`](crate::LostPolicy)
+    /// or [`SuspendAfter`](crate::LostPolicy::SuspendAfter), our session not confirmed in time — or lost (with the
+    /// reason). A suspended holder must stop acting until [`resumed`](Guard::resumed): nobody else holds yet, but
+    /// somebody may at any moment. Under the other policies a guard is never suspended (this completes only when it
+    /// is lost). Cheap; the future owns what it needs.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # async fn example(client: zookeeper_client::Client) -> zklock::Result<()> {
+    /// # async fn one_step() {}
+    /// let session = zklock::Session::new(&client).with_lost_policy(zklock::LostPolicy::Suspend);
+    /// let guard = zklock::Mutex::new(session, "/locks/reindex")?.lock().await?;
+    /// loop {
+    ///     tokio::select! {
+    ///         biased;
+    ///         lost = guard.suspended() => {
+    ///             if let Some(reason) = lost { eprintln!("lost: {reason}"); break; }
+    ///             // Suspended: act no more until resumed (same node, same fencing token) or lost.
+    ///             if let Err(reason) = guard.resumed().await { eprintln!("lost: {reason}"); break; }
+    ///         }
+    ///         () = one_step() => {}
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn suspended(&self) -> impl Future<Output = Option<LostReason>> + Send + 'static {
+        self.held.signal().suspended()
+    }
+
+    /// Completes when the guard is held and not suspended — at once unless it is [suspended](Guard::suspended)
+    /// now — or with the reason it was lost instead. A resumed guard has the same node and the same fencing token:
+    /// a heartbeat through the leader found our node there, so our session never ended and nobody took over.
+    pub fn resumed(&self) -> impl Future<Output = std::result::Result<(), LostReason>> + Send + 'static {
+        self.held.signal().resumed()
+    }
+
+    /// Whether the guard is suspended now (see [`suspended`](Guard::suspended)).
+    pub fn is_suspended(&self) -> bool {
+        self.held.signal().is_suspended()
+    }
+
     /// The instant before which ZooKeeper cannot have expired our session, and so before which nobody can take over
     /// what this guard holds through an expiry (a deletion of our node by somebody else is another matter:
     /// [`lost`](Guard::lost) reports it). `None` before the first confirmed contact and once the guard is lost.

@@ -69,6 +69,8 @@ pub(crate) struct LostSignal {
     /// Whether the owner asked for the session validity: only then does the task send heartbeats.
     wanted: watch::Sender<bool>,
     valid_until: watch::Receiver<Option<std::time::Instant>>,
+    /// Whether the node is suspended now (a suspending [`LostPolicy`] only).
+    suspended: watch::Receiver<bool>,
     dismissed: CancellationToken,
 }
 
@@ -96,6 +98,7 @@ impl LostSignal {
         let (holding, holding_rx) = watch::channel(false);
         let (wanted, wanted_rx) = watch::channel(false);
         let (valid_tx, valid_until) = watch::channel(None);
+        let (suspended_tx, suspended) = watch::channel(false);
         let dismissed = CancellationToken::new();
         // The watch on our node is requested here, not by the task: `zookeeper-client` sends a request when it is
         // made, in order with the session's others, so every delete of ours (made after this returns) comes after
@@ -121,12 +124,14 @@ impl LostSignal {
             wanted_rx,
             tx,
             valid_tx,
+            suspended_tx,
         ));
         LostSignal {
             reason,
             holding,
             wanted,
             valid_until,
+            suspended,
             dismissed,
         }
     }
@@ -155,6 +160,43 @@ impl LostSignal {
         self.wanted
             .send_if_modified(|wanted| !std::mem::replace(wanted, true));
         self.valid_until.clone()
+    }
+
+    /// Whether the node is suspended now: held under a suspending [`LostPolicy`], its session not confirmed in time
+    /// (see [`LostPolicy::Suspend`]), and not lost.
+    pub(crate) fn is_suspended(&self) -> bool {
+        *self.suspended.borrow() && self.lost_reason().is_none()
+    }
+
+    /// Completes when the node is suspended, or lost (then with the reason).
+    pub(crate) fn suspended(&self) -> impl Future<Output = Option<LostReason>> + Send + 'static {
+        let (mut suspended, mut reason) = (self.suspended.clone(), self.reason.clone());
+        async move {
+            // A loss is reported over a suspension that preceded it.
+            tokio::select! {
+                biased;
+                lost = reason.wait_for(Option::is_some) => Some(lost.map_or(LostReason::Released, |r| r.unwrap_or(LostReason::Released))),
+                Ok(_) = suspended.wait_for(|s| *s) => None,
+            }
+        }
+    }
+
+    /// Completes when the node is held and not suspended (at once if it is not suspended now): `Ok`, or the reason
+    /// it was lost instead.
+    pub(crate) fn resumed(
+        &self,
+    ) -> impl Future<Output = std::result::Result<(), LostReason>> + Send + 'static {
+        let (mut suspended, mut reason) = (self.suspended.clone(), self.reason.clone());
+        async move {
+            if let Some(lost) = *reason.borrow() {
+                return Err(lost);
+            }
+            tokio::select! {
+                biased;
+                lost = reason.wait_for(Option::is_some) => Err(lost.map_or(LostReason::Released, |r| r.unwrap_or(LostReason::Released))),
+                Ok(_) = suspended.wait_for(|s| !*s) => Ok(()),
+            }
+        }
     }
 
     /// Completes when the node is lost; `Released` if the signal is dropped first.
@@ -405,6 +447,7 @@ async fn monitor(
     mut wanted: watch::Receiver<bool>,
     tx: watch::Sender<Option<LostReason>>,
     valid_until: watch::Sender<Option<std::time::Instant>>,
+    suspended: watch::Sender<bool>,
 ) {
     let Monitor {
         client,
@@ -422,6 +465,12 @@ async fn monitor(
         session_timeout,
     };
     let grace = policy.grace(session_timeout);
+    let suspends = policy.suspends();
+    let suspend = |why: &str| {
+        suspended.send_replace(true);
+        tracing::warn!(%path, why, "lock node suspended: nothing may act under it until our session is confirmed");
+        metrics::counter!("zklock_guards_suspended_total").increment(1);
+    };
     let mut disconnected_at = (client.state() == SessionState::Disconnected).then(Instant::now);
     let reason = match reason_for_state(client.state()) {
         Some(reason) => reason,
@@ -441,12 +490,20 @@ async fn monitor(
             let mut not_before = Instant::now();
             loop {
                 let held = *holding.borrow();
-                let deadline = match (disconnected_at, grace, held) {
-                    (Some(since), Some(grace), true) => Some(since + grace),
+                let is_suspended = *suspended.borrow();
+                let deadline = match (disconnected_at, grace, held, is_suspended) {
+                    (Some(since), Some(grace), true, false) => Some(since + grace),
                     _ => None,
                 };
-                // One heartbeat at a time: a reply that takes long only delays the next one.
-                let next_heartbeat = (held && *wanted.borrow() && heartbeat.is_none())
+                // Under a suspending policy, a held node whose validity was asked for is suspended once that validity
+                // passes unconfirmed (a follower cut off from its leader still answers us, but no heartbeat passes).
+                let validity_ends = (suspends && held && *wanted.borrow() && !is_suspended)
+                    .then(|| *valid_until.borrow())
+                    .flatten()
+                    .map(Instant::from_std);
+                // One heartbeat at a time: a reply that takes long only delays the next one. A suspended node sends
+                // them too: the first that goes through resumes it.
+                let next_heartbeat = (held && (*wanted.borrow() || is_suspended) && heartbeat.is_none())
                     .then(|| contacts.next_heartbeat().max(not_before));
                 tokio::select! {
                     biased;
@@ -465,7 +522,13 @@ async fn monitor(
                         }
                         match state {
                             SessionState::Disconnected => { disconnected_at.get_or_insert_with(Instant::now); }
-                            _ => disconnected_at = None,
+                            _ => {
+                                disconnected_at = None;
+                                // Connected again: a suspended node asks at once whether it may resume.
+                                if is_suspended {
+                                    not_before = Instant::now();
+                                }
+                            }
                         }
                     }
                     // The owner gone is the owner dismissing us: `LostSignal`'s drop cancels `dismissed` before it
@@ -484,7 +547,16 @@ async fn monitor(
                         }
                     }
                     _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
-                        break LostReason::Disconnected;
+                        if !suspends {
+                            break LostReason::Disconnected;
+                        }
+                        suspend("disconnected for too long");
+                    }
+                    _ = tokio::time::sleep_until(validity_ends.unwrap_or_else(Instant::now)), if validity_ends.is_some() => {
+                        // A heartbeat confirmed meanwhile moved the validity on: look again.
+                        if valid_until.borrow().is_some_and(|until| until <= std::time::Instant::now()) {
+                            suspend("our session was not confirmed in time");
+                        }
                     }
                     _ = tokio::time::sleep_until(next_heartbeat.unwrap_or_else(Instant::now)),
                         if next_heartbeat.is_some() =>
@@ -502,6 +574,13 @@ async fn monitor(
                         // heartbeat does better.
                         if reply {
                             contacts.confirmed(sent);
+                            // Resumed by a confirmation that still covers now: our node stood throughout (it is our
+                            // session's, and a session that ended never comes back), so nobody took over.
+                            if *suspended.borrow() && sent + session_timeout / 2 > std::time::Instant::now() {
+                                suspended.send_replace(false);
+                                tracing::info!(%path, "lock node resumed: our session is confirmed and our node is there");
+                                metrics::counter!("zklock_guards_resumed_total").increment(1);
+                            }
                         }
                     }
                 }
@@ -629,6 +708,7 @@ mod tests {
             wanted,
             tx,
             valid_tx,
+            watch::channel(false).0,
         ));
         // The monitor takes the owner's end gone for the dismissal it is (or, wrongly, ends at once).
         let ended_at_once = tokio::select! {

@@ -22,6 +22,20 @@ pub enum LostPolicy {
     DisconnectedFor(Duration),
     /// Never lost because of a disconnection alone; only expiry, closing or deletion count.
     SessionOnly,
+    /// **Suspended**, not lost, after being disconnected for half the negotiated session timeout — or, for a guard
+    /// whose [session validity](crate::Guard::session_valid_until) was asked for, once that validity has passed
+    /// unconfirmed — and **resumed** when a heartbeat through the leader finds our node (so our session) alive again:
+    /// the same node, the same fencing token. Lost, as always, when the session ends or our node is deleted.
+    ///
+    /// A suspended holder must not act: another holder cannot have taken over yet, but it may any moment.
+    /// Code under this policy selects on [`Guard::suspended`](crate::Guard::suspended) beside
+    /// [`Guard::lost`](crate::Guard::lost), stops there, and waits for [`Guard::resumed`](crate::Guard::resumed).
+    /// It is not the default because code written for the other policies, which stops only on `lost`, would go
+    /// on acting while suspended. What it buys: an outage shorter than the session (a ZooKeeper restart, an
+    /// ensemble's leader election) no longer ends the guard (docs/reliability.md, "Suspended, then resumed").
+    Suspend,
+    /// As [`Suspend`](LostPolicy::Suspend), suspended after being disconnected for this long.
+    SuspendAfter(Duration),
 }
 
 impl LostPolicy {
@@ -30,6 +44,13 @@ impl LostPolicy {
             LostPolicy::HalfSessionTimeout => Some(session_timeout / 2),
             LostPolicy::DisconnectedFor(grace) => Some(grace),
             LostPolicy::SessionOnly => None,
+            LostPolicy::Suspend => Some(session_timeout / 2),
+            LostPolicy::SuspendAfter(grace) => Some(grace),
         }
+    }
+
+    /// Whether the grace's end suspends the guard rather than losing it.
+    pub(crate) fn suspends(self) -> bool {
+        matches!(self, LostPolicy::Suspend | LostPolicy::SuspendAfter(_))
     }
 }
