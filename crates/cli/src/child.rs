@@ -24,7 +24,10 @@
 //! and the watchdog does not know what to kill.
 //!
 //! The pipe carries messages of one tag byte and a little-endian payload: `x` goodbye; `p` + i32 the command's
-//! process group; `d` + u64 + u64 the SIGTERM and SIGKILL deadlines, in nanoseconds of CLOCK_MONOTONIC.
+//! process group; `d` + u64 + u64 the SIGTERM and SIGKILL deadlines, in nanoseconds of CLOCK_MONOTONIC; `s` (no
+//! payload) for `--on-suspend stop`: from then on the second deadline *stops* the group (SIGSTOP) and the next
+//! deadline still ahead continues it (SIGCONT) — a renewal is sent only after a heartbeat through the leader found
+//! our node, so the session never ended and nobody else can have held meanwhile.
 //!
 //! On a terminal (standard input is our controlling terminal, and we are its foreground job) the command's group is
 //! made the terminal's foreground group, from the forked child after it announced itself (`terminal.rs`): it reads the
@@ -211,6 +214,16 @@ impl Child {
         }
     }
 
+    /// From now on a passed deadline makes the watchdog *stop* the command (SIGSTOP) rather than end it, and the
+    /// next renewal still ahead continues it (SIGCONT): `--on-suspend stop`.
+    pub fn stop_on_deadline(&mut self) {
+        if let Some(watchdog) = &mut self.watchdog {
+            if let Err(err) = watchdog.pipe.write_all(&[STOP_MODE]) {
+                tracing::warn!(%err, "cannot tell the watchdog to stop rather than kill");
+            }
+        }
+    }
+
     /// Whether the watchdog stopped the command because its deadline passed unrenewed (known once the command has
     /// been waited for).
     pub fn stopped_by_watchdog(&self) -> bool {
@@ -370,6 +383,8 @@ const FOREGROUND_POLL: Duration = Duration::from_millis(100);
 const GOODBYE: u8 = b'x';
 const ANNOUNCE: u8 = b'p';
 const DEADLINE: u8 = b'd';
+/// `--on-suspend stop`: stop at a passed deadline, continue at a renewal still ahead (no payload).
+const STOP_MODE: u8 = b's';
 /// The watchdog's exit status when it stopped the command because its deadline passed.
 const FIRED: i32 = 1;
 
@@ -445,11 +460,16 @@ struct Guarding {
     kill_at: Option<Duration>,
     termed: bool,
     killed: bool,
+    /// `--on-suspend stop`: a passed deadline stops the group (at `kill_at`), a renewal ahead continues it.
+    stop_mode: bool,
+    /// The group is stopped by us now.
+    stopped: bool,
 }
 
 impl Guarding {
+    /// Whether we ended the command, or have it stopped now.
     fn fired(&self) -> bool {
-        self.termed || self.killed
+        self.termed || self.killed || self.stopped
     }
 
     fn signal(&self, signal: Signal) {
@@ -460,6 +480,17 @@ impl Guarding {
 
     /// Sends whatever signal is due at `now`.
     fn act(&mut self, now: Duration) {
+        if self.stop_mode {
+            if !self.stopped && self.kill_at.is_some_and(|at| now >= at) {
+                self.stopped = true;
+                eprintln!(
+                    "zklock: watchdog: the ZooKeeper session was not confirmed in time; stopping the command \
+                     (SIGSTOP) until it is"
+                );
+                self.signal(Signal::SIGSTOP);
+            }
+            return;
+        }
         if !self.termed && self.term_at.is_some_and(|at| now >= at) {
             self.termed = true;
             eprintln!(
@@ -476,13 +507,17 @@ impl Guarding {
 
     /// When the next signal is due.
     fn next(&self) -> Option<Duration> {
+        if self.stop_mode {
+            return self.kill_at.filter(|_| !self.stopped);
+        }
         let term = self.term_at.filter(|_| !self.termed);
         let kill = self.kill_at.filter(|_| !self.killed);
         term.into_iter().chain(kill).min()
     }
 
-    fn handle(&mut self, tag: u8, payload: &[u8]) {
+    fn handle(&mut self, tag: u8, payload: &[u8], now: Duration) {
         match tag {
+            STOP_MODE if !self.fired() => self.stop_mode = true,
             ANNOUNCE => {
                 let pgid = i32::from_le_bytes(payload.try_into().expect("4 bytes"));
                 self.pgid = Some(Pid::from_raw(pgid));
@@ -492,6 +527,25 @@ impl Guarding {
                 }
                 if self.killed {
                     self.signal(Signal::SIGKILL);
+                }
+                if self.stopped {
+                    self.signal(Signal::SIGSTOP);
+                }
+            }
+            // Stopped: a renewal still ahead (sent after a heartbeat through the leader found our node, so our session
+            // never ended and nobody took over) lets the command go on until it; one already past changes nothing.
+            DEADLINE if self.stop_mode => {
+                let kill_at =
+                    Duration::from_nanos(u64::from_le_bytes(payload[8..].try_into().expect("8 bytes")));
+                if self.stopped && kill_at <= now {
+                    return;
+                }
+                self.term_at = Some(kill_at);
+                self.kill_at = Some(kill_at);
+                if self.stopped {
+                    self.stopped = false;
+                    eprintln!("zklock: watchdog: the ZooKeeper session is confirmed again; continuing the command (SIGCONT)");
+                    self.signal(Signal::SIGCONT);
                 }
             }
             DEADLINE if !self.fired() => {
@@ -564,7 +618,7 @@ pub fn watchdog() -> i32 {
             if pending.len() < len {
                 break;
             }
-            guarding.handle(tag, &pending[1..len]);
+            guarding.handle(tag, &pending[1..len], monotonic_now());
             pending.drain(..len);
         }
     }
@@ -595,23 +649,49 @@ mod tests {
         let secs = Duration::from_secs;
         let mut guarding = Guarding::default();
         assert_eq!(guarding.next(), None, "no deadline: only our death counts");
-        guarding.handle(DEADLINE, &deadline_message(secs(10), secs(12)));
+        guarding.handle(DEADLINE, &deadline_message(secs(10), secs(12)), secs(0));
         assert_eq!(guarding.next(), Some(secs(10)));
         guarding.act(secs(9));
         assert!(!guarding.fired());
         // Renewed in time: nothing happens at the old deadline.
-        guarding.handle(DEADLINE, &deadline_message(secs(20), secs(22)));
+        guarding.handle(DEADLINE, &deadline_message(secs(20), secs(22)), secs(9));
         guarding.act(secs(10));
         assert!(!guarding.fired());
         guarding.act(secs(20));
         assert!(guarding.termed && !guarding.killed);
         assert_eq!(guarding.next(), Some(secs(22)));
         // A renewal after the deadline passed proves nothing about the time in between.
-        guarding.handle(DEADLINE, &deadline_message(secs(30), secs(32)));
+        guarding.handle(DEADLINE, &deadline_message(secs(30), secs(32)), secs(21));
         assert_eq!(guarding.next(), Some(secs(22)));
         guarding.act(secs(22));
         assert!(guarding.killed);
         assert_eq!(guarding.next(), None);
+    }
+
+    #[test]
+    fn in_stop_mode_the_watchdog_stops_at_the_deadline_and_continues_at_a_renewal_ahead() {
+        let secs = Duration::from_secs;
+        let mut guarding = Guarding::default();
+        guarding.handle(STOP_MODE, &[], secs(0));
+        guarding.handle(DEADLINE, &deadline_message(secs(12), secs(12)), secs(0));
+        assert_eq!(guarding.next(), Some(secs(12)));
+        guarding.act(secs(11));
+        assert!(!guarding.fired());
+        guarding.act(secs(12));
+        assert!(
+            guarding.stopped && !guarding.termed && !guarding.killed,
+            "stopped, not ended"
+        );
+        assert_eq!(guarding.next(), None, "nothing more is due while stopped");
+        // A renewal that is already past when it arrives proves nothing: still stopped.
+        guarding.handle(DEADLINE, &deadline_message(secs(14), secs(14)), secs(15));
+        assert!(guarding.stopped);
+        // One still ahead continues the command, and arms the next stop.
+        guarding.handle(DEADLINE, &deadline_message(secs(20), secs(20)), secs(16));
+        assert!(!guarding.fired());
+        assert_eq!(guarding.next(), Some(secs(20)));
+        guarding.act(secs(20));
+        assert!(guarding.stopped);
     }
 
     #[test]

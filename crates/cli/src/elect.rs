@@ -53,9 +53,11 @@ async fn elect_with(
     } else {
         crate::zk::reconnecting(client, &args.connect).await?
     };
-    let session = acls
-        .apply(session)
-        .with_lost_policy(supervise::lost_policy(client.session_timeout(), args.kill_after));
+    let session = acls.apply(session).with_lost_policy(supervise::lost_policy(
+        client.session_timeout(),
+        args.kill_after,
+        args.on_suspend,
+    ));
     let election = LeaderElection::new(session.clone(), &args.path)
         .map_err(|err| Failure::new(exit::USAGE, err.to_string()))?
         .with_data(supervise::describe(
@@ -85,6 +87,7 @@ async fn lead(args: &ElectArgs, election: &LeaderElection, interrupts: &mut Inte
             &what,
             &args.command,
             args.kill_after,
+            args.on_suspend,
             &connection,
             interrupts,
         )

@@ -48,6 +48,23 @@ impl Connection {
         self.session_timeout
     }
 
+    /// The connection now, in a message: "the connection to HOSTS has been down for N s", or that it is up but the
+    /// leader did not confirm our session.
+    pub fn state_now(&self) -> String {
+        let down_since = *self
+            .down_since
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        match down_since {
+            Some(since) => format!(
+                "the connection to ZooKeeper at {} has been down for {:.1}s",
+                self.hosts,
+                since.elapsed().as_secs_f64()
+            ),
+            None => "connected, but the leader did not confirm our session in time".to_owned(),
+        }
+    }
+
     /// Why the watchdog had to stop the command holding `what` (after `kill_after` of grace; an outage of
     /// `tolerated` stops it).
     pub fn watchdog_cause(&self, what: &str, kill_after: Duration, tolerated: Duration) -> String {

@@ -213,7 +213,11 @@ async fn run_with(
 ) -> exit::Result {
     let creation = Creation::default();
     let session = crate::zk::session(client, &args.connect.security, &args.acl)?
-        .with_lost_policy(supervise::lost_policy(client.session_timeout(), args.kill_after))
+        .with_lost_policy(supervise::lost_policy(
+            client.session_timeout(),
+            args.kill_after,
+            args.on_suspend,
+        ))
         .with_listener(creation.listener());
     let data = supervise::describe(
         &args.command,
@@ -268,6 +272,7 @@ async fn run_with(
         &lock.what(&args.path),
         &args.command,
         args.kill_after,
+        args.on_suspend,
         &Connection::follow(client, &args.connect.hosts),
         interrupts,
     )

@@ -11,7 +11,7 @@ use zklock::{Guard, LostPolicy, LostReason};
 use zookeeper_client::Client;
 
 use crate::child::{exit_code, Child, Deadline};
-use crate::cli::ConnectArgs;
+use crate::cli::{ConnectArgs, OnSuspend};
 use crate::exit::{self, Failure};
 use crate::outage::Connection;
 use crate::redact::redact;
@@ -140,9 +140,15 @@ pub fn refuse_nested(command: &str, path: &str, bounded: bool) -> exit::Result<(
 /// the server expires the session a full timeout after it last heard from us. The remaining 3/5 must cover our
 /// grace, the kill and a margin of a tenth. A `kill_after` too large for the session timeout leaves no grace at
 /// all: the command is then stopped as soon as the connection drops.
-pub fn lost_policy(session_timeout: Duration, kill_after: f64) -> LostPolicy {
+///
+/// With `--on-suspend stop` the guard is suspended instead (`LostPolicy::SuspendAfter`) at the same point, without
+/// the kill's time: a SIGSTOP takes none.
+pub fn lost_policy(session_timeout: Duration, kill_after: f64, on_suspend: OnSuspend) -> LostPolicy {
     let kill_after = Duration::from_secs_f64(kill_after.max(0.0));
     let budget = session_timeout.mul_f64(0.6).saturating_sub(session_timeout / 10);
+    if on_suspend == OnSuspend::Stop {
+        return LostPolicy::SuspendAfter(budget);
+    }
     if kill_after >= budget {
         eprintln!(
             "zklock: warning: --kill-after {:.1}s does not fit the {:.1}s session timeout; the command will be \
@@ -205,12 +211,21 @@ fn bounded(mut text: String) -> String {
 /// (SIGTERM) — at most a fifth of the session timeout earlier, which leaves the renewals room to arrive first
 /// (a heartbeat every tenth of the timeout moves `valid_until` to half a timeout after it was sent; see
 /// `zklock`'s `lost.rs`). `None` if that lies before the clock's origin.
+///
+/// With `--on-suspend stop` the group is stopped (SIGSTOP) at that last moment instead: a stop takes no time.
 pub fn watchdog_deadline(
     valid_until: Instant,
     session_timeout: Duration,
     kill_after: Duration,
+    on_suspend: OnSuspend,
 ) -> Option<Deadline> {
     let kill_at = valid_until.checked_sub(session_timeout / 20)?;
+    if on_suspend == OnSuspend::Stop {
+        return Some(Deadline {
+            term_at: kill_at,
+            kill_at,
+        });
+    }
     let term_at = kill_at.checked_sub(kill_after.min(session_timeout / 5))?;
     Some(Deadline { term_at, kill_at })
 }
@@ -219,10 +234,15 @@ pub fn watchdog_deadline(
 /// confirmed the session for half a timeout (`zklock`'s `lost.rs`), and the [`watchdog_deadline`] lies within that.
 pub fn tolerated_outage(session_timeout: Duration, kill_after: Duration) -> Duration {
     let confirmed = Instant::now();
-    watchdog_deadline(confirmed + session_timeout / 2, session_timeout, kill_after)
-        .map_or(Duration::ZERO, |deadline| {
-            deadline.term_at.saturating_duration_since(confirmed)
-        })
+    watchdog_deadline(
+        confirmed + session_timeout / 2,
+        session_timeout,
+        kill_after,
+        OnSuspend::Kill,
+    )
+    .map_or(Duration::ZERO, |deadline| {
+        deadline.term_at.saturating_duration_since(confirmed)
+    })
 }
 
 /// How [`hold`] ended.
@@ -276,12 +296,19 @@ fn with_the_session(reason: LostReason) -> bool {
 /// stopped, and then returned as `Ok(exit::LOST)`: nothing is left to say.
 ///
 /// A guard lost with its session is told apart ([`Held::SessionLost`]): what `zklock elect` campaigns again after.
+///
+/// With `--on-suspend stop` (`on_suspend`), a session that cannot be confirmed in time suspends the command instead:
+/// the watchdog stops its group (SIGSTOP) at the deadline and continues it (SIGCONT) at the next renewal — sent
+/// only after a heartbeat through the leader found our node, so the same guard goes on — and a loss kills it
+/// (SIGKILL: a stopped command must not run again to handle a SIGTERM while another holder may have started).
+#[allow(clippy::too_many_arguments)] // the command's supervision, each part named at the two call sites
 pub async fn hold(
     guard: Guard,
     path: &str,
     what: &str,
     command: &[String],
     kill_after: f64,
+    on_suspend: OnSuspend,
     connection: &Connection,
     interrupts: &mut Interrupts,
 ) -> Held {
@@ -289,7 +316,8 @@ pub async fn hold(
     let ended = |result| Held::Ended(result);
     let kill_after = Duration::from_secs_f64(kill_after.max(0.0));
     let deadline = |valid_until: Option<Instant>| {
-        valid_until.and_then(|valid_until| watchdog_deadline(valid_until, session_timeout, kill_after))
+        valid_until
+            .and_then(|valid_until| watchdog_deadline(valid_until, session_timeout, kill_after, on_suspend))
     };
     let lost = guard.lost();
     tokio::pin!(lost);
@@ -348,9 +376,38 @@ pub async fn hold(
         }
     };
     tracing::info!(pid = child.pid(), node = %guard.path(), "command started while holding {what}");
+    if on_suspend == OnSuspend::Stop {
+        child.stop_on_deadline();
+    }
+    // Under `--on-suspend stop`: whether the guard is suspended now (said once each way).
+    let mut suspended = false;
     let exited = loop {
+        let suspension = async {
+            if suspended {
+                guard.resumed().await.err()
+            } else {
+                guard.suspended().await
+            }
+        };
         tokio::select! {
             status = child.wait() => break status,
+            // A loss is the `lost` branch's: this one only says a suspension and a resumption.
+            None = suspension, if on_suspend == OnSuspend::Stop => {
+                suspended = !suspended;
+                if suspended {
+                    eprintln!(
+                        "zklock: cannot confirm our ZooKeeper session ({}); the command (pid {}) is stopped until it is \
+                         confirmed (--on-suspend stop)",
+                        connection.state_now(),
+                        child.pid()
+                    );
+                } else {
+                    eprintln!(
+                        "zklock: our session and {what} are confirmed again; the command (pid {}) goes on",
+                        child.pid()
+                    );
+                }
+            }
             signal = interrupts.next() => child.signal(signal),
             Ok(()) = validity.changed() => {
                 if let Some(deadline) = deadline(*validity.borrow_and_update()) {
@@ -360,7 +417,13 @@ pub async fn hold(
             reason = &mut lost => {
                 // Said now, while the command is still being stopped.
                 eprintln!("zklock: lost {what} ({reason}); stopping the command (pid {})", child.pid());
-                child.stop(kill_after).await;
+                if on_suspend == OnSuspend::Stop {
+                    // It may be stopped: a SIGTERM would wait for a SIGCONT that lets it run while another holder may.
+                    child.signal(nix::sys::signal::Signal::SIGKILL);
+                    let _ = child.wait().await;
+                } else {
+                    child.stop(kill_after).await;
+                }
                 if with_the_session(reason) {
                     return Held::SessionLost { result: Ok(exit::LOST), guard: Some(Box::new(guard)) };
                 }
@@ -467,13 +530,16 @@ mod tests {
     fn watchdog_deadline_leaves_a_margin_and_the_kill_after() {
         let valid_until = Instant::now() + Duration::from_secs(60);
         let timeout = Duration::from_secs(4);
-        let deadline = watchdog_deadline(valid_until, timeout, Duration::from_secs(1)).unwrap();
+        let deadline =
+            watchdog_deadline(valid_until, timeout, Duration::from_secs(1), OnSuspend::Kill).unwrap();
         assert_eq!(deadline.kill_at, valid_until - Duration::from_millis(200));
         assert_eq!(deadline.term_at, deadline.kill_at - Duration::from_millis(800));
-        let deadline = watchdog_deadline(valid_until, timeout, Duration::from_millis(500)).unwrap();
+        let deadline =
+            watchdog_deadline(valid_until, timeout, Duration::from_millis(500), OnSuspend::Kill).unwrap();
         assert_eq!(deadline.term_at, deadline.kill_at - Duration::from_millis(500));
         // A --kill-after too long for the session timeout is cut to a fifth of it: renewals must have room to arrive.
-        let deadline = watchdog_deadline(valid_until, timeout, Duration::from_secs(10)).unwrap();
+        let deadline =
+            watchdog_deadline(valid_until, timeout, Duration::from_secs(10), OnSuspend::Kill).unwrap();
         assert_eq!(deadline.term_at, deadline.kill_at - Duration::from_millis(800));
     }
 }

@@ -32,5 +32,6 @@ mod serve_disk_full;
 mod serve_tls;
 mod signals;
 mod status;
+mod suspend;
 mod terminal;
 mod watch;
