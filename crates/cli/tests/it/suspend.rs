@@ -36,6 +36,16 @@ async fn run_through_an_outage(
     on_suspend: &str,
     session_timeout: &str,
 ) -> (Running, Proxy, i32) {
+    through_an_outage("run", hosts, on_suspend, session_timeout).await
+}
+
+/// [`run_through_an_outage`] for `subcommand` (`run` or `elect`, which take the same arguments here).
+async fn through_an_outage(
+    subcommand: &str,
+    hosts: &str,
+    on_suspend: &str,
+    session_timeout: &str,
+) -> (Running, Proxy, i32) {
     let proxy = Proxy::start(hosts.split(',').next().unwrap().parse().unwrap())
         .await
         .unwrap();
@@ -43,7 +53,7 @@ async fn run_through_an_outage(
     let script = "echo $$; read line; echo \"got $line\"; exit 7";
     let connect = proxy.connect_string();
     let mut run = Running::zklock(&[
-        "run",
+        subcommand,
         "--connect",
         &connect,
         "--session-timeout",
@@ -63,7 +73,11 @@ async fn run_through_an_outage(
 }
 
 async fn an_outage_shorter_than_the_session_stops_and_continues_the_command(hosts: &str) {
-    let (mut run, proxy, pid) = run_through_an_outage(hosts, "stop", "10s").await;
+    outage_stops_and_continues("run", hosts).await;
+}
+
+async fn outage_stops_and_continues(subcommand: &str, hosts: &str) {
+    let (mut run, proxy, pid) = through_an_outage(subcommand, hosts, "stop", "10s").await;
     // Stopped before the session could expire (the watchdog's SIGSTOP, about 4.5 s in with a 10 s session)...
     await_state(pid, "the command to be stopped", |s| s == 'T').await;
     // ...and continued once the server answers again and a heartbeat finds our session and node.
@@ -104,6 +118,13 @@ async fn an_outage_longer_than_the_session_kills_the_stopped_command(hosts: &str
         !stderr.contains("continuing the command"),
         "never continued: {stderr}"
     );
+}
+
+/// `elect --on-suspend stop`: the leader's command is stopped and continued in the same term.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_embedded_an_outage_shorter_than_the_session_stops_and_continues_the_leaders_command() {
+    let hosts = zklock_testkit::hosts::embedded().await;
+    outage_stops_and_continues("elect", &hosts).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
