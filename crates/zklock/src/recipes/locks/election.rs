@@ -147,6 +147,37 @@ impl Term {
             .unwrap_or(Some(LostReason::Released))
     }
 
+    /// Completes when this term's leadership is suspended (`None`; under [`LostPolicy::Suspend`](crate::LostPolicy),
+    /// see [`Guard::suspended`]) or lost (with the reason; [`LostReason::Released`] once the term is over). `lead`
+    /// does not stop the work for a suspension: work under a suspending policy selects on this and waits for
+    /// [`resumed`](Term::resumed) before it acts again.
+    pub fn suspended(&self) -> impl Future<Output = Option<LostReason>> + Send + 'static {
+        let suspended = self.leadership.ask(Guard::suspended);
+        async move {
+            match suspended {
+                Some(suspended) => suspended.await,
+                None => Some(LostReason::Released),
+            }
+        }
+    }
+
+    /// Completes when this term's leadership is held and not suspended (`Ok`, at once unless suspended now; the same
+    /// term, the same fencing token), or with the reason it was lost instead ([`Guard::resumed`]).
+    pub fn resumed(&self) -> impl Future<Output = std::result::Result<(), LostReason>> + Send + 'static {
+        let resumed = self.leadership.ask(Guard::resumed);
+        async move {
+            match resumed {
+                Some(resumed) => resumed.await,
+                None => Err(LostReason::Released),
+            }
+        }
+    }
+
+    /// Whether this term's leadership is suspended now.
+    pub fn is_suspended(&self) -> bool {
+        self.leadership.ask(Guard::is_suspended).unwrap_or(false)
+    }
+
     /// The instant before which ZooKeeper cannot have expired our session: a deadline for the term's work that
     /// does not depend on this process being scheduled. See [`Guard::session_valid_until`]; `None` before the first
     /// confirmed contact, once the leadership is lost and once the term is over.
