@@ -72,7 +72,7 @@ pub use recipes::coordination::double_barrier::{DoubleBarrier, Participation};
 pub use recipes::coordination::group::{Group, GroupLayout, Member, MemberEvent, Members, Membership};
 pub use recipes::coordination::transaction::Decision;
 pub use recipes::coordination::two_phase_commit::{Ballot, Coordinator, TwoPhaseCommit};
-pub use recipes::counters::{AtomicLong, AtomicValue, SharedCount, Versioned};
+pub use recipes::counters::{AtomicLong, AtomicValue, SharedCount, SharedValue, Versioned};
 pub use recipes::discovery::persistent_node::{NodeMode, PersistentNode};
 pub use recipes::discovery::service::{
     Registration, ServiceCache, ServiceDiscovery, ServiceInstance, Strategy,

@@ -1,4 +1,5 @@
-//! Counters in one ZooKeeper node, byte-compatible with Apache Curator's: [`SharedCount`] (Curator's
+//! Counters and shared values in one ZooKeeper node, byte-compatible with Apache Curator's: [`SharedValue`] (bytes,
+//! versioned, set by compare-and-set, watched for changes), [`SharedCount`] (Curator's
 //! `SharedCount`: a 4-byte big-endian `int`, versioned, set by compare-and-set, watched for changes) and
 //! [`AtomicLong`] (Curator's `DistributedAtomicLong`: an 8-byte big-endian `long`, changed by optimistic
 //! compare-and-set retried until it succeeds).
@@ -96,8 +97,7 @@ pub struct AtomicValue {
 /// was sent may or may not happen — once at most.
 #[derive(Debug, Clone)]
 pub struct SharedCount {
-    counter: Counter,
-    seed: i32,
+    value: SharedValue,
 }
 
 impl SharedCount {
@@ -107,36 +107,134 @@ impl SharedCount {
     /// # Errors
     /// [`Error::InvalidPath`] if `path` is not a valid ZooKeeper path (or is `/`).
     pub fn new(session: impl Into<Session>, path: &str, seed: i32) -> Result<SharedCount> {
-        Ok(SharedCount {
-            counter: Counter::new(session.into(), path)?,
-            seed,
-        })
+        let mut value = SharedValue::new(session, path, seed.to_be_bytes())?;
+        // Another kind of node is refused, not overwritten.
+        value.check = |path, data| decode_i32(path, data).map(|_| ());
+        Ok(SharedCount { value })
     }
 
     /// The counter's node.
     pub fn path(&self) -> &str {
-        &self.counter.path
+        self.value.path()
     }
 
     /// The session and policies this counter uses.
+    pub fn session(&self) -> &Session {
+        self.value.session()
+    }
+
+    /// The value and version now (the seed at version -1 if the node does not exist).
+    pub async fn get(&self) -> Result<Versioned<i32>> {
+        self.count(self.value.get().await?)
+    }
+
+    /// Sets the value, whatever it is now; returns it with the version of our write.
+    pub async fn set(&self, value: i32) -> Result<Versioned<i32>> {
+        self.count(self.value.set(value.to_be_bytes()).await?)
+    }
+
+    /// Sets the value to `value` only if the node is still at `seen`'s version (compare-and-set): returns the new
+    /// value and version, or `None` if somebody changed it since — read it again with [`get`](SharedCount::get).
+    /// `seen` at version -1 creates the node, if nobody has.
+    pub async fn try_set(&self, seen: &Versioned<i32>, value: i32) -> Result<Option<Versioned<i32>>> {
+        let written = self.value.try_set_at(seen.version, value.to_be_bytes()).await?;
+        written.map(|written| self.count(written)).transpose()
+    }
+
+    /// Waits until the value or the version differs from `since` (the next change after what the caller saw), and
+    /// returns the new one. A change made and undone before we look — a node deleted and created again at the
+    /// same version with the same value — is no change. A deleted node reads as the seed at version -1.
+    ///
+    /// It holds one data watch (an `exists` watch while the node does not exist) and nothing else.
+    pub async fn changed(&self, since: &Versioned<i32>) -> Result<Versioned<i32>> {
+        let since = Versioned {
+            value: since.value.to_be_bytes().to_vec(),
+            version: since.version,
+        };
+        self.count(self.value.changed(&since).await?)
+    }
+
+    fn count(&self, read: Versioned<Vec<u8>>) -> Result<Versioned<i32>> {
+        Ok(Versioned {
+            value: decode_i32(self.path(), &read.value)?,
+            version: read.version,
+        })
+    }
+}
+
+/// A shared value of bytes with a version, as Curator's `SharedValue`: the node `path` holds the bytes as they are.
+/// Reads return them with the node's version; [`try_set`](SharedValue::try_set) changes them only if nobody has
+/// since (compare-and-set by version); [`changed`](SharedValue::changed) waits for the next change. A node that does
+/// not exist holds the seed, at version -1; the first write creates it (its missing parents as container nodes).
+/// [`SharedCount`] is this with 4-byte big-endian integers. Every write is settled exactly once after a lost reply
+/// (the module's receipts), so a `set` whose reply was lost is not written twice.
+///
+/// # Example
+/// ```no_run
+/// # async fn example(client: zookeeper_client::Client) -> zklock::Result<()> {
+/// let config = zklock::SharedValue::new(&client, "/config/feature-flags", b"{}".to_vec())?;
+/// let seen = config.get().await?;
+/// // Compare-and-set: written only if nobody changed it since we read it.
+/// if config.try_set(&seen, br#"{"dark_mode":true}"#.to_vec()).await?.is_none() {
+///     println!("somebody changed it meanwhile: read it again");
+/// }
+/// // Elsewhere: follow every change.
+/// let now = config.changed(&seen).await?;
+/// println!("now {} bytes at version {}", now.value.len(), now.version);
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// As [`SharedCount`]'s, without its check of the data: any bytes are a value.
+///
+/// # Cancellation safety
+/// As [`SharedCount`]'s.
+#[derive(Debug, Clone)]
+pub struct SharedValue {
+    counter: Counter,
+    seed: Vec<u8>,
+    /// Refuses data that is not of this kind (a [`SharedCount`]'s 4 bytes); any bytes for a plain value.
+    check: fn(&str, &[u8]) -> Result<()>,
+}
+
+impl SharedValue {
+    /// The shared value at `path` on `session` (a [`Session`] or a `&Client`); `seed` is its value until the node
+    /// is first written.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] if `path` is not a valid ZooKeeper path (or is `/`).
+    pub fn new(session: impl Into<Session>, path: &str, seed: impl Into<Vec<u8>>) -> Result<SharedValue> {
+        Ok(SharedValue {
+            counter: Counter::new(session.into(), path)?,
+            seed: seed.into(),
+            check: |_, _| Ok(()),
+        })
+    }
+
+    /// The value's node.
+    pub fn path(&self) -> &str {
+        &self.counter.path
+    }
+
+    /// The session and policies this value uses.
     pub fn session(&self) -> &Session {
         &self.counter.session
     }
 
     /// The value and version now (the seed at version -1 if the node does not exist).
-    pub async fn get(&self) -> Result<Versioned<i32>> {
+    pub async fn get(&self) -> Result<Versioned<Vec<u8>>> {
         let node = self.counter.read().await?;
-        self.versioned(node.as_ref())
+        self.versioned(node)
     }
 
     /// Sets the value, whatever it is now; returns it with the version of our write.
-    pub async fn set(&self, value: i32) -> Result<Versioned<i32>> {
-        let counter = &self.counter;
+    pub async fn set(&self, value: impl Into<Vec<u8>>) -> Result<Versioned<Vec<u8>>> {
+        let value = value.into();
+        let (counter, check) = (&self.counter, self.check);
         let written = counter
             .update(|data, _| {
-                // Another kind of node is refused, not overwritten.
-                data.map(|data| counter.decode_i32(data)).transpose()?;
-                Ok(Some(value.to_be_bytes().to_vec()))
+                data.map(|data| check(&counter.path, data)).transpose()?;
+                Ok(Some(value.clone()))
             })
             .await?;
         match written {
@@ -146,15 +244,27 @@ impl SharedCount {
     }
 
     /// Sets the value to `value` only if the node is still at `seen`'s version (compare-and-set): returns the new
-    /// value and version, or `None` if somebody changed it since — read it again with [`get`](SharedCount::get).
+    /// value and version, or `None` if somebody changed it since — read it again with [`get`](SharedValue::get).
     /// `seen` at version -1 creates the node, if nobody has.
-    pub async fn try_set(&self, seen: &Versioned<i32>, value: i32) -> Result<Option<Versioned<i32>>> {
-        let expected = seen.version;
-        let counter = &self.counter;
+    pub async fn try_set(
+        &self,
+        seen: &Versioned<Vec<u8>>,
+        value: impl Into<Vec<u8>>,
+    ) -> Result<Option<Versioned<Vec<u8>>>> {
+        self.try_set_at(seen.version, value).await
+    }
+
+    async fn try_set_at(
+        &self,
+        expected: i32,
+        value: impl Into<Vec<u8>>,
+    ) -> Result<Option<Versioned<Vec<u8>>>> {
+        let value = value.into();
+        let (counter, check) = (&self.counter, self.check);
         let written = counter
             .update(|data, version| {
-                data.map(|data| counter.decode_i32(data)).transpose()?;
-                Ok((version == expected).then(|| value.to_be_bytes().to_vec()))
+                data.map(|data| check(&counter.path, data)).transpose()?;
+                Ok((version == expected).then(|| value.clone()))
             })
             .await?;
         Ok(match written {
@@ -163,15 +273,12 @@ impl SharedCount {
         })
     }
 
-    /// Waits until the value or the version differs from `since` (the next change after what the caller saw), and
-    /// returns the new one. A change made and undone before we look — a node deleted and created again at the
-    /// same version with the same value — is no change. A deleted node reads as the seed at version -1.
-    ///
-    /// It holds one data watch (an `exists` watch while the node does not exist) and nothing else.
-    pub async fn changed(&self, since: &Versioned<i32>) -> Result<Versioned<i32>> {
+    /// Waits until the value or the version differs from `since`, and returns the new one (see
+    /// [`SharedCount::changed`]). It holds one data watch (an `exists` watch while the node does not exist).
+    pub async fn changed(&self, since: &Versioned<Vec<u8>>) -> Result<Versioned<Vec<u8>>> {
         loop {
             let (node, watcher) = self.counter.read_and_watch().await?;
-            let now = self.versioned(node.as_ref())?;
+            let now = self.versioned(node)?;
             if now != *since {
                 return Ok(now);
             }
@@ -179,16 +286,19 @@ impl SharedCount {
         }
     }
 
-    fn versioned(&self, node: Option<&(Vec<u8>, Stat)>) -> Result<Versioned<i32>> {
+    fn versioned(&self, node: Option<(Vec<u8>, Stat)>) -> Result<Versioned<Vec<u8>>> {
         Ok(match node {
             None => Versioned {
-                value: self.seed,
+                value: self.seed.clone(),
                 version: UNCREATED,
             },
-            Some((data, stat)) => Versioned {
-                value: self.counter.decode_i32(data)?,
-                version: stat.version,
-            },
+            Some((data, stat)) => {
+                (self.check)(&self.counter.path, &data)?;
+                Versioned {
+                    value: data,
+                    version: stat.version,
+                }
+            }
         })
     }
 }
@@ -378,10 +488,6 @@ impl Counter {
                 return Ok((None, watcher));
             }
         }
-    }
-
-    fn decode_i32(&self, data: &[u8]) -> Result<i32> {
-        decode_i32(&self.path, data)
     }
 
     fn decode_i64(&self, data: &[u8]) -> Result<i64> {

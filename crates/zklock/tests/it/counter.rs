@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use zklock::zookeeper_client::{self as zk, Client};
-use zklock::{AtomicLong, AtomicValue, Error, Recipe, Session, SharedCount, Versioned};
+use zklock::{AtomicLong, AtomicValue, Error, Recipe, Session, SharedCount, SharedValue, Versioned};
 use zklock_testkit::peers::Peer;
 use zklock_testkit::{expire_session, opcode, unique_path};
 
@@ -88,6 +88,42 @@ on_every_server! {
         assert!(matches!(corrupt.increment().await, Err(Error::CorruptData { len: 3, .. })));
         assert_eq!(client.get_data(&other).await.unwrap().0, b"abc");
         assert!(matches!(AtomicLong::new(&client, "/"), Err(Error::InvalidPath { .. })));
+    }
+
+    async fn shared_value_compares_and_sets_any_bytes_and_hears_every_change(hosts: &str) {
+        let path = unique_path("shared-value");
+        let (a_client, b_client) = (client(hosts).await, client(hosts).await);
+        let a = SharedValue::new(&a_client, &path, b"seed".to_vec()).unwrap();
+        let b = SharedValue::new(&b_client, &path, b"seed".to_vec()).unwrap();
+        let seed = a.get().await.unwrap();
+        assert_eq!(seed, Versioned { value: b"seed".to_vec(), version: -1 }, "the seed until the node exists");
+        assert_eq!(a_client.check_stat(&path).await.unwrap(), None, "reading creates nothing");
+        let waiting = {
+            let a = a.clone();
+            tokio::spawn({
+                let seed = seed.clone();
+                async move { a.changed(&seed).await }
+            })
+        };
+        let created = b.try_set(&seed, br#"{"on":true}"#.to_vec()).await.unwrap().expect("nobody created it first");
+        assert_eq!(created.version, 0);
+        assert_eq!(eventually("A to hear the creation", waiting).await.unwrap().unwrap(), created);
+        assert_eq!(b_client.get_data(&path).await.unwrap().0, br#"{"on":true}"#, "the bytes as they are");
+        // Compare-and-set by version: a stale read loses, a fresh one wins; any length, also none.
+        assert_eq!(a.try_set(&seed, b"stale".to_vec()).await.unwrap(), None, "the node exists since");
+        let emptied = a.set(Vec::new()).await.unwrap();
+        assert_eq!(emptied, Versioned { value: Vec::new(), version: 1 });
+        assert_eq!(b.try_set(&created, b"x".to_vec()).await.unwrap(), None, "A wrote since B's read");
+        assert_eq!(b.get().await.unwrap(), emptied);
+        let big = vec![7u8; 100_000];
+        let written = b.try_set(&emptied, big.clone()).await.unwrap().expect("a fresh read wins");
+        assert_eq!(a.changed(&emptied).await.unwrap(), written);
+        assert_eq!(written.value, big);
+        // Not a SharedCount: a SharedCount on the same node refuses these bytes rather than overwriting them.
+        let count = SharedCount::new(&a_client, &path, 0).unwrap();
+        assert!(matches!(count.get().await, Err(Error::CorruptData { .. })));
+        assert!(matches!(count.set(1).await, Err(Error::CorruptData { .. })));
+        assert_eq!(b.get().await.unwrap(), written, "untouched");
     }
 
     async fn shared_count_compares_and_sets_and_hears_every_change(hosts: &str) {
