@@ -60,4 +60,20 @@ pub struct CampaignArgs {
     /// the checker finds violations.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// What a holder does when it cannot confirm its session in time. `lose`: the library's default — the guard is
+    /// lost after half a session timeout disconnected, and `zklock run` ends its command. `suspend`: the guard is
+    /// suspended and resumed once its session is confirmed (`LostPolicy::Suspend`; `zklock run --on-suspend stop`).
+    /// Either way the campaign counts the guards ended for a session not confirmed in time and, of those, the
+    /// needless ends — the session survived (`chaos-result … ended_unconfirmed=N needless_ends=N`).
+    #[arg(long, value_enum, default_value = "lose")]
+    pub lost_policy: LostPolicyArg,
+}
+
+/// `--lost-policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LostPolicyArg {
+    /// Lost after half a session timeout disconnected (the library's default; `zklock run --on-suspend kill`).
+    Lose,
+    /// Suspended, then resumed or lost (`LostPolicy::Suspend`; `zklock run --on-suspend stop`).
+    Suspend,
 }

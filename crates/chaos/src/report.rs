@@ -70,6 +70,7 @@ pub fn report(
     isolated: &[u64],
     violations: &[Violation],
     intervals: &[Interval],
+    availability: &str,
 ) {
     let mut by_fault: BTreeMap<String, usize> = BTreeMap::new();
     for r in records {
@@ -105,7 +106,7 @@ pub fn report(
     eprintln!(
         "chaos-result recipe={} server={} fencing={} ops={} accepted={} rejected={} commands={} faults={} \
          kinds={} recovery_p50_ms={:.0} recovery_p99_ms={:.0} isolated={} isolated_p50_ms={:.0} \
-         isolated_p99_ms={:.0} exits={} violations={}",
+         isolated_p99_ms={:.0} exits={} violations={} {availability}",
         name(args.recipe),
         name(args.server),
         !args.no_fencing

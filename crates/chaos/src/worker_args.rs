@@ -44,6 +44,9 @@ pub struct WorkerArgs {
     /// The mutex workload beside kazoo contenders: queue behind kazoo's `<hex>__lock__<seq>` nodes too.
     #[arg(long)]
     pub kazoo_contenders: bool,
+    /// The lock-like workloads: hold under `LostPolicy::Suspend` (the campaign's `--lost-policy suspend`).
+    #[arg(long)]
+    pub suspend: bool,
     /// The register and cache workloads: the file this process records its operations in.
     #[arg(long)]
     pub history: Option<String>,

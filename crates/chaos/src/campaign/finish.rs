@@ -8,6 +8,7 @@ use anyhow::{bail, Result};
 use crate::args::CampaignArgs;
 use crate::report;
 use crate::servers::{lock, Servers};
+use crate::Recipe;
 
 use super::recovery::recovery_times;
 use super::schedule::Ran;
@@ -26,6 +27,7 @@ pub(super) async fn finish(args: &CampaignArgs, setup: Setup, ran: Ran, judged: 
 
     report::write_files(&setup.dir, &ops, &ran.records, &intervals, &violations)?;
     std::fs::write(setup.dir.join("nodes-before-the-end.txt"), &ran.nodes_before_end)?;
+    let availability = super::availability::count(&setup.dir, args.clients, args.recipe == Recipe::Run);
     report::report(
         args,
         setup.seed,
@@ -36,6 +38,7 @@ pub(super) async fn finish(args: &CampaignArgs, setup: Setup, ran: Ran, judged: 
         &isolated,
         &violations,
         &intervals,
+        &availability.fields(),
     );
     if !violations.is_empty() {
         keep_server_logs(&setup.servers, &setup.dir).await;

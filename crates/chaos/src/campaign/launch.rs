@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::args::CampaignArgs;
+use crate::args::{CampaignArgs, LostPolicyArg};
 use crate::contenders::Launch;
 use crate::workloads::foreign::{self, Side, WorkerLine};
 use crate::{report, Recipe};
@@ -85,6 +85,12 @@ fn launch_for(args: &CampaignArgs, setup: &Setup, slot: usize, connect: &str, un
             s(&connect),
             s(&"--session-timeout"),
             s(&args.session_timeout),
+            s(&"--on-suspend"),
+            s(&if args.lost_policy == LostPolicyArg::Suspend {
+                "stop"
+            } else {
+                "kill"
+            }),
             s(&"--timeout"),
             s(&(args.session_timeout * 3)),
             s(&path),
@@ -137,6 +143,9 @@ fn launch_for(args: &CampaignArgs, setup: &Setup, slot: usize, connect: &str, un
         ]
     };
     let mut argv = argv;
+    if args.lost_policy == LostPolicyArg::Suspend && args.recipe != Recipe::Run {
+        argv.push("--suspend".to_owned());
+    }
     if args.mix.contains(&foreign::Peer::Kazoo) {
         argv.push("--kazoo-contenders".to_owned()); // queue behind kazoo's nodes too
     }

@@ -4,8 +4,9 @@
 //! links and the proxies; `schedule.rs` runs the contenders (each one's command line from `launch.rs`) under the
 //! nemesis's seeded fault schedule until the deadline; `verdict.rs` collects what they left and judges it;
 //! `finish.rs` writes the files and the summary and keeps what a violation needs. `recovery.rs`: the recovery
-//! figures (and `__rescore`).
+//! figures (and `__rescore`); `availability.rs`: the guards the faults ended needlessly.
 
+mod availability;
 mod finish;
 mod launch;
 mod recovery;

@@ -11,8 +11,15 @@ pub struct Election;
 
 impl Workload for Election {
     async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> zklock::Result<Turn> {
-        let election = zklock::LeaderElection::new(zk, &cx.args.path)?;
+        let election = zklock::LeaderElection::new(shared::recipe_session(cx, zk), &cx.args.path)?;
         cx.pace();
-        shared::hold(cx, election.campaign_timeout(cx.timeout * 3), Kind::Exclusive, 3).await
+        shared::hold(
+            cx,
+            zk,
+            election.campaign_timeout(cx.timeout * 3),
+            Kind::Exclusive,
+            3,
+        )
+        .await
     }
 }

@@ -23,7 +23,7 @@ pub mod queue;
 pub mod run;
 mod rwlock;
 mod semaphore;
-mod shared;
+pub(crate) mod shared;
 pub mod two_phase_commit;
 
 use std::time::Duration;

@@ -11,8 +11,10 @@ pub struct Mutex;
 
 impl Workload for Mutex {
     async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> zklock::Result<Turn> {
-        let mutex = zklock::Mutex::new(zk, &cx.args.path)?.with_kazoo_contenders(cx.args.kazoo_contenders);
+        let session = shared::recipe_session(cx, zk);
+        let mutex =
+            zklock::Mutex::new(session, &cx.args.path)?.with_kazoo_contenders(cx.args.kazoo_contenders);
         cx.pace();
-        shared::hold(cx, mutex.lock_timeout(cx.timeout * 3), Kind::Exclusive, 1).await
+        shared::hold(cx, zk, mutex.lock_timeout(cx.timeout * 3), Kind::Exclusive, 1).await
     }
 }

@@ -12,13 +12,13 @@ pub struct RwLock;
 
 impl Workload for RwLock {
     async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> zklock::Result<Turn> {
-        let lock = zklock::RwLock::new(zk, &cx.args.path)?;
+        let lock = zklock::RwLock::new(shared::recipe_session(cx, zk), &cx.args.path)?;
         let timeout = cx.timeout * 3;
         cx.pace();
         if cx.rng.gen_bool(0.4) {
-            shared::hold(cx, lock.write_timeout(timeout), Kind::Exclusive, 1).await
+            shared::hold(cx, zk, lock.write_timeout(timeout), Kind::Exclusive, 1).await
         } else {
-            shared::hold(cx, lock.read_timeout(timeout), Kind::Shared, 1).await
+            shared::hold(cx, zk, lock.read_timeout(timeout), Kind::Shared, 1).await
         }
     }
 }

@@ -11,8 +11,9 @@ pub struct Semaphore;
 
 impl Workload for Semaphore {
     async fn step(&mut self, cx: &mut Contender<'_>, zk: &Client) -> zklock::Result<Turn> {
-        let semaphore = zklock::Semaphore::new(zk, &cx.args.path, cx.args.leases)?;
+        let semaphore =
+            zklock::Semaphore::new(shared::recipe_session(cx, zk), &cx.args.path, cx.args.leases)?;
         cx.pace();
-        shared::hold(cx, semaphore.acquire_timeout(cx.timeout * 3), Kind::Shared, 1).await
+        shared::hold(cx, zk, semaphore.acquire_timeout(cx.timeout * 3), Kind::Shared, 1).await
     }
 }

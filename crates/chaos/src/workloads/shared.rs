@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use zklock::{Error, Guard};
+use zklock::{Error, Guard, LostPolicy, LostReason};
 use zookeeper_client::{Client, SessionState};
 
 use super::{Contender, Turn};
@@ -94,11 +94,29 @@ async fn connect(args: &WorkerArgs) -> Result<Client> {
         .context("connecting")
 }
 
+/// The recipes' session on `zk`: under `--suspend` a guard whose session cannot be confirmed in time is suspended
+/// rather than lost ([`LostPolicy::Suspend`]).
+pub fn recipe_session(cx: &Contender<'_>, zk: &Client) -> zklock::Session {
+    let session = zklock::Session::new(zk);
+    if cx.args.suspend {
+        session.with_lost_policy(LostPolicy::Suspend)
+    } else {
+        session
+    }
+}
+
+/// The marks a worker leaves in its log for the campaign's availability count (`campaign/availability.rs`).
+pub const MARK_SUSPENDED: &str = "chaos-mark suspended";
+pub const MARK_RESUMED: &str = "chaos-mark resumed";
+pub const MARK_ENDED_UNCONFIRMED: &str = "chaos-mark ended-unconfirmed";
+pub const MARK_NEEDLESS: &str = "chaos-mark needless-end";
+
 /// One turn of a lock-like recipe, once `acquiring` has been made (after the turn's [`Contender::pace`] and any
 /// choice of its own): acquire (`Idle`: not in time), use the resource in critical sections of 20–120 ms — one, or
 /// 1 to `most_sections` drawn once acquired — release.
 pub async fn hold(
     cx: &mut Contender<'_>,
+    zk: &Client,
     acquiring: impl Future<Output = zklock::Result<Guard>>,
     kind: Kind,
     most_sections: usize,
@@ -112,9 +130,15 @@ pub async fn hold(
         1
     };
     for _ in 0..sections {
+        // A suspended holder acts no more until it is resumed; given up after two session timeouts.
+        if guard.is_suspended() && !resumed_in_time(cx, &guard).await {
+            break;
+        }
         let work = Duration::from_millis(cx.rng.gen_range(20..120));
         match section(cx.register(), &guard, kind, work).await {
             Ok(true) => {}
+            // Suspended in the middle: the next round waits for the resumption.
+            Ok(false) if guard.is_suspended() => {}
             Ok(false) => break,
             Err(err) => register_failed(&err),
         }
@@ -122,8 +146,48 @@ pub async fn hold(
     if let Some(reason) = guard.lost_reason() {
         eprintln!("worker {}: guard lost: {reason}", cx.args.client);
     }
+    // Ended because its session could not be confirmed in time: lost by the policy, or given up while suspended.
+    let unconfirmed = guard.is_suspended() || guard.lost_reason() == Some(LostReason::Disconnected);
     release(cx, guard.release()).await;
+    if unconfirmed {
+        ended_unconfirmed(cx, zk).await;
+    }
     Ok(Turn::Done)
+}
+
+/// Waits (at most two session timeouts) for a suspended guard to be resumed; marks both.
+async fn resumed_in_time(cx: &Contender<'_>, guard: &Guard) -> bool {
+    eprintln!("worker {}: {MARK_SUSPENDED}", cx.args.client);
+    let resumed = matches!(
+        tokio::time::timeout(cx.timeout * 2, guard.resumed()).await,
+        Ok(Ok(()))
+    );
+    if resumed {
+        eprintln!("worker {}: {MARK_RESUMED}", cx.args.client);
+    }
+    resumed
+}
+
+/// Marks a guard ended for a session not confirmed in time, and whether the end was needless: the session survived
+/// (the client connected again on it, rather than learning that it ended), so the holder could have gone on. Waits at
+/// most two session timeouts for the client to know.
+async fn ended_unconfirmed(cx: &Contender<'_>, zk: &Client) {
+    let mut states = zk.state_watcher();
+    let survived = tokio::time::timeout(cx.timeout * 2, async {
+        loop {
+            match states.state() {
+                SessionState::SyncConnected | SessionState::ConnectedReadOnly => return true,
+                state if state.is_terminated() => return false,
+                _ => {
+                    states.changed().await;
+                }
+            }
+        }
+    })
+    .await
+    .unwrap_or(false);
+    let needless = if survived { MARK_NEEDLESS } else { "" };
+    eprintln!("worker {}: {MARK_ENDED_UNCONFIRMED} {needless}", cx.args.client);
 }
 
 /// An acquire's outcome, with a timeout as `None`.
@@ -152,14 +216,14 @@ pub async fn section(register: &mut Connection, guard: &Guard, kind: Kind, work:
         Kind::Exclusive => Action::Read,
         Kind::Shared => Action::Enter,
     };
-    if guard.is_lost() {
+    if guard.is_lost() || guard.is_suspended() {
         return Ok(false);
     }
     let Answer::Ok(value) = register.op(kind, token, first, 0).await? else {
         return Ok(false);
     };
     tokio::time::sleep(work).await;
-    if guard.is_lost() {
+    if guard.is_lost() || guard.is_suspended() {
         return Ok(false);
     }
     let (last, value) = match kind {

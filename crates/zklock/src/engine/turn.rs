@@ -233,26 +233,14 @@ pub(crate) async fn wait_turn<R: Rules + ?Sized>(
                     None => std::future::pending().await,
                 }
             };
+            // Biased, in the order ZooKeeper sends them: both watches fire on one session, whose notifications come
+            // in zxid order, and when both are in by the time we look (a loaded machine: the contender ahead went,
+            // then the one we wait for held and released) the look-ahead's, older, must be taken first — taken
+            // second it would cost a listing that it makes needless (found by `a_waiter_deep_in_the_queue_…` in CI).
+            // A loss before either.
             tokio::select! {
-                event = &mut changed => {
-                    tracing::trace!(target: "zklock::timeline", session = node.client.session_id().0, sole, event = ?event.event_type, "notified");
-                    match event.event_type {
-                        EventType::NodeDeleted if sole => {
-                            session.emit(QueueEvent::Woken { by: path });
-                            return Ok(());
-                        }
-                        EventType::Session => {
-                            if let Some(err) = idioms::session_error(&event) {
-                                return Err(err);
-                            }
-                            break;
-                        }
-                        _ => {
-                            session.emit(QueueEvent::Woken { by: path });
-                            break;
-                        }
-                    }
-                }
+                biased;
+                reason = lost.lost() => return Err(reason.error(&node.path())),
                 event = ahead_fired => {
                     tracing::trace!(target: "zklock::timeline", session = node.client.session_id().0, event = ?event.event_type, "look-ahead notified");
                     let makes_sole = early.take().is_some_and(|(_, makes_sole)| makes_sole);
@@ -272,7 +260,25 @@ pub(crate) async fn wait_turn<R: Rules + ?Sized>(
                     watching = Some((name, changed));
                     break;
                 }
-                reason = lost.lost() => return Err(reason.error(&node.path())),
+                event = &mut changed => {
+                    tracing::trace!(target: "zklock::timeline", session = node.client.session_id().0, sole, event = ?event.event_type, "notified");
+                    match event.event_type {
+                        EventType::NodeDeleted if sole => {
+                            session.emit(QueueEvent::Woken { by: path });
+                            return Ok(());
+                        }
+                        EventType::Session => {
+                            if let Some(err) = idioms::session_error(&event) {
+                                return Err(err);
+                            }
+                            break;
+                        }
+                        _ => {
+                            session.emit(QueueEvent::Woken { by: path });
+                            break;
+                        }
+                    }
+                }
             }
         }
     }

@@ -20,6 +20,8 @@ use crate::support::*;
 const WAIT: &str = "zklock_acquire_wait_seconds";
 const HOLD: &str = "zklock_hold_seconds";
 const LOST: &str = "zklock_guards_lost_total";
+const SUSPENDED: &str = "zklock_guards_suspended_total";
+const RESUMED: &str = "zklock_guards_resumed_total";
 const RETRIES: &str = "zklock_connection_loss_retries_total";
 const LEADER: &str = "zklock_leader";
 const DEPTH: &str = "zklock_queue_depth";
@@ -427,6 +429,8 @@ fn every_metric_is_described() {
         (WAIT, metrics::Unit::Seconds),
         (HOLD, metrics::Unit::Seconds),
         (LOST, metrics::Unit::Count),
+        (SUSPENDED, metrics::Unit::Count),
+        (RESUMED, metrics::Unit::Count),
         (RETRIES, metrics::Unit::Count),
         (LEADER, metrics::Unit::Count),
         (DEPTH, metrics::Unit::Count),
