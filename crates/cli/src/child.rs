@@ -224,6 +224,14 @@ impl Child {
         }
     }
 
+    /// Whether the command is stopped now (SIGSTOP, by the watchdog or anybody): its state in `/proc`.
+    pub fn is_stopped(&self) -> bool {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pgid)).unwrap_or_default();
+        // After the command name in parentheses (which may hold spaces): " T ..." for stopped.
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('T'))
+    }
+
     /// Whether the watchdog stopped the command because its deadline passed unrenewed (known once the command has
     /// been waited for).
     pub fn stopped_by_watchdog(&self) -> bool {

@@ -321,13 +321,14 @@ pub struct RunArgs {
     /// starved, its watchdog stops the command in time on its own.
     #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = seconds, allow_negative_numbers = true)]
     pub kill_after: f64,
-    /// What an outage does to the running command once zklock can no longer confirm its ZooKeeper session: `kill`
-    /// ends it (SIGTERM, then SIGKILL) and `run` exits 4; `stop` suspends it (SIGSTOP to its process group, before
-    /// the session could expire) and continues it (SIGCONT) when a heartbeat through the leader finds the session
-    /// and our lock node alive — same lock, same fencing token — so an outage shorter than the session costs a
-    /// pause, not the job. It is killed (SIGKILL) if the session is lost after all. A stopped command runs no code;
-    /// what it wrote before may still be in the kernel's buffers (the fencing token covers that, as for `kill`).
-    #[arg(long, value_enum, default_value_t = OnSuspend::Kill, value_name = "ACTION")]
+    /// What an outage does to the running command once zklock can no longer confirm its ZooKeeper session: `stop`
+    /// (the default) suspends it — SIGSTOP to its process group, before the session could expire — and continues
+    /// it (SIGCONT) when a heartbeat through the leader finds the session and our lock node alive: same lock, same
+    /// fencing token, so an outage shorter than the session costs a pause, not the job; it is killed (SIGKILL) if
+    /// the session is lost after all. `kill` ends it instead (SIGTERM, then SIGKILL after --kill-after) and `run`
+    /// exits 4 (the only behaviour before --on-suspend existed). A stopped command runs no code; what it wrote before may still be in the
+    /// kernel's buffers (the fencing token covers that, either way).
+    #[arg(long, value_enum, default_value_t = OnSuspend::Stop, value_name = "ACTION")]
     pub on_suspend: OnSuspend,
     #[command(flatten)]
     pub describe: DescribeArgs,
@@ -362,11 +363,11 @@ pub struct ElectArgs {
     /// After leadership is lost, the time between SIGTERM and SIGKILL to the command.
     #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = seconds, allow_negative_numbers = true)]
     pub kill_after: f64,
-    /// What an outage does to the running command once zklock can no longer confirm its session: `kill` ends it
-    /// (and, without --exit-on-expiry, zklock campaigns again); `stop` suspends it (SIGSTOP) and continues it
-    /// (SIGCONT) when the session and our node are confirmed again — the same term, the same fencing token — and
-    /// kills it if leadership is lost after all. As `zklock run --on-suspend`.
-    #[arg(long, value_enum, default_value_t = OnSuspend::Kill, value_name = "ACTION")]
+    /// What an outage does to the running command once zklock can no longer confirm its session: `stop` (the
+    /// default) suspends it (SIGSTOP) and continues it (SIGCONT) when the session and our node are confirmed again —
+    /// the same term, the same fencing token — and kills it if leadership is lost after all; `kill` ends it (and,
+    /// without --exit-on-expiry, zklock campaigns again). As `zklock run --on-suspend`.
+    #[arg(long, value_enum, default_value_t = OnSuspend::Stop, value_name = "ACTION")]
     pub on_suspend: OnSuspend,
     #[command(flatten)]
     pub describe: DescribeArgs,
@@ -611,9 +612,9 @@ pub struct CounterArgs {
 /// `--on-suspend`: what `run` and `elect` do to the command while the session cannot be confirmed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum OnSuspend {
-    /// End it (SIGTERM, then SIGKILL): today's behaviour, and the default.
+    /// End it (SIGTERM, then SIGKILL): the behaviour before `--on-suspend` existed.
     Kill,
-    /// Suspend it (SIGSTOP) and continue it (SIGCONT) when the session is confirmed again.
+    /// Suspend it (SIGSTOP) and continue it (SIGCONT) when the session is confirmed again (the default).
     Stop,
 }
 

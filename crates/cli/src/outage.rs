@@ -48,8 +48,8 @@ impl Connection {
         self.session_timeout
     }
 
-    /// The connection now, in a message: "the connection to HOSTS has been down for N s", or that it is up but the
-    /// leader did not confirm our session.
+    /// The connection now, in a message: "the connection to HOSTS has been down for N s", or what else keeps the
+    /// leader from confirming our session while we are connected.
     pub fn state_now(&self) -> String {
         let down_since = *self
             .down_since
@@ -61,7 +61,9 @@ impl Connection {
                 self.hosts,
                 since.elapsed().as_secs_f64()
             ),
-            None => "connected, but the leader did not confirm our session in time".to_owned(),
+            None => {
+                "connected, but we could not confirm our session with the ZooKeeper leader in time".to_owned()
+            }
         }
     }
 

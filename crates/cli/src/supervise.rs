@@ -396,8 +396,8 @@ pub async fn hold(
                 suspended = !suspended;
                 if suspended {
                     eprintln!(
-                        "zklock: cannot confirm our ZooKeeper session ({}); the command (pid {}) is stopped until it is \
-                         confirmed (--on-suspend stop)",
+                        "zklock: could not confirm our ZooKeeper session with the leader in time ({}); the command (pid \
+                         {}) is stopped until it is confirmed (--on-suspend stop)",
                         connection.state_now(),
                         child.pid()
                     );
@@ -417,8 +417,9 @@ pub async fn hold(
             reason = &mut lost => {
                 // Said now, while the command is still being stopped.
                 eprintln!("zklock: lost {what} ({reason}); stopping the command (pid {})", child.pid());
-                if on_suspend == OnSuspend::Stop {
-                    // It may be stopped: a SIGTERM would wait for a SIGCONT that lets it run while another holder may.
+                if child.is_stopped() {
+                    // Stopped (a suspension, or the watchdog's deadline): a SIGTERM would need a SIGCONT, letting it
+                    // run while another holder may.
                     child.signal(nix::sys::signal::Signal::SIGKILL);
                     let _ = child.wait().await;
                 } else {

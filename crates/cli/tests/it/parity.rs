@@ -241,8 +241,8 @@ async fn a_lost_read_lock_or_lease_stops_the_command() {
 }
 
 /// The watchdog guards the new kinds of guard too: with `zklock` paused (SIGSTOP) while its command holds a read lock
-/// or a lease, the command is stopped without `zklock`'s help (before ZooKeeper could expire the session); resumed,
-/// `zklock` exits 4.
+/// or a lease, the command is ended (`--on-suspend kill`) without `zklock`'s help (before ZooKeeper could expire the
+/// session); resumed, `zklock` exits 4. (The default `stop` stops it instead: `pause.rs`, `suspend.rs`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_reader_or_lease_holder_is_stopped_by_the_watchdog() {
     let hosts = zookeeper().await;
@@ -257,6 +257,8 @@ async fn a_paused_reader_or_lease_holder_is_stopped_by_the_watchdog() {
             "4",
             "--kill-after",
             "1",
+            "--on-suspend",
+            "kill",
         ];
         args.extend(flags);
         args.push(&path);

@@ -257,9 +257,10 @@ async fn a_nested_run_on_the_same_path_is_refused() {
     }
 }
 
-/// The server gone while `run` holds the lock: the command is stopped (exit 4), and what zklock says names the
-/// outage — the connection to the server and for how long — and how long an outage the settings tolerate, instead
-/// of guessing at a paused or starved zklock (issue 33.3).
+/// The server gone while `run --on-suspend kill` holds the lock: the command is ended (exit 4), and what zklock says
+/// names the outage — the connection to the server and for how long — and how long an outage the settings
+/// tolerate, instead of guessing at a paused or starved zklock (issue 33.3). (The default, `stop`, is
+/// `suspend.rs`'s.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_outage_is_named_as_the_cause() {
     let data = tempfile::tempdir().unwrap();
@@ -267,7 +268,18 @@ async fn a_server_outage_is_named_as_the_cause() {
     let hosts = serve.addr.to_string();
     let path = unique_path("cli-run-outage");
     let script = "echo started; exec sleep 60";
-    let mut run = Running::zklock(&["run", "--connect", &hosts, &path, "--", "sh", "-c", script]);
+    let mut run = Running::zklock(&[
+        "run",
+        "--connect",
+        &hosts,
+        "--on-suspend",
+        "kill",
+        &path,
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
     assert_eq!(run.line("the command to start").await, "started");
     serve.stop_with(nix::sys::signal::Signal::SIGKILL).await;
     let (code, stderr) = run.finish().await;

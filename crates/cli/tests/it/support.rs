@@ -388,3 +388,22 @@ pub async fn poll_log<L: std::fmt::Debug>(
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// The state letter of process `pid` in `/proc/PID/stat` (`R`, `S`, `T` for stopped, ...); `None` once it is gone
+/// (or reaped).
+pub fn process_state(pid: i32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name in parentheses (which may hold spaces): " S ...".
+    stat.rsplit_once(") ")?.1.chars().next()
+}
+
+/// Polls (no event tells a process's stop to a non-parent) until process `pid`'s state satisfies `ok` (`None`:
+/// gone); bounded by [`EVENTUALLY`].
+pub async fn await_process_state(pid: i32, what: &str, ok: impl Fn(Option<char>) -> bool) {
+    eventually(what, async {
+        while !ok(process_state(pid)) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+}

@@ -106,3 +106,55 @@ on_every_server! {
         assert_eq!(outcome, Ok((None, Ok(()), token)), "suspended, resumed, the same term");
     }
 }
+
+/// A standalone ZooKeeper killed and started again on its data 2.5 s later: a holder under `LostPolicy::Suspend`
+/// whose validity is kept (as `zklock run` keeps it) is at most suspended for the outage, then resumed — never
+/// lost: the same node, the same token, and a rival still cannot take the lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zookeeper_restart_ends_no_suspending_holder() {
+    let mut zk = tokio::task::spawn_blocking(|| zklock_testkit::ZooKeeper::standalone().unwrap())
+        .await
+        .unwrap();
+    let hosts = zk.connect_string();
+    let dir = unique_path("suspend-restart");
+    let holder = client_with_timeout(&hosts, Duration::from_secs(10)).await;
+    let session = Session::new(&holder).with_lost_policy(LostPolicy::Suspend);
+    let guard = Mutex::new(session, &dir).unwrap().lock().await.unwrap();
+    let token = guard.fencing_token();
+    // Kept from now on, as `zklock run` keeps it: a heartbeat every tenth of the session timeout.
+    let mut validity = guard.session_validity();
+    eventually("a first confirmation", validity.wait_for(Option::is_some))
+        .await
+        .unwrap();
+    let zk_back = tokio::task::spawn_blocking(move || {
+        zk.kill(0);
+        std::thread::sleep(Duration::from_millis(2500));
+        zk.restart(0).expect("ZooKeeper serves again");
+        zk
+    });
+    // Resumed (at once if it was never suspended) once the server is back and a heartbeat found our node.
+    let zk = zk_back.await.unwrap();
+    eventually("a confirmation after the restart", async {
+        let restarted = std::time::Instant::now();
+        validity
+            .wait_for(|until| until.is_some_and(|until| until > restarted))
+            .await
+            .unwrap();
+    })
+    .await;
+    assert_eq!(eventually("the holder", guard.resumed()).await, Ok(()));
+    assert!(!guard.is_lost());
+    assert_eq!(guard.fencing_token(), token);
+    let rival = client(&hosts).await;
+    assert!(
+        Mutex::new(&rival, &dir)
+            .unwrap()
+            .try_lock()
+            .await
+            .unwrap()
+            .is_none(),
+        "still ours"
+    );
+    guard.release().await.unwrap();
+    drop(zk);
+}
