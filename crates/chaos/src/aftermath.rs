@@ -16,8 +16,14 @@ use crate::register::{Connection, Register};
 pub async fn drain(connect: &str, path: &str, register: &Register) -> anyhow::Result<()> {
     let (client, mut conn) = open(connect, register).await?;
     take_all(async || {
-        crate::workloads::queue::consume(&client, path, &mut conn, Duration::from_secs(1), Duration::ZERO)
-            .await
+        crate::workloads::queue::consume(
+            (&client).into(),
+            path,
+            &mut conn,
+            Duration::from_secs(1),
+            Duration::ZERO,
+        )
+        .await
     })
     .await
 }
@@ -26,7 +32,8 @@ pub async fn drain(connect: &str, path: &str, register: &Register) -> anyhow::Re
 pub async fn drain_priority(connect: &str, path: &str, register: &Register) -> anyhow::Result<()> {
     let (client, mut conn) = open(connect, register).await?;
     take_all(async || {
-        crate::workloads::priority_queue::consume_priority(&client, path, &mut conn, Duration::ZERO).await
+        crate::workloads::priority_queue::consume_priority((&client).into(), path, &mut conn, Duration::ZERO)
+            .await
     })
     .await
 }

@@ -67,6 +67,21 @@ pub struct CampaignArgs {
     /// needless ends — the session survived (`chaos-result … ended_unconfirmed=N needless_ends=N`).
     #[arg(long, value_enum, default_value = "lose")]
     pub lost_policy: LostPolicyArg,
+    /// The contenders' sessions. `fixed`: a `zookeeper-client` session per contender, a new one (and new recipes)
+    /// after it ends. `reconnecting`: one `zklock::Session::reconnecting` per contender process for its whole life —
+    /// the recipes go on, on the next ZooKeeper session, after one ends, as a long-lived service uses zklock
+    /// (`mutex`, `rwlock`, `semaphore`, `election`, `queue`, `priority-queue`).
+    #[arg(long, value_enum, default_value = "fixed")]
+    pub session: SessionArg,
+}
+
+/// `--session`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SessionArg {
+    /// A session per contender, a new one after it ends.
+    Fixed,
+    /// One reconnecting session per contender process.
+    Reconnecting,
 }
 
 /// `--lost-policy`.

@@ -47,6 +47,10 @@ pub struct WorkerArgs {
     /// The lock-like workloads: hold under `LostPolicy::Suspend` (the campaign's `--lost-policy suspend`).
     #[arg(long)]
     pub suspend: bool,
+    /// One `zklock::Session::reconnecting` for the whole process (the campaign's `--session reconnecting`): the
+    /// recipes go on, on the next ZooKeeper session, after one ends.
+    #[arg(long)]
+    pub reconnecting: bool,
     /// The register and cache workloads: the file this process records its operations in.
     #[arg(long)]
     pub history: Option<String>,

@@ -304,3 +304,76 @@ fn member_partitions_on_a_single_server_are_refused() {
     assert_eq!(code, Some(2), "{summary}\n{stderr}");
     assert!(stderr.contains("need --server ensemble"), "{stderr}");
 }
+
+/// The value of `field=N` in the campaign's `chaos-result` line (copied to the top of `stderr` by [`chaos`]).
+fn result_field(stderr: &str, field: &str) -> Option<u64> {
+    let line = stderr.lines().find(|l| l.starts_with("chaos-result"))?;
+    line.split_whitespace()
+        .find_map(|kv| kv.strip_prefix(&format!("{field}=")))
+        .and_then(|v| v.parse().ok())
+}
+
+/// Long-lived sessions (issue 32): every contender process keeps one `zklock::Session::reconnecting` for its whole
+/// life, and its recipes go on, on the next ZooKeeper session, after one expires. Clean, as any campaign — every
+/// checker of the workload holds across the sessions — and at least one worker went through two sessions (else the
+/// campaign did not exercise them).
+fn clean_with_reconnecting_sessions(server: &str, recipe: &str, seed: &str, duration: &str, more: &[&str]) {
+    let mut args = vec!["--session", "reconnecting"];
+    args.extend_from_slice(more);
+    let (code, summary, stderr) = chaos(&campaign(server, recipe, seed, duration, &args));
+    let (ops, faults, violations) = numbers(&summary);
+    assert_eq!((code, violations), (Some(0), 0), "{summary}\n{stderr}");
+    assert!(
+        ops >= 20 && faults >= 1,
+        "too little to judge: {summary}\n{stderr}"
+    );
+    assert!(
+        result_field(&stderr, "reconnected").is_some_and(|n| n >= 1),
+        "no worker went on to a second ZooKeeper session: {stderr}"
+    );
+}
+
+#[test]
+fn queue_on_embedded_with_reconnecting_sessions() {
+    let more = ["--session-timeout", "2", "--faults", "expire,cut,drop-reply"];
+    clean_with_reconnecting_sessions("embedded", "queue", "72", "20", &more);
+}
+
+#[test]
+fn election_on_zookeeper_with_reconnecting_sessions() {
+    clean_with_reconnecting_sessions("zookeeper", "election", "81", "25", &["--faults", "expire,cut"]);
+}
+
+#[test]
+fn mutex_on_ensemble_with_reconnecting_sessions() {
+    // The holder cut from every server past its session timeout (the ensemble's contenders have no proxy to play
+    // dead), and the leader killed.
+    let more = ["--faults", "partition-client,kill-leader"];
+    clean_with_reconnecting_sessions("ensemble", "mutex", "82", "30", &more);
+}
+
+/// Availability (issue 32): `zklock run`'s default `--on-suspend stop` under short outages — the embedded server
+/// restarted, a contender's connection playing dead for less than the session — ends no command for a session
+/// that was not confirmed in time (`ended_unconfirmed=0`), and nothing else changes: no violation.
+#[test]
+fn run_under_short_outages_ends_no_command_when_it_suspends() {
+    let more = ["--faults", "restart-server,blackhole", "--lost-policy", "suspend"];
+    let (code, summary, stderr) = chaos(&campaign("embedded", "run", "15", "40", &more));
+    let (_, faults, violations) = numbers(&summary);
+    assert_eq!((code, violations), (Some(0), 0), "{summary}\n{stderr}");
+    assert!(faults >= 1, "{summary}");
+    assert_eq!(result_field(&stderr, "ended_unconfirmed"), Some(0), "{stderr}");
+}
+
+/// The control: the same campaign with `--on-suspend kill` (`--lost-policy lose`) ends commands for it — the count
+/// sees them.
+#[test]
+fn run_under_short_outages_ends_commands_when_it_kills() {
+    let more = ["--faults", "restart-server,blackhole", "--lost-policy", "lose"];
+    let (code, summary, stderr) = chaos(&campaign("embedded", "run", "15", "40", &more));
+    assert_eq!((code, numbers(&summary).2), (Some(0), 0), "{summary}\n{stderr}");
+    assert!(
+        result_field(&stderr, "ended_unconfirmed").is_some_and(|n| n >= 1),
+        "the count saw no command ended: {stderr}"
+    );
+}

@@ -8,6 +8,8 @@
 //! * `needless_ends`: of those, the ones whose session survived: the holder could have gone on. Known for the
 //!   workers, which look at their client afterwards; not for `run`, whose `zklock` exits with its session (`NA`).
 //! * `suspended` / `resumed`: suspensions seen under `--lost-policy suspend`, and those that ended in a resumption.
+//! * `reconnected`: under `--session reconnecting`, the worker processes that went on through more than one
+//!   ZooKeeper session (each says how many it had at its end): what shows that the campaign exercised them.
 
 use std::path::Path;
 
@@ -29,6 +31,7 @@ pub struct Availability {
     pub resumed: usize,
     pub ended_unconfirmed: usize,
     pub needless_ends: Option<usize>,
+    pub reconnected: usize,
 }
 
 /// Counts in the logs of `slots` contenders in `dir`; `run`: the slots run `zklock run`.
@@ -59,6 +62,13 @@ impl Availability {
             {
                 self.ended_unconfirmed += 1;
             }
+            if let Some((_, rest)) = line.split_once(": ") {
+                if let Some((count, _)) = rest.split_once(" ZooKeeper sessions: ") {
+                    if count.parse::<usize>().is_ok_and(|n| n >= 2) {
+                        self.reconnected += 1;
+                    }
+                }
+            }
             if line.contains(MARK_NEEDLESS) {
                 if let Some(needless) = &mut self.needless_ends {
                     *needless += 1;
@@ -70,12 +80,13 @@ impl Availability {
     /// `suspended=N resumed=N ended_unconfirmed=N needless_ends=N` (`NA` where unknown), for `chaos-result`.
     pub fn fields(&self) -> String {
         format!(
-            "suspended={} resumed={} ended_unconfirmed={} needless_ends={}",
+            "suspended={} resumed={} ended_unconfirmed={} needless_ends={} reconnected={}",
             self.suspended,
             self.resumed,
             self.ended_unconfirmed,
             self.needless_ends
-                .map_or_else(|| "NA".to_owned(), |n| n.to_string())
+                .map_or_else(|| "NA".to_owned(), |n| n.to_string()),
+            self.reconnected
         )
     }
 }
@@ -92,7 +103,8 @@ mod tests {
         };
         workers.add(&format!(
             "worker 0: {MARK_SUSPENDED}\nworker 0: {MARK_RESUMED}\nworker 1: {MARK_SUSPENDED}\n\
-             worker 1: {MARK_ENDED_UNCONFIRMED} {MARK_NEEDLESS}\nworker 2: {MARK_ENDED_UNCONFIRMED} \nother\n"
+             worker 1: {MARK_ENDED_UNCONFIRMED} {MARK_NEEDLESS}\nworker 2: {MARK_ENDED_UNCONFIRMED} \nother\n\
+             worker 0: 2 ZooKeeper sessions: [1a, 1b]\nworker 1: 1 ZooKeeper sessions: [1c]\n"
         ));
         assert_eq!(
             workers,
@@ -100,7 +112,8 @@ mod tests {
                 suspended: 2,
                 resumed: 1,
                 ended_unconfirmed: 2,
-                needless_ends: Some(1)
+                needless_ends: Some(1),
+                reconnected: 1,
             }
         );
         let mut run = Availability::default();
@@ -112,7 +125,7 @@ mod tests {
         );
         assert_eq!(
             run.fields(),
-            "suspended=1 resumed=1 ended_unconfirmed=2 needless_ends=NA"
+            "suspended=1 resumed=1 ended_unconfirmed=2 needless_ends=NA reconnected=0"
         );
     }
 }

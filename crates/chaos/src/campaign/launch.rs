@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::args::{CampaignArgs, LostPolicyArg};
+use crate::args::{CampaignArgs, LostPolicyArg, SessionArg};
 use crate::contenders::Launch;
 use crate::workloads::foreign::{self, Side, WorkerLine};
 use crate::{report, Recipe};
@@ -145,6 +145,9 @@ fn launch_for(args: &CampaignArgs, setup: &Setup, slot: usize, connect: &str, un
     let mut argv = argv;
     if args.lost_policy == LostPolicyArg::Suspend && args.recipe != Recipe::Run {
         argv.push("--suspend".to_owned());
+    }
+    if args.session == SessionArg::Reconnecting {
+        argv.push("--reconnecting".to_owned());
     }
     if args.mix.contains(&foreign::Peer::Kazoo) {
         argv.push("--kazoo-contenders".to_owned()); // queue behind kazoo's nodes too

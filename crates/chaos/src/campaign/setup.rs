@@ -183,6 +183,21 @@ fn check_args(args: &CampaignArgs, quiet: Duration) -> Result<()> {
     if !args.mix.is_empty() && args.recipe != Recipe::Mutex {
         bail!("--mix works with --recipe mutex only");
     }
+    let reconnects = matches!(
+        args.recipe,
+        Recipe::Mutex
+            | Recipe::Rwlock
+            | Recipe::Semaphore
+            | Recipe::Election
+            | Recipe::Queue
+            | Recipe::PriorityQueue
+    );
+    if args.session == crate::args::SessionArg::Reconnecting && (!reconnects || !args.mix.is_empty()) {
+        bail!(
+            "--session reconnecting works with --recipe mutex, rwlock, semaphore, election, queue or priority-queue \
+             (zklock's workers only, no --mix)"
+        );
+    }
     Ok(())
 }
 

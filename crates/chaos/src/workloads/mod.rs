@@ -67,6 +67,8 @@ pub struct Contender<'a> {
     register: Option<Connection>,
     /// The ids made so far.
     ids: u64,
+    /// Under `--reconnecting`: the process's one reconnecting session, which the recipes are built on.
+    pub session: Option<zklock::Session>,
 }
 
 impl Contender<'_> {
@@ -163,18 +165,40 @@ async fn drive<W: Workload>(args: &WorkerArgs) -> Result<()> {
     } else {
         None
     };
+    let timeout = Duration::from_millis(args.session_timeout_ms);
     let mut cx = Contender {
         args,
         rng: shared::seeded_rng(args),
-        timeout: Duration::from_millis(args.session_timeout_ms),
+        timeout,
         register,
         ids: 0,
+        session: if args.reconnecting {
+            Some(shared::reconnecting(args).await?)
+        } else {
+            None
+        },
     };
     let mut session = shared::Session::new(args);
     let (mut done, mut idle, mut failed) = (0u64, 0u64, 0u64);
+    // Under `--reconnecting`: the ZooKeeper sessions the process went through.
+    let mut sessions: Vec<i64> = Vec::new();
     while now_ns() < work.until(args) {
-        let Some((zk, new)) = session.get().await else {
-            continue;
+        let (zk, new) = match &cx.session {
+            Some(reconnecting) => {
+                let zk = reconnecting.client().clone();
+                let id = zk.session_id().0;
+                let new = sessions.last() != Some(&id);
+                if new {
+                    sessions.push(id);
+                }
+                (zk, new)
+            }
+            None => {
+                let Some(got) = session.get().await else {
+                    continue;
+                };
+                got
+            }
         };
         if new {
             work.connected();
@@ -186,13 +210,34 @@ async fn drive<W: Workload>(args: &WorkerArgs) -> Result<()> {
                 failed += 1;
                 eprintln!("worker {}: {err}", args.client);
                 if err.is_terminal() {
-                    session.ended();
+                    match &cx.session {
+                        // The next ZooKeeper session, made by the reconnecting session itself.
+                        Some(reconnecting) => {
+                            if tokio::time::timeout(timeout * 3, reconnecting.ready())
+                                .await
+                                .is_err()
+                            {
+                                eprintln!("worker {}: no new session within three timeouts", args.client);
+                            }
+                        }
+                        None => session.ended(),
+                    }
                 }
             }
         }
     }
     work.finish(&mut cx).await;
-    session.close().await;
+    match cx.session.take() {
+        Some(reconnecting) => shared::close_reconnecting(reconnecting).await,
+        None => session.close().await,
+    }
+    if args.reconnecting {
+        eprintln!(
+            "worker {}: {} ZooKeeper sessions: {sessions:x?}",
+            args.client,
+            sessions.len()
+        );
+    }
     eprintln!(
         "worker {}: done, {done} operations, {idle} with nothing done in time, {failed} failed",
         args.client

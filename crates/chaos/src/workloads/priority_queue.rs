@@ -7,7 +7,7 @@ use std::time::Duration;
 use rand::Rng;
 use zookeeper_client::Client;
 
-use super::shared::record;
+use super::shared::{self, record};
 use super::{Contender, Turn, Workload};
 use crate::history::Action;
 use crate::register::Connection;
@@ -20,9 +20,12 @@ impl Workload for PriorityQueue {
         let work = cx.pace();
         let path = &cx.args.path;
         if !cx.rng.gen_bool(1.0 / 3.0) {
-            return Ok(consume_priority(zk, path, cx.register(), work).await?.into());
+            let session = shared::recipe_session(cx, zk);
+            return Ok(consume_priority(session, &cx.args.path, cx.register(), work)
+                .await?
+                .into());
         }
-        let queue = zklock::PriorityQueue::new(zk, path)?;
+        let queue = zklock::PriorityQueue::new(shared::recipe_session(cx, zk), path)?;
         for _ in 0..2 {
             let (id, priority) = (cx.next_id(), cx.rng.gen_range(0..4));
             queue.put(format!("{id} {priority}").as_bytes(), priority).await?;
@@ -37,12 +40,12 @@ impl Workload for PriorityQueue {
 /// the look (`seek`) and its end — the item taken (`take`, with its priority) or `miss` — then "processes" it for
 /// `work`, completes it and records that (`done`). Nothing free: waits `work` before the next look.
 pub async fn consume_priority(
-    zk: &Client,
+    session: zklock::Session,
     path: &str,
     register: &mut Connection,
     work: Duration,
 ) -> zklock::Result<bool> {
-    let queue = zklock::PriorityQueue::new(zk, path)?;
+    let queue = zklock::PriorityQueue::new(session, path)?;
     record(register, Action::Seek, 0, 0).await;
     let claimed = match queue.try_take_safe().await {
         Ok(Some(claimed)) => claimed,

@@ -7,7 +7,7 @@ use std::time::Duration;
 use rand::Rng;
 use zookeeper_client::Client;
 
-use super::shared::record;
+use super::shared::{self, record};
 use super::{Contender, Turn, Workload};
 use crate::history::Action;
 use crate::register::Connection;
@@ -21,26 +21,29 @@ impl Workload for Queue {
         let id = cx.next_id();
         let (path, timeout) = (&cx.args.path, cx.timeout);
         if cx.rng.gen_bool(0.5) {
-            zklock::Queue::new(zk, path)?
+            zklock::Queue::new(shared::recipe_session(cx, zk), path)?
                 .put(id.to_string().as_bytes())
                 .await?;
             record(cx.register(), Action::Put, id, 0).await; // once acknowledged
             Ok(Turn::Done)
         } else {
-            Ok(consume(zk, path, cx.register(), timeout, work).await?.into())
+            let session = shared::recipe_session(cx, zk);
+            Ok(consume(session, &cx.args.path, cx.register(), timeout, work)
+                .await?
+                .into())
         }
     }
 }
 
 /// Takes one item with `take_safe`, records it, "processes" it for `work`, completes it and records that.
 pub async fn consume(
-    zk: &Client,
+    session: zklock::Session,
     path: &str,
     register: &mut Connection,
     timeout: Duration,
     work: Duration,
 ) -> zklock::Result<bool> {
-    let queue = zklock::Queue::new(zk, path)?;
+    let queue = zklock::Queue::new(session, path)?;
     let claimed = match tokio::time::timeout(timeout, queue.take_safe()).await {
         Ok(claimed) => claimed?,
         Err(_) => return Ok(false),

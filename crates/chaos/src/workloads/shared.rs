@@ -83,6 +83,43 @@ impl<'a> Session<'a> {
     }
 }
 
+/// The process's reconnecting session (`--reconnecting`): tried until it connects, at most until the deadline.
+pub async fn reconnecting(args: &WorkerArgs) -> Result<zklock::Session> {
+    let timeout = Duration::from_millis(args.session_timeout_ms);
+    loop {
+        let connector = Client::connector().with_session_timeout(timeout);
+        match tokio::time::timeout(
+            timeout * 2,
+            zklock::Session::reconnecting(connector, &args.connect),
+        )
+        .await
+        {
+            Ok(Ok(session)) => return Ok(session),
+            Ok(Err(err)) if crate::clock::now_ns() < args.until_ns => {
+                eprintln!("worker {}: connecting: {err}", args.client);
+            }
+            Err(_) if crate::clock::now_ns() < args.until_ns => {
+                eprintln!("worker {}: connecting timed out", args.client);
+            }
+            Ok(Err(err)) => return Err(err).context("connecting"),
+            Err(_) => anyhow::bail!("connecting timed out"),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Ends a reconnecting session: its nodes deleted ([`zklock::Session::close`]), then its ZooKeeper session closed by
+/// dropping the last handle, waited for (a little) so that nothing of it is left.
+pub async fn close_reconnecting(session: zklock::Session) {
+    let _ = tokio::time::timeout(Duration::from_secs(3), session.clone().close()).await;
+    let mut states = session.client().state_watcher();
+    drop(session);
+    let _ = tokio::time::timeout(Duration::from_secs(3), async {
+        while !states.changed().await.is_terminated() {}
+    })
+    .await;
+}
+
 async fn connect(args: &WorkerArgs) -> Result<Client> {
     let timeout = Duration::from_millis(args.session_timeout_ms);
     let connecting = Client::connector()
@@ -96,8 +133,13 @@ async fn connect(args: &WorkerArgs) -> Result<Client> {
 
 /// The recipes' session on `zk`: under `--suspend` a guard whose session cannot be confirmed in time is suspended
 /// rather than lost ([`LostPolicy::Suspend`]).
+///
+/// Under `--reconnecting`, the process's reconnecting session (whose current ZooKeeper session `zk` is).
 pub fn recipe_session(cx: &Contender<'_>, zk: &Client) -> zklock::Session {
-    let session = zklock::Session::new(zk);
+    let session = match &cx.session {
+        Some(session) => session.clone(),
+        None => zklock::Session::new(zk),
+    };
     if cx.args.suspend {
         session.with_lost_policy(LostPolicy::Suspend)
     } else {
