@@ -50,6 +50,37 @@ macro_rules! lost_methods {
 }
 pub(crate) use lost_methods;
 
+/// The public `suspended`, `resumed` and `is_suspended` of something held through `self.$held` (a [`Held`]), as
+/// [`Guard`](crate::Guard)'s: `crate::node::held::suspension_methods!(held);` where the type is.
+macro_rules! suspension_methods {
+    ($held:ident) => {
+        /// Completes when this is **suspended** (`None`) — held under a suspending
+        /// [`LostPolicy`](crate::LostPolicy), its session not confirmed in time — or lost (with the reason). While
+        /// suspended nothing may act under it; see [`Guard::suspended`](crate::Guard::suspended).
+        pub fn suspended(
+            &self,
+        ) -> impl ::std::future::Future<Output = Option<$crate::base::error::LostReason>> + Send + 'static {
+            self.$held.signal().suspended()
+        }
+
+        /// Completes when this is held and not suspended (at once unless suspended now): `Ok`, the same node — or
+        /// with the reason it was lost instead ([`Guard::resumed`](crate::Guard::resumed)).
+        pub fn resumed(
+            &self,
+        ) -> impl ::std::future::Future<Output = ::std::result::Result<(), $crate::base::error::LostReason>>
+               + Send
+               + 'static {
+            self.$held.signal().resumed()
+        }
+
+        /// Whether this is suspended now.
+        pub fn is_suspended(&self) -> bool {
+            self.$held.signal().is_suspended()
+        }
+    };
+}
+pub(crate) use suspension_methods;
+
 /// Our node and its lost signal. Dropping it deletes the node in the background (once: see [`OwnNode`]).
 #[derive(Debug)]
 pub(crate) struct Held {

@@ -158,3 +158,24 @@ async fn a_zookeeper_restart_ends_no_suspending_holder() {
     guard.release().await.unwrap();
     drop(zk);
 }
+
+on_every_server! {
+    // A claimed queue item (and any other thing held through a node of ours) is suspended and resumed as a guard is.
+    async fn a_claim_is_suspended_and_resumed(hosts: &str) {
+        let dir = unique_path("suspend-claim");
+        let producer = client(hosts).await;
+        zklock::Queue::new(&producer, &dir).unwrap().put(b"job").await.unwrap();
+        let proxy = Proxy::start(first_server(hosts)).await.unwrap();
+        let consumer = client_with_timeout(&proxy.connect_string(), Duration::from_secs(10)).await;
+        let session = Session::new(&consumer).with_lost_policy(LostPolicy::SuspendAfter(GRACE));
+        let claimed = zklock::Queue::new(session, &dir).unwrap().take_safe().await.unwrap();
+        proxy.set_blackhole(true);
+        proxy.cut_all();
+        assert_eq!(eventually("the claim's suspension", claimed.suspended()).await, None);
+        assert!(claimed.is_suspended());
+        proxy.set_blackhole(false);
+        assert_eq!(eventually("the claim's resumption", claimed.resumed()).await, Ok(()));
+        assert!(!claimed.is_suspended() && !claimed.is_lost());
+        assert_eq!(claimed.complete().await.unwrap(), b"job");
+    }
+}

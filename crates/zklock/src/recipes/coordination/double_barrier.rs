@@ -300,6 +300,8 @@ impl Participation {
         pub fn lost_reason;
     }
 
+    crate::node::held::suspension_methods!(held);
+
     /// Leaves the barrier and waits until every participant has left.
     ///
     /// # Errors

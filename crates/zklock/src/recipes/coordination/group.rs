@@ -511,6 +511,8 @@ impl Membership {
         pub fn lost_reason;
     }
 
+    crate::node::held::suspension_methods!(held);
+
     /// Replaces the data of our member node; every [`Members`] view reports [`MemberEvent::Changed`]. (A shallow
     /// member keeps its identifier in its name: kazoo's `ShallowParty` still shows that one.)
     ///

@@ -89,6 +89,8 @@ impl Claimed {
         pub fn lost_reason;
     }
 
+    crate::node::held::suspension_methods!(held);
+
     /// Removes the item and our claim in one transaction and returns the data.
     ///
     /// # Errors
