@@ -43,6 +43,13 @@
 //! a guard whose session validity was asked for (`zklock run` and `zklock elect` do) adds a `sync` and a tiny
 //! `exists` every session timeout / 10 while it is held; every other guard costs nothing more.
 //!
+//! **Suspended, then resumed or lost.** Under a suspending [`LostPolicy`] (`Suspend`, `SuspendAfter`) the end of the
+//! disconnection grace — and, for a node whose validity was asked for, the validity passing unconfirmed — does not
+//! lose the node: it *suspends* it (the owner must not act), and the task goes on sending heartbeats, at once on a
+//! reconnection. The first that passes the leader, finds our node and still covers the present resumes it: our node
+//! is an ephemeral of our session, and a session that ended never comes back, so the node standing now means that
+//! nobody else can have held meanwhile. Expiry, closing and deletion end it as ever.
+//!
 //! The owner *dismisses* the task before it deletes the node itself (see [`OwnNode`](crate::node::own::OwnNode)):
 //! a dismissed task reports nothing, so the owner's own delete is never mistaken for somebody else's.
 

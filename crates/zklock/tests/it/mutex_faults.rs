@@ -137,7 +137,35 @@ async fn ensemble_leader_killed_while_holding_and_waiting() {
     let waiter = waiting_lock(&waiter_client, &dir).await;
     let observer = client_with_timeout(&hosts, FAILOVER_TIMEOUT).await;
     await_children(&observer, &dir, "the waiter to queue", |c| c.len() == 2).await;
+    // Beside it, a holder under `LostPolicy::Suspend` whose validity is kept (as `zklock run` keeps it, with its
+    // 10 s session): the election may suspend it, and it is resumed, never lost (issue 32).
+    let suspending_client = client_with_timeout(&hosts, Duration::from_secs(10)).await;
+    let suspending = Mutex::new(
+        Session::new(&suspending_client).with_lost_policy(LostPolicy::Suspend),
+        &format!("{dir}-suspending"),
+    )
+    .unwrap()
+    .lock()
+    .await
+    .unwrap();
+    let mut validity = suspending.session_validity();
+    eventually("a first confirmation", validity.wait_for(Option::is_some))
+        .await
+        .unwrap();
     let leader = kill_leader(&mut zk);
+    let elected = std::time::Instant::now();
+    eventually(
+        "a confirmation after the election",
+        validity.wait_for(|v| v.is_some_and(|v| v > elected)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        eventually("the suspending holder", suspending.resumed()).await,
+        Ok(())
+    );
+    assert!(!suspending.is_lost(), "{:?}", suspending.lost_reason());
+    suspending.release().await.unwrap();
     // The holder's node is still there after the election, and the waiter still waits.
     let nodes = await_children(&observer, &dir, "the queue after failover", |c| c.len() == 2).await;
     assert!(

@@ -179,3 +179,63 @@ on_every_server! {
         assert_eq!(claimed.complete().await.unwrap(), b"job");
     }
 }
+
+/// The embedded server (in this process) shut down and started again on its data and port 2.5 s later — sessions
+/// survive a restart — ends no holder under `LostPolicy::Suspend` whose validity is kept: at most suspended, then
+/// resumed with the same node and token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_embedded_server_restart_ends_no_suspending_holder() {
+    let data = std::env::temp_dir().join(format!("zklock-suspend-restart-{}", uuid_like()));
+    let config = zklock_testkit::ServerConfig {
+        listen: format!("127.0.0.1:{}", zklock_testkit::ports::free_port().unwrap())
+            .parse()
+            .unwrap(),
+        data_dir: Some(data.clone()),
+        ..Default::default()
+    };
+    let server = zklock_server::Server::start(config.clone()).await.unwrap();
+    let hosts = server.connect_string();
+    let dir = unique_path("suspend-embedded-restart");
+    let holder = client_with_timeout(&hosts, Duration::from_secs(10)).await;
+    let session = Session::new(&holder).with_lost_policy(LostPolicy::Suspend);
+    let guard = Mutex::new(session, &dir).unwrap().lock().await.unwrap();
+    let token = guard.fencing_token();
+    let mut validity = guard.session_validity();
+    eventually("a first confirmation", validity.wait_for(Option::is_some))
+        .await
+        .unwrap();
+
+    server.shutdown().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let server = zklock_server::Server::start(config).await.unwrap();
+    let restarted = std::time::Instant::now();
+    eventually(
+        "a confirmation after the restart",
+        validity.wait_for(|v| v.is_some_and(|v| v > restarted)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(eventually("the holder", guard.resumed()).await, Ok(()));
+    assert!(!guard.is_lost(), "{:?}", guard.lost_reason());
+    assert_eq!(guard.fencing_token(), token);
+    let rival = client(&hosts).await;
+    assert!(
+        Mutex::new(&rival, &dir)
+            .unwrap()
+            .try_lock()
+            .await
+            .unwrap()
+            .is_none(),
+        "still ours"
+    );
+    guard.release().await.unwrap();
+    drop(rival);
+    drop(holder);
+    server.shutdown().await.unwrap();
+    let _ = std::fs::remove_dir_all(&data);
+}
+
+/// A name nobody else uses in this run (the directory of one test's server).
+fn uuid_like() -> String {
+    unique_path("x").trim_start_matches('/').replace('/', "-")
+}
