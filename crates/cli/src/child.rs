@@ -75,6 +75,10 @@ pub struct Child {
     stopped_by_watchdog: bool,
     /// On our controlling terminal: following the command's job control.
     job: Option<Job>,
+    /// `--on-suspend stop`: the watchdog stops the command at its deadline rather than ending it.
+    stop_mode: bool,
+    /// The last deadline the watchdog was given: a stop of the command past its `kill_at` is the watchdog's.
+    last_deadline: Option<Deadline>,
 }
 
 impl Child {
@@ -105,6 +109,7 @@ impl Child {
                     sigchld,
                     sigcont,
                     stopped: None,
+                    suspended: false,
                     what: what.to_owned(),
                 }),
                 (Err(err), _) | (_, Err(err)) => {
@@ -196,6 +201,8 @@ impl Child {
             watchdog,
             stopped_by_watchdog: false,
             job,
+            stop_mode: false,
+            last_deadline: deadline,
         })
     }
 
@@ -207,6 +214,7 @@ impl Child {
     /// Moves the watchdog's deadline (after a confirmed contact with ZooKeeper). A watchdog that has fired stays
     /// fired.
     pub fn renew(&mut self, deadline: Deadline) {
+        self.last_deadline = Some(deadline);
         if let Some(watchdog) = &mut self.watchdog {
             if let Err(err) = watchdog.send_deadline(deadline) {
                 tracing::warn!(%err, "cannot renew the watchdog's deadline");
@@ -217,6 +225,7 @@ impl Child {
     /// From now on a passed deadline makes the watchdog *stop* the command (SIGSTOP) rather than end it, and the
     /// next renewal still ahead continues it (SIGCONT): `--on-suspend stop`.
     pub fn stop_on_deadline(&mut self) {
+        self.stop_mode = true;
         if let Some(watchdog) = &mut self.watchdog {
             if let Err(err) = watchdog.pipe.write_all(&[STOP_MODE]) {
                 tracing::warn!(%err, "cannot tell the watchdog to stop rather than kill");
@@ -245,7 +254,18 @@ impl Child {
             tracing::debug!(%err, ?signal, "signalling the command's process group");
         }
         if let Some(job) = &mut self.job {
-            if job.stopped.is_some() && !matches!(signal, Signal::SIGKILL | Signal::SIGCONT) {
+            if job.suspended {
+                // Stopped for an unconfirmed session: continuing it to act on the signal would let it run while
+                // another holder may. The signal waits in the kernel until the session is confirmed (then it acts on
+                // it) or the lock is lost (then it is killed).
+                if !matches!(signal, Signal::SIGKILL | Signal::SIGCONT) {
+                    eprintln!(
+                        "zklock: the command (pid {}) is stopped until our ZooKeeper session is confirmed; {signal} \
+                         reaches it then (it is killed if the lock is lost meanwhile)",
+                        self.pgid
+                    );
+                }
+            } else if job.stopped.is_some() && !matches!(signal, Signal::SIGKILL | Signal::SIGCONT) {
                 job.resume(self.pgid);
             }
         }
@@ -266,13 +286,16 @@ impl Child {
     /// Whatever the command left running in its process group (`sh -c 'worker & exit'`) is killed as well:
     /// nothing it started may go on once we release the lock.
     pub async fn wait(&mut self) -> io::Result<ExitStatus> {
+        // A stop past the watchdog's last deadline, under `--on-suspend stop`, is the watchdog's.
+        let (stop_mode, last_deadline) = (self.stop_mode, self.last_deadline);
+        let suspension = || stop_mode && last_deadline.is_some_and(|d| Instant::now() >= d.kill_at);
         let status = loop {
             let Some(job) = &mut self.job else {
                 break self.inner.wait().await?;
             };
             tokio::select! {
                 status = self.inner.wait() => break status?,
-                Some(()) = job.sigchld.recv() => job.changed(self.pgid),
+                Some(()) = job.sigchld.recv() => job.changed(self.pgid, suspension()),
                 Some(()) = job.sigcont.recv() => job.hand_over_if_foreground(self.pgid),
                 // No event tells us that the shell made us its foreground job (`fg` continues only stopped jobs).
                 () = tokio::time::sleep(FOREGROUND_POLL), if job.wants_the_terminal() => {
@@ -315,6 +338,9 @@ struct Job {
     sigcont: SignalStream,
     /// The signal that stopped the command, while it is stopped.
     stopped: Option<Signal>,
+    /// Stopped by the watchdog for a session not confirmed in time (`--on-suspend stop`): only the watchdog
+    /// continues it, nothing here does.
+    suspended: bool,
     /// What we hold, in messages.
     what: String,
 }
@@ -322,7 +348,7 @@ struct Job {
 impl Job {
     /// After a SIGCHLD: follows the command's stops (the terminal comes back to us) and continues (it goes back to
     /// the command). Its exit is left to `tokio::process::Child::wait`: without `WEXITED`, `waitid` reaps nothing.
-    fn changed(&mut self, pgid: Pid) {
+    fn changed(&mut self, pgid: Pid, suspension: bool) {
         let flags = WaitPidFlag::WSTOPPED | WaitPidFlag::WCONTINUED | WaitPidFlag::WNOHANG;
         loop {
             match waitid(Id::Pid(pgid), flags) {
@@ -330,6 +356,20 @@ impl Job {
                 // the terminal we hold: it gets the terminal and goes on.
                 Ok(WaitStatus::Stopped(_, Signal::SIGTTIN | Signal::SIGTTOU)) if self.terminal.give(pgid) => {
                     self.continue_(pgid);
+                }
+                Ok(WaitStatus::Stopped(_, Signal::SIGSTOP)) if suspension => {
+                    self.stopped = Some(Signal::SIGSTOP);
+                    self.suspended = true;
+                    let terminal = if self.terminal.take_back(pgid) {
+                        " and has the terminal meanwhile"
+                    } else {
+                        ""
+                    };
+                    eprintln!(
+                        "zklock: the command (pid {pgid}) is stopped until our ZooKeeper session is confirmed \
+                         (--on-suspend stop); zklock keeps {}{terminal}",
+                        self.what
+                    );
                 }
                 Ok(WaitStatus::Stopped(_, signal)) => {
                     self.stopped = Some(signal);
@@ -349,6 +389,7 @@ impl Job {
                 }
                 Ok(WaitStatus::Continued(_)) => {
                     self.stopped = None;
+                    self.suspended = false;
                     self.terminal.give(pgid);
                 }
                 // Still running, exited (for tokio to reap), or reaped.
@@ -365,6 +406,10 @@ impl Job {
     /// After our SIGCONT, or while the command [wants the terminal](Job::wants_the_terminal): if we are the
     /// terminal's foreground job, the command gets the terminal, and goes on if it was stopped.
     fn hand_over_if_foreground(&mut self, pgid: Pid) {
+        // Suspended: the terminal stays ours until the watchdog continues the command.
+        if self.suspended {
+            return;
+        }
         if self.terminal.give(pgid) && self.stopped.is_some() {
             self.continue_(pgid);
         }

@@ -304,3 +304,33 @@ async fn watch_on_a_terminal_shows_changes_and_ends_on_ctrl_c() {
     assert_eq!(code, Some(0), "the terminal shows:\n{screen}");
     assert!(screen.contains(&format!("created {path} \"first\"")), "{screen}");
 }
+
+/// `--on-suspend stop` (the default) on a terminal: a command the watchdog stopped for an unconfirmed session stays
+/// stopped when the user presses Ctrl-C — zklock, which has the terminal back meanwhile, says the SIGINT waits — and
+/// once the server answers again and the session is confirmed, the command is continued and acts on it (exit 130).
+/// Continuing it at once, as for a Ctrl-Z stop, would let it run while another holder may.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_while_suspended_waits_for_the_session() {
+    let hosts = embedded().await;
+    let proxy = zklock_testkit::Proxy::start(hosts.parse().unwrap())
+        .await
+        .unwrap();
+    let connect = proxy.connect_string();
+    let path = unique_path("cli-terminal-suspended-ctrl-c");
+    let script = "echo pid:$$; trap 'echo got-int; exit 130' INT; while :; do sleep 0.1; done";
+    let mut pty = OnPty::start(&["run", "--connect", &connect, &path, "--", "bash", "-c", script]);
+    pty.expect("pid:").await;
+    let pid = command_pid(&pty.screen.borrow()).as_raw();
+    proxy.set_blackhole(true);
+    proxy.cut_all();
+    pty.expect("is stopped until our ZooKeeper session is confirmed")
+        .await;
+    pty.type_keys("\x03");
+    pty.expect("reaches it then").await;
+    assert_eq!(process_state(pid), Some('T'), "still stopped after Ctrl-C");
+    proxy.set_blackhole(false);
+    pty.expect("got-int").await;
+    let (code, screen) = pty.exit_code().await;
+    assert_eq!(code, Some(130), "the terminal shows:\n{screen}");
+    assert!(screen.contains("continuing the command (SIGCONT)"), "{screen}");
+}
