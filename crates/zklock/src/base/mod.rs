@@ -3,6 +3,7 @@
 
 pub(crate) mod error;
 pub(crate) mod idioms;
+pub(crate) mod metrics;
 pub(crate) mod names;
 pub(crate) mod path;
 pub(crate) mod retry;

@@ -162,7 +162,7 @@ impl RetryPolicy {
             }
             pause = pause.min(left);
         }
-        metrics::counter!("zklock_connection_loss_retries_total").increment(1);
+        metrics::counter!(crate::base::metrics::RETRIES).increment(1);
         tokio::time::sleep(pause).await;
         // The pause may have used up the budget: then no retry starts.
         if attempts.left(self.max_elapsed).is_some_and(|left| left.is_zero()) {

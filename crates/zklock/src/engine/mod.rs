@@ -279,7 +279,7 @@ pub(crate) async fn acquire(place: &Place, rules: &impl Rules, wait: Wait) -> Re
         Err(err) => tracing::debug!(outcome, ?waited, %err, "acquire ended"),
         Ok(None) => tracing::debug!(outcome, ?waited, "acquire ended"),
     });
-    metrics::histogram!("zklock_acquire_wait_seconds", "recipe" => rules.recipe(), "outcome" => outcome)
+    metrics::histogram!(crate::base::metrics::ACQUIRE_WAIT, "recipe" => rules.recipe(), "outcome" => outcome)
         .record(waited);
     result
 }

@@ -46,7 +46,7 @@ struct HoldTimer {
 
 impl Drop for HoldTimer {
     fn drop(&mut self) {
-        metrics::histogram!("zklock_hold_seconds", "recipe" => self.recipe).record(self.since.elapsed());
+        metrics::histogram!(crate::base::metrics::HOLD, "recipe" => self.recipe).record(self.since.elapsed());
     }
 }
 

@@ -476,7 +476,7 @@ async fn monitor(
     let suspend = |why: &str| {
         suspended.send_replace(true);
         tracing::warn!(%path, why, "lock node suspended: nothing may act under it until our session is confirmed");
-        metrics::counter!("zklock_guards_suspended_total").increment(1);
+        metrics::counter!(crate::base::metrics::GUARDS_SUSPENDED).increment(1);
     };
     let mut disconnected_at = (client.state() == SessionState::Disconnected).then(Instant::now);
     let reason = match reason_for_state(client.state()) {
@@ -586,7 +586,7 @@ async fn monitor(
                             if *suspended.borrow() && sent + session_timeout / 2 > std::time::Instant::now() {
                                 suspended.send_replace(false);
                                 tracing::info!(%path, "lock node resumed: our session is confirmed and our node is there");
-                                metrics::counter!("zklock_guards_resumed_total").increment(1);
+                                metrics::counter!(crate::base::metrics::GUARDS_RESUMED).increment(1);
                             }
                         }
                     }
@@ -603,7 +603,7 @@ async fn monitor(
     tracing::warn!(%path, %reason, "lock node lost");
     // A node lost while still waiting fails its acquire (an error, counted there); only a held one is a lost guard.
     if *holding.borrow() {
-        metrics::counter!("zklock_guards_lost_total", "reason" => reason.label()).increment(1);
+        metrics::counter!(crate::base::metrics::GUARDS_LOST, "reason" => reason.label()).increment(1);
     }
     tx.send_replace(Some(reason));
 }

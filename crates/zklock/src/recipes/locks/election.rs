@@ -218,9 +218,6 @@ impl Lent {
     }
 }
 
-/// The gauge of leadership: 1 while this process leads the election of the `path` label, else 0.
-pub(crate) const LEADER_GAUGE: &str = "zklock_leader";
-
 /// The candidates' queue: the exclusive rule over `latch-` nodes.
 const RULES: Exclusive = Exclusive(Marker::Latch);
 
@@ -272,7 +269,7 @@ impl LeaderElection {
     /// `zklock_leader{path}` goes up by one now and down by one when `leadership` ends (lost, released or
     /// dropped): 1 while this process leads the election, else 0.
     fn count_while_leading(&self, leadership: &Leadership) {
-        let gauge = metrics::gauge!(LEADER_GAUGE, "path" => self.place.path.clone());
+        let gauge = metrics::gauge!(crate::base::metrics::LEADER, "path" => self.place.path.clone());
         gauge.increment(1.0);
         let ended = leadership.lost();
         tokio::spawn(async move {

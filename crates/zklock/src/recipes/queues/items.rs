@@ -8,12 +8,13 @@ use zookeeper_client::{self as zk, CreateMode};
 
 use crate::base::error::{At as _, Error, Result};
 use crate::base::idioms::{self, IfExists};
+use crate::base::metrics::QUEUE_DEPTH;
 use crate::base::path::child_path;
 use crate::base::retry::{is_connection_loss, Attempts};
 use crate::node::held::Held;
 use crate::node::own::OwnNode;
 use crate::recipes::queues::claim::{Claimed, PendingClaim};
-use crate::recipes::queues::layout::{millis_now, sorted_items, Layout, QUEUE_DEPTH_GAUGE};
+use crate::recipes::queues::layout::{millis_now, sorted_items, Layout};
 use crate::session::cas::{Committed, Write};
 use crate::session::listener::QueueEvent;
 use crate::session::Session;
@@ -324,7 +325,7 @@ impl Items {
     /// (`zklock_queue_depth{path}`: the items seen at the last listing, claimed ones included).
     fn sorted(&self, children: Vec<String>) -> Vec<String> {
         let items = sorted_items(children, self.layout);
-        metrics::gauge!(QUEUE_DEPTH_GAUGE, "path" => self.path.clone()).set(items.len() as f64);
+        metrics::gauge!(QUEUE_DEPTH, "path" => self.path.clone()).set(items.len() as f64);
         items
     }
 

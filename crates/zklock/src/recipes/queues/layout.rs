@@ -2,8 +2,6 @@
 //! [`Queue`](crate::Queue) and a [`PriorityQueue`](crate::PriorityQueue) differ in, and the `claims` and `receipts`
 //! directories.
 
-/// The gauge of the items a listing of the queue saw (label `path`).
-pub(crate) const QUEUE_DEPTH_GAUGE: &str = "zklock_queue_depth";
 /// The prefix of every item node of a FIFO queue.
 pub(crate) const ITEM_PREFIX: &str = "qn-";
 /// The child directory holding the claims of `take_safe`.
