@@ -41,13 +41,13 @@
 #![forbid(unsafe_code)]
 
 // The layers, each using only those below it (docs/design.md, "crates/zklock", has the glossary):
-// inspect/  a read-only look at any recipe's directory    metrics.rs  every metric's unit and help text
+// inspect/  a read-only look at any recipe's directory
 // recipes/  locks/, queues/, coordination/, discovery/, counters.rs
 // cache/    caches: a node, its children or a subtree kept in step with ZooKeeper (persistent watches)
 // engine/   the contention mechanism of the queue recipes: rules, taking our place, waiting for our turn
 // node/     our node: create and delete, the lost signal, holding through it (Held), the Guard
 // session/  the Session every recipe takes: policies, reconnecting, close, writes once, reads
-// base/     errors, paths, retries, node names, the plain ZooKeeper idioms
+// base/     errors, paths, retries, node names, the plain ZooKeeper idioms, every metric's name, unit and help text
 mod base;
 mod cache;
 mod engine;
