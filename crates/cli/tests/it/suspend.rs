@@ -140,10 +140,22 @@ fn ticking(secs: u32) -> String {
     )
 }
 
-/// `zklock run` (defaults: 10 s session, `--on-suspend stop`) of a [`ticking`] command on `hosts`, started.
-async fn run_ticking(hosts: &str, secs: u32) -> Running {
+/// `zklock run` (defaults but the session timeout: `--on-suspend stop`) of a [`ticking`] command on `hosts`,
+/// started.
+async fn run_ticking(hosts: &str, secs: u32, session_timeout: &str) -> Running {
     let path = unique_path("cli-run-restart");
-    let mut run = Running::zklock(&["run", "--connect", hosts, &path, "--", "sh", "-c", &ticking(secs)]);
+    let mut run = Running::zklock(&[
+        "run",
+        "--connect",
+        hosts,
+        "--session-timeout",
+        session_timeout,
+        &path,
+        "--",
+        "sh",
+        "-c",
+        &ticking(secs),
+    ]);
     assert_eq!(run.line("the command to start").await, "started");
     run
 }
@@ -169,7 +181,7 @@ async fn a_restart_of_the_embedded_server_ends_no_run_job(outage: Duration, stop
     let data = tempfile::tempdir().unwrap();
     let serve = crate::logs::Serve::on_data_dir(data.path()).await;
     let (hosts, listen) = (serve.addr.to_string(), serve.addr.to_string());
-    let run = run_ticking(&hosts, 15).await;
+    let run = run_ticking(&hosts, 15, "10s").await;
     serve.stop_with(nix::sys::signal::Signal::SIGKILL).await;
     tokio::time::sleep(outage).await;
     let data_dir = data.path().to_str().unwrap();
@@ -201,14 +213,14 @@ async fn a_6_s_restart_of_the_embedded_server_pauses_the_run_job_and_it_goes_on(
     a_restart_of_the_embedded_server_ends_no_run_job(Duration::from_secs(6), true).await;
 }
 
-/// A standalone ZooKeeper killed and started again on its data 2.5 s later (its JVM takes a while more to serve):
-/// the job goes on.
+/// A standalone ZooKeeper killed and started again on its data 2.5 s later: the job goes on. (A 20 s session: the
+/// outage is the 2.5 s plus the JVM's start, which takes seconds more on a loaded 2-core machine.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_2_5_s_restart_of_zookeeper_ends_no_run_job() {
     let mut zk = tokio::task::spawn_blocking(|| zklock_testkit::ZooKeeper::standalone().unwrap())
         .await
         .unwrap();
-    let run = run_ticking(&zk.connect_string(), 20).await;
+    let run = run_ticking(&zk.connect_string(), 20, "20s").await;
     let zk = tokio::task::spawn_blocking(move || {
         zk.kill(0);
         std::thread::sleep(Duration::from_millis(2500));
@@ -226,13 +238,13 @@ async fn a_2_5_s_restart_of_zookeeper_ends_no_run_job() {
 }
 
 /// An ensemble's leader killed: the members elect another, our session lives on (through another member), and the
-/// job goes on.
+/// job goes on. (A 20 s session, which outlasts the election on a loaded machine.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ensemble_leader_kill_ends_no_run_job() {
     let mut zk = tokio::task::spawn_blocking(|| zklock_testkit::ZooKeeper::ensemble(3).unwrap())
         .await
         .unwrap();
-    let run = run_ticking(&zk.connect_string(), 20).await;
+    let run = run_ticking(&zk.connect_string(), 20, "20s").await;
     let zk = tokio::task::spawn_blocking(move || {
         let leader = zk.wait_for_leader(Duration::from_secs(60)).expect("a leader");
         zk.kill(leader);

@@ -137,9 +137,10 @@ async fn ensemble_leader_killed_while_holding_and_waiting() {
     let waiter = waiting_lock(&waiter_client, &dir).await;
     let observer = client_with_timeout(&hosts, FAILOVER_TIMEOUT).await;
     await_children(&observer, &dir, "the waiter to queue", |c| c.len() == 2).await;
-    // Beside it, a holder under `LostPolicy::Suspend` whose validity is kept (as `zklock run` keeps it, with its
-    // 10 s session): the election may suspend it, and it is resumed, never lost (issue 32).
-    let suspending_client = client_with_timeout(&hosts, Duration::from_secs(10)).await;
+    // Beside it, a holder under `LostPolicy::Suspend` whose validity is kept (as `zklock run` keeps it): the
+    // election may suspend it, and it is resumed, never lost (issue 32). Its session outlasts the election on a
+    // loaded machine, as the others'.
+    let suspending_client = client_with_timeout(&hosts, FAILOVER_TIMEOUT).await;
     let suspending = Mutex::new(
         Session::new(&suspending_client).with_lost_policy(LostPolicy::Suspend),
         &format!("{dir}-suspending"),

@@ -117,7 +117,8 @@ async fn a_zookeeper_restart_ends_no_suspending_holder() {
         .unwrap();
     let hosts = zk.connect_string();
     let dir = unique_path("suspend-restart");
-    let holder = client_with_timeout(&hosts, Duration::from_secs(10)).await;
+    // 20 s: the session must outlast the JVM's start as well as the 2.5 s, on a loaded 2-core machine.
+    let holder = client_with_timeout(&hosts, Duration::from_secs(20)).await;
     let session = Session::new(&holder).with_lost_policy(LostPolicy::Suspend);
     let guard = Mutex::new(session, &dir).unwrap().lock().await.unwrap();
     let token = guard.fencing_token();
