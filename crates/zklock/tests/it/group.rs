@@ -114,6 +114,49 @@ on_every_server! {
         await_children(&observer, &dir, "no member left", |c| c.is_empty()).await;
     }
 
+    async fn a_member_joining_again_keeps_its_id_and_a_second_live_join_is_refused(hosts: &str) {
+        // Issue 31: a member that joins again — here on a reconnecting session, after its session expired — is the same
+        // member to everybody: the same id, the same node name. A clone of a `Group` is another member.
+        let dir = unique_path("group-rejoin");
+        let observer = client(hosts).await;
+        let connector = Client::connector().with_session_timeout(Duration::from_secs(10));
+        let session = eventually("connecting", Session::reconnecting(connector, hosts)).await.unwrap();
+        let group = Group::new(&session, &dir).unwrap().with_data("a");
+        let first = group.join().await.unwrap();
+        assert!(first.name().starts_with(group.member_id()), "{} has our id", first.name());
+        // A second live membership of the same member is refused; a clone is another member.
+        let refused = group.join().await.unwrap_err();
+        assert!(matches!(refused, zklock::Error::InUse { .. }), "{refused:?}");
+        let other = group.clone().join().await.unwrap();
+        assert_ne!(other.name(), first.name());
+        other.leave().await.unwrap();
+        // The session expires: the membership is lost; joining again gives the same name on the next session.
+        let name = first.name().to_owned();
+        let lost = first.lost();
+        expire_session(hosts, session.client()).await;
+        assert_expired(eventually("the membership's loss", lost).await);
+        drop(first);
+        let again = eventually("the join on the next session", group.join()).await.unwrap();
+        assert_eq!(again.name(), name, "the same member");
+        observer.sync(&dir).await.unwrap();
+        assert_eq!(observer.list_children(&dir).await.unwrap(), [name.clone()], "one node of ours");
+        again.leave().await.unwrap();
+        // Leaving ends the membership: the member may join again at once.
+        group.join().await.unwrap().leave().await.unwrap();
+    }
+
+    async fn another_process_with_our_member_id_is_refused(hosts: &str) {
+        let dir = unique_path("group-same-id");
+        let (a, b) = (client(hosts).await, client(hosts).await);
+        let id = "0123456789abcdef0123456789abcdef";
+        let ours = Group::new(&a, &dir).unwrap().with_member_id(id).unwrap().join().await.unwrap();
+        let err = Group::new(&b, &dir).unwrap().with_member_id(id).unwrap().join().await.unwrap_err();
+        assert!(matches!(err, zklock::Error::InUse { .. }), "{err:?}");
+        assert_eq!(a.list_children(&dir).await.unwrap(), [ours.name().to_owned()], "the first member untouched");
+        assert!(Group::new(&a, &dir).unwrap().with_member_id("not-hex").is_err());
+        ours.leave().await.unwrap();
+    }
+
     async fn expired_member_is_lost_and_seen_leaving(hosts: &str) {
         let dir = unique_path("group-expiry");
         let observer = client(hosts).await;

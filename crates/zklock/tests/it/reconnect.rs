@@ -169,7 +169,8 @@ struct Run {
     terms: mpsc::UnboundedReceiver<Report>,
     work: mpsc::UnboundedReceiver<Report>,
     group: Group,
-    membership: Membership,
+    /// The first membership, until the member joins again.
+    membership: Option<Membership>,
     first_token: i64,
     first_term: String,
     /// The items completed so far, in order.
@@ -231,7 +232,7 @@ impl Run {
             terms,
             work,
             group,
-            membership,
+            membership: Some(membership),
             first_token,
             first_term,
             completed,
@@ -240,7 +241,8 @@ impl Run {
 
     /// The old session's holdings report lost.
     async fn old_holdings_report_lost(&mut self, clock: &Clock) {
-        clock.assert_lost(eventually("the membership's loss", self.membership.lost()).await);
+        let lost = self.membership.as_ref().expect("the first membership").lost();
+        clock.assert_lost(eventually("the membership's loss", lost).await);
         match next(&mut self.work, "the claim's loss").await {
             Report::ClaimLost(reason) => clock.assert_lost(reason),
             other => panic!("unexpected {other:?}"),
@@ -270,12 +272,19 @@ impl Run {
         second
     }
 
-    /// The group member joins again, on the new session.
-    async fn member_joins_again(&self, clock: &Clock, second: i64) -> Membership {
+    /// The group member joins again, on the new session, once its lost membership is dropped: the same member (the
+    /// same node name), on the new session.
+    async fn member_joins_again(&mut self, clock: &Clock, second: i64) -> Membership {
+        let old_path = self
+            .membership
+            .take()
+            .expect("the first membership")
+            .path()
+            .to_owned();
         let again = eventually("joining again", self.group.join()).await.unwrap();
         clock.within("joining again");
         assert_eq!(owner(&self.observer, again.path()).await, second);
-        assert_ne!(again.path(), self.membership.path());
+        assert_eq!(again.path(), old_path, "the same member");
         again
     }
 
@@ -424,6 +433,7 @@ crate::on_standalone_and_embedded! {
         let ended = eventually("lead to end", lead).await.unwrap();
         assert!(ended.unwrap_err().is_terminal(), "lead ends with the session's end");
         assert!(started.try_recv().is_err(), "no second term");
+        drop(membership);
         assert!(group.join().await.unwrap_err().is_terminal());
         assert!(session.ready().await.unwrap_err().is_terminal());
     }

@@ -9,8 +9,15 @@
 //! * **Shallow** (kazoo's `ShallowParty`): `<path>/<32 hex>-<identifier>`, the identifier in the name (and, as
 //!   kazoo does it, in the data too), so that one listing shows every identifier.
 //!
-//! The hex is a fresh uuid per join, so a create whose reply was lost is recognised when it is retried (the name
-//! exists: it is ours) and never makes a second member. Members are ordered by the zxid of their node's creation
+//! The hex is the member's id: a uuid made once per [`Group`] value (a clone is another member), or given
+//! ([`Group::with_member_id`]), the same for every join — so a member that joins again after its session ended is the
+//! same member to everybody (its name does not change), and a create whose reply was lost is recognised when it is
+//! retried (the name exists, and its owner is our session) and never makes a second member. Before it creates, a join
+//! lets this process's background deletes in the group finish (`node/abandoned.rs`: one of a dropped membership of
+//! ours could otherwise delete the new node, which has the same name), and deletes the node an earlier session of this
+//! `Group` left (a session our client gave up before the server expired it). A node of our name owned by any other
+//! session is another process with our id: the join refuses ([`Error::InUse`]), as it refuses a second live
+//! membership of one `Group`. Members are ordered by the zxid of their node's creation
 //! (`czxid`): the order in which they joined, the same for every observer.
 //!
 //! The live view ([`Members`]) is a [`Cache`] of the group's children: one persistent watch, every change read in
@@ -18,6 +25,8 @@
 //! become [`MemberEvent`]s.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex as StdMutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use zookeeper_client::{CreateMode, Stat};
@@ -81,12 +90,44 @@ pub enum GroupLayout {
 ///
 /// [`members`]: Group::members
 /// [`watch`]: Group::watch
-#[derive(Debug, Clone)]
+///
+/// # Member identity
+/// A `Group` value is one member: every join of it has the same [`member_id`](Group::member_id), so a member that
+/// joins again (after its session ended, say) keeps its name. A *clone* is another member, with an id of its own
+/// (`group.clone().with_data(..)` is how one process joins twice).
+#[derive(Debug)]
 pub struct Group {
     session: Session,
     path: String,
     data: Vec<u8>,
     layout: GroupLayout,
+    /// Our member id (32 hex digits), the same for every join of this value.
+    member_id: String,
+    /// What the joins of this value share.
+    joins: Arc<Joins>,
+}
+
+/// Another member: the same group, session, data and layout, a member id of its own.
+impl Clone for Group {
+    fn clone(&self) -> Group {
+        Group {
+            session: self.session.clone(),
+            path: self.path.clone(),
+            data: self.data.clone(),
+            layout: self.layout,
+            member_id: uuid::Uuid::new_v4().simple().to_string(),
+            joins: Arc::default(),
+        }
+    }
+}
+
+/// What the joins of one [`Group`] value share.
+#[derive(Debug, Default)]
+struct Joins {
+    /// A membership of ours is live (from a join until it is left, dropped or lost and dropped).
+    live: Arc<AtomicBool>,
+    /// The ZooKeeper sessions our joins were made on: a node of our name owned by one of them is ours to remove.
+    sessions: StdMutex<Vec<i64>>,
 }
 
 impl Group {
@@ -101,7 +142,31 @@ impl Group {
             path: crate::base::path::validate(path)?,
             data: Vec::new(),
             layout: GroupLayout::default(),
+            member_id: uuid::Uuid::new_v4().simple().to_string(),
+            joins: Arc::default(),
         })
+    }
+
+    /// Our member id, as given (32 hex digits: kazoo's uuid hex), instead of a fresh uuid: the same member across
+    /// restarts of this process, too. Two processes must not share one (the second's join refuses while the first is
+    /// a member).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] unless `id` is 32 hexadecimal digits.
+    pub fn with_member_id(mut self, id: &str) -> Result<Group> {
+        if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(Error::InvalidArgument(format!(
+                "a group member id is 32 hexadecimal digits (kazoo's uuid hex), not {id:?}"
+            )));
+        }
+        self.member_id = id.to_ascii_lowercase();
+        self.joins = Arc::default();
+        Ok(self)
+    }
+
+    /// Our member id: the hex our member node's name starts with, the same for every join.
+    pub fn member_id(&self) -> &str {
+        &self.member_id
     }
 
     /// Data stored in our member node (what the others see of us); for [`GroupLayout::Shallow`], our identifier,
@@ -128,9 +193,9 @@ impl Group {
         &self.path
     }
 
-    /// Our member node's name for one join: a fresh uuid, in our layout.
+    /// Our member node's name: our member id, in our layout.
     fn member_name(&self) -> Result<String> {
-        let unique = uuid::Uuid::new_v4().simple().to_string();
+        let unique = &self.member_id;
         match self.layout {
             GroupLayout::Party => Ok(format!("{unique}{PARTY}")),
             GroupLayout::Shallow => {
@@ -160,7 +225,11 @@ impl Group {
     ///
     /// On a [reconnecting](Session::reconnecting) session it joins on the current ZooKeeper session, waiting for
     /// the next one if it has ended. A membership does not outlive its ZooKeeper session (its
-    /// [`lost`](Membership::lost) signal fires): join again to carry on, as a new member.
+    /// [`lost`](Membership::lost) signal fires): join again to carry on — as the same member, with the same
+    /// [`member_id`](Group::member_id) and node name (the others see it leave and come back).
+    ///
+    /// [`Error::InUse`] while a membership of this `Group` value is live — leave or drop it first — or when
+    /// another session, not one of ours, has a member node of our id (another process with the same id).
     ///
     /// # Cancellation safety
     /// Dropped at any await point, it removes our member node.
@@ -178,11 +247,45 @@ impl Group {
     }
 
     async fn join_once(&self) -> Result<Membership> {
-        // One ZooKeeper session for the whole join: the node and its lost signal are on the session that made it.
-        let session = &self.session.pinned_usable().await?;
         let name = self.member_name()?;
         let me = child_path(&self.path, &name);
-        // Our name is unique: a node by that name after a lost reply is ours, from an earlier attempt.
+        let live = LiveMembership::claim(&self.joins.live).ok_or_else(|| Error::InUse {
+            path: self.path.clone(),
+            node: name.clone(),
+            what: "a live membership of this Group (leave or drop it first)",
+        })?;
+        // One ZooKeeper session for the whole join: the node and its lost signal are on the session that made it.
+        let session = &self.session.pinned_usable().await?;
+        let ours = session.client().session_id().0;
+        self.joins
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(ours);
+        // Our name is the same every join: a background delete of a dropped membership of ours must be over (it could
+        // delete the node we are about to create), and so must a node an ended session of ours left.
+        crate::node::abandoned::settled(session.client(), session.retry(), &self.path).await?;
+        if let Some(stat) = session.exists(&me).await? {
+            // Only a node of an *earlier* session of this value is ours to remove; one of our current session is
+            // another `Group` value's live member with our id.
+            let earlier = stat.ephemeral_owner != ours
+                && self
+                    .joins
+                    .sessions
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .contains(&stat.ephemeral_owner);
+            if !earlier {
+                return Err(Error::InUse {
+                    path: self.path.clone(),
+                    node: name,
+                    what: "another member with our member id (another process with the same id?)",
+                });
+            }
+            tracing::debug!(path = %me, owner = stat.ephemeral_owner, "removing our member node of an earlier session");
+            session.delete_if_exists(&me, Some(stat.version)).await?;
+        }
+        // A node by our name after a lost reply is ours, from an earlier attempt of this create.
         let node = session
             .create_own(&self.path, &name, &self.data, &[], Some(CreateMode::Container))
             .await?
@@ -194,6 +297,7 @@ impl Group {
             held,
             layout: self.layout,
             path: me,
+            _live: live,
         })
     }
 
@@ -482,6 +586,28 @@ pub struct Membership {
     layout: GroupLayout,
     /// The full path of our member node.
     path: String,
+    /// Marks the membership live for its `Group` until it goes (declared last: cleared once the node is handed to
+    /// its delete).
+    _live: LiveMembership,
+}
+
+/// A live membership of one [`Group`]: claimed by a join, released when the membership goes.
+#[derive(Debug)]
+struct LiveMembership(Arc<AtomicBool>);
+
+impl LiveMembership {
+    /// Claims `live`; `None` if a membership is live already.
+    fn claim(live: &Arc<AtomicBool>) -> Option<LiveMembership> {
+        live.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .ok()
+            .map(|_| LiveMembership(Arc::clone(live)))
+    }
+}
+
+impl Drop for LiveMembership {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
 }
 
 impl Membership {
@@ -536,8 +662,11 @@ impl Membership {
     /// # Cancellation safety
     /// Dropping the future still removes our node, in the background.
     pub async fn leave(self) -> Result<()> {
-        // Our node is about to go on purpose: that is not a loss.
-        self.held.into_node().delete().await
+        let Membership { held, _live, .. } = self;
+        // Our node is about to go on purpose: that is not a loss. The next join of this Group may start once the
+        // delete is confirmed (`_live` is dropped after it), or — if this future is dropped — once the background
+        // delete has ended (`abandoned::settled`).
+        held.into_node().delete().await
     }
 }
 
