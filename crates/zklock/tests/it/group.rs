@@ -139,7 +139,7 @@ on_every_server! {
         let again = eventually("the join on the next session", group.join()).await.unwrap();
         assert_eq!(again.name(), name, "the same member");
         observer.sync(&dir).await.unwrap();
-        assert_eq!(observer.list_children(&dir).await.unwrap(), [name.clone()], "one node of ours");
+        assert_eq!(observer.list_children(&dir).await.unwrap(), [name], "one node of ours");
         again.leave().await.unwrap();
         // Leaving ends the membership: the member may join again at once.
         group.join().await.unwrap().leave().await.unwrap();
