@@ -70,7 +70,7 @@ pub struct CampaignArgs {
     /// The contenders' sessions. `fixed`: a `zookeeper-client` session per contender, a new one (and new recipes)
     /// after it ends. `reconnecting`: one `zklock::Session::reconnecting` per contender process for its whole life —
     /// the recipes go on, on the next ZooKeeper session, after one ends, as a long-lived service uses zklock
-    /// (`mutex`, `rwlock`, `semaphore`, `election`, `queue`, `priority-queue`).
+    /// (`mutex`, `rwlock`, `semaphore`, `election`, `queue`, `priority-queue`, `group`).
     #[arg(long, value_enum, default_value = "fixed")]
     pub session: SessionArg,
 }

@@ -339,6 +339,14 @@ fn queue_on_embedded_with_reconnecting_sessions() {
     clean_with_reconnecting_sessions("embedded", "queue", "72", "20", &more);
 }
 
+/// Group members that join again on their process's next session (each round a member of its own, as in every group
+/// campaign): the views converge and no look shows a member after its leave.
+#[test]
+fn group_on_embedded_with_reconnecting_sessions() {
+    let more = ["--session-timeout", "2", "--faults", "expire,cut"];
+    clean_with_reconnecting_sessions("embedded", "group", "74", "20", &more);
+}
+
 #[test]
 fn election_on_zookeeper_with_reconnecting_sessions() {
     clean_with_reconnecting_sessions("zookeeper", "election", "81", "25", &["--faults", "expire,cut"]);

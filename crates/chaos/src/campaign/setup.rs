@@ -191,11 +191,12 @@ fn check_args(args: &CampaignArgs, quiet: Duration) -> Result<()> {
             | Recipe::Election
             | Recipe::Queue
             | Recipe::PriorityQueue
+            | Recipe::Group
     );
     if args.session == crate::args::SessionArg::Reconnecting && (!reconnects || !args.mix.is_empty()) {
         bail!(
-            "--session reconnecting works with --recipe mutex, rwlock, semaphore, election, queue or priority-queue \
-             (zklock's workers only, no --mix)"
+            "--session reconnecting works with --recipe mutex, rwlock, semaphore, election, queue, priority-queue \
+             or group (zklock's workers only, no --mix)"
         );
     }
     Ok(())

@@ -58,6 +58,7 @@ impl Workload for Group {
         let round = Round {
             args: cx.args,
             zk,
+            session: super::shared::recipe_session(cx, zk),
             id: cx.next_id(),
             timeout: cx.timeout,
             final_ns: cx.args.until_ns - FINAL_NS,
@@ -76,6 +77,8 @@ impl Workload for Group {
 struct Round<'a> {
     args: &'a WorkerArgs,
     zk: &'a Client,
+    /// The group's session: `zk`'s, or the process's reconnecting session (`--session reconnecting`).
+    session: zklock::Session,
     id: i64,
     timeout: Duration,
     final_ns: u64,
@@ -90,7 +93,7 @@ impl Round<'_> {
         hold: Duration,
         first_view: &mut Option<Vec<i64>>,
     ) -> zklock::Result<()> {
-        let group = zklock::Group::new(self.zk, &self.args.path)?.with_data(self.id.to_string());
+        let group = zklock::Group::new(self.session.clone(), &self.args.path)?.with_data(self.id.to_string());
         let membership = match tokio::time::timeout(self.timeout, group.join()).await {
             Ok(joined) => joined?,
             Err(_) => return Err(Error::Timeout), // dropped: our node (if made) is removed
