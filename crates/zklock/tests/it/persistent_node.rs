@@ -97,3 +97,48 @@ on_every_server! {
         node.close().await.unwrap();
     }
 }
+
+/// `NodeMode::PersistentWithTtl` on the embedded server with TTL nodes: made as a TTL node (ZooKeeper shows its
+/// owner as 0), deleted by the server's reaper once its TTL has passed with no change and no child, made again — a
+/// new node (a later czxid) — and deleted by `close`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ttl_node_expired_by_the_server_is_made_again() {
+    let hosts = tokio::task::spawn_blocking(|| {
+        zklock_testkit::start_embedded(zklock_testkit::ServerConfig {
+            extended_types_enabled: true,
+            container_check_interval: Duration::from_millis(50),
+            ..Default::default()
+        })
+    })
+    .await
+    .unwrap();
+    let path = format!("{}/ttl", unique_path("persistent-ttl"));
+    let (owner, observer) = (client(&hosts).await, client(&hosts).await);
+    let node = PersistentNode::start(
+        &owner,
+        &path,
+        NodeMode::PersistentWithTtl(Duration::from_millis(300)),
+        b"t",
+    )
+    .unwrap();
+    assert!(node.wait_for_initial_create(EVENTUALLY).await.unwrap());
+    let first = holds(&observer, &path, b"t").await;
+    assert_eq!(first.ephemeral_owner, 0, "a TTL node shows no owner");
+    // The reaper deletes it once its TTL has passed; the node is made again.
+    let again = eventually("the node made again", async {
+        loop {
+            let stat = holds(&observer, &path, b"t").await;
+            if stat.czxid > first.czxid {
+                return stat;
+            }
+            let (_, watcher) = observer.check_and_watch_stat(&path).await.unwrap();
+            watcher.changed().await;
+        }
+    })
+    .await;
+    assert!(again.czxid > first.czxid);
+    node.close().await.unwrap();
+    observer.sync(&path).await.unwrap();
+    // A TTL node deleted by close stays deleted (no task makes it again).
+    assert_eq!(observer.check_stat(&path).await.unwrap(), None);
+}

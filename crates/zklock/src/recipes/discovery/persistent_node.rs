@@ -27,6 +27,11 @@ pub enum NodeMode {
     Ephemeral,
     /// A persistent node: made again whenever it is deleted; `close` deletes it.
     Persistent,
+    /// A persistent node with a time to live (Curator's `PERSISTENT_WITH_TTL`): the server deletes it once it has
+    /// had no child and no change for that long, and it is made again. Needs a server with TTL nodes (ZooKeeper
+    /// 3.5.3+ started with `zookeeper.extendedTypesEnabled=true`; `zklock serve --extended-types`): elsewhere the
+    /// create is refused (`Unimplemented`) and the node is never made.
+    PersistentWithTtl(Duration),
 }
 
 /// A node kept in existence with our data (Curator's `PersistentNode`), from [`PersistentNode::start`] until
@@ -216,7 +221,7 @@ async fn look(shared: &Shared, held: Option<CachedNode>) -> Result<()> {
     let data = Arc::clone(&shared.data.lock().unwrap_or_else(|e| e.into_inner()));
     let session = shared.session.pinned_usable().await?;
     let mine = |node: &CachedNode| {
-        shared.mode == NodeMode::Persistent || node.stat.ephemeral_owner == session.client().session_id().0
+        shared.mode != NodeMode::Ephemeral || node.stat.ephemeral_owner == session.client().session_id().0
     };
     match held {
         Some(node) if mine(&node) => {
@@ -244,6 +249,9 @@ async fn look(shared: &Shared, held: Option<CachedNode>) -> Result<()> {
             let mode = match shared.mode {
                 NodeMode::Ephemeral => CreateMode::Ephemeral,
                 NodeMode::Persistent => CreateMode::Persistent,
+                NodeMode::PersistentWithTtl(ttl) => {
+                    return create_with_ttl(&session, &shared.path, &data, ttl).await
+                }
             };
             let writes = [Write::Create(&shared.path, &data, mode)];
             match session
@@ -258,6 +266,36 @@ async fn look(shared: &Shared, held: Option<CachedNode>) -> Result<()> {
                 } => Ok(()),
                 Committed::Refused { index, error } => Err(Committed::refused(index, error, &writes)),
             }
+        }
+    }
+}
+
+/// Creates the persistent TTL node `path` with `data` (its missing parents persistent). A node there already — ours
+/// after a lost reply, or made meanwhile — is fine: the cache's event says what is there. Every attempt is the same
+/// create of one fixed path, so a lost reply never makes two.
+async fn create_with_ttl(session: &Session, path: &str, data: &[u8], ttl: Duration) -> Result<()> {
+    let client = session.client();
+    loop {
+        let options = CreateMode::Persistent.with_acls(session.acls()).with_ttl(ttl);
+        let created = session
+            .retry()
+            .run_at("create", path, || client.create(path, data, &options))
+            .await;
+        match created {
+            Ok(_) => return Ok(()),
+            Err(Error::ZooKeeper {
+                source: zk::Error::NodeExists,
+                ..
+            }) => return Ok(()),
+            Err(Error::ZooKeeper {
+                source: zk::Error::NoNode,
+                ..
+            }) => {
+                session
+                    .mkdir(crate::base::idioms::parent_of(path), CreateMode::Persistent)
+                    .await?
+            }
+            Err(err) => return Err(err),
         }
     }
 }
