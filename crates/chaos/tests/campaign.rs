@@ -366,7 +366,7 @@ fn mutex_on_ensemble_with_reconnecting_sessions() {
 #[test]
 fn run_under_short_outages_ends_no_command_when_it_suspends() {
     let more = ["--faults", "restart-server,blackhole", "--lost-policy", "suspend"];
-    let (code, summary, stderr) = chaos(&campaign("embedded", "run", "15", "40", &more));
+    let (code, summary, stderr) = chaos(&campaign("embedded", "run", "15", "30", &more));
     let (_, faults, violations) = numbers(&summary);
     assert_eq!((code, violations), (Some(0), 0), "{summary}\n{stderr}");
     assert!(faults >= 1, "{summary}");
@@ -378,7 +378,7 @@ fn run_under_short_outages_ends_no_command_when_it_suspends() {
 #[test]
 fn run_under_short_outages_ends_commands_when_it_kills() {
     let more = ["--faults", "restart-server,blackhole", "--lost-policy", "lose"];
-    let (code, summary, stderr) = chaos(&campaign("embedded", "run", "15", "40", &more));
+    let (code, summary, stderr) = chaos(&campaign("embedded", "run", "15", "30", &more));
     assert_eq!((code, numbers(&summary).2), (Some(0), 0), "{summary}\n{stderr}");
     assert!(
         result_field(&stderr, "ended_unconfirmed").is_some_and(|n| n >= 1),
