@@ -79,6 +79,8 @@ pub struct Child {
     stop_mode: bool,
     /// The last deadline the watchdog was given: a stop of the command past its `kill_at` is the watchdog's.
     last_deadline: Option<Deadline>,
+    /// Stopped by us for a session not confirmed in time ([`Child::suspend`]).
+    suspended: bool,
 }
 
 impl Child {
@@ -203,6 +205,7 @@ impl Child {
             job,
             stop_mode: false,
             last_deadline: deadline,
+            suspended: false,
         })
     }
 
@@ -230,6 +233,21 @@ impl Child {
             if let Err(err) = watchdog.pipe.write_all(&[STOP_MODE]) {
                 tracing::warn!(%err, "cannot tell the watchdog to stop rather than kill");
             }
+        }
+    }
+
+    /// `--on-suspend stop`: stops the command's group for a session not confirmed in time (`true`), or continues it
+    /// once the session is confirmed again (`false`). The watchdog does the same at its deadline and renewal; this
+    /// covers a command run without a watchdog (it could not be started).
+    pub fn suspend(&mut self, suspended: bool) {
+        self.suspended = suspended;
+        let signal = if suspended {
+            Signal::SIGSTOP
+        } else {
+            Signal::SIGCONT
+        };
+        if let Err(err) = killpg(self.pgid, signal) {
+            tracing::debug!(%err, ?signal, "suspending or continuing the command's process group");
         }
     }
 
@@ -287,8 +305,9 @@ impl Child {
     /// nothing it started may go on once we release the lock.
     pub async fn wait(&mut self) -> io::Result<ExitStatus> {
         // A stop past the watchdog's last deadline, under `--on-suspend stop`, is the watchdog's.
-        let (stop_mode, last_deadline) = (self.stop_mode, self.last_deadline);
-        let suspension = || stop_mode && last_deadline.is_some_and(|d| Instant::now() >= d.kill_at);
+        let (stop_mode, last_deadline, suspended) = (self.stop_mode, self.last_deadline, self.suspended);
+        let suspension =
+            || stop_mode && (suspended || last_deadline.is_some_and(|d| Instant::now() >= d.kill_at));
         let status = loop {
             let Some(job) = &mut self.job else {
                 break self.inner.wait().await?;

@@ -394,6 +394,9 @@ pub async fn hold(
             // A loss is the `lost` branch's: this one only says a suspension and a resumption.
             None = suspension, if on_suspend == OnSuspend::Stop => {
                 suspended = !suspended;
+                // The watchdog has stopped it already (its deadline comes first); stopped here too, so that it is
+                // stopped also without a watchdog — and continued here once confirmed.
+                child.suspend(suspended);
                 if suspended {
                     eprintln!(
                         "zklock: could not confirm our ZooKeeper session with the leader in time ({}); the command (pid \
