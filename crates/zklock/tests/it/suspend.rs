@@ -118,46 +118,73 @@ async fn a_zookeeper_restart_ends_no_suspending_holder() {
     let hosts = zk.connect_string();
     let dir = unique_path("suspend-restart");
     // 20 s: the session must outlast the JVM's start as well as the 2.5 s, on a loaded 2-core machine.
-    let holder = client_with_timeout(&hosts, Duration::from_secs(20)).await;
-    let session = Session::new(&holder).with_lost_policy(LostPolicy::Suspend);
-    let guard = Mutex::new(session, &dir).unwrap().lock().await.unwrap();
+    let (_holder, guard, mut validity) = suspending_holder(&hosts, &dir, Duration::from_secs(20)).await;
     let token = guard.fencing_token();
-    // Kept from now on, as `zklock run` keeps it: a heartbeat every tenth of the session timeout.
-    let mut validity = guard.session_validity();
-    eventually("a first confirmation", validity.wait_for(Option::is_some))
-        .await
-        .unwrap();
-    let zk_back = tokio::task::spawn_blocking(move || {
+    let zk = tokio::task::spawn_blocking(move || {
         zk.kill(0);
         std::thread::sleep(Duration::from_millis(2500));
         zk.restart(0).expect("ZooKeeper serves again");
         zk
-    });
-    // Resumed (at once if it was never suspended) once the server is back and a heartbeat found our node.
-    let zk = zk_back.await.unwrap();
-    eventually("a confirmation after the restart", async {
-        let restarted = std::time::Instant::now();
-        validity
-            .wait_for(|until| until.is_some_and(|until| until > restarted))
-            .await
-            .unwrap();
     })
+    .await
+    .unwrap();
+    held_on_after(
+        &guard,
+        &mut validity,
+        std::time::Instant::now(),
+        token,
+        &hosts,
+        &dir,
+    )
     .await;
-    assert_eq!(eventually("the holder", guard.resumed()).await, Ok(()));
-    assert!(!guard.is_lost());
-    assert_eq!(guard.fencing_token(), token);
-    let rival = client(&hosts).await;
-    assert!(
-        Mutex::new(&rival, &dir)
-            .unwrap()
-            .try_lock()
-            .await
-            .unwrap()
-            .is_none(),
-        "still ours"
-    );
     guard.release().await.unwrap();
     drop(zk);
+}
+
+/// A holder of `dir` on `hosts` under `LostPolicy::Suspend` whose validity is kept from now on (as `zklock run`
+/// keeps it: a heartbeat every tenth of the session timeout), once a first heartbeat confirmed it: its client, the
+/// guard and the validity.
+async fn suspending_holder(
+    hosts: &str,
+    dir: &str,
+    session_timeout: Duration,
+) -> (
+    zklock::zookeeper_client::Client,
+    zklock::Guard,
+    tokio::sync::watch::Receiver<Option<std::time::Instant>>,
+) {
+    let holder = client_with_timeout(hosts, session_timeout).await;
+    let session = Session::new(&holder).with_lost_policy(LostPolicy::Suspend);
+    let guard = Mutex::new(session, dir).unwrap().lock().await.unwrap();
+    let mut validity = guard.session_validity();
+    eventually("a first confirmation", validity.wait_for(Option::is_some))
+        .await
+        .unwrap();
+    (holder, guard, validity)
+}
+
+/// After an outage that ended at `since`: a heartbeat confirmed the session after it, and the holder goes on —
+/// resumed (at once if it was never suspended), not lost, the same token — while a rival still cannot take the lock.
+async fn held_on_after(
+    guard: &zklock::Guard,
+    validity: &mut tokio::sync::watch::Receiver<Option<std::time::Instant>>,
+    since: std::time::Instant,
+    token: i64,
+    hosts: &str,
+    dir: &str,
+) {
+    eventually(
+        "a confirmation after the outage",
+        validity.wait_for(|until| until.is_some_and(|until| until > since)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(eventually("the holder", guard.resumed()).await, Ok(()));
+    assert!(!guard.is_lost(), "{:?}", guard.lost_reason());
+    assert_eq!(guard.fencing_token(), token);
+    let rival = client(hosts).await;
+    let rivalry = Mutex::new(&rival, dir).unwrap().try_lock().await.unwrap();
+    assert!(rivalry.is_none(), "still ours");
 }
 
 on_every_server! {
@@ -197,40 +224,21 @@ async fn an_embedded_server_restart_ends_no_suspending_holder() {
     let server = zklock_server::Server::start(config.clone()).await.unwrap();
     let hosts = server.connect_string();
     let dir = unique_path("suspend-embedded-restart");
-    let holder = client_with_timeout(&hosts, Duration::from_secs(10)).await;
-    let session = Session::new(&holder).with_lost_policy(LostPolicy::Suspend);
-    let guard = Mutex::new(session, &dir).unwrap().lock().await.unwrap();
+    let (holder, guard, mut validity) = suspending_holder(&hosts, &dir, Duration::from_secs(10)).await;
     let token = guard.fencing_token();
-    let mut validity = guard.session_validity();
-    eventually("a first confirmation", validity.wait_for(Option::is_some))
-        .await
-        .unwrap();
-
     server.shutdown().await.unwrap();
     tokio::time::sleep(Duration::from_millis(2500)).await;
     let server = zklock_server::Server::start(config).await.unwrap();
-    let restarted = std::time::Instant::now();
-    eventually(
-        "a confirmation after the restart",
-        validity.wait_for(|v| v.is_some_and(|v| v > restarted)),
+    held_on_after(
+        &guard,
+        &mut validity,
+        std::time::Instant::now(),
+        token,
+        &hosts,
+        &dir,
     )
-    .await
-    .unwrap();
-    assert_eq!(eventually("the holder", guard.resumed()).await, Ok(()));
-    assert!(!guard.is_lost(), "{:?}", guard.lost_reason());
-    assert_eq!(guard.fencing_token(), token);
-    let rival = client(&hosts).await;
-    assert!(
-        Mutex::new(&rival, &dir)
-            .unwrap()
-            .try_lock()
-            .await
-            .unwrap()
-            .is_none(),
-        "still ours"
-    );
+    .await;
     guard.release().await.unwrap();
-    drop(rival);
     drop(holder);
     server.shutdown().await.unwrap();
     let _ = std::fs::remove_dir_all(&data);

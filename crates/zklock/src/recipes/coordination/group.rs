@@ -126,8 +126,11 @@ impl Clone for Group {
 struct Joins {
     /// A membership of ours is live (from a join until it is left, dropped or lost and dropped).
     live: Arc<AtomicBool>,
-    /// The ZooKeeper sessions our joins were made on: a node of our name owned by one of them is ours to remove.
+    /// The ZooKeeper sessions our joins were made on (each once): a node of our name owned by one of them is ours
+    /// to remove.
     sessions: StdMutex<Vec<i64>>,
+    /// The member id was given ([`Group::with_member_id`]): a node of our name may be there from before this value.
+    given_id: bool,
 }
 
 impl Group {
@@ -160,7 +163,10 @@ impl Group {
             )));
         }
         self.member_id = id.to_ascii_lowercase();
-        self.joins = Arc::default();
+        self.joins = Arc::new(Joins {
+            given_id: true,
+            ..Joins::default()
+        });
         Ok(self)
     }
 
@@ -257,15 +263,25 @@ impl Group {
         // One ZooKeeper session for the whole join: the node and its lost signal are on the session that made it.
         let session = &self.session.pinned_usable().await?;
         let ours = session.client().session_id().0;
-        self.joins
-            .sessions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(ours);
+        // A node of our name can be there only if this value joined before or its id was given (a fresh uuid is
+        // nobody's yet): only then is it looked for, so the first join of a new `Group` costs no extra request.
+        let may_exist = {
+            let mut sessions = self.joins.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+            let joined_before = !sessions.is_empty();
+            if !sessions.contains(&ours) {
+                sessions.push(ours);
+            }
+            joined_before || self.joins.given_id
+        };
         // Our name is the same every join: a background delete of a dropped membership of ours must be over (it could
         // delete the node we are about to create), and so must a node an ended session of ours left.
         crate::node::abandoned::settled(session.client(), session.retry(), &self.path).await?;
-        if let Some(stat) = session.exists(&me).await? {
+        let found = if may_exist {
+            session.exists(&me).await?
+        } else {
+            None
+        };
+        if let Some(stat) = found {
             // Only a node of an *earlier* session of this value is ours to remove; one of our current session is
             // another `Group` value's live member with our id.
             let earlier = stat.ephemeral_owner != ours
