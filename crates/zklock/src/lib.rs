@@ -69,6 +69,7 @@ pub use node::revocation::{request_revocation, revoke};
 pub use recipes::coordination::barrier::Barrier;
 pub use recipes::coordination::double_barrier::{DoubleBarrier, Participation};
 pub use recipes::coordination::group::{Group, GroupLayout, Member, MemberEvent, Members, Membership};
+pub use recipes::coordination::partitioner::{Partition, SetPartitioner};
 pub use recipes::coordination::transaction::Decision;
 pub use recipes::coordination::two_phase_commit::{Ballot, Coordinator, TwoPhaseCommit};
 pub use recipes::counters::{AtomicLong, AtomicValue, SharedCount, SharedValue, Versioned};
@@ -77,6 +78,7 @@ pub use recipes::discovery::service::{
     Registration, ServiceCache, ServiceDiscovery, ServiceInstance, Strategy,
 };
 pub use recipes::locks::election::{Leader, LeaderElection, Leadership, Observer, Term};
+pub use recipes::locks::lease::{NonBlockingLease, ObtainedLease};
 pub use recipes::locks::multi_lock::{MultiGuard, MultiLock, Part};
 pub use recipes::locks::mutex::Mutex;
 pub use recipes::locks::rwlock::{ReadGuard, RwLock, WriteGuard};

@@ -308,6 +308,9 @@ pub enum LostReason {
     Disconnected,
     /// The guard was released or dropped by its owner.
     Released,
+    /// A [`NonBlockingLease`](crate::NonBlockingLease)'s time ran out (by our clock), or its holder node was
+    /// replaced or deleted.
+    LeaseEnded,
 }
 
 impl std::fmt::Display for LostReason {
@@ -318,6 +321,7 @@ impl std::fmt::Display for LostReason {
             LostReason::NodeDeleted => "our lock node was deleted by somebody else",
             LostReason::Disconnected => "the connection to ZooKeeper was down for too long",
             LostReason::Released => "the guard was released",
+            LostReason::LeaseEnded => "the lease's time ran out, or its holder node was replaced",
         })
     }
 }
@@ -331,6 +335,7 @@ impl LostReason {
             LostReason::NodeDeleted => "node_deleted",
             LostReason::Disconnected => "disconnected",
             LostReason::Released => "released",
+            LostReason::LeaseEnded => "lease_ended",
         }
     }
 
@@ -338,7 +343,7 @@ impl LostReason {
     pub(crate) fn error(self, path: &str) -> Error {
         match self {
             LostReason::SessionExpired => Error::SessionExpired,
-            LostReason::NodeDeleted => Error::NodeDeleted {
+            LostReason::NodeDeleted | LostReason::LeaseEnded => Error::NodeDeleted {
                 path: path.to_owned(),
             },
             LostReason::ClientClosed | LostReason::Disconnected | LostReason::Released => Error::Closed,

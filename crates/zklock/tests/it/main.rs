@@ -25,6 +25,7 @@ mod metrics;
 mod multi_lock;
 mod mutex;
 mod mutex_faults;
+mod partitioner;
 mod persistent_node;
 mod priority_queue;
 mod queue;

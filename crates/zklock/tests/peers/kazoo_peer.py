@@ -31,6 +31,22 @@ joins ``kazoo.recipe.party.Party`` (or ``ShallowParty``) at PATH with IDENTIFIER
 then answers lines on stdin: "members" prints "MEMBERS <JSON list>" (what kazoo's iteration yields — the members'
 data for Party, their identifiers for ShallowParty — sorted); "await N" waits (with a child watch, at most 60 s)
 until kazoo counts N members, then prints the same; "leave" leaves and prints "LEFT". EOF leaves and exits.
+
+Work division and leases, for the partitioner's and the lease's interoperability tests:
+
+    python3 kazoo_peer.py partitioner CONNECT PATH IDENTIFIER ITEM,ITEM,... TIME_BOUNDARY_S
+
+runs ``kazoo.recipe.partitioner.SetPartitioner`` as its documentation shows: prints "ACQUIRED <JSON list of its
+items>" each time it holds a share, "RELEASING" when the party changed (then releases the share and allocates
+again), "FAILED" on failure; a "finish" line on stdin (or EOF) finishes it and prints "FINISHED".
+
+    python3 kazoo_peer.py lease CONNECT PATH IDENTIFIER SECONDS
+
+answers each "obtain" line on stdin with "OBTAINED" or "REFUSED" (``NonBlockingLease`` for SECONDS).
+
+    python3 kazoo_peer.py stock-hold CONNECT PATH
+
+is "hold" with a stock ``Lock`` (no ``extra_lock_patterns``): it sees only kazoo-named nodes.
 """
 
 import json
@@ -134,9 +150,85 @@ def party(args):
         client.close()
 
 
+def partitioner(args):
+    hosts, path, identifier = args[0], args[1], args[2]
+    items, boundary = args[3].split(","), float(args[4])
+    client = KazooClient(hosts=hosts, timeout=10.0)
+    client.start(timeout=60)
+    finish = threading.Event()
+    threading.Thread(target=lambda: (sys.stdin.read(), finish.set()), daemon=True).start()
+    try:
+        member = client.SetPartitioner(path=path, set=items, identifier=identifier, time_boundary=boundary)
+        said = None
+        while not finish.is_set():
+            if member.failed:
+                say("FAILED")
+                return 2
+            elif member.release:
+                said = None
+                say("RELEASING")
+                member.release_set()
+            elif member.acquired:
+                mine = sorted(member)
+                if mine != said:
+                    say("ACQUIRED " + json.dumps(mine))
+                    said = mine
+                member.state_change_event.clear()
+                member.state_change_event.wait(0.1)
+            elif member.allocating:
+                member.wait_for_acquire(0.1)
+        member.finish()
+        say("FINISHED")
+        return 0
+    finally:
+        client.stop()
+        client.close()
+
+
+def lease(args):
+    import datetime
+
+    hosts, path, identifier, seconds = args[0], args[1], args[2], float(args[3])
+    client = KazooClient(hosts=hosts, timeout=10.0)
+    client.start(timeout=60)
+    try:
+        for line in sys.stdin:
+            if line.strip() != "obtain":
+                raise ValueError("unknown command %r" % line)
+            held = client.NonBlockingLease(path, datetime.timedelta(seconds=seconds), identifier=identifier)
+            say("OBTAINED" if held else "REFUSED")
+        return 0
+    finally:
+        client.stop()
+        client.close()
+
+
+def stock_hold(args):
+    hosts, path = args[0], args[1]
+    client = KazooClient(hosts=hosts, timeout=10.0)
+    client.start(timeout=60)
+    try:
+        lock = client.Lock(path)
+        lock.acquire()
+        say("ACQUIRED %s/%s" % (path, lock.node))
+        sys.stdin.readline()
+        lock.release()
+        say("RELEASED")
+        return 0
+    finally:
+        client.stop()
+        client.close()
+
+
 def run(args):
     if args and args[0] == "bench":
         return bench(args[1:])
+    if args and args[0] == "partitioner":
+        return partitioner(args[1:])
+    if args and args[0] == "lease":
+        return lease(args[1:])
+    if args and args[0] == "stock-hold":
+        return stock_hold(args[1:])
     if args and args[0] in ("party", "shallow-party"):
         return party(args)
     if len(args) < 3:

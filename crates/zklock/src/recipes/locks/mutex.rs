@@ -44,17 +44,24 @@ use crate::session::Session;
 pub struct Mutex {
     place: Place,
     kazoo: bool,
+    kazoo_names: bool,
 }
 
 /// The mutex's rules: the exclusive rule over `lock-` nodes and kazoo's `__lock__`/`__rlock__` nodes (unless told
 /// not to share with kazoo: then those are a conflict).
 struct Lock {
     kazoo: bool,
+    /// Our node is named `_c_<uuid>-__lock__<seq>`, which kazoo's `Lock` recognises as one of its own.
+    kazoo_names: bool,
 }
 
 impl Rules for Lock {
     fn marker(&self) -> Marker {
-        Marker::Lock
+        if self.kazoo_names {
+            Marker::KazooLock
+        } else {
+            Marker::Lock
+        }
     }
 
     fn keeps(&self, marker: Marker) -> bool {
@@ -69,6 +76,7 @@ impl Mutex {
         Ok(Mutex {
             place: Place::new(session, path)?,
             kazoo: true,
+            kazoo_names: false,
         })
     }
 
@@ -94,8 +102,21 @@ impl Mutex {
         self
     }
 
+    /// Names our node in kazoo's format (`_c_<uuid>-__lock__<seq>`) instead of Curator's, so that a stock kazoo
+    /// `Lock` — one made without `extra_lock_patterns` — waits for us as for one of its own (kazoo recognises its
+    /// nodes by the `__lock__` before the sequence number). Curator's `InterProcessMutex` then does not see us: use
+    /// it on a path that kazoo shares, not Curator. Implies [`with_kazoo_contenders(true)`](Mutex::with_kazoo_contenders).
+    /// `zklock status` shows such a node as a kazoo lock's.
+    pub fn with_kazoo_names(mut self, kazoo_names: bool) -> Mutex {
+        self.kazoo_names = kazoo_names;
+        self
+    }
+
     async fn acquire(&self, wait: Wait) -> Result<Option<Guard>> {
-        let rules = Lock { kazoo: self.kazoo };
+        let rules = Lock {
+            kazoo: self.kazoo || self.kazoo_names,
+            kazoo_names: self.kazoo_names,
+        };
         engine::acquire(&self.place, &rules, wait).await
     }
 
