@@ -6,7 +6,7 @@
 //!
 //! The recipes: [`Mutex`], [`RwLock`], [`Semaphore`], [`LeaderElection`], [`MultiLock`], [`Barrier`],
 //! [`DoubleBarrier`], [`Queue`], [`PriorityQueue`], [`DelayQueue`], the counters [`SharedCount`] and
-//! [`AtomicLong`], [`Group`] and [`TwoPhaseCommit`]. Each takes a [`Session`] — or `&client` — which carries the
+//! [`AtomicLong`], [`Group`], [`SetPartitioner`], [`NonBlockingLease`] and [`TwoPhaseCommit`]. Each takes a [`Session`] — or `&client` — which carries the
 //! policies they share; [`inspect`] looks at any recipe's directory. For configuration and discovery, a [`Cache`]
 //! keeps a node, its children or a tree in step with ZooKeeper and reports every change.
 //!
