@@ -11,7 +11,8 @@ two cores:
 * the fault campaigns (zklock-chaos's `campaign` tests, each a time-bound campaign that mostly sleeps between
   faults), several at a time;
 * the library's and the embedded server's tests;
-* the command line's tests and everything else.
+* the command line's tests and everything else;
+* the documentation (below) and the scale smoke test.
 
 Each executable runs in its package's directory, as `cargo test` runs it, with its output kept in a log that is
 printed whole when it ends (lanes never interleave lines). A lane goes on after a failure, so one run shows every
@@ -67,6 +68,9 @@ def lane_of(test):
         return 0
     if test["package"] in ("zklock", "zklock-server", "zklock-storage", "zklock-codec"):
         return 1
+    # The scale smoke test (about two minutes) beside the documentation: in lane 2 it made that lane the longest.
+    if test["package"] == "zklock-compare" and test["target"] == "scale_smoke":
+        return 3
     return 2
 
 
