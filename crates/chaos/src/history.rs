@@ -89,6 +89,9 @@ pub struct Op {
     pub value: i64,
     /// Whether the fence let it through.
     pub accepted: bool,
+    /// Which of the register's resources it used: 0 for the one resource of most workloads; the `partitioner`'s
+    /// items are 1, 2, … (each its own fence and counter, judged on its own).
+    pub key: u32,
 }
 
 impl Op {
@@ -159,7 +162,7 @@ impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} {} {} {} {} {} {} {}",
+            "{} {} {} {} {} {} {} {} {}",
             self.seq,
             self.at_ns,
             self.client,
@@ -167,7 +170,8 @@ impl fmt::Display for Op {
             self.kind,
             self.action,
             self.value,
-            if self.accepted { "ok" } else { "rejected" }
+            if self.accepted { "ok" } else { "rejected" },
+            self.key
         )
     }
 }
@@ -176,8 +180,8 @@ impl FromStr for Op {
     type Err = String;
     fn from_str(line: &str) -> Result<Op, String> {
         let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() != 8 {
-            return Err(format!("a register record has 8 fields: {line:?}"));
+        if f.len() != 9 {
+            return Err(format!("a register record has 9 fields: {line:?}"));
         }
         let num = |i: usize| {
             f[i].parse::<i64>()
@@ -196,6 +200,7 @@ impl FromStr for Op {
                 "rejected" => false,
                 other => return Err(format!("unknown verdict {other:?}")),
             },
+            key: num(8)? as u32,
         })
     }
 }
@@ -260,6 +265,7 @@ mod tests {
             action: Action::Enter,
             value: 0,
             accepted: false,
+            key: 3,
         };
         assert_eq!(op.to_string().parse::<Op>(), Ok(op));
     }

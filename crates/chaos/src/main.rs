@@ -63,6 +63,12 @@ pub enum Recipe {
     /// `Group`: members join and leave; no look shows a member after its leave was acknowledged, and once faults
     /// stop every member's live view converges to the members there.
     Group,
+    /// `SetPartitioner`: members divide a set of items, leaving and joining; each item's counter is incremented under
+    /// that item's lock, fenced with its token: never two owners of an item at once.
+    Partitioner,
+    /// `PersistentNode` (ephemeral, on a reconnecting session): each contender keeps one and changes its data; once
+    /// the faults are over each owner's node holds its latest data, and none is left once the owners ended.
+    PersistentNode,
     /// `TwoPhaseCommit`: every contender coordinates transactions and takes part in the others'; no transaction
     /// with two outcomes, and a commit only if every participant voted commit.
     TwoPhaseCommit,

@@ -2,7 +2,9 @@
 //!
 //! Contenders talk to it over TCP on 127.0.0.1, one line per request:
 //! * `HELLO <client> <pid>` — who is speaking (the nemesis uses it to find a holder to pause);
-//! * `OP <x|s> <token> <read|write|enter|leave> <value>` — answered `OK <counter>` or `NO <floor>`.
+//! * `OP <x|s> <token> <read|write|enter|leave> <value> [<key>]` — answered `OK <counter>` or `NO <floor>`. The key
+//!   names one of several resources, each with its own fence and counter (the `partitioner`'s items); 0, the
+//!   default, is the one resource of every other workload.
 //!
 //! Every operation, accepted or rejected, is recorded with its token and the time the register handled it. The
 //! fence ([`Fence`]) is the only thing between a stale holder and the counter.
@@ -26,8 +28,10 @@ pub struct Register {
 }
 
 struct State {
+    /// The fence every resource starts with.
     fence: Fence,
-    counter: i64,
+    /// Per resource (key): its fence and its counter.
+    resources: HashMap<u32, (Fence, i64)>,
     ops: Vec<Op>,
     /// Per client: the pid that spoke last and whether its last accepted op opened a section not yet closed.
     clients: HashMap<u32, (u32, bool)>,
@@ -44,7 +48,7 @@ impl Register {
         let addr = listener.local_addr()?;
         let state = Arc::new(Mutex::new(State {
             fence,
-            counter: 0,
+            resources: HashMap::new(),
             ops: Vec::new(),
             clients: HashMap::new(),
         }));
@@ -113,26 +117,30 @@ fn handle(line: &str, client: &mut Option<u32>, state: &Mutex<State>) -> String 
             }
             _ => "ERR bad hello\n".to_owned(),
         },
-        ["OP", kind, token, action, value] => {
-            let (Some(id), Ok(kind), Ok(token), Ok(action), Ok(value)) = (
+        ["OP", kind, token, action, value, key @ ..] if key.len() <= 1 => {
+            let (Some(id), Ok(kind), Ok(token), Ok(action), Ok(value), Ok(key)) = (
                 *client,
                 kind.parse::<Kind>(),
                 token.parse::<i64>(),
                 action.parse::<Action>(),
                 value.parse::<i64>(),
+                key.first().map_or(Ok(0), |key| key.parse::<u32>()),
             ) else {
                 return "ERR bad op\n".to_owned();
             };
             let mut s = lock(state);
-            let accepted = s.fence.admit(kind, token);
+            let template = s.fence.clone();
+            let (fence, counter) = s.resources.entry(key).or_insert((template, 0));
+            let accepted = fence.admit(kind, token);
             let value = match (accepted, action) {
                 (true, Action::Write) => {
-                    s.counter = value;
+                    *counter = value;
                     value
                 }
-                (_, Action::Read) => s.counter,
+                (_, Action::Read) => *counter,
                 _ => value,
             };
+            let (counter, floor) = (*counter, fence.floor(kind));
             let seq = s.ops.len() as u64;
             s.ops.push(Op {
                 seq,
@@ -143,15 +151,16 @@ fn handle(line: &str, client: &mut Option<u32>, state: &Mutex<State>) -> String 
                 action,
                 value,
                 accepted,
+                key,
             });
             if accepted {
                 let inside = matches!(action, Action::Read | Action::Enter);
                 if let Some(entry) = s.clients.get_mut(&id) {
                     entry.1 = inside;
                 }
-                format!("OK {}\n", s.counter)
+                format!("OK {counter}\n")
             } else {
-                format!("NO {}\n", s.fence.floor(kind))
+                format!("NO {floor}\n")
             }
         }
         _ => "ERR unknown request\n".to_owned(),
@@ -201,9 +210,23 @@ impl Connection {
         Ok(reply)
     }
 
-    /// One operation.
+    /// One operation on the register's one resource (key 0).
     pub async fn op(&mut self, kind: Kind, token: i64, action: Action, value: i64) -> anyhow::Result<Answer> {
-        let reply = self.call(&format!("OP {kind} {token} {action} {value}")).await?;
+        self.op_on(0, kind, token, action, value).await
+    }
+
+    /// One operation on resource `key`.
+    pub async fn op_on(
+        &mut self,
+        key: u32,
+        kind: Kind,
+        token: i64,
+        action: Action,
+        value: i64,
+    ) -> anyhow::Result<Answer> {
+        let reply = self
+            .call(&format!("OP {kind} {token} {action} {value} {key}"))
+            .await?;
         match reply.split_once(' ') {
             Some(("OK", counter)) => Ok(Answer::Ok(counter.parse()?)),
             Some(("NO", _)) => Ok(Answer::Rejected),

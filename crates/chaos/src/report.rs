@@ -117,6 +117,7 @@ pub fn report(
                     | Recipe::Counter
                     | Recipe::PriorityQueue
                     | Recipe::Group
+                    | Recipe::PersistentNode
                     | Recipe::TwoPhaseCommit
                     | Recipe::Register
                     | Recipe::Cache

@@ -176,6 +176,18 @@ clean_campaigns! {
     multi_lock_on_embedded: "embedded", "multi-lock", "74", "20", SHORT;
     group_on_embedded: "embedded", "group", "73", "20", SHORT;
     two_phase_commit_on_embedded: "embedded", "two-phase-commit", "73", "20", SHORT;
+    partitioner_on_embedded: "embedded", "partitioner", "72", "20", SHORT;
+    persistent_node_on_embedded: "embedded", "persistent-node", "7", "20", SHORT;
+}
+
+// The set partitioner on real ZooKeeper and the ensemble, under each server's faults: members leave and join, each
+// item's counter is incremented under that item's lock, judged per item. And the persistent node (ephemeral, on a
+// reconnecting session): each owner's node holds its latest data once the faults are over, none is left after.
+clean_campaigns! {
+    partitioner_on_zookeeper: "zookeeper", "partitioner", "22", "25";
+    partitioner_on_ensemble: "ensemble", "partitioner", "33", "25";
+    persistent_node_on_zookeeper: "zookeeper", "persistent-node", "23", "25";
+    persistent_node_on_ensemble: "ensemble", "persistent-node", "34", "25";
 }
 
 // The tree cache (`Cache::tree` on a reconnecting session, in every contender) while the contenders create, set
@@ -240,6 +252,23 @@ fn counter_without_compare_and_set_is_caught() {
 #[test]
 fn group_views_never_updated_are_caught() {
     naive_is_caught("group", "74", "VIOLATION group: the final view");
+}
+
+/// The partitioner's: members that take the division of the party as ownership, without the items' locks, own an
+/// item together while their views of the party differ.
+#[test]
+fn partitioner_without_item_locks_is_caught() {
+    naive_is_caught("partitioner", "5", "VIOLATION item ");
+}
+
+/// The persistent node's: owners that make their node once, as a plain ephemeral node, lose it for good when their
+/// session expires.
+#[test]
+fn persistent_node_made_only_once_is_caught() {
+    let more = ["--session-timeout", "2", "--faults", "expire", "--no-fencing"];
+    let run = chaos(&campaign("embedded", "persistent-node", "7", "20", &more));
+    let (_, stderr) = caught(run, "the checker missed owners whose node is gone");
+    assert!(stderr.contains("VIOLATION persistent node:"), "{stderr}");
 }
 
 #[test]

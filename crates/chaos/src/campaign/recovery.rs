@@ -166,6 +166,7 @@ mod recovery_times_tests {
                 },
                 value: 0,
                 accepted: rng.gen_range(0..20) != 0,
+                key: 0,
             });
         }
         let end = n as u64 * 10_000_000;

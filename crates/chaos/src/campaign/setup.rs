@@ -284,11 +284,11 @@ fn fence_for(args: &CampaignArgs) -> Fence {
             _ => Fence::leases(1),
         }
     };
-    // The group, two-phase commit, register and cache workloads record facts, not critical sections: nothing to
+    // The group, two-phase commit, register, cache and persistent-node workloads record facts, not critical sections: nothing to
     // fence.
     if matches!(
         args.recipe,
-        Recipe::Group | Recipe::TwoPhaseCommit | Recipe::Register | Recipe::Cache
+        Recipe::Group | Recipe::TwoPhaseCommit | Recipe::Register | Recipe::Cache | Recipe::PersistentNode
     ) {
         Fence::Off
     } else {

@@ -139,6 +139,7 @@ impl Judged {
                 found
             }
             Recipe::Group => crate::workloads::group::check(ops, session_ns),
+            Recipe::PersistentNode => crate::workloads::persistent_node::check(ops),
             Recipe::TwoPhaseCommit => crate::workloads::two_phase_commit::check(ops),
             Recipe::Queue => checker::check_queue(ops),
             Recipe::PriorityQueue => {

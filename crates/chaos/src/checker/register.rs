@@ -24,8 +24,28 @@ struct Span {
     last: usize,
 }
 
-/// Checks the register's history: fencing order, no overlapping critical sections, the holder limit, the counter.
+/// Checks the register's history: fencing order, no overlapping critical sections, the holder limit, the counter —
+/// each resource (the `partitioner`'s items) on its own.
 pub fn check_register(ops: &[Op], rules: Rules) -> Vec<Violation> {
+    let mut resources: BTreeMap<u32, Vec<Op>> = BTreeMap::new();
+    for op in ops {
+        resources.entry(op.key).or_default().push(*op);
+    }
+    let several = resources.len() > 1 || resources.keys().any(|&key| key != 0);
+    let mut violations = Vec::new();
+    for (key, ops) in resources {
+        let found = check_resource(&ops, rules);
+        violations.extend(
+            found
+                .into_iter()
+                .map(|v| if several { format!("item {key}: {v}") } else { v }),
+        );
+    }
+    violations
+}
+
+/// [`check_register`] for one resource's operations.
+fn check_resource(ops: &[Op], rules: Rules) -> Vec<Violation> {
     let mut violations = Vec::new();
     let accepted: Vec<&Op> = ops.iter().filter(|op| op.accepted).collect();
 
@@ -222,5 +242,27 @@ mod tests {
         assert!(v.iter().any(|v| v.starts_with("holder limit")), "{v:?}");
         let fine = numbered(vec![enter(1), enter(2), leave(1), enter(3), leave(2), leave(3)]);
         assert_eq!(check_register(&fine, TWO_LEASES), Vec::<String>::new());
+    }
+
+    #[test]
+    fn each_item_is_judged_on_its_own() {
+        let on = |key, op: Op| Op { key, ..op };
+        // Two holders at once, each on its own item, each with its own counter: fine.
+        let fine = numbered(vec![
+            on(1, read(1, 10, 0)),
+            on(2, read(2, 12, 0)),
+            on(1, write(1, 10, 1)),
+            on(2, write(2, 12, 1)),
+        ]);
+        assert_eq!(check_register(&fine, MUTEX), Vec::<String>::new());
+        // Two holders of one item at once: caught, and named by the item.
+        let bad = numbered(vec![
+            on(2, read(1, 10, 0)),
+            on(2, read(2, 12, 0)),
+            on(2, write(2, 12, 1)),
+            on(2, write(1, 10, 1)),
+        ]);
+        let v = check_register(&bad, MUTEX);
+        assert!(v.iter().any(|v| v.starts_with("item 2: overlap")), "{v:?}");
     }
 }

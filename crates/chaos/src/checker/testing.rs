@@ -21,6 +21,7 @@ pub fn op(client: u32, token: i64, kind: Kind, action: Action, value: i64) -> Op
         action,
         value,
         accepted: true,
+        key: 0,
     }
 }
 

@@ -286,6 +286,7 @@ mod tests {
             action,
             value,
             accepted: true,
+            key: 0,
         }
     }
 

@@ -522,6 +522,7 @@ pub async fn judge(dir: &Path) -> Result<(Report, Vec<Op>)> {
             },
             value: 0,
             accepted: true,
+            key: 0,
         })
         .collect();
     ops.sort_by_key(|op| op.at_ns);

@@ -2,9 +2,9 @@
 //! trait, [`Workload`] — what the process does in one operation and what it records — and one driver, [`run()`],
 //! that keeps a session, calls the workload's operations until the deadline and closes the session.
 //!
-//! The lock-like workloads (`mutex`, `rwlock`, `semaphore`, `election`, `multi-lock`) fence a read-modify-write of
-//! the register with the guard's token; `queue`, `priority-queue`, `double-barrier`, `counter`, `group` and
-//! `two-phase-commit` record at the register what they did for their checkers; `register` (`kv.rs`) and `cache`
+//! The lock-like workloads (`mutex`, `rwlock`, `semaphore`, `election`, `multi-lock`, and `partitioner` per item)
+//! fence a read-modify-write of the register with the guard's token; `queue`, `priority-queue`, `double-barrier`, `counter`, `group` and
+//! `two-phase-commit` and `persistent-node` record at the register what they did for their checkers; `register` (`kv.rs`) and `cache`
 //! (`cache/`) record in history files of their own. `run.rs` is the command that `zklock run` runs in the `run` workload (its contender
 //! processes are `zklock run`, not workers), `foreign.rs` the kazoo and Curator contenders of `--mix`, and
 //! `shared.rs` what several workloads use: the session, the records, the fenced critical section.
@@ -18,6 +18,8 @@ pub mod group;
 pub mod kv;
 mod multi_lock;
 mod mutex;
+mod partitioner;
+pub mod persistent_node;
 pub mod priority_queue;
 pub mod queue;
 pub mod run;
@@ -132,6 +134,8 @@ pub async fn run(args: WorkerArgs) -> i32 {
         Recipe::DoubleBarrier => drive::<double_barrier::DoubleBarrier>(&args).await,
         Recipe::Counter => drive::<counter::Counter>(&args).await,
         Recipe::Group => drive::<group::Group>(&args).await,
+        Recipe::Partitioner => drive::<partitioner::Partitioner>(&args).await,
+        Recipe::PersistentNode => drive::<persistent_node::PersistentNode>(&args).await,
         // A coordinator and a participant side by side, each with its own session and register connection.
         Recipe::TwoPhaseCommit => {
             let (coordinated, participated) = tokio::join!(

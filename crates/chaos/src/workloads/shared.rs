@@ -253,6 +253,17 @@ pub async fn release(cx: &Contender<'_>, releasing: impl Future<Output = zklock:
 /// One critical section. A holder checks its guard before each use of the resource, as a careful user does; the
 /// fence catches what that check cannot (a pause between the check and the use). Returns whether it completed.
 pub async fn section(register: &mut Connection, guard: &Guard, kind: Kind, work: Duration) -> Result<bool> {
+    section_on(register, 0, guard, kind, work).await
+}
+
+/// [`section`] on the register's resource `key` (the `partitioner`'s items).
+pub async fn section_on(
+    register: &mut Connection,
+    key: u32,
+    guard: &Guard,
+    kind: Kind,
+    work: Duration,
+) -> Result<bool> {
     let token = guard.fencing_token();
     let first = match kind {
         Kind::Exclusive => Action::Read,
@@ -261,7 +272,7 @@ pub async fn section(register: &mut Connection, guard: &Guard, kind: Kind, work:
     if guard.is_lost() || guard.is_suspended() {
         return Ok(false);
     }
-    let Answer::Ok(value) = register.op(kind, token, first, 0).await? else {
+    let Answer::Ok(value) = register.op_on(key, kind, token, first, 0).await? else {
         return Ok(false);
     };
     tokio::time::sleep(work).await;
@@ -272,5 +283,5 @@ pub async fn section(register: &mut Connection, guard: &Guard, kind: Kind, work:
         Kind::Exclusive => (Action::Write, value + 1),
         Kind::Shared => (Action::Leave, 0),
     };
-    Ok(register.op(kind, token, last, value).await? != Answer::Rejected)
+    Ok(register.op_on(key, kind, token, last, value).await? != Answer::Rejected)
 }

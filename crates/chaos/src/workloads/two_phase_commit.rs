@@ -294,6 +294,7 @@ mod tests {
             action,
             value,
             accepted: true,
+            key: 0,
         }
     }
 

@@ -573,6 +573,7 @@ fn applied_ops(dir: &Path) -> Result<Vec<Op>> {
                         action: Action::Write,
                         value: 0,
                         accepted: true,
+                        key: 0,
                     });
                 }
             }
