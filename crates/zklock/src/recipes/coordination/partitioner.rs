@@ -214,15 +214,14 @@ impl SetPartitioner {
     /// kazoo's default division: of the sorted items, the member at index `i` of the sorted party takes `i`,
     /// `i + n`, …
     fn share(&self, party: &[String]) -> Result<Vec<String>> {
-        let me = party.iter().position(|id| *id == self.identifier);
-        if party.iter().filter(|id| **id == self.identifier).count() > 1 {
+        let mut mine = (party.iter().enumerate()).filter(|(_, id)| **id == self.identifier);
+        let (Some((me, _)), None) = (mine.next(), mine.next()) else {
             return Err(Error::InUse {
                 path: self.group.path().to_owned(),
                 node: self.identifier.clone(),
                 what: "another member of the party with our identifier",
             });
-        }
-        let me = me.expect("settled: we are in the party");
+        };
         Ok(self.items.iter().skip(me).step_by(party.len()).cloned().collect())
     }
 }
@@ -288,9 +287,8 @@ async fn next_change(events: &mut Events) {
 async fn release_all(items: Vec<(String, Guard)>) -> Result<()> {
     let mut first = Ok(());
     for (_, guard) in items {
-        if let Err(err) = guard.release().await {
-            first = first.and(Err(err));
-        }
+        // Every lock is released; the first error is the answer.
+        first = first.and(guard.release().await);
     }
     first
 }

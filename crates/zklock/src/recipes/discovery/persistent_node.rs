@@ -15,7 +15,6 @@ use zookeeper_client::{self as zk, CreateMode};
 use crate::base::error::{At as _, Error, Result};
 use crate::base::retry::broke_connection;
 use crate::cache::{Cache, CachedNode, Events};
-use crate::session::cas::{Committed, Write};
 use crate::session::Session;
 
 /// What kind of node a [`PersistentNode`] keeps.
@@ -246,44 +245,31 @@ async fn look(shared: &Shared, held: Option<CachedNode>) -> Result<()> {
         }
         None => {
             shared.ours.send_replace(None);
-            let mode = match shared.mode {
-                NodeMode::Ephemeral => CreateMode::Ephemeral,
-                NodeMode::Persistent => CreateMode::Persistent,
+            let options = match shared.mode {
+                NodeMode::Ephemeral => CreateMode::Ephemeral.with_acls(session.acls()),
+                NodeMode::Persistent => CreateMode::Persistent.with_acls(session.acls()),
                 NodeMode::PersistentWithTtl(ttl) => {
-                    return create_with_ttl(&session, &shared.path, &data, ttl).await
+                    CreateMode::Persistent.with_acls(session.acls()).with_ttl(ttl)
                 }
             };
-            let writes = [Write::Create(&shared.path, &data, mode)];
-            match session
-                .create_once(&writes, false, Some(CreateMode::Persistent))
-                .await?
-            {
-                // Made, or there already (ours after a lost reply, or somebody's): the cache's event says which.
-                Committed::Done { .. }
-                | Committed::Refused {
-                    error: zk::Error::NodeExists,
-                    ..
-                } => Ok(()),
-                Committed::Refused { index, error } => Err(Committed::refused(index, error, &writes)),
-            }
+            create(&session, &shared.path, &data, &options).await
         }
     }
 }
 
-/// Creates the persistent TTL node `path` with `data` (its missing parents persistent). A node there already — ours
-/// after a lost reply, or made meanwhile — is fine: the cache's event says what is there. Every attempt is the same
-/// create of one fixed path, so a lost reply never makes two.
-async fn create_with_ttl(session: &Session, path: &str, data: &[u8], ttl: Duration) -> Result<()> {
+/// Creates the node `path` with `data` (its missing parents persistent). A node there already — ours after a lost
+/// reply, or made meanwhile — is fine: the cache's event says what is there. Every attempt is the same create of
+/// one fixed path, so a lost reply never makes two.
+async fn create(session: &Session, path: &str, data: &[u8], options: &zk::CreateOptions<'_>) -> Result<()> {
     let client = session.client();
     loop {
-        let options = CreateMode::Persistent.with_acls(session.acls()).with_ttl(ttl);
         let created = session
             .retry()
-            .run_at("create", path, || client.create(path, data, &options))
+            .run_at("create", path, || client.create(path, data, options))
             .await;
         match created {
-            Ok(_) => return Ok(()),
-            Err(Error::ZooKeeper {
+            Ok(_)
+            | Err(Error::ZooKeeper {
                 source: zk::Error::NodeExists,
                 ..
             }) => return Ok(()),
