@@ -1,6 +1,6 @@
 //! The command line, as clap sees it: every command's arguments, and each command's exit statuses in its `--help`
 //! (from [`crate::exit`]). What can be checked without a server is checked here, once, so that a bad value is a
-//! usage error (exit 2) before anything starts: durations ([`seconds`]) and connect strings ([`connect_string`]).
+//! usage error (exit 64) before anything starts: durations ([`seconds`]) and connect strings ([`connect_string`]).
 //! Paths are checked by the recipes (each command maps that to a usage error). Imports nothing else of this crate
 //! but the exit table.
 
@@ -193,7 +193,7 @@ pub enum Command {
     ///
     /// The lock is a mutex; with --shared or --write, the read or the write side of a read/write lock; with
     /// --leases N, one of N leases of a semaphore. Different kinds of lock on one PATH do not exclude each other,
-    /// so `zklock run` refuses (exit 2) a PATH in use by another kind.
+    /// so `zklock run` refuses (exit 64) a PATH in use by another kind.
     ///
     /// On a terminal (zklock its foreground job) the command gets the terminal, as under flock: it can read it
     /// (prompts, `read`, psql), and Ctrl-C reaches the command, not zklock; zklock releases the lock once the
@@ -207,8 +207,8 @@ pub enum Command {
     /// Leadership lost with our ZooKeeper session (it expired, the connection was down longer than the session
     /// timeout allows, or zklock could not confirm it in time): the command is stopped, zklock makes a new session
     /// and campaigns again, and runs the command again (with a new, larger ZKLOCK_FENCING_TOKEN) once it leads
-    /// again; --exit-on-expiry exits 4 instead. Leadership taken away (`zklock revoke`, its node deleted, a
-    /// revocation requested): the command is stopped and zklock exits 4. --nonblock and --timeout limit every
+    /// again; --exit-on-expiry exits 75 instead. Leadership taken away (`zklock revoke`, its node deleted, a
+    /// revocation requested): the command is stopped and zklock exits 75. --nonblock and --timeout limit every
     /// campaign.
     ///
     /// With --observe, campaign for nothing and print the leader on every change instead. On a terminal the command
@@ -222,7 +222,7 @@ pub enum Command {
     ///
     /// `get` prints the value; `set VALUE` and `add [VALUE]` (1 by default; negative to subtract) print the value
     /// after the change. Every change is a compare-and-set that is counted once even when a reply is lost. `add`
-    /// refuses a sum the counter cannot hold (exit 2): a counter never wraps. A node with children, or one another
+    /// refuses a sum the counter cannot hold (exit 64): a counter never wraps. A node with children, or one another
     /// recipe uses, is never taken for a counter.
     #[command(after_long_help = exit::help(Cmd::Counter))]
     Counter(CounterArgs),
@@ -239,7 +239,7 @@ pub enum Command {
     /// --node), or ask the holder to give up (--request).
     ///
     /// A deleted holder loses its guard: `zklock run` and `zklock elect` stop their command (SIGTERM, then SIGKILL
-    /// after their --kill-after) and exit 4, and the next in line takes over. With --request the node's data
+    /// after their --kill-after) and exit 75, and the next in line takes over. With --request the node's data
     /// becomes `__REVOKE__` (Curator's revocation protocol): `zklock run` and `zklock elect` honour it the same way,
     /// and so does a Curator lock made revocable; a holder that does not listen ignores it.
     #[command(after_long_help = exit::help(Cmd::Revoke))]
@@ -293,7 +293,7 @@ pub enum Command {
 pub struct RunArgs {
     /// Take the read (shared) side of a read/write lock on PATH: any number of `--shared` commands run at once,
     /// none while a `--write` command runs or waits ahead. Pairs with `--write`, not with a plain `run` (a mutex,
-    /// which a read/write lock does not exclude): `zklock run` refuses (exit 2) a PATH in use by another kind of
+    /// which a read/write lock does not exclude): `zklock run` refuses (exit 64) a PATH in use by another kind of
     /// lock. Curator's `InterProcessReadWriteLock` layout.
     #[arg(long, short = 's', conflicts_with_all = ["write", "leases"])]
     pub shared: bool,
@@ -326,7 +326,7 @@ pub struct RunArgs {
     /// it (SIGCONT) when a heartbeat through the leader finds the session and our lock node alive: same lock, same
     /// fencing token, so an outage shorter than the session costs a pause, not the job; it is killed (SIGKILL) if
     /// the session is lost after all. `kill` ends it instead (SIGTERM, then SIGKILL after --kill-after) and `run`
-    /// exits 4 (the only behaviour before --on-suspend existed). A stopped command runs no code; what it wrote before may still be in the
+    /// exits 75 (the only behaviour before --on-suspend existed). A stopped command runs no code; what it wrote before may still be in the
     /// kernel's buffers (the fencing token covers that, either way).
     #[arg(long, value_enum, default_value_t = OnSuspend::Stop, value_name = "ACTION")]
     pub on_suspend: OnSuspend,

@@ -10,18 +10,18 @@
 //! another recipe made, and data that is a counter's — 4 or 8 bytes that do not read as text (`refuse_text`: "data"
 //! is a plain node's, though it is 4 bytes; a counter's value within ±150,000,000 never reads as text). A node
 //! without data, or whose bytes read as text, is a counter only when `--kind` says so. Everything else is refused
-//! (exit 2) by `get`, `set` and `add` alike, and left as it is.
+//! (exit 64) by `get`, `set` and `add` alike, and left as it is.
 //!
-//! `add` never wraps: a sum the counter cannot hold is refused (exit 2), as `set` refuses a value out of range —
+//! `add` never wraps: a sum the counter cannot hold is refused (exit 64), as `set` refuses a value out of range —
 //! unlike Curator's, whose `int` and `long` wrap.
 //!
 //! Every change is a compare-and-set with a receipt (see the library's `recipes/counters.rs`) of the value read and
 //! checked: a change whose reply was lost is counted once, never twice. If the session ends before the outcome is
 //! known, the failure says that the change happened once or not at all.
 //!
-//! Exit statuses (`exit::TABLE`): 0 done; 2 usage error (also a VALUE out of range for a shared count, a sum out of
-//! the counter's range, or PATH holding something that is no counter of that kind: nothing is changed); 3 ZooKeeper
-//! failing.
+//! Exit statuses (`exit::TABLE`): 0 done; 64 usage error (also a VALUE out of range for a shared count, a sum out
+//! of the counter's range, or PATH holding something that is no counter of that kind: nothing is changed); 69
+//! ZooKeeper failing.
 
 use serde::Serialize;
 use zklock::{AtomicLong, Recipe, Session, SharedCount};
@@ -48,7 +48,7 @@ pub async fn counter(args: CounterArgs) -> exit::Result {
     let done = result?;
     if args.json {
         let json = serde_json::to_string(&done)
-            .map_err(|err| Failure::new(exit::FAILURE, format!("cannot write JSON: {err}")))?;
+            .map_err(|err| Failure::new(exit::UNAVAILABLE, format!("cannot write JSON: {err}")))?;
         println!("{json}");
     } else {
         println!("{}", done.value);
@@ -279,14 +279,14 @@ fn failure(action: CounterAction, path: &str, err: zklock::Error) -> Failure {
             if writes =>
         {
             Failure::new(
-                exit::FAILURE,
+                exit::UNAVAILABLE,
                 format!(
                     "{verb} {path}: {err} before the outcome of our write was known: it happened once or not at \
                      all"
                 ),
             )
         }
-        err => Failure::new(exit::FAILURE, format!("{verb} {path}: {err}{}", conn::refused(&err))),
+        err => Failure::new(exit::UNAVAILABLE, format!("{verb} {path}: {err}{}", conn::refused(&err))),
     }
 }
 

@@ -45,7 +45,7 @@ impl Shared {
 
 pub async fn demo(args: DemoArgs) -> exit::Result {
     if args.workers == 0 {
-        return Err(Failure::new(exit::FAILURE, "--workers must be at least 1"));
+        return Err(Failure::new(exit::USAGE, "--workers must be at least 1"));
     }
     // Credentials, TLS and ACLs are read before an embedded server starts: a mistake in them ends nothing running.
     let security = zk::Security::from_args(&args.security)?;

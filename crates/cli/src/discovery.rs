@@ -53,10 +53,10 @@ pub async fn register(args: RegisterArgs) -> exit::Result {
         if !registration
             .wait(timeout)
             .await
-            .map_err(|err| Failure::new(exit::FAILURE, err.to_string()))?
+            .map_err(|err| Failure::new(exit::UNAVAILABLE, err.to_string()))?
         {
             return Err(Failure::new(
-                exit::FAILURE,
+                exit::UNAVAILABLE,
                 format!(
                     "{}/{} was not registered within {timeout:?}",
                     args.path, instance.id
@@ -67,7 +67,7 @@ pub async fn register(args: RegisterArgs) -> exit::Result {
         let result = serve(&args, &instance, interrupts).await;
         registration.unregister().await.map_err(|err| {
             Failure::new(
-                exit::FAILURE,
+                exit::UNAVAILABLE,
                 format!("unregistering {}/{}: {err}", args.path, instance.id),
             )
         })?;
@@ -122,7 +122,7 @@ pub async fn discover(args: DiscoverArgs) -> exit::Result {
         let discovery =
             ServiceDiscovery::new(client, base).map_err(|err| Failure::new(exit::USAGE, err.to_string()))?;
         let cache = discovery.cache(name).map_err(|err| Failure::new(exit::USAGE, err.to_string()))?;
-        cache.initialized().await.map_err(|err| Failure::new(exit::FAILURE, format!("{}: {err}", args.path)))?;
+        cache.initialized().await.map_err(|err| Failure::new(exit::UNAVAILABLE, format!("{}: {err}", args.path)))?;
         let mut events = cache.cache().events();
         // The content as it is now comes first, as a replay: the first look shows it.
         while !matches!(events.next().await, Some(zklock::CacheEvent::Initialized) | None) {}
@@ -141,7 +141,7 @@ pub async fn discover(args: DiscoverArgs) -> exit::Result {
                 // An instance came, went or changed (not the service's own node, made with the first one).
                 let instance = |node: &zklock::CachedNode| node.path != args.path;
                 match event {
-                    None => return Err(Failure::new(exit::FAILURE, format!("watching {}: the session ended", args.path))),
+                    None => return Err(Failure::new(exit::UNAVAILABLE, format!("watching {}: the session ended", args.path))),
                     Some(zklock::CacheEvent::Created(node) | zklock::CacheEvent::Deleted(node)) if instance(&node) => break,
                     Some(zklock::CacheEvent::Changed { old, new }) if instance(&new) && old.data != new.data => break,
                     Some(zklock::CacheEvent::Reset) => break,

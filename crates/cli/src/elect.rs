@@ -187,7 +187,7 @@ async fn campaign(
                 args.path,
                 crate::zk::refused(&err)
             );
-            Err(Failure::new(exit::FAILURE, message))
+            Err(Failure::new(exit::UNAVAILABLE, message))
         }
     }
 }
@@ -219,12 +219,12 @@ async fn observe(
         };
         let leader = next.map_err(|err| match err {
             zklock::Error::InUse { .. } => supervise::in_use(&err, "zklock elect --observe"),
-            err => Failure::new(exit::FAILURE, format!("observing {}: {err}", args.path)),
+            err => Failure::new(exit::UNAVAILABLE, format!("observing {}: {err}", args.path)),
         })?;
         let line = if args.json {
             let line = Observed::new(&args.path, leader.as_ref());
             serde_json::to_string(&line)
-                .map_err(|err| Failure::new(exit::FAILURE, format!("cannot write JSON: {err}")))?
+                .map_err(|err| Failure::new(exit::OUTPUT_FAILURE, format!("cannot write JSON: {err}")))?
         } else {
             human(leader.as_ref())
         };

@@ -17,41 +17,53 @@
 //! | 0 | watch | stopped by SIGINT or SIGTERM (a command running is given the signal and waited for), or its reader went away (a closed pipe) |
 //! | 1 | run | the lock is busy (--nonblock: held or queued for; with --leases: no lease free), or --timeout passed; --conflict-exit-code N makes it N (-q: without a message) |
 //! | 1 | elect | --nonblock: another candidate leads or is queued ahead; or --timeout passed before we led (either way our candidacy is withdrawn); --conflict-exit-code N makes it N (-q: without a message) |
-//! | 1 | run, elect | zklock cannot look after the command (no signal handlers, or waiting for it failed) |
 //! | 1 | status | --check: nobody holds the path (or it does not exist) |
-//! | 1 | elect | --observe: the output cannot be written |
-//! | 1 | watch | the output cannot be written, or zklock cannot look after the command (no signal handlers) |
 //! | 1 | demo | a check of the summary failed |
 //! | 1 | revoke | nothing to revoke: PATH does not exist, nobody holds it, --node names no participant, or the nodes went before we got to them |
 //! | 1 | reap | some empty directories could not be removed or looked into: their ACL does not allow it (each is named on stderr) |
-//! | 1 | serve | the transaction log cannot be written: no room for it at start, or a write or fsync failed while serving |
-//! | 2 | run | usage error: bad arguments, an invalid path, or a path in use by another kind of lock or recipe — zklock's, Curator's or kazoo's — that a run of this kind cannot be ordered with (a mutex, a read/write lock and a semaphore do not exclude each other, so run does not mix them; kazoo's locks are queued behind, not refused), or --leases N beside a semaphore of another number of leases |
-//! | 2 | elect | usage error: bad arguments, an invalid path, or a path in use by a lock or another recipe that an election cannot be ordered with |
-//! | 2 | status | usage error: bad arguments, or an invalid path |
-//! | 2 | demo, bench, serve | usage error: bad arguments |
-//! | 2 | revoke | usage error: bad arguments, an invalid path, or PATH is not a lock, a semaphore or an election |
-//! | 2 | watch, discover | usage error: bad arguments, or an invalid path |
-//! | 2 | register | usage error: bad arguments, an invalid path, an --address that is no HOST:PORT, a --payload that is no JSON, or an --id that cannot be a node name |
-//! | 2 | reap | usage error: bad arguments, or an invalid path |
-//! | 2 | counter | usage error: bad arguments, an invalid path, a VALUE that does not fit the counter (a shared count holds a 32-bit integer), or PATH is no counter of that kind — other data, a lock's or a queue's directory, any node with children (nothing is changed) |
-//! | 3 | run, elect | ZooKeeper cannot be reached or fails |
-//! | 3 | status, demo, bench | ZooKeeper (or the embedded server) cannot be reached or fails, or anything else failed |
-//! | 3 | serve | any other failure (bind, unreadable config, a data directory that cannot be written or is not a directory, corrupt data directory) |
-//! | 3 | revoke | ZooKeeper cannot be reached or fails, or the node's ACL does not let us revoke it |
-//! | 3 | reap | ZooKeeper cannot be reached or fails |
-//! | 3 | register | ZooKeeper cannot be reached or fails: the instance could not be registered within a session timeout, or not unregistered at the end |
-//! | 3 | discover | ZooKeeper cannot be reached or fails (--watch: also the end of the session) |
-//! | 3 | watch | ZooKeeper cannot be reached or fails, or refuses the watch (the node's ACL; a server before 3.6 has no persistent watches) |
-//! | 3 | counter | ZooKeeper cannot be reached or fails; set, add: also when the session ended before the outcome of the change was known (it happened once or not at all, as the message says) |
-//! | 3 | run, elect, status, demo, bench, revoke, reap, counter, watch, register, discover | ZooKeeper refused to authenticate us (a refused SASL handshake: a wrong --sasl password or user; credentials of --auth it does not accept) or requires authentication that was not given (a server requiring SASL and no --sasl), or has no SASL though --sasl was given (it would leave the session without the identity), or names us otherwise than --sasl gssapi:PRINCIPAL; or Kerberos cannot authenticate us (--sasl gssapi: no ticket, no kinit and no --keytab; no KDC; no SERVICE/HOST principal): told on connecting, before anything is done |
-//! | 4 | run | the lock (or lease) was lost while the command ran (also: revoked, or a revocation was requested — the lock was then released), or could not be confirmed in time (the servers unreachable for longer than the session timeout tolerates, or zklock paused or starved): the command was stopped |
-//! | 4 | elect | leadership was taken away while the command ran (revoked: our node deleted, or a revocation was requested — it was then given up): the command was stopped; with --exit-on-expiry also leadership lost with the session (it expired, or the connection was down too long) or not confirmed in time (zklock paused or starved). Without it zklock stops the command, campaigns again and runs it again |
-//! | 5 | serve | the data directory is in use by another server (it holds the directory's lock file); this one did not start |
+//! | 64 | run | usage error: bad arguments, an invalid path, or a path in use by another kind of lock or recipe — zklock's, Curator's or kazoo's — that a run of this kind cannot be ordered with (a mutex, a read/write lock and a semaphore do not exclude each other, so run does not mix them; kazoo's locks are queued behind, not refused), or --leases N beside a semaphore of another number of leases |
+//! | 64 | elect | usage error: bad arguments, an invalid path, or a path in use by a lock or another recipe that an election cannot be ordered with |
+//! | 64 | status | usage error: bad arguments, or an invalid path |
+//! | 64 | demo, bench, serve | usage error: bad arguments |
+//! | 64 | revoke | usage error: bad arguments, an invalid path, or PATH is not a lock, a semaphore or an election |
+//! | 64 | watch, discover | usage error: bad arguments, or an invalid path |
+//! | 64 | register | usage error: bad arguments, an invalid path, an --address that is no HOST:PORT, a --payload that is no JSON, or an --id that cannot be a node name |
+//! | 64 | reap | usage error: bad arguments, or an invalid path |
+//! | 64 | counter | usage error: bad arguments, an invalid path, a VALUE that does not fit the counter (a shared count holds a 32-bit integer), or PATH is no counter of that kind — other data, a lock's or a queue's directory, any node with children (nothing is changed) |
+//! | 69 | run, elect | ZooKeeper cannot be reached or fails |
+//! | 69 | status, demo, bench | ZooKeeper (or the embedded server) cannot be reached or fails, or anything else failed |
+//! | 69 | revoke | ZooKeeper cannot be reached or fails, or the node's ACL does not let us revoke it |
+//! | 69 | reap | ZooKeeper cannot be reached or fails |
+//! | 69 | register | ZooKeeper cannot be reached or fails: the instance could not be registered within a session timeout, or not unregistered at the end |
+//! | 69 | discover | ZooKeeper cannot be reached or fails (--watch: also the end of the session) |
+//! | 69 | watch | ZooKeeper cannot be reached or fails, or refuses the watch (the node's ACL; a server before 3.6 has no persistent watches) |
+//! | 69 | counter | ZooKeeper cannot be reached or fails; set, add: also when the session ended before the outcome of the change was known (it happened once or not at all, as the message says) |
+//! | 69 | run, elect, status, demo, bench, revoke, reap, counter, watch, register, discover | ZooKeeper refused to authenticate us (a refused SASL handshake: a wrong --sasl password or user; credentials of --auth it does not accept) or requires authentication that was not given (a server requiring SASL and no --sasl), or has no SASL though --sasl was given (it would leave the session without the identity), or names us otherwise than --sasl gssapi:PRINCIPAL; or Kerberos cannot authenticate us (--sasl gssapi: no ticket, no kinit and no --keytab; no KDC; no SERVICE/HOST principal): told on connecting, before anything is done |
+//! | 71 | run, elect, register | zklock cannot look after the command (no signal handlers, or waiting for it failed) |
+//! | 71 | watch | zklock cannot look after the command (no signal handlers) |
+//! | 71 | status, discover | zklock cannot install its signal handlers (status: with --watch) |
+//! | 71 | serve | any other failure (bind, unreadable config, a data directory that cannot be written or is not a directory, corrupt data directory) |
+//! | 73 | serve | the data directory is in use by another server (it holds the directory's lock file); this one did not start |
+//! | 74 | elect | --observe: the output cannot be written |
+//! | 74 | watch, discover | the output cannot be written |
+//! | 74 | serve | the transaction log cannot be written: no room for it at start, or a write or fsync failed while serving |
+//! | 75 | run | the lock (or lease) was lost while the command ran (also: revoked, or a revocation was requested — the lock was then released), or could not be confirmed in time (the servers unreachable for longer than the session timeout tolerates, or zklock paused or starved): the command was stopped |
+//! | 75 | elect | leadership was taken away while the command ran (revoked: our node deleted, or a revocation was requested — it was then given up): the command was stopped; with --exit-on-expiry also leadership lost with the session (it expired, or the connection was down too long) or not confirmed in time (zklock paused or starved). Without it zklock stops the command, campaigns again and runs it again |
 //! | 126 | run, elect, watch, register | the command cannot be run |
 //! | 127 | run, elect, watch, register | the command is not found |
 //! | 128+N | run, elect | the command died of signal N; 129/130/131/143: zklock got SIGHUP/SIGINT/SIGQUIT/SIGTERM before the command started |
 //! | 128+N | watch | 129/131: zklock got SIGHUP/SIGQUIT |
 //! | 128+N | register | the command died of signal N (zklock forwards the signals it gets); without a command, 129/131: zklock got SIGHUP/SIGQUIT |
+//!
+//! zklock's own failures have the codes of sysexits(3), as flock(1)'s do, above the statuses commands commonly exit
+//! with: [`USAGE`] 64 (`EX_USAGE`), [`UNAVAILABLE`] 69 (`EX_UNAVAILABLE`), [`LOCAL_FAILURE`] and [`OS_ERROR`] 71
+//! (`EX_OSERR`), [`DIR_IN_USE`] 73 (`EX_CANTCREAT`), [`OUTPUT_FAILURE`] and [`LOG_UNWRITABLE`] 74 (`EX_IOERR`),
+//! [`LOST`] 75 (`EX_TEMPFAIL`). The 1s are negative answers (busy, free, nothing to revoke), not failures.
+//!
+//! Changed in this release: zklock's own failures used 2 (usage), 3 (ZooKeeper unreachable), 4 (lock lost), 5
+//! (serve: data directory in use), and 1 for local failures; they are now the sysexits codes 64, 69, 75, 73, 71/74,
+//! so that they cannot be mistaken for the command's own status (as flock(1) does). A script that tested
+//! `$? -eq 4` tests `$? -eq 75` now.
 //!
 //! A failure is returned, not printed where it happens: [`Failure`] carries its status and its message, and `main`
 //! prints the message once as `zklock: <message>` (`zklock serve: <message>` for `serve`). Lines printed while the
@@ -67,25 +79,33 @@ pub const OK: i32 = 0;
 /// `run`: the lock is busy (`--nonblock`), or `--timeout` passed; `elect`: we would not lead at once (`--nonblock`),
 /// or `--timeout` passed — unless `--conflict-exit-code` says otherwise.
 pub const BUSY: i32 = 1;
-/// `run`, `elect`: zklock cannot look after the command (no signal handlers, or waiting for it failed); `elect
-/// --observe`: its output cannot be written.
-pub const LOCAL_FAILURE: i32 = 1;
 /// `demo`: a check of the summary failed.
 pub const CHECK_FAILED: i32 = 1;
-/// `serve`: the transaction log cannot be written (at start or while serving).
-pub const LOG_UNWRITABLE: i32 = 1;
 /// `revoke`: nothing to revoke.
 pub const NOTHING_TO_REVOKE: i32 = 1;
 /// `reap`: some empty directories could not be removed (their ACL does not allow it).
 pub const NOT_ALL_REAPED: i32 = 1;
-/// Usage error (also clap's).
-pub const USAGE: i32 = 2;
-/// ZooKeeper cannot be reached or fails; for the commands without a child command, any failure.
-pub const FAILURE: i32 = 3;
-/// `run`, `elect`: the guard was lost while the command ran (the command was stopped).
-pub const LOST: i32 = 4;
-/// `serve`: another server holds the data directory (its lock file); this one did not start.
-pub const DIR_IN_USE: i32 = 5;
+/// Usage error, clap's too (sysexits `EX_USAGE`).
+pub const USAGE: i32 = 64;
+/// ZooKeeper cannot be reached, fails, or refuses to authenticate us; for the commands without a child command,
+/// any failure but `serve`'s (sysexits `EX_UNAVAILABLE`).
+pub const UNAVAILABLE: i32 = 69;
+/// `run`, `elect`, `watch`, `register`: zklock cannot look after the command (no signal handlers, or waiting for
+/// it failed); `status --watch`, `discover`: no signal handlers (sysexits `EX_OSERR`).
+pub const LOCAL_FAILURE: i32 = 71;
+/// `serve`: any failure but those with a status of their own: bind, unreadable config, a data directory that
+/// cannot be written or is corrupt (sysexits `EX_OSERR`).
+pub const OS_ERROR: i32 = 71;
+/// `serve`: another server holds the data directory (its lock file cannot be taken); this one did not start
+/// (sysexits `EX_CANTCREAT`).
+pub const DIR_IN_USE: i32 = 73;
+/// `elect --observe`, `watch`, `discover` (and `man`, `completions`): the output cannot be written (sysexits
+/// `EX_IOERR`).
+pub const OUTPUT_FAILURE: i32 = 74;
+/// `serve`: the transaction log cannot be written, at start or while serving (sysexits `EX_IOERR`).
+pub const LOG_UNWRITABLE: i32 = 74;
+/// `run`, `elect`: the guard was lost while the command ran; the command was stopped (sysexits `EX_TEMPFAIL`).
+pub const LOST: i32 = 75;
 /// The command cannot be run.
 pub const CANNOT_RUN: i32 = 126;
 /// The command is not found.
@@ -207,24 +227,9 @@ pub const TABLE: &[Row] = &[
          our candidacy is withdrawn); --conflict-exit-code N makes it N (-q: without a message)",
     ),
     row(
-        Code(LOCAL_FAILURE),
-        &[Run, Elect],
-        "zklock cannot look after the command (no signal handlers, or waiting for it failed)",
-    ),
-    row(
         Code(CHECK_FAILED),
         &[Status],
         "--check: nobody holds the path (or it does not exist)",
-    ),
-    row(
-        Code(LOCAL_FAILURE),
-        &[Elect],
-        "--observe: the output cannot be written",
-    ),
-    row(
-        Code(LOCAL_FAILURE),
-        &[Watch],
-        "the output cannot be written, or zklock cannot look after the command (no signal handlers)",
     ),
     row(Code(CHECK_FAILED), &[Demo], "a check of the summary failed"),
     row(
@@ -238,11 +243,6 @@ pub const TABLE: &[Row] = &[
         &[Reap],
         "some empty directories could not be removed or looked into: their ACL does not allow it (each is named \
          on stderr)",
-    ),
-    row(
-        Code(LOG_UNWRITABLE),
-        &[Serve],
-        "the transaction log cannot be written: no room for it at start, or a write or fsync failed while serving",
     ),
     row(
         Code(USAGE),
@@ -288,49 +288,43 @@ pub const TABLE: &[Row] = &[
          a 32-bit integer), or PATH is no counter of that kind — other data, a lock's or a queue's directory, any \
          node with children (nothing is changed)",
     ),
-    row(Code(FAILURE), &[Run, Elect], "ZooKeeper cannot be reached or fails"),
+    row(Code(UNAVAILABLE), &[Run, Elect], "ZooKeeper cannot be reached or fails"),
     row(
-        Code(FAILURE),
+        Code(UNAVAILABLE),
         &[Status, Demo, Bench],
         "ZooKeeper (or the embedded server) cannot be reached or fails, or anything else failed",
     ),
     row(
-        Code(FAILURE),
-        &[Serve],
-        "any other failure (bind, unreadable config, a data directory that cannot be written or is not a directory, \
-         corrupt data directory)",
-    ),
-    row(
-        Code(FAILURE),
+        Code(UNAVAILABLE),
         &[Revoke],
         "ZooKeeper cannot be reached or fails, or the node's ACL does not let us revoke it",
     ),
-    row(Code(FAILURE), &[Reap], "ZooKeeper cannot be reached or fails"),
+    row(Code(UNAVAILABLE), &[Reap], "ZooKeeper cannot be reached or fails"),
     row(
-        Code(FAILURE),
+        Code(UNAVAILABLE),
         &[Register],
         "ZooKeeper cannot be reached or fails: the instance could not be registered within a session timeout, or \
          not unregistered at the end",
     ),
     row(
-        Code(FAILURE),
+        Code(UNAVAILABLE),
         &[Discover],
         "ZooKeeper cannot be reached or fails (--watch: also the end of the session)",
     ),
     row(
-        Code(FAILURE),
+        Code(UNAVAILABLE),
         &[Watch],
         "ZooKeeper cannot be reached or fails, or refuses the watch (the node's ACL; a server before 3.6 has no \
          persistent watches)",
     ),
     row(
-        Code(FAILURE),
+        Code(UNAVAILABLE),
         &[Counter],
         "ZooKeeper cannot be reached or fails; set, add: also when the session ended before the outcome of the \
          change was known (it happened once or not at all, as the message says)",
     ),
     row(
-        Code(FAILURE),
+        Code(UNAVAILABLE),
         &[Run, Elect, Status, Demo, Bench, Revoke, Reap, Counter, Watch, Register, Discover],
         "ZooKeeper refused to authenticate us (a refused SASL handshake: a wrong --sasl password or user; \
          credentials of --auth it does not accept) or requires authentication that was not given (a server \
@@ -338,6 +332,44 @@ pub const TABLE: &[Row] = &[
          without the identity), or names us otherwise than --sasl gssapi:PRINCIPAL; or Kerberos cannot \
          authenticate us (--sasl gssapi: no ticket, no kinit and no --keytab; no KDC; no SERVICE/HOST \
          principal): told on connecting, before anything is done",
+    ),
+    row(
+        Code(LOCAL_FAILURE),
+        &[Run, Elect, Register],
+        "zklock cannot look after the command (no signal handlers, or waiting for it failed)",
+    ),
+    row(
+        Code(LOCAL_FAILURE),
+        &[Watch],
+        "zklock cannot look after the command (no signal handlers)",
+    ),
+    row(
+        Code(LOCAL_FAILURE),
+        &[Status, Discover],
+        "zklock cannot install its signal handlers (status: with --watch)",
+    ),
+    row(
+        Code(OS_ERROR),
+        &[Serve],
+        "any other failure (bind, unreadable config, a data directory that cannot be written or is not a directory, \
+         corrupt data directory)",
+    ),
+    row(
+        Code(DIR_IN_USE),
+        &[Serve],
+        "the data directory is in use by another server (it holds the directory's lock file); this one did not \
+         start",
+    ),
+    row(
+        Code(OUTPUT_FAILURE),
+        &[Elect],
+        "--observe: the output cannot be written",
+    ),
+    row(Code(OUTPUT_FAILURE), &[Watch, Discover], "the output cannot be written"),
+    row(
+        Code(LOG_UNWRITABLE),
+        &[Serve],
+        "the transaction log cannot be written: no room for it at start, or a write or fsync failed while serving",
     ),
     row(
         Code(LOST),
@@ -353,12 +385,6 @@ pub const TABLE: &[Row] = &[
          — it was then given up): the command was stopped; with --exit-on-expiry also leadership lost with the \
          session (it expired, or the connection was down too long) or not confirmed in time (zklock paused or \
          starved). Without it zklock stops the command, campaigns again and runs it again",
-    ),
-    row(
-        Code(DIR_IN_USE),
-        &[Serve],
-        "the data directory is in use by another server (it holds the directory's lock file); this one did not \
-         start",
     ),
     row(Code(CANNOT_RUN), &[Run, Elect, Watch, Register], "the command cannot be run"),
     row(Code(NOT_FOUND), &[Run, Elect, Watch, Register], "the command is not found"),
@@ -450,16 +476,29 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
-/// Whatever else goes wrong (connecting, the server, the workers) is a [`FAILURE`]; a [`UsageError`] is a
-/// [`USAGE`] failure.
+/// Whatever else goes wrong (connecting, the server, the workers) is [`UNAVAILABLE`]; a [`UsageError`] is a
+/// [`USAGE`] failure. (`serve`'s failures are [`Failure::of_serve`].)
 impl From<anyhow::Error> for Failure {
     fn from(err: anyhow::Error) -> Failure {
+        Failure::classify(&err, UNAVAILABLE)
+    }
+}
+
+impl Failure {
+    /// `serve`'s failure for `err`: [`OS_ERROR`] (it is the server: what fails is this machine's, not a ZooKeeper
+    /// far away), or [`USAGE`] for a [`UsageError`].
+    pub fn of_serve(err: anyhow::Error) -> Failure {
+        Failure::classify(&err, OS_ERROR)
+    }
+
+    /// A [`UsageError`] is [`USAGE`]; anything else `otherwise`.
+    fn classify(err: &anyhow::Error, otherwise: i32) -> Failure {
         let status = if err.downcast_ref::<UsageError>().is_some() {
             USAGE
         } else {
-            FAILURE
+            otherwise
         };
-        Failure::new(status, chain(&err))
+        Failure::new(status, chain(err))
     }
 }
 
@@ -535,7 +574,9 @@ mod tests {
                 .filter(|row| row.commands.contains(&command))
                 .map(|row| row.status)
                 .collect();
-            for status in [Code(USAGE), Code(FAILURE)] {
+            // `serve` is the server: its failures are this machine's, not ZooKeeper's.
+            let failure = if command == Serve { OS_ERROR } else { UNAVAILABLE };
+            for status in [Code(USAGE), Code(failure)] {
                 assert!(statuses.contains(&status), "{command:?} lacks {status}");
             }
             assert!(
@@ -543,6 +584,33 @@ mod tests {
                 "{command:?}: {statuses:?} out of order"
             );
         }
+    }
+
+    #[test]
+    fn zklocks_own_failures_are_sysexits_codes() {
+        // 0, the 1s of a negative answer, and sysexits(3)'s codes: none of the 2 to 63 a command commonly exits with.
+        for row in TABLE {
+            if let Code(code) = row.status {
+                assert!(
+                    matches!(code, OK | BUSY | 64..=78 | CANNOT_RUN | NOT_FOUND),
+                    "{row:?}"
+                );
+            }
+        }
+        // What scripts test: changing one breaks them (see the note in the module documentation).
+        assert_eq!(
+            [
+                USAGE,
+                UNAVAILABLE,
+                LOCAL_FAILURE,
+                OS_ERROR,
+                DIR_IN_USE,
+                OUTPUT_FAILURE,
+                LOG_UNWRITABLE,
+                LOST
+            ],
+            [64, 69, 71, 71, 73, 74, 74, 75]
+        );
     }
 
     #[test]
@@ -573,9 +641,9 @@ mod tests {
         let bind = std::io::Error::new(std::io::ErrorKind::AddrInUse, "Address in use (os error 98)");
         let err = anyhow::Error::from(zklock_server::Error::Bind(bind)).context("starting the server");
         assert_eq!(
-            Failure::from(err),
+            Failure::of_serve(err),
             Failure::new(
-                FAILURE,
+                OS_ERROR,
                 "starting the server: cannot bind the client port: Address in use (os error 98)"
             )
         );

@@ -13,7 +13,7 @@ pub fn write_line(line: &str) -> exit::Result<bool> {
         Ok(()) => Ok(true),
         Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
         Err(err) => Err(Failure::new(
-            exit::LOCAL_FAILURE,
+            exit::OUTPUT_FAILURE,
             format!("cannot write to standard output: {err}"),
         )),
     }

@@ -115,7 +115,7 @@ fn quiet_on_closed_pipe() {
 
 /// The usage errors found only once arguments are put together — an ACL with `creator` but no credentials, an
 /// unreadable `--auth-file` or `--tls-ca` — told before any connection is tried, so that they are usage errors
-/// (exit 2) even when ZooKeeper cannot be reached. (Paths, durations and connect strings are checked by clap.)
+/// (exit 64) even when ZooKeeper cannot be reached. (Paths, durations and connect strings are checked by clap.)
 fn before_connecting(command: &Command) -> exit::Result<()> {
     if let Command::Counter(args) = command {
         if let (Some(cli::CounterKind::Shared), Some(value)) = (args.kind, args.value) {
@@ -150,8 +150,9 @@ fn before_connecting(command: &Command) -> exit::Result<()> {
     Ok(())
 }
 
-/// Ends the process on clap's error (exit 2 for usage errors; 0 for `--help`, `--version`), with a hint for the
-/// most common mistake: `zklock run /lock ls -l`, a command without the `--` before it.
+/// Ends the process on clap's error (exit 64, [`exit::USAGE`], for usage errors where clap would exit 2; 0 for
+/// `--help`, `--version`), with a hint for the most common mistake: `zklock run /lock ls -l`, a command without
+/// the `--` before it.
 fn usage_error(err: clap::Error) -> ! {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     let args: Vec<String> = std::env::args().collect();
@@ -203,7 +204,12 @@ fn usage_error(err: clap::Error) -> ! {
         );
         std::process::exit(exit::USAGE);
     }
-    err.exit()
+    // Not `err.exit()`, which exits 2: our usage errors are sysexits' EX_USAGE, like every other of zklock's own.
+    let _ = err.print();
+    use std::io::Write as _;
+    let _ = std::io::stdout().lock().flush();
+    let _ = std::io::stderr().lock().flush();
+    std::process::exit(if err.use_stderr() { exit::USAGE } else { exit::OK })
 }
 
 /// Who says a failure: `zklock serve` names itself, being the one command that runs as a service.

@@ -42,7 +42,8 @@ pub fn man() -> exit::Result {
         man.render_version_section(out)?;
         Ok(())
     };
-    render(&mut out).map_err(|err| Failure::new(exit::FAILURE, format!("rendering the manual: {err}")))?;
+    render(&mut out)
+        .map_err(|err| Failure::new(exit::OUTPUT_FAILURE, format!("rendering the manual: {err}")))?;
     emit(&out)
 }
 
@@ -74,6 +75,6 @@ fn emit(bytes: &[u8]) -> exit::Result {
     stdout
         .write_all(bytes)
         .and_then(|()| stdout.flush())
-        .map_err(|err| Failure::new(exit::FAILURE, format!("writing to stdout: {err}")))?;
+        .map_err(|err| Failure::new(exit::OUTPUT_FAILURE, format!("writing to stdout: {err}")))?;
     Ok(exit::OK)
 }

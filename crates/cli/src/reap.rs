@@ -67,7 +67,8 @@ struct Visit {
 
 async fn reap_with(client: &Client, root: &str, dry_run: bool) -> exit::Result<Outcome> {
     let mut outcome = Outcome::default();
-    let failed = |path: &str, err: zk::Error| Failure::new(exit::FAILURE, format!("reaping {path}: {err}"));
+    let failed =
+        |path: &str, err: zk::Error| Failure::new(exit::UNAVAILABLE, format!("reaping {path}: {err}"));
     let first = match client.get_children(root).await {
         Ok(listed) => listed,
         Err(zk::Error::NoNode) => return Ok(outcome),

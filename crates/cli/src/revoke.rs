@@ -4,11 +4,11 @@
 //!
 //! Without `--node` it revokes every holder the inspection shows: a mutex's holder, all the readers sharing a
 //! read/write lock, every lease holder of a semaphore, an election's leader. `--node NAME` names one participant
-//! instead, holder or waiter (a waiter's acquire then fails: `zklock run` exits 3 saying its node was deleted).
+//! instead, holder or waiter (a waiter's acquire then fails: `zklock run` exits 69 saying its node was deleted).
 //! Each node is printed with whose it was: its role, session, fencing token and data.
 //!
-//! Exit statuses (`exit::TABLE`): 0 revoked (or, with `--dry-run`, something to revoke); 1 nothing to revoke; 2 a
-//! usage error, also for a directory of another recipe (a queue, a barrier); 3 ZooKeeper failing, or refusing us
+//! Exit statuses (`exit::TABLE`): 0 revoked (or, with `--dry-run`, something to revoke); 1 nothing to revoke; 64
+//! a usage error, also for a directory of another recipe (a queue, a barrier); 69 ZooKeeper failing, or refusing us
 //! (`NoAuth`).
 
 use zklock::{Inspection, Participant, Recipe, RetryPolicy, Role, Session};
@@ -33,7 +33,7 @@ async fn revoke_with(args: &RevokeArgs, session: &Session) -> exit::Result {
     let path = &args.path;
     let found = zklock::inspect(session, path).await.map_err(|err| match err {
         zklock::Error::InvalidPath { .. } => Failure::new(exit::USAGE, err.to_string()),
-        err => Failure::new(exit::FAILURE, format!("looking at {path}: {err}")),
+        err => Failure::new(exit::UNAVAILABLE, format!("looking at {path}: {err}")),
     })?;
     let targets = targets(path, found, args.node.as_deref())?;
     let mut revoked = 0;
@@ -46,7 +46,7 @@ async fn revoke_with(args: &RevokeArgs, session: &Session) -> exit::Result {
         } else {
             zklock::revoke(session, &target.path).await
         }
-        .map_err(|err| Failure::new(exit::FAILURE, format!("revoking {}: {err}", target.path)))?;
+        .map_err(|err| Failure::new(exit::UNAVAILABLE, format!("revoking {}: {err}", target.path)))?;
         let verb = match (args.dry_run, args.request) {
             (true, true) => "would ask to give up",
             (true, false) => "would revoke",
@@ -70,7 +70,7 @@ async fn revoke_with(args: &RevokeArgs, session: &Session) -> exit::Result {
 }
 
 /// The participants to revoke: the one `--node` names, or every holder. A failure when there is nothing to revoke
-/// (exit 1) or PATH is no lock, semaphore or election (exit 2).
+/// (exit 1) or PATH is no lock, semaphore or election (exit 64).
 fn targets(path: &str, found: Option<Inspection>, node: Option<&str>) -> exit::Result<Vec<Participant>> {
     let nothing = |why: String| Err(Failure::new(exit::NOTHING_TO_REVOKE, why));
     let Some(found) = found else {

@@ -5,7 +5,7 @@
 //! (Curator's), and none of them excludes another: a mutex holder and a reader on one PATH would both run. The
 //! library decides, in one place for every recipe, who may share a directory (`zklock::Error::InUse`): a `run` of
 //! another kind on PATH — or a Curator or kazoo recipe zklock cannot be ordered with, or another recipe's
-//! directory — makes `run` refuse with exit 2 and say what is there. Each acquire looks after its own node was
+//! directory — makes `run` refuse with exit 64 and say what is there. Each acquire looks after its own node was
 //! created, and ZooKeeper orders all creates, so of two conflicting `run`s the later one refuses (both may refuse;
 //! never both run). kazoo's `Lock`, `WriteLock` and `ReadLock` nodes are contenders `run` queues behind, by sequence
 //! number.
@@ -192,10 +192,10 @@ impl Creation {
         }
     }
 
-    /// `run`'s failure when our node could not be made, the connection dropping: exit 3, naming the likely cause.
+    /// `run`'s failure when our node could not be made, the connection dropping: exit 69, naming the likely cause.
     fn failure(&self, path: &str, data_len: usize) -> Failure {
         Failure::new(
-            exit::FAILURE,
+            exit::UNAVAILABLE,
             format!(
                 "cannot lock {path}: ZooKeeper closed the connection {} time(s) before our node there was created \
                  — a server closes it, without an answer, on a request larger than its jute.maxbuffer (our node's \
@@ -263,7 +263,7 @@ async fn run_with(
         Err(err @ Error::Mismatch { .. }) => return Err(Failure::new(exit::USAGE, err.to_string())),
         Err(err) => {
             let message = format!("cannot lock {}: {err}{}", args.path, crate::zk::refused(&err));
-            return Err(Failure::new(exit::FAILURE, message));
+            return Err(Failure::new(exit::UNAVAILABLE, message));
         }
     };
     supervise::hold(

@@ -6,15 +6,16 @@
 //! # A full disk: exit, not read-only
 //!
 //! When the log cannot be written the server stops serving at once (no more acknowledgements, every connection
-//! closed, new sessions refused, `ruok` unanswered; see `zklock_server`'s crate docs) and this process exits 1
-//! with, e.g., "zklock serve: cannot write the transaction log in /var/lib/zklock: No space left on device (os
-//! error 28); stopped serving; free space and restart". We exit rather than linger read-only because a process
-//! that is up but cannot write is exactly the zombie clients cannot fail over from: a read-only mode would still
-//! accept sessions that can create no ephemeral node and take no lock, and it would need a way back to
-//! read-write that is only safe after re-reading the log (after a failed fsync the state of the file is
-//! unknown). ZooKeeper itself shuts down when its transaction log fails. A supervisor restarting the process is
-//! enough: once there is room, the restart recovers every acknowledged write from the same data directory (and
-//! while there is none, it fails at start with exit 1 and a message giving the room needed and available).
+//! closed, new sessions refused, `ruok` unanswered; see `zklock_server`'s crate docs) and this process exits 74
+//! ([`exit::LOG_UNWRITABLE`], sysexits' `EX_IOERR`) with, e.g., "zklock serve: cannot write the transaction log in
+//! /var/lib/zklock: No space left on device (os error 28); stopped serving; free space and restart". We exit
+//! rather than linger read-only because a process that is up but cannot write is exactly the zombie clients cannot
+//! fail over from: a read-only mode would still accept sessions that can create no ephemeral node and take no
+//! lock, and it would need a way back to read-write that is only safe after re-reading the log (after a failed
+//! fsync the state of the file is unknown). ZooKeeper itself shuts down when its transaction log fails. A
+//! supervisor restarting the process is enough: once there is room, the restart recovers every acknowledged write
+//! from the same data directory (and while there is none, it fails at start with exit 74 and a message giving the
+//! room needed and available).
 //!
 //! # Security: digest ACLs, a super user, TLS
 //!
@@ -49,11 +50,12 @@
 //! # The data directory is the server's
 //!
 //! At start the server takes an exclusive lock (`flock`) on `zklock.lock` in its data directory (and log
-//! directory): a second `zklock serve` on the same directory exits at once with status 5 ([`exit::DIR_IN_USE`]) and
-//! "the data directory ... is in use by another server (process N ...)", and the first one keeps serving. The lock
-//! goes with the process, however it ends. A directory that cannot be written, or a path that is not a directory,
-//! fails the start (status 3) before the server listens. New directories are created 0700 and files 0600, whatever
-//! the umask; an existing directory open to the group or others is used with a warning.
+//! directory): a second `zklock serve` on the same directory exits at once with status 73 ([`exit::DIR_IN_USE`],
+//! sysexits' `EX_CANTCREAT`) and "the data directory ... is in use by another server (process N ...)", and the
+//! first one keeps serving. The lock goes with the process, however it ends. A directory that cannot be written, or
+//! a path that is not a directory, fails the start (status 71, [`exit::OS_ERROR`]) before the server listens. New
+//! directories are created 0700 and files 0600, whatever the umask; an existing directory open to the group or
+//! others is used with a warning.
 
 use std::io::ErrorKind;
 use std::net::SocketAddr;
@@ -73,11 +75,13 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
     }
     // Before the server starts and says where it listens: a SIGINT or SIGTERM sent as soon as the address is out
     // must find the handlers in place (not end the process by default, skipping the shutdown).
-    let mut term = signal(SignalKind::terminate()).map_err(anyhow::Error::from)?;
-    let mut interrupt = signal(SignalKind::interrupt()).map_err(anyhow::Error::from)?;
+    let handler =
+        |err: std::io::Error| Failure::of_serve(anyhow::Error::from(err).context("signal handlers"));
+    let mut term = signal(SignalKind::terminate()).map_err(handler)?;
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(handler)?;
     // SIGHUP (the terminal went away, or `systemctl kill -s HUP`) is a clean shutdown too, not a kill: there is no
     // configuration reload (a changed zoo.cfg takes a restart).
-    let mut hangup = signal(SignalKind::hangup()).map_err(anyhow::Error::from)?;
+    let mut hangup = signal(SignalKind::hangup()).map_err(handler)?;
     let plain = config.plain_client_port;
     let mut server = start(config).await?;
     if let Some(dir) = server.temporary_data_dir() {
@@ -114,7 +118,11 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
         }
     }
     tracing::info!("shutting down");
-    server.shutdown().await.context("shutting down")?;
+    server
+        .shutdown()
+        .await
+        .context("shutting down")
+        .map_err(Failure::of_serve)?;
     Ok(exit::OK)
 }
 
@@ -123,9 +131,9 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
 /// error.
 fn config(args: &ServeArgs) -> exit::Result<ServerConfig> {
     let mut config = match &args.config {
-        Some(path) => {
-            ServerConfig::from_zoo_cfg(path).with_context(|| format!("reading {}", path.display()))?
-        }
+        Some(path) => ServerConfig::from_zoo_cfg(path)
+            .with_context(|| format!("reading {}", path.display()))
+            .map_err(Failure::of_serve)?,
         // ZooKeeper's usual client port, reachable from this machine only.
         None => ServerConfig {
             listen: SERVE_DEFAULT_LISTEN,
@@ -143,7 +151,7 @@ fn config(args: &ServeArgs) -> exit::Result<ServerConfig> {
     if let Some(jaas) = &args.jaas {
         let super_user = config.sasl.take().and_then(|sasl| sasl.super_user);
         let mut sasl = SaslConfig::from_jaas_file(jaas, JAAS_SERVER_SECTION)
-            .map_err(|e| Failure::new(exit::FAILURE, e.to_string()))?;
+            .map_err(|e| Failure::new(exit::OS_ERROR, e.to_string()))?;
         sasl.super_user = super_user;
         config.sasl = Some(sasl);
     }
@@ -171,7 +179,7 @@ fn dry_run(config: &ServerConfig, metrics: Option<SocketAddr>) -> exit::Result {
     }
     if let Some(tls) = &config.tls {
         tls.check()
-            .map_err(|e| Failure::new(exit::FAILURE, format!("TLS on {}: {e}", tls.listen)))?;
+            .map_err(|e| Failure::new(exit::OS_ERROR, format!("TLS on {}: {e}", tls.listen)))?;
     }
     // The addresses too, as the start would bind them (bound and let go at once; issue 33.9): a port in use fails
     // the dry run as it would fail the start.
@@ -248,7 +256,7 @@ async fn start(config: ServerConfig) -> exit::Result<Server> {
         }
         Err(Error::Tls(err)) => {
             let on = secure_listen.map_or_else(String::new, |addr| format!(" on {addr}"));
-            Err(Failure::new(exit::FAILURE, format!("TLS{on}: {err}")))
+            Err(Failure::new(exit::OS_ERROR, format!("TLS{on}: {err}")))
         }
         Err(Error::Storage(err @ StorageError::NoRoom { .. })) => {
             let message = format!("{err}; free space or use a bigger disk");
@@ -258,7 +266,7 @@ async fn start(config: ServerConfig) -> exit::Result<Server> {
             Err(Failure::new(exit::DIR_IN_USE, format!("{err}; not starting")))
         }
         Err(Error::Storage(err @ StorageError::NotADirectory { .. })) => {
-            Err(Failure::new(exit::FAILURE, err.to_string()))
+            Err(Failure::new(exit::OS_ERROR, err.to_string()))
         }
         Err(Error::Storage(StorageError::Io { path, source }))
             if path
@@ -268,11 +276,13 @@ async fn start(config: ServerConfig) -> exit::Result<Server> {
             // The lock file is the first thing written: the directory cannot be written at all.
             let dir = path.parent().unwrap_or(&path).display();
             Err(Failure::new(
-                exit::FAILURE,
+                exit::OS_ERROR,
                 format!("cannot write in the data directory {dir}: {source}"),
             ))
         }
-        Err(err) => Err(anyhow::Error::from(err).context("starting the server").into()),
+        Err(err) => Err(Failure::of_serve(
+            anyhow::Error::from(err).context("starting the server"),
+        )),
     }
 }
 
@@ -281,7 +291,7 @@ fn metrics_failure(addr: SocketAddr, err: &Error) -> Failure {
     let doing = format!("serve metrics on {addr}");
     match err {
         Error::MetricsBind(err) => cannot_bind(&doing, err, "choose another with --metrics"),
-        other => Failure::new(exit::FAILURE, format!("cannot {doing}: {other}")),
+        other => Failure::new(exit::OS_ERROR, format!("cannot {doing}: {other}")),
     }
 }
 
@@ -312,7 +322,7 @@ fn cannot_bind(doing: &str, err: &std::io::Error, in_use: &str) -> Failure {
         ErrorKind::AddrInUse => format!("address in use ({in_use})"),
         _ => err.to_string(),
     };
-    Failure::new(exit::FAILURE, format!("cannot {doing}: {reason}"))
+    Failure::new(exit::OS_ERROR, format!("cannot {doing}: {reason}"))
 }
 
 /// What the operator should do about a failed log write.

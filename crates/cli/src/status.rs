@@ -57,7 +57,7 @@ pub async fn view(args: &StatusArgs, client: &zookeeper_client::Client) -> Resul
     if args.json {
         let report = Report::new(&args.path, found.as_ref(), held);
         let json = serde_json::to_string(&report)
-            .map_err(|err| Failure::new(exit::FAILURE, format!("cannot write JSON: {err}")))?;
+            .map_err(|err| Failure::new(exit::UNAVAILABLE, format!("cannot write JSON: {err}")))?;
         println!("{json}");
     } else {
         show(&args.path, found);
@@ -74,7 +74,7 @@ fn show_tree(root: &str, found: &[Inspection], json: bool) -> exit::Result<()> {
             .map(|inspection| Report::new(&inspection.path, Some(inspection), is_held(inspection)))
             .collect();
         let text = serde_json::to_string(&reports)
-            .map_err(|err| Failure::new(exit::FAILURE, format!("cannot write JSON: {err}")))?;
+            .map_err(|err| Failure::new(exit::UNAVAILABLE, format!("cannot write JSON: {err}")))?;
         println!("{text}");
     } else if found.is_empty() {
         println!("{root}: no recipe under it");

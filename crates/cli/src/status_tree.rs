@@ -18,7 +18,7 @@ pub async fn look(client: &Client, path: &str) -> exit::Result<Option<Inspection
     let session = Session::new(client).with_retry(RetryPolicy::default().with_max_attempts(Some(1)));
     zklock::inspect(&session, path).await.map_err(|err| match err {
         zklock::Error::InvalidPath { .. } => Failure::new(exit::USAGE, err.to_string()),
-        err => Failure::new(exit::FAILURE, format!("looking at {path}: {err}")),
+        err => Failure::new(exit::UNAVAILABLE, format!("looking at {path}: {err}")),
     })
 }
 
@@ -40,7 +40,7 @@ pub async fn walk(client: &Client, root: &str) -> exit::Result<Vec<Inspection>> 
                 let mut children = client
                     .list_children(&path)
                     .await
-                    .map_err(|err| Failure::new(exit::FAILURE, format!("listing {path}: {err}")))?;
+                    .map_err(|err| Failure::new(exit::UNAVAILABLE, format!("listing {path}: {err}")))?;
                 children.sort_unstable();
                 let base = if path == "/" { "" } else { path.as_str() };
                 queue.extend(

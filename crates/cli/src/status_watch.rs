@@ -55,7 +55,7 @@ async fn watch(args: &StatusArgs, client: &zookeeper_client::Client) -> Result<i
                 event = events.next() => match event {
                     None => {
                         let why = cache.ended().map_or_else(|| "the cache stopped".to_owned(), |e| e.to_string());
-                        return Err(Failure::new(exit::FAILURE, format!("watching {}: {why}", args.path)).into());
+                        return Err(Failure::new(exit::UNAVAILABLE, format!("watching {}: {why}", args.path)).into());
                     }
                     Some(_) => changed = true,
                 },

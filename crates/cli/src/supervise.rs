@@ -105,7 +105,7 @@ pub fn interrupted(signal: Signal, message: String) -> Failure {
 }
 
 /// `zklock run`'s or `zklock elect`'s refusal of a path another recipe uses ([`zklock::Error::InUse`]): a usage
-/// error (exit 2), saying what is there.
+/// error (exit 64), saying what is there.
 pub fn in_use(err: &zklock::Error, command: &str) -> Failure {
     Failure::new(
         exit::USAGE,
@@ -117,7 +117,7 @@ pub fn in_use(err: &zklock::Error, command: &str) -> Failure {
 
 /// A `zklock run` or `zklock elect` (`command`) that would wait for ever on what the `run` or `elect` around it
 /// holds (issue 33.9): the command of either has `ZKLOCK_PATH`, and one on the same path inside it, waiting without
-/// a bound, waits for its own parent. Refused (exit 2) before connecting. A `bounded` one (`-n`, `-w`) ends by
+/// a bound, waits for its own parent. Refused (exit 64) before connecting. A `bounded` one (`-n`, `-w`) ends by
 /// itself and is let through; so is any once `ZKLOCK_PATH` is unset (the same path on another ensemble, say).
 pub fn refuse_nested(command: &str, path: &str, bounded: bool) -> exit::Result<()> {
     if bounded || std::env::var("ZKLOCK_PATH").ok().as_deref() != Some(path) {
@@ -252,7 +252,7 @@ pub enum Held {
     /// The guard was lost with its ZooKeeper session — the session expired or its authentication failed, the
     /// connection was down past the lost policy, or the watchdog could not confirm it in time — and the command
     /// is gone (stopped, or it ended on its own after the loss). `result` is what
-    /// `zklock run` exits with for it (exit 4, said or to be said); `guard` is what is left of the guard, for
+    /// `zklock run` exits with for it (exit 75, said or to be said); `guard` is what is left of the guard, for
     /// the caller to release (its node may still be there after a disconnection), or `None` once released.
     SessionLost {
         result: exit::Result,

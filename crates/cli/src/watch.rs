@@ -248,5 +248,5 @@ fn ended(args: &WatchArgs, cache: &Cache) -> Failure {
     let why = cache
         .ended()
         .map_or_else(|| "the cache stopped".to_owned(), |err| err.to_string());
-    Failure::new(exit::FAILURE, format!("watching {}: {why}", args.path))
+    Failure::new(exit::UNAVAILABLE, format!("watching {}: {why}", args.path))
 }

@@ -12,7 +12,7 @@ pub fn recipe_path(text: &str) -> Result<String, String> {
     tree_path(text)
 }
 
-/// A PATH checked before anything is connected, so that a mistake is a usage error (exit 2) even when ZooKeeper
+/// A PATH checked before anything is connected, so that a mistake is a usage error (exit 64) even when ZooKeeper
 /// cannot be reached: absolute, no trailing `/`, no empty, `.` or `..` node name, no control character (as
 /// ZooKeeper checks it), and not in ZooKeeper's own `/zookeeper` tree. The root `/` is one (`status /`, `reap /`).
 pub fn tree_path(text: &str) -> Result<String, String> {

@@ -4,9 +4,9 @@
 //! Credentials come from `--auth`, or else `ZKLOCK_AUTH`, plus `--auth-file`; they are read here, when a command
 //! connects, so that those from the environment and from files never pass through clap (whose errors repeat the
 //! value given) nor through any process's command line. Every mistake found here — an unreadable file, a bad line,
-//! `--acl creator` without credentials, `--sasl` without its password — is a usage error (exit 2, [`UsageError`]);
+//! `--acl creator` without credentials, `--sasl` without its password — is a usage error (exit 64, [`UsageError`]);
 //! ZooKeeper refusing the credentials or the SASL handshake, or requiring authentication none was given for, is a
-//! failure (exit 3), told on connecting.
+//! failure (exit 69), told on connecting.
 //!
 //! SASL (`--sasl digest-md5:USER`) takes its password from [`SASL_PASSWORD_ENV`](sasl::SASL_PASSWORD_ENV) or
 //! `--sasl-password-file`, read here too; zookeeper-client runs the handshake when it connects, before any request.

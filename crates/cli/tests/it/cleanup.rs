@@ -102,7 +102,7 @@ on_both_servers! {
         let out = output(&["reap", "--connect", hosts, &format!("{root}/nowhere")]).await;
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
         let out = output(&["reap", "--connect", hosts, "no-slash"]).await;
-        assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+        assert_eq!(out.status.code(), Some(exit::USAGE), "{}", text(&out.stderr));
     }
 
     async fn the_demo_leaves_nothing_behind(hosts: &str) {

@@ -115,22 +115,22 @@ async fn usage_errors_and_failures_have_their_statuses() {
     let mode = persistent();
     observer.create(&other, b"abc", &mode).await.unwrap();
     let (code, _, stderr) = counter(&hosts, &["add", &other]).await;
-    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(code, Some(exit::USAGE), "{stderr}");
     assert!(
         stderr.contains("holds 3 bytes") && stderr.contains("nothing was changed"),
         "{stderr}"
     );
     assert_eq!(observer.get_data(&other).await.unwrap().0, b"abc");
     let (code, _, stderr) = counter(&hosts, &["--kind", "shared", "get", &other]).await;
-    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(code, Some(exit::USAGE), "{stderr}");
     // A value a shared count cannot hold; a shared count asked to be a long.
     let shared = unique_path("cli-counter-range");
     shared_count(&observer, &shared, 1).await;
     let (code, _, stderr) = counter(&hosts, &["set", &shared, "2147483648"]).await;
-    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(code, Some(exit::USAGE), "{stderr}");
     assert!(stderr.contains("does not fit a shared count"), "{stderr}");
     let (code, _, stderr) = counter(&hosts, &["--kind", "long", "add", &shared]).await;
-    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(code, Some(exit::USAGE), "{stderr}");
     assert_eq!(observer.get_data(&shared).await.unwrap().0, 1i32.to_be_bytes());
     // Bad arguments.
     for args in [
@@ -141,14 +141,14 @@ async fn usage_errors_and_failures_have_their_statuses() {
         &["count", &shared],
     ] {
         let (code, _, stderr) = counter(&hosts, args).await;
-        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert_eq!(code, Some(exit::USAGE), "{args:?}: {stderr}");
     }
     // No server.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let nobody = closed.local_addr().unwrap().to_string();
     drop(closed);
     let (code, _, stderr) = counter(&nobody, &["get", &shared]).await;
-    assert_eq!(code, Some(3), "{stderr}");
+    assert_eq!(code, Some(exit::UNAVAILABLE), "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -232,7 +232,7 @@ async fn status_shows_a_priority_queue_by_priority() {
 }
 
 /// `set` and `add` on a node that is no counter — a lock's directory (held, or idle), a queue, a node with other
-/// children — refuse with exit 2 and write nothing; `get` says what it is too.
+/// children — refuse with exit 64 and write nothing; `get` says what it is too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_that_is_no_counter_is_refused_and_left_alone() {
     let hosts = zookeeper().await;
@@ -258,7 +258,7 @@ async fn a_node_that_is_no_counter_is_refused_and_left_alone() {
             &["get", path.as_str()],
         ] {
             let (status, stdout, stderr) = counter(&hosts, args).await;
-            assert_eq!(status, Some(2), "{args:?}: {stdout} {stderr}");
+            assert_eq!(status, Some(exit::USAGE), "{args:?}: {stdout} {stderr}");
             assert!(
                 stderr.contains(what) && stderr.contains("not a counter"),
                 "{args:?}: {stderr}"
@@ -274,7 +274,7 @@ async fn a_node_that_is_no_counter_is_refused_and_left_alone() {
     a.create(&format!("{idle}/gone"), b"", &mode).await.unwrap();
     a.delete(&format!("{idle}/gone"), None).await.unwrap();
     let (status, _, stderr) = counter(&hosts, &["add", &idle]).await;
-    assert_eq!(status, Some(2), "{stderr}");
+    assert_eq!(status, Some(exit::USAGE), "{stderr}");
     assert!(stderr.contains("has had children"), "{stderr}");
     assert_eq!(
         a.get_data(&idle).await.unwrap().0,
@@ -288,10 +288,10 @@ async fn both_servers() -> [String; 2] {
     [zookeeper().await, zklock_testkit::hosts::embedded().await]
 }
 
-/// Runs `zklock counter ARGS…`, expecting a usage failure (exit 2) whose message has every one of `words`.
+/// Runs `zklock counter ARGS…`, expecting a usage failure (exit 64) whose message has every one of `words`.
 async fn refused(hosts: &str, args: &[&str], words: &[&str]) {
     let (status, stdout, stderr) = counter(hosts, args).await;
-    assert_eq!(status, Some(2), "{args:?}: {stdout} {stderr}");
+    assert_eq!(status, Some(exit::USAGE), "{args:?}: {stdout} {stderr}");
     for word in words {
         assert!(stderr.contains(word), "{args:?}: no {word:?} in {stderr}");
     }
@@ -365,7 +365,7 @@ async fn a_plain_node_of_a_counters_length_is_refused_unless_kind_says_so() {
     }
 }
 
-/// `add` refuses a sum its counter cannot hold (exit 2, as `set` does for a value out of range) and writes
+/// `add` refuses a sum its counter cannot hold (exit 64, as `set` does for a value out of range) and writes
 /// nothing; it never wraps (4 + 2147483647 once became -2147483645).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn add_refuses_to_overflow_a_counter() {

@@ -102,7 +102,7 @@ async fn register_without_a_command_ends_on_sigterm() {
     discover.signal(Signal::SIGINT);
     assert_eq!(discover.finish().await.0, Some(0));
     let out = output(&["register", "--connect", &hosts, "--address", "nope", &service]).await;
-    assert_exit(&out, 2, "an --address without a port");
+    assert_exit(&out, exit::USAGE, "an --address without a port");
     let out = output(&[
         "register",
         "--connect",
@@ -114,5 +114,5 @@ async fn register_without_a_command_ends_on_sigterm() {
         &service,
     ])
     .await;
-    assert_exit(&out, 2, "a --payload that is no JSON");
+    assert_exit(&out, exit::USAGE, "a --payload that is no JSON");
 }

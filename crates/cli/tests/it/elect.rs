@@ -218,7 +218,7 @@ async fn handover_after_kill_and_sigterm(hosts: &str) {
     await_children(&admin, &dir, 0).await;
 }
 
-/// Leadership lost (our node deleted by somebody else): the command is stopped and `zklock elect` exits with 4.
+/// Leadership lost (our node deleted by somebody else): the command is stopped and `zklock elect` exits with 75.
 async fn lost_leadership_stops_the_command(hosts: &str) {
     let dir = zklock_testkit::unique_path("cli-elect-lost");
     let (_tmp, log) = temp_log();
@@ -229,7 +229,7 @@ async fn lost_leadership_stops_the_command(hosts: &str) {
     admin.delete(&format!("{dir}/{}", nodes[0]), None).await.unwrap();
     assert_eq!(
         leader.wait().await.code(),
-        Some(4),
+        Some(crate::support::exit::LOST),
         "exit status for lost leadership"
     );
     let lines = read_log(&log);

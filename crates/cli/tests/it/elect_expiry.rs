@@ -1,5 +1,5 @@
 //! `zklock elect` is a long-running process: when its ZooKeeper session ends it stops the command, makes a new
-//! session, campaigns again and runs the command again with a larger fencing token; `--exit-on-expiry` exits 4
+//! session, campaigns again and runs the command again with a larger fencing token; `--exit-on-expiry` exits 75
 //! instead. The session ends from outside in two ways: the process is paused (SIGSTOP) until the server has expired
 //! its session (its node gone, seen by a watch), and `zklock serve` is stopped and started again on the same data
 //! directory after the session timeout has passed. The commands append lines to one file, from which the test reads
@@ -124,9 +124,9 @@ on_both_servers! {
     }
 }
 
-/// The control: with `--exit-on-expiry` the same expiry ends the process with 4, and the command ran once.
+/// The control: with `--exit-on-expiry` the same expiry ends the process with 75, and the command ran once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn exit_on_expiry_exits_4_after_its_session_expired() {
+async fn exit_on_expiry_exits_75_after_its_session_expired() {
     let hosts = zklock_testkit::hosts::embedded().await;
     let dir = zklock_testkit::unique_path("cli-elect-expiry-exit");
     let (_tmp, log) = temp_log();
@@ -134,7 +134,12 @@ async fn exit_on_expiry_exits_4_after_its_session_expired() {
     wait_for_log(&log, "the first term", |lines| started(lines) == 1).await;
     expire_by_pause(&elect, &hosts, &dir).await;
     let status = eventually("zklock elect to exit", elect.wait()).await.unwrap();
-    assert_eq!(status.code(), Some(4), "zklock said: {}", stderr_of(&log));
+    assert_eq!(
+        status.code(),
+        Some(exit::LOST),
+        "zklock said: {}",
+        stderr_of(&log)
+    );
     assert_eq!(started(&read_log(&log)), 1, "the command ran once");
 }
 
@@ -187,9 +192,9 @@ async fn elect_carries_on_against_a_restarted_serve() {
     assert_eq!(code, Some(0), "serve stopped cleanly: {said}");
 }
 
-/// The control: with `--exit-on-expiry` the server going away ends the process with 4.
+/// The control: with `--exit-on-expiry` the server going away ends the process with 75.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn exit_on_expiry_exits_4_when_serve_goes_away() {
+async fn exit_on_expiry_exits_75_when_serve_goes_away() {
     let data = tempfile::tempdir().unwrap();
     let server = serve(data.path(), "127.0.0.1:0").await;
     let hosts = server.addr.to_string();
@@ -199,6 +204,11 @@ async fn exit_on_expiry_exits_4_when_serve_goes_away() {
     wait_for_log(&log, "the first term", |lines| started(lines) == 1).await;
     server.stop().await;
     let status = eventually("zklock elect to exit", elect.wait()).await.unwrap();
-    assert_eq!(status.code(), Some(4), "zklock said: {}", stderr_of(&log));
+    assert_eq!(
+        status.code(),
+        Some(exit::LOST),
+        "zklock said: {}",
+        stderr_of(&log)
+    );
     assert_eq!(started(&read_log(&log)), 1, "the command ran once");
 }

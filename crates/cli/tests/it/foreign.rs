@@ -2,7 +2,7 @@
 //! `extra_lock_patterns=["-lock-"]`, as the library's documentation says) or Curator's `InterProcessMutex`: `zklock
 //! status` shows the holder, and `zklock run` never runs beside it. `--nonblock` is busy (exit 1), `--timeout` waits
 //! and is busy, a blocking `run` queues behind the foreign holder (its log says so) and runs its command only once
-//! that holder has released. And a path another kind of recipe uses is refused (exit 2), never shared. Real peer
+//! that holder has released. And a path another kind of recipe uses is refused (exit 64), never shared. Real peer
 //! processes against the shared real ZooKeeper and the embedded server.
 
 use std::process::Stdio;
@@ -33,10 +33,10 @@ on_both_servers! {
         peer.expect("ACQUIRED").await;
         let out = output(&["run", "--connect", hosts, "--nonblock", &path, "--", "true"]).await;
         let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert_eq!(out.status.code(), Some(exit::USAGE), "{stderr}");
         assert!(stderr.contains("in use by a read/write lock's reader"), "{stderr}");
         let out = output(&["elect", "--connect", hosts, "--nonblock", &path, "--", "true"]).await;
-        assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+        assert_eq!(out.status.code(), Some(exit::USAGE), "{}", text(&out.stderr));
         peer.send("release").await;
         peer.expect("RELEASED").await;
         peer.finish().await;

@@ -44,10 +44,10 @@ async fn serve_with(more: &[&str]) -> Served {
     }
 }
 
-/// Exit 2, one clap error naming the bad value, no panic.
+/// Exit 64 (clap's usage errors are zklock's EX_USAGE too), one clap error naming the bad value, no panic.
 fn assert_usage_error(args: &[&str], out: &std::process::Output, expected: &str) {
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "zklock {args:?}: {stderr}");
+    assert_eq!(out.status.code(), Some(exit::USAGE), "zklock {args:?}: {stderr}");
     assert!(stderr.contains(expected), "zklock {args:?}: {stderr}");
     assert!(
         !stderr.contains("panicked") && !stderr.contains("backtrace"),
@@ -163,7 +163,7 @@ async fn a_refused_port_fails_fast_with_the_os_reason() {
         let out = output(&args).await;
         let elapsed = start.elapsed();
         let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(3), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(exit::UNAVAILABLE), "{args:?}: {stderr}");
         assert!(elapsed < Duration::from_secs(3), "{args:?} took {elapsed:?}");
         assert!(stderr.contains(&hosts), "{stderr}");
         assert!(stderr.contains("Connection refused"), "{stderr}");
@@ -172,7 +172,7 @@ async fn a_refused_port_fails_fast_with_the_os_reason() {
     // By default, tried again for --connect-timeout (5 s), and said so.
     let out = output(&["status", "-c", &hosts, "--connect-timeout", "1s", "/l"]).await;
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert_eq!(out.status.code(), Some(exit::UNAVAILABLE), "{stderr}");
     assert!(
         stderr.contains("Connection refused") && stderr.contains(" times over "),
         "{stderr}"
@@ -185,7 +185,7 @@ async fn a_missing_chroot_is_named() {
     let hosts = format!("{}/no-such-chroot", served.hosts);
     let out = output(&["run", "-c", &hosts, "/l", "--", "true"]).await;
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert_eq!(out.status.code(), Some(exit::UNAVAILABLE), "{stderr}");
     assert!(
         stderr.contains("the chroot /no-such-chroot does not exist"),
         "{stderr}"
@@ -212,7 +212,7 @@ async fn a_command_without_double_dash_gets_a_hint() {
     ] {
         let out = output(&args).await;
         let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(exit::USAGE), "{args:?}: {stderr}");
         assert!(stderr.contains("put -- before the command"), "{stderr}");
     }
     let out = output(&["run", "/lock", "ls", "-l"]).await;
@@ -236,7 +236,7 @@ async fn serve_listens_on_loopback_2181_by_default() {
             text(&out.stdout)
         );
     } else {
-        assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+        assert_eq!(out.status.code(), Some(exit::OS_ERROR), "{}", text(&out.stderr));
         assert!(text(&out.stderr).contains("cannot listen on 127.0.0.1:2181: address in use"));
     }
     let port = zklock_testkit::ports::free_port().unwrap();
@@ -246,7 +246,7 @@ async fn serve_listens_on_loopback_2181_by_default() {
     let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = busy.local_addr().unwrap().to_string();
     let out = output(&["serve", "--dry-run", "--listen", &address]).await;
-    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(exit::OS_ERROR), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains(&format!("cannot listen on {address}: address in use")));
     let out = output(&["serve", "--help"]).await;
     assert!(text(&out.stdout).contains("127.0.0.1:2181"));
@@ -258,7 +258,7 @@ async fn serve_on_a_busy_port_says_so() {
     let address = busy.local_addr().unwrap().to_string();
     let out = output(&["serve", "--listen", &address]).await;
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert_eq!(out.status.code(), Some(exit::OS_ERROR), "{stderr}");
     assert!(
         stderr.contains(&format!("cannot listen on {address}: address in use")),
         "{stderr}"

@@ -4,7 +4,7 @@
 //! its command with bob's ticket (from the ticket cache, `KRB5CCNAME`, or from `--keytab`); the nodes it creates
 //! under `--acl creator` are `sasl:bob@REALM`'s, refused (`NoAuth`) to a session of another identity, which may
 //! use them under `--acl world` (the negative control); without a ticket, or as a principal the ticket is not,
-//! zklock fails at once with exit 3 and says why.
+//! zklock fails at once with exit 69 and says why.
 //!
 //! One KDC and one JVM for the file. The server requires authentication by SASL or digest
 //! (`enforce.auth.schemes=sasl,digest`), so that an authenticated session of another identity (digest) can be
@@ -187,7 +187,7 @@ async fn run_with_a_keytab_needs_no_ticket_cache() {
 }
 
 /// Without a ticket (an empty ticket cache, or one whose ticket has expired, no keytab) zklock fails at once with
-/// exit 3 and says so, and the command does not run; likewise as a principal the ticket is not
+/// exit 69 and says so, and the command does not run; likewise as a principal the ticket is not
 /// (`gssapi:alice@REALM` with bob's ticket), and when connecting to 127.0.0.1, for which the KDC has no service
 /// principal (zookeeper/127.0.0.1). (The testkit's KDC allows a clock skew of 1 s, not the default 5 minutes,
 /// within which a KDC still honours an expired ticket.)
@@ -252,7 +252,11 @@ async fn without_a_ticket_or_as_another_principal_zklock_fails_fast() {
         ))
         .await;
         let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(3), "{hosts} {sasl}: {stderr}");
+        assert_eq!(
+            out.status.code(),
+            Some(exit::UNAVAILABLE),
+            "{hosts} {sasl}: {stderr}"
+        );
         assert!(stderr.contains(why), "{hosts} {sasl}: {stderr}");
         assert!(took < Duration::from_secs(30), "{hosts} {sasl}: took {took:?}");
         assert_eq!(

@@ -286,7 +286,7 @@ async fn verbose_adds_info_and_zklock_log_wins() {
     let out = output(&["-v", "-q", "status", "/x"]).await;
     assert_eq!(
         out.status.code(),
-        Some(2),
+        Some(exit::USAGE),
         "-v and -q conflict: {}",
         text(&out.stderr)
     );

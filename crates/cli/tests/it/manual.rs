@@ -1,6 +1,6 @@
 //! `zklock completions` and `zklock man`: generated from the clap definitions, for every subcommand.
 
-use crate::support::{output, temp_file, text};
+use crate::support::{exit, output, temp_file, text};
 
 /// The subcommands a user sees (the internal `__watchdog` must not show up).
 const SUBCOMMANDS: &[&str] = &[
@@ -83,7 +83,7 @@ async fn man_page_has_a_section_per_subcommand() {
 #[tokio::test]
 async fn unknown_shell_is_a_usage_error() {
     let out = output(&["completions", "tcsh"]).await;
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(exit::USAGE), "{}", text(&out.stderr));
 }
 
 #[tokio::test]

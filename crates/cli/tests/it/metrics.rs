@@ -228,7 +228,7 @@ async fn metrics_are_the_figures_of_mntr_and_follow_the_tree() {
     assert_eq!(code, Some(0), "{stderr}");
 }
 
-/// A metrics address in use stops `zklock serve` at start: exit 3 and a message naming the address.
+/// A metrics address in use stops `zklock serve` at start: exit 71 and a message naming the address.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_metrics_address_in_use_is_an_error() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -241,7 +241,7 @@ async fn a_metrics_address_in_use_is_an_error() {
     .expect("zklock serve gave up in time")
     .unwrap();
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert_eq!(out.status.code(), Some(exit::OS_ERROR), "{stderr}");
     assert!(
         stderr.contains(&format!(
             "zklock serve: cannot serve metrics on {address}: address in use"

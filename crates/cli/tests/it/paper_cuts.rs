@@ -121,11 +121,12 @@ async fn usage_errors_come_before_the_network() {
         ],
         vec!["run", "-c", h, "-n", "-E", "256", "/l", "--", "true"],
         vec!["run", "-c", h, "--no-such-flag", "/l", "--", "true"],
+        vec!["demo", "-c", h, "--workers", "0"],
     ]);
     for args in &cases {
         let out = output(args).await;
         let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(exit::USAGE), "{args:?}: {stderr}");
         assert!(!stderr.contains("cannot connect"), "{args:?}: {stderr}");
     }
     // Negative control: valid arguments reach the (closed) port (tried once: --connect-timeout 0).
@@ -137,7 +138,12 @@ async fn usage_errors_come_before_the_network() {
         vec!["reap", "-c", h, once, "/"],
     ] {
         let out = output(&args).await;
-        assert_eq!(out.status.code(), Some(3), "{args:?}: {}", text(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(exit::UNAVAILABLE),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
     }
 }
 
@@ -233,7 +239,7 @@ async fn connect_goes_before_or_after_the_subcommand() {
     let out = output(&["-c", &closed_port(), "status", "-c", &hosts, &path]).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let out = output(&["-c", &hosts, "serve", "--dry-run"]).await;
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(exit::USAGE), "{}", text(&out.stderr));
     let out = zklock(&["serve", "--dry-run", "--listen", "127.0.0.1:0"])
         .env("ZKLOCK_CONNECT", &hosts)
         .output()
@@ -248,7 +254,7 @@ async fn bench_to_a_closed_port_fails_fast() {
     let start = Instant::now();
     let out = output(&["bench", "-c", &hosts, "--duration", "1"]).await;
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert_eq!(out.status.code(), Some(exit::UNAVAILABLE), "{stderr}");
     assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
     assert!(stderr.contains("Connection refused"), "{stderr}");
 }
@@ -278,7 +284,7 @@ async fn observe_ends_when_its_reader_goes_away() {
     assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
 }
 
-/// `elect --observe` on a path a mutex holds is refused as `elect -n` is there (exit 2, naming the mutex's node),
+/// `elect --observe` on a path a mutex holds is refused as `elect -n` is there (exit 64, naming the mutex's node),
 /// instead of printing "no leader" for ever while somebody holds it (issue 33.9); on ZooKeeper and on the embedded
 /// server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -292,7 +298,7 @@ async fn observe_on_a_held_mutex_is_refused() {
         ] {
             let out = output(&args).await;
             let stderr = text(&out.stderr);
-            assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+            assert_eq!(out.status.code(), Some(exit::USAGE), "{args:?}: {stderr}");
             assert!(
                 stderr.contains("never runs beside it") && stderr.contains("-lock-"),
                 "{args:?}: {stderr}"

@@ -155,7 +155,7 @@ async fn kinds_of_lock_are_not_mixed_on_one_path() {
     let refused = async |flags: &[&str], path: &str, what: &str| {
         let out = run_true(flags, path).await;
         let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{flags:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(exit::USAGE), "{flags:?}: {stderr}");
         assert!(
             stderr.contains(&format!("in use by {what}")),
             "{flags:?}: {stderr}"
@@ -203,7 +203,7 @@ async fn kinds_of_lock_are_not_mixed_on_one_path() {
     // Another number of leases than the holder's: refused, not one lease too many.
     let out = run_true(&["--leases", "4", "--nonblock"], &path).await;
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(out.status.code(), Some(exit::USAGE), "{stderr}");
     assert!(
         stderr.contains("semaphore of 3 lease(s)") && stderr.contains("not 4"),
         "{stderr}"
@@ -235,14 +235,14 @@ async fn a_lost_read_lock_or_lease_stops_the_command() {
         let node = line.strip_prefix("started ").unwrap();
         admin.delete(node, None).await.unwrap();
         let (status, stderr) = held.finish().await;
-        assert_eq!(status, Some(4), "{flags:?}: {stderr}");
+        assert_eq!(status, Some(exit::LOST), "{flags:?}: {stderr}");
         assert!(stderr.contains(what), "{flags:?}: {stderr}");
     }
 }
 
 /// The watchdog guards the new kinds of guard too: with `zklock` paused (SIGSTOP) while its command holds a read lock
 /// or a lease, the command is ended (`--on-suspend kill`) without `zklock`'s help (before ZooKeeper could expire the
-/// session); resumed, `zklock` exits 4. (The default `stop` stops it instead: `pause.rs`, `suspend.rs`.)
+/// session); resumed, `zklock` exits 75. (The default `stop` stops it instead: `pause.rs`, `suspend.rs`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_reader_or_lease_holder_is_stopped_by_the_watchdog() {
     let hosts = zookeeper().await;
@@ -269,7 +269,7 @@ async fn a_paused_reader_or_lease_holder_is_stopped_by_the_watchdog() {
         exited(command).await;
         held.signal(Signal::SIGCONT);
         let (status, stderr) = held.finish().await;
-        assert_eq!(status, Some(4), "{flags:?}: {stderr}");
+        assert_eq!(status, Some(exit::LOST), "{flags:?}: {stderr}");
     }
 }
 
@@ -468,7 +468,7 @@ async fn elect_observe_prints_each_leader() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn usage_errors_exit_2() {
+async fn usage_errors_exit_64() {
     let hosts = zookeeper().await;
     let path = unique_path("cli-parity-usage");
     let flags: [&[&str]; 14] = [
@@ -493,10 +493,15 @@ async fn usage_errors_exit_2() {
         // A command: with --observe it is the mistake; without, what would run were the flags accepted.
         args.extend([path.as_str(), "--", "true"]);
         let out = output(&args).await;
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(exit::USAGE),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
         assert!(!out.stderr.is_empty(), "{args:?}");
     }
     // An invalid path is a usage error too, with --observe as without.
     let out = output(&["elect", "--connect", &hosts, "--observe", "no-slash"]).await;
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(exit::USAGE), "{}", text(&out.stderr));
 }

@@ -63,7 +63,7 @@ fn start(kind: &str, hosts: &str, dir: &str, log: &Path, tag: &str, count: &str)
     if kind == "run" {
         args.extend(["--timeout", "60"]);
     } else {
-        // Exit 4 once resumed, as `run` does, rather than campaign again (elect_expiry.rs tests that).
+        // Exit 75 once resumed, as `run` does, rather than campaign again (elect_expiry.rs tests that).
         args.push("--exit-on-expiry");
     }
     let stderr = std::fs::File::create(log.with_extension(format!("{tag}.err"))).unwrap();
@@ -131,7 +131,7 @@ fn assert_a_stopped_before_b_started(log: &Path) -> String {
 }
 
 /// A's `zklock` is paused while its command runs; B waits for the same lock (or leadership) and gets it once
-/// ZooKeeper has expired A's session. A's command must have stopped before B's started; A, resumed, exits 4.
+/// ZooKeeper has expired A's session. A's command must have stopped before B's started; A, resumed, exits 75.
 async fn paused_holder_is_stopped_before_the_next_starts(kind: &str, hosts: &str) {
     let dir = zklock_testkit::unique_path(&format!("cli-pause-{kind}"));
     let tmp = tempfile::tempdir().unwrap();
@@ -150,7 +150,7 @@ async fn paused_holder_is_stopped_before_the_next_starts(kind: &str, hosts: &str
         .unwrap();
     assert_eq!(
         a_status.code(),
-        Some(4),
+        Some(exit::LOST),
         "A, resumed, reports the lost lock: {}",
         stderr_of(&log, "A")
     );
@@ -234,7 +234,11 @@ async fn partitioned_holder_is_stopped_before_the_next_starts(kind: &str) {
         .unwrap()
         .status;
     let a_stderr = stderr_of(&log, "A");
-    assert_eq!(a_status.code(), Some(4), "A reports the loss: {a_stderr}");
+    assert_eq!(
+        a_status.code(),
+        Some(exit::LOST),
+        "A reports the loss: {a_stderr}"
+    );
     assert!(
         a_stderr.contains("could not confirm"),
         "A's command was stopped for want of the leader's confirmation: {a_stderr}"

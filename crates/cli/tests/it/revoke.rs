@@ -1,4 +1,4 @@
-//! `zklock revoke`: a revoked holder's `zklock run` (or `zklock elect`) stops its command and exits 4, and the
+//! `zklock revoke`: a revoked holder's `zklock run` (or `zklock elect`) stops its command and exits 75, and the
 //! next waiter takes over — by deletion, and by a revocation request (`--request`, Curator's protocol) that `run`
 //! honours; what it says and its exit statuses. Real `zklock` processes against the shared real ZooKeeper and the
 //! embedded server; the test waits for events (lines the commands print, child watches), never for time.
@@ -61,12 +61,12 @@ async fn revoke(hosts: &str, flags: &[&str], path: &str) -> String {
     stdout
 }
 
-/// The revoked holder's (or leader's) command is stopped — it says `term` — and its `zklock` exits 4: what that
+/// The revoked holder's (or leader's) command is stopped — it says `term` — and its `zklock` exits 75: what that
 /// `zklock` said.
 async fn stopped(mut holder: Running) -> String {
     assert_eq!(holder.line("the revoked command to be stopped").await, "term");
     let (status, stderr) = holder.finish().await;
-    assert_eq!(status, Some(4), "{stderr}");
+    assert_eq!(status, Some(exit::LOST), "{stderr}");
     stderr
 }
 
@@ -78,7 +78,7 @@ async fn runs_next(mut waiter: Running) {
 }
 
 on_both_servers! {
-    async fn revoke_stops_the_holders_run_with_exit_4_and_the_waiter_takes_over(hosts: &str) {
+    async fn revoke_stops_the_holders_run_with_exit_75_and_the_waiter_takes_over(hosts: &str) {
         let admin = client(hosts).await;
         let path = unique_path("cli-revoke");
         let (holder, waiter, holder_node, _) = holder_and_waiter("run", hosts, &path, &admin).await;
@@ -142,7 +142,7 @@ on_both_servers! {
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
         assert!(text(&out.stdout).starts_with(&format!("revoked {path}/{waiter_node}: waiting")));
         let (status, stderr) = waiter.finish().await;
-        assert_eq!(status, Some(3), "{stderr}");
+        assert_eq!(status, Some(exit::UNAVAILABLE), "{stderr}");
         assert!(stderr.contains("was deleted"), "{stderr}");
         assert_eq!(await_children(&admin, &path, 1).await, vec![holder_node.clone()]);
         // By full path too.
@@ -170,13 +170,15 @@ on_both_servers! {
         let queue = zklock::Queue::new(&admin, &format!("{path}/queue")).unwrap();
         queue.put(b"item").await.unwrap();
         let out = revoke(format!("{path}/queue")).await;
-        assert_eq!(out.status.code(), Some(2));
+        assert_eq!(out.status.code(), Some(exit::USAGE));
         assert!(text(&out.stderr).contains("is a queue"), "{}", text(&out.stderr));
         let out = revoke("relative/path".to_owned()).await;
-        assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+        assert_eq!(out.status.code(), Some(exit::USAGE), "{}", text(&out.stderr));
         assert!(text(&out.stderr).contains("invalid path"), "{}", text(&out.stderr));
         // Exit statuses in --help.
         let help = text(&output(&["revoke", "--help"]).await.stdout);
-        assert!(help.contains("Exit status:\n  0  revoked"), "{help}");
+        assert!(help.contains("Exit status:\n  0   revoked"), "{help}");
+        assert!(help.contains("\n  64  usage error"), "{help}");
+        assert!(help.contains("\n  69  ZooKeeper cannot be reached"), "{help}");
     }
 }

@@ -188,7 +188,12 @@ async fn child_is_stopped_when_the_lock_is_lost() {
         .await
         .expect("zklock exits")
         .unwrap();
-    assert_eq!(out.status.code(), Some(4), "stderr: {}", text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(exit::LOST),
+        "stderr: {}",
+        text(&out.stderr)
+    );
     assert!(
         text(&out.stderr).contains("lost the lock"),
         "{}",
@@ -226,7 +231,7 @@ async fn processes_left_behind_by_the_command_are_killed_before_release() {
 }
 
 /// A `zklock run` inside the command of a `zklock run` on the same path would wait for ever for its own parent: it
-/// is refused at once (exit 2, naming ZKLOCK_PATH), before it connects (issue 33.9). With `-n` it is let through and
+/// is refused at once (exit 64, naming ZKLOCK_PATH), before it connects (issue 33.9). With `-n` it is let through and
 /// finds the lock busy (exit 1); on another path it runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_nested_run_on_the_same_path_is_refused() {
@@ -235,13 +240,13 @@ async fn a_nested_run_on_the_same_path_is_refused() {
     let me = env!("CARGO_BIN_EXE_zklock");
     let inner = |flags: &str, on: &str| format!("{me} run -q {flags} --connect {hosts} {on} -- echo inner");
     for (script, status, says) in [
-        (inner("", &path), 2, "ZKLOCK_PATH"),
+        (inner("", &path), exit::USAGE, "ZKLOCK_PATH"),
         (inner("-n", &path), 1, ""),
         (inner("", &other), 0, ""),
         // An elect on the path of the run around it waits for it as much.
         (
             format!("{me} elect -q --connect {hosts} {path} -- echo inner"),
-            2,
+            exit::USAGE,
             "ZKLOCK_PATH",
         ),
     ] {
@@ -257,7 +262,7 @@ async fn a_nested_run_on_the_same_path_is_refused() {
     }
 }
 
-/// The server gone while `run --on-suspend kill` holds the lock: the command is ended (exit 4), and what zklock says
+/// The server gone while `run --on-suspend kill` holds the lock: the command is ended (exit 75), and what zklock says
 /// names the outage — the connection to the server and for how long — and how long an outage the settings
 /// tolerate, instead of guessing at a paused or starved zklock (issue 33.3). (The default, `stop`, is
 /// `suspend.rs`'s.)
@@ -283,7 +288,7 @@ async fn a_server_outage_is_named_as_the_cause() {
     assert_eq!(run.line("the command to start").await, "started");
     serve.stop_with(nix::sys::signal::Signal::SIGKILL).await;
     let (code, stderr) = run.finish().await;
-    assert_eq!(code, Some(4), "{stderr}");
+    assert_eq!(code, Some(exit::LOST), "{stderr}");
     assert!(
         stderr.contains(&format!(
             "the connection to ZooKeeper at {hosts} has been down for"
@@ -298,13 +303,18 @@ async fn a_server_outage_is_named_as_the_cause() {
 }
 
 /// `--connect-timeout`: a `run` started while no server answers keeps trying, and takes the lock once the server
-/// is up (issue 33.16); `--connect-timeout 0` fails at once (exit 3), as every command did before.
+/// is up (issue 33.16); `--connect-timeout 0` fails at once (exit 69), as every command did before.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_waits_for_a_server_that_comes_up() {
     let addr = format!("127.0.0.1:{}", zklock_testkit::ports::free_port().unwrap());
     let path = unique_path("cli-run-connect-timeout");
     let out = output(&["run", "-c", &addr, "--connect-timeout", "0", &path, "--", "true"]).await;
-    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(exit::UNAVAILABLE),
+        "{}",
+        text(&out.stderr)
+    );
     let mut run = zklock(&[
         "-v",
         "run",
@@ -381,5 +391,58 @@ async fn a_clamped_session_timeout_is_reported() {
             "{}",
             text(&out.stderr)
         );
+    }
+}
+
+/// zklock's own failures cannot be taken for the command's status (issue 33.7): they are sysexits(3) codes, as
+/// flock(1)'s are. A command exiting 2, 3, 4 or 5 — zklock's own usage error, unreachable ZooKeeper, lost lock and
+/// busy data directory before — makes `run` exit with just that; ZooKeeper unreachable is 69 and a usage error (a
+/// bad flag, clap's) 64, whatever the command would have done; `--help` and `--version` are still 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zklocks_own_failures_are_not_the_commands_statuses() {
+    let hosts = zklock_testkit::hosts::embedded().await;
+    let path = unique_path("cli-run-own-status");
+    for status in [2, 3, 4, 5] {
+        let out = run_sh(&hosts, &path, &format!("exit {status}")).await;
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(status), "the command's own: {stderr}");
+        assert!(!stderr.contains("zklock"), "zklock said nothing: {stderr}");
+    }
+    let closed = format!("127.0.0.1:{}", zklock_testkit::ports::free_port().unwrap());
+    let unreachable = [
+        "run",
+        "-c",
+        &closed,
+        "--connect-timeout",
+        "0",
+        &path,
+        "--",
+        "sh",
+        "-c",
+        "exit 3",
+    ];
+    let out = output(&unreachable).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(exit::UNAVAILABLE), "{stderr}");
+    assert!(stderr.contains("Connection refused"), "{stderr}");
+    let bad_flag = [
+        "run",
+        "-c",
+        &hosts,
+        "--no-such-flag",
+        &path,
+        "--",
+        "sh",
+        "-c",
+        "exit 3",
+    ];
+    let out = output(&bad_flag).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(exit::USAGE), "{stderr}");
+    assert!(stderr.contains("--no-such-flag"), "{stderr}");
+    for args in [&["run", "--help"][..], &["--version"], &["run", "--version"]] {
+        let out = output(args).await;
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out.stderr));
+        assert!(!out.stdout.is_empty(), "{args:?}");
     }
 }

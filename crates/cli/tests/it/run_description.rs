@@ -51,7 +51,7 @@ on_both_servers! {
 }
 
 /// A create `hosts` refuses for its size (its jute.maxbuffer is 1 KiB; the description, within what zklock
-/// stores, is 2 KB): `run` says so, with exit 3, whether it waits or not — never a hang, never "timed out".
+/// stores, is 2 KB): `run` says so, with exit 69, whether it waits or not — never a hang, never "timed out".
 async fn a_create_refused_for_its_size_is_reported(hosts: &str) {
     let note = "x".repeat(2000);
     for flags in [&["-w", "5"][..], &["-n"], &[]] {
@@ -59,7 +59,7 @@ async fn a_create_refused_for_its_size_is_reported(hosts: &str) {
         let mut args = vec!["run", "-c", hosts, "--describe", &note];
         args.extend_from_slice(flags);
         args.extend_from_slice(&[&path, "--", "true"]);
-        let stderr = fails_with(&mut zklock(&args), 3, "jute.maxbuffer").await;
+        let stderr = fails_with(&mut zklock(&args), exit::UNAVAILABLE, "jute.maxbuffer").await;
         assert!(
             stderr.contains(&format!("cannot lock {path}: ZooKeeper closed the connection")),
             "{flags:?}: {stderr}"

@@ -1,7 +1,7 @@
 //! SASL from the command line (`--sasl digest-md5:USER`, the password from `ZKLOCK_SASL_PASSWORD` or
 //! `--sasl-password-file`) against real ZooKeeper 3.8 with a JAAS `Server` section (`DigestLoginModule`) that
 //! requires authentication: the command runs; without `--sasl`, or with a wrong password, zklock fails at once
-//! with exit 3 and says why; the nodes it creates under `--acl creator` are `sasl:USER`'s alone (another SASL user
+//! with exit 69 and says why; the nodes it creates under `--acl creator` are `sasl:USER`'s alone (another SASL user
 //! and a digest user get `NoAuth`, and with `--acl world` — the negative control — both may read them).
 //!
 //! One JVM for the file: it requires authentication by SASL or digest (`enforce.auth.schemes=sasl,digest`), so
@@ -111,7 +111,7 @@ fn sh_as_bob(hosts: &str, flags: &[&str], path: &str, script: &str) -> tokio::pr
 }
 
 /// Without `--sasl`, and with a wrong password, `command(sasl)` (a [`maybe_sasl`]) fails at once — long before
-/// any session timeout of 20 s or more — with exit 3, says why, and does not show the password.
+/// any session timeout of 20 s or more — with exit 69, says why, and does not show the password.
 async fn refused_fast(command: impl Fn(bool) -> tokio::process::Command) {
     let cases = [
         (false, None, "requires authentication"),
@@ -128,7 +128,7 @@ async fn refused_fast(command: impl Fn(bool) -> tokio::process::Command) {
         }
         let (out, took) = timed(&mut zklock).await;
         let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(3), "{zklock:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(exit::UNAVAILABLE), "{zklock:?}: {stderr}");
         assert!(stderr.contains(expected), "{zklock:?}: {stderr}");
         assert!(!stderr.contains("not-bobs-password"), "{stderr}");
         assert!(
@@ -284,11 +284,11 @@ async fn every_connecting_command_takes_sasl_and_the_password_file() {
     assert_warned_readable_secrets(&out);
 }
 
-/// Usage errors (exit 2) before connecting: no password, a password on the command line, an unsupported
+/// Usage errors (exit 64) before connecting: no password, a password on the command line, an unsupported
 /// mechanism, a service name DIGEST-MD5 cannot speak for, a keytab for DIGEST-MD5; GSSAPI in a binary built
 /// without the `sasl-gssapi` feature (with it: an unreadable keytab).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sasl_usage_errors_exit_2() {
+async fn sasl_usage_errors_exit_64() {
     let path = unique_path("cli-sasl-usage");
     let gssapi: (&[&str], &str) = if cfg!(feature = "sasl-gssapi") {
         (
@@ -320,7 +320,7 @@ async fn sasl_usage_errors_exit_2() {
         if flags.contains(&"--sasl-service") {
             zklock.env("ZKLOCK_SASL_PASSWORD", "x");
         }
-        fails_with(&mut zklock, 2, expected).await;
+        fails_with(&mut zklock, exit::USAGE, expected).await;
     }
 }
 
@@ -360,7 +360,7 @@ async fn curator_with_the_same_sasl_user_shares_the_lock() {
 
 /// `--sasl` against servers that have no SASL — real ZooKeeper without a JAAS `Server` section, the embedded
 /// server — which answer the handshake without checking it and leave the session without a SASL identity: zklock
-/// asks the server who we are (`whoami`) and fails at once with exit 3 rather than run without the identity asked
+/// asks the server who we are (`whoami`) and fails at once with exit 69 rather than run without the identity asked
 /// for. (The SASL tests above are the control: there `whoami` names `sasl:bob` and the commands run.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sasl_against_a_server_without_sasl_is_refused() {
@@ -372,7 +372,7 @@ async fn sasl_against_a_server_without_sasl_is_refused() {
         let touch = format!("echo ran > {}", marker.path().display());
         let (out, _) = timed(&mut sh_as_bob(&hosts, &[], &path, &touch)).await;
         let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(3), "{hosts}: {stderr}");
+        assert_eq!(out.status.code(), Some(exit::UNAVAILABLE), "{hosts}: {stderr}");
         assert!(
             stderr.contains("did not authenticate us with SASL as bob (it names this session ")
                 && !stderr.contains("sasl:bob"),
@@ -388,7 +388,7 @@ async fn sasl_against_a_server_without_sasl_is_refused() {
 
 /// `zklock serve` with SASL required (`--jaas` with bob and alice, `--require-sasl`): `zklock run --sasl
 /// digest-md5:bob` runs its command and its directory is `sasl:bob`'s under `--acl creator` (alice, authenticated,
-/// is refused `NoAuth`); without `--sasl`, or with a wrong password, zklock fails at once with exit 3, as against
+/// is refused `NoAuth`); without `--sasl`, or with a wrong password, zklock fails at once with exit 69, as against
 /// real ZooKeeper above; `zklock bench --sasl` runs its workloads. A JAAS file without users, and `--require-sasl`
 /// without one, are refused at start.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -430,7 +430,7 @@ async fn run_with_sasl_against_zklock_serve_requiring_sasl() {
         "{}",
         text(&out.stdout)
     );
-    fails_with(&mut bench(false), 3, "requires authentication").await;
+    fails_with(&mut bench(false), exit::UNAVAILABLE, "requires authentication").await;
 
     let (code, stderr) = serve.stop().await;
     assert_eq!(code, Some(0), "{stderr}");
@@ -455,10 +455,10 @@ async fn run_with_sasl_against_zklock_serve_requiring_sasl() {
     .unwrap();
     let kerberos_arg = kerberos.display().to_string();
     let out = output(&["serve", "--dry-run", "--jaas", &kerberos_arg]).await;
-    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(exit::OS_ERROR), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("not GSSAPI"), "{}", text(&out.stderr));
     let out = output(&["serve", "--dry-run", "--require-sasl"]).await;
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(exit::USAGE), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("--jaas"), "{}", text(&out.stderr));
     // The control: the good file passes the same dry run.
     let listen = ["--listen", "127.0.0.1:0"];

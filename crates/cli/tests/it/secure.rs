@@ -1,7 +1,7 @@
 //! Securing zklock from the command line, against real ZooKeeper 3.8 and the embedded server: credentials
 //! (`--auth`, `ZKLOCK_AUTH`, `--auth-file`), the ACLs of the nodes it creates (`--acl`, `--parent-acl`), what those
 //! keep from other sessions while `zklock status` still shows who holds by name, secrets kept out of every
-//! process's command line, usage errors (exit 2) and refused credentials (exit 3), and TLS (`--tls-ca`,
+//! process's command line, usage errors (exit 64) and refused credentials (exit 69), and TLS (`--tls-ca`,
 //! `--tls-cert`, `--tls-key`).
 
 use std::os::unix::fs::PermissionsExt as _;
@@ -122,10 +122,10 @@ on_both_servers! {
         let out = completed(status.env("ZKLOCK_AUTH", &alice_auth)).await;
         assert!(text(&out.stdout).contains("nightly secret"), "{}", text(&out.stdout));
 
-        // Without credentials zklock cannot queue there: exit 3, and it says why.
+        // Without credentials zklock cannot queue there: exit 69, and it says why.
         let out = completed(&mut without_credentials(&["run", "--connect", hosts, "--nonblock", &path, "--", "true"])).await;
         let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(3), "{stderr}");
+        assert_eq!(out.status.code(), Some(exit::UNAVAILABLE), "{stderr}");
         assert!(stderr.contains("not authorized") && stderr.contains("--auth"), "{stderr}");
 
         assert_eq!(release(held).await, Some(0));
@@ -158,7 +158,7 @@ on_both_servers! {
         let out = completed(&mut without_credentials(&[
             "run", "--connect", hosts, "--auth", "digest:carol:carol-pw", "--nonblock", &path, "--", "true",
         ])).await;
-        assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+        assert_eq!(out.status.code(), Some(exit::UNAVAILABLE), "{}", text(&out.stderr));
 
         assert_eq!(release(held).await, Some(0));
         assert_eq!(bob.line("bob's run").await, "bob ran");
@@ -191,12 +191,12 @@ on_both_servers! {
         assert_eq!(observer.finish().await.0, Some(0), "the observer stopped");
     }
 
-    async fn refused_credentials_exit_3(hosts: &str) {
+    async fn refused_credentials_exit_69(hosts: &str) {
         let path = unique_path("cli-secure-refused");
         let auth = "nosuchscheme:whatever";
         let out = completed(&mut without_credentials(&["status", "--connect", hosts, "--auth", auth, &path])).await;
         let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(3), "{stderr}");
+        assert_eq!(out.status.code(), Some(exit::UNAVAILABLE), "{stderr}");
         assert!(stderr.contains("refused our credentials") && stderr.contains("nosuchscheme"), "{stderr}");
         assert!(!stderr.contains("whatever"), "{stderr}");
     }
@@ -355,11 +355,11 @@ async fn bad_credentials_acls_and_tls_files_are_usage_errors() {
         if let Some(env) = env {
             zklock.env("ZKLOCK_AUTH", env);
         }
-        let stderr = fails_with(&mut zklock, 2, expected).await;
+        let stderr = fails_with(&mut zklock, exit::USAGE, expected).await;
         assert!(!stderr.contains(&hidden), "{args:?} shows the secret: {stderr}");
     }
     let tls_without_ca = ["status", "--connect", "tcp+tls://127.0.0.1:2281", &path];
-    fails_with(&mut without_credentials(&tls_without_ca), 2, "--tls-ca").await;
+    fails_with(&mut without_credentials(&tls_without_ca), exit::USAGE, "--tls-ca").await;
     // Nothing was created.
     let anonymous = client(&hosts).await;
     assert_eq!(anonymous.check_stat(&path).await.unwrap(), None);
@@ -423,7 +423,7 @@ impl TlsMaterial {
 }
 
 /// `zklock run` over TLS holds and releases; `status` over TLS sees it; a client certificate is an identity
-/// (`--acl creator` without `--auth`); the wrong port or CA fails with exit 3 and a hint. `plain` and `secure`:
+/// (`--acl creator` without `--auth`); the wrong port or CA fails with exit 69 and a hint. `plain` and `secure`:
 /// one server's plaintext and TLS client addresses.
 async fn tls_scenario(plain: &str, secure: &str, m: &TlsMaterial) {
     let ca = m.path("server-ca.pem");
@@ -520,7 +520,11 @@ async fn tls_scenario(plain: &str, secure: &str, m: &TlsMaterial) {
         }
         let out = completed(&mut status).await;
         let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(3), "{connect} {tls_ca:?}: {stderr}");
+        assert_eq!(
+            out.status.code(),
+            Some(exit::UNAVAILABLE),
+            "{connect} {tls_ca:?}: {stderr}"
+        );
         assert!(stderr.contains(hint), "{connect} {tls_ca:?}: {stderr}");
     }
 }

@@ -1,4 +1,4 @@
-//! `zklock serve` owns its data directory (issue 18, item 4): a second server on it exits at once with status 5 while
+//! `zklock serve` owns its data directory (issue 18, item 4): a second server on it exits at once with status 73 while
 //! the first keeps serving and keeps every acknowledged write; a directory that cannot be used fails the start
 //! before the server listens. And the serve items of issue 18.5: host names for `--listen`, SIGHUP as a clean
 //! shutdown, the fatal line of a JSON log in JSON.
@@ -43,7 +43,7 @@ async fn a_second_server_on_a_directory_in_use_exits_and_the_first_keeps_every_w
         let started = Instant::now();
         let (code, stdout, stderr) = serve_that_fails(&args, Duration::from_secs(10)).await;
         let took = started.elapsed();
-        assert_eq!(code, Some(5), "{stderr}");
+        assert_eq!(code, Some(exit::DIR_IN_USE), "{stderr}");
         assert!(took < Duration::from_secs(2), "exited after {took:?}");
         assert!(!stdout.contains("listening"), "never listened: {stdout}");
         let said = format!(
@@ -58,7 +58,7 @@ async fn a_second_server_on_a_directory_in_use_exits_and_the_first_keeps_every_w
             }
             let last: serde_json::Value = serde_json::from_str(stderr.lines().last().unwrap()).unwrap();
             assert_eq!(last["level"], "ERROR", "{stderr}");
-            assert_eq!(last["exit_status"], 5, "{stderr}");
+            assert_eq!(last["exit_status"], exit::DIR_IN_USE, "{stderr}");
             assert!(last["message"].as_str().unwrap().contains(&said), "{stderr}");
         } else {
             assert!(stderr.contains(&format!("zklock serve: {said}")), "{stderr}");
@@ -86,14 +86,14 @@ async fn a_second_server_on_a_directory_in_use_exits_and_the_first_keeps_every_w
     assert_eq!(code, Some(0), "{stderr}");
 }
 
-/// `zklock serve --data-dir DATA` for a directory it cannot use: it exits 3 without listening. Returns its stderr.
+/// `zklock serve --data-dir DATA` for a directory it cannot use: it exits 71 without listening. Returns its stderr.
 async fn refused_data_dir(data: &str) -> String {
     let (code, stdout, stderr) = serve_that_fails(
         &["serve", "--listen", "127.0.0.1:0", "--data-dir", data],
         EVENTUALLY,
     )
     .await;
-    assert_eq!(code, Some(3), "{stderr}");
+    assert_eq!(code, Some(exit::OS_ERROR), "{stderr}");
     assert!(!stdout.contains("listening"), "{stdout}");
     stderr
 }
@@ -173,7 +173,7 @@ async fn listen_takes_a_host_name() {
 
     let (code, _, stderr) =
         serve_that_fails(&["serve", "--listen", "no-such-host.invalid:2181"], EVENTUALLY).await;
-    assert_eq!(code, Some(2), "a usage error: {stderr}");
+    assert_eq!(code, Some(exit::USAGE), "a usage error: {stderr}");
     assert!(stderr.contains("cannot resolve"), "{stderr}");
 
     // With a JSON log, the usage error is one JSON line too.
@@ -188,11 +188,11 @@ async fn listen_takes_a_host_name() {
         EVENTUALLY,
     )
     .await;
-    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(code, Some(exit::USAGE), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     let line: serde_json::Value = serde_json::from_str(stderr.trim()).expect("JSON");
     assert_eq!(line["level"], "ERROR");
-    assert_eq!(line["exit_status"], 2);
+    assert_eq!(line["exit_status"], exit::USAGE);
     assert!(
         line["message"].as_str().unwrap().contains("cannot resolve"),
         "{stderr}"

@@ -57,11 +57,11 @@ async fn session_accepted(addr: SocketAddr) -> bool {
     .expect("session accepted or refused in time")
 }
 
-/// The disk fills under acknowledged writes: `zklock serve` exits 1 with one clear line (data directory, OS
+/// The disk fills under acknowledged writes: `zklock serve` exits 74 with one clear line (data directory, OS
 /// error, what to do), its clients are disconnected, nothing claims health any more; after the space is freed a
 /// restart on the same directory has every acknowledged write, and exits 0 on SIGTERM.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn serve_exits_1_on_a_full_disk_and_keeps_every_acknowledged_write() {
+async fn serve_exits_74_on_a_full_disk_and_keeps_every_acknowledged_write() {
     let fs = Tmpfs::mount("12m");
     let data = fs.path().join("data");
     let serve = Serve::on_data_dir(&data).await;
@@ -75,7 +75,7 @@ async fn serve_exits_1_on_a_full_disk_and_keeps_every_acknowledged_write() {
     let filled = fs.fill_under_writes(&writer, EVENTUALLY).await;
 
     let (code, stderr) = serve.exited().await;
-    assert_eq!(code, Some(1), "exit status; stderr:\n{stderr}");
+    assert_eq!(code, Some(exit::LOG_UNWRITABLE), "exit status; stderr:\n{stderr}");
     let expected = format!(
         "zklock serve: cannot write the transaction log in {}: No space left on device (os error 28); stopped \
          serving; free space and restart",
@@ -113,7 +113,7 @@ async fn serve_exits_1_on_a_full_disk_and_keeps_every_acknowledged_write() {
 }
 
 /// On a disk without room for one preallocation step of the log (4 MiB) `zklock serve` does not start: it exits
-/// 1 with the room needed and the room there is.
+/// 74 with the room needed and the room there is.
 #[tokio::test]
 async fn serve_refuses_to_start_without_room_for_the_log() {
     let fs = Tmpfs::mount("2m");
@@ -127,7 +127,7 @@ async fn serve_refuses_to_start_without_room_for_the_log() {
     ])
     .await;
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "stderr:\n{stderr}");
+    assert_eq!(out.status.code(), Some(exit::LOG_UNWRITABLE), "stderr:\n{stderr}");
     // 2 MiB less the one 4 KiB block of the lock file (`zklock.lock`, taken before the room is checked).
     let expected = format!(
         "zklock serve: not enough room for the transaction log in {}: it needs 4194304 bytes (4.0 MiB) free (one \

@@ -131,7 +131,7 @@ async fn serve_with_tls_a_client_certificate_and_a_super_digest() {
     ])
     .await;
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert_eq!(out.status.code(), Some(exit::UNAVAILABLE), "{stderr}");
     assert!(stderr.contains("give --tls-cert and --tls-key"), "{stderr}");
     assert!(
         tls_client(&secure_addr, &Ca::new("another CA"), Some(&alice_cert))
@@ -179,7 +179,7 @@ async fn serve_tls_only_and_unusable_stores() {
         text(&dry.stdout)
     );
 
-    // A missing key store: refused at once (also by --dry-run), naming the file; exit 3.
+    // A missing key store: refused at once (also by --dry-run), naming the file; exit 71.
     let missing = dir.path().join("missing.pem");
     std::fs::write(
         cfg,
@@ -197,7 +197,12 @@ async fn serve_tls_only_and_unusable_stores() {
         &["serve", "--config", cfg],
     ] {
         let out = output(args).await;
-        assert_eq!(out.status.code(), Some(3), "{args:?}: {}", text(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(exit::OS_ERROR),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
         let stderr = text(&out.stderr);
         assert!(
             stderr.contains(&format!(
@@ -216,7 +221,7 @@ async fn serve_tls_only_and_unusable_stores() {
         .collect();
     std::fs::write(cfg, no_trust).unwrap();
     let out = output(&["serve", "--config", cfg, "--dry-run"]).await;
-    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(out.status.code(), Some(exit::OS_ERROR));
     assert!(
         text(&out.stderr).contains(
             "ssl.clientAuth is need (need is ZooKeeper's default) but ssl.trustStore.location is not set"

@@ -14,6 +14,24 @@ use zookeeper_client::{self as zk, Client};
 /// Generous bound for "this must happen" on a loaded 2-core machine.
 pub const EVENTUALLY: Duration = Duration::from_secs(60);
 
+/// zklock's own exit statuses, as its `--help` and docs/cli.md give them: sysexits(3) codes, so that none is taken
+/// for the status of the command it runs. (The binary's `exit.rs` has them too; a test cannot import from a binary,
+/// and these are what scripts test, written out.)
+pub mod exit {
+    /// A usage error, clap's included (`EX_USAGE`).
+    pub const USAGE: i32 = 64;
+    /// ZooKeeper cannot be reached, fails, or refuses us (`EX_UNAVAILABLE`).
+    pub const UNAVAILABLE: i32 = 69;
+    /// `serve`: any failure without a status of its own: bind, config, data directory (`EX_OSERR`).
+    pub const OS_ERROR: i32 = 71;
+    /// `serve`: the data directory is in use by another server (`EX_CANTCREAT`).
+    pub const DIR_IN_USE: i32 = 73;
+    /// `serve`: the transaction log cannot be written (`EX_IOERR`).
+    pub const LOG_UNWRITABLE: i32 = 74;
+    /// `run`, `elect`: the lock or leadership was lost while the command ran (`EX_TEMPFAIL`).
+    pub const LOST: i32 = 75;
+}
+
 /// The connect string of this test binary's shared real ZooKeeper.
 pub async fn zookeeper() -> String {
     zklock_testkit::hosts::standalone().await

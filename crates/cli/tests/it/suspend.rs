@@ -1,6 +1,6 @@
 //! `run --on-suspend stop` (the default): an outage shorter than the session stops the command (SIGSTOP) and
 //! continues it (SIGCONT) once the session and our node are confirmed, instead of ending it; the same outage under
-//! `--on-suspend kill` ends it with exit 4 (the control). The outages: a proxy in front of the server that plays dead
+//! `--on-suspend kill` ends it with exit 75 (the control). The outages: a proxy in front of the server that plays dead
 //! (its connections cut, new ones never answered) until the test ends it; and real ones — the embedded server and a
 //! standalone ZooKeeper killed and restarted on their data, an ensemble's leader killed.
 
@@ -80,21 +80,21 @@ async fn outage_stops_and_continues(subcommand: &str, hosts: &str) {
     assert!(!stderr.contains("zklock: lost"), "{stderr}");
 }
 
-/// The control: the same outage with `--on-suspend kill` ends the command, and `run` exits 4.
+/// The control: the same outage with `--on-suspend kill` ends the command, and `run` exits 75.
 async fn the_same_outage_ends_the_command_with_on_suspend_kill(hosts: &str) {
     let (run, proxy, pid) = run_through_an_outage(hosts, "kill", "10s").await;
     let (code, stderr) = run.finish().await;
-    assert_eq!(code, Some(4), "{stderr}");
+    assert_eq!(code, Some(exit::LOST), "{stderr}");
     exited(pid).await;
     proxy.set_blackhole(false);
 }
 
-/// An outage longer than the session: stopped, never continued, and killed once the session is known lost (exit 4).
+/// An outage longer than the session: stopped, never continued, and killed once the session is known lost (exit 75).
 async fn an_outage_longer_than_the_session_kills_the_stopped_command(hosts: &str) {
     let (run, _proxy, pid) = run_through_an_outage(hosts, "stop", "4s").await;
     await_process_state(pid, "the command to be stopped", |s| s == Some('T')).await;
     let (code, stderr) = run.finish().await;
-    assert_eq!(code, Some(4), "{stderr}");
+    assert_eq!(code, Some(exit::LOST), "{stderr}");
     exited(pid).await;
     assert!(
         !stderr.contains("continuing the command"),

@@ -151,9 +151,9 @@ async fn watch_with_a_command_not_found_exits_127() {
     assert_exit(&out, 127, "command not found");
 }
 
-/// A server that is not there: 3, with the reason.
+/// A server that is not there: 69, with the reason.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn watch_without_a_server_exits_3() {
+async fn watch_without_a_server_exits_69() {
     let out = output(&[
         "watch",
         "--connect",
@@ -163,7 +163,7 @@ async fn watch_without_a_server_exits_3() {
         "/x",
     ])
     .await;
-    assert_exit(&out, 3, "server down");
+    assert_exit(&out, exit::UNAVAILABLE, "server down");
 }
 
 /// `status --watch`: a view, then another after each change (a lock taken, then released), until SIGTERM (0).

@@ -175,7 +175,7 @@ pub async fn request_revocation(session: impl Into<Session>, node: &str) -> Resu
 /// Takes what the participant node `node` (a full path, as [`Participant::path`](crate::Participant::path) shows
 /// it) holds away from it by deleting the node — whether or not its holder listens for revocation requests. A
 /// holder's [`Guard::lost`](crate::Guard::lost) fires with
-/// [`LostReason::NodeDeleted`](crate::LostReason::NodeDeleted) (`zklock run` stops its command and exits 4) and
+/// [`LostReason::NodeDeleted`](crate::LostReason::NodeDeleted) (`zklock run` stops its command and exits 75) and
 /// the next in line takes over; a waiter's acquire fails with [`Error::NodeDeleted`].
 ///
 /// The holder learns of it only when the deletion reaches it: until then it may still act, as after any loss, so

@@ -153,9 +153,9 @@ async fn json_carries_the_holders_fencing_token() {
     assert_eq!(next, waiting["fencing_token"].as_i64().unwrap());
 }
 
-/// `--check`: 0 held, 1 free (or absent), 3 unreachable, 2 for an invalid path (with or without `--check`).
+/// `--check`: 0 held, 1 free (or absent), 69 unreachable, 64 for an invalid path (with or without `--check`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn check_exits_0_held_1_free_3_unreachable_2_bad_path() {
+async fn check_exits_0_held_1_free_69_unreachable_64_bad_path() {
     let hosts = zookeeper().await;
     let path = unique_path("cli-status-check");
     assert_eq!(check(&hosts, &path).await, Some(1), "absent: free");
@@ -177,14 +177,24 @@ async fn check_exits_0_held_1_free_3_unreachable_2_bad_path() {
 
     for bad in ["no-slash", "/a//b", "/trailing/"] {
         let out = output(&["status", "--connect", &hosts, "--check", bad]).await;
-        assert_eq!(out.status.code(), Some(2), "{bad}: {}", text(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(exit::USAGE),
+            "{bad}: {}",
+            text(&out.stderr)
+        );
         assert!(
             text(&out.stderr).contains("invalid path"),
             "{}",
             text(&out.stderr)
         );
         let out = output(&["status", "--connect", &hosts, bad]).await;
-        assert_eq!(out.status.code(), Some(2), "{bad}: {}", text(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(exit::USAGE),
+            "{bad}: {}",
+            text(&out.stderr)
+        );
     }
 
     // A port nobody listens on: connection refused.
@@ -202,7 +212,12 @@ async fn check_exits_0_held_1_free_3_unreachable_2_bad_path() {
         &path,
     ])
     .await;
-    assert_eq!(out.status.code(), Some(3), "stderr: {}", text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(exit::UNAVAILABLE),
+        "stderr: {}",
+        text(&out.stderr)
+    );
 }
 
 /// Data written by other clients is shown, never obeyed: newlines and terminal escapes are written out.
