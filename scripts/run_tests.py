@@ -30,7 +30,7 @@ import threading
 import time
 
 # Campaigns at a time: each is a server and a few contender processes, mostly asleep between faults.
-CAMPAIGN_THREADS = "3"
+CAMPAIGN_THREADS = "4"
 
 
 def executables(path):

@@ -17,6 +17,7 @@
 #![forbid(unsafe_code)]
 
 pub mod caches;
+pub mod discovery;
 pub mod flood;
 pub mod naive;
 pub mod peers;

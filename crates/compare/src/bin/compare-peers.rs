@@ -14,13 +14,19 @@
 //!    per node, and the latency of `--cache-writes` changes (see `zklock_compare::caches`).
 //! 6. Re-sync of zklock's cache of the same tree after a connection cut and after a new session: requests (counted
 //!    by a proxy) and time (see `zklock_compare::resync`).
+//! 7. Registration and discovery at scale (zklock only): `--services` × `--instances` instances registered on
+//!    `--reg-sessions` sessions and discovered, the convergence of a `ServiceCache` over `--updates` updates, and
+//!    the requests of one session keeping `--idle-nodes` persistent nodes for `--idle-seconds` (see
+//!    `zklock_compare::discovery`).
 //!
 //! ```sh
 //! cargo build --release -p zklock-compare
 //! target/release/compare-peers [--seconds 4] [--repeat 2] [--warmup 1] [--rounds 10] [--barriers 200]
-//!                              [--members 50] [--client-threads 1] [--only locks,failover,barrier,caches,resync]
+//!                              [--members 50] [--client-threads 1]
+//!                              [--only locks,failover,barrier,caches,resync,discovery]
 //!                              [--tree-dirs 100] [--tree-leaves 1000] [--cache-writes 200] [--cache-settle 10]
-//!                              [--cache-init-timeout 180]
+//!                              [--cache-init-timeout 180] [--services 200] [--instances 50] [--reg-sessions 10]
+//!                              [--updates 200] [--idle-nodes 1000] [--idle-seconds 30]
 //! ```
 //! Every client has its own session. The peers run as child processes (`crates/zklock/tests/peers`, `bench`
 //! modes) and measure inside themselves after their own warm-up; kazoo runs one process per client so that the
@@ -34,6 +40,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use zklock_bench::lock::{self, LockImpl};
 use zklock_compare::caches::{self, CacheOptions, CachePeers, Contender};
+use zklock_compare::discovery::{self, DiscoveryOptions};
 use zklock_compare::peers::{self, Departure, LockKind, LockLoad, Toolchain};
 use zklock_compare::recipes;
 use zklock_compare::resync;
@@ -50,10 +57,11 @@ struct Args {
     /// The sections to run (`--only`): a subset of [`SECTIONS`].
     only: Vec<String>,
     cache: CacheOptions,
+    discovery: DiscoveryOptions,
 }
 
 /// The sections, in the order they run.
-const SECTIONS: [&str; 5] = ["locks", "failover", "barrier", "caches", "resync"];
+const SECTIONS: [&str; 6] = ["locks", "failover", "barrier", "caches", "resync", "discovery"];
 
 impl Args {
     fn runs(&self, section: &str) -> bool {
@@ -78,6 +86,14 @@ fn args() -> Result<Args> {
             settle: 10.0,
             init_timeout: 180.0,
         },
+        discovery: DiscoveryOptions {
+            services: 200,
+            instances: 50,
+            sessions: 10,
+            updates: 200,
+            idle_nodes: 1_000,
+            idle_seconds: 30.0,
+        },
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -96,10 +112,17 @@ fn args() -> Result<Args> {
             "--cache-writes" => args.cache.writes = value()?.parse()?,
             "--cache-settle" => args.cache.settle = value()?.parse()?,
             "--cache-init-timeout" => args.cache.init_timeout = value()?.parse()?,
+            "--services" => args.discovery.services = value()?.parse()?,
+            "--instances" => args.discovery.instances = value()?.parse()?,
+            "--reg-sessions" => args.discovery.sessions = value()?.parse()?,
+            "--updates" => args.discovery.updates = value()?.parse()?,
+            "--idle-nodes" => args.discovery.idle_nodes = value()?.parse()?,
+            "--idle-seconds" => args.discovery.idle_seconds = value()?.parse()?,
             other => bail!(
                 "unknown argument {other} (expected --seconds N, --warmup SECONDS, --rounds N, --barriers N, \
                  --members N, --client-threads N, --repeat N, --only {}, --tree-dirs N, --tree-leaves N, \
-                 --cache-writes N, --cache-settle SECONDS, --cache-init-timeout SECONDS)",
+                 --cache-writes N, --cache-settle SECONDS, --cache-init-timeout SECONDS, --services N, \
+                 --instances N, --reg-sessions N, --updates N, --idle-nodes N, --idle-seconds SECONDS)",
                 SECTIONS.join(",")
             ),
         }
@@ -183,6 +206,11 @@ async fn compare(args: Args) -> Result<()> {
     if args.runs("caches") || args.runs("resync") {
         let upstream = zookeeper.member_addr(0);
         cache_section(&hosts, upstream, zookeeper.pid(0), &args).await?;
+    }
+    if args.runs("discovery") {
+        let upstream = zookeeper.member_addr(0);
+        let run = discovery::run(&hosts, upstream, &args.discovery).await?;
+        discovery::print_report(&args.discovery, &run);
     }
     println!("\nload average {load_before} before, {} after", load_average());
     drop(zookeeper);
