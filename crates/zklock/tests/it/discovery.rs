@@ -103,3 +103,115 @@ on_every_server! {
         }
     }
 }
+
+/// Registers one instance on a reconnecting session, runs `outage` (a server restart), and checks that the watched
+/// view shows the instance once throughout — never two nodes of its id — and once, with its data, afterwards.
+async fn one_instance_through(hosts: &str, outage: impl std::future::Future<Output = ()>) {
+    let base = unique_path("discovery-restart");
+    let connector = Client::connector().with_session_timeout(Duration::from_secs(20));
+    let session = eventually("connecting", Session::reconnecting(connector, hosts))
+        .await
+        .unwrap();
+    let instance = ServiceInstance::new("api", "10.0.0.5", 8080);
+    let mut registration = ServiceDiscovery::new(&session, &base)
+        .unwrap()
+        .register(instance.clone())
+        .unwrap();
+    assert!(registration.wait(EVENTUALLY).await.unwrap());
+    let observer = Session::reconnecting(Client::connector(), hosts).await.unwrap();
+    let apis = ServiceDiscovery::new(&observer, &base)
+        .unwrap()
+        .cache("api")
+        .unwrap();
+    apis.initialized().await.unwrap();
+    let mut events = apis.cache().events();
+    // Every view the cache held, counted as its events arrive.
+    let most = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counting = {
+        let most = most.clone();
+        let view = ServiceDiscovery::new(&observer, &base)
+            .unwrap()
+            .cache("api")
+            .unwrap();
+        tokio::spawn(async move {
+            let mut events = view.cache().events();
+            while events.next().await.is_some() {
+                most.fetch_max(view.instances().len(), std::sync::atomic::Ordering::SeqCst);
+            }
+        })
+    };
+    outage.await;
+    // A write after the restart, seen by the cache: everything before it has been seen too.
+    let mut moved = instance.clone();
+    moved.port = Some(8081);
+    eventually("the update after the restart", registration.update(moved.clone()))
+        .await
+        .unwrap();
+    eventually("the cache to see it", async {
+        while !matches!(events.next().await.unwrap(), CacheEvent::Changed { new, .. } if new.json::<ServiceInstance>().unwrap().port == Some(8081)) {}
+    })
+    .await;
+    assert_eq!(apis.instances(), [moved]);
+    assert_eq!(
+        most.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "never two instances of one id"
+    );
+    counting.abort();
+    registration.unregister().await.unwrap();
+}
+
+/// Through an embedded server's restart (shut down, started again 2.5 s later on its data and port).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_instance_per_id_through_an_embedded_server_restart() {
+    let data = tempfile_dir("discovery-restart");
+    let config = zklock_testkit::ServerConfig {
+        listen: format!("127.0.0.1:{}", zklock_testkit::ports::free_port().unwrap())
+            .parse()
+            .unwrap(),
+        data_dir: Some(data.clone()),
+        ..Default::default()
+    };
+    let server = zklock_server::Server::start(config.clone()).await.unwrap();
+    let hosts = server.connect_string();
+    let restarted = std::sync::Arc::new(tokio::sync::Mutex::new(Some(server)));
+    let handle = restarted.clone();
+    one_instance_through(&hosts, async move {
+        let server = handle.lock().await.take().unwrap();
+        server.shutdown().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        *handle.lock().await = Some(zklock_server::Server::start(config).await.unwrap());
+    })
+    .await;
+    let server = restarted.lock().await.take().unwrap();
+    server.shutdown().await.unwrap();
+    let _ = std::fs::remove_dir_all(&data);
+}
+
+/// Through a standalone ZooKeeper's restart (killed, started again 2.5 s later on its data).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_instance_per_id_through_a_zookeeper_restart() {
+    let zk = tokio::task::spawn_blocking(|| zklock_testkit::ZooKeeper::standalone().unwrap())
+        .await
+        .unwrap();
+    let hosts = zk.connect_string();
+    let zk = std::sync::Arc::new(std::sync::Mutex::new(Some(zk)));
+    let handle = zk.clone();
+    one_instance_through(&hosts, async move {
+        let mut zk = handle.lock().unwrap().take().unwrap();
+        let zk = tokio::task::spawn_blocking(move || {
+            zk.kill(0);
+            std::thread::sleep(Duration::from_millis(2500));
+            zk.restart(0).expect("ZooKeeper serves again");
+            zk
+        })
+        .await
+        .unwrap();
+        *handle.lock().unwrap() = Some(zk);
+    })
+    .await;
+}
+
+fn tempfile_dir(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(unique_path(name).trim_start_matches('/'))
+}
