@@ -36,6 +36,24 @@ pub struct Cli {
     pub command: Command,
 }
 
+impl Cli {
+    /// The command line's definition, with `serve`'s own hidden `--connect` in place of the global one, so that
+    /// `serve --help` does not offer it (serve is the server and refuses it, issue 33.9): clap propagates a global
+    /// argument only to subcommands without one of the same name.
+    pub fn built() -> clap::Command {
+        use clap::CommandFactory as _;
+        Cli::command().mut_subcommand("serve", |serve| {
+            serve.arg(
+                clap::Arg::new("connect")
+                    .short('c')
+                    .long("connect")
+                    .value_name("HOSTS")
+                    .hide(true),
+            )
+        })
+    }
+}
+
 /// Where a command that needs ZooKeeper connects without `--connect` or `ZKLOCK_CONNECT`.
 pub const DEFAULT_CONNECT: &str = "127.0.0.1:2181";
 
@@ -48,7 +66,7 @@ impl Cli {
     ) -> Result<Cli, clap::Error> {
         use clap::parser::ValueSource;
         use clap::{CommandFactory as _, FromArgMatches as _};
-        let matches = Cli::command().try_get_matches_from(args)?;
+        let matches = Cli::built().try_get_matches_from(args)?;
         let mut cli = Cli::from_arg_matches(&matches)?;
         let given = matches.value_source("connect") == Some(ValueSource::CommandLine)
             || matches
@@ -661,13 +679,13 @@ pub struct BenchArgs {
     #[command(flatten)]
     pub connect: OptionalConnectArgs,
     /// Time per measurement (a duration: 5, 1.5, 5s, 500ms).
-    #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = seconds, allow_negative_numbers = true)]
+    #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = seconds, allow_negative_numbers = true, help_heading = "Benchmark")]
     pub duration: f64,
     /// Clients for the contended measurement.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, help_heading = "Benchmark")]
     pub clients: usize,
     /// Rounds; each runs every implementation once (in a rotating order). Figures are medians over the rounds.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, help_heading = "Benchmark")]
     pub rounds: usize,
     // Last: its help heading ("Authentication and TLS") would otherwise take the options after it (issue 33.9).
     #[command(flatten)]

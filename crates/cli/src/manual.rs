@@ -3,14 +3,12 @@
 
 use std::io::Write as _;
 
-use clap::CommandFactory as _;
-
 use crate::cli::Cli;
 use crate::exit::{self, Failure};
 
 /// Writes the completion script for `shell` to stdout.
 pub fn completions(shell: clap_complete::Shell) -> exit::Result {
-    let mut command = Cli::command();
+    let mut command = Cli::built();
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut command, "zklock", &mut out);
     emit(&out)
@@ -19,7 +17,7 @@ pub fn completions(shell: clap_complete::Shell) -> exit::Result {
 /// Writes the manual page (roff) of `zklock` and its subcommands to stdout: one page, with a section per
 /// subcommand, so `man zklock` shows everything.
 pub fn man() -> exit::Result {
-    let command = Cli::command();
+    let command = Cli::built();
     let mut out = Vec::new();
     let render = |out: &mut Vec<u8>| -> std::io::Result<()> {
         let man = clap_mangen::Man::new(command.clone());

@@ -240,6 +240,13 @@ async fn connect_goes_before_or_after_the_subcommand() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let out = output(&["-c", &hosts, "serve", "--dry-run"]).await;
     assert_eq!(out.status.code(), Some(exit::USAGE), "{}", text(&out.stderr));
+    let out = output(&["serve", "-c", &hosts, "--dry-run"]).await;
+    assert_eq!(out.status.code(), Some(exit::USAGE), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("serve takes no --connect"),
+        "{}",
+        text(&out.stderr)
+    );
     let out = zklock(&["serve", "--dry-run", "--listen", "127.0.0.1:0"])
         .env("ZKLOCK_CONNECT", &hosts)
         .output()
@@ -306,5 +313,23 @@ async fn observe_on_a_held_mutex_is_refused() {
             assert!(out.stdout.is_empty(), "{args:?}");
         }
         guard.release().await.unwrap();
+    }
+}
+
+/// `serve --help` does not offer the `--connect` it refuses; `bench --help` shows its own options under a heading of
+/// their own, apart from the options every command has (issue 33.9).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_and_bench_help_show_their_own_options() {
+    let serve = text(&output(&["serve", "--help"]).await.stdout);
+    assert!(
+        serve.contains("--listen") && !serve.contains("--connect"),
+        "{serve}"
+    );
+    let run = text(&output(&["run", "--help"]).await.stdout);
+    assert!(run.contains("--connect"), "{run}");
+    let bench = text(&output(&["bench", "--help"]).await.stdout);
+    let (common, own) = bench.split_once("\nBenchmark:\n").expect("a Benchmark heading");
+    for flag in ["--duration", "--clients", "--rounds"] {
+        assert!(own.contains(flag) && !common.contains(flag), "{flag}: {bench}");
     }
 }
