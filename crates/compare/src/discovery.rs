@@ -7,7 +7,8 @@
 //!    [`Registration::wait`] returned. Then a fresh session discovers them: `names()` must list every service and
 //!    `instances(name)` every instance of each (the run fails otherwise), read one service after the other and
 //!    then all services at once; then a [`ServiceCache`] of every service on that session, timed until all are
-//!    initialized, each holding every instance.
+//!    initialized, each holding every instance. Beside the times: the CPU seconds of this process and of the server
+//!    (`/proc/<pid>/stat`), and this process's resident memory before and after the registrations and the caches.
 //! 2. **Convergence**: a [`ServiceCache`] of one service on a session of its own; `updates` sequential
 //!    [`Registration::update`]s of one instance (a new payload each) from the session that registered it. For
 //!    each, the write's round trip (call → reply) and the time from the call until the cache's event hands out
@@ -30,6 +31,8 @@ use zklock::{
 use zklock_codec::OpCode;
 use zklock_testkit::Proxy;
 use zookeeper_client::{self as zk, Acls, CreateMode};
+
+use crate::scale::measure;
 
 /// What the section does.
 #[derive(Debug, Clone)]
@@ -82,6 +85,10 @@ pub struct DiscoveryRun {
     pub register_calls: f64,
     /// Seconds from the first `register` call until every registration's node existed.
     pub registered: f64,
+    /// CPU seconds of this process and of the server meanwhile.
+    pub register_cpu: Option<(f64, f64)>,
+    /// This process's resident memory before the first `register` call and once all were registered, MiB.
+    pub register_rss: Option<(f64, f64)>,
     /// Services `names()` listed.
     pub names: usize,
     /// Instances `instances()` returned over all services.
@@ -90,10 +97,16 @@ pub struct DiscoveryRun {
     pub discover_sequential: f64,
     /// Seconds for `names()` plus `instances()` of every service, all at once.
     pub discover_concurrent: f64,
+    /// CPU seconds of this process and of the server over both discovery reads.
+    pub discover_cpu: Option<(f64, f64)>,
     /// Seconds from the first `cache()` call until every service's cache was initialized.
     pub caches_initialized: f64,
     /// Instances the caches held then, over all services.
     pub cached: usize,
+    /// CPU seconds of this process and of the server from the first `cache()` call until all were initialized.
+    pub caches_cpu: Option<(f64, f64)>,
+    /// This process's resident memory before the first `cache()` call and once all were initialized, MiB.
+    pub caches_rss: Option<(f64, f64)>,
     /// Per update: its round trip and call → the cache's event with its payload (`None`: not within 5 s), ms.
     pub updates: Vec<(f64, Option<f64>)>,
     /// The interleaved bare `setData` round trips, ms.
@@ -142,10 +155,24 @@ async fn reconnecting(hosts: &str) -> Result<Session> {
     Ok(Session::reconnecting(connector, hosts).await?)
 }
 
-/// Runs the three parts against the server at `upstream` (connect string `hosts`).
+/// CPU seconds of this process and of the server (`None`: not known).
+fn cpu(server: Option<u32>) -> Option<(f64, f64)> {
+    Some((
+        measure::cpu_seconds(std::process::id())?,
+        measure::cpu_seconds(server?)?,
+    ))
+}
+
+/// The CPU seconds spent between two readings of [`cpu`].
+fn spent(before: Option<(f64, f64)>, after: Option<(f64, f64)>) -> Option<(f64, f64)> {
+    before.zip(after).map(|((p0, s0), (p1, s1))| (p1 - p0, s1 - s0))
+}
+
+/// Runs the three parts against the server at `upstream` (connect string `hosts`, process `server`).
 pub async fn run(
     hosts: &str,
     upstream: std::net::SocketAddr,
+    server: Option<u32>,
     options: &DiscoveryOptions,
 ) -> Result<DiscoveryRun> {
     if options.services == 0 || options.instances == 0 || options.sessions == 0 || options.updates == 0 {
@@ -153,7 +180,7 @@ pub async fn run(
     }
     let mut run = DiscoveryRun::default();
     let base = zklock_bench::fresh_path("/compare-peers-services");
-    register_and_discover(hosts, &base, options, &mut run).await?;
+    register_and_discover(hosts, &base, server, options, &mut run).await?;
     idle(upstream, options, &mut run).await?;
     Ok(run)
 }
@@ -162,6 +189,7 @@ pub async fn run(
 async fn register_and_discover(
     hosts: &str,
     base: &str,
+    server: Option<u32>,
     options: &DiscoveryOptions,
     run: &mut DiscoveryRun,
 ) -> Result<()> {
@@ -182,6 +210,8 @@ async fn register_and_discover(
         options.instances,
         options.sessions
     );
+    let rss_before = measure::rss_mib(std::process::id());
+    let cpu_before = cpu(server);
     let start = Instant::now();
     let mut registrations: Vec<Registration> = Vec::with_capacity(options.total());
     for s in 0..options.services {
@@ -204,11 +234,14 @@ async fn register_and_discover(
         }
     }
     run.registered = start.elapsed().as_secs_f64();
+    run.register_cpu = spent(cpu_before, cpu(server));
+    run.register_rss = rss_before.zip(measure::rss_mib(std::process::id()));
     eprintln!("  discovery: registered in {:.2} s", run.registered);
 
     // Discover, on a fresh session: one service after the other, then all at once.
     let reader_session = reconnecting(hosts).await?;
     let reader = ServiceDiscovery::new(&reader_session, base)?;
+    let cpu_before = cpu(server);
     let start = Instant::now();
     let names = reader.names().await?;
     let mut found = Vec::with_capacity(names.len());
@@ -224,6 +257,7 @@ async fn register_and_discover(
     let names = reader.names().await?;
     let found = futures::future::try_join_all(names.iter().map(|name| reader.instances(name))).await?;
     run.discover_concurrent = start.elapsed().as_secs_f64();
+    run.discover_cpu = spent(cpu_before, cpu(server));
     check_discovered(options, &names, &found)?;
     eprintln!(
         "  discovery: {} services, {} instances discovered: {:.3} s one service after the other, {:.3} s at once",
@@ -231,6 +265,8 @@ async fn register_and_discover(
     );
 
     // A cache of every service, on the reading session.
+    let rss_before = measure::rss_mib(std::process::id());
+    let cpu_before = cpu(server);
     let start = Instant::now();
     let caches = names
         .iter()
@@ -244,6 +280,8 @@ async fn register_and_discover(
             .context("the service caches' start")??;
     }
     run.caches_initialized = start.elapsed().as_secs_f64();
+    run.caches_cpu = spent(cpu_before, cpu(server));
+    run.caches_rss = rss_before.zip(measure::rss_mib(std::process::id()));
     run.cached = caches.iter().map(|c| c.instances().len()).sum();
     if let Some((name, cache)) = names
         .iter()
@@ -587,6 +625,16 @@ pub fn print_report(options: &DiscoveryOptions, run: &DiscoveryRun) {
         "| ↳ instances registered /s | {:.0} |",
         total as f64 / run.registered
     );
+    if let Some((process, server)) = run.register_cpu {
+        println!("| ↳ CPU s meanwhile: this process, the server | {process:.1}, {server:.1} |");
+    }
+    if let Some((before, after)) = run.register_rss {
+        println!(
+            "| ↳ this process's resident memory before, after, MiB (KiB per instance) | {before:.0}, {after:.0} \
+             ({:.1}) |",
+            (after - before) * 1024.0 / total as f64
+        );
+    }
     println!(
         "| discovery, fresh session: names() + instances() of each, one after the other, s | {:.3} |",
         run.discover_sequential
@@ -599,11 +647,24 @@ pub fn print_report(options: &DiscoveryOptions, run: &DiscoveryRun) {
         "| ↳ services listed, instances found | {}, {} |",
         run.names, run.discovered
     );
+    if let Some((process, server)) = run.discover_cpu {
+        println!("| ↳ CPU s over both reads: this process, the server | {process:.2}, {server:.2} |");
+    }
     println!(
         "| a ServiceCache of each of the {} services: start → all initialized, s | {:.3} |",
         run.names, run.caches_initialized
     );
     println!("| ↳ instances the caches held | {} |", run.cached);
+    if let Some((process, server)) = run.caches_cpu {
+        println!("| ↳ CPU s meanwhile: this process, the server | {process:.2}, {server:.2} |");
+    }
+    if let Some((before, after)) = run.caches_rss {
+        println!(
+            "| ↳ this process's resident memory before, after, MiB (KiB per cache) | {before:.0}, {after:.0} ({:.1}) \
+             |",
+            (after - before) * 1024.0 / run.names.max(1) as f64
+        );
+    }
 
     let written: Vec<f64> = run.updates.iter().map(|u| u.0).collect();
     let viewed: Vec<f64> = run.updates.iter().filter_map(|u| u.1).collect();

@@ -209,7 +209,7 @@ async fn compare(args: Args) -> Result<()> {
     }
     if args.runs("discovery") {
         let upstream = zookeeper.member_addr(0);
-        let run = discovery::run(&hosts, upstream, &args.discovery).await?;
+        let run = discovery::run(&hosts, upstream, zookeeper.pid(0), &args.discovery).await?;
         discovery::print_report(&args.discovery, &run);
     }
     println!("\nload average {load_before} before, {} after", load_average());
