@@ -73,7 +73,8 @@ pub use recipes::coordination::partitioner::{Partition, SetPartitioner};
 pub use recipes::coordination::transaction::Decision;
 pub use recipes::coordination::two_phase_commit::{Ballot, Coordinator, TwoPhaseCommit};
 pub use recipes::counters::{AtomicLong, AtomicValue, SharedCount, SharedValue, Versioned};
-pub use recipes::discovery::persistent_node::{NodeMode, PersistentNode};
+pub use recipes::discovery::node_mode::NodeMode;
+pub use recipes::discovery::persistent_node::PersistentNode;
 pub use recipes::discovery::service::{
     Registration, ServiceCache, ServiceDiscovery, ServiceInstance, Strategy,
 };

@@ -19,8 +19,15 @@ use state::State;
 use sync::Scope;
 
 /// How many events a subscriber may fall behind before it misses some; one that does gets
-/// [`CacheEvent::Reset`] and the whole content again.
+/// [`CacheEvent::Reset`] and the whole content again. A broadcast channel allocates all its slots at once (each holds
+/// an `Arc` of an event: about 40 bytes), so a cache of one node — every `PersistentNode`, every registration — keeps
+/// a short one: 64 slots, 2.5 KiB, where 4,096 events of ~250 bytes were 1 MiB per cache (issue 31's benchmark).
 const BACKLOG: usize = 4096;
+/// [`BACKLOG`] for a cache of one node.
+const NODE_BACKLOG: usize = 64;
+
+/// What the channel carries: one allocation per event, shared by every subscriber.
+type Sender = broadcast::Sender<Arc<CacheEvent>>;
 
 /// A node, its children, or a subtree, kept in memory and in step with ZooKeeper: the configuration and discovery
 /// half of ZooKeeper (Curator's `CuratorCache`, kazoo's `TreeCache`).
@@ -44,7 +51,7 @@ const BACKLOG: usize = 4096;
 ///   ZooKeeper session of a [reconnecting](Session::reconnecting) session) the watch is added again and the whole
 ///   subtree is read, and what changed meanwhile is reported. (`zookeeper-client` 0.11.2 does not re-register
 ///   persistent watches itself; see `cache/sync.rs`.)
-/// * **Bounded**: at most 1,024 reads in flight; a subscriber that falls 4,096 events behind gets
+/// * **Bounded**: at most 1,024 reads in flight; a subscriber that falls 4,096 events behind (64 for a node cache) gets
 ///   [`CacheEvent::Reset`] and the whole content again instead of an unbounded queue.
 /// * Nodes the session may not read are not in the cache (ZooKeeper sends no events for them either).
 ///
@@ -137,7 +144,7 @@ impl CacheEvent {
 #[derive(Debug)]
 struct Shared {
     state: RwLock<State>,
-    events: broadcast::Sender<CacheEvent>,
+    events: Sender,
     /// `None` while running; the error that ended it.
     ended: watch::Sender<Option<Error>>,
     /// Whether a re-sync reads nodes in batches (`multiRead`); off after a batch failed.
@@ -149,7 +156,7 @@ impl Shared {
         let mut state = self.state.write().unwrap_or_else(|e| e.into_inner());
         if !state.initialized {
             state.initialized = true;
-            let _ = self.events.send(CacheEvent::Initialized);
+            let _ = self.events.send(Arc::new(CacheEvent::Initialized));
         }
     }
 
@@ -225,6 +232,15 @@ impl Cache {
         self.read().children(path)
     }
 
+    /// The first child of `dir` held now whose name starts with `prefix` (a protected node of ours).
+    pub(crate) fn child_with_prefix(&self, dir: &str, prefix: &str) -> Option<CachedNode> {
+        let name = self
+            .children_of(dir)
+            .into_iter()
+            .find(|name| name.starts_with(prefix))?;
+        self.get(&crate::base::path::child_path(dir, &name))
+    }
+
     /// Every node held now, in path order.
     pub fn nodes(&self) -> Vec<CachedNode> {
         self.read().nodes()
@@ -286,7 +302,12 @@ impl CacheBuilder {
     pub fn start(self) -> Cache {
         let shared = Arc::new(Shared {
             state: RwLock::default(),
-            events: broadcast::channel(BACKLOG).0,
+            events: broadcast::channel(if self.scope.depth == Some(0) {
+                NODE_BACKLOG
+            } else {
+                BACKLOG
+            })
+            .0,
             ended: watch::Sender::new(None),
             multi_read: std::sync::atomic::AtomicBool::new(true),
         });
@@ -300,7 +321,7 @@ impl CacheBuilder {
 pub struct Events {
     shared: Weak<Shared>,
     replay: std::collections::VecDeque<CacheEvent>,
-    live: broadcast::Receiver<CacheEvent>,
+    live: broadcast::Receiver<Arc<CacheEvent>>,
     ended: watch::Receiver<Option<Error>>,
 }
 
@@ -331,7 +352,7 @@ impl Events {
         }
         loop {
             match self.live.try_recv() {
-                Ok(event) => return Some(event),
+                Ok(event) => return Some(Arc::unwrap_or_clone(event)),
                 Err(broadcast::error::TryRecvError::Lagged(_)) => return self.reset(),
                 Err(broadcast::error::TryRecvError::Closed) => return None,
                 Err(broadcast::error::TryRecvError::Empty) => {}
@@ -341,7 +362,7 @@ impl Events {
             }
             tokio::select! {
                 received = self.live.recv() => match received {
-                    Ok(event) => return Some(event),
+                    Ok(event) => return Some(Arc::unwrap_or_clone(event)),
                     Err(broadcast::error::RecvError::Lagged(_)) => return self.reset(),
                     Err(broadcast::error::RecvError::Closed) => return None,
                 },

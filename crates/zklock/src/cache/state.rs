@@ -62,13 +62,13 @@ impl State {
         &mut self,
         path: &str,
         read: Option<(Vec<u8>, Stat)>,
-        events: &broadcast::Sender<CacheEvent>,
+        events: &broadcast::Sender<Arc<CacheEvent>>,
     ) {
         match read {
             None => {
                 self.remove_under(path, events);
                 if let Some(old) = self.nodes.remove(path) {
-                    let _ = events.send(CacheEvent::Deleted(node(path, &old)));
+                    let _ = events.send(Arc::new(CacheEvent::Deleted(node(path, &old))));
                 }
             }
             Some((data, stat)) => match self.nodes.get_mut(path) {
@@ -80,14 +80,14 @@ impl State {
                         stat,
                     };
                     let new = node(path, held);
-                    let _ = events.send(CacheEvent::Changed { old, new });
+                    let _ = events.send(Arc::new(CacheEvent::Changed { old, new }));
                 }
                 None => {
                     let entry = Entry {
                         data: data.into(),
                         stat,
                     };
-                    let _ = events.send(CacheEvent::Created(node(path, &entry)));
+                    let _ = events.send(Arc::new(CacheEvent::Created(node(path, &entry))));
                     self.nodes.insert(path.into(), entry);
                 }
             },
@@ -95,11 +95,11 @@ impl State {
     }
 
     /// Removes every descendant of `path` held, deepest first (as ZooKeeper deletes them), each with its event.
-    pub(super) fn remove_under(&mut self, path: &str, events: &broadcast::Sender<CacheEvent>) {
+    pub(super) fn remove_under(&mut self, path: &str, events: &broadcast::Sender<Arc<CacheEvent>>) {
         let gone: Vec<Box<str>> = self.under(path).map(|(child, _)| child.into()).collect();
         for child in gone.into_iter().rev() {
             if let Some(old) = self.nodes.remove(&child) {
-                let _ = events.send(CacheEvent::Deleted(node(&child, &old)));
+                let _ = events.send(Arc::new(CacheEvent::Deleted(node(&child, &old))));
             }
         }
     }
@@ -109,7 +109,7 @@ impl State {
         &mut self,
         dir: &str,
         names: &[String],
-        events: &broadcast::Sender<CacheEvent>,
+        events: &broadcast::Sender<Arc<CacheEvent>>,
     ) {
         let listed: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
         for name in self.children(dir) {

@@ -1,9 +1,9 @@
 //! The idioms of `base/idioms.rs` as methods of the session context: every recipe holds a [`Session`], so none passes a
 //! client and a retry policy around.
 
-use zookeeper_client::{CreateMode, OneshotWatcher, Stat, WatchedEvent};
+use zookeeper_client::{self as zk, CreateMode, OneshotWatcher, Stat, WatchedEvent};
 
-use crate::base::error::{At as _, Result};
+use crate::base::error::{At as _, Error, Result};
 use crate::base::idioms::*;
 use crate::session::listener::QueueEvent;
 use crate::session::Session;
@@ -51,6 +51,88 @@ impl Session {
                 tracing::debug!(%path, %err, "removing {what} failed");
             }
         });
+    }
+
+    /// Creates `path` with `data`, `mode` (a TTL node with `ttl`) and the session's ACLs, its missing parents
+    /// persistent, retried after a connection loss:
+    /// the path made (with its sequence number for a sequential mode), or `None` when a node is there already (for a
+    /// fixed path: made by an earlier attempt whose reply was lost, or by somebody else: the caller looks). A
+    /// sequential create is sent once, not retried: after a lost reply (an error) it may have happened; protect it
+    /// by a unique prefix and look for it ([`find_prefixed`](Session::find_prefixed)) before creating again.
+    pub(crate) async fn create_at(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+        ttl: Option<std::time::Duration>,
+    ) -> Result<Option<String>> {
+        let client = self.client();
+        let options = mode.with_acls(self.acls());
+        let options = match ttl {
+            Some(ttl) => options.with_ttl(ttl),
+            None => options,
+        };
+        let sequential = matches!(
+            mode,
+            CreateMode::PersistentSequential | CreateMode::EphemeralSequential
+        );
+        loop {
+            // A sequential create is sent once: sent again after a lost reply, it would make a second node.
+            let created = match sequential {
+                true => client.create(path, data, &options).await.at("create", path),
+                false => {
+                    self.retry()
+                        .run_at("create", path, || client.create(path, data, &options))
+                        .await
+                }
+            };
+            match created {
+                Ok((_, sequence)) if sequential => return Ok(Some(format!("{path}{sequence}"))),
+                Ok(_) => return Ok(Some(path.to_owned())),
+                Err(Error::ZooKeeper {
+                    source: zk::Error::NodeExists,
+                    ..
+                }) => return Ok(None),
+                Err(Error::ZooKeeper {
+                    source: zk::Error::NoNode,
+                    ..
+                }) => self.mkdir(parent_of(path), CreateMode::Persistent).await?,
+                Err(err) => return Err(err),
+            }
+        }
+    }
+
+    /// The first child of `dir` whose name starts with `prefix`, with its stat, after a `sync` (see
+    /// [`list_synced`]): the look that finds a protected node of ours — made by a create whose reply was lost,
+    /// say — before creating another.
+    pub(crate) async fn find_prefixed(&self, dir: &str, prefix: &str) -> Result<Option<(String, Stat)>> {
+        let mut names = list_synced(self.client(), self.retry(), dir).await?;
+        names.retain(|name| name.starts_with(prefix));
+        names.sort();
+        for name in names {
+            let path = crate::base::path::child_path(dir, &name);
+            if let Some(stat) = self.exists(&path).await? {
+                return Ok(Some((path, stat)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Curator's protected create: the sequential node `<dir>/<prefix><sequence>` (`prefix` unique to its maker),
+    /// unless one of that prefix is there already ([`find_prefixed`](Session::find_prefixed): made by an earlier
+    /// attempt whose reply was lost). An attempt whose reply is lost now is an error: the caller looks again.
+    pub(crate) async fn create_protected(
+        &self,
+        dir: &str,
+        prefix: &str,
+        data: &[u8],
+        mode: CreateMode,
+    ) -> Result<()> {
+        if self.find_prefixed(dir, prefix).await?.is_none() {
+            let path = crate::base::path::child_path(dir, prefix);
+            self.create_at(&path, data, mode, None).await?;
+        }
+        Ok(())
     }
 
     /// The children of `dir`; empty if it does not exist.

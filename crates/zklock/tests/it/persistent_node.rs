@@ -98,6 +98,45 @@ on_every_server! {
     }
 }
 
+on_every_server! {
+    async fn a_protected_sequential_node_is_made_once_and_again_with_a_new_sequence_number(hosts: &str) {
+        let dir = unique_path("persistent-sequential");
+        let (proxy, owner) = proxied_client(hosts).await;
+        let other = client(hosts).await;
+        other.create(&dir, b"", &PERSISTENT).await.unwrap();
+        // The first create loses its reply, and the connection with it: found by its prefix, never made twice.
+        proxy.drop_reply_and_cut(opcode::ALL_CREATES);
+        let node = PersistentNode::start(&owner, &format!("{dir}/worker-"), NodeMode::EphemeralSequential, b"v1").unwrap();
+        assert!(node.wait_for_initial_create(EVENTUALLY).await.unwrap());
+        assert_eq!(proxy.lost_replies(), 1, "the fault was injected");
+        let first = node.actual_path().unwrap();
+        let name = first.rsplit('/').next().unwrap();
+        assert!(name.starts_with("_c_") && name.contains("-worker-"), "protected: {first}");
+        assert!(name.ends_with(|c: char| c.is_ascii_digit()), "sequential: {first}");
+        let stat = holds(&other, &first, b"v1").await;
+        assert_eq!(stat.ephemeral_owner, owner.session_id().0);
+        assert_eq!(children(&other, &dir).await.len(), 1, "one node");
+        node.set_data(b"v2").await.unwrap();
+        holds(&other, &first, b"v2").await;
+        // Deleted by somebody else: made again, a new sequence number, the latest data.
+        other.delete(&first, None).await.unwrap();
+        let again = eventually("the node again", async {
+            loop {
+                match node.actual_path() {
+                    Some(path) if path != first => return path,
+                    _ => tokio::task::yield_now().await,
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        holds(&other, &again, b"v2").await;
+        assert_eq!(children(&other, &dir).await.len(), 1, "one node");
+        node.close().await.unwrap();
+        assert!(children(&other, &dir).await.is_empty(), "close deletes it");
+    }
+}
+
 /// `NodeMode::PersistentWithTtl` on the embedded server with TTL nodes: made as a TTL node (ZooKeeper shows its
 /// owner as 0), deleted by the server's reaper once its TTL has passed with no change and no child, made again — a
 /// new node (a later czxid) — and deleted by `close`.

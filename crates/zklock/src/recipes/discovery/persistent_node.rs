@@ -10,28 +10,14 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use tokio::sync::{watch, Notify};
-use zookeeper_client::{self as zk, CreateMode};
+use zookeeper_client::{self as zk, Stat};
 
 use crate::base::error::{At as _, Error, Result};
+use crate::base::idioms::{parent_of, IfExists as _};
 use crate::base::retry::broke_connection;
 use crate::cache::{Cache, CachedNode, Events};
+use crate::recipes::discovery::node_mode::NodeMode;
 use crate::session::Session;
-
-/// What kind of node a [`PersistentNode`] keeps.
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NodeMode {
-    /// An ephemeral node: it goes with the ZooKeeper session that made it, and is made again on the next one. A
-    /// node at the path that another session owns is waited for: it is not ours to take over.
-    Ephemeral,
-    /// A persistent node: made again whenever it is deleted; `close` deletes it.
-    Persistent,
-    /// A persistent node with a time to live (Curator's `PERSISTENT_WITH_TTL`): the server deletes it once it has
-    /// had no child and no change for that long, and it is made again. Needs a server with TTL nodes (ZooKeeper
-    /// 3.5.3+ started with `zookeeper.extendedTypesEnabled=true`; `zklock serve --extended-types`): elsewhere the
-    /// create is refused (`Unimplemented`) and the node is never made.
-    PersistentWithTtl(Duration),
-}
 
 /// A node kept in existence with our data (Curator's `PersistentNode`), from [`PersistentNode::start`] until
 /// [`close`](PersistentNode::close).
@@ -68,10 +54,12 @@ struct Shared {
     session: Session,
     path: String,
     mode: NodeMode,
+    /// A sequential node's protected name without its sequence number: `_c_<uuid>-<name>`.
+    prefix: String,
     /// The data the node should hold.
     data: StdMutex<Arc<[u8]>>,
-    /// Our node as last seen (its stat's czxid), `None` while there is none of ours.
-    ours: watch::Sender<Option<i64>>,
+    /// The path of our node as last seen, `None` while there is none of ours.
+    ours: watch::Sender<Option<String>>,
     /// `set_data` asks the task to look again.
     changed: Notify,
 }
@@ -97,8 +85,14 @@ impl PersistentNode {
             });
         }
         let session = session.into();
-        let cache = Cache::node(&session, &path)?.start();
+        let (parent, name) = (parent_of(&path), path.rsplit('/').next().unwrap_or_default());
+        let unique = crate::base::names::unique_prefix(&uuid::Uuid::new_v4());
+        let cache = match mode.is_sequential() {
+            true => Cache::children(&session, parent)?.start(),
+            false => Cache::node(&session, &path)?.start(),
+        };
         let shared = Arc::new(Shared {
+            prefix: format!("{unique}{name}"),
             session,
             path,
             mode,
@@ -110,9 +104,15 @@ impl PersistentNode {
         Ok(PersistentNode { shared, task })
     }
 
-    /// The node's path.
+    /// The node's path, as given.
     pub fn path(&self) -> &str {
         &self.shared.path
+    }
+
+    /// The path of our node, as last seen: the given path, or, for a sequential mode, the name with its protection
+    /// and sequence number; `None` while there is none of ours.
+    pub fn actual_path(&self) -> Option<String> {
+        self.shared.ours.borrow().clone()
     }
 
     /// Whether our node exists, as last seen.
@@ -135,20 +135,15 @@ impl PersistentNode {
     /// next create either way.
     pub async fn set_data(&self, data: &[u8]) -> Result<()> {
         *self.shared.data.lock().unwrap_or_else(|e| e.into_inner()) = data.into();
-        if self.exists() {
-            let (client, path) = (self.shared.session.client(), &self.shared.path);
-            let written = self
-                .shared
-                .session
+        if let Some(path) = self.actual_path() {
+            let (session, path) = (&self.shared.session, path.as_str());
+            let written = session
                 .retry()
-                .run_at("setData", path, || client.set_data(path, data, None));
-            match written.await {
+                .run_at("setData", path, || session.client().set_data(path, data, None));
+            match written.await.if_exists() {
                 // Written: the cache's event of it brings the task's next look, which finds our data there.
-                Ok(_) => return Ok(()),
-                Err(Error::ZooKeeper {
-                    source: zk::Error::NoNode,
-                    ..
-                }) => {} // gone: made again with it
+                Ok(Some(_)) => return Ok(()),
+                Ok(None) => {} // gone: made again with it
                 Err(err) => {
                     self.shared.changed.notify_one();
                     return Err(err);
@@ -166,22 +161,35 @@ impl PersistentNode {
     /// What ZooKeeper answers to the delete.
     pub async fn close(self) -> Result<()> {
         self.task.abort();
-        let (session, path) = (&self.shared.session, &self.shared.path);
-        let Some(stat) = session.exists(path).await? else {
-            return Ok(());
+        let (session, shared) = (&self.shared.session, &self.shared);
+        let dir = parent_of(&shared.path);
+        let found = match shared.mode.is_sequential() {
+            // Ours by its unique prefix, also one whose create the task made just now.
+            true => session.find_prefixed(dir, &shared.prefix).await?,
+            false => session
+                .exists(&shared.path)
+                .await?
+                .map(|stat| (shared.path.clone(), stat)),
         };
-        if self.shared.mode == NodeMode::Ephemeral && stat.ephemeral_owner != session.client().session_id().0
-        {
-            return Ok(());
+        let theirs =
+            |stat: &Stat| shared.is_ephemeral() && stat.ephemeral_owner != session.client().session_id().0;
+        match found {
+            // Persistent nodes are deleted whatever their version; an ephemeral one of ours has no other writer.
+            Some((path, stat)) if !theirs(&stat) => session.delete_if_exists(&path, None).await,
+            _ => Ok(()),
         }
-        // Persistent nodes are deleted whatever their version; an ephemeral one of ours has no other writer.
-        session.delete_if_exists(path, None).await
     }
 }
 
 impl Drop for PersistentNode {
     fn drop(&mut self) {
         self.task.abort();
+    }
+}
+
+impl Shared {
+    fn is_ephemeral(&self) -> bool {
+        self.mode == NodeMode::Ephemeral || self.mode == NodeMode::EphemeralSequential
     }
 }
 
@@ -192,7 +200,10 @@ async fn keep(shared: Arc<Shared>, cache: Cache) {
         return;
     }
     loop {
-        let held = cache.get(&shared.path);
+        let held = match shared.mode.is_sequential() {
+            true => cache.child_with_prefix(parent_of(&shared.path), &shared.prefix),
+            false => cache.get(&shared.path),
+        };
         if let Err(err) = look(&shared, held).await {
             tracing::debug!(path = %shared.path, %err, "keeping the node: will look again after the next change");
             if err.is_terminal() && !shared.session.is_reconnecting() {
@@ -219,19 +230,18 @@ async fn keep(shared: Arc<Shared>, cache: Cache) {
 async fn look(shared: &Shared, held: Option<CachedNode>) -> Result<()> {
     let data = Arc::clone(&shared.data.lock().unwrap_or_else(|e| e.into_inner()));
     let session = shared.session.pinned_usable().await?;
-    let mine = |node: &CachedNode| {
-        shared.mode != NodeMode::Ephemeral || node.stat.ephemeral_owner == session.client().session_id().0
-    };
+    let ours = session.client().session_id().0;
     match held {
-        Some(node) if mine(&node) => {
-            shared.ours.send_replace(Some(node.stat.czxid));
+        // Another session's node at our path: not ours to take; it is made ours once it goes.
+        Some(node) if shared.is_ephemeral() && node.stat.ephemeral_owner != ours => {
+            shared.ours.send_replace(None);
+            Ok(())
+        }
+        Some(node) => {
+            shared.ours.send_replace(Some(node.path.clone()));
             if *node.data != *data {
-                let path = &shared.path;
-                match session
-                    .client()
-                    .set_data(path, &data, Some(node.stat.version))
-                    .await
-                {
+                let (path, version) = (&node.path, Some(node.stat.version));
+                match session.client().set_data(path, &data, version).await {
                     // Written since the cache read it (by `set_data`, say): its event brings the next look.
                     Err(zk::Error::BadVersion | zk::Error::NoNode) => {}
                     written => drop(written.at("setData", path)?),
@@ -239,49 +249,21 @@ async fn look(shared: &Shared, held: Option<CachedNode>) -> Result<()> {
             }
             Ok(())
         }
-        Some(_) => {
-            shared.ours.send_replace(None);
-            Ok(())
-        }
         None => {
             shared.ours.send_replace(None);
-            let options = match shared.mode {
-                NodeMode::Ephemeral => CreateMode::Ephemeral.with_acls(session.acls()),
-                NodeMode::Persistent => CreateMode::Persistent.with_acls(session.acls()),
-                NodeMode::PersistentWithTtl(ttl) => {
-                    CreateMode::Persistent.with_acls(session.acls()).with_ttl(ttl)
+            let (mode, ttl) = shared.mode.create_mode();
+            match shared.mode.is_sequential() {
+                // Protected: one of ours the cache has not shown yet (made by a create whose reply was lost) is
+                // found by its prefix first, never made twice.
+                true => {
+                    session
+                        .create_protected(parent_of(&shared.path), &shared.prefix, &data, mode)
+                        .await
                 }
-            };
-            create(&session, &shared.path, &data, &options).await
-        }
-    }
-}
-
-/// Creates the node `path` with `data` (its missing parents persistent). A node there already — ours after a lost
-/// reply, or made meanwhile — is fine: the cache's event says what is there. Every attempt is the same create of
-/// one fixed path, so a lost reply never makes two.
-async fn create(session: &Session, path: &str, data: &[u8], options: &zk::CreateOptions<'_>) -> Result<()> {
-    let client = session.client();
-    loop {
-        let created = session
-            .retry()
-            .run_at("create", path, || client.create(path, data, options))
-            .await;
-        match created {
-            Ok(_)
-            | Err(Error::ZooKeeper {
-                source: zk::Error::NodeExists,
-                ..
-            }) => return Ok(()),
-            Err(Error::ZooKeeper {
-                source: zk::Error::NoNode,
-                ..
-            }) => {
-                session
-                    .mkdir(crate::base::idioms::parent_of(path), CreateMode::Persistent)
-                    .await?
+                // One fixed path: a node there already (ours after a lost reply, or somebody's) is for the cache's
+                // event to say.
+                false => session.create_at(&shared.path, &data, mode, ttl).await.map(drop),
             }
-            Err(err) => return Err(err),
         }
     }
 }

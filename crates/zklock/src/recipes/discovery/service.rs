@@ -14,7 +14,8 @@ use serde::{Deserialize, Serialize};
 use crate::base::error::{Error, Result};
 use crate::base::path::child_path;
 use crate::cache::Cache;
-use crate::recipes::discovery::persistent_node::{NodeMode, PersistentNode};
+use crate::recipes::discovery::node_mode::NodeMode;
+use crate::recipes::discovery::persistent_node::PersistentNode;
 use crate::session::Session;
 
 /// One instance of a service, as `curator-x-discovery` stores it (its `ServiceInstance`, the field names and types
