@@ -66,6 +66,7 @@ async fn elect_with(
             args.describe.no_describe,
         ));
     let result = lead(args, &election, interrupts).await;
+    crate::notify::stopping(&format!("leaving the election of {}", args.path));
     // `client` is closed by `supervise::with_session`; a later ZooKeeper session is closed here, once every other
     // handle of it (the session's, the election's) is gone.
     drop(election);
@@ -78,7 +79,13 @@ async fn elect_with(
 async fn lead(args: &ElectArgs, election: &LeaderElection, interrupts: &mut Interrupts) -> exit::Result {
     let what = format!("leadership of {}", args.path);
     loop {
+        crate::notify::ready(&format!("campaigning for {}", args.path));
         let leadership = campaign(args, election, interrupts).await?;
+        crate::notify::status(&format!(
+            "leading {} (fencing token {}): running the command",
+            args.path,
+            leadership.fencing_token()
+        ));
         // The connection of this term's ZooKeeper session (the reconnecting session may make a new one).
         let connection = Connection::follow(election.session().client(), &args.connect.hosts);
         let held = supervise::hold(

@@ -10,6 +10,7 @@ mod elect;
 mod exit;
 mod lines;
 mod manual;
+mod notify;
 mod outage;
 mod reap;
 mod redact;

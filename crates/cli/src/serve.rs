@@ -104,12 +104,14 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
         None => None,
     };
     announce(&server, plain, metrics);
+    crate::notify::ready(&format!("serving on {}", server.local_addr()));
     tokio::select! {
         _ = interrupt.recv() => {}
         _ = term.recv() => {}
         _ = hangup.recv() => {}
         failure = server.log_failure() => {
             // Connections are closed and new sessions refused already; stop the rest and say why.
+            crate::notify::stopping("stopped serving: the transaction log cannot be written");
             if let Err(e) = server.shutdown().await {
                 tracing::debug!(error = %e, "shutdown after the log failure");
             }
@@ -118,6 +120,7 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
         }
     }
     tracing::info!("shutting down");
+    crate::notify::stopping("shutting down");
     server
         .shutdown()
         .await

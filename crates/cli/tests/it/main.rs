@@ -17,6 +17,7 @@ mod kerberos;
 mod logs;
 mod manual;
 mod metrics;
+mod notify;
 mod operations_doc;
 mod paper_cuts;
 mod parity;
