@@ -19,9 +19,11 @@
 //! with `_total` after it, as Prometheus names counters: `zk_packets_received_total`), with the same value and
 //! unit (latencies in milliseconds, uptime in milliseconds, sizes in bytes), so a figure can be checked against
 //! `echo mntr | nc host port` (`mntr` must be in `4lw.commands.whitelist`). The two text keys become labels of
-//! `zk_info`. `zk_pending_output_bytes` and `zk_slow_connections_closed` are ours. Left out: the file
-//! descriptor counts, which `mntr` reports as 0 (the server does not read them), and fsync times, which the
-//! storage does not record.
+//! `zk_info`. `zk_pending_output_bytes` and `zk_slow_connections_closed` are ours. The file descriptor counts are the
+//! process's (`/proc/self/fd`, and the soft `RLIMIT_NOFILE` from `/proc/self/limits`), as ZooKeeper's are its JVM's.
+//! The log's fsyncs, which ZooKeeper's Prometheus provider exports as the summary `fsynctime` (milliseconds):
+//! `fsynctime_count` and `fsynctime_sum` here (no quantiles), with `zk_max_fsync_time` (ours) and `mntr`'s
+//! `zk_fsync_threshold_exceed_count` (fsyncs over a second).
 
 use std::convert::Infallible;
 use std::fmt::Write as _;
@@ -84,6 +86,28 @@ pub struct Figures {
     /// `zk_slow_connections_closed` (ours): connections closed since start because their client did not read its
     /// notifications (`maxClientPendingNotificationBytes`).
     pub slow_connections_closed: u64,
+    /// `zk_open_file_descriptor_count` and `zk_max_file_descriptor_count`: the process's open descriptors and its
+    /// limit (0 where `/proc` cannot tell).
+    pub file_descriptors: (u64, u64),
+    /// The log's fsyncs since start (all zero without a data directory's log, or with `forceSync=no`).
+    pub fsync: zklock_storage::FsyncFigures,
+}
+
+/// The process's open file descriptors and its soft limit, from `/proc` (0 for what it cannot tell).
+fn file_descriptors() -> (u64, u64) {
+    let open = std::fs::read_dir("/proc/self/fd").map_or(0, |dir| dir.count() as u64);
+    let limit = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|limits| {
+            let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+            line["Max open files".len()..]
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0);
+    (open, limit)
 }
 
 /// `zk_znode_count` (and `srvr`'s node count): ZooKeeper's node map holds the root twice ("" and "/"), so its
@@ -124,12 +148,14 @@ impl Figures {
                 .map(|c| c.outbox.pending_bytes.load(Ordering::Relaxed))
                 .sum(),
             slow_connections_closed: shared.notification_limit.closed.load(Ordering::Relaxed),
+            file_descriptors: file_descriptors(),
+            fsync: st.storage().map(|s| s.fsync_figures()).unwrap_or_default(),
         }
     }
 
     /// `mntr`'s answer: ZooKeeper's tab-separated key/value lines, in its order.
     pub fn mntr(&self) -> String {
-        let pairs: [(&str, String); 20] = [
+        let pairs: [(&str, String); 21] = [
             ("zk_version", self.version.to_owned()),
             ("zk_server_state", self.server_state.to_owned()),
             ("zk_avg_latency", self.latency.avg_text()),
@@ -143,9 +169,15 @@ impl Figures {
             ("zk_watch_count", self.watch_count.to_string()),
             ("zk_ephemerals_count", self.ephemerals_count.to_string()),
             ("zk_approximate_data_size", self.approximate_data_size.to_string()),
-            // Not read by this server; kept for parsers that expect the keys.
-            ("zk_open_file_descriptor_count", "0".into()),
-            ("zk_max_file_descriptor_count", "0".into()),
+            (
+                "zk_open_file_descriptor_count",
+                self.file_descriptors.0.to_string(),
+            ),
+            (
+                "zk_max_file_descriptor_count",
+                self.file_descriptors.1.to_string(),
+            ),
+            ("zk_fsync_threshold_exceed_count", self.fsync.slow.to_string()),
             ("zk_uptime", self.uptime_ms.to_string()),
             ("zk_global_sessions", self.global_sessions.to_string()),
             ("zk_last_zxid", format!("0x{:x}", self.last_zxid)),
@@ -175,7 +207,9 @@ impl Figures {
             label_value(self.server_state)
         );
         let l = &self.latency;
-        let rows: [(&str, &str, &str, String); 16] = [
+        let f = &self.fsync;
+        let ms = |us: u64| format!("{:.3}", us as f64 / 1000.0);
+        let rows: [(&str, &str, &str, String); 20] = [
             ("zk_avg_latency", "gauge", "Average reply latency since start, in milliseconds (from the reply being queued to its being written, fsync included).", l.avg_ms.to_string()),
             ("zk_max_latency", "gauge", "Longest reply latency since start, in whole milliseconds.", l.max_ms.to_string()),
             ("zk_min_latency", "gauge", "Shortest reply latency since start, in whole milliseconds.", l.min_ms.to_string()),
@@ -192,10 +226,22 @@ impl Figures {
             ("zk_last_zxid", "gauge", "The last zxid applied.", self.last_zxid.to_string()),
             ("zk_pending_output_bytes", "gauge", "Bytes of replies and notifications queued on every connection, not yet written.", self.pending_output_bytes.to_string()),
             ("zk_slow_connections_closed_total", "counter", "Connections closed because their client did not read its notifications.", self.slow_connections_closed.to_string()),
+            ("zk_open_file_descriptor_count", "gauge", "File descriptors the server process has open.", self.file_descriptors.0.to_string()),
+            ("zk_max_file_descriptor_count", "gauge", "The server process's limit of open file descriptors (soft RLIMIT_NOFILE).", self.file_descriptors.1.to_string()),
+            ("zk_max_fsync_time", "gauge", "Longest fsync of the transaction log since start, in milliseconds.", ms(f.max_us)),
+            ("zk_fsync_threshold_exceed_count_total", "counter", "Fsyncs of the transaction log that took longer than a second.", f.slow.to_string()),
         ];
         for (name, kind, help, value) in rows {
             let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
         }
+        // ZooKeeper's summary, without its quantiles: one fsync per batch of writes made durable.
+        let _ = writeln!(
+            s,
+            "# HELP fsynctime The transaction log's fsyncs, in milliseconds.\n# TYPE fsynctime summary\n\
+             fsynctime_sum {}\nfsynctime_count {}",
+            ms(f.total_us),
+            f.count
+        );
         s
     }
 }

@@ -71,7 +71,9 @@ impl ActiveLog {
         // One positioned write (pwrite) instead of seek + write: one syscall less per group commit.
         self.file.write_at(bytes, self.pos).map_err(io)?;
         if disk.syncs(SyncPoint::LogData) {
+            let started = std::time::Instant::now();
             self.file.sync_data().map_err(io)?;
+            disk.record_fsync(started.elapsed());
         }
         self.pos = end;
         Ok(())

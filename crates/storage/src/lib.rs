@@ -180,4 +180,5 @@ pub use options::StorageOptions;
 pub use record::MAX_PAYLOAD_LEN;
 pub use recovery::Recovered;
 pub use storage::Storage;
+pub use vfs::FsyncFigures;
 pub use writer::Completion;

@@ -90,6 +90,11 @@ impl Storage {
         Ok((storage, outcome.recovered))
     }
 
+    /// The log's fsyncs since open: how many, how long in total and at most, how many were slow.
+    pub fn fsync_figures(&self) -> crate::FsyncFigures {
+        self.inner.disk.fsync_figures()
+    }
+
     /// Queues a record. `done` runs on the writer thread once the record is durable (after
     /// the batch's fdatasync), or with the error. Records queued while a write/sync is in
     /// flight are written and synced together (group commit). Callbacks run in append order.

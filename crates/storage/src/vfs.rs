@@ -155,11 +155,38 @@ pub(crate) enum SyncPoint {
     Other,
 }
 
+/// A log fsync that takes longer than this is counted as slow (ZooKeeper's `fsync.warningthresholdms` default).
+const SLOW_FSYNC: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The log's fsyncs so far ([`crate::Storage::fsync_figures`]): the fdatasync of each batch of records, the
+/// one ZooKeeper times too (its `fsynctime`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FsyncFigures {
+    /// Fsyncs of the log since open.
+    pub count: u64,
+    /// Their total time, in microseconds.
+    pub total_us: u64,
+    /// The longest, in microseconds.
+    pub max_us: u64,
+    /// How many took longer than a second (ZooKeeper's `zk_fsync_threshold_exceed_count`).
+    pub slow: u64,
+}
+
+/// Where [`FsyncFigures`] are counted, shared by every clone of a [`Disk`].
+#[derive(Default)]
+struct FsyncStats {
+    count: std::sync::atomic::AtomicU64,
+    total_us: std::sync::atomic::AtomicU64,
+    max_us: std::sync::atomic::AtomicU64,
+    slow: std::sync::atomic::AtomicU64,
+}
+
 /// The file system the storage runs on and whether it syncs: chosen once at open, cloned into the writer.
 #[derive(Clone)]
 pub(crate) struct Disk {
     vfs: Arc<dyn Vfs>,
     fsync: bool,
+    fsyncs: Arc<FsyncStats>,
     /// Test builds only: a sync point that is skipped (the negative controls of the crash tests).
     #[cfg(test)]
     pub(crate) skip: Option<SyncPoint>,
@@ -171,6 +198,7 @@ impl Disk {
         Disk {
             vfs,
             fsync,
+            fsyncs: Arc::default(),
             #[cfg(test)]
             skip: None,
         }
@@ -179,6 +207,29 @@ impl Disk {
     /// The file system.
     pub(crate) fn fs(&self) -> &dyn Vfs {
         &*self.vfs
+    }
+
+    /// Counts one fsync of the log that took `took`.
+    pub(crate) fn record_fsync(&self, took: std::time::Duration) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        self.fsyncs.count.fetch_add(1, Relaxed);
+        self.fsyncs.total_us.fetch_add(us, Relaxed);
+        self.fsyncs.max_us.fetch_max(us, Relaxed);
+        if took > SLOW_FSYNC {
+            self.fsyncs.slow.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// The log's fsyncs so far.
+    pub(crate) fn fsync_figures(&self) -> FsyncFigures {
+        use std::sync::atomic::Ordering::Relaxed;
+        FsyncFigures {
+            count: self.fsyncs.count.load(Relaxed),
+            total_us: self.fsyncs.total_us.load(Relaxed),
+            max_us: self.fsyncs.max_us.load(Relaxed),
+            slow: self.fsyncs.slow.load(Relaxed),
+        }
     }
 
     /// Whether to sync at `point`.

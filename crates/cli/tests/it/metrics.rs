@@ -78,7 +78,7 @@ fn samples(exposition: &str) -> HashMap<String, f64> {
     for line in exposition.lines() {
         if let Some(rest) = line.strip_prefix("# TYPE ") {
             let (name, kind) = rest.split_once(' ').expect("# TYPE name kind");
-            assert!(["gauge", "counter"].contains(&kind), "{line}");
+            assert!(["gauge", "counter", "summary"].contains(&kind), "{line}");
             // Prometheus's naming rule for counters.
             assert!(
                 kind != "counter" || name.ends_with("_total"),
@@ -95,6 +95,13 @@ fn samples(exposition: &str) -> HashMap<String, f64> {
             .unwrap_or_else(|| panic!("a sample: {line:?}"));
         let value: f64 = value.parse().unwrap_or_else(|_| panic!("a number: {line:?}"));
         let family = name.split('{').next().unwrap();
+        // A summary's samples are its name with `_sum` and `_count` after it.
+        let summary = |suffix| {
+            family
+                .strip_suffix(suffix)
+                .filter(|f| typed.iter().any(|t| t == f))
+        };
+        let family = summary("_sum").or(summary("_count")).unwrap_or(family);
         assert!(
             typed.iter().any(|t| t == family),
             "{family} has a # TYPE line before it"
@@ -214,6 +221,25 @@ async fn metrics_are_the_figures_of_mntr_and_follow_the_tree() {
     assert!(after["zk_packets_received_total"] >= before["zk_packets_received_total"] + 5.0);
 
     assert!(after["zk_avg_latency"] > 0.0, "replies are timed: {after:?}");
+    // The log's fsyncs: five writes made durable, each batch with one fsync, timed; none slow on this disk.
+    assert!(
+        after["fsynctime_count"] >= before["fsynctime_count"] + 1.0,
+        "{after:?}"
+    );
+    assert!(after["fsynctime_sum"] > before["fsynctime_sum"], "{after:?}");
+    assert!(after["zk_max_fsync_time"] > 0.0 && after["zk_max_fsync_time"] <= after["fsynctime_sum"]);
+    // The process's descriptors: the client's connection among them, under the limit.
+    let (open, max) = (
+        after["zk_open_file_descriptor_count"],
+        after["zk_max_file_descriptor_count"],
+    );
+    assert!(
+        open > before["zk_open_file_descriptor_count"] - 1.0 && open > 3.0 && max >= open,
+        "{open} of {max}"
+    );
+    let words = mntr(addr).await;
+    assert_eq!(words["zk_fsync_threshold_exceed_count"], "0");
+    assert_ne!(words["zk_max_file_descriptor_count"], "0");
     assert!(after["zk_max_latency"] >= after["zk_min_latency"]);
     assert!(after["zk_uptime"] >= before["zk_uptime"]);
 
