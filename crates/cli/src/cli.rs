@@ -731,6 +731,10 @@ pub struct ServeArgs {
     /// collectors).
     #[arg(long, value_enum, default_value_t = LogFormat::Text, value_name = "FORMAT")]
     pub log_format: LogFormat,
+    /// Where SIGUSR1 writes a backup while serving: a new data directory DIR/backup-<UTC time> holding the state of
+    /// that moment (every acknowledged write), which `zklock serve --data-dir DIR/backup-…` restores.
+    #[arg(long, value_name = "DIR")]
+    pub backup_dir: Option<PathBuf>,
 }
 
 /// `zklock serve --log-format`.

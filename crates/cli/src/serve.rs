@@ -82,6 +82,8 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
     // SIGHUP (the terminal went away, or `systemctl kill -s HUP`) is a clean shutdown too, not a kill: there is no
     // configuration reload (a changed zoo.cfg takes a restart).
     let mut hangup = signal(SignalKind::hangup()).map_err(handler)?;
+    // SIGUSR1 writes a backup (--backup-dir); handled always, so that a stray one never ends the server.
+    let mut usr1 = signal(SignalKind::user_defined1()).map_err(handler)?;
     let plain = config.plain_client_port;
     let mut server = start(config).await?;
     if let Some(dir) = server.temporary_data_dir() {
@@ -105,18 +107,23 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
     };
     announce(&server, plain, metrics);
     crate::notify::ready(&format!("serving on {}", server.local_addr()));
-    tokio::select! {
-        _ = interrupt.recv() => {}
-        _ = term.recv() => {}
-        _ = hangup.recv() => {}
-        failure = server.log_failure() => {
-            // Connections are closed and new sessions refused already; stop the rest and say why.
-            crate::notify::stopping("stopped serving: the transaction log cannot be written");
-            if let Err(e) = server.shutdown().await {
-                tracing::debug!(error = %e, "shutdown after the log failure");
+    loop {
+        tokio::select! {
+            // A backup asked for before a stop is written first.
+            biased;
+            _ = usr1.recv() => backup(&server, args.backup_dir.as_deref()).await,
+            _ = interrupt.recv() => break,
+            _ = term.recv() => break,
+            _ = hangup.recv() => break,
+            failure = server.log_failure() => {
+                // Connections are closed and new sessions refused already; stop the rest and say why.
+                crate::notify::stopping("stopped serving: the transaction log cannot be written");
+                if let Err(e) = server.shutdown().await {
+                    tracing::debug!(error = %e, "shutdown after the log failure");
+                }
+                let message = format!("{failure}; {}", hint(&failure));
+                return Err(Failure::new(exit::LOG_UNWRITABLE, message));
             }
-            let message = format!("{failure}; {}", hint(&failure));
-            return Err(Failure::new(exit::LOG_UNWRITABLE, message));
         }
     }
     tracing::info!("shutting down");
@@ -295,6 +302,30 @@ fn metrics_failure(addr: SocketAddr, err: &Error) -> Failure {
     match err {
         Error::MetricsBind(err) => cannot_bind(&doing, err, "choose another with --metrics"),
         other => Failure::new(exit::OS_ERROR, format!("cannot {doing}: {other}")),
+    }
+}
+
+/// SIGUSR1: a backup of the state now into a new directory `backup-<UTC time>` of `--backup-dir` (said on stdout,
+/// for scripts, and in the log); without `--backup-dir`, a warning. A failed backup is logged; the server serves on.
+async fn backup(server: &Server, dir: Option<&std::path::Path>) {
+    let Some(dir) = dir else {
+        tracing::warn!("SIGUSR1 asks for a backup, but no --backup-dir says where: nothing written");
+        return;
+    };
+    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let target = dir.join(format!("backup-{now}"));
+    match server.backup(&target).await {
+        Ok(zxid) => {
+            tracing::info!(dir = %target.display(), zxid = format!("0x{zxid:x}"), "backup written");
+            // Not println!: a closed stdout must not end a server.
+            use std::io::Write as _;
+            let line = format!(
+                "zklock server backup written to {} (zxid 0x{zxid:x})",
+                target.display()
+            );
+            let _ = writeln!(std::io::stdout(), "{line}").and_then(|()| std::io::stdout().flush());
+        }
+        Err(err) => tracing::error!(dir = %target.display(), %err, "backup failed"),
     }
 }
 

@@ -322,6 +322,33 @@ impl Server {
         Some(metrics::Figures::read(&self.shared, &st))
     }
 
+    /// Writes a backup while serving: a new data directory `dir` (it must not exist, or be empty) with one snapshot
+    /// of the whole state as it is now, at the last zxid applied, taken under the state lock like every snapshot —
+    /// so it holds every write acknowledged before the call (and may hold writes whose fsync was in flight, whose
+    /// clients were not told yet). A server started on `dir` restores that state: its tree and its sessions (which
+    /// then expire unless their clients come back). Returns the backup's zxid.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when `dir` is not empty or cannot be written; [`Error::DataDir`] when the server stopped
+    /// serving (its state may hold writes that never became durable).
+    pub async fn backup(&self, dir: &std::path::Path) -> Result<i64, Error> {
+        if self.shared.durable.failed() {
+            return Err(Error::DataDir(std::io::Error::other(
+                "the server stopped serving (its log cannot be written): no backup of a state that may not be durable",
+            )));
+        }
+        let (zxid, blob) = {
+            let st = self.shared.lock();
+            (st.last_zxid, crate::persist::snapshot_blob(&st))
+        };
+        let dir = dir.to_owned();
+        tokio::task::spawn_blocking(move || zklock_storage::Storage::write_backup(&dir, zxid, &blob))
+            .await
+            .map_err(|e| Error::DataDir(std::io::Error::other(e)))??;
+        tracing::info!(zxid = format!("0x{zxid:x}"), "backup written");
+        Ok(zxid)
+    }
+
     /// The temporary data directory the server made because its configuration named none (removed when the
     /// server goes); `None` when it keeps its data where it was told.
     pub fn temporary_data_dir(&self) -> Option<&std::path::Path> {

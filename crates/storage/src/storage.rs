@@ -90,6 +90,30 @@ impl Storage {
         Ok((storage, outcome.recovered))
     }
 
+    /// Writes a backup: a new data directory `dir` (made with its parents; it must not exist, or be empty) holding
+    /// one snapshot of `blob` at `zxid`, synced, which [`Storage::open`] recovers as it recovers any data directory
+    /// — so starting a server on `dir` restores the state `blob` is. The running storage is not touched.
+    pub fn write_backup(dir: &std::path::Path, zxid: i64, blob: &[u8]) -> Result<std::path::PathBuf> {
+        let disk = Disk::new(Arc::new(RealFs), true);
+        for created in disk.fs().ensure_dir(dir)? {
+            files::sync_dir(&disk, files::parent_of(&created), SyncPoint::NewDirParent)?;
+        }
+        let busy = std::fs::read_dir(dir)
+            .map_err(|e| StorageError::io(dir, e))?
+            .next()
+            .is_some();
+        if busy {
+            return Err(StorageError::io(
+                dir,
+                std::io::Error::new(
+                    std::io::ErrorKind::AlreadyExists,
+                    "a backup goes to a new, empty directory",
+                ),
+            ));
+        }
+        crate::snapshot::write(&disk, dir, zxid, blob)
+    }
+
     /// The log's fsyncs since open: how many, how long in total and at most, how many were slow.
     pub fn fsync_figures(&self) -> crate::FsyncFigures {
         self.inner.disk.fsync_figures()

@@ -230,3 +230,74 @@ async fn serve_without_a_data_dir_warns_and_keeps_its_temporary_directory_privat
     assert_eq!(code, Some(0), "{stderr}");
     assert!(!stderr.contains("nothing survives a restart"), "{stderr}");
 }
+
+/// `--backup-dir DIR`: SIGUSR1 writes a backup while serving (said on stdout with its directory), and
+/// `zklock serve --data-dir` on that directory restores the state: the nodes written before it, not the ones after.
+/// Without `--backup-dir`, SIGUSR1 is a warning, not the end of the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigusr1_writes_a_backup_that_a_server_restores() {
+    use tokio::io::{AsyncBufReadExt as _, BufReader};
+    let (data, backups) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (data_arg, backups_arg) = (data.path().to_str().unwrap(), backups.path().to_str().unwrap());
+    let mut serve = zklock(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        data_arg,
+        "--backup-dir",
+        backups_arg,
+    ])
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let mut lines = BufReader::new(serve.stdout.take().unwrap()).lines();
+    let mut line = async || {
+        eventually("a line of serve", lines.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+    };
+    let addr = line()
+        .await
+        .strip_prefix("zklock server listening on ")
+        .unwrap()
+        .to_owned();
+    let zk = client(&addr).await;
+    zk.create("/kept", b"before", &persistent()).await.unwrap();
+    let pid = nix::unistd::Pid::from_raw(serve.id().unwrap() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGUSR1).unwrap();
+    let said = line().await;
+    let backup = said
+        .strip_prefix("zklock server backup written to ")
+        .and_then(|rest| rest.split(" (zxid ").next())
+        .unwrap_or_else(|| panic!("{said:?}"))
+        .to_owned();
+    assert!(backup.starts_with(&format!("{backups_arg}/backup-")), "{backup}");
+    zk.create("/later", b"after", &persistent()).await.unwrap();
+    drop(zk);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    assert_eq!(
+        eventually("serve to stop", serve.wait()).await.unwrap().code(),
+        Some(0)
+    );
+
+    let restored = crate::logs::Serve::on_data_dir(std::path::Path::new(&backup)).await;
+    let zk = client(&restored.addr.to_string()).await;
+    assert_eq!(zk.get_data("/kept").await.unwrap().0, b"before");
+    assert!(
+        zk.check_stat("/later").await.unwrap().is_none(),
+        "written after the backup"
+    );
+    drop(zk);
+    // SIGUSR1 without --backup-dir: a warning; the server serves on, and stops cleanly.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(restored.pid()),
+        nix::sys::signal::Signal::SIGUSR1,
+    )
+    .unwrap();
+    let (code, stderr) = restored.stop().await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("no --backup-dir says where"), "{stderr}");
+}

@@ -2,6 +2,7 @@
 //! behaviour (over TLS too: `tls/`), and a raw jute socket (our codec) for wire details a client library hides
 //! (`raw/`).
 
+mod backup;
 mod client;
 mod common;
 mod containers;
