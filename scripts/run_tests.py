@@ -12,7 +12,7 @@ two cores:
   faults), several at a time;
 * the library's and the embedded server's tests;
 * the command line's tests and everything else;
-* the documentation (below) and the scale smoke test.
+* the documentation (below), the scale smoke test and then the cache campaigns.
 
 Each executable runs in its package's directory, as `cargo test` runs it, with its output kept in a log that is
 printed whole when it ends (lanes never interleave lines). A lane goes on after a failure, so one run shows every
@@ -30,7 +30,7 @@ import threading
 import time
 
 # Campaigns at a time: each is a server and a few contender processes, mostly asleep between faults.
-CAMPAIGN_THREADS = "4"
+CAMPAIGN_THREADS = "3"
 
 
 def executables(path):
@@ -123,6 +123,16 @@ def main():
     lanes = [[], [], [], []]
     for test in tests:
         lanes[lane_of(test)].append(test)
+    late = []
+    # The campaigns are the longest lane: the cache campaigns (four, about two minutes together) run in the
+    # documentation's lane once it is done, two at a time, the others in lane 0.
+    for test in list(lanes[0]):
+        label = f"{test['package']} {test['kind']} {test['target']}"
+        lanes[0].remove(test)
+        lanes[0].append(dict(test, args=[test["exe"], "--skip", "cache_", "--test-threads", CAMPAIGN_THREADS] + extra,
+                             label=label + " (but the caches)"))
+        late.append(dict(test, args=[test["exe"], "cache_", "--test-threads", "2"] + extra,
+                         label=label + " (the caches)"))
     workspace = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     lanes[3].append(
         {"args": ["cargo", "test", "--workspace", "--doc"], "label": "doc tests", "dir": workspace}
@@ -139,6 +149,7 @@ def main():
             "dir": workspace,
         }
     )
+    lanes[3].extend(late)
     threads = [threading.Thread(target=run_lane, args=(n, lane, extra)) for n, lane in enumerate(lanes)]
     for t in threads:
         t.start()
