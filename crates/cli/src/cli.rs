@@ -415,6 +415,11 @@ pub struct ElectArgs {
     /// "data"} | null}`.
     #[arg(long, requires = "observe", conflicts_with = "command")]
     pub json: bool,
+    /// Serve Prometheus metrics at http://ADDR/metrics while campaigning: zklock_elect_leader (1 while this process
+    /// leads PATH, else 0), zklock_elect_fencing_token (the term's token while leading) and the library's metrics
+    /// (waits, guards lost, suspended, resumed), e.g. --metrics 127.0.0.1:9142.
+    #[arg(long, value_name = "ADDR", value_parser = socket_addr, conflicts_with = "observe")]
+    pub metrics: Option<std::net::SocketAddr>,
     /// The election directory, e.g. /elections/scheduler.
     #[arg(value_parser = recipe_path)]
     pub path: String,

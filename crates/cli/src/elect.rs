@@ -30,6 +30,9 @@ pub async fn elect(args: ElectArgs) -> exit::Result {
     if !args.observe {
         supervise::refuse_nested("elect", &args.path, args.nonblock || args.timeout.is_some())?;
     }
+    if let Some(addr) = args.metrics {
+        crate::leader_metrics::serve(addr, &args.path)?;
+    }
     supervise::with_session(&args.connect, async |client, interrupts| {
         if args.observe {
             observe(&args, client, interrupts).await
@@ -86,6 +89,7 @@ async fn lead(args: &ElectArgs, election: &LeaderElection, interrupts: &mut Inte
             args.path,
             leadership.fencing_token()
         ));
+        crate::leader_metrics::leading(&args.path, Some(leadership.fencing_token()));
         // The connection of this term's ZooKeeper session (the reconnecting session may make a new one).
         let connection = Connection::follow(election.session().client(), &args.connect.hosts);
         let held = supervise::hold(
@@ -99,6 +103,7 @@ async fn lead(args: &ElectArgs, election: &LeaderElection, interrupts: &mut Inte
             interrupts,
         )
         .await;
+        crate::leader_metrics::leading(&args.path, None);
         match held {
             Held::Ended(result) => return result,
             Held::SessionLost { result, .. } if args.exit_on_expiry => return result,

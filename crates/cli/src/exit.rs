@@ -41,6 +41,7 @@
 //! | 69 | run, elect, status, demo, bench, revoke, reap, counter, watch, register, discover | ZooKeeper refused to authenticate us (a refused SASL handshake: a wrong --sasl password or user; credentials of --auth it does not accept) or requires authentication that was not given (a server requiring SASL and no --sasl), or has no SASL though --sasl was given (it would leave the session without the identity), or names us otherwise than --sasl gssapi:PRINCIPAL; or Kerberos cannot authenticate us (--sasl gssapi: no ticket, no kinit and no --keytab; no KDC; no SERVICE/HOST principal): told on connecting, before anything is done |
 //! | 71 | run, elect, register | zklock cannot look after the command (no signal handlers, or waiting for it failed) |
 //! | 71 | watch | zklock cannot look after the command (no signal handlers) |
+//! | 71 | elect | --metrics ADDR cannot be served (the address is in use, say): nothing was done |
 //! | 71 | status, discover | zklock cannot install its signal handlers (status: with --watch) |
 //! | 71 | serve | any other failure (bind, unreadable config, a data directory that cannot be written or is not a directory, corrupt data directory) |
 //! | 73 | serve | the data directory is in use by another server (it holds the directory's lock file); this one did not start |
@@ -342,6 +343,11 @@ pub const TABLE: &[Row] = &[
         Code(LOCAL_FAILURE),
         &[Watch],
         "zklock cannot look after the command (no signal handlers)",
+    ),
+    row(
+        Code(OS_ERROR),
+        &[Elect],
+        "--metrics ADDR cannot be served (the address is in use, say): nothing was done",
     ),
     row(
         Code(LOCAL_FAILURE),

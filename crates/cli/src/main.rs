@@ -8,6 +8,7 @@ mod demo;
 mod discovery;
 mod elect;
 mod exit;
+mod leader_metrics;
 mod lines;
 mod manual;
 mod notify;
