@@ -9,7 +9,6 @@
 //! ephemeral node: after its session expired it is gone for good, which the checker must catch.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use zookeeper_client::{Client, CreateMode};
 
@@ -90,9 +89,15 @@ impl Workload for PersistentNode {
             },
         };
         let bound = cx.timeout * 3;
+        // Read after `sync` until it holds our latest data, woken by the node's watch (made, changed, deleted).
         let found = tokio::time::timeout(bound, async {
             loop {
                 let _ = reader.sync(&path).await;
+                let Ok((_, watcher)) = reader.check_and_watch_stat(&path).await else {
+                    // The connection is being made again: a pause before the next try.
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    continue;
+                };
                 let data = reader.get_data(&path).await.ok().map(|(data, _)| data);
                 let id = data
                     .as_deref()
@@ -100,7 +105,7 @@ impl Workload for PersistentNode {
                 if id == Some(latest) {
                     return id;
                 }
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                watcher.changed().await;
             }
         })
         .await

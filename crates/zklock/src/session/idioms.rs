@@ -120,15 +120,18 @@ impl Session {
 
     /// Curator's protected create: the sequential node `<dir>/<prefix><sequence>` (`prefix` unique to its maker),
     /// unless one of that prefix is there already ([`find_prefixed`](Session::find_prefixed): made by an earlier
-    /// attempt whose reply was lost). An attempt whose reply is lost now is an error: the caller looks again.
+    /// attempt whose reply was lost) — looked for only when an earlier attempt was sent (`sent_before`): a fresh
+    /// prefix is nobody's yet, and its first create costs no look. An attempt whose reply is lost now is an error:
+    /// the caller looks again.
     pub(crate) async fn create_protected(
         &self,
         dir: &str,
         prefix: &str,
         data: &[u8],
         mode: CreateMode,
+        sent_before: bool,
     ) -> Result<()> {
-        if self.find_prefixed(dir, prefix).await?.is_none() {
+        if !sent_before || self.find_prefixed(dir, prefix).await?.is_none() {
             let path = crate::base::path::child_path(dir, prefix);
             self.create_at(&path, data, mode, None).await?;
         }

@@ -166,54 +166,18 @@ async fn one_instance_through(hosts: &str, outage: impl std::future::Future<Outp
 /// Through an embedded server's restart (shut down, started again 2.5 s later on its data and port).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_instance_per_id_through_an_embedded_server_restart() {
-    let data = tempfile_dir("discovery-restart");
-    let config = zklock_testkit::ServerConfig {
-        listen: format!("127.0.0.1:{}", zklock_testkit::ports::free_port().unwrap())
-            .parse()
-            .unwrap(),
-        data_dir: Some(data.clone()),
-        ..Default::default()
-    };
-    let server = zklock_server::Server::start(config.clone()).await.unwrap();
-    let hosts = server.connect_string();
-    let restarted = std::sync::Arc::new(tokio::sync::Mutex::new(Some(server)));
-    let handle = restarted.clone();
-    one_instance_through(&hosts, async move {
-        let server = handle.lock().await.take().unwrap();
-        server.shutdown().await.unwrap();
-        tokio::time::sleep(Duration::from_millis(2500)).await;
-        *handle.lock().await = Some(zklock_server::Server::start(config).await.unwrap());
-    })
-    .await;
-    let server = restarted.lock().await.take().unwrap();
-    server.shutdown().await.unwrap();
-    let _ = std::fs::remove_dir_all(&data);
+    let mut server = RestartableServer::start().await;
+    let hosts = server.hosts();
+    one_instance_through(&hosts, server.restart()).await;
+    server.stop().await;
 }
 
 /// Through a standalone ZooKeeper's restart (killed, started again 2.5 s later on its data).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_instance_per_id_through_a_zookeeper_restart() {
-    let zk = tokio::task::spawn_blocking(|| zklock_testkit::ZooKeeper::standalone().unwrap())
+    let mut zk = tokio::task::spawn_blocking(|| zklock_testkit::ZooKeeper::standalone().unwrap())
         .await
         .unwrap();
     let hosts = zk.connect_string();
-    let zk = std::sync::Arc::new(std::sync::Mutex::new(Some(zk)));
-    let handle = zk.clone();
-    one_instance_through(&hosts, async move {
-        let mut zk = handle.lock().unwrap().take().unwrap();
-        let zk = tokio::task::spawn_blocking(move || {
-            zk.kill(0);
-            std::thread::sleep(Duration::from_millis(2500));
-            zk.restart(0).expect("ZooKeeper serves again");
-            zk
-        })
-        .await
-        .unwrap();
-        *handle.lock().unwrap() = Some(zk);
-    })
-    .await;
-}
-
-fn tempfile_dir(name: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(unique_path(name).trim_start_matches('/'))
+    one_instance_through(&hosts, restart_zookeeper(&mut zk)).await;
 }

@@ -452,3 +452,57 @@ pub async fn inspect_synced(observer: &Client, dir: &str) -> Option<zklock::Insp
     catch_up(observer, dir).await;
     zklock::inspect(observer, dir).await.unwrap()
 }
+
+/// How long the restart tests keep a server down: a short outage, well inside every session they use.
+pub const OUTAGE: Duration = Duration::from_millis(2500);
+
+/// An embedded server of one test's own, on a fixed port and a data directory, that can be stopped and started
+/// again on both (sessions and nodes survive the restart).
+pub struct RestartableServer {
+    config: zklock_testkit::ServerConfig,
+    server: Option<zklock_server::Server>,
+}
+
+impl RestartableServer {
+    pub async fn start() -> RestartableServer {
+        let data =
+            std::env::temp_dir().join(zklock_testkit::unique_path("zklock-restart").trim_start_matches('/'));
+        let config = zklock_testkit::ServerConfig {
+            listen: format!("127.0.0.1:{}", zklock_testkit::ports::free_port().unwrap())
+                .parse()
+                .unwrap(),
+            data_dir: Some(data),
+            ..Default::default()
+        };
+        let server = zklock_server::Server::start(config.clone()).await.unwrap();
+        RestartableServer {
+            config,
+            server: Some(server),
+        }
+    }
+
+    pub fn hosts(&self) -> String {
+        self.server.as_ref().expect("serving").connect_string()
+    }
+
+    /// Shuts the server down, waits `OUTAGE`, and starts it again on the same data and port.
+    pub async fn restart(&mut self) {
+        self.server.take().expect("serving").shutdown().await.unwrap();
+        tokio::time::sleep(OUTAGE).await;
+        self.server = Some(zklock_server::Server::start(self.config.clone()).await.unwrap());
+    }
+
+    pub async fn stop(mut self) {
+        self.server.take().expect("serving").shutdown().await.unwrap();
+        let _ = std::fs::remove_dir_all(self.config.data_dir.as_ref().unwrap());
+    }
+}
+
+/// Kills standalone ZooKeeper `zk`, waits `OUTAGE`, and starts it again on its data (on a multi-thread runtime).
+pub async fn restart_zookeeper(zk: &mut ZooKeeper) {
+    tokio::task::block_in_place(|| {
+        zk.kill(0);
+        std::thread::sleep(OUTAGE);
+        zk.restart(0).expect("ZooKeeper serves again");
+    });
+}

@@ -120,14 +120,7 @@ async fn a_zookeeper_restart_ends_no_suspending_holder() {
     // 20 s: the session must outlast the JVM's start as well as the 2.5 s, on a loaded 2-core machine.
     let (_holder, guard, mut validity) = suspending_holder(&hosts, &dir, Duration::from_secs(20)).await;
     let token = guard.fencing_token();
-    let zk = tokio::task::spawn_blocking(move || {
-        zk.kill(0);
-        std::thread::sleep(Duration::from_millis(2500));
-        zk.restart(0).expect("ZooKeeper serves again");
-        zk
-    })
-    .await
-    .unwrap();
+    restart_zookeeper(&mut zk).await;
     held_on_after(
         &guard,
         &mut validity,
@@ -213,22 +206,12 @@ on_every_server! {
 /// resumed with the same node and token.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_embedded_server_restart_ends_no_suspending_holder() {
-    let data = std::env::temp_dir().join(format!("zklock-suspend-restart-{}", uuid_like()));
-    let config = zklock_testkit::ServerConfig {
-        listen: format!("127.0.0.1:{}", zklock_testkit::ports::free_port().unwrap())
-            .parse()
-            .unwrap(),
-        data_dir: Some(data.clone()),
-        ..Default::default()
-    };
-    let server = zklock_server::Server::start(config.clone()).await.unwrap();
-    let hosts = server.connect_string();
+    let mut server = RestartableServer::start().await;
+    let hosts = server.hosts();
     let dir = unique_path("suspend-embedded-restart");
     let (holder, guard, mut validity) = suspending_holder(&hosts, &dir, Duration::from_secs(10)).await;
     let token = guard.fencing_token();
-    server.shutdown().await.unwrap();
-    tokio::time::sleep(Duration::from_millis(2500)).await;
-    let server = zklock_server::Server::start(config).await.unwrap();
+    server.restart().await;
     held_on_after(
         &guard,
         &mut validity,
@@ -240,11 +223,5 @@ async fn an_embedded_server_restart_ends_no_suspending_holder() {
     .await;
     guard.release().await.unwrap();
     drop(holder);
-    server.shutdown().await.unwrap();
-    let _ = std::fs::remove_dir_all(&data);
-}
-
-/// A name nobody else uses in this run (the directory of one test's server).
-fn uuid_like() -> String {
-    unique_path("x").trim_start_matches('/').replace('/', "-")
+    server.stop().await;
 }

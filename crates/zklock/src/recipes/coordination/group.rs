@@ -372,6 +372,12 @@ pub(crate) async fn read_members(session: &Session, dir: &str, children: &[Strin
     Ok(members)
 }
 
+/// The identifier in a `ShallowParty` member's name, as kazoo's `ShallowParty` reads it: what follows the first `-`
+/// (`<32 hex>-<identifier>`).
+pub(crate) fn shallow_identifier(name: &str) -> &str {
+    name.split_once('-').map_or(name, |(_, identifier)| identifier)
+}
+
 /// Which layout a child of a group directory is a member of, if it is one.
 pub(crate) fn layout_of(name: &str) -> Option<GroupLayout> {
     if name.contains(PARTY) {
@@ -422,7 +428,7 @@ impl Member {
     /// member.
     pub fn identifier(&self) -> Option<&str> {
         match self.layout {
-            GroupLayout::Shallow => self.name.get(33..),
+            GroupLayout::Shallow => Some(shallow_identifier(&self.name)),
             GroupLayout::Party => None,
         }
     }

@@ -20,7 +20,7 @@ use crate::base::error::{Error, LostReason, Result};
 use crate::base::path::child_path;
 use crate::cache::{Cache, CacheEvent, Events};
 use crate::node::guard::Guard;
-use crate::recipes::coordination::group::{Group, GroupLayout, Membership};
+use crate::recipes::coordination::group::{shallow_identifier, Group, GroupLayout, Membership};
 use crate::recipes::locks::mutex::Mutex;
 use crate::session::Session;
 
@@ -201,11 +201,7 @@ impl SetPartitioner {
 
     fn party_now(&self) -> Vec<String> {
         let mut party: Vec<String> = (self.party.children_of(self.group.path()).iter())
-            .map(|name| {
-                name.split_once('-')
-                    .map_or(name.as_str(), |(_, id)| id)
-                    .to_owned()
-            })
+            .map(|name| shallow_identifier(name).to_owned())
             .collect();
         party.sort();
         party

@@ -62,6 +62,8 @@ struct Shared {
     ours: watch::Sender<Option<String>>,
     /// `set_data` asks the task to look again.
     changed: Notify,
+    /// Whether a create was ever sent (a sequential node is looked for by its prefix before any later one).
+    created: std::sync::atomic::AtomicBool,
 }
 
 impl PersistentNode {
@@ -99,6 +101,7 @@ impl PersistentNode {
             data: StdMutex::new(data.into()),
             ours: watch::Sender::new(None),
             changed: Notify::new(),
+            created: Default::default(),
         });
         let task = tokio::spawn(keep(Arc::clone(&shared), cache));
         Ok(PersistentNode { shared, task })
@@ -252,12 +255,13 @@ async fn look(shared: &Shared, held: Option<CachedNode>) -> Result<()> {
         None => {
             shared.ours.send_replace(None);
             let (mode, ttl) = shared.mode.create_mode();
+            let sent_before = shared.created.swap(true, std::sync::atomic::Ordering::Relaxed);
             match shared.mode.is_sequential() {
                 // Protected: one of ours the cache has not shown yet (made by a create whose reply was lost) is
                 // found by its prefix first, never made twice.
                 true => {
                     session
-                        .create_protected(parent_of(&shared.path), &shared.prefix, &data, mode)
+                        .create_protected(parent_of(&shared.path), &shared.prefix, &data, mode, sent_before)
                         .await
                 }
                 // One fixed path: a node there already (ours after a lost reply, or somebody's) is for the cache's
