@@ -277,11 +277,11 @@ impl Child {
                 // another holder may. The signal waits in the kernel until the session is confirmed (then it acts on
                 // it) or the lock is lost (then it is killed).
                 if !matches!(signal, Signal::SIGKILL | Signal::SIGCONT) {
-                    eprintln!(
-                        "zklock: the command (pid {}) is stopped until our ZooKeeper session is confirmed; {signal} \
+                    crate::say::warn(format_args!(
+                        "the command (pid {}) is stopped until our ZooKeeper session is confirmed; {signal} \
                          reaches it then (it is killed if the lock is lost meanwhile)",
                         self.pgid
-                    );
+                    ));
                 }
             } else if job.stopped.is_some() && !matches!(signal, Signal::SIGKILL | Signal::SIGCONT) {
                 job.resume(self.pgid);
@@ -293,7 +293,9 @@ impl Child {
     pub async fn stop(&mut self, grace: Duration) {
         self.signal(Signal::SIGTERM);
         if tokio::time::timeout(grace, self.wait()).await.is_err() {
-            eprintln!("zklock: the command ignored SIGTERM for {grace:?}; sending SIGKILL");
+            crate::say::warn(format_args!(
+                "the command ignored SIGTERM for {grace:?}; sending SIGKILL"
+            ));
             self.signal(Signal::SIGKILL);
             let _ = self.wait().await;
         }
@@ -384,26 +386,26 @@ impl Job {
                     } else {
                         ""
                     };
-                    eprintln!(
-                        "zklock: the command (pid {pgid}) is stopped until our ZooKeeper session is confirmed \
+                    crate::say::warn(format_args!(
+                        "the command (pid {pgid}) is stopped until our ZooKeeper session is confirmed \
                          (--on-suspend stop); zklock keeps {}{terminal}",
                         self.what
-                    );
+                    ));
                 }
                 Ok(WaitStatus::Stopped(_, signal)) => {
                     self.stopped = Some(signal);
                     if self.terminal.take_back(pgid) {
-                        eprintln!(
-                            "zklock: the command (pid {pgid}) is stopped ({signal}); zklock keeps {} and has the \
+                        crate::say::info(format_args!(
+                            "the command (pid {pgid}) is stopped ({signal}); zklock keeps {} and has the \
                              terminal back. `kill -CONT {pgid}` resumes the command; Ctrl-C ends it",
                             self.what
-                        );
+                        ));
                     } else {
-                        eprintln!(
-                            "zklock: the command (pid {pgid}) is stopped ({signal}); zklock keeps {}. Bringing \
+                        crate::say::info(format_args!(
+                            "the command (pid {pgid}) is stopped ({signal}); zklock keeps {}. Bringing \
                              zklock to the foreground (fg) resumes the command with the terminal",
                             self.what
-                        );
+                        ));
                     }
                 }
                 Ok(WaitStatus::Continued(_)) => {
@@ -457,6 +459,8 @@ const ANNOUNCE: u8 = b'p';
 const DEADLINE: u8 = b'd';
 /// `--on-suspend stop`: stop at a passed deadline, continue at a renewal still ahead (no payload).
 const STOP_MODE: u8 = b's';
+/// The watchdog's argument after `__watchdog` when its lines are JSON (`--log-format json`).
+pub const WATCHDOG_JSON: &str = "json";
 /// The watchdog's exit status when it stopped the command because its deadline passed.
 const FIRED: i32 = 1;
 
@@ -468,8 +472,12 @@ struct Watchdog {
 
 impl Watchdog {
     fn spawn(deadline: Option<Deadline>) -> io::Result<Watchdog> {
-        let mut process = std::process::Command::new(std::env::current_exe()?)
-            .arg(crate::WATCHDOG)
+        let mut process = std::process::Command::new(std::env::current_exe()?);
+        process.arg(crate::WATCHDOG);
+        if crate::say::json() {
+            process.arg(WATCHDOG_JSON);
+        }
+        let mut process = process
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::null())
             .process_group(0)
@@ -555,24 +563,24 @@ impl Guarding {
         if self.stop_mode {
             if !self.stopped && self.kill_at.is_some_and(|at| now >= at) {
                 self.stopped = true;
-                eprintln!(
-                    "zklock: watchdog: the ZooKeeper session was not confirmed in time; stopping the command \
+                crate::say::warn(format_args!(
+                    "watchdog: the ZooKeeper session was not confirmed in time; stopping the command \
                      (SIGSTOP) until it is"
-                );
+                ));
                 self.signal(Signal::SIGSTOP);
             }
             return;
         }
         if !self.termed && self.term_at.is_some_and(|at| now >= at) {
             self.termed = true;
-            eprintln!(
-                "zklock: watchdog: the ZooKeeper session was not confirmed in time; sending SIGTERM to the command"
+            crate::say::error(
+                "watchdog: the ZooKeeper session was not confirmed in time; sending SIGTERM to the command",
             );
             self.signal(Signal::SIGTERM);
         }
         if !self.killed && self.kill_at.is_some_and(|at| now >= at) {
             self.killed = true;
-            eprintln!("zklock: watchdog: sending SIGKILL to the command before the session can expire");
+            crate::say::error("watchdog: sending SIGKILL to the command before the session can expire");
             self.signal(Signal::SIGKILL);
         }
     }
@@ -616,7 +624,7 @@ impl Guarding {
                 self.kill_at = Some(kill_at);
                 if self.stopped {
                     self.stopped = false;
-                    eprintln!("zklock: watchdog: the ZooKeeper session is confirmed again; continuing the command (SIGCONT)");
+                    crate::say::info("watchdog: the ZooKeeper session is confirmed again; continuing the command (SIGCONT)");
                     self.signal(Signal::SIGCONT);
                 }
             }

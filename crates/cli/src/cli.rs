@@ -350,6 +350,8 @@ pub struct RunArgs {
     pub on_suspend: OnSuspend,
     #[command(flatten)]
     pub describe: DescribeArgs,
+    #[command(flatten)]
+    pub log: LogArgs,
     /// The lock directory, e.g. /locks/nightly-backup.
     #[arg(value_parser = recipe_path)]
     pub path: String,
@@ -389,6 +391,8 @@ pub struct ElectArgs {
     pub on_suspend: OnSuspend,
     #[command(flatten)]
     pub describe: DescribeArgs,
+    #[command(flatten)]
+    pub log: LogArgs,
     /// Exit 4 when leadership is lost with our ZooKeeper session (it expired, the connection was down too long, or
     /// zklock could not confirm it in time), as when it is taken away. Without it zklock stops the command as
     /// always, then makes a new session and campaigns again, and runs the command again once it leads again.
@@ -732,20 +736,36 @@ pub struct ServeArgs {
     /// zk_num_alive_connections, ...) over HTTP at http://ADDR/metrics, e.g. --metrics 127.0.0.1:9141.
     #[arg(long, value_name = "ADDR", value_parser = socket_addr)]
     pub metrics: Option<std::net::SocketAddr>,
-    /// The format of the log on stderr: `text` (for people) or `json` (one JSON object per line, for log
-    /// collectors).
-    #[arg(long, value_enum, default_value_t = LogFormat::Text, value_name = "FORMAT")]
-    pub log_format: LogFormat,
+    #[command(flatten)]
+    pub log: LogArgs,
     /// Where SIGUSR1 writes a backup while serving: a new data directory DIR/backup-<UTC time> holding the state of
     /// that moment (every acknowledged write), which `zklock serve --data-dir DIR/backup-…` restores.
     #[arg(long, value_name = "DIR")]
     pub backup_dir: Option<PathBuf>,
 }
 
-/// `zklock serve --log-format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// `--log-format` of `serve`, `run` and `elect`: the commands that run as services or under a supervisor.
+#[derive(Debug, Clone, Default, Args)]
+pub struct LogArgs {
+    /// The format of stderr: `text` (for people) or `json` (one JSON object per line, for log collectors: the log's
+    /// events and zklock's own lines, "lost the lock; stopping the command" and the final error with its
+    /// `exit_status`, alike).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, value_name = "FORMAT")]
+    pub log_format: LogFormat,
+}
+
+impl LogArgs {
+    /// Whether stderr is JSON lines.
+    pub fn json(&self) -> bool {
+        self.log_format == LogFormat::Json
+    }
+}
+
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
     /// Human-readable lines.
+    #[default]
     Text,
     /// One JSON object per line: `timestamp`, `level`, `target`, `message` and the event's fields.
     Json,

@@ -63,7 +63,7 @@ pub async fn register(args: RegisterArgs) -> exit::Result {
                 ),
             ));
         }
-        eprintln!("zklock: registered {}/{}", args.path, instance.id);
+        crate::say::info(format_args!("registered {}/{}", args.path, instance.id));
         let result = serve(&args, &instance, interrupts).await;
         registration.unregister().await.map_err(|err| {
             Failure::new(

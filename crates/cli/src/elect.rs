@@ -110,7 +110,7 @@ async fn lead(args: &ElectArgs, election: &LeaderElection, interrupts: &mut Inte
             Held::SessionLost { result, guard } => {
                 // A loss while the command ran was said when it happened; the others are said now.
                 if let Err(failure) = &result {
-                    eprintln!("zklock: {}", failure.message);
+                    crate::say::warn(&failure.message);
                 }
                 if let Some(guard) = guard {
                     // After a disconnection our node may still be there: it goes before we queue again.
@@ -118,7 +118,7 @@ async fn lead(args: &ElectArgs, election: &LeaderElection, interrupts: &mut Inte
                         released = (*guard).release() => match released {
                             // Its loss was said above.
                             Ok(()) | Err(zklock::Error::Lost(_)) => {}
-                            Err(err) => eprintln!("zklock: releasing {what}: {err}"),
+                            Err(err) => crate::say::warn(format_args!("releasing {what}: {err}")),
                         },
                         signal = interrupts.recv() => {
                             return Err(supervise::interrupted(
@@ -128,7 +128,7 @@ async fn lead(args: &ElectArgs, election: &LeaderElection, interrupts: &mut Inte
                         }
                     }
                 }
-                eprintln!("zklock: campaigning for {} again", args.path);
+                crate::say::info(format_args!("campaigning for {} again", args.path));
             }
         }
     }
@@ -158,10 +158,10 @@ async fn campaign(
             };
             match campaign {
                 Err(Error::SessionExpired | Error::AuthFailed) if reconnects => {
-                    eprintln!(
-                        "zklock: the ZooKeeper session ended while campaigning for {}; campaigning again",
+                    crate::say::warn(format_args!(
+                        "the ZooKeeper session ended while campaigning for {}; campaigning again",
                         args.path
-                    );
+                    ));
                 }
                 campaign => return campaign,
             }

@@ -17,6 +17,7 @@ mod reap;
 mod redact;
 mod revoke;
 mod run;
+mod say;
 mod serve;
 mod status;
 mod status_tree;
@@ -37,14 +38,19 @@ use crate::exit::Failure;
 const WATCHDOG: &str = "__watchdog";
 
 fn main() -> ExitCode {
-    if std::env::args_os().nth(1).is_some_and(|arg| arg == WATCHDOG) && std::env::args_os().len() == 2 {
+    if let Some(json) = watchdog_invocation() {
+        if json {
+            say::use_json();
+        }
         return ExitCode::from(u8::try_from(child::watchdog()).unwrap_or(1));
     }
     let cli = Cli::parse_args(std::env::args_os()).unwrap_or_else(|err| usage_error(err));
+    if json_log(&cli) {
+        say::use_json();
+    }
     init_logging(&cli);
     let speaker = speaker(&cli.command);
     let quiet = cli.quiet;
-    let json_log = json_log(&cli);
     let result = match before_connecting(&cli.command) {
         Err(failure) => Err(failure),
         Ok(()) => dispatch(cli.command),
@@ -53,14 +59,7 @@ fn main() -> ExitCode {
     let status = result.unwrap_or_else(|failure| {
         // -q: a busy lock (or a timeout) is told by the status alone.
         if !(quiet && failure.conflict) {
-            // Not eprintln!: after an SSH logout the terminal is gone and a failed write must not turn the
-            // status into a panic's 101.
-            use std::io::Write as _;
-            if json_log {
-                fatal_json(speaker, &failure);
-            } else {
-                let _ = writeln!(std::io::stderr(), "{speaker}: {}", failure.message);
-            }
+            say::fatal(speaker, &failure.message, failure.status);
         }
         failure.status
     });
@@ -170,14 +169,19 @@ fn usage_error(err: clap::Error) -> ! {
         .find(|(skip, arg)| !skip && !arg.starts_with('-'))
         .map(|(_, arg)| arg);
     let runs_a_command = matches!(subcommand.map(String::as_str), Some("run" | "elect"));
-    // `serve --log-format json`: the usage error is a JSON line too (not --help or --version, which are not errors).
+    // `--log-format json`: the usage error is a JSON line too (not --help or --version, which are not errors).
     let json_flag = args.windows(2).any(|w| w[0] == "--log-format" && w[1] == "json")
         || args.iter().any(|a| a == "--log-format=json");
-    let json = subcommand.is_some_and(|c| c == "serve") && json_flag;
+    let json = json_flag && matches!(subcommand.map(String::as_str), Some("serve" | "run" | "elect"));
     if json && err.use_stderr() {
+        say::use_json();
         let message = err.render().to_string();
-        let failure = Failure::new(exit::USAGE, message.trim_end());
-        fatal_json("zklock serve", &failure);
+        let speaker = if subcommand.is_some_and(|c| c == "serve") {
+            "zklock serve"
+        } else {
+            "zklock"
+        };
+        say::fatal(speaker, message.trim_end(), exit::USAGE);
         std::process::exit(exit::USAGE);
     }
     let stray = match err.get(ContextKind::InvalidArg) {
@@ -222,27 +226,24 @@ fn speaker(command: &Command) -> &'static str {
     }
 }
 
-/// Whether the log is JSON (`serve --log-format json`).
+/// Whether stderr is JSON lines (`--log-format json` of `serve`, `run` and `elect`).
 fn json_log(cli: &Cli) -> bool {
-    matches!(&cli.command, Command::Serve(args) if args.log_format == cli::LogFormat::Json)
+    match &cli.command {
+        Command::Serve(args) => args.log.json(),
+        Command::Run(args) => args.log.json(),
+        Command::Elect(args) => args.log.json(),
+        _ => false,
+    }
 }
 
-/// The fatal line of a JSON log: an `ERROR` event like the others (timestamp, level, target, message, and the exit
-/// status), or, if the log filter drops errors, the same object without the timestamp, so that no line of the
-/// log is anything but JSON.
-fn fatal_json(speaker: &str, failure: &Failure) {
-    if tracing::enabled!(target: "zklock", tracing::Level::ERROR) {
-        tracing::error!(target: "zklock", exit_status = failure.status, "{speaker}: {}", failure.message);
-        return;
+/// `zklock __watchdog [json]`, the watchdog `run` and `elect` start (see `child.rs`): whether its lines are JSON.
+fn watchdog_invocation() -> Option<bool> {
+    let args: Vec<_> = std::env::args_os().skip(1).collect();
+    match args.as_slice() {
+        [first] if first == WATCHDOG => Some(false),
+        [first, format] if first == WATCHDOG && format == child::WATCHDOG_JSON => Some(true),
+        _ => None,
     }
-    use std::io::Write as _;
-    let line = serde_json::json!({
-        "level": "ERROR",
-        "target": "zklock",
-        "message": format!("{speaker}: {}", failure.message),
-        "exit_status": failure.status,
-    });
-    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 /// Sets up the log on stderr. The filter: `ZKLOCK_LOG` (tracing `EnvFilter` directives) when set, else `-q`/`-v`,

@@ -150,12 +150,12 @@ pub fn lost_policy(session_timeout: Duration, kill_after: f64, on_suspend: OnSus
         return LostPolicy::SuspendAfter(budget);
     }
     if kill_after >= budget {
-        eprintln!(
-            "zklock: warning: --kill-after {:.1}s does not fit the {:.1}s session timeout; the command will be \
+        crate::say::warn(format_args!(
+            "warning: --kill-after {:.1}s does not fit the {:.1}s session timeout; the command will be \
              stopped as soon as the connection to ZooKeeper drops",
             kill_after.as_secs_f64(),
             session_timeout.as_secs_f64()
-        );
+        ));
     }
     LostPolicy::DisconnectedFor(budget.saturating_sub(kill_after))
 }
@@ -398,17 +398,17 @@ pub async fn hold(
                 // stopped also without a watchdog — and continued here once confirmed.
                 child.suspend(suspended);
                 if suspended {
-                    eprintln!(
-                        "zklock: could not confirm our ZooKeeper session with the leader in time ({}); the command (pid \
+                    crate::say::warn(format_args!(
+                        "could not confirm our ZooKeeper session with the leader in time ({}); the command (pid \
                          {}) is stopped until it is confirmed (--on-suspend stop)",
                         connection.state_now(),
                         child.pid()
-                    );
+                    ));
                 } else {
-                    eprintln!(
-                        "zklock: our session and {what} are confirmed again; the command (pid {}) goes on",
+                    crate::say::info(format_args!(
+                        "our session and {what} are confirmed again; the command (pid {}) goes on",
                         child.pid()
-                    );
+                    ));
                 }
             }
             signal = interrupts.next() => child.signal(signal),
@@ -419,7 +419,7 @@ pub async fn hold(
             }
             reason = &mut lost => {
                 // Said now, while the command is still being stopped.
-                eprintln!("zklock: lost {what} ({reason}); stopping the command (pid {})", child.pid());
+                crate::say::error(format_args!("lost {what} ({reason}); stopping the command (pid {})", child.pid()));
                 if child.is_stopped() {
                     // Stopped (a suspension, or the watchdog's deadline): a SIGTERM would need a SIGCONT, letting it
                     // run while another holder may.
@@ -435,10 +435,10 @@ pub async fn hold(
             }
             () = &mut revoked => {
                 // Honoured: the command goes first, then the guard, so the next holder's command never overlaps.
-                eprintln!("zklock: revocation of {what} requested; stopping the command (pid {})", child.pid());
+                crate::say::warn(format_args!("revocation of {what} requested; stopping the command (pid {})", child.pid()));
                 child.stop(kill_after).await;
                 if let Err(err) = guard.release().await {
-                    eprintln!("zklock: releasing {what}: {err}");
+                    crate::say::warn(format_args!("releasing {what}: {err}"));
                 }
                 return ended(Ok(exit::LOST));
             }
@@ -458,7 +458,7 @@ pub async fn hold(
     }
     if let Err(err) = guard.release().await {
         // A warning: the command's status is what we report.
-        eprintln!("zklock: releasing {what}: {err}");
+        crate::say::warn(format_args!("releasing {what}: {err}"));
     }
     ended(
         exited

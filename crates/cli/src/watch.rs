@@ -146,7 +146,7 @@ async fn run_on_changes(args: &WatchArgs, cache: &Cache, interrupts: &mut Interr
                 child = None;
                 let code = crate::child::exit_code(status);
                 if code != exit::OK {
-                    eprintln!("zklock: the command exited with status {code}; watching {} on", args.path);
+                    crate::say::warn(format_args!("the command exited with status {code}; watching {} on", args.path));
                 }
             }
             signal = interrupts.next() => match (&mut child, signal) {

@@ -178,10 +178,10 @@ async fn attempt_within(
         pause = (pause * 2).min(Duration::from_secs(1));
     };
     if attempts > 1 && !matches!(attempt, Ok(Ok(_))) {
-        eprintln!(
-            "zklock: tried to connect to {hosts} {attempts} times over {:.1}s (--connect-timeout {connect_timeout}s)",
+        crate::say::warn(format_args!(
+            "tried to connect to {hosts} {attempts} times over {:.1}s (--connect-timeout {connect_timeout}s)",
             started.elapsed().as_secs_f64()
-        );
+        ));
     }
     attempt
 }

@@ -29,10 +29,10 @@ pub(super) fn read_private(path: &Path, flag: &str) -> Result<String> {
             first
         };
         if mode & 0o044 != 0 && first {
-            eprintln!(
-                "zklock: warning: {flag} {} can be read by other users (mode {mode:03o}); chmod 600 it",
+            crate::say::warn(format_args!(
+                "warning: {flag} {} can be read by other users (mode {mode:03o}); chmod 600 it",
                 path.display()
-            );
+            ));
         }
     }
     Ok(text)

@@ -1,6 +1,6 @@
 //! The log on stderr: `-q`/`-v` (global flags, before or after the command), `ZKLOCK_LOG` winning over them, no
 //! colour unless stderr is a terminal and `NO_COLOR` is unset or empty (checked on a real pseudo-terminal made by
-//! util-linux's `script`), and `zklock serve --log-format json`.
+//! util-linux's `script`), and `--log-format json` of `serve`, `run` and `elect`.
 //!
 //! Warnings are provoked for real: a frame whose length prefix is absurd makes the server warn "bad frame; closing
 //! connection" and close the connection, so seeing the connection closed means the line has been written.
@@ -345,4 +345,82 @@ async fn no_color_turns_colour_off_on_a_terminal() {
     let plain = on_a_terminal(&args, Some("1")).await;
     assert!(plain.contains("INFO"), "{plain:?}");
     assert!(!plain.contains('\x1b'), "NO_COLOR=1: no escapes: {plain:?}");
+}
+
+/// Every line of `stderr` as a JSON object with the log's keys; panics at the first that is not.
+fn json_lines(stderr: &str) -> Vec<serde_json::Value> {
+    stderr
+        .lines()
+        .map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line)
+                .unwrap_or_else(|err| panic!("not a JSON line ({err}): {line:?}\nstderr:\n{stderr}"));
+            for key in ["timestamp", "level", "target", "message"] {
+                assert!(value.get(key).is_some(), "{key} missing: {line}");
+            }
+            value
+        })
+        .collect()
+}
+
+/// `run`/`elect --log-format json`: a server that is down and a wrong flag end in one JSON line each, the failure
+/// with its `exit_status` (69, 64), and `-q` silences only conflicts, as in text; the text form says the same. The
+/// lines of a lost lock and of the watchdog are JSON too: `suspend.rs`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_and_elect_log_format_json_end_in_one_json_failure() {
+    let path = unique_path("logs-json");
+    for subcommand in ["run", "elect"] {
+        let down = [
+            subcommand,
+            "--log-format",
+            "json",
+            "-c",
+            "127.0.0.1:1",
+            "--connect-timeout",
+            "1s",
+            path.as_str(),
+            "--",
+            "true",
+        ];
+        let out = zklock(&down).output().await.expect("run zklock");
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(exit::UNAVAILABLE), "{stderr}");
+        let last = json_lines(&stderr).pop().expect("a line");
+        assert_eq!(last["level"], "ERROR", "{stderr}");
+        assert_eq!(last["exit_status"], exit::UNAVAILABLE, "{stderr}");
+        assert!(
+            last["message"].as_str().unwrap().contains("127.0.0.1:1"),
+            "{stderr}"
+        );
+
+        let wrong = [
+            subcommand,
+            "--log-format",
+            "json",
+            "--no-such-flag",
+            path.as_str(),
+            "--",
+            "true",
+        ];
+        let out = zklock(&wrong).output().await.expect("run zklock");
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(exit::USAGE), "{stderr}");
+        let lines = json_lines(&stderr);
+        assert_eq!(lines.len(), 1, "{stderr}");
+        assert_eq!(lines[0]["exit_status"], exit::USAGE, "{stderr}");
+        assert!(
+            lines[0]["message"].as_str().unwrap().contains("--no-such-flag"),
+            "{stderr}"
+        );
+
+        // The control: without the flag the same failure is a line of text.
+        let plain: Vec<&str> = [subcommand]
+            .into_iter()
+            .chain(down[3..].iter().copied())
+            .collect();
+        let out = zklock(&plain).output().await.expect("run zklock");
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(exit::UNAVAILABLE), "{stderr}");
+        assert!(stderr.lines().last().unwrap().starts_with("zklock: "), "{stderr}");
+        assert!(serde_json::from_str::<serde_json::Value>(stderr.lines().last().unwrap()).is_err());
+    }
 }

@@ -18,7 +18,7 @@ async fn run_through_an_outage(
     on_suspend: &str,
     session_timeout: &str,
 ) -> (Running, Proxy, i32) {
-    through_an_outage("run", hosts, on_suspend, session_timeout).await
+    through_an_outage("run", hosts, on_suspend, session_timeout, &[]).await
 }
 
 /// [`run_through_an_outage`] for `subcommand` (`run` or `elect`, which take the same arguments here).
@@ -27,6 +27,7 @@ async fn through_an_outage(
     hosts: &str,
     on_suspend: &str,
     session_timeout: &str,
+    more: &[&str],
 ) -> (Running, Proxy, i32) {
     let proxy = Proxy::start(hosts.split(',').next().unwrap().parse().unwrap())
         .await
@@ -34,7 +35,7 @@ async fn through_an_outage(
     let path = unique_path("cli-run-suspend");
     let script = "echo $$; read line; echo \"got $line\"; exit 7";
     let connect = proxy.connect_string();
-    let mut run = Running::zklock(&[
+    let mut args = vec![
         subcommand,
         "--connect",
         &connect,
@@ -42,12 +43,10 @@ async fn through_an_outage(
         session_timeout,
         "--on-suspend",
         on_suspend,
-        &path,
-        "--",
-        "sh",
-        "-c",
-        script,
-    ]);
+    ];
+    args.extend_from_slice(more);
+    args.extend([path.as_str(), "--", "sh", "-c", script]);
+    let mut run = Running::zklock(&args);
     let pid: i32 = run.line("the command's pid").await.parse().unwrap();
     proxy.set_blackhole(true);
     proxy.cut_all();
@@ -59,7 +58,7 @@ async fn an_outage_shorter_than_the_session_stops_and_continues_the_command(host
 }
 
 async fn outage_stops_and_continues(subcommand: &str, hosts: &str) {
-    let (mut run, proxy, pid) = through_an_outage(subcommand, hosts, "stop", "10s").await;
+    let (mut run, proxy, pid) = through_an_outage(subcommand, hosts, "stop", "10s", &[]).await;
     // Stopped before the session could expire (the watchdog's SIGSTOP, about 4.5 s in with a 10 s session)...
     await_process_state(pid, "the command to be stopped", |s| s == Some('T')).await;
     // ...and continued once the server answers again and a heartbeat finds our session and node.
@@ -100,6 +99,60 @@ async fn an_outage_longer_than_the_session_kills_the_stopped_command(hosts: &str
         !stderr.contains("continuing the command"),
         "never continued: {stderr}"
     );
+}
+
+/// `--log-format json` under an outage longer than the session: every line of stderr is a JSON object — the
+/// watchdog's (its own process), zklock's own lines and the library's log events — saying what the text says (the
+/// stop, the loss; exit 75).
+async fn json_lines_through_an_outage(subcommand: &str, hosts: &str) {
+    let more = ["--log-format", "json", "--exit-on-expiry"];
+    let more = if subcommand == "run" {
+        &more[..2]
+    } else {
+        &more[..]
+    };
+    let (run, _proxy, pid) = through_an_outage(subcommand, hosts, "stop", "4s", more).await;
+    await_process_state(pid, "the command to be stopped", |s| s == Some('T')).await;
+    let (code, stderr) = run.finish().await;
+    assert_eq!(code, Some(exit::LOST), "{stderr}");
+    let objects: Vec<serde_json::Value> = stderr
+        .lines()
+        .map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line)
+                .unwrap_or_else(|err| panic!("not a JSON line ({err}): {line:?}\n{stderr}"));
+            for key in ["timestamp", "level", "target", "message"] {
+                assert!(value.get(key).is_some(), "{key} missing: {line}");
+            }
+            value
+        })
+        .collect();
+    let said = |level: &str, words: &str| {
+        objects
+            .iter()
+            .any(|o| o["level"] == level && o["message"].as_str().is_some_and(|m| m.contains(words)))
+    };
+    assert!(
+        said(
+            "WARN",
+            "watchdog: the ZooKeeper session was not confirmed in time"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        said("WARN", "lock node suspended"),
+        "the library's event: {stderr}"
+    );
+    assert!(said("ERROR", "lost "), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_embedded_run_log_format_json_writes_every_line_as_json() {
+    json_lines_through_an_outage("run", &zklock_testkit::hosts::embedded().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_embedded_elect_log_format_json_writes_every_line_as_json() {
+    json_lines_through_an_outage("elect", &zklock_testkit::hosts::embedded().await).await;
 }
 
 /// `elect --on-suspend stop`: the leader's command is stopped and continued in the same term.
