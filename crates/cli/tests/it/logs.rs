@@ -347,19 +347,12 @@ async fn no_color_turns_colour_off_on_a_terminal() {
     assert!(!plain.contains('\x1b'), "NO_COLOR=1: no escapes: {plain:?}");
 }
 
-/// Every line of `stderr` as a JSON object with the log's keys; panics at the first that is not.
-fn json_lines(stderr: &str) -> Vec<serde_json::Value> {
+/// `zklock ARGS`, which must exit with `status`; its stderr.
+async fn fails(args: Vec<&str>, status: i32) -> String {
+    let out = zklock(&args).output().await.expect("run zklock");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(status), "{args:?}: {stderr}");
     stderr
-        .lines()
-        .map(|line| {
-            let value: serde_json::Value = serde_json::from_str(line)
-                .unwrap_or_else(|err| panic!("not a JSON line ({err}): {line:?}\nstderr:\n{stderr}"));
-            for key in ["timestamp", "level", "target", "message"] {
-                assert!(value.get(key).is_some(), "{key} missing: {line}");
-            }
-            value
-        })
-        .collect()
 }
 
 /// `run`/`elect --log-format json`: a server that is down and a wrong flag end in one JSON line each, the failure
@@ -369,58 +362,35 @@ fn json_lines(stderr: &str) -> Vec<serde_json::Value> {
 async fn run_and_elect_log_format_json_end_in_one_json_failure() {
     let path = unique_path("logs-json");
     for subcommand in ["run", "elect"] {
+        let json = [subcommand, "--log-format", "json"];
         let down = [
-            subcommand,
-            "--log-format",
-            "json",
             "-c",
             "127.0.0.1:1",
             "--connect-timeout",
             "1s",
-            path.as_str(),
+            &path,
             "--",
             "true",
         ];
-        let out = zklock(&down).output().await.expect("run zklock");
-        let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(exit::UNAVAILABLE), "{stderr}");
+        let stderr = fails([&json[..], &down[..]].concat(), exit::UNAVAILABLE).await;
         let last = json_lines(&stderr).pop().expect("a line");
         assert_eq!(last["level"], "ERROR", "{stderr}");
         assert_eq!(last["exit_status"], exit::UNAVAILABLE, "{stderr}");
-        assert!(
-            last["message"].as_str().unwrap().contains("127.0.0.1:1"),
-            "{stderr}"
-        );
+        let message = last["message"].as_str().unwrap();
+        assert!(message.contains("127.0.0.1:1"), "{stderr}");
 
-        let wrong = [
-            subcommand,
-            "--log-format",
-            "json",
-            "--no-such-flag",
-            path.as_str(),
-            "--",
-            "true",
-        ];
-        let out = zklock(&wrong).output().await.expect("run zklock");
-        let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(exit::USAGE), "{stderr}");
+        let wrong = ["--no-such-flag", &path, "--", "true"];
+        let stderr = fails([&json[..], &wrong[..]].concat(), exit::USAGE).await;
         let lines = json_lines(&stderr);
         assert_eq!(lines.len(), 1, "{stderr}");
         assert_eq!(lines[0]["exit_status"], exit::USAGE, "{stderr}");
-        assert!(
-            lines[0]["message"].as_str().unwrap().contains("--no-such-flag"),
-            "{stderr}"
-        );
+        let message = lines[0]["message"].as_str().unwrap();
+        assert!(message.contains("--no-such-flag"), "{stderr}");
 
         // The control: without the flag the same failure is a line of text.
-        let plain: Vec<&str> = [subcommand]
-            .into_iter()
-            .chain(down[3..].iter().copied())
-            .collect();
-        let out = zklock(&plain).output().await.expect("run zklock");
-        let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(exit::UNAVAILABLE), "{stderr}");
-        assert!(stderr.lines().last().unwrap().starts_with("zklock: "), "{stderr}");
-        assert!(serde_json::from_str::<serde_json::Value>(stderr.lines().last().unwrap()).is_err());
+        let stderr = fails([&[subcommand][..], &down[..]].concat(), exit::UNAVAILABLE).await;
+        let last = stderr.lines().last().unwrap();
+        assert!(last.starts_with("zklock: "), "{stderr}");
+        assert!(serde_json::from_str::<serde_json::Value>(last).is_err());
     }
 }

@@ -425,3 +425,18 @@ pub async fn await_process_state(pid: i32, what: &str, ok: impl Fn(Option<char>)
     })
     .await;
 }
+
+/// Every line of `stderr` as a JSON object with the log's keys; panics at the first that is not.
+pub fn json_lines(stderr: &str) -> Vec<serde_json::Value> {
+    stderr
+        .lines()
+        .map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line)
+                .unwrap_or_else(|err| panic!("not a JSON line ({err}): {line:?}\nstderr:\n{stderr}"));
+            for key in ["timestamp", "level", "target", "message"] {
+                assert!(value.get(key).is_some(), "{key} missing: {line}");
+            }
+            value
+        })
+        .collect()
+}

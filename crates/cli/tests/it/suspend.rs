@@ -115,17 +115,7 @@ async fn json_lines_through_an_outage(subcommand: &str, hosts: &str) {
     await_process_state(pid, "the command to be stopped", |s| s == Some('T')).await;
     let (code, stderr) = run.finish().await;
     assert_eq!(code, Some(exit::LOST), "{stderr}");
-    let objects: Vec<serde_json::Value> = stderr
-        .lines()
-        .map(|line| {
-            let value: serde_json::Value = serde_json::from_str(line)
-                .unwrap_or_else(|err| panic!("not a JSON line ({err}): {line:?}\n{stderr}"));
-            for key in ["timestamp", "level", "target", "message"] {
-                assert!(value.get(key).is_some(), "{key} missing: {line}");
-            }
-            value
-        })
-        .collect();
+    let objects = json_lines(&stderr);
     let said = |level: &str, words: &str| {
         objects
             .iter()
