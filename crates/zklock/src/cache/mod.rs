@@ -147,6 +147,10 @@ struct Shared {
     events: Sender,
     /// `None` while running; the error that ended it.
     ended: watch::Sender<Option<Error>>,
+    /// Whether the first full read is done ([`Cache::initialized`] waits on it, not on the events: a subscription
+    /// of its own would be woken once per event of the prime and keep up to [`BACKLOG`] of them alive, ~13 bytes a
+    /// node of a 100,000-node tree).
+    primed: watch::Sender<bool>,
     /// Whether a re-sync reads nodes in batches (`multiRead`); off after a batch failed.
     multi_read: std::sync::atomic::AtomicBool,
 }
@@ -157,6 +161,7 @@ impl Shared {
         if !state.initialized {
             state.initialized = true;
             let _ = self.events.send(Arc::new(CacheEvent::Initialized));
+            self.primed.send_replace(true);
         }
     }
 
@@ -200,23 +205,17 @@ impl Cache {
     /// What stopped the cache before then (its session's end, an ACL refusal of the watch, a server without
     /// persistent watches).
     pub async fn initialized(&self) -> Result<()> {
-        let mut events = self.shared.events.subscribe();
+        let mut primed = self.shared.primed.subscribe();
+        let mut ended = self.shared.ended.subscribe();
         loop {
-            if self
-                .shared
-                .state
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .initialized
-            {
+            if *primed.borrow_and_update() {
                 return Ok(());
             }
             if let Some(err) = self.ended() {
                 return Err(err);
             }
-            let mut ended = self.shared.ended.subscribe();
             tokio::select! {
-                _ = events.recv() => {}
+                _ = primed.changed() => {}
                 _ = ended.changed() => {}
             }
         }
@@ -309,6 +308,7 @@ impl CacheBuilder {
             })
             .0,
             ended: watch::Sender::new(None),
+            primed: watch::Sender::new(false),
             multi_read: std::sync::atomic::AtomicBool::new(true),
         });
         let task = tokio::spawn(sync::run(Arc::clone(&shared), self.session, self.scope));

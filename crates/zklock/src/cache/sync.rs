@@ -41,6 +41,15 @@ const IN_FLIGHT: usize = 1024;
 /// At most this many nodes read by one `multiRead` of a re-sync.
 const BATCH: usize = 256;
 
+/// A re-sync lists a directory only while fewer nodes than this wait for their read, and at most [`LISTINGS`] at
+/// once: the paths waiting stay a few thousand, not the whole tree (for a tree of 100,000 nodes they were ~120
+/// bytes a node of transient memory, which `malloc` kept as the process's resident memory), while the reads keep
+/// the server busy.
+const WAITING: usize = 2 * IN_FLIGHT;
+
+/// At most this many listings in flight in a re-sync.
+const LISTINGS: usize = 4;
+
 /// What the cache follows: a path, and how deep below it.
 #[derive(Debug, Clone)]
 pub(super) struct Scope {
@@ -144,9 +153,18 @@ async fn follow(shared: &Shared, session: &Session, scope: &Scope) -> Error {
 /// looked. Sends `Initialized` after the first.
 async fn resync(shared: &Shared, client: &Client, scope: &Scope) -> Result<()> {
     let mut waiting: VecDeque<(String, usize)> = VecDeque::from([(scope.root.clone(), 0)]);
+    // Directories read, their listing not sent yet.
+    let mut unlisted: VecDeque<String> = VecDeque::new();
     let mut reads = FuturesUnordered::new();
     let mut in_flight = 0;
+    let mut listings = 0;
     loop {
+        while listings < LISTINGS && waiting.len() < WAITING {
+            let Some(dir) = unlisted.pop_front() else { break };
+            listings += 1;
+            in_flight += 1;
+            reads.push(list(client, dir));
+        }
         while in_flight < IN_FLIGHT && !waiting.is_empty() {
             let most = if shared.multi_read.load(Ordering::Relaxed) {
                 BATCH
@@ -179,8 +197,7 @@ async fn resync(shared: &Shared, client: &Client, scope: &Scope) -> Result<()> {
                     let mut state = shared.state.write().unwrap_or_else(|e| e.into_inner());
                     state.apply(&path, read, &shared.events);
                     if has_children && scope.lists(level) {
-                        in_flight += 1;
-                        reads.push(list(client, path));
+                        unlisted.push_back(path);
                     } else {
                         state.remove_under(&path, &shared.events);
                     }
@@ -188,6 +205,7 @@ async fn resync(shared: &Shared, client: &Client, scope: &Scope) -> Result<()> {
             }
             Read::List(path, read) => {
                 in_flight -= 1;
+                listings -= 1;
                 let Some((names, _)) = found_node(read).at("getChildren", &path)? else {
                     shared.state.write().unwrap_or_else(|e| e.into_inner()).apply(
                         &path,
