@@ -5,6 +5,7 @@
 //! `sync.rs` is the task that follows ZooKeeper (one persistent watch, a full read, one read per event, a re-sync
 //! after every reconnection); `state.rs` holds the nodes and turns each read into the event it makes.
 
+mod oneshot;
 mod state;
 mod sync;
 
@@ -55,7 +56,9 @@ type Sender = broadcast::Sender<Arc<CacheEvent>>;
 ///   [`CacheEvent::Reset`] and the whole content again instead of an unbounded queue.
 /// * Nodes the session may not read are not in the cache (ZooKeeper sends no events for them either).
 ///
-/// It needs persistent watches: ZooKeeper 3.6 or later, or the embedded server. Dropping the cache stops it.
+/// It follows ZooKeeper with one persistent watch (ZooKeeper 3.6 or later, the embedded server); on a server without
+/// them (ZooKeeper 3.5 answers `addWatch` with `Unimplemented`) it falls back to one-shot watches on every node, as
+/// kazoo's `TreeCache` does ([`CacheBuilder::one_shot_watches`]). Dropping the cache stops it.
 #[derive(Debug)]
 pub struct Cache {
     shared: Arc<Shared>,
@@ -153,6 +156,9 @@ struct Shared {
     primed: watch::Sender<bool>,
     /// Whether a re-sync reads nodes in batches (`multiRead`); off after a batch failed.
     multi_read: std::sync::atomic::AtomicBool,
+    /// Whether the server turned out to have no persistent watches (`addWatch` answered `Unimplemented`): every
+    /// session from then on is followed with one-shot watches (`oneshot.rs`).
+    one_shot: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -163,6 +169,10 @@ impl Shared {
             let _ = self.events.send(Arc::new(CacheEvent::Initialized));
             self.primed.send_replace(true);
         }
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, State> {
+        self.state.write().unwrap_or_else(|e| e.into_inner())
     }
 
     fn end(&self, err: Error) {
@@ -202,8 +212,7 @@ impl Cache {
     /// Waits until the first full read is done (at once if it is).
     ///
     /// # Errors
-    /// What stopped the cache before then (its session's end, an ACL refusal of the watch, a server without
-    /// persistent watches).
+    /// What stopped the cache before then (its session's end, an ACL refusal of the watch).
     pub async fn initialized(&self) -> Result<()> {
         let mut primed = self.shared.primed.subscribe();
         let mut ended = self.shared.ended.subscribe();
@@ -256,8 +265,8 @@ impl Cache {
     }
 
     /// The error that stopped the cache, if it has stopped: the end of a session made from a `Client`, the close
-    /// of a reconnecting one, or an error ZooKeeper answered (`NoAuth` for the watch, `Unimplemented` from a
-    /// server without persistent watches). A stopped cache keeps what it held.
+    /// of a reconnecting one, or an error ZooKeeper answered (`NoAuth` for the watch). A stopped cache keeps what it
+    /// held.
     pub fn ended(&self) -> Option<Error> {
         self.shared.ended.borrow().clone()
     }
@@ -286,6 +295,7 @@ impl CacheBuilder {
             scope: Scope {
                 root: crate::base::path::validate(path)?,
                 depth,
+                one_shot: false,
             },
         })
     }
@@ -293,6 +303,16 @@ impl CacheBuilder {
     /// Holds the nodes at most `depth` levels below the path (0: the node only).
     pub fn depth(mut self, depth: usize) -> CacheBuilder {
         self.scope.depth = Some(depth);
+        self
+    }
+
+    /// Follows with one-shot watches, as kazoo's `TreeCache` does — a data and a child watch on every node held —
+    /// instead of one persistent watch. A cache does so by itself on a server without persistent watches
+    /// (ZooKeeper 3.5); this asks for it anywhere. It costs two watches per node on the server and a read of each
+    /// node by itself (no `multiRead`); a reconnection costs only the reads of what changed meanwhile, as the client
+    /// sets the watches again (`cache/oneshot.rs`).
+    pub fn one_shot_watches(mut self) -> CacheBuilder {
+        self.scope.one_shot = true;
         self
     }
 
@@ -310,6 +330,7 @@ impl CacheBuilder {
             ended: watch::Sender::new(None),
             primed: watch::Sender::new(false),
             multi_read: std::sync::atomic::AtomicBool::new(true),
+            one_shot: std::sync::atomic::AtomicBool::new(false),
         });
         let task = tokio::spawn(sync::run(Arc::clone(&shared), self.session, self.scope));
         Cache { shared, task }

@@ -4,7 +4,7 @@
 //! same lock and then listens sees every change exactly once (`Events` in `cache/mod.rs`).
 //!
 //! **Layout, for memory** (issue 30: at most half of Curator's 248 bytes per node). A node is held in its parent's
-//! [`Dir`], by name, as one [`Child`] of 96 bytes: its name and data together in line when they fit in 29 bytes
+//! [`Dir`], by name, as one [`Child`] of 88 bytes: its name and data together in line when they fit in 21 bytes
 //! (else in one allocation of their own), and its stat without the two fields the rest gives (the data's length;
 //! the path). A directory's children are one dense `Vec`, filled from its listing in one go, with an index of
 //! 4-byte positions by name (about 5–10 bytes a child). No node has its full path, its own `Arc` or an allocation
@@ -40,6 +40,14 @@ impl State {
         let dir = self.dirs.get(dir)?;
         let at = dir.find(&self.hasher, name)?;
         Some(dir.children[at].node(path.to_owned()))
+    }
+
+    /// Whether the node at `path` is held.
+    pub(super) fn contains(&self, path: &str) -> bool {
+        let (dir, name) = split(path);
+        self.dirs
+            .get(dir)
+            .is_some_and(|dir| dir.find(&self.hasher, name).is_some())
     }
 
     pub(super) fn len(&self) -> usize {
@@ -247,16 +255,16 @@ impl Dir {
 }
 
 /// How many bytes of name and data a [`Child`] keeps in line.
-const INLINE: usize = 29;
+const INLINE: usize = 21;
 
-/// A node as held in its directory: 96 bytes.
+/// A node as held in its directory: 88 bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Child {
     name_and_data: Packed,
     stat: Stamp,
 }
 
-const _: () = assert!(std::mem::size_of::<Child>() == 96);
+const _: () = assert!(std::mem::size_of::<Child>() == 88);
 
 impl Child {
     fn new(name: &str, data: &[u8], stat: &Stat) -> Child {

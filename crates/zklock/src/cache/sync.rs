@@ -36,7 +36,7 @@ use crate::base::retry::broke_connection;
 use crate::session::Session;
 
 /// At most this many reads in flight: a burst of events waits in the watcher's queue, not in ours.
-const IN_FLIGHT: usize = 1024;
+pub(super) const IN_FLIGHT: usize = 1024;
 
 /// At most this many nodes read by one `multiRead` of a re-sync.
 const BATCH: usize = 256;
@@ -56,11 +56,13 @@ pub(super) struct Scope {
     pub(super) root: String,
     /// 0: the node only; 1: it and its children; `None`: the whole subtree.
     pub(super) depth: Option<usize>,
+    /// Follow with one-shot watches (`oneshot.rs`) instead of a persistent one.
+    pub(super) one_shot: bool,
 }
 
 impl Scope {
     /// How many levels `path` is below the root, if it is the root or under it.
-    fn level(&self, path: &str) -> Option<usize> {
+    pub(super) fn level(&self, path: &str) -> Option<usize> {
         if path == self.root {
             return Some(0);
         }
@@ -78,7 +80,7 @@ impl Scope {
     }
 
     /// Whether the children of `path` (at `level`) are cached too.
-    fn lists(&self, level: usize) -> bool {
+    pub(super) fn lists(&self, level: usize) -> bool {
         self.depth.is_none_or(|depth| level < depth)
     }
 
@@ -110,7 +112,11 @@ async fn follow_sessions(shared: &Shared, session: &Session, scope: &Scope) -> E
             Ok(pinned) => pinned,
             Err(err) => return err,
         };
-        let err = follow(shared, &pinned, scope).await;
+        let err = if scope.one_shot || shared.one_shot.load(Ordering::Relaxed) {
+            super::oneshot::follow(shared, &pinned, scope).await
+        } else {
+            follow(shared, &pinned, scope).await
+        };
         if !(session.is_reconnecting() && err.is_terminal() && err != Error::Closed) {
             return err;
         }
@@ -133,6 +139,15 @@ async fn follow(shared: &Shared, session: &Session, scope: &Scope) -> Error {
         {
             Ok(next) => next,
             Err(err) if broke_connection(&err) => continue,
+            // ZooKeeper 3.5: no persistent watches (and it closes the connection after this answer).
+            Err(Error::ZooKeeper {
+                source: zk::Error::Unimplemented,
+                ..
+            }) => {
+                tracing::info!(path = %scope.root, "cache: the server has no persistent watches; using one-shot watches");
+                shared.one_shot.store(true, Ordering::Relaxed);
+                return super::oneshot::follow(shared, session, scope).await;
+            }
             Err(err) => return err,
         };
         // The old watcher goes only once the new one is registered, so the client never asks the server to remove

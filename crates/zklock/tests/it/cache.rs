@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use zklock::zookeeper_client::{self as zk, Client};
-use zklock::{Cache, CacheEvent, Error, Events, Session, SessionEvent};
+use zklock::{Cache, CacheBuilder, CacheEvent, Error, Events, Session, SessionEvent};
 use zklock_testkit::{expire_session, opcode, unique_path};
 
 use crate::support::*;
@@ -92,189 +92,323 @@ fn put(path: &str, data: &str) -> (String, Option<String>) {
     (path.to_owned(), Some(data.to_owned()))
 }
 
-on_every_server! {
-    async fn a_tree_cache_primes_then_reports_every_change_in_order(hosts: &str) {
-        let root = unique_path("cache");
-        let writer = client(hosts).await;
-        for (path, data) in [(root.clone(), "root"), (format!("{root}/a"), "1"), (format!("{root}/b"), "{\"on\":true}")] {
-            writer.create(&path, data.as_bytes(), &PERSISTENT).await.unwrap();
+/// Each test on every server, with the persistent watch (`<test>::<server>`) and with one-shot watches
+/// (`one_shot::<test>::<server>`, the way the cache follows ZooKeeper 3.5).
+macro_rules! with_both_watches {
+    ($($name:ident),* $(,)?) => {
+        on_every_server! {
+            $(async fn $name(hosts: &str) { super::$name(hosts, false).await })*
         }
-        let reader = client(hosts).await;
-        let cache = Cache::tree(&reader, &root).unwrap().start();
-        let mut events = cache.events();
-        let primed = events_until(&mut events, "the prime", |e| *e == CacheEvent::Initialized).await;
-        let mut primed = changes(&primed);
-        primed.sort();
-        assert_eq!(
-            primed,
-            [put(&root, "root"), put(&format!("{root}/a"), "1"), put(&format!("{root}/b"), "{\"on\":true}")],
-            "each node found once as created, then initialized"
-        );
-        #[derive(serde::Deserialize)]
-        struct Flag { on: bool }
-        assert!(cache.get(&format!("{root}/b")).unwrap().json::<Flag>().unwrap().on);
-        assert!(matches!(cache.get(&root).unwrap().json::<Flag>(), Err(Error::Unparsable { .. })));
-
-        let (a, c, d) = (format!("{root}/a"), format!("{root}/a/c"), format!("{root}/a/c/d"));
-        writer.set_data(&a, b"2", None).await.unwrap();
-        writer.create(&c, b"c", &PERSISTENT).await.unwrap();
-        writer.create(&d, b"d", &PERSISTENT).await.unwrap();
-        writer.set_data(&d, b"d2", None).await.unwrap();
-        writer.delete(&d, None).await.unwrap();
-        writer.delete(&c, None).await.unwrap();
-        writer.set_data(&a, b"3", None).await.unwrap();
-        let seen = settled(&writer, &root, &mut events).await;
-        // Per node, what was seen is the node's writes in order with some steps left out: two quick writes of one
-        // node may be read as one, never out of order and never a state that did not exist. (Across nodes a read
-        // may already see a later write of its node than the next event says: no order is promised there.)
-        let written = [put(&a, "2"), put(&c, "c"), put(&d, "d"), put(&d, "d2"), (d.clone(), None), (c.clone(), None), put(&a, "3")];
-        for path in [&a, &c, &d] {
-            let mut rest = written.iter().filter(|(p, _)| p == path);
-            for change in changes(&seen).into_iter().filter(|(p, _)| p == path) {
-                assert!(rest.any(|w| *w == change), "{change:?} is out of order or never written: {seen:?}");
+        mod one_shot {
+            crate::on_every_server! {
+                $(async fn $name(hosts: &str) { super::super::$name(hosts, true).await })*
             }
         }
-        assert_eq!(cached(&cache), server_tree(&writer, &root).await);
-        assert_eq!(&cache.children_of(&root)[..2], ["a", "b"]);
+    };
+}
 
-        // A new subscriber gets the content as it is now, then the changes.
-        let mut late = cache.events();
-        let replayed = events_until(&mut late, "the replay", |e| *e == CacheEvent::Initialized).await;
-        assert_eq!(changes(&replayed)[..3], [put(&root, "root"), put(&a, "3"), put(&format!("{root}/b"), "{\"on\":true}")]);
-        writer.delete(&a, None).await.unwrap();
-        let seen = events_until(&mut late, "the delete", |e| matches!(e, CacheEvent::Deleted(_))).await;
-        assert_eq!(changes(&seen), [(a.clone(), None)], "{seen:?}");
+/// Starts `cache`, with one-shot watches if `one_shot`.
+fn start(cache: CacheBuilder, one_shot: bool) -> Cache {
+    if one_shot {
+        cache.one_shot_watches().start()
+    } else {
+        cache.start()
     }
+}
 
-    async fn node_and_children_caches_hold_only_their_depth(hosts: &str) {
-        let root = unique_path("cache");
-        let writer = client(hosts).await;
-        let reader = client(hosts).await;
-        let node = Cache::node(&reader, &root).unwrap().start();
-        let children = Cache::children(&reader, &root).unwrap().start();
-        node.initialized().await.unwrap();
-        children.initialized().await.unwrap();
-        assert!(node.is_empty(), "no node yet");
-        let (mut node_events, mut child_events) = (node.events(), children.events());
-        next(&mut node_events, "initialized").await;
-        next(&mut child_events, "initialized").await;
+with_both_watches!(
+    a_tree_cache_primes_then_reports_every_change_in_order,
+    node_and_children_caches_hold_only_their_depth,
+    changes_while_disconnected_and_after_reconnecting_are_seen,
+    a_read_cut_in_flight_does_not_stop_the_cache,
+    a_reconnecting_session_carries_the_cache_to_its_next_session,
+    the_end_of_a_clients_session_ends_the_cache
+);
 
-        writer.create(&root, b"r", &PERSISTENT).await.unwrap();
-        writer.create(&format!("{root}/x"), b"x", &PERSISTENT).await.unwrap();
-        writer.create(&format!("{root}/x/deep"), b"deep", &PERSISTENT).await.unwrap();
-        writer.set_data(&format!("{root}/x"), b"x2", None).await.unwrap();
-        writer.set_data(&root, b"r2", None).await.unwrap();
-        let seen = events_until(&mut node_events, "the node's change", |e| e.node().is_some_and(|n| *n.data == *b"r2")).await;
-        assert!(changes(&seen).iter().all(|(path, _)| *path == root), "only the node itself: {seen:?}");
-        let marker = settled(&writer, &root, &mut child_events).await;
-        let marker = marker.last().unwrap().node().unwrap().path.clone();
-        writer.delete(&marker, None).await.unwrap();
-        events_until(&mut child_events, "the marker's delete", |e| matches!(e, CacheEvent::Deleted(n) if n.path == marker)).await;
-        assert_eq!(children.nodes().iter().map(|n| n.path.clone()).collect::<Vec<_>>(), [root.clone(), format!("{root}/x")]);
-        assert_eq!(*children.get(&format!("{root}/x")).unwrap().data, *b"x2");
-        assert_eq!(node.len(), 1);
+async fn a_tree_cache_primes_then_reports_every_change_in_order(hosts: &str, one_shot: bool) {
+    let root = unique_path("cache");
+    let writer = client(hosts).await;
+    for (path, data) in [
+        (root.clone(), "root"),
+        (format!("{root}/a"), "1"),
+        (format!("{root}/b"), "{\"on\":true}"),
+    ] {
+        writer.create(&path, data.as_bytes(), &PERSISTENT).await.unwrap();
     }
+    let reader = client(hosts).await;
+    let cache = start(Cache::tree(&reader, &root).unwrap(), one_shot);
+    let mut events = cache.events();
+    let primed = events_until(&mut events, "the prime", |e| *e == CacheEvent::Initialized).await;
+    let mut primed = changes(&primed);
+    primed.sort();
+    assert_eq!(
+        primed,
+        [
+            put(&root, "root"),
+            put(&format!("{root}/a"), "1"),
+            put(&format!("{root}/b"), "{\"on\":true}")
+        ],
+        "each node found once as created, then initialized"
+    );
+    #[derive(serde::Deserialize)]
+    struct Flag {
+        on: bool,
+    }
+    assert!(
+        cache
+            .get(&format!("{root}/b"))
+            .unwrap()
+            .json::<Flag>()
+            .unwrap()
+            .on
+    );
+    assert!(matches!(
+        cache.get(&root).unwrap().json::<Flag>(),
+        Err(Error::Unparsable { .. })
+    ));
 
-    async fn changes_while_disconnected_and_after_reconnecting_are_seen(hosts: &str) {
-        // zookeeper-client 0.11.2 does not re-register persistent watches after a reconnection: without the
-        // cache's own re-arm, the change after the reconnection below is never reported.
-        let root = unique_path("cache");
-        let writer = client(hosts).await;
-        writer.create(&root, b"0", &PERSISTENT).await.unwrap();
-        writer.create(&format!("{root}/gone"), b"g", &PERSISTENT).await.unwrap();
-        let (proxy, reader) = proxied_client(hosts).await;
-        let cache = Cache::tree(&reader, &root).unwrap().start();
-        let mut events = cache.events();
-        events_until(&mut events, "the prime", |e| *e == CacheEvent::Initialized).await;
-        for round in 1..=2u8 {
-            let session = reader.session_id();
-            let mut states = reader.state_watcher();
-            proxy.set_blackhole(true);
-            proxy.cut_all();
-            eventually("the disconnection", async {
-                while states.changed().await != zk::SessionState::Disconnected {}
-            })
-            .await;
-            // Made while the cache cannot hear of them: the re-sync reports them.
-            writer.set_data(&root, &[b'0' + round], None).await.unwrap();
-            if round == 1 {
-                writer.delete(&format!("{root}/gone"), None).await.unwrap();
-            }
-            proxy.set_blackhole(false);
-            let seen = settled(&writer, &root, &mut events).await;
-            assert!(changes(&seen).contains(&(root.clone(), Some(round.to_string()))), "{seen:?}");
-            if round == 1 {
-                assert!(changes(&seen).contains(&(format!("{root}/gone"), None)), "{seen:?}");
-            }
-            assert_eq!(reader.session_id(), session, "the same session");
-            // Made after the reconnection: only a watch registered again reports it.
-            let fresh = format!("{root}/after-{round}");
-            writer.create(&fresh, b"new", &PERSISTENT).await.unwrap();
-            let seen = events_until(&mut events, "the change after reconnecting", |e| e.node().is_some_and(|n| n.path == fresh)).await;
-            assert!(matches!(seen.last(), Some(CacheEvent::Created(_))), "{seen:?}");
+    let (a, c, d) = (
+        format!("{root}/a"),
+        format!("{root}/a/c"),
+        format!("{root}/a/c/d"),
+    );
+    writer.set_data(&a, b"2", None).await.unwrap();
+    writer.create(&c, b"c", &PERSISTENT).await.unwrap();
+    writer.create(&d, b"d", &PERSISTENT).await.unwrap();
+    writer.set_data(&d, b"d2", None).await.unwrap();
+    writer.delete(&d, None).await.unwrap();
+    writer.delete(&c, None).await.unwrap();
+    writer.set_data(&a, b"3", None).await.unwrap();
+    let seen = settled(&writer, &root, &mut events).await;
+    // Per node, what was seen is the node's writes in order with some steps left out: two quick writes of one
+    // node may be read as one, never out of order and never a state that did not exist. (Across nodes a read
+    // may already see a later write of its node than the next event says: no order is promised there.)
+    let written = [
+        put(&a, "2"),
+        put(&c, "c"),
+        put(&d, "d"),
+        put(&d, "d2"),
+        (d.clone(), None),
+        (c.clone(), None),
+        put(&a, "3"),
+    ];
+    for path in [&a, &c, &d] {
+        let mut rest = written.iter().filter(|(p, _)| p == path);
+        for change in changes(&seen).into_iter().filter(|(p, _)| p == path) {
+            assert!(
+                rest.any(|w| *w == change),
+                "{change:?} is out of order or never written: {seen:?}"
+            );
         }
-        assert_eq!(cached(&cache), server_tree(&writer, &root).await);
     }
+    assert_eq!(cached(&cache), server_tree(&writer, &root).await);
+    assert_eq!(&cache.children_of(&root)[..2], ["a", "b"]);
 
-    async fn a_read_cut_in_flight_does_not_stop_the_cache(hosts: &str) {
-        // A request in flight when the connection is reset fails with `zk::Error::Custom`, not `ConnectionLoss`:
-        // the cache must take it for the connection loss it is, and read again once the connection is back.
-        let root = unique_path("cache");
-        let writer = client(hosts).await;
-        writer.create(&root, b"0", &PERSISTENT).await.unwrap();
-        let (proxy, reader) = proxied_client(hosts).await;
-        let cache = Cache::tree(&reader, &root).unwrap().start();
-        let mut events = cache.events();
-        events_until(&mut events, "the prime", |e| *e == CacheEvent::Initialized).await;
-        proxy.drop_reply_and_cut(&[opcode::GET_DATA]);
-        writer.set_data(&root, b"1", None).await.unwrap();
-        let seen = settled(&writer, &root, &mut events).await;
-        assert_eq!(proxy.lost_replies(), 1, "the fault was injected");
-        assert!(changes(&seen).contains(&put(&root, "1")), "{seen:?}");
-        assert_eq!(cache.ended(), None);
-    }
+    // A new subscriber gets the content as it is now, then the changes.
+    let mut late = cache.events();
+    let replayed = events_until(&mut late, "the replay", |e| *e == CacheEvent::Initialized).await;
+    assert_eq!(
+        changes(&replayed)[..3],
+        [
+            put(&root, "root"),
+            put(&a, "3"),
+            put(&format!("{root}/b"), "{\"on\":true}")
+        ]
+    );
+    writer.delete(&a, None).await.unwrap();
+    let seen = events_until(&mut late, "the delete", |e| matches!(e, CacheEvent::Deleted(_))).await;
+    assert_eq!(changes(&seen), [(a.clone(), None)], "{seen:?}");
+}
 
-    async fn a_reconnecting_session_carries_the_cache_to_its_next_session(hosts: &str) {
-        let root = unique_path("cache");
-        let writer = client(hosts).await;
-        writer.create(&root, b"before", &PERSISTENT).await.unwrap();
-        let connector = Client::connector().with_session_timeout(std::time::Duration::from_secs(10));
-        let session = eventually("connecting", Session::reconnecting(connector, hosts)).await.unwrap();
-        let mut session_events = session.events().unwrap();
-        let cache = Cache::tree(&session, &root).unwrap().start();
-        let mut events = cache.events();
-        events_until(&mut events, "the prime", |e| *e == CacheEvent::Initialized).await;
-        // Its own ephemeral node goes with the old session; the cache reports that too.
-        let mine = format!("{root}/mine");
-        session.client().create(&mine, b"e", &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all())).await.unwrap();
-        events_until(&mut events, "the ephemeral", |e| matches!(e, CacheEvent::Created(n) if n.path == mine)).await;
-        expire_session(hosts, session.client()).await;
-        eventually("the new session", async {
-            while !matches!(session_events.recv().await, Ok(SessionEvent::NewSession { .. })) {}
+async fn node_and_children_caches_hold_only_their_depth(hosts: &str, one_shot: bool) {
+    let root = unique_path("cache");
+    let writer = client(hosts).await;
+    let reader = client(hosts).await;
+    let node = start(Cache::node(&reader, &root).unwrap(), one_shot);
+    let children = start(Cache::children(&reader, &root).unwrap(), one_shot);
+    node.initialized().await.unwrap();
+    children.initialized().await.unwrap();
+    assert!(node.is_empty(), "no node yet");
+    let (mut node_events, mut child_events) = (node.events(), children.events());
+    next(&mut node_events, "initialized").await;
+    next(&mut child_events, "initialized").await;
+
+    writer.create(&root, b"r", &PERSISTENT).await.unwrap();
+    writer
+        .create(&format!("{root}/x"), b"x", &PERSISTENT)
+        .await
+        .unwrap();
+    writer
+        .create(&format!("{root}/x/deep"), b"deep", &PERSISTENT)
+        .await
+        .unwrap();
+    writer.set_data(&format!("{root}/x"), b"x2", None).await.unwrap();
+    writer.set_data(&root, b"r2", None).await.unwrap();
+    let seen = events_until(&mut node_events, "the node's change", |e| {
+        e.node().is_some_and(|n| *n.data == *b"r2")
+    })
+    .await;
+    assert!(
+        changes(&seen).iter().all(|(path, _)| *path == root),
+        "only the node itself: {seen:?}"
+    );
+    let marker = settled(&writer, &root, &mut child_events).await;
+    let marker = marker.last().unwrap().node().unwrap().path.clone();
+    writer.delete(&marker, None).await.unwrap();
+    events_until(
+        &mut child_events,
+        "the marker's delete",
+        |e| matches!(e, CacheEvent::Deleted(n) if n.path == marker),
+    )
+    .await;
+    assert_eq!(
+        children
+            .nodes()
+            .iter()
+            .map(|n| n.path.clone())
+            .collect::<Vec<_>>(),
+        [root.clone(), format!("{root}/x")]
+    );
+    assert_eq!(*children.get(&format!("{root}/x")).unwrap().data, *b"x2");
+    assert_eq!(node.len(), 1);
+}
+
+async fn changes_while_disconnected_and_after_reconnecting_are_seen(hosts: &str, one_shot: bool) {
+    // zookeeper-client 0.11.2 does not re-register persistent watches after a reconnection: without the
+    // cache's own re-arm, the change after the reconnection below is never reported.
+    let root = unique_path("cache");
+    let writer = client(hosts).await;
+    writer.create(&root, b"0", &PERSISTENT).await.unwrap();
+    writer
+        .create(&format!("{root}/gone"), b"g", &PERSISTENT)
+        .await
+        .unwrap();
+    let (proxy, reader) = proxied_client(hosts).await;
+    let cache = start(Cache::tree(&reader, &root).unwrap(), one_shot);
+    let mut events = cache.events();
+    events_until(&mut events, "the prime", |e| *e == CacheEvent::Initialized).await;
+    for round in 1..=2u8 {
+        let session = reader.session_id();
+        let mut states = reader.state_watcher();
+        proxy.set_blackhole(true);
+        proxy.cut_all();
+        eventually("the disconnection", async {
+            while states.changed().await != zk::SessionState::Disconnected {}
         })
         .await;
-        writer.set_data(&root, b"after", None).await.unwrap();
+        // Made while the cache cannot hear of them: the re-sync reports them.
+        writer.set_data(&root, &[b'0' + round], None).await.unwrap();
+        if round == 1 {
+            writer.delete(&format!("{root}/gone"), None).await.unwrap();
+        }
+        proxy.set_blackhole(false);
         let seen = settled(&writer, &root, &mut events).await;
-        assert!(changes(&seen).contains(&put(&root, "after")), "{seen:?}");
-        assert!(changes(&seen).contains(&(mine.clone(), None)), "the expired session's node is reported gone: {seen:?}");
-        assert_eq!(cached(&cache), server_tree(&writer, &root).await);
-        assert_eq!(cache.ended(), None);
-        session.close().await.unwrap();
-        assert_eq!(eventually("the end", events.next()).await, None, "a closed session ends the events");
-        assert_eq!(cache.ended(), Some(Error::Closed));
+        assert!(
+            changes(&seen).contains(&(root.clone(), Some(round.to_string()))),
+            "{seen:?}"
+        );
+        if round == 1 {
+            assert!(
+                changes(&seen).contains(&(format!("{root}/gone"), None)),
+                "{seen:?}"
+            );
+        }
+        assert_eq!(reader.session_id(), session, "the same session");
+        // One-shot watches are the client's to set again; the persistent one is the cache's.
+        let add_watches = proxy.requests(opcode::ADD_WATCH);
+        assert_eq!(add_watches == 0, one_shot, "{add_watches} addWatch requests");
+        // Made after the reconnection: only a watch registered again reports it.
+        let fresh = format!("{root}/after-{round}");
+        writer.create(&fresh, b"new", &PERSISTENT).await.unwrap();
+        let seen = events_until(&mut events, "the change after reconnecting", |e| {
+            e.node().is_some_and(|n| n.path == fresh)
+        })
+        .await;
+        assert!(matches!(seen.last(), Some(CacheEvent::Created(_))), "{seen:?}");
     }
+    assert_eq!(cached(&cache), server_tree(&writer, &root).await);
+}
 
-    async fn the_end_of_a_clients_session_ends_the_cache(hosts: &str) {
-        let root = unique_path("cache");
-        let reader = client(hosts).await;
-        let cache = Cache::tree(&reader, &root).unwrap().start();
-        let mut events = cache.events();
-        events_until(&mut events, "the prime", |e| *e == CacheEvent::Initialized).await;
-        expire_session(hosts, &reader).await;
-        assert_eq!(eventually("the end", events.next()).await, None);
-        assert_eq!(cache.ended(), Some(Error::SessionExpired));
-        assert!(cache.initialized().await.is_ok(), "what it held is kept");
-    }
+async fn a_read_cut_in_flight_does_not_stop_the_cache(hosts: &str, one_shot: bool) {
+    // A request in flight when the connection is reset fails with `zk::Error::Custom`, not `ConnectionLoss`:
+    // the cache must take it for the connection loss it is, and read again once the connection is back.
+    let root = unique_path("cache");
+    let writer = client(hosts).await;
+    writer.create(&root, b"0", &PERSISTENT).await.unwrap();
+    let (proxy, reader) = proxied_client(hosts).await;
+    let cache = start(Cache::tree(&reader, &root).unwrap(), one_shot);
+    let mut events = cache.events();
+    events_until(&mut events, "the prime", |e| *e == CacheEvent::Initialized).await;
+    proxy.drop_reply_and_cut(&[opcode::GET_DATA]);
+    writer.set_data(&root, b"1", None).await.unwrap();
+    let seen = settled(&writer, &root, &mut events).await;
+    assert_eq!(proxy.lost_replies(), 1, "the fault was injected");
+    assert!(changes(&seen).contains(&put(&root, "1")), "{seen:?}");
+    assert_eq!(cache.ended(), None);
+}
+
+async fn a_reconnecting_session_carries_the_cache_to_its_next_session(hosts: &str, one_shot: bool) {
+    let root = unique_path("cache");
+    let writer = client(hosts).await;
+    writer.create(&root, b"before", &PERSISTENT).await.unwrap();
+    let connector = Client::connector().with_session_timeout(std::time::Duration::from_secs(10));
+    let session = eventually("connecting", Session::reconnecting(connector, hosts))
+        .await
+        .unwrap();
+    let mut session_events = session.events().unwrap();
+    let cache = start(Cache::tree(&session, &root).unwrap(), one_shot);
+    let mut events = cache.events();
+    events_until(&mut events, "the prime", |e| *e == CacheEvent::Initialized).await;
+    // Its own ephemeral node goes with the old session; the cache reports that too.
+    let mine = format!("{root}/mine");
+    session
+        .client()
+        .create(
+            &mine,
+            b"e",
+            &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
+    events_until(
+        &mut events,
+        "the ephemeral",
+        |e| matches!(e, CacheEvent::Created(n) if n.path == mine),
+    )
+    .await;
+    expire_session(hosts, session.client()).await;
+    eventually("the new session", async {
+        while !matches!(session_events.recv().await, Ok(SessionEvent::NewSession { .. })) {}
+    })
+    .await;
+    writer.set_data(&root, b"after", None).await.unwrap();
+    let seen = settled(&writer, &root, &mut events).await;
+    assert!(changes(&seen).contains(&put(&root, "after")), "{seen:?}");
+    assert!(
+        changes(&seen).contains(&(mine.clone(), None)),
+        "the expired session's node is reported gone: {seen:?}"
+    );
+    assert_eq!(cached(&cache), server_tree(&writer, &root).await);
+    assert_eq!(cache.ended(), None);
+    session.close().await.unwrap();
+    assert_eq!(
+        eventually("the end", events.next()).await,
+        None,
+        "a closed session ends the events"
+    );
+    assert_eq!(cache.ended(), Some(Error::Closed));
+}
+
+async fn the_end_of_a_clients_session_ends_the_cache(hosts: &str, one_shot: bool) {
+    let root = unique_path("cache");
+    let reader = client(hosts).await;
+    let cache = start(Cache::tree(&reader, &root).unwrap(), one_shot);
+    let mut events = cache.events();
+    events_until(&mut events, "the prime", |e| *e == CacheEvent::Initialized).await;
+    expire_session(hosts, &reader).await;
+    assert_eq!(eventually("the end", events.next()).await, None);
+    assert_eq!(cache.ended(), Some(Error::SessionExpired));
+    assert!(cache.initialized().await.is_ok(), "what it held is kept");
 }
 
 on_standalone_and_embedded! {
