@@ -73,6 +73,20 @@ pub struct CampaignArgs {
     /// (`mutex`, `rwlock`, `semaphore`, `election`, `queue`, `priority-queue`, `group`).
     #[arg(long, value_enum, default_value = "fixed")]
     pub session: SessionArg,
+    /// The cache workload: how every contender's `Cache::tree` follows ZooKeeper. `persistent`: one persistent
+    /// recursive watch; `one-shot`: a data and a child watch on every node (`CacheBuilder::one_shot_watches`, what
+    /// the cache falls back to on ZooKeeper 3.5).
+    #[arg(long, value_enum, default_value = "persistent")]
+    pub cache_watches: CacheWatches,
+}
+
+/// `--cache-watches`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CacheWatches {
+    /// One persistent recursive watch.
+    Persistent,
+    /// One-shot watches on every node.
+    OneShot,
 }
 
 /// `--session`.

@@ -51,6 +51,9 @@ pub struct WorkerArgs {
     /// recipes go on, on the next ZooKeeper session, after one ends.
     #[arg(long)]
     pub reconnecting: bool,
+    /// The cache workload: follow with one-shot watches (the campaign's `--cache-watches one-shot`).
+    #[arg(long)]
+    pub one_shot: bool,
     /// The register and cache workloads: the file this process records its operations in.
     #[arg(long)]
     pub history: Option<String>,

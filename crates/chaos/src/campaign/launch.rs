@@ -173,6 +173,9 @@ fn launch_for(args: &CampaignArgs, setup: &Setup, slot: usize, connect: &str, un
     if matches!(args.recipe, Recipe::Partitioner | Recipe::PersistentNode) && args.no_fencing {
         argv.push("--naive".to_owned()); // its negative control: the division taken as ownership, no item locks
     }
+    if args.recipe == Recipe::Cache && args.cache_watches == crate::args::CacheWatches::OneShot {
+        argv.push("--one-shot".to_owned());
+    }
     if args.recipe == Recipe::Cache && args.no_fencing {
         argv.push("--naive".to_owned()); // its negative control: a cache that never reads again after a reconnection
     }

@@ -226,7 +226,13 @@ impl CacheWorkload {
             )
             .await
             .map_err(|_| Error::Timeout)??;
-            let cache = zklock::Cache::tree(&session, &args.path)?.start();
+            let cache = zklock::Cache::tree(&session, &args.path)?;
+            let cache = if args.one_shot {
+                cache.one_shot_watches()
+            } else {
+                cache
+            }
+            .start();
             let initialized = Arc::new(AtomicBool::new(false));
             recorder.line(&format!("cache {k} {} tree", now_ns()));
             let events = cache.events();
