@@ -25,6 +25,25 @@ pub(crate) async fn changed(watcher: OneshotWatcher) -> Result<WatchedEvent> {
     }
 }
 
+/// The output of `future`, or [`Error::Timeout`] once `timeout` has passed (the future is dropped then): the
+/// `_timeout` variant of a recipe's wait.
+pub(crate) async fn timeout<T>(
+    timeout: std::time::Duration,
+    future: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    tokio::time::timeout(timeout, future)
+        .await
+        .map_err(|_| Error::Timeout)?
+}
+
+/// The output of `future`, or never when there is none: a branch of a `select!` that may have nothing to wait for.
+pub(crate) async fn or_pending<F: Future>(future: Option<F>) -> F::Output {
+    match future {
+        Some(future) => future.await,
+        None => std::future::pending().await,
+    }
+}
+
 /// The parent of a path other than `/` (`/` for a top-level node).
 pub(crate) fn parent_of(path: &str) -> &str {
     match path.rfind('/') {

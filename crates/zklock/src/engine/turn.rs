@@ -227,12 +227,7 @@ pub(crate) async fn wait_turn<R: Rules + ?Sized>(
             }
         }
         loop {
-            let ahead_fired = async {
-                match early.as_mut() {
-                    Some((watcher, _)) => watcher.await,
-                    None => std::future::pending().await,
-                }
-            };
+            let ahead_fired = crate::base::idioms::or_pending(early.as_mut().map(|(watcher, _)| watcher));
             // Biased, in the order ZooKeeper sends them: both watches fire on one session, whose notifications come
             // in zxid order, and when both are in by the time we look (a loaded machine: the contender ahead went,
             // then the one we wait for held and released) the look-ahead's, older, must be taken first — taken

@@ -29,6 +29,12 @@ impl Session {
             .await
     }
 
+    /// Whether an operation that failed with `err` while it held nothing goes on with the next ZooKeeper session:
+    /// on a [reconnecting](Session::reconnecting) session, when the ZooKeeper session ended.
+    pub(crate) fn carries_on(&self, err: &Error) -> bool {
+        self.is_reconnecting() && matches!(err, Error::SessionExpired | Error::AuthFailed)
+    }
+
     /// Deletes `path` (only at `version`, if given); a node already gone is fine.
     pub(crate) async fn delete_if_exists(&self, path: &str, version: Option<i32>) -> Result<()> {
         delete_if_exists(self.client(), self.retry(), path, version).await

@@ -121,8 +121,6 @@ impl Barrier {
 
     /// Like [`wait`](Barrier::wait), but gives up with [`Error::Timeout`] after `timeout`.
     pub async fn wait_timeout(&self, timeout: Duration) -> Result<()> {
-        tokio::time::timeout(timeout, self.wait())
-            .await
-            .map_err(|_| Error::Timeout)?
+        crate::base::idioms::timeout(timeout, self.wait()).await
     }
 }

@@ -218,9 +218,7 @@ impl DoubleBarrier {
     /// Like [`enter`](DoubleBarrier::enter), but gives up after `timeout` with [`Error::Timeout`], removing our
     /// participant node.
     pub async fn enter_timeout(&self, timeout: Duration) -> Result<Participation> {
-        tokio::time::timeout(timeout, self.enter())
-            .await
-            .map_err(|_| Error::Timeout)?
+        crate::base::idioms::timeout(timeout, self.enter()).await
     }
 
     fn entered(&self, held: Held, ready_czxid: i64) -> Participation {
@@ -351,8 +349,6 @@ impl Participation {
     /// Like [`leave`](Participation::leave), but gives up waiting after `timeout` with [`Error::Timeout`]; our
     /// node is removed in any case.
     pub async fn leave_timeout(self, timeout: Duration) -> Result<()> {
-        tokio::time::timeout(timeout, self.leave())
-            .await
-            .map_err(|_| Error::Timeout)?
+        crate::base::idioms::timeout(timeout, self.leave()).await
     }
 }

@@ -244,9 +244,7 @@ impl LeaderElection {
 
     /// Whether `err`, the end of the ZooKeeper session, is one `lead` carries on after.
     fn requeues_after(&self, err: &Error) -> bool {
-        self.auto_requeue
-            && self.place.session.is_reconnecting()
-            && matches!(err, Error::SessionExpired | Error::AuthFailed)
+        self.auto_requeue && self.place.session.carries_on(err)
     }
 
     engine::place_methods! {

@@ -144,9 +144,7 @@ impl MultiLock {
     /// Like [`lock`](MultiLock::lock), but gives up after `timeout` with [`Error::Timeout`], releasing what it
     /// held.
     pub async fn lock_timeout(&self, timeout: Duration) -> Result<MultiGuard> {
-        tokio::time::timeout(timeout, self.lock())
-            .await
-            .map_err(|_| Error::Timeout)?
+        crate::base::idioms::timeout(timeout, self.lock()).await
     }
 
     /// Acquires every part if each is free right now; otherwise releases what it took and returns `None`.
