@@ -98,24 +98,17 @@ impl Claimed {
     /// [`Error::NodeDeleted`] if the item or our claim was deleted by somebody else meanwhile (a `take` consumer
     /// ignoring claims, or an operator).
     pub async fn complete(self) -> Result<Vec<u8>> {
-        let Claimed {
-            session,
-            held,
-            item,
-            data,
-            ..
-        } = self;
         // Deleting the claim is the point now, not a loss. Until the transaction is confirmed the claim stays ours
         // to remove: if this future is dropped or fails half-way, the item goes back.
-        let claim = held.into_node();
+        let claim = self.held.into_node();
         let claim_path = claim.path();
         // Nobody but the claim holder deletes a claimed item: after a lost reply, the item and our claim both gone
         // means our transaction went through.
-        let writes = [Write::Delete(&item, None), Write::Delete(&claim_path, None)];
-        match session.commit_once(&writes, true).await? {
+        let writes = [Write::Delete(&self.item, None), Write::Delete(&claim_path, None)];
+        match self.session.commit_once(&writes, true).await? {
             Committed::Done { .. } => {
                 claim.deleted();
-                Ok(data)
+                Ok(self.data)
             }
             Committed::Refused {
                 index,

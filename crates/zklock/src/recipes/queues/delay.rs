@@ -17,7 +17,6 @@
 use std::time::{Duration, SystemTime};
 
 use crate::base::error::Result;
-use crate::recipes::queues::claim::Claimed;
 use crate::recipes::queues::curator::envelope;
 use crate::recipes::queues::items::{forward_to_items, Items};
 use crate::recipes::queues::layout::Layout;
@@ -116,20 +115,15 @@ impl DelayQueue {
             .map(|entry| self.delayed(entry)))
     }
 
-    /// Claims the item due first, once its time has come, without removing it: it stays in the queue, skipped by
-    /// other `take_safe` consumers while the [`Claimed`] lives, and is removed by [`Claimed::complete`]. Dropped,
-    /// abandoned, or its session ended, the item is taken again.
-    pub async fn take_safe(&self) -> Result<Claimed> {
-        self.items.take_safe().await
-    }
-
-    /// Like [`take_safe`](DelayQueue::take_safe), but gives up after `timeout` with
-    /// [`Error::Timeout`](crate::Error::Timeout).
-    pub async fn take_safe_timeout(&self, timeout: Duration) -> Result<Claimed> {
-        self.items.take_safe_timeout(timeout).await
-    }
-
     forward_to_items! {
+        /// Claims the item due first, once its time has come, without removing it: it stays in the queue, skipped by
+        /// other `take_safe` consumers while the [`Claimed`](crate::Claimed) lives, and is removed by
+        /// [`Claimed::complete`](crate::Claimed::complete). Dropped, abandoned, or its session ended, the item is taken
+        /// again.
+        pub async fn take_safe;
+        /// Like [`take_safe`](DelayQueue::take_safe), but gives up after `timeout` with
+        /// [`Error::Timeout`](crate::Error::Timeout).
+        pub async fn take_safe_timeout;
         /// The data of the item [`take`](DelayQueue::take) would take now, without taking it; `None` if no item is
         /// due.
         pub async fn peek;

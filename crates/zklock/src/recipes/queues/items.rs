@@ -4,6 +4,7 @@
 use std::future::Future;
 use std::time::Duration;
 
+use futures::future::OptionFuture;
 use zookeeper_client::{self as zk, CreateMode};
 
 use crate::base::error::{At as _, Error, Result};
@@ -39,49 +40,35 @@ pub(crate) struct Items {
 /// ```
 macro_rules! forward_to_items {
     () => {};
-    ($(#[$doc:meta])* pub async fn take_timeout; $($rest:tt)*) => {
-        $(#[$doc])*
-        pub async fn take_timeout(&self, timeout: ::std::time::Duration) -> $crate::base::error::Result<Vec<u8>> {
-            self.items.take_timeout(timeout).await
-        }
+    ($(#[$doc:meta])* pub async fn $name:ident; $($rest:tt)*) => {
+        forward_to_items! { @signature $name $(#[$doc])* }
         forward_to_items! { $($rest)* }
     };
-    ($(#[$doc:meta])* pub async fn try_take; $($rest:tt)*) => {
-        $(#[$doc])*
-        pub async fn try_take(&self) -> $crate::base::error::Result<Option<Vec<u8>>> {
-            self.items.try_take().await
-        }
-        forward_to_items! { $($rest)* }
+    // Each method's arguments and what it returns (in a `Result`), as `Items` has them.
+    (@signature take $(#[$doc:meta])*) => { forward_to_items! { @fn $(#[$doc])* take() -> Vec<u8> } };
+    (@signature try_take $(#[$doc:meta])*) => {
+        forward_to_items! { @fn $(#[$doc])* try_take() -> Option<Vec<u8>> }
     };
-    ($(#[$doc:meta])* pub async fn peek; $($rest:tt)*) => {
-        $(#[$doc])*
-        pub async fn peek(&self) -> $crate::base::error::Result<Option<Vec<u8>>> {
-            self.items.peek().await
-        }
-        forward_to_items! { $($rest)* }
+    (@signature peek $(#[$doc:meta])*) => { forward_to_items! { @fn $(#[$doc])* peek() -> Option<Vec<u8>> } };
+    (@signature len $(#[$doc:meta])*) => { forward_to_items! { @fn $(#[$doc])* len() -> usize } };
+    (@signature is_empty $(#[$doc:meta])*) => { forward_to_items! { @fn $(#[$doc])* is_empty() -> bool } };
+    (@signature take_safe $(#[$doc:meta])*) => {
+        forward_to_items! { @fn $(#[$doc])* take_safe() -> $crate::Claimed }
     };
-    ($(#[$doc:meta])* pub async fn len; $($rest:tt)*) => {
-        $(#[$doc])*
-        pub async fn len(&self) -> $crate::base::error::Result<usize> {
-            self.items.len().await
-        }
-        forward_to_items! { $($rest)* }
+    (@signature try_take_safe $(#[$doc:meta])*) => {
+        forward_to_items! { @fn $(#[$doc])* try_take_safe() -> Option<$crate::Claimed> }
     };
-    ($(#[$doc:meta])* pub async fn is_empty; $($rest:tt)*) => {
-        $(#[$doc])*
-        pub async fn is_empty(&self) -> $crate::base::error::Result<bool> {
-            Ok(self.len().await? == 0)
-        }
-        forward_to_items! { $($rest)* }
+    (@signature take_timeout $(#[$doc:meta])*) => {
+        forward_to_items! { @fn $(#[$doc])* take_timeout(timeout: ::std::time::Duration) -> Vec<u8> }
     };
-    ($(#[$doc:meta])* pub async fn try_take_safe; $($rest:tt)*) => {
+    (@signature take_safe_timeout $(#[$doc:meta])*) => {
+        forward_to_items! { @fn $(#[$doc])* take_safe_timeout(timeout: ::std::time::Duration) -> $crate::Claimed }
+    };
+    (@fn $(#[$doc:meta])* $name:ident($($arg:ident: $type:ty),*) -> $output:ty) => {
         $(#[$doc])*
-        pub async fn try_take_safe(
-            &self,
-        ) -> $crate::base::error::Result<Option<$crate::recipes::queues::claim::Claimed>> {
-            self.items.try_take_safe().await
+        pub async fn $name(&self $(, $arg: $type)*) -> $crate::Result<$output> {
+            self.items.$name($($arg),*).await
         }
-        forward_to_items! { $($rest)* }
     };
 }
 pub(crate) use forward_to_items;
@@ -93,6 +80,22 @@ enum Pass<T> {
     Empty,
     /// Every item we saw was taken by somebody else first: look again.
     Raced,
+}
+
+/// Tries `take` on `names`, lowest first, until one takes something.
+async fn first_of<T, F>(names: Vec<String>, mut take: impl FnMut(String) -> F) -> Result<Pass<T>>
+where
+    F: Future<Output = Result<Option<T>>>,
+{
+    if names.is_empty() {
+        return Ok(Pass::Empty);
+    }
+    for name in names {
+        if let Some(taken) = take(name).await? {
+            return Ok(Pass::Took(taken));
+        }
+    }
+    Ok(Pass::Raced)
 }
 
 /// Runs `pass` until it settles: what it took, or `None` once the queue is empty; a lost race passes again.
@@ -144,15 +147,8 @@ impl Items {
     async fn pinned(&self) -> Result<Items> {
         Ok(Items {
             session: self.session.pinned_usable().await?,
-            path: self.path.clone(),
-            layout: self.layout,
+            ..self.clone()
         })
-    }
-
-    /// Whether an operation that failed with `err` while it held nothing goes on with the next ZooKeeper session:
-    /// on a reconnecting session, when the ZooKeeper session ended.
-    fn carries_on(&self, err: &Error) -> bool {
-        self.session.is_reconnecting() && matches!(err, Error::SessionExpired | Error::AuthFailed)
     }
 
     async fn put_pinned(&self, prefix: &str, id: &str, data: &[u8]) -> Result<String> {
@@ -188,29 +184,22 @@ impl Items {
     /// After a lost reply, our receipt (created at `czxid`) says our transaction happened: the item is the one
     /// named `<prefix>…` created by the same transaction, or `prefix` if a consumer took it already.
     async fn find_put(&self, prefix: &str, czxid: i64) -> Result<String> {
-        let candidates: Vec<String> = self
-            .list(&self.path)
-            .await?
-            .into_iter()
-            .filter(|name| name.starts_with(prefix) && self.layout.key(name).is_some())
-            .collect();
-        let paths: Vec<String> = candidates
-            .iter()
-            .map(|name| child_path(&self.path, name))
-            .collect();
+        let mut names = self.list(&self.path).await?;
+        names.retain(|name| name.starts_with(prefix) && self.layout.key(name).is_some());
+        let paths: Vec<String> = names.iter().map(|name| child_path(&self.path, name)).collect();
         // All sent at once: `zookeeper-client` sends a request when the method is called.
         let stats: Vec<_> = paths
             .iter()
             .map(|path| self.session.client().check_stat(path))
             .collect();
         let mut found = None;
-        for ((name, path), stat) in candidates.iter().zip(&paths).zip(stats) {
+        for ((name, path), stat) in names.into_iter().zip(&paths).zip(stats) {
             let stat = match stat.await {
                 Err(err) if is_connection_loss(&err) => self.session.exists(path).await?,
                 other => other.at("exists", path)?,
             };
-            if found.is_none() && stat.is_some_and(|stat| stat.czxid == czxid) {
-                found = Some(name.clone());
+            if stat.is_some_and(|stat| stat.czxid == czxid) {
+                found = found.or(Some(name));
             }
         }
         match &found {
@@ -233,11 +222,11 @@ impl Items {
         let mut this = self.pinned().await?;
         let mut attempt = Attempts::default();
         loop {
-            match this.take_pass().await? {
+            match this.take_pass(false).await? {
                 Pass::Took(entry) => return Ok(entry),
                 Pass::Raced => {}
                 Pass::Empty => match this.wait_for_items(false, &mut attempt).await {
-                    Err(err) if self.carries_on(&err) => this = self.pinned().await?,
+                    Err(err) if self.session.carries_on(&err) => this = self.pinned().await?,
                     waited => waited?,
                 },
             }
@@ -249,9 +238,7 @@ impl Items {
     }
 
     pub(crate) async fn take_entry_timeout(&self, timeout: Duration) -> Result<(String, Vec<u8>)> {
-        tokio::time::timeout(timeout, self.take_entry())
-            .await
-            .map_err(|_| Error::Timeout)?
+        idioms::timeout(timeout, self.take_entry()).await
     }
 
     pub(crate) async fn try_take(&self) -> Result<Option<Vec<u8>>> {
@@ -260,32 +247,23 @@ impl Items {
 
     pub(crate) async fn try_take_entry(&self) -> Result<Option<(String, Vec<u8>)>> {
         let this = self.pinned().await?;
-        first_settled(|| this.take_pass()).await
+        first_settled(|| this.take_pass(false)).await
     }
 
     pub(crate) async fn peek(&self) -> Result<Option<Vec<u8>>> {
-        self.pinned().await?.peek_pinned().await
-    }
-
-    async fn peek_pinned(&self) -> Result<Option<Vec<u8>>> {
-        loop {
-            let (items, _) = self.ready(self.sorted(self.list(&self.path).await?));
-            if items.is_empty() {
-                return Ok(None);
-            }
-            for name in items {
-                let path = child_path(&self.path, &name);
-                // Gone since the listing: try the next one.
-                if let Some((data, _)) = self.session.get(&path).await? {
-                    return Ok(Some(self.layout.decode(data)));
-                }
-            }
-        }
+        let this = self.pinned().await?;
+        Ok(first_settled(|| this.take_pass(true))
+            .await?
+            .map(|(_, data)| data))
     }
 
     pub(crate) async fn len(&self) -> Result<usize> {
         let this = self.pinned().await?;
         Ok(this.sorted(this.list(&this.path).await?).len())
+    }
+
+    pub(crate) async fn is_empty(&self) -> Result<bool> {
+        Ok(self.len().await? == 0)
     }
 
     /// On a reconnecting session, the end of the ZooKeeper session is no error here: a claim made on it is gone
@@ -301,7 +279,7 @@ impl Items {
                 Err(err) => Err(err),
             };
             match step {
-                Err(err) if self.carries_on(&err) => {
+                Err(err) if self.session.carries_on(&err) => {
                     tracing::debug!(queue = %self.path, %err, "the session ended while claiming; going on with the next");
                     this = self.pinned().await?;
                 }
@@ -311,9 +289,7 @@ impl Items {
     }
 
     pub(crate) async fn take_safe_timeout(&self, timeout: Duration) -> Result<Claimed> {
-        tokio::time::timeout(timeout, self.take_safe())
-            .await
-            .map_err(|_| Error::Timeout)?
+        idioms::timeout(timeout, self.take_safe()).await
     }
 
     pub(crate) async fn try_take_safe(&self) -> Result<Option<Claimed>> {
@@ -338,18 +314,22 @@ impl Items {
         (ready, later.iter().map(|name| self.layout.due(name)).min())
     }
 
-    /// One look at the queue: try the items lowest first until one delete succeeds.
-    async fn take_pass(&self) -> Result<Pass<(String, Vec<u8>)>> {
+    /// One look at the queue: try the items lowest first until one delete succeeds — or, to `peek`, one read.
+    async fn take_pass(&self, peek: bool) -> Result<Pass<(String, Vec<u8>)>> {
         let (items, _) = self.ready(self.sorted(self.list(&self.path).await?));
-        if items.is_empty() {
-            return Ok(Pass::Empty);
-        }
-        for name in items {
-            if let Some(data) = self.take_item(&name).await? {
-                return Ok(Pass::Took((name, self.layout.decode(data))));
-            }
-        }
-        Ok(Pass::Raced)
+        first_of(items, |name| async move {
+            let data = match peek {
+                // Gone since the listing: try the next one.
+                true => self
+                    .session
+                    .get(&child_path(&self.path, &name))
+                    .await?
+                    .map(|(data, _)| data),
+                false => self.take_item(&name).await?,
+            };
+            Ok(data.map(|data| (name, self.layout.decode(data))))
+        })
+        .await
     }
 
     /// Reads and deletes one item; `None` if another consumer deleted it first.
@@ -384,20 +364,13 @@ impl Items {
         let (items, claims) = tokio::join!(self.list(&self.path), self.list(&claims_dir));
         let claims = claims?;
         let (ready, _) = self.ready(self.sorted(items?));
-        let free: Vec<String> = ready.into_iter().filter(|name| !claims.contains(name)).collect();
-        if free.is_empty() {
-            return Ok(Pass::Empty);
-        }
-        for name in free {
-            if let Some(claimed) = self.claim_item(&claims_dir, &name).await? {
-                return Ok(Pass::Took(claimed));
-            }
-        }
-        Ok(Pass::Raced)
+        let free = ready.into_iter().filter(|name| !claims.contains(name)).collect();
+        first_of(free, |name| async move { self.claim_item(&name).await }).await
     }
 
     /// Claims one item and reads it; `None` if somebody else claimed or completed it first.
-    async fn claim_item(&self, claims_dir: &str, name: &str) -> Result<Option<Claimed>> {
+    async fn claim_item(&self, name: &str) -> Result<Option<Claimed>> {
+        let claims_dir = &child_path(&self.path, self.layout.claims());
         let item = child_path(&self.path, name);
         let claim = child_path(claims_dir, name);
         let mode = CreateMode::Ephemeral.with_acls(self.session.acls());
@@ -473,12 +446,7 @@ impl Items {
         let claims_dir = child_path(&self.path, self.layout.claims());
         let items = self.session.client().list_and_watch_children(&self.path);
         let claims = safe.then(|| self.session.client().list_and_watch_children(&claims_dir));
-        let claims = async move {
-            match claims {
-                Some(claims) => Some(claims.await),
-                None => None,
-            }
-        };
+        let claims = OptionFuture::from(claims);
         let (items, claims) = self.both(attempt, items, claims).await?;
         let (items, items_watch) = match items {
             Ok(listed) => listed,
@@ -505,27 +473,14 @@ impl Items {
             return Ok(());
         }
         // In a delay queue, the earliest item's due time ends the wait too.
-        let due = async move {
-            match next_due {
-                Some(due) => {
-                    tokio::time::sleep(Duration::from_millis(due.saturating_sub(millis_now()))).await
-                }
-                None => std::future::pending().await,
-            }
-        };
+        let due = |due: u64| tokio::time::sleep(Duration::from_millis(due.saturating_sub(millis_now())));
         self.session.emit(QueueEvent::Waiting {
             on: self.path.clone(),
         });
-        let claims_changed = async move {
-            match claims_watch {
-                Some(watch) => idioms::changed(watch).await,
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
             changed = idioms::changed(items_watch) => drop(changed?),
-            changed = claims_changed => drop(changed?),
-            () = due => {}
+            changed = idioms::or_pending(claims_watch.map(idioms::changed)) => drop(changed?),
+            () = idioms::or_pending(next_due.map(due)) => {}
         };
         self.session.emit(QueueEvent::Woken {
             by: self.path.clone(),

@@ -15,7 +15,6 @@
 //!   `0x02`. We write one payload per item.
 
 use crate::base::error::Result;
-use crate::recipes::queues::claim::Claimed;
 use crate::recipes::queues::curator::{envelope, item_prefix};
 use crate::recipes::queues::items::{forward_to_items, Items};
 use crate::recipes::queues::layout::Layout;
@@ -25,9 +24,10 @@ use crate::session::Session;
 /// comes out first, and items of one priority come out in the order they were put.
 ///
 /// It is the [`Queue`](crate::Queue) with the priority first in the order, and it takes the same options: `take`
-/// (read and delete in one round trip) or `take_safe` (claim, process, [`Claimed::complete`]; a consumer that dies
-/// mid-take gives the item back), puts with receipts (a put whose reply was lost is never enqueued twice), and a
-/// waiting consumer woken by every change of the directory (see "Herd effect" on [`Queue`](crate::Queue)).
+/// (read and delete in one round trip) or `take_safe` (claim, process, [`Claimed::complete`](crate::Claimed::complete);
+/// a consumer that dies mid-take gives the item back), puts with receipts (a put whose reply was lost is never
+/// enqueued twice), and a waiting consumer woken by every change of the directory (see "Herd effect" on
+/// [`Queue`](crate::Queue)).
 ///
 /// # Curator
 /// Items are named and encoded as Curator's `DistributedPriorityQueue` does (`queue-<priority><sequence>`, the
@@ -66,7 +66,7 @@ use crate::session::Session;
 /// # Cancellation safety
 /// As [`Queue`](crate::Queue)'s: `put` is not (dropped after sending, the item may or may not be enqueued — never
 /// twice); `take` and `try_take` are not once the delete of an item is in flight; `take_safe` and `try_take_safe`
-/// are (a dropped future or [`Claimed`] gives the item back); `peek` and `len` change nothing.
+/// are (a dropped future or [`Claimed`](crate::Claimed) gives the item back); `peek` and `len` change nothing.
 ///
 /// # Limits
 /// * Priority order is what each consumer sees when it looks. On an ensemble a consumer's server may lag behind a
@@ -124,19 +124,14 @@ impl PriorityQueue {
         self.items.put(&item_prefix(priority), &id, &envelope(data)).await
     }
 
-    /// Removes and returns the first item (lowest priority number, then the oldest), waiting (with a child watch)
-    /// while the queue is empty.
-    pub async fn take(&self) -> Result<Vec<u8>> {
-        self.items.take().await
-    }
-
-    /// Claims the first unclaimed item, waiting while there is none; see [`Queue::take_safe`](crate::Queue::take_safe).
-    /// A claimed item keeps its place: if the claim goes away before [`Claimed::complete`], it is the first again.
-    pub async fn take_safe(&self) -> Result<Claimed> {
-        self.items.take_safe().await
-    }
-
     forward_to_items! {
+        /// Removes and returns the first item (lowest priority number, then the oldest), waiting (with a child watch)
+        /// while the queue is empty.
+        pub async fn take;
+        /// Claims the first unclaimed item, waiting while there is none; see [`Queue::take_safe`](crate::Queue::take_safe).
+        /// A claimed item keeps its place: if the claim goes away before
+        /// [`Claimed::complete`](crate::Claimed::complete), it is the first again.
+        pub async fn take_safe;
         /// Like [`take`](Self::take), but gives up after `timeout` with
         /// [`Error::Timeout`](crate::Error::Timeout).
         pub async fn take_timeout;
@@ -144,9 +139,6 @@ impl PriorityQueue {
         pub async fn try_take;
         /// The data of the first item (claimed or not), without removing it; `None` if the queue is empty.
         pub async fn peek;
-    }
-
-    forward_to_items! {
         /// The number of items in the queue right now (including claimed ones).
         pub async fn len;
         /// Whether the queue is empty right now.

@@ -13,16 +13,14 @@
 //!   delete succeeds owns the item, the others get `NoNode` and try the next one. One round trip per item, but a
 //!   consumer that dies after the delete and before processing loses the item.
 //! * [`Queue::take_safe`]: first claim the lowest unclaimed item with an ephemeral `<queue>/claims/<item>` node
-//!   (claim and read in one round trip), process it, then [`Claimed::complete`] deletes item and claim in one
-//!   `multi`. A consumer that dies mid-take loses its claim with its session, and the item is available again.
+//!   (claim and read in one round trip), process it, then [`Claimed::complete`](crate::Claimed::complete) deletes
+//!   item and claim in one `multi`. A consumer that dies mid-take loses its claim with its session, and the item
+//!   is available again.
 //!
 //! The priority queue differs only in its item names (the priority comes first in the order) and in its items'
 //! data (Curator's envelope): [`Layout`] says which, and everything else here serves both.
 
-use std::time::Duration;
-
 use crate::base::error::Result;
-use crate::recipes::queues::claim::Claimed;
 use crate::recipes::queues::items::{forward_to_items, Items};
 use crate::recipes::queues::layout::{Layout, ITEM_PREFIX};
 use crate::session::Session;
@@ -66,8 +64,8 @@ use crate::session::Session;
 /// # Cancellation safety
 /// `put` is not: dropped after sending, the item may or may not be enqueued. `take` and `try_take` are not once
 /// the delete of an item is in flight: the item is then consumed but never returned. `take_safe` and
-/// `try_take_safe` are: a dropped future (or a dropped [`Claimed`]) removes its claim, and the item goes back to
-/// the queue. `peek` and `len` change nothing.
+/// `try_take_safe` are: a dropped future (or a dropped [`Claimed`](crate::Claimed)) removes its claim, and the item
+/// goes back to the queue. `peek` and `len` change nothing.
 ///
 /// # Limits
 /// * Do not mix `take` and `take_safe` consumers on one queue: `take` ignores claims.
@@ -127,34 +125,23 @@ impl Queue {
         pub async fn is_empty;
         /// Like [`take_safe`](Self::take_safe), but returns `None` at once if no item is unclaimed.
         pub async fn try_take_safe;
-    }
-
-    /// Removes and returns the lowest item, waiting (with a child watch) while the queue is empty.
-    pub async fn take(&self) -> Result<Vec<u8>> {
-        self.items.take().await
-    }
-
-    forward_to_items! {
+        /// Removes and returns the lowest item, waiting (with a child watch) while the queue is empty.
+        pub async fn take;
         /// Like [`take`](Self::take), but gives up after `timeout` with [`Error::Timeout`](crate::Error::Timeout).
         pub async fn take_timeout;
         /// Removes and returns the lowest item, or `None` at once if the queue is empty.
         pub async fn try_take;
         /// The data of the lowest item (claimed or not), without removing it; `None` if the queue is empty.
         pub async fn peek;
-    }
-
-    /// Claims the lowest unclaimed item, waiting while there is none. The item stays in the queue, invisible to
-    /// other `take_safe` consumers, until [`Claimed::complete`] removes it; if the claim goes away first (dropped,
-    /// [`abandoned`](Claimed::abandon), or our session ends) the item is available again, still in its place.
-    pub async fn take_safe(&self) -> Result<Claimed> {
-        self.items.take_safe().await
-    }
-
-    /// Like [`take_safe`](Queue::take_safe), but gives up after `timeout` with [`Error::Timeout`](crate::Error::Timeout) (Curator's
-    /// `takeSafe` with a timeout). It leaves no node of ours behind: a claim being made when the time is up is
-    /// removed as when a `take_safe` future is dropped — its delete is sent at once and confirmed in the background —
-    /// and the item stays in its place for the other consumers.
-    pub async fn take_safe_timeout(&self, timeout: Duration) -> Result<Claimed> {
-        self.items.take_safe_timeout(timeout).await
+        /// Claims the lowest unclaimed item, waiting while there is none. The item stays in the queue, invisible to
+        /// other `take_safe` consumers, until [`Claimed::complete`](crate::Claimed::complete) removes it; if the claim
+        /// goes away first (dropped, [`abandoned`](crate::Claimed::abandon), or our session ends) the item is
+        /// available again, still in its place.
+        pub async fn take_safe;
+        /// Like [`take_safe`](Queue::take_safe), but gives up after `timeout` with [`Error::Timeout`](crate::Error::Timeout) (Curator's
+        /// `takeSafe` with a timeout). It leaves no node of ours behind: a claim being made when the time is up is
+        /// removed as when a `take_safe` future is dropped — its delete is sent at once and confirmed in the background —
+        /// and the item stays in its place for the other consumers.
+        pub async fn take_safe_timeout;
     }
 }
