@@ -25,7 +25,6 @@
 //! become [`MemberEvent`]s.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex as StdMutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -124,8 +123,8 @@ impl Clone for Group {
 /// What the joins of one [`Group`] value share.
 #[derive(Debug, Default)]
 struct Joins {
-    /// A membership of ours is live (from a join until it is left, dropped or lost and dropped).
-    live: Arc<AtomicBool>,
+    /// Locked while a membership of ours is live (from a join until it is left, dropped or lost and dropped).
+    live: Arc<tokio::sync::Mutex<()>>,
     /// The ZooKeeper sessions our joins were made on (each once): a node of our name owned by one of them is ours
     /// to remove.
     sessions: StdMutex<Vec<i64>>,
@@ -202,26 +201,19 @@ impl Group {
     /// Our member node's name: our member id, in our layout.
     fn member_name(&self) -> Result<String> {
         let unique = &self.member_id;
-        match self.layout {
-            GroupLayout::Party => Ok(format!("{unique}{PARTY}")),
-            GroupLayout::Shallow => {
-                let invalid = |reason| Error::InvalidPath {
-                    path: child_path(
-                        &self.path,
-                        &format!("{unique}-{}", String::from_utf8_lossy(&self.data)),
-                    ),
-                    reason,
-                };
-                let identifier = std::str::from_utf8(&self.data)
-                    .map_err(|_| invalid("a shallow member's data must be UTF-8"))?;
-                if identifier.contains('/') {
-                    return Err(invalid("a shallow member's data must not contain /"));
-                }
-                let name = format!("{unique}-{identifier}");
-                crate::base::path::validate(&child_path(&self.path, &name))?;
-                Ok(name)
-            }
+        if self.layout == GroupLayout::Party {
+            return Ok(format!("{unique}{PARTY}"));
         }
+        let name = format!("{unique}-{}", String::from_utf8_lossy(&self.data));
+        let path = child_path(&self.path, &name);
+        let reason = if std::str::from_utf8(&self.data).is_err() {
+            "a shallow member's data must be UTF-8"
+        } else if name.contains('/') {
+            "a shallow member's data must not contain /"
+        } else {
+            return crate::base::path::validate(&path).map(|_| name);
+        };
+        Err(Error::InvalidPath { path, reason })
     }
 
     /// Joins the group: creates our ephemeral member node (and the group directory if missing).
@@ -244,7 +236,7 @@ impl Group {
             match self.join_once().await {
                 // On a reconnecting session, a join that failed because its ZooKeeper session ended holds nothing
                 // (our node went with it): join on the next one.
-                Err(Error::SessionExpired | Error::AuthFailed) if self.session.is_reconnecting() => {
+                Err(err) if self.session.carries_on(&err) => {
                     tracing::debug!(path = %self.path, "the session ended while joining; joining on the next");
                 }
                 joined => return joined,
@@ -255,24 +247,29 @@ impl Group {
     async fn join_once(&self) -> Result<Membership> {
         let name = self.member_name()?;
         let me = child_path(&self.path, &name);
-        let live = LiveMembership::claim(&self.joins.live).ok_or_else(|| Error::InUse {
-            path: self.path.clone(),
-            node: name.clone(),
-            what: "a live membership of this Group (leave or drop it first)",
-        })?;
+        let live = Arc::clone(&self.joins.live)
+            .try_lock_owned()
+            .map_err(|_| Error::InUse {
+                path: self.path.clone(),
+                node: name.clone(),
+                what: "a live membership of this Group (leave or drop it first)",
+            })?;
         // One ZooKeeper session for the whole join: the node and its lost signal are on the session that made it.
         let session = &self.session.pinned_usable().await?;
         let ours = session.client().session_id().0;
-        // A node of our name can be there only if this value joined before or its id was given (a fresh uuid is
-        // nobody's yet): only then is it looked for, so the first join of a new `Group` costs no extra request.
-        let may_exist = {
+        // The ZooKeeper sessions of our earlier joins (ours is recorded for the next one). Nobody else changes them
+        // meanwhile: a join holds `live` throughout.
+        let sessions = {
             let mut sessions = self.joins.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-            let joined_before = !sessions.is_empty();
+            let before = sessions.clone();
             if !sessions.contains(&ours) {
                 sessions.push(ours);
             }
-            joined_before || self.joins.given_id
+            before
         };
+        // A node of our name can be there only if this value joined before or its id was given (a fresh uuid is
+        // nobody's yet): only then is it looked for, so the first join of a new `Group` costs no extra request.
+        let may_exist = !sessions.is_empty() || self.joins.given_id;
         // Our name is the same every join: a background delete of a dropped membership of ours must be over (it could
         // delete the node we are about to create), and so must a node an ended session of ours left.
         crate::node::abandoned::settled(session.client(), session.retry(), &self.path).await?;
@@ -284,13 +281,7 @@ impl Group {
         if let Some(stat) = found {
             // Only a node of an *earlier* session of this value is ours to remove; one of our current session is
             // another `Group` value's live member with our id.
-            let earlier = stat.ephemeral_owner != ours
-                && self
-                    .joins
-                    .sessions
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .contains(&stat.ephemeral_owner);
+            let earlier = stat.ephemeral_owner != ours && sessions.contains(&stat.ephemeral_owner);
             if !earlier {
                 return Err(Error::InUse {
                     path: self.path.clone(),
@@ -337,11 +328,10 @@ impl Group {
     /// See [`Group`].
     pub async fn watch(&self) -> Result<Members> {
         let cache = Cache::children(&self.session, &self.path)?.start();
-        let events = cache.events();
         let mut members = Members {
             path: self.path.clone(),
+            events: cache.events(),
             cache,
-            events,
             view: Vec::new(),
             pending: VecDeque::new(),
         };
@@ -608,28 +598,9 @@ pub struct Membership {
     layout: GroupLayout,
     /// The full path of our member node.
     path: String,
-    /// Marks the membership live for its `Group` until it goes (declared last: cleared once the node is handed to
-    /// its delete).
-    _live: LiveMembership,
-}
-
-/// A live membership of one [`Group`]: claimed by a join, released when the membership goes.
-#[derive(Debug)]
-struct LiveMembership(Arc<AtomicBool>);
-
-impl LiveMembership {
-    /// Claims `live`; `None` if a membership is live already.
-    fn claim(live: &Arc<AtomicBool>) -> Option<LiveMembership> {
-        live.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-            .ok()
-            .map(|_| LiveMembership(Arc::clone(live)))
-    }
-}
-
-impl Drop for LiveMembership {
-    fn drop(&mut self) {
-        self.0.store(false, Ordering::Release);
-    }
+    /// Marks the membership live for its `Group` until it goes (`Joins::live`, locked by the join; declared last:
+    /// unlocked once the node is handed to its delete).
+    _live: tokio::sync::OwnedMutexGuard<()>,
 }
 
 impl Membership {

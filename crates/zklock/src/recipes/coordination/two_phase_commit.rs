@@ -231,8 +231,7 @@ impl TwoPhaseCommit {
     /// # Errors
     /// See [`TwoPhaseCommit`].
     pub async fn outcome(&self, txid: &str) -> Result<Option<Decision>> {
-        let tx = self.tx(txid)?;
-        tx.read_outcome().await
+        self.tx(txid)?.read_outcome().await
     }
 
     /// Waits for the outcome of transaction `txid` (for it to exist first, if need be), as an observer — a
@@ -288,19 +287,15 @@ impl TwoPhaseCommit {
 
 /// A transaction id or participant name must be one node name: no `/`, not empty (and nothing ZooKeeper refuses).
 fn check_name(path: &str, name: &str) -> Result<()> {
-    let bad = |reason| {
-        Err(Error::InvalidPath {
-            path: path.to_owned(),
-            reason,
-        })
+    let reason = if name.is_empty() {
+        "a transaction id or participant name must not be empty"
+    } else if name.contains('/') {
+        "a transaction id or participant name must not contain /"
+    } else {
+        return crate::base::path::validate(path).map(drop);
     };
-    if name.is_empty() {
-        return bad("a transaction id or participant name must not be empty");
-    }
-    if name.contains('/') {
-        return bad("a transaction id or participant name must not contain /");
-    }
-    crate::base::path::validate(path).map(drop)
+    let path = path.to_owned();
+    Err(Error::InvalidPath { path, reason })
 }
 
 /// The coordinator of one transaction, from [`TwoPhaseCommit::begin`] until it has decided.
@@ -354,14 +349,9 @@ impl Coordinator {
     }
 
     async fn decide_until(self, deadline: Option<Instant>) -> Result<Decision> {
-        let Coordinator {
-            tx,
-            node,
-            participants,
-        } = self;
-        let outcome = tx.settle(&participants, true, deadline).await?;
+        let outcome = self.tx.settle(&self.participants, true, deadline).await?;
         // Decided: our node has done its work (deleted in the background).
-        drop(node);
+        drop(self.node);
         Ok(outcome)
     }
 }
@@ -404,18 +394,13 @@ impl Ballot {
     /// Dropped before the vote was sent, the transaction aborts (our `alive-` node goes first); dropped after, the
     /// vote stands and only the wait for the outcome ends.
     pub async fn vote(self, vote: Decision) -> Result<Decision> {
-        let Ballot {
-            tx,
-            node,
-            participant,
-            participants,
-        } = self;
+        let (tx, participant) = (&self.tx, &self.participant);
         // Or cast by our attempt whose reply was lost: only we vote as this participant (`joined-` is created once).
         tx.create(&format!("{VOTE}{participant}"), vote.bytes()).await?;
         tracing::debug!(tx = %tx.dir, %participant, %vote, "voted");
-        let outcome = tx.settle(&participants, false, None).await;
+        let outcome = tx.settle(&self.participants, false, None).await;
         // Our part is done (the node is deleted in the background).
-        drop(node);
+        drop(self.node);
         outcome
     }
 }
