@@ -52,7 +52,8 @@ enum Kind {
 enum Found {
     Data(Option<(Vec<u8>, Stat)>, Option<OneshotWatcher>),
     Exists(bool, OneshotWatcher),
-    Children(Option<Vec<String>>, Option<OneshotWatcher>),
+    /// The children's names, and the node's stat as the listing saw it.
+    Children(Option<(Vec<String>, Stat)>, Option<OneshotWatcher>),
     /// A node our session may not read: left out, and not watched (it would be read again and again).
     Denied,
 }
@@ -79,7 +80,7 @@ fn send(client: &Client, ask: Ask) -> Read<'_> {
             Kind::Children => client
                 .get_and_watch_children(path)
                 .await
-                .map(|(names, _, watcher)| Found::Children(Some(names), Some(watcher))),
+                .map(|(names, stat, watcher)| Found::Children(Some((names, stat)), Some(watcher))),
         };
         let found = match found {
             Err(zk::Error::NoNode) if ask.kind == Kind::Children => Ok(Found::Children(None, None)),
@@ -233,21 +234,30 @@ impl Follower<'_> {
                 self.data(ask.path);
             }
             Found::Exists(false, watcher) => self.fired.push(watch(ask, watcher)),
-            Found::Children(Some(names), watcher) => {
+            Found::Children(Some((names, stat)), watcher) => {
                 let level = self.scope.level(&ask.path).unwrap_or(0);
                 let mut state = self.shared.write();
-                let unread: Vec<String> = if state.contains(&ask.path) && self.scope.lists(level) {
+                let held = state.get(&ask.path);
+                let listed = held.is_some() && self.scope.lists(level);
+                if listed {
                     state.keep_children(&ask.path, &names, &self.shared.events);
-                    names
-                        .iter()
-                        .map(|name| child_path(&ask.path, name))
-                        .filter(|path| !state.contains(path))
-                        .collect()
-                } else {
-                    Vec::new()
-                };
+                }
                 drop(state);
-                unread.into_iter().for_each(|path| self.data(path));
+                // Children came or went between the node's read and this listing (no watch of ours saw it: the
+                // child watch is set only now): its stat is read again, before the new children are.
+                if held.is_some_and(|held| held.stat.pzxid != stat.pzxid) {
+                    self.waiting.push_back(Ask {
+                        path: ask.path.clone(),
+                        kind: Kind::Stat,
+                    });
+                }
+                // Every child without a data watch is read: new ones, and on a new session (no watch set yet)
+                // every one held, which may have changed while no watch was set.
+                if listed {
+                    for name in names {
+                        self.data(child_path(&ask.path, &name));
+                    }
+                }
                 if let Some(watcher) = watcher {
                     self.fired.push(watch(ask, watcher));
                 }
