@@ -3,9 +3,11 @@
 //! `ChildrenWatch` and `TreeCache`.
 //!
 //! `sync.rs` is the task that follows ZooKeeper (one persistent watch, a full read, one read per event, a re-sync
-//! after every reconnection); `state.rs` holds the nodes and turns each read into the event it makes.
+//! after every reconnection); `oneshot.rs` follows with one-shot watches instead (ZooKeeper 3.5, or when asked);
+//! `scope.rs` is what both follow; `state.rs` holds the nodes and turns each read into the event it makes.
 
 mod oneshot;
+mod scope;
 mod state;
 mod sync;
 
@@ -16,8 +18,8 @@ use zookeeper_client::Stat;
 
 use crate::base::error::{Error, Result};
 use crate::session::Session;
+use scope::Scope;
 use state::State;
-use sync::Scope;
 
 /// How many events a subscriber may fall behind before it misses some; one that does gets
 /// [`CacheEvent::Reset`] and the whole content again. A broadcast channel allocates all its slots at once (each holds

@@ -22,7 +22,7 @@ use futures::stream::{FuturesOrdered, FuturesUnordered, StreamExt};
 use futures::FutureExt;
 use zookeeper_client::{self as zk, Client, EventType, OneshotWatcher, SessionState, Stat, WatchedEvent};
 
-use super::sync::{Scope, IN_FLIGHT};
+use super::scope::{Scope, IN_FLIGHT};
 use super::Shared;
 use crate::base::error::{Error, Result};
 use crate::base::path::child_path;

@@ -27,16 +27,14 @@ use std::sync::Arc;
 
 use futures::stream::{FuturesOrdered, FuturesUnordered, StreamExt};
 use futures::FutureExt;
-use zookeeper_client::{self as zk, AddWatchMode, Client, EventType, PersistentWatcher, SessionState, Stat};
+use zookeeper_client::{self as zk, Client, EventType, PersistentWatcher, SessionState, Stat};
 
+use super::scope::{Scope, IN_FLIGHT};
 use super::Shared;
 use crate::base::error::{At as _, Error, Result};
 use crate::base::path::child_path;
 use crate::base::retry::broke_connection;
 use crate::session::Session;
-
-/// At most this many reads in flight: a burst of events waits in the watcher's queue, not in ours.
-pub(super) const IN_FLIGHT: usize = 1024;
 
 /// At most this many nodes read by one `multiRead` of a re-sync.
 const BATCH: usize = 256;
@@ -49,49 +47,6 @@ const WAITING: usize = 2 * IN_FLIGHT;
 
 /// At most this many listings in flight in a re-sync.
 const LISTINGS: usize = 4;
-
-/// What the cache follows: a path, and how deep below it.
-#[derive(Debug, Clone)]
-pub(super) struct Scope {
-    pub(super) root: String,
-    /// 0: the node only; 1: it and its children; `None`: the whole subtree.
-    pub(super) depth: Option<usize>,
-    /// Follow with one-shot watches (`oneshot.rs`) instead of a persistent one.
-    pub(super) one_shot: bool,
-}
-
-impl Scope {
-    /// How many levels `path` is below the root, if it is the root or under it.
-    pub(super) fn level(&self, path: &str) -> Option<usize> {
-        if path == self.root {
-            return Some(0);
-        }
-        let rest = if self.root == "/" {
-            path.strip_prefix('/')?
-        } else {
-            path.strip_prefix(self.root.as_str())?.strip_prefix('/')?
-        };
-        Some(rest.split('/').count())
-    }
-
-    fn holds(&self, path: &str) -> bool {
-        self.level(path)
-            .is_some_and(|level| self.depth.is_none_or(|depth| level <= depth))
-    }
-
-    /// Whether the children of `path` (at `level`) are cached too.
-    pub(super) fn lists(&self, level: usize) -> bool {
-        self.depth.is_none_or(|depth| level < depth)
-    }
-
-    fn mode(&self) -> AddWatchMode {
-        if self.depth == Some(0) {
-            AddWatchMode::Persistent
-        } else {
-            AddWatchMode::PersistentRecursive
-        }
-    }
-}
 
 /// Runs until the session ends for good (a session made from a `Client`: its expiry; any session: its
 /// [close](Session::close)) or the cache is dropped (the task is aborted).
