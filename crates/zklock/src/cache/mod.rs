@@ -165,7 +165,7 @@ struct Shared {
 
 impl Shared {
     fn initialized(&self) {
-        let mut state = self.state.write().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.write();
         if !state.initialized {
             state.initialized = true;
             let _ = self.events.send(Arc::new(CacheEvent::Initialized));
@@ -173,8 +173,14 @@ impl Shared {
         }
     }
 
+    /// The state, to change (a panic elsewhere while it was held leaves it as it was: every change is whole).
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, State> {
         self.state.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The state, to read.
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
+        self.state.read().unwrap_or_else(|e| e.into_inner())
     }
 
     fn end(&self, err: Error) {
@@ -280,7 +286,7 @@ impl Cache {
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
-        self.shared.state.read().unwrap_or_else(|e| e.into_inner())
+        self.shared.read()
     }
 }
 
@@ -351,7 +357,7 @@ pub struct Events {
 impl Events {
     fn new(shared: &Arc<Shared>) -> Events {
         // Under the read lock no change is applied, so the copy and the subscription meet exactly.
-        let state = shared.state.read().unwrap_or_else(|e| e.into_inner());
+        let state = shared.read();
         let live = shared.events.subscribe();
         let mut replay: std::collections::VecDeque<CacheEvent> =
             state.nodes().into_iter().map(CacheEvent::Created).collect();

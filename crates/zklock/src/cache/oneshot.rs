@@ -238,14 +238,24 @@ impl Follower<'_> {
                 let level = self.scope.level(&ask.path).unwrap_or(0);
                 let mut state = self.shared.write();
                 let held = state.get(&ask.path);
+                // Children came or went since the node was read (the listing's own stat says so): the node's stat
+                // changed with them (children, cversion, pzxid), which no data watch reports. With its data
+                // unchanged (same mzxid) the listing's stat is the node's, applied before any child's event;
+                // otherwise the node is read again, before the new children are.
+                let mut stale = false;
+                if let Some(held) = held.as_ref().filter(|held| held.stat.pzxid != stat.pzxid) {
+                    if held.stat.mzxid == stat.mzxid {
+                        state.apply(&ask.path, Some((held.data.to_vec(), stat)), &self.shared.events);
+                    } else {
+                        stale = true;
+                    }
+                }
                 let listed = held.is_some() && self.scope.lists(level);
                 if listed {
                     state.keep_children(&ask.path, &names, &self.shared.events);
                 }
                 drop(state);
-                // Children came or went between the node's read and this listing (no watch of ours saw it: the
-                // child watch is set only now): its stat is read again, before the new children are.
-                if held.is_some_and(|held| held.stat.pzxid != stat.pzxid) {
+                if stale {
                     self.waiting.push_back(Ask {
                         path: ask.path.clone(),
                         kind: Kind::Stat,
@@ -281,14 +291,8 @@ impl Follower<'_> {
                 self.shared.write().apply(&ask.path, None, &self.shared.events);
             }
             EventType::NodeDeleted => self.gone(ask.path),
-            EventType::NodeChildrenChanged => {
-                // The node's own stat changed too (children, cversion, pzxid), which no data watch says.
-                self.waiting.push_back(Ask {
-                    path: ask.path.clone(),
-                    kind: Kind::Stat,
-                });
-                self.children(ask.path);
-            }
+            // The node's stat comes with the listing that sets the watch again.
+            EventType::NodeChildrenChanged => self.children(ask.path),
             // Created (the root's exists watch) or changed.
             _ => self.data(ask.path),
         }

@@ -164,7 +164,7 @@ async fn resync(shared: &Shared, client: &Client, scope: &Scope) -> Result<()> {
                 for ((path, level), read) in batch.into_iter().zip(found) {
                     let read = found_node(read).at("getData", &path)?;
                     let has_children = read.as_ref().is_some_and(|(_, stat)| stat.num_children > 0);
-                    let mut state = shared.state.write().unwrap_or_else(|e| e.into_inner());
+                    let mut state = shared.write();
                     state.apply(&path, read, &shared.events);
                     if has_children && scope.lists(level) {
                         unlisted.push_back(path);
@@ -177,19 +177,11 @@ async fn resync(shared: &Shared, client: &Client, scope: &Scope) -> Result<()> {
                 in_flight -= 1;
                 listings -= 1;
                 let Some((names, _)) = found_node(read).at("getChildren", &path)? else {
-                    shared.state.write().unwrap_or_else(|e| e.into_inner()).apply(
-                        &path,
-                        None,
-                        &shared.events,
-                    );
+                    shared.write().apply(&path, None, &shared.events);
                     continue;
                 };
                 let level = scope.level(&path).unwrap_or(0) + 1;
-                shared
-                    .state
-                    .write()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .keep_children(&path, &names, &shared.events);
+                shared.write().keep_children(&path, &names, &shared.events);
                 waiting.extend(names.iter().map(|name| (child_path(&path, name), level)));
             }
         }
@@ -259,7 +251,7 @@ async fn stream(
             biased;
             Some((path, read)) = reads.next(), if !reads.is_empty() => {
                 match found_node(read).at("getData", &path) {
-                    Ok(read) => shared.state.write().unwrap_or_else(|e| e.into_inner()).apply(&path, read, &shared.events),
+                    Ok(read) => shared.write().apply(&path, read, &shared.events),
                     // The connection broke: the watcher tells when it is back, and everything is read again.
                     Err(err) if broke_connection(&err) => return reconnected(watcher).await,
                     Err(err) => return Err(err),
