@@ -77,7 +77,24 @@ def lane_of(test):
 RESULT = re.compile(r"test result: (\w+)\. (\d+) passed; (\d+) failed")
 
 lock = threading.Lock()
-totals = {"passed": 0, "failed": 0, "broken": []}
+totals = {"passed": 0, "failed": 0, "broken": [], "why": []}
+
+
+def panics(out):
+    """Each failed test's name and the first lines of its panic message: a lane's output can be long (a backtrace),
+    and the end of the run repeats these, so that the cause is in the last lines a CI log shows."""
+    why = []
+    for m in re.finditer(r"^---- (\S+) stdout ----$", out, re.M):
+        rest = out[m.end():].splitlines()
+        at = next((i for i, line in enumerate(rest) if "panicked at" in line), None)
+        if at is not None:
+            message = []
+            for line in rest[at + 1:at + 4]:
+                if not line.strip() or line.startswith(("stack backtrace", "---- ")):
+                    break
+                message.append(line)
+            why.append(f"{m.group(1)}: {' | '.join(message)[:400]}")
+    return why
 
 
 def run_lane(number, tests, extra):
@@ -110,6 +127,7 @@ def run_lane(number, tests, extra):
             totals["failed"] += failed
             if proc.returncode != 0:
                 totals["broken"].append(f"{label} (exit {proc.returncode})")
+                totals["why"].extend(panics(out))
             print(f"run_tests: lane {number}: {label}: {passed} passed, {failed} failed, {took:.0f}s", file=sys.stderr)
 
 
@@ -158,6 +176,8 @@ def main():
     print()
     for broken in totals["broken"]:
         print(f"run_tests: FAILED: {broken}")
+    for why in totals["why"]:
+        print(f"run_tests: failed test {why}")
     print(f"{totals['passed']} passed, {totals['failed']} failed")
     sys.exit(1 if totals["broken"] or totals["failed"] else 0)
 

@@ -58,7 +58,11 @@ type Sender = broadcast::Sender<Arc<CacheEvent>>;
 ///   [`CacheEvent::Reset`] and the whole content again instead of an unbounded queue.
 /// * Nodes the session may not read are not in the cache (ZooKeeper sends no events for them either).
 ///
-/// It follows ZooKeeper with one persistent watch (ZooKeeper 3.6 or later, the embedded server); on a server without
+/// It follows ZooKeeper with one persistent recursive watch, whatever its depth (ZooKeeper 3.6 or later, the
+/// embedded server): caches of any depths on one path and session share it. (Before 3.9 a session has one watch mode
+/// per path: a one-shot watch that the same session sets on the cache's own path — `getData` or `exists` with a
+/// watch — takes the place of the cache's there, and the cache then misses changes. Set those on another session.)
+/// On a server without
 /// them (ZooKeeper 3.5 answers `addWatch` with `Unimplemented`) it falls back to one-shot watches on every node, as
 /// kazoo's `TreeCache` does ([`CacheBuilder::one_shot_watches`]). Dropping the cache stops it.
 #[derive(Debug)]

@@ -1,8 +1,6 @@
 //! What a cache follows — a path, and how deep below it — and the bound on its reads in flight: shared by the two
 //! ways of following, one persistent watch (`sync.rs`) and one-shot watches (`oneshot.rs`).
 
-use zookeeper_client::AddWatchMode;
-
 /// At most this many reads in flight: a burst of events waits in the watcher's queue, not in ours.
 pub(super) const IN_FLIGHT: usize = 1024;
 
@@ -38,13 +36,5 @@ impl Scope {
     /// Whether the children of `path` (at `level`) are cached too.
     pub(super) fn lists(&self, level: usize) -> bool {
         self.depth.is_none_or(|depth| level < depth)
-    }
-
-    pub(super) fn mode(&self) -> AddWatchMode {
-        if self.depth == Some(0) {
-            AddWatchMode::Persistent
-        } else {
-            AddWatchMode::PersistentRecursive
-        }
     }
 }

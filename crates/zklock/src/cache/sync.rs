@@ -1,7 +1,16 @@
-//! The task that keeps a cache in step with ZooKeeper: one persistent watch on the cached path (recursive unless
-//! only the node itself is cached), a full read of the subtree (the prime, and every re-sync: the listings, and the
-//! nodes' data 256 to a `multiRead`, which costs a server about what one `getData` does), then one read per node
-//! event.
+//! The task that keeps a cache in step with ZooKeeper: one persistent recursive watch on the cached path, a full
+//! read of the subtree (the prime, and every re-sync: the listings, and the nodes' data 256 to a `multiRead`, which
+//! costs a server about what one `getData` does), then one read per node event.
+//!
+//! # Why the watch is recursive whatever the depth
+//! ZooKeeper before 3.9 keeps one watch mode per path and session (ZOOKEEPER-4466; the embedded server matches
+//! 3.8): a later `addWatch` on the path replaces the mode of an earlier one. A node cache's plain persistent watch
+//! added after a tree cache's recursive one on the same path and session left the tree cache hearing of nothing
+//! below the path (`cache::caches_of_every_depth_on_one_path_and_session_each_hold_their_part` fails so on the three
+//! servers). So every cache adds the same recursive watch and keeps what its depth holds, as Curator's
+//! `CuratorCache` does; a node cache pays with the events of its subtree, which it drops unread (but a child's
+//! creation or deletion, which it reads its node for). A one-shot watch (`getData`/`exists` with a watch) on the
+//! cache's own path by the same session replaces the mode the same way on those servers: docs/library.md says so.
 //!
 //! # Why every event is a read, in order
 //! A persistent watch's event carries a type and a path, no data (and from ZooKeeper 3.8 no zxid), so each is
@@ -27,7 +36,7 @@ use std::sync::Arc;
 
 use futures::stream::{FuturesOrdered, FuturesUnordered, StreamExt};
 use futures::FutureExt;
-use zookeeper_client::{self as zk, Client, EventType, PersistentWatcher, SessionState, Stat};
+use zookeeper_client::{self as zk, AddWatchMode, Client, EventType, PersistentWatcher, SessionState, Stat};
 
 use super::scope::{Scope, IN_FLIGHT};
 use super::Shared;
@@ -88,7 +97,7 @@ async fn follow(shared: &Shared, session: &Session, scope: &Scope) -> Error {
         let next = match session
             .retry()
             .run_at("addWatch", &scope.root, || {
-                client.watch(&scope.root, scope.mode())
+                client.watch(&scope.root, AddWatchMode::PersistentRecursive)
             })
             .await
         {
@@ -278,8 +287,7 @@ async fn stream(
                         reads.push_back(read(client, event.path));
                     }
                 }
-                // Children changed is what a node-only cache's (non-recursive) watch says of them.
-                EventType::NodeDataChanged | EventType::NodeChildrenChanged if scope.holds(&event.path) => {
+                EventType::NodeDataChanged if scope.holds(&event.path) => {
                     reads.push_back(read(client, event.path));
                 }
                 _ => {}

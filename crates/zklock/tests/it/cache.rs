@@ -122,7 +122,8 @@ with_both_watches!(
     changes_while_disconnected_and_after_reconnecting_are_seen,
     a_read_cut_in_flight_does_not_stop_the_cache,
     a_reconnecting_session_carries_the_cache_to_its_next_session,
-    the_end_of_a_clients_session_ends_the_cache
+    the_end_of_a_clients_session_ends_the_cache,
+    caches_of_every_depth_on_one_path_and_session_each_hold_their_part
 );
 
 async fn a_tree_cache_primes_then_reports_every_change_in_order(hosts: &str, one_shot: bool) {
@@ -271,6 +272,57 @@ async fn node_and_children_caches_hold_only_their_depth(hosts: &str, one_shot: b
     );
     assert_eq!(*children.get(&format!("{root}/x")).unwrap().data, *b"x2");
     assert_eq!(node.len(), 1);
+}
+
+/// A tree cache, then a children cache and a node cache, on one path and one session. ZooKeeper before 3.9 keeps one
+/// watch mode per path and session (ZOOKEEPER-4466; the embedded server matches 3.8): the last `addWatch` replaces
+/// the others. With a non-recursive watch for the node cache the tree cache then heard of nothing below the path
+/// (CI: "timed out waiting for the marker"); every cache now adds the same recursive watch.
+async fn caches_of_every_depth_on_one_path_and_session_each_hold_their_part(hosts: &str, one_shot: bool) {
+    let root = unique_path("cache");
+    let writer = client(hosts).await;
+    writer.create(&root, b"r", &PERSISTENT).await.unwrap();
+    writer
+        .create(&format!("{root}/a"), b"a", &PERSISTENT)
+        .await
+        .unwrap();
+    let reader = client(hosts).await;
+    // One after the other, the node cache last: its watch was the one left.
+    let tree = start(Cache::tree(&reader, &root).unwrap(), one_shot);
+    tree.initialized().await.unwrap();
+    let children = start(Cache::children(&reader, &root).unwrap(), one_shot);
+    children.initialized().await.unwrap();
+    let node = start(Cache::node(&reader, &root).unwrap(), one_shot);
+    node.initialized().await.unwrap();
+    let mut events = [tree.events(), children.events(), node.events()];
+
+    writer
+        .create(&format!("{root}/a/deep"), b"d", &PERSISTENT)
+        .await
+        .unwrap();
+    writer.set_data(&format!("{root}/a"), b"a2", None).await.unwrap();
+    writer
+        .create(&format!("{root}/b"), b"b", &PERSISTENT)
+        .await
+        .unwrap();
+    writer.set_data(&root, b"r2", None).await.unwrap();
+    // The root's data is the last write: once each cache reports it, each has read every write before it.
+    for events in &mut events {
+        events_until(events, "the root's last change", |e| {
+            e.node().is_some_and(|n| n.path == root && *n.data == *b"r2")
+        })
+        .await;
+    }
+    let server = server_tree(&writer, &root).await;
+    let depth = |path: &str| path[root.len()..].matches('/').count();
+    for (cache, most) in [(&tree, 2), (&node, 0), (&children, 1)] {
+        let part: BTreeMap<_, _> = server
+            .iter()
+            .filter(|(path, _)| depth(path) <= most)
+            .map(|(path, node)| (path.clone(), node.clone()))
+            .collect();
+        assert_eq!(cached(cache), part, "the cache of depth {most}");
+    }
 }
 
 async fn changes_while_disconnected_and_after_reconnecting_are_seen(hosts: &str, one_shot: bool) {
