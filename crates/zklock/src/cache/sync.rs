@@ -7,10 +7,11 @@
 //! 3.8): a later `addWatch` on the path replaces the mode of an earlier one. A node cache's plain persistent watch
 //! added after a tree cache's recursive one on the same path and session left the tree cache hearing of nothing
 //! below the path (`cache::caches_of_every_depth_on_one_path_and_session_each_hold_their_part` fails so on the three
-//! servers). So every cache adds the same recursive watch and keeps what its depth holds, as Curator's
-//! `CuratorCache` does; a node cache pays with the events of its subtree, which it drops unread (but a child's
-//! creation or deletion, which it reads its node for). A one-shot watch (`getData`/`exists` with a watch) on the
-//! cache's own path by the same session replaces the mode the same way on those servers: docs/library.md says so.
+//! servers). So every cache adds the same recursive watch and keeps what its depth holds (Curator 5.4's
+//! `CuratorCache` does not: with `SINGLE_NODE_CACHE` its watch is plain). A node cache pays with the events of its
+//! subtree, which it drops unread (but a child's creation or deletion, which it reads its node for). A one-shot
+//! watch (`getData`/`exists` with a watch) on the cache's own path by the same session replaces the mode the same
+//! way on those servers: docs/library.md says so.
 //!
 //! # Why every event is a read, in order
 //! A persistent watch's event carries a type and a path, no data (and from ZooKeeper 3.8 no zxid), so each is
