@@ -17,8 +17,10 @@ two cores:
 Each executable runs in its package's directory, as `cargo test` runs it, with its output kept in a log that is
 printed whole when it ends (lanes never interleave lines). A lane goes on after a failure, so one run shows every
 failure. The documentation tests (`cargo test --doc`, which compiles each example) and the published crates' API
-documentation with warnings denied (`cargo doc`) run in a fourth lane. Ends with
-the plain line `N passed, M failed` (summed from every `test result:` line) and exits non-zero if anything failed.
+documentation with warnings denied (`cargo doc`) run in a fourth lane. Ends with a line per failed test (its name
+and the first lines of its panic message: `run_tests: failed test …`, so that a CI log cut in the middle still
+shows the cause), then the plain line `N passed, M failed` (summed from every `test result:` line), and exits
+non-zero if anything failed.
 """
 
 import json
@@ -86,11 +88,14 @@ def panics(out):
     why = []
     for m in re.finditer(r"^---- (\S+) stdout ----$", out, re.M):
         rest = out[m.end():].splitlines()
+        # Within this test's own section: up to the next `---- … stdout ----` or the list of failures.
+        end = next((i for i, line in enumerate(rest) if line.startswith("---- ") or line == "failures:"), len(rest))
+        rest = rest[:end]
         at = next((i for i, line in enumerate(rest) if "panicked at" in line), None)
         if at is not None:
             message = []
             for line in rest[at + 1:at + 4]:
-                if not line.strip() or line.startswith(("stack backtrace", "---- ")):
+                if not line.strip() or line.startswith("stack backtrace"):
                     break
                 message.append(line)
             why.append(f"{m.group(1)}: {' | '.join(message)[:400]}")

@@ -62,9 +62,9 @@ type Sender = broadcast::Sender<Arc<CacheEvent>>;
 /// embedded server): caches of any depths on one path and session share it. (Before 3.9 a session has one watch mode
 /// per path: a one-shot watch that the same session sets on the cache's own path — `getData` or `exists` with a
 /// watch — takes the place of the cache's there, and the cache then misses changes. Set those on another session.)
-/// On a server without
-/// them (ZooKeeper 3.5 answers `addWatch` with `Unimplemented`) it falls back to one-shot watches on every node, as
-/// kazoo's `TreeCache` does ([`CacheBuilder::one_shot_watches`]). Dropping the cache stops it.
+/// On a server without them (ZooKeeper 3.5 answers `addWatch` with `Unimplemented`) it falls back to one-shot
+/// watches on every node, as kazoo's `TreeCache` does ([`CacheBuilder::one_shot_watches`]). Dropping the cache
+/// stops it.
 #[derive(Debug)]
 pub struct Cache {
     shared: Arc<Shared>,
