@@ -25,7 +25,7 @@ non-zero if anything failed.
 Time, on the 2-core machine (fresh clone, November 2026): 930-1,011 s in all, over the 10 minutes the guide
 allows. The build is 377-398 s (line tables only already; aws-lc-sys, bindgen for Kerberos and ~350 crates). The
 lanes end within a minute of each other, because both cores are busy throughout: campaigns 471-511 s; zklock's
-integration tests 360-380 s plus server compat ~125 s; the CLI's 346-373 s; documentation lane 550-590 s (cargo doc
+integration tests 360-380 s plus server compat ~125 s; the CLI's 346-373 s; documentation lane 549-580 s (cargo doc
 226-256 s, which checks every dependency again in `check` mode; scale smoke 142-195 s; doc tests 122-153 s, each of
 the ~40 examples compiled and linked alone under edition 2021, merged into one binary under 2024). Moving a test
 between lanes gains little; less work is what would.
