@@ -341,12 +341,16 @@ fn member_partitions_on_a_single_server_are_refused() {
     assert!(stderr.contains("need --server ensemble"), "{stderr}");
 }
 
-/// The value of `field=N` in the campaign's `chaos-result` line (copied to the top of `stderr` by [`chaos`]).
-fn result_field(stderr: &str, field: &str) -> Option<u64> {
+/// The value of `field=…` in the campaign's `chaos-result` line (copied to the top of `stderr` by [`chaos`]).
+fn result_text<'a>(stderr: &'a str, field: &str) -> Option<&'a str> {
     let line = stderr.lines().find(|l| l.starts_with("chaos-result"))?;
     line.split_whitespace()
-        .find_map(|kv| kv.strip_prefix(&format!("{field}=")))
-        .and_then(|v| v.parse().ok())
+        .find_map(|kv| kv.strip_prefix(field)?.strip_prefix('='))
+}
+
+/// The number `N` of `field=N` in the campaign's `chaos-result` line.
+fn result_field(stderr: &str, field: &str) -> Option<u64> {
+    result_text(stderr, field).and_then(|v| v.parse().ok())
 }
 
 /// Long-lived sessions (issue 32): every contender process keeps one `zklock::Session::reconnecting` for its whole
@@ -420,11 +424,8 @@ fn run_under_short_outages_ends_commands_when_it_kills() {
     for seed in ["15", "16", "17"] {
         let (code, summary, stderr) = chaos(&campaign("embedded", "run", seed, "30", &more));
         assert_eq!((code, numbers(&summary).2), (Some(0), 0), "{summary}\n{stderr}");
-        let ended_by_zklock = stderr
-            .lines()
-            .find(|l| l.starts_with("chaos-result"))
-            .and_then(|l| l.split_whitespace().find_map(|kv| kv.strip_prefix("exits=")))
-            .is_some_and(|exits| exits.split(',').any(|e| e.starts_with("75:")));
+        let ended_by_zklock =
+            result_text(&stderr, "exits").is_some_and(|exits| exits.split(',').any(|e| e.starts_with("75:")));
         if ended_by_zklock {
             assert!(
                 result_field(&stderr, "ended_unconfirmed").is_some_and(|n| n >= 1),
