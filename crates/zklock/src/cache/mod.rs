@@ -17,6 +17,7 @@ use tokio::sync::{broadcast, watch};
 use zookeeper_client::Stat;
 
 use crate::base::error::{Error, Result};
+use crate::session::listener::QueueEvent;
 use crate::session::Session;
 use scope::Scope;
 use state::State;
@@ -69,6 +70,9 @@ type Sender = broadcast::Sender<Arc<CacheEvent>>;
 pub struct Cache {
     shared: Arc<Shared>,
     task: tokio::task::JoinHandle<()>,
+    /// The session followed and the cached path, for the listener events of [`Cache::changed`].
+    session: Session,
+    path: String,
 }
 
 /// A cache to be started: [`Cache::node`], [`Cache::children`] or [`Cache::tree`], then [`start`](CacheBuilder::start).
@@ -289,8 +293,87 @@ impl Cache {
         Events::new(&self.shared)
     }
 
+    /// A signal for every change from now on, for code that decides from the whole view again at each change.
+    pub(crate) fn changes(&self) -> Changes {
+        Changes {
+            live: self.shared.events.subscribe(),
+            ended: self.shared.ended.subscribe(),
+        }
+    }
+
+    /// Waits until `decide` finds what it looks for in the view — asked once the first full read is done, then
+    /// after every change — and returns it: how the recipes that watch a directory and act on what is there wait
+    /// (a transaction's outcome, the group's members).
+    ///
+    /// # Errors
+    /// What stopped the cache first.
+    pub(crate) async fn wait_for<T>(&self, mut decide: impl FnMut(&Cache) -> Option<T>) -> Result<T> {
+        let mut changes = self.changes();
+        self.initialized().await?;
+        loop {
+            if let Some(found) = decide(self) {
+                return Ok(found);
+            }
+            self.changed(&mut changes).await?;
+        }
+    }
+
+    /// Waits for the next change `changes` tells of, as a wait the session's listener hears of:
+    /// [`QueueEvent::Waiting`] on the cached path, then [`QueueEvent::Woken`].
+    ///
+    /// # Errors
+    /// What stopped the cache.
+    pub(crate) async fn changed(&self, changes: &mut Changes) -> Result<()> {
+        let path = &self.path;
+        self.session.emit(QueueEvent::Waiting { on: path.clone() });
+        changes.next().await?;
+        self.session.emit(QueueEvent::Woken { by: path.clone() });
+        Ok(())
+    }
+
     fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
         self.shared.read()
+    }
+}
+
+/// Tells of each change a [`Cache`] applies ([`Cache::changes`]), without what it was: the view says.
+#[derive(Debug)]
+pub(crate) struct Changes {
+    live: broadcast::Receiver<Arc<CacheEvent>>,
+    ended: watch::Receiver<Option<Error>>,
+}
+
+impl Changes {
+    /// Waits until the cache has applied a change since the last call (or since [`Cache::changes`]); every change
+    /// applied by then is taken as seen. Cancel safe.
+    ///
+    /// # Errors
+    /// What stopped the cache (once every change before that was told).
+    pub(crate) async fn next(&mut self) -> Result<()> {
+        use broadcast::error::{RecvError, TryRecvError};
+        let mut told = false;
+        loop {
+            // Each event is sent under the state's write lock: a change told here is in the view already.
+            match self.live.try_recv() {
+                Ok(_) | Err(TryRecvError::Lagged(_)) => told = true,
+                Err(TryRecvError::Closed) => return Err(Error::Closed),
+                Err(TryRecvError::Empty) if told => return Ok(()),
+                Err(TryRecvError::Empty) => {
+                    if let Some(err) = self.ended.borrow_and_update().clone() {
+                        return Err(err);
+                    }
+                    tokio::select! {
+                        received = self.live.recv() => match received {
+                            Err(RecvError::Closed) => return Err(Error::Closed),
+                            Ok(_) | Err(RecvError::Lagged(_)) => told = true,
+                        },
+                        changed = self.ended.changed() => if changed.is_err() {
+                            return Err(Error::Closed);
+                        },
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -308,6 +391,7 @@ impl CacheBuilder {
                 root: crate::base::path::validate(path)?,
                 depth,
                 one_shot: false,
+                names_only: false,
             },
         })
     }
@@ -328,6 +412,16 @@ impl CacheBuilder {
         self
     }
 
+    /// Holds the names of the node and its children only (Curator's `PathChildrenCache` without data): nothing is
+    /// read, each node's data is empty and its stat zero, and events tell only of creations and deletions. For
+    /// waiting on a directory of many or large nodes (a queue's items). A node and its children only: the depth is
+    /// set to 1. (One-shot watches, on a server without persistent ones, still read each node.)
+    pub(crate) fn names_only(mut self) -> CacheBuilder {
+        self.scope.depth = Some(1);
+        self.scope.names_only = true;
+        self
+    }
+
     /// Starts following ZooKeeper (a task on the current tokio runtime); [`Cache::initialized`] tells when the
     /// first read is done.
     pub fn start(self) -> Cache {
@@ -344,8 +438,14 @@ impl CacheBuilder {
             multi_read: std::sync::atomic::AtomicBool::new(true),
             one_shot: std::sync::atomic::AtomicBool::new(false),
         });
+        let (session, path) = (self.session.clone(), self.scope.root.clone());
         let task = tokio::spawn(sync::run(Arc::clone(&shared), self.session, self.scope));
-        Cache { shared, task }
+        Cache {
+            shared,
+            task,
+            session,
+            path,
+        }
     }
 }
 

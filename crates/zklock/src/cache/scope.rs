@@ -12,7 +12,25 @@ pub(super) struct Scope {
     pub(super) depth: Option<usize>,
     /// Follow with one-shot watches (`oneshot.rs`) instead of a persistent one.
     pub(super) one_shot: bool,
+    /// Hold names only (`CacheBuilder::names_only`): the listings and the creation and deletion events say which
+    /// nodes exist, and nothing is read.
+    pub(super) names_only: bool,
 }
+
+/// What a names-only cache holds of a node besides its name: no data, and this stat (no node has a zero `czxid`).
+pub(super) const UNREAD: zookeeper_client::Stat = zookeeper_client::Stat {
+    czxid: 0,
+    mzxid: 0,
+    ctime: 0,
+    mtime: 0,
+    version: 0,
+    cversion: 0,
+    aversion: 0,
+    ephemeral_owner: 0,
+    data_length: 0,
+    num_children: 0,
+    pzxid: 0,
+};
 
 impl Scope {
     /// How many levels `path` is below the root, if it is the root or under it.

@@ -39,7 +39,7 @@ use futures::stream::{FuturesOrdered, FuturesUnordered, StreamExt};
 use futures::FutureExt;
 use zookeeper_client::{self as zk, AddWatchMode, Client, EventType, PersistentWatcher, SessionState, Stat};
 
-use super::scope::{Scope, IN_FLIGHT};
+use super::scope::{Scope, IN_FLIGHT, UNREAD};
 use super::Shared;
 use crate::base::error::{At as _, Error, Result};
 use crate::base::path::child_path;
@@ -69,8 +69,8 @@ pub(super) async fn run(shared: Arc<Shared>, session: Session, scope: Scope) {
     shared.end(end);
 }
 
-/// Follows each ZooKeeper session of `session` in turn (one, unless it is reconnecting); the error that ended the
-/// last.
+/// Follows each ZooKeeper session of `session` in turn (one, unless it is reconnecting and not pinned to one); the
+/// error that ended the last.
 async fn follow_sessions(shared: &Shared, session: &Session, scope: &Scope) -> Error {
     loop {
         let pinned = match session.pinned_usable().await {
@@ -82,7 +82,7 @@ async fn follow_sessions(shared: &Shared, session: &Session, scope: &Scope) -> E
         } else {
             follow(shared, &pinned, scope).await
         };
-        if !(session.is_reconnecting() && err.is_terminal() && err != Error::Closed) {
+        if !(session.follows_new_sessions() && err.is_terminal() && err != Error::Closed) {
             return err;
         }
         tracing::debug!(path = %scope.root, %err, "cache: the ZooKeeper session ended; following the next one");
@@ -132,9 +132,14 @@ async fn follow(shared: &Shared, session: &Session, scope: &Scope) -> Error {
 /// Reads the whole subtree and applies what differs: nodes created, changed and deleted since the cache last
 /// looked. Sends `Initialized` after the first.
 async fn resync(shared: &Shared, client: &Client, scope: &Scope) -> Result<()> {
-    let mut waiting: VecDeque<(String, usize)> = VecDeque::from([(scope.root.clone(), 0)]);
+    let mut waiting: VecDeque<(String, usize)> = VecDeque::new();
     // Directories read, their listing not sent yet.
     let mut unlisted: VecDeque<String> = VecDeque::new();
+    // A names-only cache (of a node and its children) reads nothing: the root's listing says what exists.
+    match scope.names_only {
+        true => unlisted.push_back(scope.root.clone()),
+        false => waiting.push_back((scope.root.clone(), 0)),
+    }
     let mut reads = FuturesUnordered::new();
     let mut in_flight = 0;
     let mut listings = 0;
@@ -191,7 +196,22 @@ async fn resync(shared: &Shared, client: &Client, scope: &Scope) -> Result<()> {
                     continue;
                 };
                 let level = scope.level(&path).unwrap_or(0) + 1;
-                shared.write().keep_children(&path, &names, &shared.events);
+                let mut state = shared.write();
+                if scope.names_only {
+                    state.apply(&path, Some((Vec::new(), UNREAD)), &shared.events);
+                    for name in &names {
+                        state.apply(
+                            &child_path(&path, name),
+                            Some((Vec::new(), UNREAD)),
+                            &shared.events,
+                        );
+                    }
+                }
+                state.keep_children(&path, &names, &shared.events);
+                drop(state);
+                if scope.names_only {
+                    continue;
+                }
                 waiting.extend(names.iter().map(|name| (child_path(&path, name), level)));
             }
         }
@@ -276,6 +296,13 @@ async fn stream(
                         return reconnected(watcher).await;
                     }
                 }
+                // An event is the change itself: a names-only cache applies it as it comes, in order.
+                EventType::NodeCreated | EventType::NodeDeleted if scope.names_only && scope.holds(&event.path) => {
+                    let exists = (event.event_type == EventType::NodeCreated).then_some((Vec::new(), UNREAD));
+                    shared.write().apply(&event.path, exists, &shared.events);
+                }
+                // Below its depth: nothing to read.
+                EventType::NodeCreated | EventType::NodeDeleted if scope.names_only => {}
                 EventType::NodeCreated | EventType::NodeDeleted => {
                     // A child's creation or deletion changes its parent's stat (children, cversion, pzxid), and
                     // no event says so: the parent is read too, first, so that once the child's event is out the
@@ -288,7 +315,7 @@ async fn stream(
                         reads.push_back(read(client, event.path));
                     }
                 }
-                EventType::NodeDataChanged if scope.holds(&event.path) => {
+                EventType::NodeDataChanged if scope.holds(&event.path) && !scope.names_only => {
                     reads.push_back(read(client, event.path));
                 }
                 _ => {}

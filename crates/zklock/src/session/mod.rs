@@ -159,6 +159,12 @@ impl Session {
         self.inner.live.is_some()
     }
 
+    /// Whether an operation on this session goes on with the next ZooKeeper session when one ends: a reconnecting
+    /// session not [pinned](Session::pinned) to one of them.
+    pub(crate) fn follows_new_sessions(&self) -> bool {
+        self.is_reconnecting() && self.pinned.is_none()
+    }
+
     /// The state changes of a reconnecting session, from now on: suspended, reconnected, lost, a new session,
     /// closed (see [`SessionEvent`]). A receiver that falls 64 events behind misses the oldest
     /// ([`RecvError::Lagged`](tokio::sync::broadcast::error::RecvError::Lagged)). A session made from a `Client`
