@@ -24,7 +24,6 @@
 //! order, re-read whole after a reconnection (and on a reconnecting session, after a new session). Its events
 //! become [`MemberEvent`]s.
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex as StdMutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -32,7 +31,7 @@ use zookeeper_client::{CreateMode, Stat};
 
 use crate::base::error::{Error, Result};
 use crate::base::path::child_path;
-use crate::cache::{Cache, CacheEvent, CachedNode, Events};
+use crate::cache::{Cache, Changes};
 use crate::node::held::Held;
 use crate::session::{read, Session};
 
@@ -328,15 +327,15 @@ impl Group {
     /// See [`Group`].
     pub async fn watch(&self) -> Result<Members> {
         let cache = Cache::children(&self.session, &self.path)?.start();
+        let changes = cache.changes();
+        cache.initialized().await?;
         let mut members = Members {
             path: self.path.clone(),
-            events: cache.events(),
             cache,
+            changes,
             view: Vec::new(),
-            pending: VecDeque::new(),
         };
-        // The first look is the starting view, not a change.
-        members.view = members.replay().await?;
+        members.view = members.now();
         Ok(members)
     }
 }
@@ -445,18 +444,18 @@ pub enum MemberEvent {
 /// [`next`](Members::next) waits for the next change and applies it.
 ///
 /// A [`Cache`] of the group's children underneath: one persistent watch; each change costs a read of the member
-/// (and of the group's node). After a reconnection everything is read again and what changed meanwhile is reported;
-/// on a [reconnecting](Session::reconnecting) session the view follows each new ZooKeeper session. Members whose
-/// node our session may not read are not in the view. Dropping it drops the watch.
+/// (and of the group's node). Each call of [`next`](Members::next) compares the view with what the cache holds
+/// (time in proportion to the members) and hands out the first difference, so after a reconnection what changed
+/// meanwhile is reported like any change; on a [reconnecting](Session::reconnecting) session the view follows each
+/// new ZooKeeper session. Members whose node our session may not read are not in the view. Dropping it drops the
+/// watch.
 #[derive(Debug)]
 pub struct Members {
     path: String,
     cache: Cache,
-    events: Events,
+    changes: Changes,
     /// As of the last change handed out; ordered by `joined_zxid`.
     view: Vec<Member>,
-    /// Changes found, not yet handed out.
-    pending: VecDeque<MemberEvent>,
 }
 
 impl Members {
@@ -473,6 +472,10 @@ impl Members {
 
     /// Waits for the next change and returns it; [`members`](Members::members) then includes it.
     ///
+    /// Changes come in the order they joined, left or changed as far as one look at the cache tells them apart:
+    /// of the changes one look finds, the member that joined earliest comes first (a member that left and joined
+    /// again under its name: `Left`, then `Joined`).
+    ///
     /// # Errors
     /// [`Error::SessionExpired`] / [`Error::Closed`] when the session ends (the view is then stale for good; a
     /// reconnecting session goes on with its next ZooKeeper session instead); an [`Error::ZooKeeper`](crate::Error::ZooKeeper)
@@ -482,111 +485,59 @@ impl Members {
     /// Cancel safe: dropped at any await point, no change is lost; the next call finds it.
     pub async fn next(&mut self) -> Result<MemberEvent> {
         loop {
-            if let Some(event) = self.pending.pop_front() {
-                self.apply(&event);
+            if let Some(event) = self.step() {
                 return Ok(event);
             }
-            let event = self.event().await?;
-            let member = |node: &CachedNode| self.member(node);
-            match event {
-                CacheEvent::Created(node) => self.pending.extend(member(&node).map(MemberEvent::Joined)),
-                CacheEvent::Deleted(node) => self.pending.extend(member(&node).map(MemberEvent::Left)),
-                CacheEvent::Changed { old, new } => {
-                    let (Some(before), Some(after)) = (member(&old), member(&new)) else {
-                        continue;
-                    };
-                    if before.joined_zxid != after.joined_zxid {
-                        // The same name made again (kazoo re-creates its node under a new session): a new member.
-                        self.pending
-                            .extend([MemberEvent::Left(before), MemberEvent::Joined(after)]);
-                    } else if before.data != after.data {
-                        self.pending.push_back(MemberEvent::Changed { before, after });
-                    }
-                }
-                // We fell behind the cache: compare what it holds now with our view.
-                CacheEvent::Reset => {
-                    let now = self.replay().await?;
-                    self.pending.extend(differences(&self.view, &now));
-                }
-                _ => {}
-            }
+            self.changes.next().await?;
         }
     }
 
-    /// The next event of the cache; its end as an error.
-    async fn event(&mut self) -> Result<CacheEvent> {
-        match self.events.next().await {
-            Some(event) => Ok(event),
-            None => Err(self.cache.ended().unwrap_or(Error::Closed)),
-        }
+    /// The first difference between the view and the cache, applied to the view. Both are ordered by
+    /// `joined_zxid`, which no two member nodes share: they are walked side by side.
+    fn step(&mut self) -> Option<MemberEvent> {
+        let now = self.now();
+        let at = self.view.iter().zip(&now).take_while(|(a, b)| a == b).count();
+        let event = match (self.view.get(at), now.get(at)) {
+            (None, None) => return None,
+            (Some(old), Some(new)) if old.joined_zxid == new.joined_zxid => {
+                let after = new.clone();
+                MemberEvent::Changed {
+                    before: std::mem::replace(&mut self.view[at], after.clone()),
+                    after,
+                }
+            }
+            (Some(old), new) if new.is_none_or(|new| old.joined_zxid < new.joined_zxid) => {
+                MemberEvent::Left(self.view.remove(at))
+            }
+            (_, new) => {
+                let new = new?.clone();
+                self.view.insert(at, new.clone());
+                MemberEvent::Joined(new)
+            }
+        };
+        Some(event)
     }
 
-    /// The members the cache holds, from its replay (`Created` events up to `Initialized`).
-    async fn replay(&mut self) -> Result<Vec<Member>> {
-        let mut members = Vec::new();
-        loop {
-            match self.event().await? {
-                CacheEvent::Initialized => break,
-                CacheEvent::Created(node) => members.extend(self.member(&node)),
-                _ => {}
-            }
-        }
+    /// The members the cache holds now, in the order they joined.
+    fn now(&self) -> Vec<Member> {
+        let mut members: Vec<Member> = self
+            .cache
+            .children_of(&self.path)
+            .iter()
+            .filter(|name| layout_of(name).is_some())
+            .filter_map(|name| {
+                let node = self.cache.get(&child_path(&self.path, name))?;
+                Some(Member::new(
+                    &self.path,
+                    name,
+                    Some(node.data.to_vec()),
+                    &node.stat,
+                ))
+            })
+            .collect();
         members.sort_by_key(|m| m.joined_zxid);
-        Ok(members)
+        members
     }
-
-    /// The member a cached node is, if it is one (a child of the group in one of the layouts).
-    fn member(&self, node: &CachedNode) -> Option<Member> {
-        let name = node.path.strip_prefix(self.path.as_str())?.strip_prefix('/')?;
-        layout_of(name)?;
-        Some(Member::new(
-            &self.path,
-            name,
-            Some(node.data.to_vec()),
-            &node.stat,
-        ))
-    }
-
-    /// Applies a change handed out to the view.
-    fn apply(&mut self, event: &MemberEvent) {
-        match event {
-            MemberEvent::Joined(member) => {
-                let at = self.view.partition_point(|m| m.joined_zxid < member.joined_zxid);
-                self.view.insert(at, member.clone());
-            }
-            MemberEvent::Left(member) => self
-                .view
-                .retain(|m| (&m.name, m.joined_zxid) != (&member.name, member.joined_zxid)),
-            MemberEvent::Changed { after, .. } => {
-                if let Some(m) = self.view.iter_mut().find(|m| m.name == after.name) {
-                    *m = after.clone();
-                }
-            }
-        }
-    }
-}
-
-/// The changes from `before` to `now`: departures, then data changes, then arrivals in the order they joined.
-fn differences(before: &[Member], now: &[Member]) -> Vec<MemberEvent> {
-    let same = |a: &Member, b: &Member| (&a.name, a.joined_zxid) == (&b.name, b.joined_zxid);
-    let left = before
-        .iter()
-        .filter(|m| !now.iter().any(|n| same(m, n)))
-        .cloned()
-        .map(MemberEvent::Left);
-    let changed = before.iter().filter_map(|m| {
-        let after = now.iter().find(|n| same(m, n) && n.data != m.data)?;
-        Some(MemberEvent::Changed {
-            before: m.clone(),
-            after: after.clone(),
-        })
-    });
-    let joined = now
-        .iter()
-        .filter(|n| !before.iter().any(|m| same(m, n)))
-        .cloned()
-        .map(MemberEvent::Joined);
-    left.chain(changed).chain(joined).collect()
 }
 
 /// Our membership of a [`Group`], from a successful [`join`](Group::join) until we leave.
