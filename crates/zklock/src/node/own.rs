@@ -299,6 +299,26 @@ impl Session {
         self.create_once_in(writes, receipt, dir).await
     }
 
+    /// Creates the persistent node `path` holding `data` ([`create_once`](Session::create_once), `parents` as
+    /// there): `Some` of its creation zxid when this call made it (`-1` when that is not known), `None` when it
+    /// existed — made by somebody else, or by an attempt of ours whose reply was lost.
+    pub(crate) async fn create_persistent(
+        &self,
+        path: &str,
+        data: &[u8],
+        parents: Option<CreateMode>,
+    ) -> Result<Option<i64>> {
+        let writes = [Write::Create(path, data, CreateMode::Persistent)];
+        match self.create_once(&writes, false, parents).await? {
+            Committed::Done { stat, .. } => Ok(Some(stat.map_or(-1, |stat| stat.czxid))),
+            Committed::Refused {
+                error: zk::Error::NodeExists,
+                ..
+            } => Ok(None),
+            Committed::Refused { index, error } => Err(Committed::refused(index, error, &writes)),
+        }
+    }
+
     /// [`create_once`](Session::create_once), making `dir` (and its missing parents) in its mode whenever ZooKeeper
     /// answers that the parent of a create is missing which that makes: `dir` itself or one of its ancestors (a
     /// queue's item and its receipt in `<queue>/receipts`, say).

@@ -7,10 +7,9 @@
 
 use std::time::Duration;
 
-use zookeeper_client::{self as zk, CreateMode};
+use zookeeper_client::CreateMode;
 
 use crate::base::error::{Error, Result};
-use crate::session::cas::{Committed, Write};
 use crate::session::Session;
 
 /// A barrier: a persistent node whose existence holds waiters back.
@@ -81,17 +80,11 @@ impl Barrier {
     /// set is fine.
     pub async fn set(&self) -> Result<()> {
         // An existing node is success — set already, or by our own create whose reply was lost.
-        let writes = [Write::Create(&self.path, &[], CreateMode::Persistent)];
-        match self
-            .session
-            .create_once(&writes, false, Some(CreateMode::Persistent))
-            .await?
-        {
-            Committed::Refused { index, error } if error != zk::Error::NodeExists => {
-                Err(Committed::refused(index, error, &writes))
-            }
-            _ => Ok(()),
-        }
+        let parents = Some(CreateMode::Persistent);
+        self.session
+            .create_persistent(&self.path, &[], parents)
+            .await
+            .map(drop)
     }
 
     /// Opens the barrier: deletes the node, releasing every waiter. Removing a barrier that is not set is fine.

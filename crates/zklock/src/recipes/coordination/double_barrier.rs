@@ -25,7 +25,6 @@ use crate::base::error::{Error, Result};
 use crate::base::path::child_path;
 use crate::node::abandoned;
 use crate::node::held::Held;
-use crate::session::cas::{Committed, Write};
 use crate::session::listener::QueueEvent;
 use crate::session::Session;
 
@@ -192,19 +191,10 @@ impl DoubleBarrier {
             let arrived = children.iter().filter(|c| is_participant(c)).count();
             if arrived >= self.members {
                 tracing::debug!(path = %self.path, arrived, "the last participant arrived; opening the barrier");
-                let writes = [Write::Create(&ready, &[], CreateMode::Persistent)];
-                match session.create_once(&writes, false, None).await? {
-                    Committed::Done { stat, .. } => {
-                        return Ok(self.entered(held, stat.map_or(-1, |stat| stat.czxid)))
-                    }
+                match session.create_persistent(&ready, &[], None).await? {
+                    Some(czxid) => return Ok(self.entered(held, czxid)),
                     // Created by another participant (or by our own attempt whose reply was lost): look again.
-                    Committed::Refused {
-                        error: zk::Error::NodeExists,
-                        ..
-                    } => continue,
-                    Committed::Refused { index, error } => {
-                        return Err(Committed::refused(index, error, &writes))
-                    }
+                    None => continue,
                 }
             }
             tracing::debug!(path = %self.path, arrived, members = self.members, "waiting for participants");

@@ -4,13 +4,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use tokio::time::Instant;
-use zookeeper_client::{self as zk, CreateMode};
+use zookeeper_client as zk;
 
 use crate::base::error::{Error, Result};
-use crate::base::idioms::IfExists;
+use crate::base::idioms;
 use crate::base::path::child_path;
-use crate::session::cas::{Committed, Write};
-use crate::session::{read, Session};
+use crate::cache::Cache;
+use crate::session::Session;
 
 // The names of a transaction node's children (the layout in `two_phase_commit.rs`).
 pub(crate) const COORDINATOR: &str = "coordinator-";
@@ -29,12 +29,16 @@ pub enum Decision {
 }
 
 impl Decision {
-    /// What the node holds.
-    pub(crate) fn bytes(self) -> &'static [u8] {
+    /// What the node holds, and how it is shown.
+    fn name(self) -> &'static str {
         match self {
-            Decision::Commit => b"commit",
-            Decision::Abort => b"abort",
+            Decision::Commit => "commit",
+            Decision::Abort => "abort",
         }
+    }
+
+    pub(crate) fn bytes(self) -> &'static [u8] {
+        self.name().as_bytes()
     }
 
     pub(crate) fn parse(path: &str, data: &[u8]) -> Result<Decision> {
@@ -52,10 +56,7 @@ impl Decision {
 
 impl std::fmt::Display for Decision {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Decision::Commit => "commit",
-            Decision::Abort => "abort",
-        })
+        f.write_str(self.name())
     }
 }
 
@@ -100,8 +101,8 @@ impl Look {
             return Next::Abort("the coordinator left before deciding".to_owned());
         }
         for p in participants {
-            if self.joined.contains(p) && !self.alive.contains(p) && !self.voted.contains(p) {
-                return Next::Abort(format!("participant {p} left before voting"));
+            if self.left(p) {
+                return Next::Left(p.clone());
             }
             if votes.get(p) == Some(&Decision::Abort) {
                 return Next::Abort(format!("participant {p} voted abort"));
@@ -115,6 +116,11 @@ impl Look {
             return Next::Commit;
         }
         Next::Wait
+    }
+
+    /// Whether participant `p` joined and went away without voting.
+    pub(crate) fn left(&self, p: &str) -> bool {
+        self.joined.contains(p) && !self.alive.contains(p) && !self.voted.contains(p)
     }
 }
 
@@ -133,7 +139,11 @@ pub(crate) fn is_unique(hex: &str) -> bool {
 /// What a look says to do.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Next {
+    /// The outcome exists.
+    Decided(Decision),
     Abort(String),
+    /// This participant joined and went away without voting: abort, once a listing confirms it (see `Tx::settle`).
+    Left(String),
     Commit,
     Wait,
 }
@@ -146,21 +156,16 @@ pub(crate) struct Tx {
 }
 
 impl Tx {
-    /// Waits (with an `exists` watch) until the transaction node exists, and returns its participants.
+    /// Waits (with a node cache) until the transaction node exists, and returns its participants.
     pub(crate) async fn wait_for_participants(&self) -> Result<Vec<String>> {
-        loop {
-            if let Some((data, _)) = self.session.get(&self.dir).await? {
-                let lines = String::from_utf8_lossy(&data);
-                return Ok(lines
-                    .lines()
-                    .filter(|l| !l.is_empty())
-                    .map(str::to_owned)
-                    .collect());
-            }
-            if let (None, watcher) = self.session.watch_exists(&self.dir).await? {
-                self.session.await_change(watcher, &self.dir).await?;
-            }
-        }
+        let view = Cache::node(&self.session, &self.dir)?.start();
+        let lines = view.wait_for(|view| view.get(&self.dir)).await?;
+        let lines = String::from_utf8_lossy(&lines.data);
+        Ok(lines
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect())
     }
 
     pub(crate) async fn read_outcome(&self) -> Result<Option<Decision>> {
@@ -173,20 +178,14 @@ impl Tx {
     /// whose reply was lost), `false` if it existed; [`Error::NodeDeleted`] if the transaction is gone.
     pub(crate) async fn create(&self, name: &str, data: &[u8]) -> Result<bool> {
         let path = child_path(&self.dir, name);
-        let writes = [Write::Create(&path, data, CreateMode::Persistent)];
-        match self.session.create_once(&writes, false, None).await? {
-            Committed::Done { .. } => Ok(true),
-            Committed::Refused {
-                error: zk::Error::NodeExists,
+        match self.session.create_persistent(&path, data, None).await {
+            Err(Error::ZooKeeper {
+                source: zk::Error::NoNode,
                 ..
-            } => Ok(false),
-            Committed::Refused {
-                error: zk::Error::NoNode,
-                ..
-            } => Err(Error::NodeDeleted {
+            }) => Err(Error::NodeDeleted {
                 path: self.dir.clone(),
             }),
-            Committed::Refused { index, error } => Err(Committed::refused(index, error, &writes)),
+            made => made.map(|made| made.is_some()),
         }
     }
 
@@ -205,62 +204,70 @@ impl Tx {
         }
     }
 
-    /// Looks, decides by the rules when a look gives a reason, and waits for the next change until the outcome
-    /// exists; returns it. `may_commit`: we are the coordinator. `deadline`: abort when it passes.
+    /// Follows the transaction with a cache of its node and children, decides by the rules when the view gives a
+    /// reason, and waits for the next change until the outcome exists; returns it. `may_commit`: we are the
+    /// coordinator. `deadline`: abort when it passes.
+    ///
+    /// The view is no snapshot: a read answered after a later change may show a node gone before an earlier change
+    /// elsewhere is in it. Every rule but one holds on such a view — a vote or the outcome, once there, never
+    /// changes, and the coordinator's node goes only after the outcome exists or when it did not decide. The one is
+    /// "joined and gone without a vote": the view can show a participant's `alive-` node gone before its vote, or
+    /// its `joined-` node before its `alive-` one (one transaction made both). A listing, which is one state,
+    /// confirms it before anybody aborts for it.
     pub(crate) async fn settle(
         &self,
         participants: &[String],
         may_commit: bool,
         deadline: Option<Instant>,
     ) -> Result<Decision> {
-        let (client, retry) = (self.session.client(), self.session.retry());
-        let mut votes: BTreeMap<String, Decision> = BTreeMap::new();
+        let view = Cache::children(&self.session, &self.dir)?.start();
+        let mut changes = view.changes();
+        view.initialized().await?;
         loop {
-            let Some((children, watcher)) = retry
-                .run_at("getChildren", &self.dir, || {
-                    client.list_and_watch_children(&self.dir)
-                })
-                .await
-                .if_exists()?
-            else {
-                return Err(Error::NodeDeleted {
-                    path: self.dir.clone(),
-                });
-            };
-            let look = Look::of(&children);
-            if look.outcome {
-                if let Some(decided) = self.read_outcome().await? {
-                    return Ok(decided);
+            let (decision, why) = match self.judge(&view, participants, may_commit)? {
+                Next::Decided(decided) => return Ok(decided),
+                Next::Abort(why) => (Decision::Abort, why),
+                Next::Commit => (Decision::Commit, "every participant voted commit".to_owned()),
+                Next::Left(p) if Look::of(&self.session.list_or_empty(&self.dir).await?).left(&p) => {
+                    (Decision::Abort, format!("participant {p} left before voting"))
                 }
-                continue;
-            }
-            // Votes never change once cast: each is read once.
-            for p in participants {
-                if look.voted.contains(p) && !votes.contains_key(p) {
-                    let path = child_path(&self.dir, &format!("{VOTE}{p}"));
-                    if let Some(node) = read::read_node(client, retry, &path).await? {
-                        let data = node.0.unwrap_or_default();
-                        votes.insert(p.clone(), Decision::parse(&path, &data)?);
+                Next::Left(_) | Next::Wait => tokio::select! {
+                    changed = view.changed(&mut changes) => {
+                        changed?;
+                        continue;
                     }
-                }
-            }
-            match look.judge(participants, &votes, may_commit) {
-                Next::Abort(why) => return self.write_outcome(Decision::Abort, &why).await,
-                Next::Commit => {
-                    return self
-                        .write_outcome(Decision::Commit, "every participant voted commit")
-                        .await
-                }
-                Next::Wait => {}
-            }
-            if deadline.is_some_and(|d| d <= Instant::now()) {
-                return self.write_outcome(Decision::Abort, "the deadline passed").await;
-            }
-            tokio::select! {
-                changed = self.session.await_change(watcher, &self.dir) => drop(changed?),
-                _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {}
+                    () = idioms::or_pending(deadline.map(tokio::time::sleep_until)) => {
+                        (Decision::Abort, "the deadline passed".to_owned())
+                    }
+                },
+            };
+            return self.write_outcome(decision, &why).await;
+        }
+    }
+
+    /// What the view says to do ([`Look::judge`] with the votes it holds).
+    fn judge(&self, view: &Cache, participants: &[String], may_commit: bool) -> Result<Next> {
+        if view.get(&self.dir).is_none() {
+            return Err(Error::NodeDeleted {
+                path: self.dir.clone(),
+            });
+        }
+        let read = |name: &str| -> Result<Option<Decision>> {
+            let node = view.get(&child_path(&self.dir, name));
+            node.map(|node| Decision::parse(&node.path, &node.data))
+                .transpose()
+        };
+        if let Some(decided) = read(OUTCOME)? {
+            return Ok(Next::Decided(decided));
+        }
+        let look = Look::of(&view.children_of(&self.dir));
+        let mut votes = BTreeMap::new();
+        for p in &look.voted {
+            if let Some(vote) = read(&format!("{VOTE}{p}"))? {
+                votes.insert(p.clone(), vote);
             }
         }
+        Ok(look.judge(participants, &votes, may_commit))
     }
 }
 
@@ -323,8 +330,9 @@ mod tests {
         assert_eq!(look(&all).judge(&ps, &commit(&["a", "b"]), false), Next::Wait);
         // b joined and went away without a vote.
         let gone = names(&[&coordinator, "joined-a", "vote-a", "joined-b"]);
-        assert!(
-            matches!(look(&gone).judge(&ps, &commit(&["a"]), true), Next::Abort(why) if why.contains("b left"))
+        assert_eq!(
+            look(&gone).judge(&ps, &commit(&["a"]), true),
+            Next::Left("b".to_owned())
         );
         // b never joined: nothing to say yet (the coordinator's deadline decides).
         let absent = names(&[&coordinator, "joined-a", "vote-a"]);

@@ -32,14 +32,13 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use tokio::time::Instant;
-use zookeeper_client::{self as zk, CreateMode, MultiWriteError};
+use zookeeper_client::{self as zk, CreateMode};
 
-use crate::base::error::{At as _, Error, Result};
+use crate::base::error::{Error, Result};
 use crate::base::path::child_path;
-use crate::base::retry::is_connection_loss;
 use crate::node::own::{Created, OwnNode};
 use crate::recipes::coordination::transaction::{Decision, Look, Tx, ALIVE, COORDINATOR, JOINED, VOTE};
-use crate::session::cas::Write;
+use crate::session::cas::{Committed, Write};
 use crate::session::listener::QueueEvent;
 use crate::session::Session;
 
@@ -262,25 +261,17 @@ impl TwoPhaseCommit {
         if !look.outcome || look.coordinator || !look.alive.is_empty() {
             return Ok(false);
         }
-        let (client, retry) = (self.session.client(), self.session.retry());
-        let mut multi = client.new_multi_writer();
-        for child in &children {
-            let child = child_path(&tx.dir, child);
-            multi.add_delete(&child, None).at("delete", &child)?;
-        }
-        multi.add_delete(&tx.dir, None).at("delete", &tx.dir)?;
-        match multi.commit().await {
-            Ok(_) => Ok(true),
-            Err(MultiWriteError::OperationFailed {
-                source: zk::Error::NoNode | zk::Error::NotEmpty,
+        let paths: Vec<String> = children.iter().map(|child| child_path(&tx.dir, child)).collect();
+        let mut writes: Vec<Write> = paths.iter().map(|path| Write::Delete(path, None)).collect();
+        // The transaction node last: after a lost reply, its absence says our `multi` went through.
+        writes.push(Write::Delete(&tx.dir, None));
+        match self.session.commit_once(&writes, true).await? {
+            Committed::Done { .. } => Ok(true),
+            Committed::Refused {
+                error: zk::Error::NoNode | zk::Error::NotEmpty,
                 ..
-            }) => Ok(false),
-            // The reply was lost: whether it happened, the next look tells.
-            Err(MultiWriteError::RequestFailed { source }) if is_connection_loss(&source) => Ok(retry
-                .run_at("exists", &tx.dir, || client.check_stat(&tx.dir))
-                .await?
-                .is_none()),
-            Err(err) => Err(Error::zk("multi", &tx.dir, zk::Error::from(err))),
+            } => Ok(false),
+            Committed::Refused { index, error } => Err(Committed::refused(index, error, &writes)),
         }
     }
 }
