@@ -120,19 +120,19 @@ impl DelayQueue {
         /// other `take_safe` consumers while the [`Claimed`](crate::Claimed) lives, and is removed by
         /// [`Claimed::complete`](crate::Claimed::complete). Dropped, abandoned, or its session ended, the item is taken
         /// again.
-        pub async fn take_safe;
+        pub async fn take_safe() -> crate::Claimed;
         /// Like [`take_safe`](DelayQueue::take_safe), but gives up after `timeout` with
         /// [`Error::Timeout`](crate::Error::Timeout).
-        pub async fn take_safe_timeout;
+        pub async fn take_safe_timeout(timeout: std::time::Duration) -> crate::Claimed;
         /// The data of the item [`take`](DelayQueue::take) would take now, without taking it; `None` if no item is
         /// due.
-        pub async fn peek;
+        pub async fn peek() -> Option<Vec<u8>>;
         /// How many items the queue holds, due or not (claimed ones included).
-        pub async fn len;
+        pub async fn len() -> usize;
         /// Whether the queue holds no item, due or not.
-        pub async fn is_empty;
+        pub async fn is_empty() -> bool;
         /// Claims the item due first if one is due now and unclaimed; `None` at once otherwise.
-        pub async fn try_take_safe;
+        pub async fn try_take_safe() -> Option<crate::Claimed>;
     }
 
     fn delayed(&self, (name, data): (String, Vec<u8>)) -> Delayed {

@@ -4,7 +4,6 @@
 use std::future::Future;
 use std::time::Duration;
 
-use futures::future::OptionFuture;
 use zookeeper_client::{self as zk, CreateMode};
 
 use crate::base::error::{At as _, Error, Result};
@@ -12,13 +11,14 @@ use crate::base::idioms::{self, IfExists};
 use crate::base::metrics::QUEUE_DEPTH;
 use crate::base::path::child_path;
 use crate::base::retry::{is_connection_loss, Attempts};
+use crate::cache::{Cache, Changes};
 use crate::node::held::Held;
 use crate::node::own::OwnNode;
 use crate::recipes::queues::claim::{Claimed, PendingClaim};
 use crate::recipes::queues::layout::{millis_now, sorted_items, Layout};
 use crate::session::cas::{Committed, Write};
 use crate::session::listener::QueueEvent;
-use crate::session::Session;
+use crate::session::{read, Session};
 
 /// A queue directory and the layout of its items: everything [`Queue`] and
 /// [`PriorityQueue`](crate::PriorityQueue) do, written once.
@@ -30,45 +30,22 @@ pub(crate) struct Items {
 }
 
 /// Public methods of a queue recipe that hand the call to its `self.items` ([`Items`]) as they are. The recipe
-/// names each, with its doc comment, where its type is; any of them, in any order:
+/// names each — with its arguments, what it returns (in a `Result`) and its doc comment — where its type is:
 ///
 /// ```ignore
 /// forward_to_items! {
 ///     /// Removes and returns the lowest item, or `None` at once if the queue is empty.
-///     pub async fn try_take;
+///     pub async fn try_take() -> Option<Vec<u8>>;
 /// }
 /// ```
 macro_rules! forward_to_items {
-    () => {};
-    ($(#[$doc:meta])* pub async fn $name:ident; $($rest:tt)*) => {
-        forward_to_items! { @signature $name $(#[$doc])* }
-        forward_to_items! { $($rest)* }
-    };
-    // Each method's arguments and what it returns (in a `Result`), as `Items` has them.
-    (@signature take $(#[$doc:meta])*) => { forward_to_items! { @fn $(#[$doc])* take() -> Vec<u8> } };
-    (@signature try_take $(#[$doc:meta])*) => {
-        forward_to_items! { @fn $(#[$doc])* try_take() -> Option<Vec<u8>> }
-    };
-    (@signature peek $(#[$doc:meta])*) => { forward_to_items! { @fn $(#[$doc])* peek() -> Option<Vec<u8>> } };
-    (@signature len $(#[$doc:meta])*) => { forward_to_items! { @fn $(#[$doc])* len() -> usize } };
-    (@signature is_empty $(#[$doc:meta])*) => { forward_to_items! { @fn $(#[$doc])* is_empty() -> bool } };
-    (@signature take_safe $(#[$doc:meta])*) => {
-        forward_to_items! { @fn $(#[$doc])* take_safe() -> $crate::Claimed }
-    };
-    (@signature try_take_safe $(#[$doc:meta])*) => {
-        forward_to_items! { @fn $(#[$doc])* try_take_safe() -> Option<$crate::Claimed> }
-    };
-    (@signature take_timeout $(#[$doc:meta])*) => {
-        forward_to_items! { @fn $(#[$doc])* take_timeout(timeout: ::std::time::Duration) -> Vec<u8> }
-    };
-    (@signature take_safe_timeout $(#[$doc:meta])*) => {
-        forward_to_items! { @fn $(#[$doc])* take_safe_timeout(timeout: ::std::time::Duration) -> $crate::Claimed }
-    };
-    (@fn $(#[$doc:meta])* $name:ident($($arg:ident: $type:ty),*) -> $output:ty) => {
-        $(#[$doc])*
-        pub async fn $name(&self $(, $arg: $type)*) -> $crate::Result<$output> {
-            self.items.$name($($arg),*).await
-        }
+    ($($(#[$doc:meta])* pub async fn $name:ident($($arg:ident: $type:ty),*) -> $output:ty;)*) => {
+        $(
+            $(#[$doc])*
+            pub async fn $name(&self $(, $arg: $type)*) -> $crate::Result<$output> {
+                self.items.$name($($arg),*).await
+            }
+        )*
     };
 }
 pub(crate) use forward_to_items;
@@ -186,22 +163,12 @@ impl Items {
     async fn find_put(&self, prefix: &str, czxid: i64) -> Result<String> {
         let mut names = self.list(&self.path).await?;
         names.retain(|name| name.starts_with(prefix) && self.layout.key(name).is_some());
-        let paths: Vec<String> = names.iter().map(|name| child_path(&self.path, name)).collect();
-        // All sent at once: `zookeeper-client` sends a request when the method is called.
-        let stats: Vec<_> = paths
-            .iter()
-            .map(|path| self.session.client().check_stat(path))
-            .collect();
-        let mut found = None;
-        for ((name, path), stat) in names.into_iter().zip(&paths).zip(stats) {
-            let stat = match stat.await {
-                Err(err) if is_connection_loss(&err) => self.session.exists(path).await?,
-                other => other.at("exists", path)?,
-            };
-            if stat.is_some_and(|stat| stat.czxid == czxid) {
-                found = found.or(Some(name));
-            }
-        }
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let read = read::read_nodes(&self.session, &self.path, &names).await?;
+        let found = names.iter().zip(read).find_map(|(name, read)| {
+            read.is_some_and(|(_, stat)| stat.czxid == czxid)
+                .then(|| (*name).to_owned())
+        });
         match &found {
             Some(name) => tracing::info!(queue = %self.path, %name, "found our item after a lost put reply"),
             None => {
@@ -220,12 +187,11 @@ impl Items {
     /// Like `take`, with the item's name: `(name, data)`.
     pub(crate) async fn take_entry(&self) -> Result<(String, Vec<u8>)> {
         let mut this = self.pinned().await?;
-        let mut attempt = Attempts::default();
         loop {
             match this.take_pass(false).await? {
                 Pass::Took(entry) => return Ok(entry),
                 Pass::Raced => {}
-                Pass::Empty => match this.wait_for_items(false, &mut attempt).await {
+                Pass::Empty => match this.wait_for_items(false).await {
                     Err(err) if self.session.carries_on(&err) => this = self.pinned().await?,
                     waited => waited?,
                 },
@@ -270,12 +236,11 @@ impl Items {
     /// with it (the item is claimable again, still in its place), so we go on with the next one.
     pub(crate) async fn take_safe(&self) -> Result<Claimed> {
         let mut this = self.pinned().await?;
-        let mut attempt = Attempts::default();
         loop {
             let step = match this.claim_pass().await {
                 Ok(Pass::Took(claimed)) => return Ok(claimed),
                 Ok(Pass::Raced) => Ok(()),
-                Ok(Pass::Empty) => this.wait_for_items(true, &mut attempt).await,
+                Ok(Pass::Empty) => this.wait_for_items(true).await,
                 Err(err) => Err(err),
             };
             match step {
@@ -438,63 +403,44 @@ impl Items {
         }
     }
 
-    /// Waits for the queue directory (and, for `take_safe`, the claims directory) to change, unless it already
-    /// holds something to take. Every notification only leads to another look.
-    /// `attempt` counts the connection losses in a row across the caller's whole loop, so a capped retry policy is honoured;
-    /// an answered listing ends the run.
-    async fn wait_for_items(&self, safe: bool, attempt: &mut Attempts) -> Result<()> {
+    /// Waits until a view of the queue holds something to take, or in a delay queue until its earliest item is
+    /// due. The view — the names of the queue's children and, for `take_safe`, of its claims, kept by a names-only
+    /// [`Cache`] of each — starts after the caller's look, so nothing put since is missed; it is dropped with this
+    /// wait. A change wakes every waiting consumer, but only one that makes an item takeable sends a request.
+    async fn wait_for_items(&self, safe: bool) -> Result<()> {
         let claims_dir = child_path(&self.path, self.layout.claims());
-        let items = self.session.client().list_and_watch_children(&self.path);
-        let claims = safe.then(|| self.session.client().list_and_watch_children(&claims_dir));
-        let claims = OptionFuture::from(claims);
-        let (items, claims) = self.both(attempt, items, claims).await?;
-        let (items, items_watch) = match items {
-            Ok(listed) => listed,
-            Err(zk::Error::NoNode) => return self.wait_for_directory().await,
-            // Nothing to wait on: the caller looks again (after a pause, so a dead connection is not hammered).
-            Err(err) if is_connection_loss(&err) => return self.session.retry().pause(attempt).await,
-            Err(err) => return Err(Error::zk("getChildren", &self.path, err)),
-        };
-        let (claimed, claims_watch) = match claims {
-            None | Some(Err(zk::Error::NoNode)) => (Vec::new(), None),
-            Some(Ok((claimed, watch))) => (claimed, Some(watch)),
-            Some(Err(err)) if is_connection_loss(&err) => return self.session.retry().pause(attempt).await,
-            Some(Err(err)) => return Err(Error::zk("getChildren", &claims_dir, err)),
-        };
-        // Answered: a run of connection losses, if there was one, is over.
-        *attempt = Attempts::default();
-        let unclaimed: Vec<String> = self
-            .sorted(items)
-            .into_iter()
-            .filter(|name| !claimed.contains(name))
-            .collect();
-        let (ready, next_due) = self.ready(unclaimed);
-        if !ready.is_empty() {
-            return Ok(());
+        let view = |dir: &str| Ok::<_, Error>(Cache::children(&self.session, dir)?.names_only().start());
+        let (items, claims) = (view(&self.path)?, safe.then(|| view(&claims_dir)).transpose()?);
+        let mut changes = (items.changes(), claims.as_ref().map(Cache::changes));
+        items.initialized().await?;
+        if let Some(claims) = &claims {
+            claims.initialized().await?;
         }
-        // In a delay queue, the earliest item's due time ends the wait too.
         let due = |due: u64| tokio::time::sleep(Duration::from_millis(due.saturating_sub(millis_now())));
-        self.session.emit(QueueEvent::Waiting {
-            on: self.path.clone(),
-        });
-        tokio::select! {
-            changed = idioms::changed(items_watch) => drop(changed?),
-            changed = idioms::or_pending(claims_watch.map(idioms::changed)) => drop(changed?),
-            () = idioms::or_pending(next_due.map(due)) => {}
-        };
-        self.session.emit(QueueEvent::Woken {
-            by: self.path.clone(),
-        });
-        Ok(())
-    }
-
-    /// The queue directory does not exist yet: wait until it does.
-    async fn wait_for_directory(&self) -> Result<()> {
-        let (stat, watcher) = self.session.watch_exists(&self.path).await?;
-        if stat.is_none() {
-            self.session.await_change(watcher, &self.path).await?;
+        loop {
+            let claimed = claims
+                .as_ref()
+                .map(|c| c.children_of(&claims_dir))
+                .unwrap_or_default();
+            let mut unclaimed = self.sorted(items.children_of(&self.path));
+            unclaimed.retain(|name| !claimed.contains(name));
+            let (ready, next_due) = self.ready(unclaimed);
+            if !ready.is_empty() {
+                return Ok(());
+            }
+            self.session.emit(QueueEvent::Waiting {
+                on: self.path.clone(),
+            });
+            tokio::select! {
+                changed = changes.0.next() => changed?,
+                changed = idioms::or_pending(changes.1.as_mut().map(Changes::next)) => changed?,
+                // In a delay queue, the earliest item's due time ends the wait too.
+                () = idioms::or_pending(next_due.map(due)) => return Ok(()),
+            }
+            self.session.emit(QueueEvent::Woken {
+                by: self.path.clone(),
+            });
         }
-        Ok(())
     }
 
     /// Two requests sent back to back (ZooKeeper processes them in that order), answered within what is left of

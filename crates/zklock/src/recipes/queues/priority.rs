@@ -61,7 +61,7 @@ use crate::session::Session;
 ///
 /// # Events
 /// The [`Session`]'s listener receives [`QueueEvent::Waiting`](crate::QueueEvent::Waiting) each time a consumer
-/// starts waiting for items and [`QueueEvent::Woken`](crate::QueueEvent::Woken) when its watch fires.
+/// starts waiting for items and [`QueueEvent::Woken`](crate::QueueEvent::Woken) at each change it sees while waiting.
 ///
 /// # Cancellation safety
 /// As [`Queue`](crate::Queue)'s: `put` is not (dropped after sending, the item may or may not be enqueued — never
@@ -127,23 +127,23 @@ impl PriorityQueue {
     forward_to_items! {
         /// Removes and returns the first item (lowest priority number, then the oldest), waiting (with a child watch)
         /// while the queue is empty.
-        pub async fn take;
+        pub async fn take() -> Vec<u8>;
         /// Claims the first unclaimed item, waiting while there is none; see [`Queue::take_safe`](crate::Queue::take_safe).
         /// A claimed item keeps its place: if the claim goes away before
         /// [`Claimed::complete`](crate::Claimed::complete), it is the first again.
-        pub async fn take_safe;
+        pub async fn take_safe() -> crate::Claimed;
         /// Like [`take`](Self::take), but gives up after `timeout` with
         /// [`Error::Timeout`](crate::Error::Timeout).
-        pub async fn take_timeout;
+        pub async fn take_timeout(timeout: std::time::Duration) -> Vec<u8>;
         /// Removes and returns the first item, or `None` at once if the queue is empty.
-        pub async fn try_take;
+        pub async fn try_take() -> Option<Vec<u8>>;
         /// The data of the first item (claimed or not), without removing it; `None` if the queue is empty.
-        pub async fn peek;
+        pub async fn peek() -> Option<Vec<u8>>;
         /// The number of items in the queue right now (including claimed ones).
-        pub async fn len;
+        pub async fn len() -> usize;
         /// Whether the queue is empty right now.
-        pub async fn is_empty;
+        pub async fn is_empty() -> bool;
         /// Like [`take_safe`](Self::take_safe), but returns `None` at once if no item is unclaimed.
-        pub async fn try_take_safe;
+        pub async fn try_take_safe() -> Option<crate::Claimed>;
     }
 }

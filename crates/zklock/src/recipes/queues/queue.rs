@@ -32,10 +32,11 @@ use crate::session::Session;
 /// any one consumer in the order they were put.
 ///
 /// # Herd effect
-/// A consumer that finds the queue empty waits with a child watch on the queue directory, so every change of the
-/// directory (a `put`, a `take`) wakes *every* waiting consumer, and all of them then race for the lowest item;
-/// only one wins, the others try the next item or wait again. That costs O(consumers) requests per item and is
-/// the simple, correct trade-off for a handful of consumers. For many consumers, put one [`crate::Mutex`] in front
+/// A consumer that finds nothing to take waits on a view of the queue directory (and of its claims, for
+/// `take_safe`): the names of its children, kept by one persistent watch, nothing read. A change that makes no item
+/// takeable — a take, a claim, a completion — costs the waiting consumers no request; a `put` sends *every* waiting
+/// consumer to the server, and all of them race for the item: only one wins, the others wait again. That costs
+/// O(consumers) requests per item and is the simple, correct trade-off for a handful of consumers. For many consumers, put one [`crate::Mutex`] in front
 /// of `take` (a herd-free hand-off between consumers) or shard the queue.
 ///
 /// # Example
@@ -59,7 +60,7 @@ use crate::session::Session;
 ///
 /// # Events
 /// The [`Session`]'s listener receives [`QueueEvent::Waiting`](crate::QueueEvent::Waiting) each time a consumer starts waiting for items and
-/// [`QueueEvent::Woken`](crate::QueueEvent::Woken) when its watch fires (both name the queue directory).
+/// [`QueueEvent::Woken`](crate::QueueEvent::Woken) at each change it sees while waiting (both name the queue directory).
 ///
 /// # Cancellation safety
 /// `put` is not: dropped after sending, the item may or may not be enqueued. `take` and `try_take` are not once
@@ -120,28 +121,28 @@ impl Queue {
 
     forward_to_items! {
         /// The number of items in the queue right now (including claimed ones).
-        pub async fn len;
+        pub async fn len() -> usize;
         /// Whether the queue is empty right now.
-        pub async fn is_empty;
+        pub async fn is_empty() -> bool;
         /// Like [`take_safe`](Self::take_safe), but returns `None` at once if no item is unclaimed.
-        pub async fn try_take_safe;
+        pub async fn try_take_safe() -> Option<crate::Claimed>;
         /// Removes and returns the lowest item, waiting (with a child watch) while the queue is empty.
-        pub async fn take;
+        pub async fn take() -> Vec<u8>;
         /// Like [`take`](Self::take), but gives up after `timeout` with [`Error::Timeout`](crate::Error::Timeout).
-        pub async fn take_timeout;
+        pub async fn take_timeout(timeout: std::time::Duration) -> Vec<u8>;
         /// Removes and returns the lowest item, or `None` at once if the queue is empty.
-        pub async fn try_take;
+        pub async fn try_take() -> Option<Vec<u8>>;
         /// The data of the lowest item (claimed or not), without removing it; `None` if the queue is empty.
-        pub async fn peek;
+        pub async fn peek() -> Option<Vec<u8>>;
         /// Claims the lowest unclaimed item, waiting while there is none. The item stays in the queue, invisible to
         /// other `take_safe` consumers, until [`Claimed::complete`](crate::Claimed::complete) removes it; if the claim
         /// goes away first (dropped, [`abandoned`](crate::Claimed::abandon), or our session ends) the item is
         /// available again, still in its place.
-        pub async fn take_safe;
+        pub async fn take_safe() -> crate::Claimed;
         /// Like [`take_safe`](Queue::take_safe), but gives up after `timeout` with [`Error::Timeout`](crate::Error::Timeout) (Curator's
         /// `takeSafe` with a timeout). It leaves no node of ours behind: a claim being made when the time is up is
         /// removed as when a `take_safe` future is dropped — its delete is sent at once and confirmed in the background —
         /// and the item stays in its place for the other consumers.
-        pub async fn take_safe_timeout;
+        pub async fn take_safe_timeout(timeout: std::time::Duration) -> crate::Claimed;
     }
 }
