@@ -2,6 +2,7 @@
 //! [`Layout`](super::queue::Layout) — puts with receipts, `take` and `take_safe` with claims, the waiting consumers.
 
 use std::future::Future;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use zookeeper_client::{self as zk, CreateMode};
@@ -27,6 +28,26 @@ pub(crate) struct Items {
     session: Session,
     path: String,
     layout: Layout,
+    /// What waiting consumers watch, shared by the clones of the queue.
+    views: Arc<Views>,
+}
+
+/// The views of a queue a consumer waits on ([`Items::watching`]): the names of its children and of its claims, each
+/// a names-only [`Cache`] started by the first take that may wait, on the queue's own session (so that it follows a
+/// reconnecting session's next ZooKeeper session), and kept while a clone of the queue lives: a wait costs no
+/// request of its own, and a change that makes no item takeable costs the waiting consumers none either.
+#[derive(Debug, Default)]
+struct Views {
+    items: OnceLock<Cache>,
+    claims: OnceLock<Cache>,
+}
+
+/// What one take watches while it waits: the views, and a signal of each change since the take began (so a change
+/// during a look at the server is not missed).
+struct Watching<'a> {
+    items: &'a Cache,
+    claims: Option<&'a Cache>,
+    changes: (Changes, Option<Changes>),
 }
 
 /// Public methods of a queue recipe that hand the call to its `self.items` ([`Items`]) as they are. The recipe
@@ -96,6 +117,7 @@ impl Items {
             session,
             path: crate::base::path::validate(path)?,
             layout,
+            views: Arc::default(),
         })
     }
 
@@ -186,12 +208,13 @@ impl Items {
 
     /// Like `take`, with the item's name: `(name, data)`.
     pub(crate) async fn take_entry(&self) -> Result<(String, Vec<u8>)> {
+        let mut watching = self.watching(false)?;
         let mut this = self.pinned().await?;
         loop {
             match this.take_pass(false).await? {
                 Pass::Took(entry) => return Ok(entry),
                 Pass::Raced => {}
-                Pass::Empty => match this.wait_for_items(false).await {
+                Pass::Empty => match this.wait_for_items(&mut watching).await {
                     Err(err) if self.session.carries_on(&err) => this = self.pinned().await?,
                     waited => waited?,
                 },
@@ -235,12 +258,13 @@ impl Items {
     /// On a reconnecting session, the end of the ZooKeeper session is no error here: a claim made on it is gone
     /// with it (the item is claimable again, still in its place), so we go on with the next one.
     pub(crate) async fn take_safe(&self) -> Result<Claimed> {
+        let mut watching = self.watching(true)?;
         let mut this = self.pinned().await?;
         loop {
             let step = match this.claim_pass().await {
                 Ok(Pass::Took(claimed)) => return Ok(claimed),
                 Ok(Pass::Raced) => Ok(()),
-                Ok(Pass::Empty) => this.wait_for_items(true).await,
+                Ok(Pass::Empty) => this.wait_for_items(&mut watching).await,
                 Err(err) => Err(err),
             };
             match step {
@@ -403,44 +427,67 @@ impl Items {
         }
     }
 
-    /// Waits until a view of the queue holds something to take, or in a delay queue until its earliest item is
-    /// due. The view — the names of the queue's children and, for `take_safe`, of its claims, kept by a names-only
-    /// [`Cache`] of each — starts after the caller's look, so nothing put since is missed; it is dropped with this
-    /// wait. A change wakes every waiting consumer, but only one that makes an item takeable sends a request.
-    async fn wait_for_items(&self, safe: bool) -> Result<()> {
-        let claims_dir = child_path(&self.path, self.layout.claims());
-        let view = |dir: &str| Ok::<_, Error>(Cache::children(&self.session, dir)?.names_only().start());
-        let (items, claims) = (view(&self.path)?, safe.then(|| view(&claims_dir)).transpose()?);
-        let mut changes = (items.changes(), claims.as_ref().map(Cache::changes));
-        items.initialized().await?;
-        if let Some(claims) = &claims {
-            claims.initialized().await?;
+    /// The views a take that may wait watches ([`Views`]; `safe`: the claims too), started if need be, with a
+    /// signal of each change from now on.
+    fn watching(&self, safe: bool) -> Result<Watching<'_>> {
+        let view = |cell: &'_ OnceLock<Cache>, dir: &str| -> Result<()> {
+            if cell.get().is_none() {
+                let cache = Cache::children(&self.session, dir)?.names_only().start();
+                // Started by another take meanwhile: ours is dropped.
+                cell.get_or_init(|| cache);
+            }
+            Ok(())
+        };
+        view(&self.views.items, &self.path)?;
+        if safe {
+            view(&self.views.claims, &child_path(&self.path, self.layout.claims()))?;
         }
+        let items = self.views.items.get().ok_or(Error::Closed)?;
+        let claims = safe.then(|| self.views.claims.get()).flatten();
+        let changes = (items.changes(), claims.map(Cache::changes));
+        Ok(Watching {
+            items,
+            claims,
+            changes,
+        })
+    }
+
+    /// Waits until a change the views see makes an item takeable, or in a delay queue until the earliest item is
+    /// due. Every change since the take began counts, so a change during the caller's look at the server is not
+    /// missed; a view that lags behind that look can only send the caller to look again once more.
+    async fn wait_for_items(&self, watching: &mut Watching<'_>) -> Result<()> {
         let due = |due: u64| tokio::time::sleep(Duration::from_millis(due.saturating_sub(millis_now())));
         loop {
-            let claimed = claims
-                .as_ref()
-                .map(|c| c.children_of(&claims_dir))
-                .unwrap_or_default();
-            let mut unclaimed = self.sorted(items.children_of(&self.path));
-            unclaimed.retain(|name| !claimed.contains(name));
-            let (ready, next_due) = self.ready(unclaimed);
-            if !ready.is_empty() {
-                return Ok(());
-            }
+            let (_, next_due) = self.look(watching);
             self.session.emit(QueueEvent::Waiting {
                 on: self.path.clone(),
             });
+            let (items, claims) = &mut watching.changes;
             tokio::select! {
-                changed = changes.0.next() => changed?,
-                changed = idioms::or_pending(changes.1.as_mut().map(Changes::next)) => changed?,
+                changed = items.next() => changed?,
+                changed = idioms::or_pending(claims.as_mut().map(Changes::next)) => changed?,
                 // In a delay queue, the earliest item's due time ends the wait too.
                 () = idioms::or_pending(next_due.map(due)) => return Ok(()),
             }
             self.session.emit(QueueEvent::Woken {
                 by: self.path.clone(),
             });
+            if !self.look(watching).0.is_empty() {
+                return Ok(());
+            }
         }
+    }
+
+    /// What the views hold: the unclaimed items that may be taken now, and when the next of the others is due.
+    fn look(&self, watching: &Watching<'_>) -> (Vec<String>, Option<u64>) {
+        let claims_dir = child_path(&self.path, self.layout.claims());
+        let claimed = watching
+            .claims
+            .map(|c| c.children_of(&claims_dir))
+            .unwrap_or_default();
+        let mut unclaimed = sorted_items(watching.items.children_of(&self.path), self.layout);
+        unclaimed.retain(|name| claimed.binary_search(name).is_err());
+        self.ready(unclaimed)
     }
 
     /// Two requests sent back to back (ZooKeeper processes them in that order), answered within what is left of
