@@ -109,7 +109,8 @@ pub async fn serve(args: ServeArgs) -> exit::Result {
     crate::notify::ready(&format!("serving on {}", server.local_addr()));
     loop {
         tokio::select! {
-            // A backup asked for before a stop is written first.
+            // Of a backup and a stop seen at one wake-up, the backup is written first. (Two signals sent back to back
+            // can also reach this loop one wake-up apart, in either order: a thread of ours may take the second first.)
             biased;
             _ = usr1.recv() => backup(&server, args.backup_dir.as_deref()).await,
             _ = interrupt.recv() => break,

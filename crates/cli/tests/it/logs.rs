@@ -26,6 +26,8 @@ pub struct Serve {
     /// Where the metrics are served, when `--metrics` was given.
     pub metrics: Option<SocketAddr>,
     stderr: JoinHandle<String>,
+    /// Everything written to stderr so far.
+    said: tokio::sync::watch::Receiver<String>,
 }
 
 impl Serve {
@@ -40,11 +42,15 @@ impl Serve {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn zklock serve");
-        let mut err = child.stderr.take().expect("stderr");
+        let mut err = BufReader::new(child.stderr.take().expect("stderr"));
+        let (said_tx, said) = tokio::sync::watch::channel(String::new());
         let stderr = tokio::spawn(async move {
-            let mut text = String::new();
-            let _ = err.read_to_string(&mut text).await;
-            text
+            let mut line = String::new();
+            while matches!(err.read_line(&mut line).await, Ok(n) if n > 0) {
+                said_tx.send_modify(|text| text.push_str(&line));
+                line.clear();
+            }
+            said_tx.borrow().clone()
         });
         let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
         let line = next_line(&mut lines).await;
@@ -72,6 +78,7 @@ impl Serve {
             addr,
             metrics,
             stderr,
+            said,
         }
     }
 
@@ -84,6 +91,17 @@ impl Serve {
     /// The server's process id.
     pub fn pid(&self) -> i32 {
         self.child.id().expect("running") as i32
+    }
+
+    /// Waits until the server has written `words` to stderr.
+    pub async fn said(&self, words: &str) {
+        let mut said = self.said.clone();
+        let written = timeout(EVENTUALLY, said.wait_for(|text| text.contains(words))).await;
+        let text = self.said.borrow().clone();
+        assert!(
+            matches!(written, Ok(Ok(_))),
+            "zklock serve did not say {words:?}; stderr:\n{text}"
+        );
     }
 
     /// SIGTERM, then waits for the exit; returns the exit code and everything written to stderr.

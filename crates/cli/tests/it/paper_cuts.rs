@@ -11,14 +11,22 @@ use zklock_testkit::unique_path;
 
 use crate::support::*;
 
-/// A loopback port nobody listens on: bound, then released.
-fn closed_port() -> String {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    format!("127.0.0.1:{port}")
+/// A loopback port that refuses connections for as long as the value lives: bound by a socket of ours that does not
+/// listen, so that nothing else can take it meanwhile. (A port bound and released is only free for a moment: in CI a
+/// server of a concurrent test was given the same port by the kernel, and `run` to the "closed" port succeeded.)
+struct ClosedPort {
+    hosts: String,
+    _held: tokio::net::TcpSocket,
+}
+
+fn closed_port() -> ClosedPort {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = socket.local_addr().unwrap().port();
+    ClosedPort {
+        hosts: format!("127.0.0.1:{port}"),
+        _held: socket,
+    }
 }
 
 /// The data `zklock run ARGS PATH -- sh -c cat sh EXTRA...` stores in its lock node, read while it holds.
@@ -85,8 +93,8 @@ async fn the_stored_command_line_hides_credentials_and_can_be_left_out() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn usage_errors_come_before_the_network() {
-    let hosts = closed_port();
-    let h = hosts.as_str();
+    let closed = closed_port();
+    let h = closed.hosts.as_str();
     let mut cases: Vec<Vec<&str>> = Vec::new();
     for path in ["locks/x", "", "/locks/x/", "/zookeeper/x", "/a//b"] {
         cases.extend([
@@ -236,7 +244,7 @@ async fn connect_goes_before_or_after_the_subcommand() {
         assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out.stderr));
     }
     // The last one given wins, as for any flag; serve takes none.
-    let out = output(&["-c", &closed_port(), "status", "-c", &hosts, &path]).await;
+    let out = output(&["-c", &closed_port().hosts, "status", "-c", &hosts, &path]).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let out = output(&["-c", &hosts, "serve", "--dry-run"]).await;
     assert_eq!(out.status.code(), Some(exit::USAGE), "{}", text(&out.stderr));
@@ -257,9 +265,9 @@ async fn connect_goes_before_or_after_the_subcommand() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bench_to_a_closed_port_fails_fast() {
-    let hosts = closed_port();
+    let closed = closed_port();
     let start = Instant::now();
-    let out = output(&["bench", "-c", &hosts, "--duration", "1"]).await;
+    let out = output(&["bench", "-c", &closed.hosts, "--duration", "1"]).await;
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(exit::UNAVAILABLE), "{stderr}");
     assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());

@@ -21,8 +21,9 @@
 //! (`czxid`): the order in which they joined, the same for every observer.
 //!
 //! The live view ([`Members`]) is a [`Cache`] of the group's children: one persistent watch, every change read in
-//! order, re-read whole after a reconnection (and on a reconnecting session, after a new session). Its events
-//! become [`MemberEvent`]s.
+//! order, re-read whole after a reconnection (and on a reconnecting session, after a new session). Each
+//! [`Members::next`] hands out, as a [`MemberEvent`], the first difference between the view handed out so far and
+//! the members the cache holds.
 
 use std::sync::{Arc, Mutex as StdMutex, PoisonError};
 use std::time::{Duration, SystemTime};

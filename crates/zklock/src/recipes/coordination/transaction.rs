@@ -174,8 +174,9 @@ impl Tx {
         read.map(|(data, _)| Decision::parse(&path, &data)).transpose()
     }
 
-    /// Creates the persistent child `name` holding `data`: `true` if it was made (perhaps by an attempt of ours
-    /// whose reply was lost), `false` if it existed; [`Error::NodeDeleted`] if the transaction is gone.
+    /// Creates the persistent child `name` holding `data`: `true` if this call made it, `false` if it existed (made
+    /// by somebody else, or by an attempt of ours whose reply was lost); [`Error::NodeDeleted`] if the transaction
+    /// is gone.
     pub(crate) async fn create(&self, name: &str, data: &[u8]) -> Result<bool> {
         let path = child_path(&self.dir, name);
         match self.session.create_persistent(&path, data, None).await {
