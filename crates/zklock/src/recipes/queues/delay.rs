@@ -17,6 +17,7 @@
 use std::time::{Duration, SystemTime};
 
 use crate::base::error::Result;
+use crate::recipes::queues::claim::Claimed;
 use crate::recipes::queues::curator::envelope;
 use crate::recipes::queues::items::{forward_to_items, Items};
 use crate::recipes::queues::layout::Layout;
@@ -120,10 +121,10 @@ impl DelayQueue {
         /// other `take_safe` consumers while the [`Claimed`](crate::Claimed) lives, and is removed by
         /// [`Claimed::complete`](crate::Claimed::complete). Dropped, abandoned, or its session ended, the item is taken
         /// again.
-        pub async fn take_safe() -> crate::Claimed;
+        pub async fn take_safe() -> Claimed;
         /// Like [`take_safe`](DelayQueue::take_safe), but gives up after `timeout` with
         /// [`Error::Timeout`](crate::Error::Timeout).
-        pub async fn take_safe_timeout(timeout: std::time::Duration) -> crate::Claimed;
+        pub async fn take_safe_timeout(timeout: std::time::Duration) -> Claimed;
         /// The data of the item [`take`](DelayQueue::take) would take now, without taking it; `None` if no item is
         /// due.
         pub async fn peek() -> Option<Vec<u8>>;
@@ -132,7 +133,7 @@ impl DelayQueue {
         /// Whether the queue holds no item, due or not.
         pub async fn is_empty() -> bool;
         /// Claims the item due first if one is due now and unclaimed; `None` at once otherwise.
-        pub async fn try_take_safe() -> Option<crate::Claimed>;
+        pub async fn try_take_safe() -> Option<Claimed>;
     }
 
     fn delayed(&self, (name, data): (String, Vec<u8>)) -> Delayed {

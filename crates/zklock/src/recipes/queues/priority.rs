@@ -15,6 +15,7 @@
 //!   `0x02`. We write one payload per item.
 
 use crate::base::error::Result;
+use crate::recipes::queues::claim::Claimed;
 use crate::recipes::queues::curator::{envelope, item_prefix};
 use crate::recipes::queues::items::{forward_to_items, Items};
 use crate::recipes::queues::layout::Layout;
@@ -131,7 +132,7 @@ impl PriorityQueue {
         /// Claims the first unclaimed item, waiting while there is none; see [`Queue::take_safe`](crate::Queue::take_safe).
         /// A claimed item keeps its place: if the claim goes away before
         /// [`Claimed::complete`](crate::Claimed::complete), it is the first again.
-        pub async fn take_safe() -> crate::Claimed;
+        pub async fn take_safe() -> Claimed;
         /// Like [`take`](Self::take), but gives up after `timeout` with
         /// [`Error::Timeout`](crate::Error::Timeout).
         pub async fn take_timeout(timeout: std::time::Duration) -> Vec<u8>;
@@ -144,6 +145,6 @@ impl PriorityQueue {
         /// Whether the queue is empty right now.
         pub async fn is_empty() -> bool;
         /// Like [`take_safe`](Self::take_safe), but returns `None` at once if no item is unclaimed.
-        pub async fn try_take_safe() -> Option<crate::Claimed>;
+        pub async fn try_take_safe() -> Option<Claimed>;
     }
 }

@@ -21,6 +21,7 @@
 //! data (Curator's envelope): [`Layout`] says which, and everything else here serves both.
 
 use crate::base::error::Result;
+use crate::recipes::queues::claim::Claimed;
 use crate::recipes::queues::items::{forward_to_items, Items};
 use crate::recipes::queues::layout::{Layout, ITEM_PREFIX};
 use crate::session::Session;
@@ -125,7 +126,7 @@ impl Queue {
         /// Whether the queue is empty right now.
         pub async fn is_empty() -> bool;
         /// Like [`take_safe`](Self::take_safe), but returns `None` at once if no item is unclaimed.
-        pub async fn try_take_safe() -> Option<crate::Claimed>;
+        pub async fn try_take_safe() -> Option<Claimed>;
         /// Removes and returns the lowest item, waiting (with a child watch) while the queue is empty.
         pub async fn take() -> Vec<u8>;
         /// Like [`take`](Self::take), but gives up after `timeout` with [`Error::Timeout`](crate::Error::Timeout).
@@ -138,11 +139,11 @@ impl Queue {
         /// other `take_safe` consumers, until [`Claimed::complete`](crate::Claimed::complete) removes it; if the claim
         /// goes away first (dropped, [`abandoned`](crate::Claimed::abandon), or our session ends) the item is
         /// available again, still in its place.
-        pub async fn take_safe() -> crate::Claimed;
+        pub async fn take_safe() -> Claimed;
         /// Like [`take_safe`](Queue::take_safe), but gives up after `timeout` with [`Error::Timeout`](crate::Error::Timeout) (Curator's
         /// `takeSafe` with a timeout). It leaves no node of ours behind: a claim being made when the time is up is
         /// removed as when a `take_safe` future is dropped — its delete is sent at once and confirmed in the background —
         /// and the item stays in its place for the other consumers.
-        pub async fn take_safe_timeout(timeout: std::time::Duration) -> crate::Claimed;
+        pub async fn take_safe_timeout(timeout: std::time::Duration) -> Claimed;
     }
 }
