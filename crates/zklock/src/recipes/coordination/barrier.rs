@@ -1,15 +1,16 @@
 //! The barrier of the design documents: processes wait until a barrier node is deleted.
 //!
 //! A coordinator [`set`](Barrier::set)s the barrier (creates a persistent node), workers [`wait`](Barrier::wait)
-//! on it, and the coordinator [`remove`](Barrier::remove)s it to let everybody through at once. A waiter holds an
-//! `exists` watch on the node and, whatever the notification says, looks again: only an *observed* absence of the
-//! node releases it, so a data change of the node or any other spurious wake-up never lets a waiter through early.
+//! on it, and the coordinator [`remove`](Barrier::remove)s it to let everybody through at once. A waiter follows
+//! the node with a node cache ([`Cache::node`]: a read after each change): only a view without the node releases
+//! it, so a data change of the node or any other wake-up never lets a waiter through early.
 
 use std::time::Duration;
 
 use zookeeper_client::CreateMode;
 
 use crate::base::error::{Error, Result};
+use crate::cache::Cache;
 use crate::session::Session;
 
 /// A barrier: a persistent node whose existence holds waiters back.
@@ -32,8 +33,8 @@ use crate::session::Session;
 ///
 /// # Events
 /// The [`Session`]'s listener receives [`QueueEvent::Waiting`](crate::QueueEvent::Waiting) each time a waiter
-/// (re-)arms its watch on the barrier node and [`QueueEvent::Woken`](crate::QueueEvent::Woken) each time that
-/// watch fires.
+/// starts waiting for a change of the barrier node and [`QueueEvent::Woken`](crate::QueueEvent::Woken) at each
+/// change.
 ///
 /// # Cancellation safety
 /// [`wait`](Barrier::wait) creates nothing, so dropping it at any point leaves nothing behind. [`set`](Barrier::set)
@@ -99,17 +100,13 @@ impl Barrier {
 
     /// Waits until the barrier node does not exist (returns at once if it is not set).
     ///
-    /// Every notification — deletion, data change, re-creation — only makes the waiter look again, with a new
-    /// watch; it returns when a look finds no node. A barrier removed and set again before the waiter looks
-    /// therefore does not release it (it never saw the barrier open).
+    /// Every change of the node — deletion, data change, re-creation — is followed by a read, and only a read that
+    /// finds no node releases the waiter. A barrier removed and set again before that read therefore does not
+    /// release it (it never saw the barrier open).
     pub async fn wait(&self) -> Result<()> {
-        loop {
-            let (Some(_), watcher) = self.session.watch_exists(&self.path).await? else {
-                return Ok(());
-            };
-            let event = self.session.await_change(watcher, &self.path).await?;
-            tracing::debug!(path = %self.path, event = ?event.event_type, "barrier watch fired; looking again");
-        }
+        let view = Cache::node(&self.session, &self.path)?.start();
+        view.wait_for(|view| view.get(&self.path).is_none().then_some(()))
+            .await
     }
 
     /// Like [`wait`](Barrier::wait), but gives up with [`Error::Timeout`] after `timeout`.
