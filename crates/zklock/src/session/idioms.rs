@@ -30,9 +30,10 @@ impl Session {
     }
 
     /// Whether an operation that failed with `err` while it held nothing goes on with the next ZooKeeper session:
-    /// on a [reconnecting](Session::reconnecting) session, when the ZooKeeper session ended.
+    /// on a [reconnecting](Session::reconnecting) session not pinned to one of them, when the ZooKeeper session
+    /// ended.
     pub(crate) fn carries_on(&self, err: &Error) -> bool {
-        self.is_reconnecting() && matches!(err, Error::SessionExpired | Error::AuthFailed)
+        self.follows_new_sessions() && matches!(err, Error::SessionExpired | Error::AuthFailed)
     }
 
     /// Deletes `path` (only at `version`, if given); a node already gone is fine.

@@ -104,6 +104,10 @@ impl Barrier {
     /// finds no node releases the waiter. A barrier removed and set again before that read therefore does not
     /// release it (it never saw the barrier open).
     pub async fn wait(&self) -> Result<()> {
+        // Open already: one request, no watch.
+        if !self.is_set().await? {
+            return Ok(());
+        }
         let view = Cache::node(&self.session, &self.path)?.start();
         view.wait_for(|view| view.get(&self.path).is_none().then_some(()))
             .await

@@ -156,11 +156,17 @@ pub(crate) struct Tx {
 }
 
 impl Tx {
-    /// Waits (with a node cache) until the transaction node exists, and returns its participants.
+    /// Waits until the transaction node exists, and returns its participants: one read when it does (a
+    /// participant usually joins an open transaction), else a node cache until it does.
     pub(crate) async fn wait_for_participants(&self) -> Result<Vec<String>> {
-        let view = Cache::node(&self.session, &self.dir)?.start();
-        let lines = view.wait_for(|view| view.get(&self.dir)).await?;
-        let lines = String::from_utf8_lossy(&lines.data);
+        let data = match self.session.get(&self.dir).await? {
+            Some((data, _)) => data,
+            None => {
+                let view = Cache::node(&self.session, &self.dir)?.start();
+                view.wait_for(|view| view.get(&self.dir)).await?.data.to_vec()
+            }
+        };
+        let lines = String::from_utf8_lossy(&data);
         Ok(lines
             .lines()
             .filter(|l| !l.is_empty())
