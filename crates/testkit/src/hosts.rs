@@ -24,6 +24,9 @@ macro_rules! on_servers {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $server() {
+                    // A failing test shows the library's warnings and session changes (captured: a passing test's
+                    // are never printed).
+                    $crate::init_tracing();
                     body(&$hosts_of().await).await
                 }
             )+

@@ -101,17 +101,19 @@ pub mod opcode {
     pub const ALL_CREATES: &[i32] = &[CREATE, CREATE2, CREATE_CONTAINER, CREATE_TTL];
 }
 
-/// Installs a `tracing` subscriber for tests, once per process: filtered by `RUST_LOG` (default `warn`), written
-/// through the test harness's capture so output shows only for failing tests.
+/// Installs a `tracing` subscriber for tests, once per process: filtered by `RUST_LOG` (default: warnings, and the
+/// changes of a reconnecting session's ZooKeeper sessions), written through the test harness's capture so output
+/// shows only for failing tests. Every test of `on_servers!` calls it.
 pub fn init_tracing() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,zklock::session::reconnect=info"));
         // Another subscriber may already be installed by the test itself; keep that one.
         let _ = tracing_subscriber::fmt()
             .with_env_filter(filter)
             .with_test_writer()
+            .with_ansi(false)
             .try_init();
     });
 }

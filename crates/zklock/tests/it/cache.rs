@@ -436,13 +436,30 @@ async fn a_reconnecting_session_carries_the_cache_to_its_next_session(hosts: &st
         |e| matches!(e, CacheEvent::Created(n) if n.path == kept),
     )
     .await;
-    expire_session(hosts, session.client()).await;
+    let first = session.client().clone();
+    expire_session(hosts, &first).await;
     // Changed while no session of the cache watches it: the next session's read must see it.
     writer.set_data(&kept, b"2", None).await.unwrap();
-    eventually("the new session", async {
-        while !matches!(session_events.recv().await, Ok(SessionEvent::NewSession { .. })) {}
-    })
-    .await;
+    // Seen failing twice (docs/reliability.md, "Known intermittent"): what the session went through is kept.
+    let mut seen_events = Vec::new();
+    let new_session = tokio::time::timeout(EVENTUALLY, async {
+        loop {
+            let event = session_events.recv().await;
+            seen_events.push(format!("{event:?}"));
+            match event {
+                Ok(SessionEvent::NewSession { .. }) => return true,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return false,
+                _ => {}
+            }
+        }
+    });
+    if new_session.await != Ok(true) {
+        panic!(
+            "no new session within {EVENTUALLY:?}: the expired client {} is {:?}, the session's events {seen_events:?}",
+            first.session_id(),
+            first.state(),
+        );
+    }
     writer.set_data(&root, b"after", None).await.unwrap();
     let seen = settled(&writer, &root, &mut events).await;
     assert!(changes(&seen).contains(&put(&root, "after")), "{seen:?}");
