@@ -128,6 +128,11 @@ impl OwnNode {
         self.armed = false;
     }
 
+    /// Our create was refused because a node of our name is somebody else's: nothing is deleted.
+    fn never_made(mut self) {
+        self.armed = false;
+    }
+
     /// Deletes every node of ours among `contenders` but this one, and returns the others (this one included). A
     /// second node of ours can only come from a create retried after a lost reply that did happen after all.
     pub(crate) async fn sweep_duplicates(&self, contenders: Vec<Contender>) -> Result<Vec<Contender>> {
@@ -351,9 +356,10 @@ impl Session {
         }
     }
 
-    /// Creates our ephemeral node `dir`/`name` holding `data` (`name` must be ours alone: a uuid in it), after
+    /// Creates our ephemeral node `dir`/`name` holding `data` (`name` meant to be ours alone: a uuid in it), after
     /// `before` in one transaction; `parents` as in [`create_once`](Session::create_once). The node is armed from
-    /// the start: dropping this future, or the [`OwnNode`] it returns, deletes it.
+    /// the start: dropping this future, or the [`OwnNode`] it returns, deletes it. A node of that name that another
+    /// session owns (a group member id given to two processes) refuses the create (`NodeExists`) and is left alone.
     pub(crate) async fn create_own(
         &self,
         dir: &str,
@@ -409,7 +415,16 @@ impl Session {
                 node.czxid = stat.map_or(-1, |stat| stat.czxid);
                 Created::Made(Box::new(node))
             }
-            Committed::Refused { index, error } => Created::Refused { index, error },
+            Committed::Refused { index, error } => {
+                // Our create refused because the node exists: `commit_once` found it owned by another session (a
+                // group member id two processes were given), so deleting it by name when `node` drops would delete
+                // theirs. Any other refusal keeps it armed: deleting a name only we use is harmless, and it removes
+                // our node should an earlier attempt have made it after all.
+                if index + 1 == writes.len() && error == zk::Error::NodeExists {
+                    node.never_made();
+                }
+                Created::Refused { index, error }
+            }
         })
     }
 }
@@ -426,5 +441,56 @@ mod tests {
         assert!(!makes("/q/receipts", "/q/receipts/x"), "a child is not made");
         assert!(!makes("/q/receipts", "/q/claims"), "nor a sibling");
         assert!(!makes("/q/receipts", "/q/rec"), "nor a name that is a prefix");
+    }
+}
+
+// Needs the workspace's test kit: on with the `workspace-tests` feature (the suite builds with --all-features).
+#[cfg(all(test, feature = "workspace-tests"))]
+mod on_a_server {
+    use super::*;
+
+    /// A name meant to be ours alone that another session's node holds (a group member id given to two processes):
+    /// the create is refused, not taken for an earlier attempt of ours, and the other node is left alone.
+    #[tokio::test]
+    async fn a_node_of_our_name_another_session_owns_is_refused_and_kept() {
+        let hosts = tokio::task::spawn_blocking(zklock_testkit::shared_embedded)
+            .await
+            .unwrap();
+        let (a, b) = (
+            Client::connect(&hosts).await.unwrap(),
+            Client::connect(&hosts).await.unwrap(),
+        );
+        let dir = zklock_testkit::unique_path("own-taken");
+        let path = child_path(&dir, "taken");
+        let parents = Some(CreateMode::Container);
+        let theirs = Session::new(&a)
+            .create_own(&dir, "taken", b"a", &[], parents)
+            .await;
+        let theirs = theirs.unwrap().made(&path).unwrap();
+        let (session, ours) = (Session::new(&b), b.session_id().0);
+        let refused = session
+            .create_own(&dir, "taken", b"b", &[], parents)
+            .await
+            .unwrap();
+        assert!(
+            matches!(
+                refused,
+                Created::Refused {
+                    error: zk::Error::NodeExists,
+                    ..
+                }
+            ),
+            "{refused:?}"
+        );
+        // Whatever dropping our side deletes in the background is done once `settled` returns.
+        drop(refused);
+        abandoned::settled(&b, session.retry(), &dir).await.unwrap();
+        let (data, stat) = a.get_data(&path).await.expect("their node is still there");
+        assert_eq!(
+            (data.as_slice(), stat.ephemeral_owner),
+            (&b"a"[..], a.session_id().0)
+        );
+        assert_ne!(stat.ephemeral_owner, ours);
+        theirs.delete().await.unwrap();
     }
 }

@@ -79,9 +79,16 @@ impl Session {
         // One ZooKeeper session from the first request to the last (see `Session::pinned`).
         let this = &self.pinned();
         let (made, gone) = match writes.last().filter(|_| receipt) {
-            Some(Write::Create(path, ..)) => (Some(*path), None),
+            Some(Write::Create(path, _, mode)) => (Some((*path, *mode)), None),
             Some(Write::Delete(path, _)) => (None, Some(*path)),
             _ => (None, None),
+        };
+        // An ephemeral receipt that another session owns is not ours, whatever its name promised (a group member id
+        // that two processes were given): what is found of it counts only if our session owns it.
+        let session_id = this.client().session_id().0;
+        let ours = |mode: CreateMode, stat: &Stat| {
+            !matches!(mode, CreateMode::Ephemeral | CreateMode::EphemeralSequential)
+                || stat.ephemeral_owner == session_id
         };
         let mut lost = Attempts::default();
         let mut reply_lost = false;
@@ -107,12 +114,14 @@ impl Session {
                 }
                 Err(MultiWriteError::OperationFailed { index, source }) => {
                     // Only our own earlier attempt can have made our receipt.
-                    if let Some(path) =
+                    if let Some((path, mode)) =
                         made.filter(|_| index + 1 == writes.len() && source == zk::Error::NodeExists)
                     {
-                        let found = this.find(path).await?;
-                        let (data, stat) = found.ok_or_else(|| Error::zk("create", path, source))?;
-                        return done(Some(stat), Some(data));
+                        // Gone again since the refusal: the refusal stands.
+                        match this.find(path).await? {
+                            Some((data, stat)) if ours(mode, &stat) => return done(Some(stat), Some(data)),
+                            _ => {}
+                        }
                     }
                     // Only our own earlier attempt deletes our receipt together with the nodes before it.
                     let first_gone =
@@ -128,10 +137,13 @@ impl Session {
                 Err(MultiWriteError::RequestFailed { source }) if is_connection_loss(&source) => {
                     this.retry().pause(&mut lost).await?;
                     reply_lost = true;
-                    if let Some(path) = made {
-                        if let Some((data, stat)) = this.find(path).await? {
-                            tracing::debug!(%path, "found our write after a lost reply");
-                            return done(Some(stat), Some(data));
+                    if let Some((path, mode)) = made {
+                        match this.find(path).await? {
+                            Some((data, stat)) if ours(mode, &stat) => {
+                                tracing::debug!(%path, "found our write after a lost reply");
+                                return done(Some(stat), Some(data));
+                            }
+                            _ => {}
                         }
                     }
                 }
@@ -204,8 +216,10 @@ impl Session {
         Ok((stat, created))
     }
 
-    /// After a lost reply: is our receipt there? `sync` first (see the module documentation).
-    async fn find(&self, receipt: &str) -> Result<Option<(Vec<u8>, Stat)>> {
+    /// The node `receipt` as a read after a `sync` sees it (see the module documentation): every write acknowledged
+    /// to anybody before this call is in it, whichever ensemble member answers. After a lost reply: is our receipt
+    /// there?
+    pub(crate) async fn find(&self, receipt: &str) -> Result<Option<(Vec<u8>, Stat)>> {
         let client = self.client();
         self.retry()
             .run_at("sync", receipt, || client.sync(receipt))

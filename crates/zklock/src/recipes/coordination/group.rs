@@ -28,12 +28,13 @@
 use std::sync::{Arc, Mutex as StdMutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
-use zookeeper_client::{CreateMode, Stat};
+use zookeeper_client::{self as zk, CreateMode, Stat};
 
 use crate::base::error::{Error, Result};
 use crate::base::path::child_path;
 use crate::cache::{Cache, Changes};
 use crate::node::held::Held;
+use crate::node::own::Created;
 use crate::session::{read, Session};
 
 /// What kazoo's `Party` puts in its member names.
@@ -273,30 +274,35 @@ impl Group {
         // Our name is the same every join: a background delete of a dropped membership of ours must be over (it could
         // delete the node we are about to create), and so must a node an ended session of ours left.
         crate::node::abandoned::settled(session.client(), session.retry(), &self.path).await?;
-        let found = if may_exist {
-            session.exists(&me).await?
-        } else {
-            None
+        let another = || Error::InUse {
+            path: self.path.clone(),
+            node: name.clone(),
+            what: "another member with our member id (another process with the same id?)",
         };
-        if let Some(stat) = found {
+        // Read after a `sync`: on an ensemble a plain read can miss a node another process made a moment ago.
+        let found = if may_exist { session.find(&me).await? } else { None };
+        if let Some((_, stat)) = found {
             // Only a node of an *earlier* session of this value is ours to remove; one of our current session is
             // another `Group` value's live member with our id.
             let earlier = stat.ephemeral_owner != ours && sessions.contains(&stat.ephemeral_owner);
             if !earlier {
-                return Err(Error::InUse {
-                    path: self.path.clone(),
-                    node: name,
-                    what: "another member with our member id (another process with the same id?)",
-                });
+                return Err(another());
             }
             tracing::debug!(path = %me, owner = stat.ephemeral_owner, "removing our member node of an earlier session");
             session.delete_if_exists(&me, Some(stat.version)).await?;
         }
-        // A node by our name after a lost reply is ours, from an earlier attempt of this create.
-        let node = session
+        // A node by our name after a lost reply is ours if our session owns it, from an earlier attempt of this
+        // create; one another session owns was made since our look (another process with our id).
+        let node = match session
             .create_own(&self.path, &name, &self.data, &[], Some(CreateMode::Container))
             .await?
-            .made(&me)?;
+        {
+            Created::Refused {
+                error: zk::Error::NodeExists,
+                ..
+            } => return Err(another()),
+            created => created.made(&me)?,
+        };
         let held = Held::watch(node, session);
         held.hold();
         tracing::debug!(path = %me, "joined the group");
