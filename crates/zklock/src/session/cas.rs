@@ -113,11 +113,11 @@ impl Session {
                     })
                 }
                 Err(MultiWriteError::OperationFailed { index, source }) => {
-                    // Only our own earlier attempt can have made our receipt.
+                    // Our receipt exists: made by our own earlier attempt if it is ours. Gone again since the
+                    // refusal, or another session's: the refusal stands.
                     if let Some((path, mode)) =
                         made.filter(|_| index + 1 == writes.len() && source == zk::Error::NodeExists)
                     {
-                        // Gone again since the refusal: the refusal stands.
                         match this.find(path).await? {
                             Some((data, stat)) if ours(mode, &stat) => return done(Some(stat), Some(data)),
                             _ => {}
