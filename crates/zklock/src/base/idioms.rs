@@ -89,8 +89,37 @@ pub(crate) async fn list_or_empty(client: &Client, retry: &RetryPolicy, dir: &st
 /// through the leader after that create, and its reply comes once this member has applied it. (A create the old
 /// member forwards after our session moved is refused by the leader: the session has a new owner.)
 pub(crate) async fn list_synced(client: &Client, retry: &RetryPolicy, dir: &str) -> Result<Vec<String>> {
-    retry.run_at("sync", dir, || client.sync(dir)).await.if_exists()?;
-    list_or_empty(client, retry, dir).await
+    let listed = read_synced(client, retry, "getChildren", dir, || client.list_children(dir));
+    Ok(listed.await?.unwrap_or_default())
+}
+
+/// `read` of `path` as the leader has it now (`None`: no node), in one round trip: a `sync` and the read sent back
+/// to back. A server answers a session's requests in order, so the read waits for the sync, whose reply comes once
+/// this ensemble member has applied every transaction the leader committed before it (as the lost signal's
+/// heartbeat does, `node/lost.rs`).
+pub(crate) async fn read_synced<T, F>(
+    client: &Client,
+    retry: &RetryPolicy,
+    op: &'static str,
+    path: &str,
+    read: impl Fn() -> F,
+) -> Result<Option<T>>
+where
+    F: Future<Output = std::result::Result<T, zk::Error>>,
+{
+    retry
+        .run_at(op, path, || {
+            // `zookeeper-client` sends a request when the method is called: the sync goes first.
+            let (synced, read) = (client.sync(path), read());
+            async move {
+                match tokio::join!(synced, read) {
+                    (Ok(()) | Err(zk::Error::NoNode), read) => read,
+                    (Err(err), _) => Err(err),
+                }
+            }
+        })
+        .await
+        .if_exists()
 }
 
 /// Creates the queue directory `dir` and every missing parent as **container** nodes with `acls`, like Curator's

@@ -13,7 +13,7 @@
 use zookeeper_client::{self as zk, CreateMode, MultiWriteError, MultiWriteResult, Stat};
 
 use crate::base::error::{Error, Result};
-use crate::base::idioms::{self, IfExists};
+use crate::base::idioms;
 use crate::base::path::child_path;
 use crate::base::retry::{is_connection_loss, Attempts};
 use crate::session::Session;
@@ -216,16 +216,15 @@ impl Session {
         Ok((stat, created))
     }
 
-    /// The node `receipt` as a read after a `sync` sees it (see the module documentation): every write acknowledged
-    /// to anybody before this call is in it, whichever ensemble member answers. After a lost reply: is our receipt
-    /// there?
+    /// The node `receipt` as a read after a `sync` sees it, in one round trip (`idioms::read_synced`): every write
+    /// acknowledged to anybody before this call is in it, whichever ensemble member answers. After a lost reply: is
+    /// our receipt there?
     pub(crate) async fn find(&self, receipt: &str) -> Result<Option<(Vec<u8>, Stat)>> {
         let client = self.client();
-        self.retry()
-            .run_at("sync", receipt, || client.sync(receipt))
-            .await
-            .if_exists()?;
-        self.get(receipt).await
+        idioms::read_synced(client, self.retry(), "getData", receipt, || {
+            client.get_data(receipt)
+        })
+        .await
     }
 
     /// One change of the node `path`, written exactly once: read the node, ask `decide` what to write over what was
