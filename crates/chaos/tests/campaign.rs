@@ -417,23 +417,30 @@ fn run_under_short_outages_ends_no_command_when_it_suspends() {
 /// sees them. Only an outage longer than half the session that hits a running command ends it, and under a loaded
 /// machine a 30 s campaign may have none (CI once: 9 commands, no exit 75, `ended_unconfirmed=0`). So the campaign
 /// runs again with the next seed, at most three, until `zklock run` has ended a command (an exit status 75 among
-/// the commands' `exits=`); then the count must have seen it. A count that misses the ends fails on every seed.
+/// the commands' `exits=`) for a session not confirmed in time; then the count must have seen it. Every exit 75 is
+/// accounted for: an end for want of confirmation (`ended_unconfirmed`) or a lock lost otherwise (`ended_lost`: the
+/// session expired, the node went), which a loaded machine also makes (CI once: `exits=…75:1`,
+/// `ended_unconfirmed=0`, recovery p50 10 s against a 4 s session, and nothing said which). A count that misses the
+/// ends fails on every seed.
 #[test]
 fn run_under_short_outages_ends_commands_when_it_kills() {
     let more = ["--faults", "restart-server,blackhole", "--lost-policy", "lose"];
     for seed in ["15", "16", "17"] {
         let (code, summary, stderr) = chaos(&campaign("embedded", "run", seed, "30", &more));
         assert_eq!((code, numbers(&summary).2), (Some(0), 0), "{summary}\n{stderr}");
-        let ended_by_zklock =
-            result_text(&stderr, "exits").is_some_and(|exits| exits.split(',').any(|e| e.starts_with("75:")));
-        if ended_by_zklock {
-            assert!(
-                result_field(&stderr, "ended_unconfirmed").is_some_and(|n| n >= 1),
-                "zklock run ended commands and the count saw none: {stderr}"
-            );
+        let ended: u64 = result_text(&stderr, "exits")
+            .and_then(|exits| exits.split(',').find_map(|e| e.strip_prefix("75:")?.parse().ok()))
+            .unwrap_or(0);
+        let unconfirmed = result_field(&stderr, "ended_unconfirmed").unwrap_or(0);
+        let lost = result_field(&stderr, "ended_lost").unwrap_or(0);
+        assert!(
+            unconfirmed + lost >= ended,
+            "zklock run ended {ended} commands and the count saw {unconfirmed} + {lost}: {stderr}"
+        );
+        if unconfirmed >= 1 {
             return;
         }
-        eprintln!("seed {seed}: no outage ended a running command; the next seed");
+        eprintln!("seed {seed}: no outage ended a running command for want of confirmation; the next seed");
     }
-    panic!("three campaigns, and no outage ended a running command");
+    panic!("three campaigns, and no outage ended a running command for want of confirmation");
 }

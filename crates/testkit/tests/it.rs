@@ -164,6 +164,8 @@ async fn check_expire_session(connect_string: &str) {
     let observer = connect(connect_string).await;
     let path = unique_path("ephemeral");
     client.create(&path, b"", &EPHEMERAL).await.unwrap();
+    // Another session: on an ensemble its member may not have applied the create yet (CI once saw no node).
+    observer.sync(&path).await.unwrap();
     let (stat, deleted) = observer.check_and_watch_stat(&path).await.unwrap();
     assert!(stat.is_some());
     let mut states = client.state_watcher();

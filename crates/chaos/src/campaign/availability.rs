@@ -8,6 +8,9 @@
 //! * `needless_ends`: of those, the ones whose session survived: the holder could have gone on. Known for the
 //!   workers, which look at their client afterwards; not for `run`, whose `zklock` exits with its session (`NA`).
 //! * `suspended` / `resumed`: suspensions seen under `--lost-policy suspend`, and those that ended in a resumption.
+//! * `ended_lost` (`run`): commands `zklock run` ended because it lost its lock otherwise — the session expired, the
+//!   node was deleted: a loss, not an end for want of confirmation. With `ended_unconfirmed` it accounts for the
+//!   exit statuses 75.
 //! * `reconnected`: under `--session reconnecting`, the worker processes that went on through more than one
 //!   ZooKeeper session (each says how many it had at its end): what shows that the campaign exercised them.
 
@@ -23,6 +26,8 @@ const RUN_CONTINUED: &str = "continuing the command (SIGCONT)";
 const RUN_WATCHDOG_ENDED: &str = "was not confirmed in time; sending SIGTERM";
 /// `zklock run` ending the command for a disconnection past its lost policy.
 const RUN_DISCONNECTED: &str = "(the connection to ZooKeeper was down for too long); stopping the command";
+/// `zklock run` ending the command for a lost lock (`lost <what> (<reason>); stopping the command (pid N)`).
+const RUN_LOST: [&str; 2] = ["lost ", "); stopping the command (pid "];
 
 /// The counts (see the module documentation); `needless_ends` is `None` where it cannot be known.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +37,7 @@ pub struct Availability {
     pub ended_unconfirmed: usize,
     pub needless_ends: Option<usize>,
     pub reconnected: usize,
+    pub ended_lost: usize,
 }
 
 /// Counts in the logs of `slots` contenders in `dir`; `run`: the slots run `zklock run`.
@@ -61,6 +67,8 @@ impl Availability {
                 || line.contains(RUN_DISCONNECTED)
             {
                 self.ended_unconfirmed += 1;
+            } else if RUN_LOST.iter().all(|part| line.contains(part)) {
+                self.ended_lost += 1;
             }
             if let Some((_, rest)) = line.split_once(": ") {
                 if let Some((count, _)) = rest.split_once(" ZooKeeper sessions: ") {
@@ -77,16 +85,18 @@ impl Availability {
         }
     }
 
-    /// `suspended=N resumed=N ended_unconfirmed=N needless_ends=N` (`NA` where unknown), for `chaos-result`.
+    /// `suspended=N resumed=N ended_unconfirmed=N needless_ends=N reconnected=N ended_lost=N` (`NA` where
+    /// unknown), for `chaos-result`.
     pub fn fields(&self) -> String {
         format!(
-            "suspended={} resumed={} ended_unconfirmed={} needless_ends={} reconnected={}",
+            "suspended={} resumed={} ended_unconfirmed={} needless_ends={} reconnected={} ended_lost={}",
             self.suspended,
             self.resumed,
             self.ended_unconfirmed,
             self.needless_ends
                 .map_or_else(|| "NA".to_owned(), |n| n.to_string()),
-            self.reconnected
+            self.reconnected,
+            self.ended_lost
         )
     }
 }
@@ -114,6 +124,7 @@ mod tests {
                 ended_unconfirmed: 2,
                 needless_ends: Some(1),
                 reconnected: 1,
+                ended_lost: 0,
             }
         );
         let mut run = Availability::default();
@@ -121,11 +132,12 @@ mod tests {
             "zklock: watchdog: the ZooKeeper session was not confirmed in time; stopping the command (SIGSTOP) until it is\n\
              zklock: watchdog: the ZooKeeper session is confirmed again; continuing the command (SIGCONT)\n\
              zklock: watchdog: the ZooKeeper session was not confirmed in time; sending SIGTERM to the command\n\
-             zklock: lost the lock on /x (the connection to ZooKeeper was down for too long); stopping the command (pid 7)\n",
+             zklock: lost the lock on /x (the connection to ZooKeeper was down for too long); stopping the command (pid 7)\n\
+             zklock: lost the lock on /x (the ZooKeeper session expired); stopping the command (pid 8)\n",
         );
         assert_eq!(
             run.fields(),
-            "suspended=1 resumed=1 ended_unconfirmed=2 needless_ends=NA reconnected=0"
+            "suspended=1 resumed=1 ended_unconfirmed=2 needless_ends=NA reconnected=0 ended_lost=1"
         );
     }
 }
