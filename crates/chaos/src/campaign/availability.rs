@@ -8,9 +8,9 @@
 //! * `needless_ends`: of those, the ones whose session survived: the holder could have gone on. Known for the
 //!   workers, which look at their client afterwards; not for `run`, whose `zklock` exits with its session (`NA`).
 //! * `suspended` / `resumed`: suspensions seen under `--lost-policy suspend`, and those that ended in a resumption.
-//! * `ended_lost` (`run`): commands `zklock run` ended because it lost its lock otherwise — the session expired, the
-//!   node was deleted: a loss, not an end for want of confirmation. With `ended_unconfirmed` it accounts for the
-//!   exit statuses 75.
+//! * `ended_lost` (`run`): commands `zklock run` ended, or never started, because it lost its lock otherwise — the
+//!   session expired, the node was deleted, or any loss before the command started: not an end for want of
+//!   confirmation of a running command. With `ended_unconfirmed` it accounts for the exit statuses 75.
 //! * `reconnected`: under `--session reconnecting`, the worker processes that went on through more than one
 //!   ZooKeeper session (each says how many it had at its end): what shows that the campaign exercised them.
 
@@ -26,8 +26,9 @@ const RUN_CONTINUED: &str = "continuing the command (SIGCONT)";
 const RUN_WATCHDOG_ENDED: &str = "was not confirmed in time; sending SIGTERM";
 /// `zklock run` ending the command for a disconnection past its lost policy.
 const RUN_DISCONNECTED: &str = "(the connection to ZooKeeper was down for too long); stopping the command";
-/// `zklock run` ending the command for a lost lock (`lost <what> (<reason>); stopping the command (pid N)`).
-const RUN_LOST: [&str; 2] = ["lost ", "); stopping the command (pid "];
+/// `zklock run` ending the command for a lost lock (`lost <what> (<reason>); stopping the command (pid N)`), or
+/// exiting 75 for one lost before the command started (`lost <what> (<reason>) before the command started`).
+const RUN_LOST: [&str; 2] = ["); stopping the command (pid ", ") before the command started"];
 
 /// The counts (see the module documentation); `needless_ends` is `None` where it cannot be known.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -67,7 +68,7 @@ impl Availability {
                 || line.contains(RUN_DISCONNECTED)
             {
                 self.ended_unconfirmed += 1;
-            } else if RUN_LOST.iter().all(|part| line.contains(part)) {
+            } else if line.contains("lost ") && RUN_LOST.iter().any(|end| line.contains(end)) {
                 self.ended_lost += 1;
             }
             if let Some((_, rest)) = line.split_once(": ") {
@@ -133,11 +134,12 @@ mod tests {
              zklock: watchdog: the ZooKeeper session is confirmed again; continuing the command (SIGCONT)\n\
              zklock: watchdog: the ZooKeeper session was not confirmed in time; sending SIGTERM to the command\n\
              zklock: lost the lock on /x (the connection to ZooKeeper was down for too long); stopping the command (pid 7)\n\
-             zklock: lost the lock on /x (the ZooKeeper session expired); stopping the command (pid 8)\n",
+             zklock: lost the lock on /x (the ZooKeeper session expired); stopping the command (pid 8)\n\
+             zklock: lost the lock on /x (the ZooKeeper session expired) before the command started\n",
         );
         assert_eq!(
             run.fields(),
-            "suspended=1 resumed=1 ended_unconfirmed=2 needless_ends=NA reconnected=0 ended_lost=1"
+            "suspended=1 resumed=1 ended_unconfirmed=2 needless_ends=NA reconnected=0 ended_lost=2"
         );
     }
 }
